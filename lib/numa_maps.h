@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* /proc/<pid>/numa_maps: one buffer to a list of VMAs.
+ *
+ * Line format (fs/proc/task_mmu.c show_numa_map):
+ *   <start hex> <policy>[ file=<escaped path>| heap| stack][ huge][ anon=N dirty=N
+ *   mapped=N mapmax=N swapcache=N active=N writeback=N N<nid>=N... kernelpagesize_kB=N]
+ * The policy comes from mpol_to_str() into a 64-byte buffer: at most 63 characters,
+ * so a long node list can be cut; two mode names contain a space ("prefer (many)",
+ * "weighted interleave"). Paths escape \n \t = and space as \012 \011 \075 \040.
+ * A line that does not parse is counted with its number and skipped; the rest is used. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cleanup.h"
+#include "nodemask.h"
+
+enum mpol_mode {
+        MODE_DEFAULT,
+        MODE_LOCAL,
+        MODE_PREFERRED,           /* "prefer:N" */
+        MODE_PREFERRED_MANY,      /* "prefer (many):LIST" */
+        MODE_BIND,
+        MODE_INTERLEAVE,
+        MODE_WEIGHTED_INTERLEAVE,
+        _MODE_MAX,
+};
+
+enum {
+        MPOL_FLAG_STATIC = 1 << 0,    /* "=static" */
+        MPOL_FLAG_RELATIVE = 1 << 1,  /* "=relative" */
+        MPOL_FLAG_BALANCING = 1 << 2, /* "balancing" (MPOL_F_NUMA_BALANCING) */
+};
+
+struct mempolicy {
+        enum mpol_mode mode;
+        unsigned flags;
+        nb_nodemask nodes;      /* empty for default/local */
+        bool nodes_truncated;   /* the 63-character cut may have dropped nodes */
+};
+
+enum vma_kind { VMA_ANON, VMA_FILE, VMA_HEAP, VMA_STACK, _VMA_KIND_MAX };
+
+/* Pages of one VMA on one node, in units of the VMA's page_size_kb. */
+struct node_pages {
+        uint32_t node;
+        uint64_t pages;
+};
+
+struct vma {
+        uint64_t start;
+        struct mempolicy policy;
+        enum vma_kind kind;
+        bool hugetlb;              /* " huge": counts are in huge pages */
+        char *path;                /* file= value as the kernel escaped it (safe to print), or NULL */
+        uint64_t page_size_kb;     /* kernelpagesize_kB; 4 if absent (no page present) */
+        uint64_t anon, dirty, mapped, mapmax, swapcache, active, writeback;
+        uint64_t pages;            /* sum over nodes */
+        size_t np_off, np_count;   /* this VMA's entries in numa_maps.np */
+        unsigned line;             /* 1-based line number in the file */
+};
+
+#define NUMA_MAPS_BAD_LINES_KEPT 16
+
+struct numa_maps {
+        struct vma *vmas;
+        size_t n_vmas;
+        struct node_pages *np;     /* all VMAs' per-node counts, VMA after VMA */
+        size_t n_np;
+        unsigned n_bad_lines;                           /* lines skipped */
+        unsigned bad_lines[NUMA_MAPS_BAD_LINES_KEPT];   /* the first ones' numbers */
+};
+
+/* Parses len bytes of buf (need not be NUL-terminated). Returns 0 (bad lines are
+ * counted in the result, not an error), or -ENOMEM. */
+int numa_maps_parse(const char *buf, size_t len, struct numa_maps **ret);
+void numa_maps_free(struct numa_maps *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct numa_maps *, numa_maps_free);
+
+/* Parses a policy token ("bind=static:0-3", "prefer (many):1,3", "default"). */
+int mempolicy_parse(const char *s, size_t len, struct mempolicy *ret);
+/* "bind", "prefer (many)", ... */
+const char *mpol_mode_name(enum mpol_mode m);
+const char *vma_kind_name(enum vma_kind k);
+
+static inline const struct node_pages *vma_node_pages(const struct numa_maps *m, const struct vma *v) {
+        return m->np + v->np_off;
+}
+/* Pages of the VMA on node n. */
+uint64_t vma_pages_on(const struct numa_maps *m, const struct vma *v, unsigned node);

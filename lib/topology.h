@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The machine's NUMA topology, from <sys_root>/devices/system/node and
+ * <sys_root>/devices/system/cpu: nodes (ids may be sparse), which have memory and
+ * which have CPUs (either may be missing: memory-only nodes exist), the CPUs of
+ * each node, the distance table and free memory per node. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "cleanup.h"
+#include "nodemask.h"
+
+struct topo_node {
+        unsigned id;
+        bool has_memory;
+        bool has_cpus;
+        nb_cpumask cpus;
+        uint64_t mem_total_kb;
+        uint64_t mem_free_kb;
+};
+
+struct topology {
+        struct topo_node *nodes;   /* online nodes, sorted by id */
+        unsigned n_nodes;
+        nb_nodemask online;        /* node/online */
+        nb_nodemask with_memory;   /* node/has_memory */
+        nb_nodemask with_cpus;     /* node/has_cpu */
+        nb_cpumask online_cpus;    /* cpu/online */
+        int *distance;             /* n_nodes x n_nodes, by index in nodes[] */
+        int *cpu_node;             /* node id of each CPU, -1 if none; n_cpus entries */
+        unsigned n_cpus;           /* highest CPU id + 1 */
+};
+
+/* sys_root is the directory that holds devices/ ("/sys" normally, or a snapshot).
+ * Returns 0, -ENOENT if the node directory is missing (no CONFIG_NUMA), -EINVAL
+ * for contents that do not parse, or another -errno. */
+int topology_read(const char *sys_root, struct topology **ret);
+/* Re-reads only the free memory of each node (cheap; done every tick). */
+int topology_refresh_free(struct topology *t, const char *sys_root);
+void topology_free(struct topology *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct topology *, topology_free);
+
+/* Index of node id in t->nodes, or -1. */
+int topology_node_index(const struct topology *t, unsigned node);
+const struct topo_node *topology_node(const struct topology *t, unsigned node);
+/* Distance from node a to node b, or -1 if either is unknown. */
+int topology_distance(const struct topology *t, unsigned a, unsigned b);
+/* The node of CPU c, or -1. */
+int topology_cpu_node(const struct topology *t, unsigned cpu);
