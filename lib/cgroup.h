@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Which cgroups numabalanced works on.
+ *
+ * A cgroup opts in with an xattr on its directory, trusted.numabalanced or
+ * user.numabalanced, value "balance", "advise" or "off". The nearest setting on the
+ * path from the root wins; on one directory the config file wins over trusted.*,
+ * which wins over user.*. A user.* setting counts only when the directory is owned
+ * by root, or by the owner of the delegated subtree it sits in (every ancestor up to
+ * the first root-owned one has the same owner): nobody can opt in a cgroup that is
+ * not theirs. An invalid value counts as unset and is reported. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "config.h"
+
+enum cg_source { CG_FROM_NONE, CG_FROM_CONFIG, CG_FROM_TRUSTED, CG_FROM_USER };
+
+struct cgroup_entry {
+        char *path;                /* relative to the root, "/" for the root itself */
+        enum cg_mode mode;         /* effective: advise or balance */
+        enum cg_source source;     /* what decided it */
+        char *decided_by;          /* the path whose setting applies (may be an ancestor) */
+};
+
+struct cgroup_invalid {
+        char *path;
+        char *xattr;               /* "user.numabalanced", ... */
+        char *value;               /* printable, cut to 64 bytes */
+        const char *why;           /* "unknown value", "not owned by the subtree's owner", ... */
+};
+
+struct cgroup_selection {
+        struct cgroup_entry *entries;  /* opted in (advise or balance), in walk order */
+        size_t n_entries;
+        struct cgroup_invalid *invalid;
+        size_t n_invalid;
+};
+
+/* The pure rule for one directory: its own setting from config/trusted/user values
+ * (NULL when absent), and whether its user.* may count. */
+enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, size_t trusted_len,
+                                const char *user, size_t user_len, bool user_counts,
+                                enum cg_source *ret_source);
+
+/* Walks the cgroup v2 tree under root (e.g. /sys/fs/cgroup). Returns 0, or -errno if
+ * the root cannot be opened; unreadable subdirectories are skipped. */
+int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,
+                  struct cgroup_selection *ret);
+void cgroup_selection_done(struct cgroup_selection *s);
+
+/* Process ids in <root><path>/cgroup.procs, sorted. */
+int cgroup_read_procs(const char *root, const char *path, pid_t **ret, size_t *ret_n);

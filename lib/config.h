@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* /etc/numabalanced.conf: one table of {section, key, parser, range, field}, parsed
+ * strictly (iniparser's own getint/getboolean accept garbage and are not used).
+ * Every error is kept, formatted as
+ *     FILE:LINE: [section] key: problem (accepted: ...)
+ * so that --check-config and a refused SIGHUP reload can print them all. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cleanup.h"
+#include "nodemask.h"
+
+#define CONFIG_DEFAULT_PATH SYSCONFDIR "/numabalanced.conf"
+
+enum cg_mode { CG_MODE_UNSET = 0, CG_MODE_OFF, CG_MODE_ADVISE, CG_MODE_BALANCE };
+
+enum knb_action { KNB_LEAVE, KNB_DISABLE };
+enum sample_source { SOURCE_AUTO, SOURCE_PROC, SOURCE_BPF };
+
+/* A cgroup named in the config, with the mode it gets (as if its directory had the
+ * xattr; the config wins over xattrs on the same directory). */
+struct cgroup_rule {
+        char *path;                 /* relative to cgroup_root, starting with '/' */
+        enum cg_mode mode;
+};
+
+struct nb_config {
+        /* [daemon] */
+        nb_cpumask service_cpus;     /* empty: the lowest-numbered online CPU */
+        uint64_t tick_ms;            /* base tick */
+        uint64_t scan_min_ms;        /* per-process scan interval while misplaced or changing */
+        uint64_t scan_max_ms;        /* ... once settled (doubles up to this) */
+        int log_level;
+        enum knb_action kernel_numa_balancing;
+
+        /* [select] */
+        char *cgroup_root;
+        struct cgroup_rule *cgroups;
+        size_t n_cgroups;
+        uint64_t min_rss_kb;         /* processes smaller than this are skipped */
+
+        /* [sample] */
+        enum sample_source source;
+
+        /* [decide] */
+        unsigned min_cpu_share_pct;  /* hysteresis: a node needs this share of CPU time */
+        uint64_t cooldown_ms;        /* before the same VMA is moved again */
+        unsigned free_floor_pct;     /* never fill a target node below this % free */
+        bool move_shared;            /* move pages with mapmax > 1 */
+        bool move_preferred;         /* move prefer/prefer(many) VMAs within their nodes */
+        uint64_t min_misplaced_kb;   /* a VMA with less misplaced memory is left alone */
+
+        /* [migrate] */
+        uint64_t rate_limit_mb_s;    /* global copy budget, 0 = unlimited */
+        uint64_t batch_pages;        /* pages per move_pages(2) call, at most */
+
+        /* [report] */
+        char *metrics_path;          /* Prometheus textfile, "" = none */
+};
+
+struct config_errors {
+        char **msgs;
+        size_t n;
+};
+
+/* Fills *cfg with the defaults. */
+void config_defaults(struct nb_config *cfg);
+/* Loads path over the defaults. Returns 0 when the file is valid, -EINVAL when it has
+ * errors (all in *errs; *cfg is then not to be used), -ENOENT if the file is missing
+ * (a missing file is an error only when it was named explicitly: the caller decides),
+ * or another -errno. */
+int config_load(const char *path, struct nb_config *cfg, struct config_errors *errs);
+void config_done(struct nb_config *cfg);
+void config_errors_done(struct config_errors *e);
+/* Every "section.key" the parser knows, NULL-terminated (for the docs test). */
+const char *const *config_keys(void);
+
+int cg_mode_parse(const char *s, size_t len, enum cg_mode *ret);
+const char *cg_mode_name(enum cg_mode m);
