@@ -1,3 +1,383 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* placeholder: being written */
+/* The NUMA topology from sysfs (drivers/base/node.c and drivers/base/cpu.c):
+ *
+ *   devices/system/node/online, has_memory, has_cpu    node lists ("0,2")
+ *   devices/system/node/nodeN/cpulist                   CPU list, may be empty
+ *   devices/system/node/nodeN/distance                  one number per online node,
+ *                                                       in increasing node id order
+ *   devices/system/node/nodeN/meminfo                   "Node N MemTotal:  X kB" ...
+ *   devices/system/cpu/online                           CPU list
+ *
+ * Everything is read relative to a sys_root so that tests run on snapshots. A file
+ * whose contents do not parse, or that contradicts another (a distance row of the
+ * wrong length, a CPU in two nodes, a meminfo naming another node), is -EINVAL:
+ * placement decisions made on a half-understood topology would be wrong silently. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "log.h"
+#include "parse.h"
 #include "topology.h"
+
+/* sysfs files here are small; cpulist of 8192 CPUs is at most ~40 KiB. Anything
+ * larger is not a sysfs file we understand. */
+#define TOPO_FILE_MAX (1024 * 1024)
+
+/* A node's distance to itself is LOCAL_DISTANCE (10) and others are larger, but
+ * firmware tables are not to be trusted beyond "a small non-negative number": the
+ * ACPI SLIT stores a byte, and 255 means unreachable. */
+#define TOPO_DISTANCE_MAX 255
+
+static int read_at(int dirfd, const char *path, char **ret, size_t *ret_len) {
+        int r = read_file_at(dirfd, path, TOPO_FILE_MAX, ret, ret_len);
+        if (r < 0)
+                log_debug_errno(r, "topology: cannot read %s: %m", path);
+        return r;
+}
+
+static int read_nodemask_at(int dirfd, const char *path, nb_nodemask *ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r;
+
+        r = read_at(dirfd, path, &buf, &len);
+        if (r < 0)
+                return r;
+        r = nodemask_parse_n(buf, len, ret);
+        if (r < 0)
+                return log_debug_errno(-EINVAL, "topology: %s: not a node list", path);
+        return 0;
+}
+
+static int read_cpumask_at(int dirfd, const char *path, nb_cpumask *ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r;
+
+        r = read_at(dirfd, path, &buf, &len);
+        if (r < 0)
+                return r;
+        r = idlist_parse_n(buf, len, ret->w, NB_CPUS_MAX);
+        if (r < 0)
+                return log_debug_errno(-EINVAL, "topology: %s: not a CPU list", path);
+        return 0;
+}
+
+static bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* Parses one nodeN/meminfo buffer for node `node`: the MemTotal and MemFree lines,
+ * "Node <node> <Key>: <spaces><value> kB". Other lines are not looked at (their set
+ * changes between kernel versions). Either output may be NULL. */
+static int meminfo_parse(const char *buf, size_t len, unsigned node, uint64_t *ret_total,
+                         uint64_t *ret_free) {
+        uint64_t total = 0, free_kb = 0;
+        bool have_total = false, have_free = false;
+        size_t i = 0;
+
+        while (i < len) {
+                size_t eol = i, p, q;
+                uint64_t id, v;
+                const char *key;
+                size_t key_len;
+
+                while (eol < len && buf[eol] != '\n')
+                        eol++;
+                p = i;
+                i = eol + 1;
+
+                if (eol - p < 5 || memcmp(buf + p, "Node ", 5) != 0)
+                        continue;
+                p += 5;
+                for (q = p; q < eol && buf[q] >= '0' && buf[q] <= '9'; q++)
+                        ;
+                if (parse_u64_n(buf + p, q - p, 0, NB_NODES_MAX - 1, &id) < 0)
+                        return -EINVAL;
+                p = q;
+                while (p < eol && is_blank(buf[p]))
+                        p++;
+                key = buf + p;
+                while (p < eol && buf[p] != ':' && !is_blank(buf[p]))
+                        p++;
+                key_len = (size_t) (buf + p - key);
+                if (p >= eol || buf[p] != ':')
+                        return -EINVAL;
+                p++;
+
+                bool is_total = key_len == 8 && memcmp(key, "MemTotal", 8) == 0;
+                bool is_free = key_len == 7 && memcmp(key, "MemFree", 7) == 0;
+                if (!is_total && !is_free)
+                        continue;
+                /* The file is this node's: a line about another node means we are
+                 * not reading what we think we are. */
+                if (id != node)
+                        return -EINVAL;
+                if ((is_total && have_total) || (is_free && have_free))
+                        return -EINVAL;
+
+                while (p < eol && is_blank(buf[p]))
+                        p++;
+                for (q = p; q < eol && buf[q] >= '0' && buf[q] <= '9'; q++)
+                        ;
+                if (parse_u64_n(buf + p, q - p, 0, UINT64_MAX / 1024, &v) < 0)
+                        return -EINVAL;
+                p = q;
+                if (eol - p != 3 || memcmp(buf + p, " kB", 3) != 0)
+                        return -EINVAL;
+
+                if (is_total) {
+                        total = v;
+                        have_total = true;
+                } else {
+                        free_kb = v;
+                        have_free = true;
+                }
+        }
+
+        if (!have_total || !have_free || free_kb > total)
+                return -EINVAL;
+        if (ret_total)
+                *ret_total = total;
+        if (ret_free)
+                *ret_free = free_kb;
+        return 0;
+}
+
+static int read_meminfo_at(int dirfd, unsigned node, uint64_t *ret_total, uint64_t *ret_free) {
+        _cleanup_free_ char *buf = NULL;
+        char path[64];
+        size_t len;
+        int r;
+
+        snprintf(path, sizeof(path), "node/node%u/meminfo", node);
+        r = read_at(dirfd, path, &buf, &len);
+        if (r < 0)
+                return r;
+        r = meminfo_parse(buf, len, node, ret_total, ret_free);
+        if (r < 0)
+                return log_debug_errno(r, "topology: %s: no valid MemTotal/MemFree for node %u", path, node);
+        return 0;
+}
+
+/* One row of the distance table: exactly n numbers separated by blanks. */
+static int distance_parse(const char *buf, size_t len, unsigned n, int *row) {
+        size_t i = 0;
+        unsigned k = 0;
+
+        while (len > 0 && (buf[len - 1] == '\n' || is_blank(buf[len - 1])))
+                len--;
+        for (;;) {
+                size_t e;
+                uint64_t v;
+
+                while (i < len && is_blank(buf[i]))
+                        i++;
+                if (i >= len)
+                        break;
+                for (e = i; e < len && !is_blank(buf[e]); e++)
+                        ;
+                if (k >= n)
+                        return -EINVAL;
+                if (parse_u64_n(buf + i, e - i, 0, TOPO_DISTANCE_MAX, &v) < 0)
+                        return -EINVAL;
+                row[k++] = (int) v;
+                i = e;
+        }
+        return k == n ? 0 : -EINVAL;
+}
+
+static int read_distance_at(int dirfd, unsigned node, unsigned n, int *row) {
+        _cleanup_free_ char *buf = NULL;
+        char path[64];
+        size_t len;
+        int r;
+
+        snprintf(path, sizeof(path), "node/node%u/distance", node);
+        r = read_at(dirfd, path, &buf, &len);
+        if (r < 0)
+                return r;
+        r = distance_parse(buf, len, n, row);
+        if (r < 0)
+                return log_debug_errno(r, "topology: %s: expected %u distances", path, n);
+        return 0;
+}
+
+void topology_free(struct topology *t) {
+        if (!t)
+                return;
+        free(t->nodes);
+        free(t->distance);
+        free(t->cpu_node);
+        free(t);
+}
+
+static int open_system_dir(const char *sys_root) {
+        _cleanup_free_ char *p = NULL;
+        int fd;
+
+        if (!sys_root)
+                return -EINVAL;
+        if (asprintf(&p, "%s/devices/system", sys_root) < 0)
+                return -ENOMEM;
+        fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return log_debug_errno(-errno, "topology: cannot open %s: %m", p);
+        return fd;
+}
+
+int topology_read(const char *sys_root, struct topology **ret) {
+        _cleanup_(topology_freep) struct topology *t = NULL;
+        _cleanup_close_ int dirfd = -1;
+        unsigned i;
+        int r, max_cpu = -1;
+
+        dirfd = open_system_dir(sys_root);
+        if (dirfd < 0)
+                return dirfd;
+
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+
+        /* Without CONFIG_NUMA there is no node directory: -ENOENT, the caller's
+         * "not a NUMA machine", distinct from contents that do not parse. */
+        r = read_nodemask_at(dirfd, "node/online", &t->online);
+        if (r < 0)
+                return r;
+        r = read_nodemask_at(dirfd, "node/has_memory", &t->with_memory);
+        if (r < 0)
+                return r;
+        r = read_nodemask_at(dirfd, "node/has_cpu", &t->with_cpus);
+        if (r < 0)
+                return r;
+        r = read_cpumask_at(dirfd, "cpu/online", &t->online_cpus);
+        if (r < 0)
+                return r;
+
+        t->n_nodes = nodemask_weight(&t->online);
+        if (t->n_nodes == 0)
+                return log_debug_errno(-EINVAL, "topology: no online node");
+        if (!nodemask_subset(&t->with_memory, &t->online) || !nodemask_subset(&t->with_cpus, &t->online))
+                return log_debug_errno(-EINVAL, "topology: has_memory/has_cpu name nodes that are not online");
+        if (cpumask_weight(&t->online_cpus) == 0)
+                return log_debug_errno(-EINVAL, "topology: no online CPU");
+
+        t->nodes = calloc(t->n_nodes, sizeof(*t->nodes));
+        t->distance = calloc((size_t) t->n_nodes * t->n_nodes, sizeof(*t->distance));
+        if (!t->nodes || !t->distance)
+                return -ENOMEM;
+
+        i = 0;
+        NODEMASK_FOREACH(n, &t->online) {
+                struct topo_node *tn = &t->nodes[i];
+                char path[64];
+
+                tn->id = (unsigned) n;
+                tn->has_memory = nodemask_test(&t->with_memory, tn->id);
+                tn->has_cpus = nodemask_test(&t->with_cpus, tn->id);
+
+                snprintf(path, sizeof(path), "node/node%u/cpulist", tn->id);
+                r = read_cpumask_at(dirfd, path, &tn->cpus);
+                if (r < 0)
+                        return r;
+                /* has_cpu (N_CPU) and cpulist are not compared: on some
+                 * architectures cpumask_of_node keeps offline CPUs, so a node whose
+                 * CPUs are all offline can list them while has_cpu omits it. */
+                CPUMASK_FOREACH(c, &tn->cpus)
+                        if (c > max_cpu)
+                                max_cpu = c;
+
+                r = read_distance_at(dirfd, tn->id, t->n_nodes, t->distance + (size_t) i * t->n_nodes);
+                if (r < 0)
+                        return r;
+                r = read_meminfo_at(dirfd, tn->id, &tn->mem_total_kb, &tn->mem_free_kb);
+                if (r < 0)
+                        return r;
+                i++;
+        }
+
+        CPUMASK_FOREACH(c, &t->online_cpus)
+                if (c > max_cpu)
+                        max_cpu = c;
+        t->n_cpus = (unsigned) max_cpu + 1;
+        t->cpu_node = malloc(t->n_cpus * sizeof(*t->cpu_node));
+        if (!t->cpu_node)
+                return -ENOMEM;
+        for (unsigned c = 0; c < t->n_cpus; c++)
+                t->cpu_node[c] = -1;
+        for (i = 0; i < t->n_nodes; i++)
+                CPUMASK_FOREACH(c, &t->nodes[i].cpus) {
+                        if (t->cpu_node[c] >= 0)
+                                return log_debug_errno(-EINVAL, "topology: CPU %d is in nodes %d and %u",
+                                                       c, t->cpu_node[c], t->nodes[i].id);
+                        t->cpu_node[c] = (int) t->nodes[i].id;
+                }
+
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+int topology_refresh_free(struct topology *t, const char *sys_root) {
+        _cleanup_free_ uint64_t *free_kb = NULL;
+        _cleanup_close_ int dirfd = -1;
+        int r;
+
+        if (!t)
+                return -EINVAL;
+        dirfd = open_system_dir(sys_root);
+        if (dirfd < 0)
+                return dirfd;
+        free_kb = calloc(t->n_nodes, sizeof(*free_kb));
+        if (!free_kb)
+                return -ENOMEM;
+
+        /* All or nothing: a tick must not see some nodes' new values and others' old. */
+        for (unsigned i = 0; i < t->n_nodes; i++) {
+                r = read_meminfo_at(dirfd, t->nodes[i].id, NULL, &free_kb[i]);
+                if (r < 0)
+                        return r;
+        }
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                t->nodes[i].mem_free_kb = free_kb[i];
+        return 0;
+}
+
+int topology_node_index(const struct topology *t, unsigned node) {
+        unsigned lo = 0, hi;
+
+        if (!t)
+                return -1;
+        /* nodes[] is sorted by id: ids are sparse, so search rather than index. */
+        hi = t->n_nodes;
+        while (lo < hi) {
+                unsigned mid = lo + (hi - lo) / 2;
+                if (t->nodes[mid].id == node)
+                        return (int) mid;
+                if (t->nodes[mid].id < node)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return -1;
+}
+
+const struct topo_node *topology_node(const struct topology *t, unsigned node) {
+        int i = topology_node_index(t, node);
+        return i < 0 ? NULL : &t->nodes[i];
+}
+
+int topology_distance(const struct topology *t, unsigned a, unsigned b) {
+        int ia = topology_node_index(t, a), ib = topology_node_index(t, b);
+
+        if (ia < 0 || ib < 0)
+                return -1;
+        return t->distance[(size_t) ia * t->n_nodes + (size_t) ib];
+}
+
+int topology_cpu_node(const struct topology *t, unsigned cpu) {
+        if (!t || cpu >= t->n_cpus)
+                return -1;
+        return t->cpu_node[cpu];
+}

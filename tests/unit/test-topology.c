@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* topology_read on sysfs snapshots: three captured from test-bed guests (2n2c, 4n1c,
+ * 2n1m: see tests/vm/capture-sys.sh), a hand-made sparse one (nodes 0 and 2, node 2
+ * with CPUs but no memory), and broken trees, stored or made here in a temporary
+ * directory from the sparse one with one file changed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include "test.h"
+#include "topology.h"
+
+static struct topology *load(const char *name) {
+        char root[PATH_MAX];
+        struct topology *t = NULL;
+        int r;
+
+        snprintf(root, sizeof(root), "%s/sys/%s", TEST_DATA_DIR, name);
+        r = topology_read(root, &t);
+        if (r < 0)
+                fprintf(stderr, "topology_read(%s): %s\n", root, strerror(-r));
+        CHECK_INT(r, 0);
+        return t;
+}
+
+static void check_cpus(const struct topology *t, unsigned node, const char *expect) {
+        const struct topo_node *n = topology_node(t, node);
+        char buf[CPUMASK_STRMAX];
+
+        CHECK(n != NULL);
+        if (!n)
+                return;
+        cpumask_format(&n->cpus, buf, sizeof(buf));
+        CHECK_STR(buf, expect);
+}
+
+static void check_mask(const nb_nodemask *m, const char *expect) {
+        char buf[NODEMASK_STRMAX];
+
+        nodemask_format(m, buf, sizeof(buf));
+        CHECK_STR(buf, expect);
+}
+
+static void test_2n2c(void) {
+        _cleanup_(topology_freep) struct topology *t = load("2n2c");
+        if (!t)
+                return;
+        CHECK_INT(t->n_nodes, 2);
+        check_mask(&t->online, "0-1");
+        check_mask(&t->with_memory, "0-1");
+        check_mask(&t->with_cpus, "0-1");
+        check_cpus(t, 0, "0-1");
+        check_cpus(t, 1, "2-3");
+        CHECK_INT(t->n_cpus, 4);
+        CHECK_INT(topology_cpu_node(t, 0), 0);
+        CHECK_INT(topology_cpu_node(t, 1), 0);
+        CHECK_INT(topology_cpu_node(t, 2), 1);
+        CHECK_INT(topology_cpu_node(t, 3), 1);
+        CHECK_INT(topology_cpu_node(t, 4), -1);
+        CHECK_INT(topology_distance(t, 0, 0), 10);
+        CHECK_INT(topology_distance(t, 0, 1), 20);
+        CHECK_INT(topology_distance(t, 1, 0), 20);
+        CHECK_INT(topology_distance(t, 0, 2), -1);
+        /* Captured values (guest with 1G per node). */
+        CHECK_INT(t->nodes[0].mem_total_kb, 1030480);
+        CHECK_INT(t->nodes[0].mem_free_kb, 989148);
+        CHECK(t->nodes[1].mem_total_kb > 900 * 1024);
+        CHECK(t->nodes[0].has_memory && t->nodes[0].has_cpus);
+}
+
+static void test_4n1c(void) {
+        /* A ring: neighbours at 16, the opposite node at 22. */
+        static const int expect[4][4] = {
+                { 10, 16, 22, 16 },
+                { 16, 10, 16, 22 },
+                { 22, 16, 10, 16 },
+                { 16, 22, 16, 10 },
+        };
+        _cleanup_(topology_freep) struct topology *t = load("4n1c");
+        if (!t)
+                return;
+        CHECK_INT(t->n_nodes, 4);
+        check_mask(&t->online, "0-3");
+        for (unsigned a = 0; a < 4; a++) {
+                char cpu[8];
+                snprintf(cpu, sizeof(cpu), "%u", a);
+                check_cpus(t, a, cpu);
+                CHECK_INT(topology_cpu_node(t, a), a);
+                CHECK(t->nodes[a].has_memory);
+                for (unsigned b = 0; b < 4; b++)
+                        CHECK_INT(topology_distance(t, a, b), expect[a][b]);
+        }
+}
+
+static void test_2n1m(void) {
+        _cleanup_(topology_freep) struct topology *t = load("2n1m");
+        const struct topo_node *n2;
+        if (!t)
+                return;
+        CHECK_INT(t->n_nodes, 3);
+        check_mask(&t->with_memory, "0-2");
+        check_mask(&t->with_cpus, "0-1");
+        check_cpus(t, 0, "0");
+        check_cpus(t, 1, "1");
+        check_cpus(t, 2, "");
+        n2 = topology_node(t, 2);
+        CHECK(n2 != NULL);
+        if (n2) {
+                /* The memory-only node: memory, no CPU, and no CPU maps to it. */
+                CHECK(n2->has_memory);
+                CHECK(!n2->has_cpus);
+                CHECK(n2->mem_total_kb > 400 * 1024);
+        }
+        CHECK_INT(t->n_cpus, 2);
+        for (unsigned c = 0; c < t->n_cpus; c++)
+                CHECK(topology_cpu_node(t, c) != 2);
+        CHECK_INT(topology_distance(t, 2, 0), 20);
+        CHECK_INT(topology_distance(t, 2, 2), 10);
+}
+
+static void test_sparse(void) {
+        _cleanup_(topology_freep) struct topology *t = load("sparse");
+        if (!t)
+                return;
+        CHECK_INT(t->n_nodes, 2);
+        check_mask(&t->online, "0,2");
+        CHECK_INT(t->nodes[0].id, 0);
+        CHECK_INT(t->nodes[1].id, 2);
+        CHECK_INT(topology_node_index(t, 0), 0);
+        CHECK_INT(topology_node_index(t, 1), -1);
+        CHECK_INT(topology_node_index(t, 2), 1);
+        CHECK(topology_node(t, 1) == NULL);
+        CHECK_INT(topology_distance(t, 0, 2), 20);
+        CHECK_INT(topology_distance(t, 2, 2), 10);
+        CHECK_INT(topology_distance(t, 0, 1), -1);
+        CHECK_INT(topology_cpu_node(t, 1), 0);
+        CHECK_INT(topology_cpu_node(t, 2), 2);
+        CHECK_INT(topology_cpu_node(t, 3), 2);
+        /* Node 2 has CPUs but no memory. */
+        CHECK(!t->nodes[1].has_memory);
+        CHECK(t->nodes[1].has_cpus);
+        CHECK_INT(t->nodes[1].mem_total_kb, 0);
+        check_mask(&t->with_memory, "0");
+}
+
+/* ---- broken trees: the sparse tree with one file replaced or removed ---- */
+
+struct file { const char *path, *content; };
+
+static const struct file sparse_files[] = {
+        { "devices/system/node/online", "0,2\n" },
+        { "devices/system/node/has_memory", "0\n" },
+        { "devices/system/node/has_cpu", "0,2\n" },
+        { "devices/system/cpu/online", "0-3\n" },
+        { "devices/system/node/node0/cpulist", "0-1\n" },
+        { "devices/system/node/node2/cpulist", "2-3\n" },
+        { "devices/system/node/node0/distance", "10 20\n" },
+        { "devices/system/node/node2/distance", "20 10\n" },
+        { "devices/system/node/node0/meminfo",
+          "Node 0 MemTotal:        1030480 kB\nNode 0 MemFree:          989148 kB\n" },
+        { "devices/system/node/node2/meminfo",
+          "Node 2 MemTotal:              0 kB\nNode 2 MemFree:               0 kB\n" },
+};
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(p);
+}
+
+static int write_file(const char *root, const char *path, const char *content) {
+        char p[PATH_MAX];
+        FILE *f;
+
+        snprintf(p, sizeof(p), "%s/%s", root, path);
+        for (char *s = p + strlen(root) + 1; (s = strchr(s, '/')); s++) {
+                *s = 0;
+                mkdir(p, 0755);
+                *s = '/';
+        }
+        f = fopen(p, "we");
+        if (!f)
+                return -errno;
+        fputs(content, f);
+        return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* Builds the sparse tree with `path` replaced by `content` (NULL: left out) and
+ * returns topology_read's result on it. */
+static int read_variant(const char *path, const char *content, struct topology **ret) {
+        char root[] = "/tmp/test-topology-XXXXXX";
+        int r;
+
+        if (!mkdtemp(root))
+                return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(sparse_files); i++) {
+                const char *c = sparse_files[i].content;
+                if (strcmp(sparse_files[i].path, path) == 0)
+                        c = content;
+                if (c && write_file(root, sparse_files[i].path, c) < 0)
+                        fprintf(stderr, "cannot write %s/%s\n", root, sparse_files[i].path);
+        }
+        r = topology_read(root, ret);
+        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        return r;
+}
+
+static void expect_error(const char *path, const char *content, int error) {
+        struct topology *t = (struct topology *) 0x1;  /* must stay untouched */
+        int r = read_variant(path, content, &t);
+
+        if (r != error)
+                fprintf(stderr, "variant %s = \"%s\": got %d\n", path, content ? content : "(missing)", r);
+        CHECK_INT(r, error);
+        CHECK(t == (struct topology *) 0x1);
+}
+
+static void test_broken(void) {
+        struct topology *t = NULL;
+        char root[PATH_MAX];
+
+        /* The stored one: node 2's distance row has one number for two nodes. */
+        snprintf(root, sizeof(root), "%s/sys/broken", TEST_DATA_DIR);
+        CHECK_INT(topology_read(root, &t), -EINVAL);
+        CHECK(t == NULL);
+
+        /* The unchanged variant reads: the harness itself works. */
+        CHECK_INT(read_variant("", NULL, &t), 0);
+        topology_free(t);
+
+        expect_error("devices/system/node/online", "0,x\n", -EINVAL);
+        expect_error("devices/system/node/online", "\n", -EINVAL);            /* no node */
+        expect_error("devices/system/node/has_memory", "0-1\n", -EINVAL);     /* 1 is not online */
+        expect_error("devices/system/node/has_cpu", "0,,2\n", -EINVAL);
+        expect_error("devices/system/cpu/online", "3-1\n", -EINVAL);
+        expect_error("devices/system/node/node2/cpulist", "1-2\n", -EINVAL);  /* CPU 1 in two nodes */
+        expect_error("devices/system/node/node0/distance", "10 20 30\n", -EINVAL);
+        expect_error("devices/system/node/node0/distance", "10 -20\n", -EINVAL);
+        expect_error("devices/system/node/node0/distance", "10 999\n", -EINVAL);
+        expect_error("devices/system/node/node0/distance", "", -EINVAL);
+        expect_error("devices/system/node/node0/meminfo",
+                     "Node 0 MemTotal:        1030480 kB\n", -EINVAL);           /* no MemFree */
+        expect_error("devices/system/node/node0/meminfo",
+                     "Node 2 MemTotal:  10 kB\nNode 2 MemFree:  5 kB\n", -EINVAL); /* another node's */
+        expect_error("devices/system/node/node0/meminfo",
+                     "Node 0 MemTotal:  10 kB\nNode 0 MemFree:  5x kB\n", -EINVAL);
+        expect_error("devices/system/node/node0/meminfo",
+                     "Node 0 MemTotal:  10 kB\nNode 0 MemFree:  50 kB\n", -EINVAL);  /* free > total */
+        expect_error("devices/system/node/node0/meminfo",
+                     "Node 0 MemTotal:  10 kB\nNode 0 MemFree:  5 kB\nNode 0 MemFree:  5 kB\n", -EINVAL);
+        expect_error("devices/system/node/node0/meminfo",
+                     "Node 0 MemTotal:  99999999999999999999999 kB\nNode 0 MemFree:  5 kB\n", -EINVAL);
+        /* A missing file is the error of the read, passed on. */
+        expect_error("devices/system/node/node2/distance", NULL, -ENOENT);
+        expect_error("devices/system/node/online", NULL, -ENOENT);
+
+        /* No node directory at all (no CONFIG_NUMA): -ENOENT. */
+        CHECK_INT(topology_read("/nonexistent-sys-root", &t), -ENOENT);
+}
+
+static void test_refresh_free(void) {
+        char root[] = "/tmp/test-topology-XXXXXX";
+        struct topology *t = NULL;
+
+        if (!mkdtemp(root)) {
+                CHECK(false);
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(sparse_files); i++)
+                write_file(root, sparse_files[i].path, sparse_files[i].content);
+        CHECK_INT(topology_read(root, &t), 0);
+        if (t) {
+                CHECK_INT(t->nodes[0].mem_free_kb, 989148);
+
+                /* Only MemFree is taken; a changed distance file is not re-read. */
+                write_file(root, "devices/system/node/node0/meminfo",
+                           "Node 0 MemTotal:        2000000 kB\nNode 0 MemFree:          123456 kB\n");
+                write_file(root, "devices/system/node/node0/distance", "10 30\n");
+                CHECK_INT(topology_refresh_free(t, root), 0);
+                CHECK_INT(t->nodes[0].mem_free_kb, 123456);
+                CHECK_INT(t->nodes[0].mem_total_kb, 1030480);
+                CHECK_INT(topology_distance(t, 0, 2), 20);
+
+                /* A bad file leaves every node's value as it was. */
+                write_file(root, "devices/system/node/node0/meminfo",
+                           "Node 0 MemTotal:        2000000 kB\nNode 0 MemFree:          777 kB\n");
+                write_file(root, "devices/system/node/node2/meminfo", "garbage\n");
+                CHECK_INT(topology_refresh_free(t, root), -EINVAL);
+                CHECK_INT(t->nodes[0].mem_free_kb, 123456);
+                topology_free(t);
+        }
+        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void) {
+        test_2n2c();
+        test_4n1c();
+        test_2n1m();
+        test_sparse();
+        test_broken();
+        test_refresh_free();
+        TEST_MAIN_END();
+}
