@@ -1,0 +1,735 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The tick. Everything the daemon knows lives in struct manager; one thread (the
+ * event loop's) reads, decides and hands migration jobs to the workers. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "cgroup.h"
+#include "locality.h"
+#include "log.h"
+#include "manager.h"
+#include "maps.h"
+#include "migrate.h"
+#include "numa_maps.h"
+#include "placement.h"
+#include "plan.h"
+#include "proc.h"
+#include "topology.h"
+
+/* A process whose layout did not change is scanned half as often each time, down to
+ * scan_max_ms; any move or change brings it back to scan_min_ms. */
+#define BACKOFF_FACTOR 2
+/* A change of this many percent of its resident bytes, or of the local share,
+ * counts as "changing" for the backoff. */
+#define CHANGE_PCT 5
+/* Each process moves at most this many batches' worth per tick, so that a tick (and
+ * a SIGTERM waiting for it) stays bounded; the next tick continues. */
+#define BATCHES_PER_PROCESS_PER_TICK 4
+/* Ping-pong history kept per process. */
+#define HISTORY_MAX 256
+/* Invalid cgroup settings remembered so that each is logged once. */
+#define INVALID_SEEN_MAX 1024
+
+enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, _STAGE_MAX };
+
+struct cg_rec {
+        char *path;
+        enum cg_mode mode;
+        unsigned n_procs;
+        uint64_t pages[_MIG_CLASS_MAX];
+        uint64_t cost_ns[_STAGE_MAX];
+        bool seen;
+};
+
+struct proc_rec {
+        pid_t pid;
+        uint64_t starttime;
+        int pidfd;
+        char comm[64];
+        struct cg_rec *cg;         /* valid for the current tick */
+        struct placement_state pl;
+        uint64_t next_scan_ms, interval_ms;
+        struct plan_history hist[HISTORY_MAX];
+        size_t n_hist;
+        uint64_t pages[_MIG_CLASS_MAX];
+        uint64_t cost_ns[_STAGE_MAX];
+        enum plan_reason reason;
+        uint64_t planned_bytes;
+        uint64_t total_bytes, local_bytes;
+        uint64_t seen_tick;
+};
+
+struct manager {
+        sd_event *event;
+        sd_event_source *timer;
+        struct manager_opts opts;
+        char *proc_root, *sys_root;
+
+        /* A private copy of what the tick reads of the config. */
+        struct nb_config cfg;
+
+        struct topology *topo;
+        const struct placement_source *source;
+        struct migrator *migrator;
+
+        struct proc_rec **procs;   /* sorted by pid */
+        size_t n_procs;
+        struct cg_rec **cgs;
+        size_t n_cgs;
+
+        char **invalid_seen;
+        size_t n_invalid_seen;
+
+        uint64_t tick;
+        uint64_t moved_ring[60];   /* bytes moved per second slot, for "last minute" */
+        uint64_t ring_sec[60];
+        uint64_t total_pages[_MIG_CLASS_MAX];
+        uint64_t last_tick_ns;
+        volatile int cancel;
+};
+
+static uint64_t now_ns(clockid_t c) {
+        struct timespec ts;
+        clock_gettime(c, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+static uint64_t now_ms(void) { return now_ns(CLOCK_MONOTONIC) / 1000000; }
+
+/* --- config copy ------------------------------------------------------------- */
+
+static void cfg_release(struct nb_config *c) {
+        free(c->cgroup_root);
+        for (size_t i = 0; i < c->n_cgroups; i++)
+                free(c->cgroups[i].path);
+        free(c->cgroups);
+        free(c->metrics_path);
+        c->cgroup_root = c->metrics_path = NULL;
+        c->cgroups = NULL;
+        c->n_cgroups = 0;
+}
+
+static int cfg_copy(struct nb_config *dst, const struct nb_config *src) {
+        struct nb_config c = *src;
+
+        c.cgroup_root = strdup(src->cgroup_root ? src->cgroup_root : "/sys/fs/cgroup");
+        c.metrics_path = src->metrics_path ? strdup(src->metrics_path) : NULL;
+        c.cgroups = src->n_cgroups ? calloc(src->n_cgroups, sizeof(*c.cgroups)) : NULL;
+        c.n_cgroups = 0;
+        if (!c.cgroup_root || (src->metrics_path && !c.metrics_path) || (src->n_cgroups && !c.cgroups))
+                goto oom;
+        for (size_t i = 0; i < src->n_cgroups; i++) {
+                c.cgroups[i].mode = src->cgroups[i].mode;
+                c.cgroups[i].path = strdup(src->cgroups[i].path);
+                if (!c.cgroups[i].path)
+                        goto oom;
+                c.n_cgroups++;
+        }
+        cfg_release(dst);
+        *dst = c;
+        return 0;
+oom:
+        cfg_release(&c);
+        return -ENOMEM;
+}
+
+/* --- records ------------------------------------------------------------------ */
+
+static void proc_rec_free(struct proc_rec *p) {
+        if (!p)
+                return;
+        if (p->pidfd >= 0)
+                close(p->pidfd);
+        placement_state_done(&p->pl);
+        free(p);
+}
+
+static int cmp_proc(const void *a, const void *b) {
+        const struct proc_rec *x = *(struct proc_rec *const *) a, *y = *(struct proc_rec *const *) b;
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static struct proc_rec *find_proc(struct manager *m, pid_t pid) {
+        size_t lo = 0, hi = m->n_procs;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (m->procs[mid]->pid == pid)
+                        return m->procs[mid];
+                if (m->procs[mid]->pid < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+static struct cg_rec *get_cg(struct manager *m, const char *path, enum cg_mode mode) {
+        struct cg_rec *c, **n;
+
+        for (size_t i = 0; i < m->n_cgs; i++)
+                if (strcmp(m->cgs[i]->path, path) == 0) {
+                        m->cgs[i]->mode = mode;
+                        return m->cgs[i];
+                }
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        c->path = strdup(path);
+        n = realloc(m->cgs, (m->n_cgs + 1) * sizeof(*n));
+        if (!c->path || !n) {
+                free(c->path);
+                free(c);
+                if (n)
+                        m->cgs = n;
+                return NULL;
+        }
+        m->cgs = n;
+        c->mode = mode;
+        m->cgs[m->n_cgs++] = c;
+        return c;
+}
+
+/* Opens a pidfd and checks that it names the process we read (same start time):
+ * from then on the pidfd tells us if that process exits, whatever its pid becomes. */
+static int open_checked_pidfd(struct manager *m, pid_t pid, uint64_t starttime) {
+        struct proc_stat st;
+        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0)
+                return -errno;
+        if (proc_read_stat(m->proc_root, pid, &st) < 0 || st.starttime != starttime) {
+                close(fd);
+                return -ESRCH;
+        }
+        return fd;
+}
+
+/* --- logging once ------------------------------------------------------------- */
+
+static void log_invalid_once(struct manager *m, const struct cgroup_invalid *inv) {
+        char key[1024];
+        snprintf(key, sizeof(key), "%s|%s|%s|%s", inv->path, inv->xattr, inv->value, inv->why);
+        for (size_t i = 0; i < m->n_invalid_seen; i++)
+                if (strcmp(m->invalid_seen[i], key) == 0)
+                        return;
+        log_warning("cgroup=%s: %s=\"%s\": %s, treating as unset", inv->path, inv->xattr, inv->value, inv->why);
+        if (m->n_invalid_seen < INVALID_SEEN_MAX) {
+                char **n = realloc(m->invalid_seen, (m->n_invalid_seen + 1) * sizeof(*n));
+                if (n) {
+                        m->invalid_seen = n;
+                        if ((m->invalid_seen[m->n_invalid_seen] = strdup(key)))
+                                m->n_invalid_seen++;
+                }
+        }
+}
+
+/* --- the tick ----------------------------------------------------------------- */
+
+struct scan {
+        struct proc_rec *rec;
+        struct plan plan;
+        struct numa_maps *maps;
+};
+
+static void history_note(struct proc_rec *p, uint64_t start, int target, uint64_t when) {
+        for (size_t i = 0; i < p->n_hist; i++)
+                if (p->hist[i].start == start) {
+                        p->hist[i].target = target;
+                        p->hist[i].when_ms = when;
+                        return;
+                }
+        if (p->n_hist == HISTORY_MAX) {
+                /* Drop the oldest. */
+                size_t old = 0;
+                for (size_t i = 1; i < p->n_hist; i++)
+                        if (p->hist[i].when_ms < p->hist[old].when_ms)
+                                old = i;
+                p->hist[old] = p->hist[--p->n_hist];
+        }
+        p->hist[p->n_hist++] = (struct plan_history) { start, target, when };
+}
+
+static bool changed(uint64_t a, uint64_t b) {
+        uint64_t d = a > b ? a - b : b - a, base = a > b ? a : b;
+        return base && d * 100 > base * CHANGE_PCT;
+}
+
+/* Reads and decides for one process. Returns 1 with a plan in *s, 0 when it was
+ * not scanned, -errno when it is gone. */
+static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s) {
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ struct vma_range *ranges = NULL;
+        _cleanup_free_ uint64_t *ends = NULL;
+        _cleanup_free_ uint64_t *cpu = NULL;
+        _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
+        struct proc_status status;
+        struct locality loc;
+        struct plan_input in;
+        struct plan_params pp;
+        size_t len = 0, n_ranges = 0;
+        uint64_t t0, t1, t2;
+        bool changing = false;
+        int r, primed;
+
+        t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        cpu = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*cpu));
+        if (!cpu)
+                return -ENOMEM;
+        primed = m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, cpu);
+        if (primed < 0)
+                return primed;
+        r = proc_read_status(m->proc_root, p->pid, &status);
+        if (r < 0)
+                return r;
+        if (status.vm_rss_kb < m->cfg.min_rss_kb) {
+                p->reason = REASON_BELOW_THRESHOLD;
+                p->interval_ms = m->cfg.scan_max_ms;
+                p->next_scan_ms = now + p->interval_ms;
+                return 0;
+        }
+        r = proc_read_numa_maps(m->proc_root, p->pid, &buf, &len);
+        if (r < 0)
+                return r;
+        r = numa_maps_parse(buf, len, &maps);
+        if (r < 0)
+                return r;
+        if (maps->n_bad_lines)
+                log_debug("pid=%d: %u numa_maps line(s) did not parse (first: %u), ignoring", (int) p->pid,
+                          maps->n_bad_lines, maps->bad_lines[0]);
+        r = proc_read_maps(m->proc_root, p->pid, &ranges, &n_ranges);
+        if (r < 0)
+                return r;
+        ends = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*ends));
+        if (!ends)
+                return -ENOMEM;
+        for (size_t i = 0; i < maps->n_vmas; i++)
+                ends[i] = maps_end_of(ranges, n_ranges, maps->vmas[i].start);
+        t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+
+        in = (struct plan_input) {
+                .maps = maps,
+                .vma_end = ends,
+                .mems_allowed = status.has_mems_allowed ? status.mems_allowed : m->topo->with_memory,
+                .cpu_ns = cpu,
+                .history = p->hist,
+                .n_history = p->n_hist,
+                .now_ms = now,
+        };
+        pp = (struct plan_params) {
+                .min_cpu_share_pct = m->cfg.min_cpu_share_pct,
+                .cooldown_ms = m->cfg.cooldown_ms,
+                .free_floor_pct = m->cfg.free_floor_pct,
+                .move_shared = m->cfg.move_shared,
+                .move_preferred = m->cfg.move_preferred,
+                .min_misplaced_kb = m->cfg.min_misplaced_kb,
+                .max_bytes = m->cfg.batch_pages * 4096 * BATCHES_PER_PROCESS_PER_TICK,
+        };
+        r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
+        if (r < 0)
+                return r;
+        if (primed == 0)
+                s->plan.reason = REASON_NO_CPU_TIME;
+
+        /* Report: locality against the nodes the threads ran on in the window. */
+        r = locality_compute(m->topo, maps, NULL, 0, &loc);
+        if (r >= 0) {
+                uint64_t local = 0;
+                for (unsigned i = 0; i < m->topo->n_nodes; i++)
+                        if (cpu[i])
+                                local += loc.bytes[i];
+                changing = changed(p->total_bytes, loc.total_bytes) || changed(p->local_bytes, local);
+                p->total_bytes = loc.total_bytes;
+                p->local_bytes = local;
+                locality_done(&loc);
+        }
+        t2 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        p->cost_ns[STAGE_READ] += t1 - t0;
+        p->cost_ns[STAGE_DECIDE] += t2 - t1;
+        p->cg->cost_ns[STAGE_READ] += t1 - t0;
+        p->cg->cost_ns[STAGE_DECIDE] += t2 - t1;
+
+        if (s->plan.reason != p->reason || (s->plan.n_moves && p->cg->mode == CG_MODE_ADVISE &&
+                                              changed(p->planned_bytes, s->plan.bytes))) {
+                if (s->plan.n_moves)
+                        log_info("cgroup=%s pid=%d comm=%s: %s %" PRIu64 " KiB in %zu VMA(s) to node %d",
+                                 p->cg->path, (int) p->pid, p->comm,
+                                 p->cg->mode == CG_MODE_ADVISE || m->opts.dry_run ? "advise: would move" : "moving",
+                                 s->plan.bytes / 1024, s->plan.n_moves, s->plan.moves[0].target);
+                else
+                        log_info("cgroup=%s pid=%d comm=%s: not moving: %s (reason=%s)", p->cg->path, (int) p->pid,
+                                 p->comm, plan_reason_text(s->plan.reason), plan_reason_name(s->plan.reason));
+        }
+        p->reason = s->plan.reason;
+        p->planned_bytes = s->plan.bytes;
+
+        /* Backoff: scan often while misplaced or changing, rarely once settled. */
+        if (s->plan.n_moves || primed == 0 || changing || p->interval_ms == 0)
+                p->interval_ms = m->cfg.scan_min_ms;
+        else {
+                p->interval_ms *= BACKOFF_FACTOR;
+                if (p->interval_ms > m->cfg.scan_max_ms)
+                        p->interval_ms = m->cfg.scan_max_ms;
+        }
+        p->next_scan_ms = now + p->interval_ms;
+        s->maps = TAKE_PTR(maps);
+        return 1;
+}
+
+static void count_moved(struct manager *m, uint64_t bytes) {
+        uint64_t sec = now_ms() / 1000;
+        size_t slot = sec % ELEMENTSOF(m->moved_ring);
+        if (m->ring_sec[slot] != sec) {
+                m->ring_sec[slot] = sec;
+                m->moved_ring[slot] = 0;
+        }
+        m->moved_ring[slot] += bytes;
+}
+
+static uint64_t moved_last_minute(struct manager *m) {
+        uint64_t sec = now_ms() / 1000, sum = 0;
+        for (size_t i = 0; i < ELEMENTSOF(m->moved_ring); i++)
+                if (m->ring_sec[i] + ELEMENTSOF(m->moved_ring) > sec)
+                        sum += m->moved_ring[i];
+        return sum;
+}
+
+/* Builds one job per (process, target node) from the scans' plans and runs them. */
+static int run_jobs(struct manager *m, struct scan *scans, size_t n_scans, uint64_t now) {
+        _cleanup_free_ struct migrate_job *jobs = NULL;
+        _cleanup_free_ size_t *job_scan = NULL;
+        size_t n_jobs = 0, cap = 0;
+        int r;
+
+        for (size_t i = 0; i < n_scans; i++)
+                cap += scans[i].plan.n_moves;
+        if (cap == 0)
+                return 0;
+        jobs = calloc(cap, sizeof(*jobs));
+        job_scan = calloc(cap, sizeof(*job_scan));
+        if (!jobs || !job_scan)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n_scans; i++) {
+                struct proc_rec *p = scans[i].rec;
+                const struct plan *pl = &scans[i].plan;
+
+                if (!pl->n_moves || p->cg->mode != CG_MODE_BALANCE || m->opts.dry_run)
+                        continue;
+                for (size_t k = 0; k < pl->n_moves; k++) {
+                        struct migrate_job *j = NULL;
+                        for (size_t q = 0; q < n_jobs; q++)
+                                if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target)
+                                        j = &jobs[q];
+                        if (!j) {
+                                j = &jobs[n_jobs];
+                                job_scan[n_jobs++] = i;
+                                *j = (struct migrate_job) {
+                                        .pid = p->pid,
+                                        .pidfd = p->pidfd,
+                                        .starttime = p->starttime,
+                                        .target_node = pl->moves[k].target,
+                                        .move_all = m->cfg.move_shared,
+                                        .cgroup = p->cg->path,
+                                        .userdata = p,
+                                };
+                                j->ranges = calloc(pl->n_moves, sizeof(*j->ranges));
+                                if (!j->ranges) {
+                                        r = -ENOMEM;
+                                        goto finish;
+                                }
+                        }
+                        j->ranges[j->n_ranges++] = (struct migrate_range) {
+                                .start = pl->moves[k].start,
+                                .end = pl->moves[k].end,
+                                .page_size = pl->moves[k].page_size ? pl->moves[k].page_size : 4096,
+                        };
+                        j->max_pages += pl->moves[k].bytes / 4096;
+                }
+        }
+        if (n_jobs == 0)
+                return 0;
+
+        r = migrator_run(m->migrator, jobs, n_jobs);
+        if (r < 0)
+                log_error_errno(r, "Failed to run migration jobs: %m");
+
+        for (size_t q = 0; q < n_jobs; q++) {
+                struct migrate_job *j = &jobs[q];
+                struct proc_rec *p = j->userdata;
+
+                for (int c = 0; c < _MIG_CLASS_MAX; c++) {
+                        p->pages[c] += j->pages[c];
+                        p->cg->pages[c] += j->pages[c];
+                        m->total_pages[c] += j->pages[c];
+                }
+                p->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
+                p->cg->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
+                count_moved(m, j->pages[MIG_MOVED] * 4096);
+                if (j->error)
+                        log_info_errno(j->error, "cgroup=%s pid=%d: migration stopped: %m", j->cgroup, (int) j->pid);
+                if (j->pages[MIG_MOVED])
+                        for (size_t k = 0; k < j->n_ranges; k++)
+                                history_note(p, j->ranges[k].start, j->target_node, now);
+        }
+        r = 0;
+finish:
+        for (size_t q = 0; q < n_jobs; q++)
+                free(jobs[q].ranges);
+        return r;
+}
+
+int manager_tick(struct manager *m) {
+        struct cgroup_selection sel = {};
+        _cleanup_free_ struct scan *scans = NULL;
+        _cleanup_free_ uint64_t *reserved = NULL;
+        size_t n_scans = 0, cap_scans = 0;
+        uint64_t now = now_ms(), t_start = now_ns(CLOCK_MONOTONIC);
+        int r;
+
+        m->tick++;
+        r = topology_refresh_free(m->topo, m->sys_root);
+        if (r < 0)
+                log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
+        reserved = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*reserved));
+        if (!reserved)
+                return log_error_errno(-ENOMEM, "Out of memory");
+
+        r = cgroup_select(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, &sel);
+        if (r < 0) {
+                /* The cgroup root missing is not fatal: it may be mounted later. */
+                log_full_errno(m->tick == 1 ? LOG_LVL_ERR : LOG_LVL_DEBUG, r,
+                               "Failed to walk the cgroup tree at %s, nothing selected: %m", m->cfg.cgroup_root);
+                sel = (struct cgroup_selection) {};
+        }
+        for (size_t i = 0; i < sel.n_invalid; i++)
+                log_invalid_once(m, &sel.invalid[i]);
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                m->cgs[i]->seen = false;
+                m->cgs[i]->n_procs = 0;
+        }
+
+        for (size_t e = 0; e < sel.n_entries; e++) {
+                _cleanup_free_ pid_t *pids = NULL;
+                size_t n_pids = 0;
+                struct cg_rec *cg = get_cg(m, sel.entries[e].path, sel.entries[e].mode);
+
+                if (!cg)
+                        continue;
+                cg->seen = true;
+                r = cgroup_read_procs(m->cfg.cgroup_root, sel.entries[e].path, &pids, &n_pids);
+                if (r < 0) {
+                        log_debug_errno(r, "cgroup=%s: cannot read cgroup.procs, ignoring: %m", cg->path);
+                        continue;
+                }
+                for (size_t k = 0; k < n_pids; k++) {
+                        struct proc_rec *p = find_proc(m, pids[k]);
+                        struct proc_stat st;
+
+                        if (pids[k] == getpid())
+                                continue;
+                        if (proc_read_stat(m->proc_root, pids[k], &st) < 0)
+                                continue; /* gone already */
+                        if (p && p->starttime != st.starttime) {
+                                /* The pid was reused: a different process. Forget the old one. */
+                                p->seen_tick = 0;
+                                p = NULL;
+                        }
+                        if (st.state == 'Z' || st.state == 'X' || (st.flags & PF_KTHREAD_FLAG))
+                                continue;
+                        if (!p) {
+                                struct proc_rec **n;
+                                int fd = open_checked_pidfd(m, pids[k], st.starttime);
+                                if (fd < 0)
+                                        continue;
+                                p = calloc(1, sizeof(*p));
+                                n = realloc(m->procs, (m->n_procs + 1) * sizeof(*n));
+                                if (!p || !n) {
+                                        free(p);
+                                        close(fd);
+                                        if (n)
+                                                m->procs = n;
+                                        continue;
+                                }
+                                m->procs = n;
+                                p->pid = pids[k];
+                                p->starttime = st.starttime;
+                                p->pidfd = fd;
+                                p->reason = _REASON_MAX;
+                                p->next_scan_ms = now;
+                                m->procs[m->n_procs++] = p;
+                                /* Kept sorted for find_proc(); appended at the end, so
+                                 * re-sort (rare: only when processes arrive). */
+                                qsort(m->procs, m->n_procs, sizeof(*m->procs), cmp_proc);
+                        }
+                        snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+                        if (p->seen_tick == m->tick)
+                                continue; /* listed twice */
+                        p->seen_tick = m->tick;
+                        p->cg = cg;
+                        cg->n_procs++;
+                        if (now < p->next_scan_ms)
+                                continue;
+
+                        if (n_scans == cap_scans) {
+                                size_t nc = cap_scans ? cap_scans * 2 : 64;
+                                struct scan *ns = realloc(scans, nc * sizeof(*ns));
+                                if (!ns)
+                                        continue;
+                                scans = ns;
+                                cap_scans = nc;
+                        }
+                        scans[n_scans] = (struct scan) { .rec = p };
+                        r = scan_process(m, p, now, reserved, &scans[n_scans]);
+                        if (r > 0)
+                                n_scans++;
+                        else if (r < 0 && r != -ESRCH && r != -ENOENT)
+                                log_debug_errno(r, "cgroup=%s pid=%d: cannot read, ignoring: %m", cg->path, (int) p->pid);
+                }
+        }
+        cgroup_selection_done(&sel);
+
+        r = run_jobs(m, scans, n_scans, now);
+
+        for (size_t i = 0; i < n_scans; i++) {
+                plan_done(&scans[i].plan);
+                numa_maps_free(scans[i].maps);
+        }
+
+        /* Forget processes that left (exited, or their cgroup opted out). */
+        {
+                size_t w = 0;
+                for (size_t i = 0; i < m->n_procs; i++) {
+                        if (m->procs[i]->seen_tick == m->tick)
+                                m->procs[w++] = m->procs[i];
+                        else
+                                proc_rec_free(m->procs[i]);
+                }
+                m->n_procs = w;
+        }
+        m->last_tick_ns = now_ns(CLOCK_MONOTONIC) - t_start;
+        return r;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+        (void) manager_tick(m);
+        sd_event_source_set_time_relative(s, m->cfg.tick_ms * 1000);
+        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+int manager_start(struct manager *m) {
+        int r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the tick timer: %m");
+        return 0;
+}
+
+int manager_reload(struct manager *m, const struct nb_config *cfg) {
+        int r = cfg_copy(&m->cfg, cfg);
+        if (r < 0)
+                return log_error_errno(r, "Failed to apply the new configuration: %m");
+        migrator_set_limits(m->migrator, m->cfg.rate_limit_mb_s, m->cfg.batch_pages);
+        /* New thresholds apply to everyone at the next scan. */
+        for (size_t i = 0; i < m->n_procs; i++) {
+                m->procs[i]->interval_ms = m->cfg.scan_min_ms;
+                if (m->procs[i]->next_scan_ms > now_ms() + m->cfg.scan_min_ms)
+                        m->procs[i]->next_scan_ms = now_ms() + m->cfg.scan_min_ms;
+        }
+        log_info("Configuration reloaded");
+        return 0;
+}
+
+void manager_stop(struct manager *m) {
+        if (!m)
+                return;
+        m->cancel = 1;
+        if (m->migrator)
+                migrator_cancel(m->migrator);
+        if (m->timer)
+                sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
+}
+
+void manager_status(struct manager *m, char *buf, size_t size) {
+        size_t n_cg = 0;
+        for (size_t i = 0; i < m->n_cgs; i++)
+                n_cg += m->cgs[i]->seen;
+        snprintf(buf, size, "Watching %zu cgroup%s, %zu process%s; moved %" PRIu64 " MiB in the last minute; source %s",
+                 n_cg, n_cg == 1 ? "" : "s", m->n_procs, m->n_procs == 1 ? "" : "es",
+                 moved_last_minute(m) >> 20, m->source->name);
+}
+
+int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
+        struct manager *m;
+        nb_cpumask service;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->event = sd_event_ref(e);
+        m->opts = *o;
+        m->proc_root = strdup(o->proc_root ? o->proc_root : "/proc");
+        m->sys_root = strdup(o->sys_root ? o->sys_root : "/sys");
+        m->opts.proc_root = m->proc_root;
+        m->opts.sys_root = m->sys_root;
+        if (!m->proc_root || !m->sys_root) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = cfg_copy(&m->cfg, cfg);
+        if (r < 0)
+                goto fail;
+        r = topology_read(m->sys_root, &m->topo);
+        if (r < 0) {
+                log_error_errno(r, "Failed to read the NUMA topology under %s/devices/system/node: %m", m->sys_root);
+                goto fail;
+        }
+        m->source = &placement_source_proc;
+        log_info("Sampling where threads run from /proc (source %s)", m->source->name);
+
+        service = m->cfg.service_cpus;
+        if (cpumask_weight(&service) == 0) {
+                int c = cpumask_next(&m->topo->online_cpus, 0);
+                if (c >= 0)
+                        cpumask_set(&service, (unsigned) c);
+        }
+        r = migrator_new(&service, m->cfg.rate_limit_mb_s, m->cfg.batch_pages, &m->migrator);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the migration workers: %m");
+                goto fail;
+        }
+        *ret = m;
+        return 0;
+fail:
+        manager_free(m);
+        return r;
+}
+
+void manager_free(struct manager *m) {
+        if (!m)
+                return;
+        sd_event_source_unref(m->timer);
+        migrator_free(m->migrator);
+        for (size_t i = 0; i < m->n_procs; i++)
+                proc_rec_free(m->procs[i]);
+        free(m->procs);
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                free(m->cgs[i]->path);
+                free(m->cgs[i]);
+        }
+        free(m->cgs);
+        for (size_t i = 0; i < m->n_invalid_seen; i++)
+                free(m->invalid_seen[i]);
+        free(m->invalid_seen);
+        topology_free(m->topo);
+        cfg_release(&m->cfg);
+        free(m->proc_root);
+        free(m->sys_root);
+        sd_event_unref(m->event);
+        free(m);
+}

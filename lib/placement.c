@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "parse.h"
+#include "placement.h"
+#include "proc.h"
+
+int schedstat_parse(const char *buf, size_t len, uint64_t *ret_runtime_ns) {
+        const char *sp = memchr(buf, ' ', len);
+        if (!sp)
+                return -EINVAL;
+        return parse_u64_n(buf, (size_t) (sp - buf), 0, UINT64_MAX, ret_runtime_ns);
+}
+
+static const struct thread_runtime *find_thread(const struct placement_state *st, pid_t tid) {
+        /* Threads are listed sorted by tid: binary search. */
+        size_t lo = 0, hi = st->n_threads;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (st->threads[mid].tid == tid)
+                        return &st->threads[mid];
+                if (st->threads[mid].tid < tid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+static int proc_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
+                       const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
+        _cleanup_free_ pid_t *tids = NULL;
+        _cleanup_free_ struct thread_runtime *now = NULL;
+        size_t n_tids = 0, n_now = 0;
+        bool had_baseline = st->primed;
+        int r;
+
+        r = proc_list_tasks(proc_root, pid, &tids, &n_tids);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        now = calloc(n_tids ? n_tids : 1, sizeof(*now));
+        if (!now)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n_tids; i++) {
+                char path[4096], buf[128];
+                struct proc_stat ps;
+                const struct thread_runtime *prev;
+                uint64_t rt;
+                ssize_t n;
+                int fd, node, idx;
+
+                snprintf(path, sizeof(path), "%s/%d/task/%d/schedstat", proc_root, (int) pid, (int) tids[i]);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue; /* the thread exited */
+                n = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+                if (n <= 0 || schedstat_parse(buf, (size_t) n, &rt) < 0)
+                        continue;
+                if (proc_read_task_stat(proc_root, pid, tids[i], &ps) < 0)
+                        continue;
+
+                now[n_now++] = (struct thread_runtime) { tids[i], rt };
+                if (!had_baseline)
+                        continue;
+                prev = find_thread(st, tids[i]);
+                /* A thread born in this window: all of its run time is new. */
+                if (prev && prev->runtime_ns > rt)
+                        continue; /* tid reused by a new thread: no delta this time */
+                node = ps.processor >= 0 ? topology_cpu_node(t, (unsigned) ps.processor) : -1;
+                idx = node >= 0 ? topology_node_index(t, (unsigned) node) : -1;
+                if (idx >= 0)
+                        ns_by_node[idx] += rt - (prev ? prev->runtime_ns : 0);
+        }
+
+        free(st->threads);
+        st->threads = TAKE_PTR(now);
+        st->n_threads = n_now;
+        st->primed = true;
+        return had_baseline ? 1 : 0;
+}
+
+const struct placement_source placement_source_proc = {
+        .name = "proc",
+        .sample = proc_sample,
+};
+
+void placement_state_done(struct placement_state *st) {
+        if (!st)
+                return;
+        free(st->threads);
+        *st = (struct placement_state) {};
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* sample, part 2: where a process's threads ran. A source gives, per process, the CPU
+ * time its threads spent on each node since the previous call. The /proc source
+ * (here) reads each thread's schedstat (run time, ns) and the CPU it last ran on
+ * (stat field 39), and charges the run-time delta to that CPU's node: exact for
+ * pinned threads, an approximation for threads that wander within a window. The BPF
+ * scheduler source plugs in behind the same interface. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "topology.h"
+
+struct thread_runtime {
+        pid_t tid;
+        uint64_t runtime_ns;
+};
+
+/* Per-process state a source keeps between calls (owned by the caller's record). */
+struct placement_state {
+        struct thread_runtime *threads;
+        size_t n_threads;
+        bool primed;                  /* a baseline exists */
+};
+
+struct placement_source {
+        const char *name;             /* "proc", "bpf" */
+        /* Adds the CPU time (ns) of pid's threads since the last call to ns_by_node
+         * (by topology index). Returns 1 if a delta was produced, 0 on the first call
+         * (baseline only), -ESRCH if the process is gone, or another -errno. */
+        int (*sample)(const struct placement_source *s, const char *proc_root, pid_t pid,
+                      const struct topology *t, struct placement_state *st, uint64_t *ns_by_node);
+};
+
+extern const struct placement_source placement_source_proc;
+
+void placement_state_done(struct placement_state *st);
+
+/* schedstat: "<run ns> <wait ns> <timeslices>\n"; returns the run time. */
+int schedstat_parse(const char *buf, size_t len, uint64_t *ret_runtime_ns);

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* decide: memory follows CPU. A pure function from (topology, one process's view,
+ * where its threads ran, parameters, history, now) to a plan: which VMAs' pages go
+ * to which node. No I/O, no clock: tested with stored inputs and expected plans.
+ *
+ * The rule, per process:
+ *   1. The hot node H is the node with the largest share of the window's CPU time; it
+ *      must have at least min_cpu_share_pct of it (hysteresis), or nothing moves.
+ *   2. Per VMA, the allowed set (policy.h). The target T is H if allowed, else the
+ *      allowed node nearest to H (distance table; ties: lower id).
+ *   3. Pages on a node farther from H than T is are misplaced; pages outside the
+ *      allowed set are always misplaced. Gain = pages x (distance saved).
+ *   4. Left alone: interleaved and (unless configured) preferred VMAs, VMAs with
+ *      shared pages (mapmax > 1, unless configured), VMAs moved to another node less
+ *      than cooldown_ms ago (ping-pong), a process with less misplaced memory than
+ *      min_misplaced_kb, and anything that would take a target node below its
+ *      free-memory floor.
+ *   5. Moves are ordered by gain, largest first, and capped by max_bytes. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "numa_maps.h"
+#include "topology.h"
+
+/* Why a process (or a VMA) is not being moved: what `explain` reports. */
+enum plan_reason {
+        REASON_NONE,              /* moves planned, or nothing misplaced */
+        REASON_NO_CPU_TIME,       /* the threads did not run in the window */
+        REASON_CPU_SPREAD,        /* no node has min_cpu_share_pct of the CPU time */
+        REASON_LOCAL,             /* everything is already on the best allowed node */
+        REASON_BELOW_THRESHOLD,   /* misplaced memory below min_misplaced_kb */
+        REASON_POLICY,            /* interleave/prefer/truncated policy: left alone */
+        REASON_NO_ALLOWED_NODE,   /* the allowed set has no node with memory */
+        REASON_SHARED,            /* shared pages (mapmax > 1) */
+        REASON_COOLDOWN,          /* moved to another node recently */
+        REASON_TARGET_FULL,       /* the target node is at its free-memory floor */
+        _REASON_MAX,
+};
+
+struct plan_params {
+        unsigned min_cpu_share_pct;
+        uint64_t cooldown_ms;
+        unsigned free_floor_pct;
+        bool move_shared;
+        bool move_preferred;
+        uint64_t min_misplaced_kb;
+        uint64_t max_bytes;           /* per process per tick, 0 = no cap */
+};
+
+/* The last move of a VMA, kept by the caller between ticks. */
+struct plan_history {
+        uint64_t start;
+        int target;
+        uint64_t when_ms;
+};
+
+struct plan_input {
+        const struct numa_maps *maps;
+        const uint64_t *vma_end;      /* end of each VMA (from /proc/PID/maps), 0 = unknown */
+        nb_nodemask mems_allowed;     /* the cpuset's nodes */
+        const uint64_t *cpu_ns;       /* CPU time in the window, by topology node index */
+        const struct plan_history *history;
+        size_t n_history;
+        uint64_t now_ms;
+};
+
+struct plan_move {
+        size_t vma;                   /* index in maps->vmas */
+        uint64_t start, end, page_size;
+        int target;
+        uint64_t bytes;               /* misplaced bytes expected to move */
+        uint64_t gain;                /* bytes x distance saved, for ordering */
+};
+
+struct plan {
+        struct plan_move *moves;      /* ordered by gain, largest first */
+        size_t n_moves;
+        uint64_t bytes;               /* total planned */
+        int hot_node;                 /* -1 if none */
+        enum plan_reason reason;      /* why nothing (or not everything) is planned */
+        uint64_t skipped_bytes[_REASON_MAX]; /* misplaced bytes left alone, by reason */
+};
+
+/* reserved_bytes: per topology node index, bytes already planned to that node by
+ * earlier processes in this tick (the floor is shared); updated with this plan. */
+int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                uint64_t *reserved_bytes, struct plan *ret);
+void plan_done(struct plan *p);
+const char *plan_reason_name(enum plan_reason r);
+const char *plan_reason_text(enum plan_reason r);

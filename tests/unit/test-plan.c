@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* decide, on stored inputs with expected plans. Every plan is also checked against
+ * the invariant that matters most: no move targets a node outside its VMA's
+ * allowed set. */
+#include <errno.h>
+#include <stdlib.h>
+#include "numa_maps.h"
+#include "plan.h"
+#include "policy.h"
+#include "test.h"
+
+/* A topology built by hand: n nodes, node i has CPU i, memory per has_mem[i],
+ * distances 10 local and dist[i][j] otherwise. */
+static struct topology *make_topo(unsigned n, const bool *has_mem, const int dist[][4], uint64_t free_kb) {
+        struct topology *t = calloc(1, sizeof(*t));
+        t->n_nodes = n;
+        t->nodes = calloc(n, sizeof(*t->nodes));
+        t->distance = calloc(n * n, sizeof(int));
+        t->n_cpus = n;
+        t->cpu_node = calloc(n, sizeof(int));
+        for (unsigned i = 0; i < n; i++) {
+                t->nodes[i].id = i;
+                t->nodes[i].has_cpus = true;
+                t->nodes[i].has_memory = has_mem[i];
+                t->nodes[i].mem_total_kb = has_mem[i] ? 1024 * 1024 : 0;
+                t->nodes[i].mem_free_kb = has_mem[i] ? free_kb : 0;
+                cpumask_set(&t->nodes[i].cpus, i);
+                cpumask_set(&t->online_cpus, i);
+                t->cpu_node[i] = (int) i;
+                nodemask_set(&t->online, i);
+                nodemask_set(&t->with_cpus, i);
+                if (has_mem[i])
+                        nodemask_set(&t->with_memory, i);
+                for (unsigned j = 0; j < n; j++)
+                        t->distance[i * n + j] = dist[i][j];
+        }
+        return t;
+}
+
+static const int dist2[4][4] = { { 10, 20 }, { 20, 10 } };
+static const int dist4[4][4] = {
+        { 10, 16, 22, 16 }, { 16, 10, 16, 22 }, { 22, 16, 10, 16 }, { 16, 22, 16, 10 } };
+
+static const struct plan_params defaults = {
+        .min_cpu_share_pct = 60, .cooldown_ms = 30000, .free_floor_pct = 5,
+        .min_misplaced_kb = 2048, .max_bytes = 0,
+};
+
+struct run {
+        struct numa_maps *maps;
+        struct plan plan;
+        uint64_t ends[64];
+};
+
+/* Parses numa_maps text, gives every VMA a 1 GiB range, and decides. */
+static int decide(struct run *rn, const struct topology *t, const char *text, const char *mems,
+                  const uint64_t *cpu, const struct plan_params *p, const struct plan_history *h, size_t nh,
+                  uint64_t now, uint64_t *reserved) {
+        struct plan_input in = { .cpu_ns = cpu, .history = h, .n_history = nh, .now_ms = now };
+        uint64_t zero[4] = {};
+        int r = numa_maps_parse(text, strlen(text), &rn->maps);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < rn->maps->n_vmas && i < 64; i++)
+                rn->ends[i] = rn->maps->vmas[i].start + (1ull << 30);
+        in.maps = rn->maps;
+        in.vma_end = rn->ends;
+        nodemask_parse(mems, &in.mems_allowed);
+        r = plan_decide(t, &in, p, reserved ? reserved : zero, &rn->plan);
+        if (r < 0)
+                return r;
+        /* The invariant: never outside the allowed set. */
+        for (size_t i = 0; i < rn->plan.n_moves; i++) {
+                const struct vma *v = &rn->maps->vmas[rn->plan.moves[i].vma];
+                nb_nodemask allowed;
+                policy_allowed_nodes(&v->policy, &in.mems_allowed, &t->with_memory, p->move_preferred, &allowed);
+                CHECK(nodemask_test(&allowed, (unsigned) rn->plan.moves[i].target));
+        }
+        return 0;
+}
+
+static void done(struct run *rn) {
+        plan_done(&rn->plan);
+        numa_maps_free(rn->maps);
+        *rn = (struct run) {};
+}
+
+int main(void) {
+        const bool mem2[] = { true, true }, mem4[] = { true, true, true, true };
+        struct topology *t2 = make_topo(2, mem2, dist2, 900 * 1024);
+        struct topology *t4 = make_topo(4, mem4, dist4, 900 * 1024);
+        struct run rn = {};
+
+        /* (a) default policy, 512 MiB on node 0, threads on node 1: all to node 1. */
+        {
+                const uint64_t cpu[] = { 0, 1000000 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 dirty=131072 N0=131072 kernelpagesize_kB=4\n",
+                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                CHECK_INT(rn.plan.hot_node, 1);
+                CHECK_INT(rn.plan.moves[0].target, 1);
+                CHECK_INT(rn.plan.moves[0].bytes, 512ull << 20);
+                CHECK_INT(rn.plan.moves[0].start, 0x7f0000000000ull);
+                CHECK_INT(rn.plan.reason, REASON_NONE);
+                done(&rn);
+        }
+        /* Already local: nothing, reason local. */
+        {
+                const uint64_t cpu[] = { 5, 0 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=100 N0=100 kernelpagesize_kB=4\n", "0-1", cpu,
+                                 &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_LOCAL);
+                done(&rn);
+        }
+        /* Hysteresis: 55% on node 1 is not enough at 60%. */
+        {
+                const uint64_t cpu[] = { 45, 55 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_CPU_SPREAD);
+                done(&rn);
+        }
+        /* No CPU time: nothing. */
+        {
+                const uint64_t cpu[] = { 0, 0 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.reason, REASON_NO_CPU_TIME);
+                done(&rn);
+        }
+        /* (b) bind to {0,1}: balanced to node 1. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 bind:0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                CHECK_INT(rn.plan.moves[0].target, 1);
+                done(&rn);
+        }
+        /* (c) 4 nodes, bind {1,3}, memory on 1, threads on 3: to 3, never 0 or 2. */
+        {
+                const uint64_t cpu[] = { 0, 0, 0, 9 };
+                CHECK_INT(decide(&rn, t4, "7f0000000000 bind:1,3 anon=131072 N1=131072 kernelpagesize_kB=4\n", "0-3",
+                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                CHECK_INT(rn.plan.moves[0].target, 3);
+                done(&rn);
+        }
+        /* bind {0,2}, threads on 1: both allowed nodes are as far as each other from 1
+         * (16 vs 16): memory on 0 stays. Threads on 3: distance 16 to 0 and to 2, stays. */
+        {
+                const uint64_t cpu[] = { 0, 9, 0, 0 };
+                CHECK_INT(decide(&rn, t4, "7f0000000000 bind:0,2 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-3",
+                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_LOCAL);
+                done(&rn);
+        }
+        /* bind {0,1}, threads on 2: nearest allowed to 2 is 1 (16) over 0 (22): to 1. */
+        {
+                const uint64_t cpu[] = { 0, 0, 9, 0 };
+                CHECK_INT(decide(&rn, t4, "7f0000000000 bind:0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-3",
+                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                CHECK_INT(rn.plan.moves[0].target, 1);
+                done(&rn);
+        }
+        /* (d) cpuset allows node 0 only, threads on node 1: nothing. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0", cpu,
+                                 &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                done(&rn);
+        }
+        /* Pages outside the allowed set (cpuset shrank to {1}) move into it. */
+        {
+                const uint64_t cpu[] = { 9, 0 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "1", cpu,
+                                 &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                CHECK_INT(rn.plan.moves[0].target, 1);
+                done(&rn);
+        }
+        /* (e) interleave: untouched, and not even counted as misplaced. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 interleave:0-1 anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n",
+                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_LOCAL);
+                done(&rn);
+        }
+        /* prefer: left alone unless configured. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                struct plan_params p = defaults;
+                const char *text = "7f0000000000 prefer:0 anon=131072 N0=131072 kernelpagesize_kB=4\n";
+                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_POLICY);
+                done(&rn);
+                /* prefer:0 allows only node 0: even when configured, nothing to gain. */
+                p.move_preferred = true;
+                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                done(&rn);
+                CHECK_INT(decide(&rn, t2, "7f0000000000 prefer (many):0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n",
+                                 "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                done(&rn);
+        }
+        /* Shared pages: left alone unless configured. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                struct plan_params p = defaults;
+                const char *text = "7f0000000000 default anon=131072 mapmax=2 N0=131072 kernelpagesize_kB=4\n";
+                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_SHARED);
+                done(&rn);
+                p.move_shared = true;
+                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                done(&rn);
+        }
+        /* Below the threshold: 1 MiB misplaced < 2 MiB. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=256 N0=256 kernelpagesize_kB=4\n", "0-1", cpu,
+                                 &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_BELOW_THRESHOLD);
+                done(&rn);
+        }
+        /* Cooldown: moved to node 0 10 s ago; now node 1 is hot: wait. Same target: go on. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                const char *text = "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n";
+                struct plan_history h = { .start = 0x7f0000000000ull, .target = 0, .when_ms = 100000 };
+                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_COOLDOWN);
+                done(&rn);
+                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &defaults, &h, 1, 140000, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                done(&rn);
+                h.target = 1;
+                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                done(&rn);
+        }
+        /* (i) free-memory floor: node 1 has 40 MiB free of 1 GiB, floor 5% = 51.2 MiB. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                t2->nodes[1].mem_free_kb = 40 * 1024;
+                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1", cpu,
+                                 &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_TARGET_FULL);
+                done(&rn);
+                /* 300 MiB free: room for 300 - 51.2 MiB, the rest waits. */
+                t2->nodes[1].mem_free_kb = 300 * 1024;
+                {
+                        uint64_t reserved[2] = {};
+                        uint64_t room = 300ull * 1024 * 1024 - (1024ull * 1024 * 1024) / 100 * 5;
+                        CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n",
+                                         "0-1", cpu, &defaults, NULL, 0, 0, reserved), 0);
+                        CHECK_INT(rn.plan.n_moves, 1);
+                        CHECK_INT(rn.plan.moves[0].bytes, room);
+                        CHECK_INT(reserved[1], room);
+                        done(&rn);
+                        /* A second process the same tick finds the node full. */
+                        CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n",
+                                         "0-1", cpu, &defaults, NULL, 0, 0, reserved), 0);
+                        CHECK_INT(rn.plan.n_moves, 0);
+                        CHECK_INT(rn.plan.reason, REASON_TARGET_FULL);
+                        done(&rn);
+                }
+                t2->nodes[1].mem_free_kb = 900 * 1024;
+        }
+        /* Largest gain first, and the cap. 4 nodes, threads on 0: memory on 2 (22) before 1 (16). */
+        {
+                const uint64_t cpu[] = { 9, 0, 0, 0 };
+                struct plan_params p = defaults;
+                const char *text =
+                        "7f0000000000 default anon=1024 N1=1024 kernelpagesize_kB=4\n"
+                        "7f1000000000 default anon=1024 N2=1024 kernelpagesize_kB=4\n"
+                        "7f2000000000 default anon=1024 N0=1024 kernelpagesize_kB=4\n";
+                CHECK_INT(decide(&rn, t4, text, "0-3", cpu, &p, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 2);
+                CHECK_INT(rn.plan.moves[0].start, 0x7f1000000000ull);
+                CHECK_INT(rn.plan.moves[1].start, 0x7f0000000000ull);
+                CHECK_INT(rn.plan.bytes, 8ull << 20);
+                done(&rn);
+                p.max_bytes = 6ull << 20;
+                CHECK_INT(decide(&rn, t4, text, "0-3", cpu, &p, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.bytes, 6ull << 20);
+                CHECK_INT(rn.plan.moves[1].bytes, 2ull << 20);
+                done(&rn);
+        }
+        /* hugetlb: page size carried to the move. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                CHECK_INT(decide(&rn, t2, "7f0000000000 default huge anon=8 dirty=8 N0=8 kernelpagesize_kB=2048\n",
+                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                CHECK_INT(rn.plan.moves[0].page_size, 2048 * 1024);
+                CHECK_INT(rn.plan.moves[0].bytes, 16ull << 20);
+                done(&rn);
+        }
+        /* A truncated bind list is not trusted. */
+        {
+                const uint64_t cpu[] = { 0, 9 };
+                CHECK_INT(decide(&rn, t2,
+                                 "7f0000000000 bind=static|balancing:0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,3 anon=131072 N0=131072 kernelpagesize_kB=4\n",
+                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                done(&rn);
+        }
+        topology_free(t2);
+        topology_free(t4);
+        TEST_MAIN_END();
+}
