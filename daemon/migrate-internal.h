@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Pieces of migrate.c exposed for the unit tests only: the per-page classification
+ * and the token bucket, which takes the clock as a parameter so that its arithmetic
+ * can be tested without sleeping. Nothing outside migrate.c and tests/ includes this. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "migrate.h"
+
+/* The class of one move_pages() status slot after a move call. status is the node id
+ * or -errno; was_on_target: the query before the move already found it on the target. */
+enum migrate_class migrate_classify(int status, int target_node, bool was_on_target);
+
+/* A token bucket in bytes. rate_bytes_s == 0: unlimited. The bucket may go into debt
+ * (a batch larger than the burst is allowed, then paid for by sleeping), so that one
+ * worker's large batch also delays the others: the budget is global. */
+struct token_bucket {
+        uint64_t rate_bytes_s;
+        uint64_t burst_bytes;
+        int64_t tokens;            /* bytes; negative: debt */
+        uint64_t last_ns;          /* time of the last refill */
+        uint64_t frac;             /* the part of a byte not yet added, in byte-ns */
+};
+
+void token_bucket_init(struct token_bucket *tb, uint64_t rate_bytes_s, uint64_t now_ns);
+/* Changes the rate and keeps the current balance (clamped to the new burst). */
+void token_bucket_set_rate(struct token_bucket *tb, uint64_t rate_bytes_s, uint64_t now_ns);
+/* Takes bytes at now_ns; returns how long (ns) the caller must sleep before using them. */
+uint64_t token_bucket_take(struct token_bucket *tb, uint64_t bytes, uint64_t now_ns);

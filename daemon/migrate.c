@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The executor. See migrate.h for the contract and KERNEL-FACTS.md (move_pages, pid
+ * reuse) for the kernel behaviour every step here is shaped by. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <numaif.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "migrate-internal.h"
+#include "migrate.h"
+#include "parse.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+#define NSEC_PER_SEC UINT64_C(1000000000)
+#define NSEC_PER_MSEC UINT64_C(1000000)
+#define BASE_PAGE_SIZE UINT64_C(4096)
+
+/* Addresses per move_pages() call when the caller passes 0. Every call pays
+ * lru_cache_disable() (an expedited RCU sync and an LRU drain on every CPU), so calls
+ * must be large; 16384 base pages is 64 MiB. */
+#define MIGRATE_BATCH_DEFAULT UINT64_C(16384)
+/* Upper bound so that a configuration typo cannot make a job allocate gigabytes of
+ * address and status arrays (1M addresses: about 24 MiB of arrays). */
+#define MIGRATE_BATCH_MAX (UINT64_C(1) << 20)
+/* The kernel never writes this into a status slot (node ids are >= 0, errors are small
+ * negatives): a slot still holding it after a call was not written by that call. */
+#define STATUS_UNWRITTEN INT_MIN
+/* Burst of the token bucket: 100 ms worth of the rate, so a budget of N MB/s never sees
+ * more than N/10 MB above the line at any instant. */
+#define TOKEN_BUCKET_BURST_NS (100 * NSEC_PER_MSEC)
+#define TOKEN_BUCKET_IDLE_MAX_NS (3600 * NSEC_PER_SEC)
+/* A throttled worker sleeps in slices this long so that migrator_cancel() (SIGTERM)
+ * is noticed quickly even under a very low budget. */
+#define THROTTLE_SLEEP_SLICE_NS (50 * NSEC_PER_MSEC)
+/* 1 MB of the budget, in bytes (the config's MB/s are MiB/s, like the page sizes). */
+#define BYTES_PER_MB (UINT64_C(1) << 20)
+
+static uint64_t now_ns(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+static const char *const class_names[_MIG_CLASS_MAX] = {
+        [MIG_MOVED] = "moved",
+        [MIG_ALREADY] = "already",
+        [MIG_BUSY] = "busy",
+        [MIG_GONE] = "gone",
+        [MIG_REFUSED] = "refused",
+};
+
+const char *migrate_class_name(enum migrate_class c) {
+        if ((int) c < 0 || c >= _MIG_CLASS_MAX)
+                return NULL;
+        return class_names[c];
+}
+
+enum migrate_class migrate_classify(int status, int target_node, bool was_on_target) {
+        if (status == target_node)
+                return was_on_target ? MIG_ALREADY : MIG_MOVED;
+        if (status >= 0)
+                /* On another node after the call: it did not move (raced with something
+                 * else moving it); worth another try later. */
+                return MIG_BUSY;
+        switch (status) {
+        case -EBUSY:
+        case -EAGAIN:
+        case -ENOMEM:
+        case STATUS_UNWRITTEN:      /* the call stopped before this slot: state unknown, not moved */
+                return MIG_BUSY;
+        case -ENOENT:
+        case -EFAULT:
+                return MIG_GONE;
+        default:                    /* -EACCES, -EPERM, -EINVAL, -ENODEV, anything new */
+                return MIG_REFUSED;
+        }
+}
+
+/* --- token bucket ------------------------------------------------------------ */
+
+static uint64_t burst_for(uint64_t rate_bytes_s) {
+        return (uint64_t) ((unsigned __int128) rate_bytes_s * TOKEN_BUCKET_BURST_NS / NSEC_PER_SEC);
+}
+
+void token_bucket_init(struct token_bucket *tb, uint64_t rate_bytes_s, uint64_t now) {
+        *tb = (struct token_bucket) {
+                .rate_bytes_s = rate_bytes_s,
+                .burst_bytes = burst_for(rate_bytes_s),
+                .last_ns = now,
+        };
+        tb->tokens = (int64_t) tb->burst_bytes;
+}
+
+static void token_bucket_refill(struct token_bucket *tb, uint64_t now) {
+        unsigned __int128 num;
+        uint64_t elapsed;
+        __int128 sum;
+
+        if (now <= tb->last_ns)
+                return;
+        /* Carry the fraction of a byte (in byte-nanoseconds) to the next refill: no
+         * drift from the integer division, however often we are called. */
+        elapsed = now - tb->last_ns;
+        if (elapsed > TOKEN_BUCKET_IDLE_MAX_NS)
+                elapsed = TOKEN_BUCKET_IDLE_MAX_NS;   /* full long before; keeps the product in range */
+        num = (unsigned __int128) elapsed * tb->rate_bytes_s + tb->frac;
+        tb->last_ns = now;
+        tb->frac = (uint64_t) (num % NSEC_PER_SEC);
+        num /= NSEC_PER_SEC;
+        sum = (__int128) tb->tokens + (__int128) num;
+        tb->tokens = sum > (__int128) tb->burst_bytes ? (int64_t) tb->burst_bytes : (int64_t) sum;
+}
+
+void token_bucket_set_rate(struct token_bucket *tb, uint64_t rate_bytes_s, uint64_t now) {
+        if (tb->rate_bytes_s != 0)
+                token_bucket_refill(tb, now);
+        else
+                tb->tokens = INT64_MAX;       /* coming from unlimited: start full */
+        tb->rate_bytes_s = rate_bytes_s;
+        tb->burst_bytes = burst_for(rate_bytes_s);
+        tb->last_ns = now;
+        tb->frac = 0;
+        if (tb->tokens > (int64_t) tb->burst_bytes)
+                tb->tokens = (int64_t) tb->burst_bytes;
+}
+
+uint64_t token_bucket_take(struct token_bucket *tb, uint64_t bytes, uint64_t now) {
+        if (tb->rate_bytes_s == 0)
+                return 0;
+        token_bucket_refill(tb, now);
+        if (bytes > (uint64_t) INT64_MAX / 2)
+                bytes = (uint64_t) INT64_MAX / 2;
+        /* Saturate the debt: a lowered rate must not overflow it. */
+        if (tb->tokens < INT64_MIN / 2)
+                tb->tokens = INT64_MIN / 2;
+        tb->tokens -= (int64_t) bytes;
+        if (tb->tokens >= 0)
+                return 0;
+        return (uint64_t) ((unsigned __int128) (uint64_t) -tb->tokens * NSEC_PER_SEC / tb->rate_bytes_s);
+}
+
+/* --- process identity -------------------------------------------------------- */
+
+/* Field 22 of /proc/<pid>/stat. comm (field 2) is chosen by the process and may hold
+ * spaces and ')': fields are counted from the LAST ')'.
+ * TODO: use proc_read_stat() once lib/proc.c implements it. */
+static int read_starttime(pid_t pid, uint64_t *ret) {
+        _cleanup_free_ char *buf = NULL;
+        char path[sizeof("/proc//stat") + 3 * sizeof(pid_t)];
+        const char *p, *end;
+        size_t len;
+        int r;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        r = read_file_at(AT_FDCWD, path, 4096, &buf, &len);
+        if (r == -ENOENT)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        p = memrchr(buf, ')', len);
+        if (!p)
+                return -EINVAL;
+        p++;
+        end = buf + len;
+        for (unsigned field = 3;; field++) {
+                const char *tok;
+                while (p < end && *p == ' ')
+                        p++;
+                tok = p;
+                while (p < end && *p != ' ' && *p != '\n')
+                        p++;
+                if (p == tok)
+                        return -EINVAL;
+                if (field == 22)
+                        return parse_u64_n(tok, (size_t) (p - tok), 0, UINT64_MAX, ret);
+        }
+}
+
+static int pidfd_open_pid(pid_t pid) {
+        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        return fd < 0 ? -errno : fd;
+}
+
+/* A pidfd becomes readable when the process has exited (a zombie counts: its pid cannot
+ * be reused before it is reaped, but its memory is gone). */
+static bool pidfd_exited(int pidfd) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int r;
+
+        do
+                r = poll(&p, 1, 0);
+        while (r < 0 && errno == EINTR);
+        /* A poll error on our own fd: treat as gone rather than risk touching a reused pid. */
+        return r != 0;
+}
+
+static long sys_move_pages(pid_t pid, unsigned long n, void **pages, const int *nodes, int *status,
+                           int flags) {
+        return syscall(SYS_move_pages, pid, n, pages, nodes, status, flags);
+}
+
+/* --- one job ----------------------------------------------------------------- */
+
+struct job_run {
+        struct migrate_job *job;
+        int pidfd;
+        uint64_t batch_max;
+        int flags;
+        volatile int *cancel;
+        int (*throttle)(void *ctx, uint64_t bytes);
+        void *throttle_ctx;
+        uint64_t passed;            /* base pages passed to move calls so far */
+        bool stop;
+
+        /* The pending batch: addresses not on the target, their node and weight. */
+        void **addrs;
+        int *nodes, *status, *from;
+        uint32_t *weight;           /* base pages per address */
+        size_t n;
+        uint64_t n_base;
+
+        /* Query scratch. */
+        void **qaddrs;
+        int *qstatus;
+        size_t *qidx;
+};
+
+static void job_run_free(struct job_run *jr) {
+        free(jr->addrs);
+        free(jr->nodes);
+        free(jr->status);
+        free(jr->from);
+        free(jr->weight);
+        free(jr->qaddrs);
+        free(jr->qstatus);
+        free(jr->qidx);
+}
+
+static void job_stop(struct job_run *jr, int error) {
+        jr->stop = true;
+        if (error < 0 && jr->job->error == 0)
+                jr->job->error = error;
+}
+
+static bool cancelled(const struct job_run *jr) {
+        return jr->cancel && __atomic_load_n(jr->cancel, __ATOMIC_RELAXED);
+}
+
+static void format_from(const struct job_run *jr, char *buf, size_t size) {
+        /* Few distinct nodes per batch: a short list of (node, pages) is enough. */
+        struct { int node; uint64_t pages; } seen[16];
+        size_t n_seen = 0, off = 0;
+        uint64_t other = 0;
+
+        for (size_t i = 0; i < jr->n; i++) {
+                size_t k;
+                for (k = 0; k < n_seen; k++)
+                        if (seen[k].node == jr->from[i])
+                                break;
+                if (k == n_seen) {
+                        if (n_seen == ELEMENTSOF(seen)) {
+                                other += jr->weight[i];
+                                continue;
+                        }
+                        seen[n_seen++] = (typeof(seen[0])) { jr->from[i], 0 };
+                }
+                seen[k].pages += jr->weight[i];
+        }
+        buf[0] = 0;
+        for (size_t k = 0; k < n_seen && off < size; k++)
+                off += (size_t) snprintf(buf + off, size - off, "%s%d:%" PRIu64, k ? "," : "",
+                                         seen[k].node, seen[k].pages);
+        if (other && off < size)
+                snprintf(buf + off, size - off, ",other:%" PRIu64, other);
+}
+
+/* Finds out what happened to the slots the move call left unresolved: -EBUSY (the
+ * other base pages of a THP that moved whole with an earlier address, or a page that
+ * really was busy) and unwritten ones (the call stopped early). Only what the kernel
+ * now reports on the target counts as moved. */
+static void requery_unresolved(struct job_run *jr) {
+        size_t nq = 0;
+        long r;
+
+        for (size_t i = 0; i < jr->n; i++)
+                if (jr->status[i] == -EBUSY || jr->status[i] == STATUS_UNWRITTEN) {
+                        jr->qidx[nq] = i;
+                        jr->qaddrs[nq] = jr->addrs[i];
+                        jr->qstatus[nq] = STATUS_UNWRITTEN;
+                        nq++;
+                }
+        if (nq == 0)
+                return;
+        r = sys_move_pages(jr->job->pid, nq, jr->qaddrs, NULL, jr->qstatus, 0);
+        if (r < 0) {
+                log_debug_errno(errno, "pid=%d: re-query after move failed, counting %zu pages as busy: %m",
+                                (int) jr->job->pid, nq);
+                return;
+        }
+        for (size_t q = 0; q < nq; q++) {
+                size_t i = jr->qidx[q];
+                int s = jr->qstatus[q];
+
+                if (s == jr->job->target_node)
+                        jr->status[i] = s;
+                else if (jr->status[i] == STATUS_UNWRITTEN && s < 0 && s != STATUS_UNWRITTEN)
+                        jr->status[i] = s;     /* e.g. unmapped meanwhile: -ENOENT, gone */
+                /* else: still elsewhere, stays busy */
+        }
+}
+
+static void count_batch_as(struct job_run *jr, enum migrate_class c, uint64_t res[_MIG_CLASS_MAX]) {
+        res[c] += jr->n_base;
+}
+
+/* Moves the pending batch: throttle, guard, call, resolve, classify, log. */
+static void flush_batch(struct job_run *jr) {
+        struct migrate_job *job = jr->job;
+        uint64_t res[_MIG_CLASS_MAX] = {};
+        char from[256];
+        int call_error = 0, r;
+        long rc;
+
+        if (jr->n == 0)
+                return;
+        if (cancelled(jr)) {
+                job_stop(jr, -ECANCELED);
+                goto drop;
+        }
+        if (jr->throttle) {
+                r = jr->throttle(jr->throttle_ctx, jr->n_base * BASE_PAGE_SIZE);
+                if (r < 0) {
+                        job_stop(jr, r);
+                        goto drop;
+                }
+        }
+        /* Right before the call: the process we verified is still alive, so the pid
+         * still names it. The pages of this batch were not passed: not counted. */
+        if (pidfd_exited(jr->pidfd)) {
+                job_stop(jr, -ESRCH);
+                goto drop;
+        }
+
+        for (size_t i = 0; i < jr->n; i++) {
+                jr->status[i] = STATUS_UNWRITTEN;
+                jr->nodes[i] = job->target_node;
+        }
+        rc = sys_move_pages(job->pid, jr->n, jr->addrs, jr->nodes, jr->status, jr->flags);
+        if (rc < 0)
+                call_error = -errno;
+        jr->passed += jr->n_base;
+
+        switch (call_error) {
+        case -ESRCH:
+                count_batch_as(jr, MIG_GONE, res);
+                job_stop(jr, -ESRCH);
+                goto log;
+        case -EPERM:
+        case -EACCES:
+                /* No ptrace right, MOVE_ALL without CAP_SYS_NICE, or the target node is
+                 * outside the process's cpuset: every batch would fail the same way. */
+                count_batch_as(jr, MIG_REFUSED, res);
+                job_stop(jr, call_error);
+                goto log;
+        case -ENODEV:
+                /* The target node has no memory: refused, and so would the rest be. */
+                count_batch_as(jr, MIG_REFUSED, res);
+                job_stop(jr, call_error);
+                goto log;
+        default:
+                break;
+        }
+
+        /* Success, a positive count of pages not migrated, or a failure part-way
+         * (ENOMEM, EBUSY, EFAULT...): the written slots are exact, the others are
+         * resolved by asking the kernel where those pages are now. */
+        requery_unresolved(jr);
+
+        /* The process may have exited during the call and its pid been reused: then
+         * these results (and the re-query) may describe someone else. Discard them. */
+        if (pidfd_exited(jr->pidfd)) {
+                count_batch_as(jr, MIG_GONE, res);
+                job_stop(jr, -ESRCH);
+                goto log;
+        }
+        for (size_t i = 0; i < jr->n; i++)
+                res[migrate_classify(jr->status[i], job->target_node, false)] += jr->weight[i];
+
+        if (call_error != 0 && call_error != -ENOMEM && call_error != -EBUSY &&
+            call_error != -EAGAIN && call_error != -EINTR)
+                job_stop(jr, call_error);
+
+log:
+        for (unsigned c = 0; c < _MIG_CLASS_MAX; c++)
+                job->pages[c] += res[c];
+        format_from(jr, from, sizeof(from));
+#define BATCH_FMT "cgroup=%s pid=%d pages=%" PRIu64 " from=%s to=%d moved=%" PRIu64 " busy=%" PRIu64 \
+                  " gone=%" PRIu64 " refused=%" PRIu64
+#define BATCH_ARGS job->cgroup ? job->cgroup : "-", (int) job->pid, jr->n_base, from, job->target_node, \
+                   res[MIG_MOVED], res[MIG_BUSY], res[MIG_GONE], res[MIG_REFUSED]
+        if (call_error)
+                (void) log_info_errno(call_error, BATCH_FMT " error=%m", BATCH_ARGS);
+        else
+                (void) log_info(BATCH_FMT, BATCH_ARGS);
+#undef BATCH_FMT
+#undef BATCH_ARGS
+drop:
+        jr->n = 0;
+        jr->n_base = 0;
+}
+
+/* Query-mode pass over n addresses starting at addr: pages already on the target are
+ * counted, present pages elsewhere join the batch, absent ones are skipped (nothing to
+ * move, and an untouched sparse heap is not news). */
+static int query_chunk(struct job_run *jr, uint64_t addr, size_t n, uint64_t page_size) {
+        struct migrate_job *job = jr->job;
+        uint32_t weight = (uint32_t) (page_size / BASE_PAGE_SIZE);
+        long r;
+
+        for (size_t i = 0; i < n; i++) {
+                jr->qaddrs[i] = (void *) (uintptr_t) (addr + i * page_size);
+                jr->qstatus[i] = STATUS_UNWRITTEN;
+        }
+        r = sys_move_pages(job->pid, n, jr->qaddrs, NULL, jr->qstatus, 0);
+        if (r < 0)
+                return -errno;
+        for (size_t i = 0; i < n; i++) {
+                int s = jr->qstatus[i];
+                if (s == job->target_node)
+                        job->pages[MIG_ALREADY] += weight;
+                else if (s >= 0) {
+                        jr->addrs[jr->n] = jr->qaddrs[i];
+                        jr->from[jr->n] = s;
+                        jr->weight[jr->n] = weight;
+                        jr->n++;
+                        jr->n_base += weight;
+                }
+        }
+        return 0;
+}
+
+static int job_alloc(struct job_run *jr) {
+        size_t n = (size_t) jr->batch_max;
+
+        jr->addrs = calloc(n, sizeof(*jr->addrs));
+        jr->nodes = calloc(n, sizeof(*jr->nodes));
+        jr->status = calloc(n, sizeof(*jr->status));
+        jr->from = calloc(n, sizeof(*jr->from));
+        jr->weight = calloc(n, sizeof(*jr->weight));
+        jr->qaddrs = calloc(n, sizeof(*jr->qaddrs));
+        jr->qstatus = calloc(n, sizeof(*jr->qstatus));
+        jr->qidx = calloc(n, sizeof(*jr->qidx));
+        if (!jr->addrs || !jr->nodes || !jr->status || !jr->from || !jr->weight || !jr->qaddrs ||
+            !jr->qstatus || !jr->qidx)
+                return -ENOMEM;
+        return 0;
+}
+
+static int check_ranges(const struct migrate_job *job) {
+        if (job->target_node < 0 || job->target_node >= NB_NODES_MAX || job->pid <= 0)
+                return -EINVAL;
+        if (job->n_ranges > 0 && !job->ranges)
+                return -EINVAL;
+        for (size_t i = 0; i < job->n_ranges; i++) {
+                const struct migrate_range *rg = &job->ranges[i];
+                if (rg->page_size < BASE_PAGE_SIZE || rg->page_size % BASE_PAGE_SIZE ||
+                    rg->page_size / BASE_PAGE_SIZE > UINT32_MAX || rg->start % rg->page_size ||
+                    rg->end % rg->page_size || rg->end < rg->start)
+                        return -EINVAL;
+        }
+        return 0;
+}
+
+static void job_body(struct job_run *jr) {
+        struct migrate_job *job = jr->job;
+        _cleanup_close_ int own_pidfd = -1;
+        uint64_t starttime;
+        int r;
+
+        r = check_ranges(job);
+        if (r < 0)
+                return job_stop(jr, r);
+
+        if (job->pidfd >= 0)
+                jr->pidfd = job->pidfd;
+        else {
+                own_pidfd = pidfd_open_pid(job->pid);
+                if (own_pidfd < 0)
+                        return job_stop(jr, own_pidfd == -ENOENT ? -ESRCH : own_pidfd);
+                jr->pidfd = own_pidfd;
+        }
+        /* Read after the pidfd exists: if the starttime matches now, the pidfd names the
+         * process that was sampled, and from here on the pidfd tells us if it goes. */
+        r = read_starttime(job->pid, &starttime);
+        if (r < 0 || starttime != job->starttime || pidfd_exited(jr->pidfd)) {
+                log_debug("pid=%d: not the sampled process (starttime %" PRIu64 ", sampled %" PRIu64 "%s), skipping",
+                          (int) job->pid, r < 0 ? 0 : starttime, job->starttime, r < 0 ? ", gone" : "");
+                return job_stop(jr, -ESRCH);
+        }
+
+        r = job_alloc(jr);
+        if (r < 0)
+                return job_stop(jr, r);
+
+        for (size_t ri = 0; ri < job->n_ranges && !jr->stop; ri++) {
+                const struct migrate_range *rg = &job->ranges[ri];
+                uint64_t weight = rg->page_size / BASE_PAGE_SIZE;
+                uint64_t addr = rg->start;
+
+                while (addr < rg->end && !jr->stop) {
+                        uint64_t left = (rg->end - addr) / rg->page_size;
+                        uint64_t space = jr->batch_max - jr->n;
+                        uint64_t n = left < space ? left : space;
+
+                        if (job->max_pages) {
+                                uint64_t budget = job->max_pages - jr->passed - jr->n_base;
+                                /* Candidates found by this query may all join the batch:
+                                 * never query more than the page budget can take. */
+                                if (budget / weight < n)
+                                        n = budget / weight;
+                                if (n == 0) {
+                                        jr->stop = true;
+                                        break;
+                                }
+                        }
+                        if (cancelled(jr))
+                                return job_stop(jr, -ECANCELED);
+                        r = query_chunk(jr, addr, (size_t) n, rg->page_size);
+                        if (r < 0) {
+                                if (r == -ENOENT)
+                                        r = -ESRCH;
+                                log_debug_errno(r, "pid=%d: move_pages query failed: %m", (int) job->pid);
+                                return job_stop(jr, r);
+                        }
+                        addr += n * rg->page_size;
+                        if (jr->n == jr->batch_max)
+                                flush_batch(jr);
+                }
+        }
+        /* A max_pages stop still moves what was collected; an error stop does not. */
+        if (job->error == 0)
+                flush_batch(jr);
+}
+
+int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
+                        int (*throttle)(void *ctx, uint64_t bytes), void *throttle_ctx) {
+        uint64_t wall0 = now_ns(CLOCK_MONOTONIC), cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        struct job_run jr = {
+                .job = job,
+                .pidfd = -1,
+                .batch_max = batch_pages == 0 ? MIGRATE_BATCH_DEFAULT
+                           : batch_pages > MIGRATE_BATCH_MAX ? MIGRATE_BATCH_MAX : batch_pages,
+                .flags = job->move_all ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE,
+                .cancel = cancel,
+                .throttle = throttle,
+                .throttle_ctx = throttle_ctx,
+        };
+
+        memset(job->pages, 0, sizeof(job->pages));
+        job->error = 0;
+        job_body(&jr);
+        job_run_free(&jr);
+        job->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+        job->wall_ns = now_ns(CLOCK_MONOTONIC) - wall0;
+        return job->error;
+}
+
+/* --- the worker pool ---------------------------------------------------------- */
+
+enum { JOB_PENDING, JOB_RUNNING, JOB_DONE };
+
+struct worker {
+        pthread_t thread;
+        struct migrator *m;
+        int cpu;
+        pid_t running_pid;         /* 0: idle */
+};
+
+struct migrator {
+        pthread_mutex_t lock;
+        pthread_cond_t work_cond;  /* workers: a job may be available, or shut down */
+        pthread_cond_t done_cond;  /* migrator_run: a job finished */
+        struct worker *workers;
+        unsigned n_workers;
+        bool shutdown;
+        uint64_t batch_pages;
+
+        /* The current run (migrator_run is not reentrant). */
+        struct migrate_job *jobs;
+        uint8_t *state;
+        size_t n_jobs, n_done, first_pending;
+
+        volatile int cancel;
+
+        pthread_mutex_t tb_lock;   /* separate: throttling must not wait behind job picking */
+        struct token_bucket tb;
+};
+
+/* Called with m->lock held. The first pending job whose pid no worker is running:
+ * two jobs on one process would only queue on its mmap lock. */
+static size_t pick_job(struct migrator *m) {
+        while (m->first_pending < m->n_jobs && m->state[m->first_pending] != JOB_PENDING)
+                m->first_pending++;
+        for (size_t i = m->first_pending; i < m->n_jobs; i++) {
+                bool busy = false;
+                if (m->state[i] != JOB_PENDING)
+                        continue;
+                for (unsigned w = 0; w < m->n_workers; w++)
+                        if (m->workers[w].running_pid == m->jobs[i].pid) {
+                                busy = true;
+                                break;
+                        }
+                if (!busy)
+                        return i;
+        }
+        return SIZE_MAX;
+}
+
+static int migrator_throttle(void *ctx, uint64_t bytes) {
+        struct migrator *m = ctx;
+        uint64_t wait;
+
+        pthread_mutex_lock(&m->tb_lock);
+        wait = token_bucket_take(&m->tb, bytes, now_ns(CLOCK_MONOTONIC));
+        pthread_mutex_unlock(&m->tb_lock);
+
+        /* Sleep outside the lock, so the other workers can book their own wait. */
+        while (wait > 0) {
+                uint64_t slice = wait < THROTTLE_SLEEP_SLICE_NS ? wait : THROTTLE_SLEEP_SLICE_NS;
+                struct timespec ts = { .tv_sec = (time_t) (slice / NSEC_PER_SEC),
+                                       .tv_nsec = (long) (slice % NSEC_PER_SEC) };
+                if (__atomic_load_n(&m->cancel, __ATOMIC_RELAXED))
+                        return -ECANCELED;
+                nanosleep(&ts, NULL);
+                wait -= slice;
+        }
+        return 0;
+}
+
+static void *worker_main(void *arg) {
+        struct worker *w = arg;
+        struct migrator *m = w->m;
+
+        pthread_mutex_lock(&m->lock);
+        for (;;) {
+                struct migrate_job *job;
+                uint64_t batch;
+                size_t i;
+
+                while (!m->shutdown && (i = pick_job(m)) == SIZE_MAX)
+                        pthread_cond_wait(&m->work_cond, &m->lock);
+                if (m->shutdown)
+                        break;
+                m->state[i] = JOB_RUNNING;
+                job = &m->jobs[i];
+                w->running_pid = job->pid;
+                batch = m->batch_pages;
+                pthread_mutex_unlock(&m->lock);
+
+                (void) migrate_job_execute(job, batch, &m->cancel, migrator_throttle, m);
+
+                pthread_mutex_lock(&m->lock);
+                m->state[i] = JOB_DONE;
+                w->running_pid = 0;
+                m->n_done++;
+                if (m->n_done == m->n_jobs)
+                        pthread_cond_signal(&m->done_cond);
+                /* A job held back because its pid was running may go now. */
+                pthread_cond_broadcast(&m->work_cond);
+        }
+        pthread_mutex_unlock(&m->lock);
+        return NULL;
+}
+
+static uint64_t rate_bytes(uint64_t rate_mb_s) {
+        return rate_mb_s > UINT64_MAX / BYTES_PER_MB ? UINT64_MAX : rate_mb_s * BYTES_PER_MB;
+}
+
+int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint64_t batch_pages,
+                 struct migrator **ret) {
+        struct migrator *m;
+        sigset_t all, saved;
+        unsigned n_cpus;
+
+        if (!service_cpus || !ret)
+                return -EINVAL;
+        n_cpus = cpumask_weight(service_cpus);
+        if (n_cpus == 0)
+                return log_error_errno(-EINVAL, "No service CPUs for the migration workers");
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->workers = calloc(n_cpus, sizeof(*m->workers));
+        if (!m->workers) {
+                free(m);
+                return -ENOMEM;
+        }
+        pthread_mutex_init(&m->lock, NULL);
+        pthread_mutex_init(&m->tb_lock, NULL);
+        pthread_cond_init(&m->work_cond, NULL);
+        pthread_cond_init(&m->done_cond, NULL);
+        m->batch_pages = batch_pages;
+        token_bucket_init(&m->tb, rate_bytes(rate_limit_mb_s), now_ns(CLOCK_MONOTONIC));
+
+        /* Workers inherit this mask: signals are the main thread's business. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+
+        CPUMASK_FOREACH(cpu, service_cpus) {
+                struct worker *w = &m->workers[m->n_workers];
+                cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
+                size_t setsize = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+                pthread_attr_t attr;
+                int r;
+
+                if (!set) {
+                        log_warning_errno(-ENOMEM, "Failed to start a migration worker for CPU %d, skipping: %m", cpu);
+                        continue;
+                }
+                CPU_ZERO_S(setsize, set);
+                CPU_SET_S((size_t) cpu, setsize, set);
+                w->m = m;
+                w->cpu = cpu;
+                /* Pinned at creation (glibc applies the affinity before the thread runs
+                 * any code): a worker never runs on a CPU that is not a service CPU.
+                 * An offline or unknown CPU fails here with EINVAL. */
+                pthread_attr_init(&attr);
+                r = pthread_attr_setaffinity_np(&attr, setsize, set);
+                if (r == 0)
+                        r = pthread_create(&w->thread, &attr, worker_main, w);
+                pthread_attr_destroy(&attr);
+                CPU_FREE(set);
+                if (r != 0) {
+                        log_warning_errno(r, "Failed to start a migration worker pinned to CPU %d, skipping: %m", cpu);
+                        continue;
+                }
+                m->n_workers++;
+        }
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+
+        if (m->n_workers == 0) {
+                migrator_free(m);
+                return log_error_errno(-EINVAL, "No migration worker could be pinned to any service CPU");
+        }
+        log_debug("Started %u migration worker(s)", m->n_workers);
+        *ret = m;
+        return 0;
+}
+
+void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t batch_pages) {
+        pthread_mutex_lock(&m->lock);
+        m->batch_pages = batch_pages;
+        pthread_mutex_unlock(&m->lock);
+        pthread_mutex_lock(&m->tb_lock);
+        token_bucket_set_rate(&m->tb, rate_bytes(rate_limit_mb_s), now_ns(CLOCK_MONOTONIC));
+        pthread_mutex_unlock(&m->tb_lock);
+}
+
+int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs) {
+        _cleanup_free_ uint8_t *state = NULL;
+
+        if (!m || (n_jobs > 0 && !jobs))
+                return -EINVAL;
+        if (n_jobs == 0)
+                return 0;
+        state = calloc(n_jobs, sizeof(*state));     /* all JOB_PENDING */
+        if (!state)
+                return -ENOMEM;
+
+        pthread_mutex_lock(&m->lock);
+        if (m->jobs) {
+                pthread_mutex_unlock(&m->lock);
+                return -EBUSY;
+        }
+        m->jobs = jobs;
+        m->state = state;
+        m->n_jobs = n_jobs;
+        m->n_done = 0;
+        m->first_pending = 0;
+        pthread_cond_broadcast(&m->work_cond);
+        while (m->n_done < m->n_jobs)
+                pthread_cond_wait(&m->done_cond, &m->lock);
+        m->jobs = NULL;
+        m->state = NULL;
+        m->n_jobs = 0;
+        pthread_mutex_unlock(&m->lock);
+        return 0;
+}
+
+void migrator_cancel(struct migrator *m) {
+        /* Only an atomic store: callable from a signal handler. Sticky: a migrator that
+         * was told to stop does not start new batches any more. */
+        if (m)
+                __atomic_store_n(&m->cancel, 1, __ATOMIC_RELAXED);
+}
+
+void migrator_free(struct migrator *m) {
+        if (!m)
+                return;
+        pthread_mutex_lock(&m->lock);
+        m->shutdown = true;
+        pthread_cond_broadcast(&m->work_cond);
+        pthread_mutex_unlock(&m->lock);
+        for (unsigned w = 0; w < m->n_workers; w++)
+                pthread_join(m->workers[w].thread, NULL);
+        pthread_cond_destroy(&m->work_cond);
+        pthread_cond_destroy(&m->done_cond);
+        pthread_mutex_destroy(&m->lock);
+        pthread_mutex_destroy(&m->tb_lock);
+        free(m->workers);
+        free(m);
+}
+
+unsigned migrator_n_workers(const struct migrator *m) {
+        return m ? m->n_workers : 0;
+}

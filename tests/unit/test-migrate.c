@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The migration executor without root and without a second node: jobs on this very
+ * process targeting node 0 (where everything already is), the pid-reuse guard, the
+ * per-page classification and the token bucket arithmetic. Moving pages between nodes
+ * is tested in tests/vm/test-migrate.sh. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "log.h"
+#include "migrate-internal.h"
+#include "migrate.h"
+#include "parse.h"
+#include "test.h"
+
+#define MB (UINT64_C(1) << 20)
+#define NS UINT64_C(1000000000)
+
+static uint64_t self_starttime(void) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        const char *p;
+        uint64_t v = 0;
+        unsigned field = 2;
+
+        if (read_file_at(AT_FDCWD, "/proc/self/stat", 4096, &buf, &len) < 0)
+                return 0;
+        p = strrchr(buf, ')');
+        while (p && *p) {
+                if (*p == ' ' && ++field == 22) {
+                        const char *e = strchr(p + 1, ' ');
+                        if (e && parse_u64_n(p + 1, (size_t) (e - p - 1), 0, UINT64_MAX, &v) == 0)
+                                return v;
+                        return 0;
+                }
+                p++;
+        }
+        return 0;
+}
+
+static uint64_t total(const struct migrate_job *j) {
+        uint64_t t = 0;
+        for (unsigned c = 0; c < _MIG_CLASS_MAX; c++)
+                t += j->pages[c];
+        return t;
+}
+
+static void test_classify(void) {
+        static const struct { int status; bool was_on_target; enum migrate_class c; } table[] = {
+                { 1, false, MIG_MOVED },
+                { 1, true, MIG_ALREADY },
+                { 0, false, MIG_BUSY },          /* on another node after the call */
+                { -EBUSY, false, MIG_BUSY },
+                { -EAGAIN, false, MIG_BUSY },
+                { -ENOMEM, false, MIG_BUSY },
+                { INT32_MIN, false, MIG_BUSY },  /* slot never written */
+                { -ENOENT, false, MIG_GONE },
+                { -EFAULT, false, MIG_GONE },
+                { -EACCES, false, MIG_REFUSED },
+                { -EPERM, false, MIG_REFUSED },
+                { -EINVAL, false, MIG_REFUSED },
+                { -ENODEV, false, MIG_REFUSED },
+                { -EIO, false, MIG_REFUSED },    /* anything unknown: do not retry blindly */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+                enum migrate_class c = migrate_classify(table[i].status, 1, table[i].was_on_target);
+                if (c != table[i].c)
+                        fprintf(stderr, "classify(%d): %s, expected %s\n", table[i].status,
+                                migrate_class_name(c), migrate_class_name(table[i].c));
+                CHECK_INT(c, table[i].c);
+        }
+        CHECK_STR(migrate_class_name(MIG_MOVED), "moved");
+        CHECK_STR(migrate_class_name(MIG_REFUSED), "refused");
+        CHECK(migrate_class_name(_MIG_CLASS_MAX) == NULL);
+}
+
+static void test_token_bucket(void) {
+        struct token_bucket tb;
+        uint64_t t0 = 1000 * NS, rate = 10 * MB, burst = rate / 10;   /* 100 ms of rate */
+
+        token_bucket_init(&tb, 0, t0);
+        CHECK_INT(token_bucket_take(&tb, UINT64_C(1) << 40, t0), 0);    /* unlimited */
+
+        token_bucket_init(&tb, rate, t0);
+        CHECK_INT(tb.burst_bytes, burst);
+        CHECK_INT(token_bucket_take(&tb, burst, t0), 0);               /* the burst is free */
+        /* 1 MiB more at the same instant: 1/10 s of debt. */
+        CHECK_INT(token_bucket_take(&tb, MB, t0), NS / 10);
+        /* Another worker booking right after pays for both debts: the budget is global. */
+        CHECK_INT(token_bucket_take(&tb, MB, t0), 2 * NS / 10);
+        /* 200 ms later the debt is paid, nothing accrued beyond it. */
+        CHECK_INT(token_bucket_take(&tb, 0, t0 + 2 * NS / 10), 0);
+        CHECK_INT(tb.tokens, 0);
+        /* A long idle time refills only up to the burst. */
+        CHECK_INT(token_bucket_take(&tb, 0, t0 + 100 * NS), 0);
+        CHECK_INT(tb.tokens, (int64_t) burst);
+        /* Steady state: 10 MiB/s for 5 s in 1 MiB steps, each step booked when the
+         * previous wait ends: the total time is 5 s minus the burst. */
+        {
+                uint64_t t = t0 + 100 * NS, start = t;
+                for (int i = 0; i < 50; i++)
+                        t += token_bucket_take(&tb, MB, t);
+                CHECK(t - start >= 5 * NS - NS / 10 - 1000 && t - start <= 5 * NS - NS / 10 + 1000);
+        }
+        /* Many tiny refills (1 ns apart) must not lose time to rounding. */
+        token_bucket_init(&tb, rate, t0);
+        token_bucket_take(&tb, burst, t0);
+        for (uint64_t t = t0 + 1; t <= t0 + 100000; t++)
+                token_bucket_take(&tb, 0, t);
+        /* 100 us at 10 MiB/s = 1048.576 bytes. */
+        CHECK(tb.tokens >= 1048 && tb.tokens <= 1049);
+        /* Lowering the rate keeps the balance within the new burst. */
+        token_bucket_init(&tb, rate, t0);
+        token_bucket_set_rate(&tb, MB, t0);
+        CHECK_INT(tb.tokens, (int64_t) (MB / 10));
+        CHECK_INT(token_bucket_take(&tb, MB / 10 + MB, t0), NS);
+        /* To unlimited and back. */
+        token_bucket_set_rate(&tb, 0, t0);
+        CHECK_INT(token_bucket_take(&tb, 1000 * MB, t0), 0);
+        token_bucket_set_rate(&tb, rate, t0);
+        CHECK_INT(tb.tokens, (int64_t) burst);
+}
+
+/* 8 MiB touched, then 1 MiB reserved but never touched. */
+#define TOUCHED (8 * MB)
+#define UNTOUCHED MB
+
+static void setup_self_job(struct migrate_job *job, struct migrate_range *rg, char *area) {
+        *job = (struct migrate_job) {
+                .pid = getpid(),
+                .pidfd = -1,
+                .starttime = self_starttime(),
+                .target_node = 0,
+                .ranges = rg,
+                .n_ranges = 2,
+                .cgroup = "/test.slice",
+        };
+        rg[0] = (struct migrate_range) { (uintptr_t) area, (uintptr_t) area + TOUCHED + UNTOUCHED, 4096 };
+        /* A hole (below mmap_min_addr: never mapped): -EFAULT in the query, not counted. */
+        rg[1] = (struct migrate_range) { 0x1000, 0x1000 + MB, 4096 };
+}
+
+static void test_self(char *area) {
+        struct migrate_job job;
+        struct migrate_range rg[2];
+        int r;
+
+        setup_self_job(&job, rg, area);
+        CHECK(job.starttime != 0);
+        /* Small batches: the query chunks are sized by the batch; make it take many. */
+        r = migrate_job_execute(&job, 1000, NULL, NULL, NULL);
+        CHECK_INT(r, 0);
+        CHECK_INT(job.error, 0);
+        CHECK_INT(job.pages[MIG_ALREADY], TOUCHED / 4096);
+        CHECK_INT(job.pages[MIG_MOVED], 0);
+        CHECK_INT(total(&job), TOUCHED / 4096);
+        CHECK(job.wall_ns > 0);
+        CHECK(job.cpu_ns > 0);
+
+        /* With a pidfd of our own, and max_pages (it limits pages passed, not seen). */
+        setup_self_job(&job, rg, area);
+        job.pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+        CHECK(job.pidfd >= 0);
+        job.max_pages = 1;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), 0);
+        CHECK_INT(job.pages[MIG_ALREADY], TOUCHED / 4096);
+        close(job.pidfd);
+
+        /* The sampled process is not the one holding the pid: nothing is done. */
+        setup_self_job(&job, rg, area);
+        job.starttime += 1;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -ESRCH);
+        CHECK_INT(job.error, -ESRCH);
+        CHECK_INT(total(&job), 0);
+
+        /* Bad input. */
+        setup_self_job(&job, rg, area);
+        rg[0].start += 1;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -EINVAL);
+        CHECK_INT(total(&job), 0);
+        setup_self_job(&job, rg, area);
+        job.target_node = -1;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -EINVAL);
+
+        /* Cancelled before it starts: stops with -ECANCELED. */
+        {
+                volatile int cancel = 1;
+                setup_self_job(&job, rg, area);
+                CHECK_INT(migrate_job_execute(&job, 0, &cancel, NULL, NULL), -ECANCELED);
+                CHECK_INT(job.pages[MIG_MOVED], 0);
+        }
+}
+
+static pid_t dead_pid(void) {
+        pid_t pid = fork();
+        if (pid == 0)
+                _exit(0);
+        waitpid(pid, NULL, 0);
+        return pid;
+}
+
+static void test_gone(void) {
+        struct migrate_range rg = { 0x100000, 0x200000, 4096 };
+        struct migrate_job job = {
+                .pid = dead_pid(), .pidfd = -1, .starttime = 1, .target_node = 0,
+                .ranges = &rg, .n_ranges = 1,
+        };
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -ESRCH);
+        CHECK_INT(total(&job), 0);
+}
+
+static void test_migrator(char *area) {
+        nb_cpumask cpus = {}, none = {};
+        struct migrator *m = NULL;
+        struct migrate_job jobs[4];
+        struct migrate_range rg[4][2];
+        int r;
+
+        CHECK_INT(migrator_new(&none, 0, 0, &m), -EINVAL);
+        CHECK(m == NULL);
+
+        /* CPU 0 exists everywhere; NB_CPUS_MAX - 1 nowhere: skipped with a warning. */
+        cpumask_set(&cpus, 0);
+        cpumask_set(&cpus, NB_CPUS_MAX - 1);
+        r = migrator_new(&cpus, 100, 4096, &m);
+        CHECK_INT(r, 0);
+        if (r < 0)
+                return;
+        CHECK_INT(migrator_n_workers(m), 1);
+
+        for (int i = 0; i < 3; i++)
+                setup_self_job(&jobs[i], rg[i], area);
+        setup_self_job(&jobs[3], rg[3], area);
+        jobs[3].pid = dead_pid();
+        CHECK_INT(migrator_run(m, jobs, 4), 0);
+        for (int i = 0; i < 3; i++) {
+                CHECK_INT(jobs[i].error, 0);
+                CHECK_INT(jobs[i].pages[MIG_ALREADY], TOUCHED / 4096);
+        }
+        CHECK_INT(jobs[3].error, -ESRCH);
+        CHECK_INT(migrator_run(m, jobs, 0), 0);
+
+        migrator_set_limits(m, 0, 0);
+        migrator_cancel(m);
+        setup_self_job(&jobs[0], rg[0], area);
+        CHECK_INT(migrator_run(m, jobs, 1), 0);
+        CHECK_INT(jobs[0].error, -ECANCELED);
+        migrator_free(m);
+        migrator_free(NULL);
+
+        /* Two service CPUs where the host has them: two workers, same pid jobs serialised. */
+        if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+                nb_cpumask two = {};
+                cpumask_set(&two, 0);
+                cpumask_set(&two, 1);
+                if (migrator_new(&two, 0, 0, &m) == 0) {
+                        CHECK_INT(migrator_n_workers(m), 2);
+                        for (int i = 0; i < 4; i++)
+                                setup_self_job(&jobs[i], rg[i], area);
+                        CHECK_INT(migrator_run(m, jobs, 4), 0);
+                        for (int i = 0; i < 4; i++)
+                                CHECK_INT(jobs[i].pages[MIG_ALREADY], TOUCHED / 4096);
+                        migrator_free(m);
+                }
+        }
+}
+
+int main(void) {
+        char *area;
+
+        log_set_max_level(LOG_LVL_DEBUG);
+        test_classify();
+        test_token_bucket();
+
+        area = mmap(NULL, TOUCHED + UNTOUCHED, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(area != MAP_FAILED);
+        if (area == MAP_FAILED)
+                TEST_MAIN_END();
+        /* No THP here: every base page is its own page. */
+        madvise(area, TOUCHED + UNTOUCHED, MADV_NOHUGEPAGE);
+        memset(area, 1, TOUCHED);
+
+        test_self(area);
+        test_gone();
+        test_migrator(area);
+        TEST_MAIN_END();
+}
