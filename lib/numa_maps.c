@@ -1,3 +1,444 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* placeholder: being written */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "log.h"
 #include "numa_maps.h"
+#include "parse.h"
+
+/* mpol_to_str() prints into a 64-byte buffer: a policy string of this length may
+ * have been cut. */
+#define MPOL_STR_MAX 63
+
+static const char *const mode_names[_MODE_MAX] = {
+        [MODE_DEFAULT] = "default",
+        [MODE_LOCAL] = "local",
+        [MODE_PREFERRED] = "prefer",
+        [MODE_PREFERRED_MANY] = "prefer (many)",
+        [MODE_BIND] = "bind",
+        [MODE_INTERLEAVE] = "interleave",
+        [MODE_WEIGHTED_INTERLEAVE] = "weighted interleave",
+};
+
+static const char *const kind_names[_VMA_KIND_MAX] = {
+        [VMA_ANON] = "anon",
+        [VMA_FILE] = "file",
+        [VMA_HEAP] = "heap",
+        [VMA_STACK] = "stack",
+};
+
+const char *mpol_mode_name(enum mpol_mode m) {
+        if ((unsigned) m >= _MODE_MAX)
+                return "unknown";
+        return mode_names[m];
+}
+
+const char *vma_kind_name(enum vma_kind k) {
+        if ((unsigned) k >= _VMA_KIND_MAX)
+                return "unknown";
+        return kind_names[k];
+}
+
+static bool has_prefix(const char *s, size_t len, const char *p, size_t plen) {
+        return len >= plen && memcmp(s, p, plen) == 0;
+}
+
+static bool is_word(const char *s, size_t len, const char *w) {
+        size_t wl = strlen(w);
+        return len == wl && memcmp(s, w, wl) == 0;
+}
+
+/* The flags between '=' and ':' (or the end), as mpol_to_str prints them:
+ * "static", "relative", "balancing", "static|balancing", "relative|balancing". */
+static int parse_flags(const char *s, size_t len, unsigned *ret) {
+        unsigned flags = 0;
+        size_t i = 0;
+
+        if (len == 0)
+                return -EINVAL;
+        while (i <= len) {
+                const char *e = memchr(s + i, '|', len - i);
+                size_t wl = e ? (size_t) (e - (s + i)) : len - i;
+                unsigned f;
+
+                if (is_word(s + i, wl, "static"))
+                        f = MPOL_FLAG_STATIC;
+                else if (is_word(s + i, wl, "relative"))
+                        f = MPOL_FLAG_RELATIVE;
+                else if (is_word(s + i, wl, "balancing"))
+                        f = MPOL_FLAG_BALANCING;
+                else
+                        return -EINVAL;
+                if (flags & f)
+                        return -EINVAL;
+                flags |= f;
+                i += wl + 1;
+        }
+        /* The kernel refuses static together with relative (sanitize_mpol_flags). */
+        if ((flags & MPOL_FLAG_STATIC) && (flags & MPOL_FLAG_RELATIVE))
+                return -EINVAL;
+        *ret = flags;
+        return 0;
+}
+
+/* A node list that the 63-character cut may have shortened. Everything up to the
+ * last comma is whole. Of the last element, a range start followed by '-' is
+ * whole (the range went on from there); a bare number may have lost digits, so it
+ * is dropped. The result is a subset of the real set, and the caller says so. */
+static int parse_cut_list(const char *s, size_t len, nb_nodemask *ret) {
+        nb_nodemask m = {};
+        size_t tail = len;
+        int r;
+
+        while (tail > 0 && s[tail - 1] != ',')
+                tail--;
+        if (tail > 0) {
+                r = nodemask_parse_n(s, tail - 1, &m);
+                if (r < 0)
+                        return r;
+        }
+        {
+                const char *dash = memchr(s + tail, '-', len - tail);
+                if (dash) {
+                        uint64_t a;
+                        r = parse_u64_n(s + tail, (size_t) (dash - (s + tail)), 0, NB_NODES_MAX - 1, &a);
+                        if (r < 0)
+                                return r;
+                        /* What is left of the range end must still be digits. */
+                        for (const char *c = dash + 1; c < s + len; c++)
+                                if (*c < '0' || *c > '9')
+                                        return -EINVAL;
+                        nodemask_set(&m, (unsigned) a);
+                } else if (len > tail) {
+                        /* Still check it is a number: a cut list is digits, commas, dashes. */
+                        uint64_t a;
+                        r = parse_u64_n(s + tail, len - tail, 0, UINT64_MAX, &a);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        *ret = m;
+        return 0;
+}
+
+int mempolicy_parse(const char *s, size_t len, struct mempolicy *ret) {
+        struct mempolicy p = {};
+        size_t i = 0;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+
+        /* Longest name first would not help ("prefer" vs "prefer (many)"): a name
+         * matches only when followed by the end, '=' or ':'. */
+        for (enum mpol_mode m = 0; m < _MODE_MAX; m++) {
+                size_t nl = strlen(mode_names[m]);
+                if (has_prefix(s, len, mode_names[m], nl) &&
+                    (len == nl || s[nl] == '=' || s[nl] == ':')) {
+                        p.mode = m;
+                        i = nl;
+                        break;
+                }
+        }
+        if (i == 0)
+                return -EINVAL;
+
+        if (i < len && s[i] == '=') {
+                const char *colon = memchr(s + i, ':', len - i);
+                size_t fe = colon ? (size_t) (colon - s) : len;
+                r = parse_flags(s + i + 1, fe - i - 1, &p.flags);
+                if (r < 0)
+                        return r;
+                i = fe;
+        }
+
+        if (i < len) {
+                /* s[i] is ':' here: anything else ended the mode name search. */
+                if (p.mode == MODE_DEFAULT || p.mode == MODE_LOCAL)
+                        return -EINVAL; /* the kernel prints no nodes for these */
+                i++;
+                /* The list helpers allow blanks around a list; a policy has none. */
+                for (size_t j = i; j < len; j++)
+                        if (!((s[j] >= '0' && s[j] <= '9') || s[j] == ',' || s[j] == '-'))
+                                return -EINVAL;
+                if (len == MPOL_STR_MAX) {
+                        p.nodes_truncated = true;
+                        r = parse_cut_list(s + i, len - i, &p.nodes);
+                } else {
+                        /* ':' is printed only before a non-empty list. */
+                        if (i == len)
+                                return -EINVAL;
+                        r = nodemask_parse_n(s + i, len - i, &p.nodes);
+                }
+                if (r < 0)
+                        return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+uint64_t vma_pages_on(const struct numa_maps *m, const struct vma *v, unsigned node) {
+        const struct node_pages *np = vma_node_pages(m, v);
+
+        for (size_t i = 0; i < v->np_count; i++)
+                if (np[i].node == node)
+                        return np[i].pages;
+        return 0;
+}
+
+void numa_maps_free(struct numa_maps *m) {
+        if (!m)
+                return;
+        for (size_t i = 0; i < m->n_vmas; i++)
+                free(m->vmas[i].path);
+        free(m->vmas);
+        free(m->np);
+        free(m);
+}
+
+/* Room for one more element in a doubling array. */
+static int grow(void **array, size_t *alloc, size_t n, size_t elsize) {
+        size_t na;
+        void *p;
+
+        if (n < *alloc)
+                return 0;
+        na = *alloc ? *alloc * 2 : 64;
+        if (na < *alloc || na > SIZE_MAX / elsize)
+                return -ENOMEM;
+        p = realloc(*array, na * elsize);
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        *alloc = na;
+        return 0;
+}
+
+struct parser {
+        struct numa_maps *m;
+        size_t vmas_alloc, np_alloc;
+};
+
+/* Keys a future kernel might add: ignored, but only if they look like keys, so that
+ * junk still marks the line bad. */
+static bool is_ident(const char *s, size_t len) {
+        if (len == 0)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                          (i > 0 && c >= '0' && c <= '9');
+                if (!ok)
+                        return false;
+        }
+        return true;
+}
+
+/* The counters the kernel prints before the per-node counts, and where they go. */
+enum { C_ANON, C_DIRTY, C_MAPPED, C_MAPMAX, C_SWAPCACHE, C_ACTIVE, C_WRITEBACK, C_PAGESIZE, _C_MAX };
+static const char *const counter_names[_C_MAX] = {
+        "anon", "dirty", "mapped", "mapmax", "swapcache", "active", "writeback", "kernelpagesize_kB",
+};
+
+static uint64_t *counter_field(struct vma *v, unsigned c) {
+        switch (c) {
+        case C_ANON: return &v->anon;
+        case C_DIRTY: return &v->dirty;
+        case C_MAPPED: return &v->mapped;
+        case C_MAPMAX: return &v->mapmax;
+        case C_SWAPCACHE: return &v->swapcache;
+        case C_ACTIVE: return &v->active;
+        case C_WRITEBACK: return &v->writeback;
+        default: return &v->page_size_kb;
+        }
+}
+
+/* One line. Returns 0, -EINVAL (a bad line: the caller counts it) or -ENOMEM.
+ * Per-node entries are appended to p->m->np as they are read; on -EINVAL the
+ * caller drops them again. */
+static int parse_line(struct parser *p, const char *s, size_t len, unsigned lineno, struct vma *ret) {
+        struct numa_maps *m = p->m;
+        struct vma v = { .line = lineno, .page_size_kb = 4, .np_off = m->n_np };
+        nb_nodemask seen = {};
+        unsigned have = 0; /* counters seen, by bit */
+        bool have_kind = false;
+        const char *sp, *pe;
+        size_t i, pl;
+        int r;
+
+        /* The kernel writes no NUL bytes: a line with one is not from it. */
+        if (len == 0 || memchr(s, 0, len))
+                return -EINVAL;
+
+        sp = memchr(s, ' ', len);
+        if (!sp)
+                return -EINVAL;
+        r = parse_hex_u64_n(s, (size_t) (sp - s), &v.start);
+        if (r < 0)
+                return -EINVAL;
+
+        /* The policy ends at the first space, except inside the two mode names that
+         * hold one. */
+        i = (size_t) (sp - s) + 1;
+        pl = 0;
+        if (has_prefix(s + i, len - i, "prefer (many)", 13))
+                pl = 13;
+        else if (has_prefix(s + i, len - i, "weighted interleave", 19))
+                pl = 19;
+        pe = memchr(s + i + pl, ' ', len - i - pl);
+        pl = pe ? (size_t) (pe - (s + i)) : len - i;
+        if (pl > MPOL_STR_MAX)
+                return -EINVAL;
+        r = mempolicy_parse(s + i, pl, &v.policy);
+        if (r < 0)
+                return -EINVAL;
+        i += pl;
+
+        while (i < len) {
+                const char *t, *te, *eq;
+                size_t tl, kl;
+
+                /* Exactly one space between tokens, none at the end. */
+                i++;
+                t = s + i;
+                te = memchr(t, ' ', len - i);
+                tl = te ? (size_t) (te - t) : len - i;
+                if (tl == 0)
+                        return -EINVAL;
+                i += tl;
+
+                /* file= first: the path is escaped, so it holds no space, but it may
+                 * hold '=' look-alikes ("\075") and "N0" text: it is never looked into. */
+                if (has_prefix(t, tl, "file=", 5)) {
+                        if (have_kind)
+                                goto bad;
+                        have_kind = true;
+                        v.kind = VMA_FILE;
+                        free(v.path);
+                        v.path = strndup(t + 5, tl - 5);
+                        if (!v.path)
+                                return -ENOMEM;
+                        continue;
+                }
+                if (is_word(t, tl, "heap") || is_word(t, tl, "stack")) {
+                        if (have_kind)
+                                goto bad;
+                        have_kind = true;
+                        v.kind = t[0] == 'h' ? VMA_HEAP : VMA_STACK;
+                        continue;
+                }
+                if (is_word(t, tl, "huge")) {
+                        if (v.hugetlb)
+                                goto bad;
+                        v.hugetlb = true;
+                        continue;
+                }
+
+                eq = memchr(t, '=', tl);
+                kl = eq ? (size_t) (eq - t) : tl;
+
+                if (t[0] == 'N' && (kl == 1 || (t[1] >= '0' && t[1] <= '9'))) {
+                        uint64_t node, pages;
+
+                        if (!eq)
+                                goto bad;
+                        if (parse_u64_n(t + 1, kl - 1, 0, NB_NODES_MAX - 1, &node) < 0 ||
+                            parse_u64_n(eq + 1, tl - kl - 1, 0, UINT64_MAX, &pages) < 0)
+                                goto bad;
+                        if (nodemask_test(&seen, (unsigned) node))
+                                goto bad;
+                        nodemask_set(&seen, (unsigned) node);
+                        if (pages > UINT64_MAX - v.pages)
+                                goto bad;
+                        v.pages += pages;
+                        r = grow((void **) &m->np, &p->np_alloc, m->n_np, sizeof(*m->np));
+                        if (r < 0) {
+                                free(v.path);
+                                return r;
+                        }
+                        m->np[m->n_np++] = (struct node_pages) { .node = (uint32_t) node, .pages = pages };
+                        v.np_count++;
+                        continue;
+                }
+
+                {
+                        unsigned c;
+                        for (c = 0; c < _C_MAX; c++)
+                                if (is_word(t, kl, counter_names[c]))
+                                        break;
+                        if (c < _C_MAX) {
+                                uint64_t val;
+                                if (!eq || (have & (1u << c)))
+                                        goto bad;
+                                if (parse_u64_n(eq + 1, tl - kl - 1, c == C_PAGESIZE ? 1 : 0, UINT64_MAX, &val) < 0)
+                                        goto bad;
+                                have |= 1u << c;
+                                *counter_field(&v, c) = val;
+                                continue;
+                        }
+                }
+
+                /* Something a newer kernel prints: skip it if it looks like a key. */
+                if (!is_ident(t, kl))
+                        goto bad;
+        }
+
+        *ret = v;
+        return 0;
+bad:
+        free(v.path);
+        return -EINVAL;
+}
+
+int numa_maps_parse(const char *buf, size_t len, struct numa_maps **ret) {
+        _cleanup_(numa_maps_freep) struct numa_maps *m = NULL;
+        struct parser p = {};
+        size_t end = len, pos = 0;
+        unsigned lineno = 0;
+
+        if (!buf && len > 0)
+                return -EINVAL;
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        p.m = m;
+
+        /* Empty lines at the end (and a missing final newline) are fine; an empty
+         * line in the middle is not something the kernel writes. */
+        while (end > 0 && buf[end - 1] == '\n')
+                end--;
+
+        while (pos < end) {
+                const char *nl = memchr(buf + pos, '\n', end - pos);
+                size_t ll = nl ? (size_t) (nl - (buf + pos)) : end - pos;
+                size_t np_mark = m->n_np;
+                struct vma v;
+                int r;
+
+                lineno++;
+                r = parse_line(&p, buf + pos, ll, lineno, &v);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        m->n_np = np_mark;
+                        if (m->n_bad_lines < NUMA_MAPS_BAD_LINES_KEPT)
+                                m->bad_lines[m->n_bad_lines] = lineno;
+                        if (m->n_bad_lines < UINT32_MAX)
+                                m->n_bad_lines++;
+                } else {
+                        r = grow((void **) &m->vmas, &p.vmas_alloc, m->n_vmas, sizeof(*m->vmas));
+                        if (r < 0) {
+                                free(v.path);
+                                return r;
+                        }
+                        m->vmas[m->n_vmas++] = v;
+                }
+                pos += ll + 1;
+        }
+
+        if (m->n_bad_lines > 0)
+                log_debug("numa_maps: %u malformed line(s) skipped, first at line %u",
+                          m->n_bad_lines, m->bad_lines[0]);
+        *ret = TAKE_PTR(m);
+        return 0;
+}
