@@ -1,0 +1,439 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Engine scenarios, run inside a test-bed guest (as root, real NUMA topology).
+
+    engine.py --build BUILD_DIR --out OUT_DIR SCENARIO...
+
+Each scenario starts real workloads in real cgroups, runs the real daemon, and
+asserts on what a user would see: `numabalancectl show --json` and the kernel's
+own numa_maps. Results (pass/fail, timings) go to OUT_DIR/engine-<scenario>.json;
+the exit status is non-zero if any scenario failed.
+"""
+import argparse
+import json
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import time
+
+CG = "/sys/fs/cgroup"
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def sh(*cmd, check_rc=True):
+    r = subprocess.run(list(cmd), capture_output=True, text=True)
+    if check_rc and r.returncode != 0:
+        raise Fail(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
+    return r
+
+
+def sysctl_numa_balancing(v):
+    with open("/proc/sys/kernel/numa_balancing", "w") as f:
+        f.write(str(v))
+
+
+def node_cpus(node):
+    with open(f"/sys/devices/system/node/node{node}/cpulist") as f:
+        return f.read().strip()
+
+
+class Env:
+    def __init__(self, build, out):
+        self.build = build
+        self.out = out
+        self.daemon_bin = os.path.join(build, "daemon", "numabalanced")
+        self.ctl = os.path.join(build, "daemon", "numabalancectl")
+        self.workload = os.path.join(build, "tests", "vm", "workload")
+        self.procs = []
+        self.daemon = None
+        self.daemon_log = None
+        self.cgroups = []
+
+    # --- cgroups -------------------------------------------------------------
+    def cgroup(self, name, mode=None, xattr="trusted.numabalanced", mems=None, cpus=None):
+        path = os.path.join(CG, name)
+        os.makedirs(path, exist_ok=True)
+        self.cgroups.append(path)
+        if mems is not None or cpus is not None:
+            with open(os.path.join(CG, "cgroup.subtree_control"), "w") as f:
+                f.write("+cpuset")
+            if cpus is not None:
+                with open(os.path.join(path, "cpuset.cpus"), "w") as f:
+                    f.write(cpus)
+            if mems is not None:
+                with open(os.path.join(path, "cpuset.mems"), "w") as f:
+                    f.write(mems)
+        if mode:
+            os.setxattr(path, xattr, mode.encode())
+        return path
+
+    # --- workloads -----------------------------------------------------------
+    def start_workload(self, cgroup, size_mb, touch, run, policy="default", threads=1, user=None):
+        ready = f"/tmp/ready.{len(self.procs)}.{time.time_ns()}"
+        procs_file = os.path.join(cgroup, "cgroup.procs") if cgroup else None
+
+        def enter():
+            if procs_file:
+                with open(procs_file, "w") as f:
+                    f.write(str(os.getpid()))
+            if user is not None:
+                os.setgid(user)
+                os.setuid(user)
+
+        p = subprocess.Popen([self.workload, str(size_mb), str(touch), str(run), policy, str(threads), ready],
+                             preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        deadline = time.time() + 120
+        while not os.path.exists(ready):
+            if p.poll() is not None:
+                raise Fail(f"workload exited: {p.stderr.read().decode()}")
+            check(time.time() < deadline, "workload did not get ready")
+            time.sleep(0.2)
+        pid, start, length = open(ready).read().split()
+        return p, int(start, 16), int(length)
+
+    def show(self, pid):
+        r = sh(self.ctl, "show", "--json", str(pid))
+        return json.loads(r.stdout)
+
+    def region_nodes(self, pid, start):
+        """Pages per node of the VMA at start, from numa_maps directly (the kernel's view)."""
+        with open(f"/proc/{pid}/numa_maps") as f:
+            for line in f:
+                fields = line.split()
+                if int(fields[0], 16) == start:
+                    out = {}
+                    for tok in fields:
+                        if tok.startswith("N") and "=" in tok:
+                            k, v = tok[1:].split("=")
+                            out[int(k)] = int(v)
+                    return out
+        raise Fail(f"no VMA at {start:#x} in pid {pid}")
+
+    # --- the daemon ----------------------------------------------------------
+    def start_daemon(self, extra_conf="", service_cpus="0", args=()):
+        conf = "/tmp/numabalanced-test.conf"
+        with open(conf, "w") as f:
+            f.write(f"[daemon]\nservice_cpus = {service_cpus}\ntick_ms = 500\nscan_min_ms = 500\n"
+                    f"scan_max_ms = 4000\nlog_level = debug\n{extra_conf}\n")
+        self.daemon_log = f"/tmp/numabalanced.{time.time_ns()}.log"
+        log = open(self.daemon_log, "w")
+        self.daemon = subprocess.Popen([self.daemon_bin, "--foreground", "--config", conf, *args],
+                                       stdout=log, stderr=subprocess.STDOUT)
+        time.sleep(0.5)
+        check(self.daemon.poll() is None, f"daemon exited at start: {self.log()}")
+
+    def log(self):
+        return open(self.daemon_log).read() if self.daemon_log else ""
+
+    def stop_daemon(self):
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.send_signal(signal.SIGTERM)
+            try:
+                rc = self.daemon.wait(30)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                raise Fail("daemon did not stop within 30 s of SIGTERM")
+            check(rc == 0, f"daemon exit status {rc}")
+        self.daemon = None
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.procs = []
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.kill()
+            self.daemon.wait()
+        for path in reversed(self.cgroups):
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+        self.cgroups = []
+
+
+def wait_local(env, pid, target_share, timeout, on_poll=None):
+    """Polls show --json until local_share >= target; returns seconds taken or None."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        d = env.show(pid)
+        if on_poll:
+            on_poll(d)
+        if d["local_share"] >= target_share:
+            return time.time() - t0
+        time.sleep(0.5)
+    return None
+
+
+def node_share(env, pid, start, node):
+    nodes = env.region_nodes(pid, start)
+    total = sum(nodes.values())
+    return nodes.get(node, 0) / total if total else 0.0
+
+
+# --- scenarios ---------------------------------------------------------------
+
+def sc_default(env, res):
+    """(a) default policy, 512 MB first-touched on node 0, threads on node 1."""
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-a", "balance")
+    p, start, _ = env.start_workload(cg, 512, 0, 1)
+    check(node_share(env, p.pid, start, 0) > 0.95, "workload memory is not on node 0 to begin with")
+    env.start_daemon()
+    t = wait_local(env, p.pid, 0.95, 120)
+    res["seconds_to_95pct_local"] = t
+    check(t is not None, f"not 95% local within 120 s: {env.show(p.pid)['local_share']}")
+    check(node_share(env, p.pid, start, 1) >= 0.95, "the region is not on node 1 per numa_maps")
+    check("moved=" in env.log(), "no migration batch logged")
+    env.stop_daemon()
+
+
+def sc_kernel(env, res):
+    """(a) with the kernel's own NUMA balancing instead of the daemon, for comparison."""
+    sysctl_numa_balancing(1)
+    try:
+        p, start, _ = env.start_workload(None, 512, 0, 1)
+        t = wait_local(env, p.pid, 0.95, 120)
+        res["kernel_seconds_to_95pct_local"] = t
+        res["kernel_final_local_share"] = env.show(p.pid)["local_share"]
+    finally:
+        sysctl_numa_balancing(0)
+
+
+def sc_bind(env, res):
+    """(b) MPOL_BIND to {0,1}, first-touched on 0, threads on 1: balanced to 1."""
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-b", "balance")
+    p, start, _ = env.start_workload(cg, 256, 0, 1, policy="bind:0-1")
+    check(node_share(env, p.pid, start, 0) > 0.95, "bound memory is not on node 0 to begin with")
+    env.start_daemon()
+    t = wait_local(env, p.pid, 0.95, 120)
+    res["seconds_to_95pct_local"] = t
+    check(t is not None, "bound memory not balanced to node 1 within 120 s")
+    nodes = env.region_nodes(p.pid, start)
+    check(set(nodes) <= {0, 1}, f"pages outside the bind set: {nodes}")
+    env.stop_daemon()
+
+
+def sc_bind4(env, res):
+    """(c) 4 nodes, bind {1,3}, memory on 1, threads on 3: moved to 3, never on 0 or 2."""
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-c", "balance")
+    p, start, _ = env.start_workload(cg, 128, 1, 3, policy="bind:1,3")
+    env.start_daemon()
+
+    def never_outside(d):
+        for v in d["vmas"]:
+            if int(v["start"], 16) == start:
+                check(set(v["node_pages"]) <= {"1", "3"}, f"pages on a node outside {{1,3}}: {v['node_pages']}")
+
+    t = wait_local(env, p.pid, 0.95, 150, on_poll=never_outside)
+    res["seconds_to_95pct_local"] = t
+    check(t is not None, "not moved to node 3 within 150 s")
+    check(node_share(env, p.pid, start, 3) >= 0.95, "region not on node 3")
+    env.stop_daemon()
+
+
+def settle_then_assert_unmoved(env, checks, seconds):
+    """Lets the daemon run; every (pid, start, expected-nodes) must keep its pages."""
+    before = {(pid, start): env.region_nodes(pid, start) for pid, start in checks}
+    time.sleep(seconds)
+    for (pid, start), b in before.items():
+        after = env.region_nodes(pid, start)
+        check(after == b, f"pid {pid} region {start:#x} changed: {b} -> {after}")
+
+
+def sc_guards(env, res):
+    """(d) cpuset allows node 0 only; (e) interleave and a cgroup that did not opt in:
+    untouched, while a misplaced process beside them is fixed (so the daemon works)."""
+    sysctl_numa_balancing(0)
+    cg_d = env.cgroup("nb-d", "balance", mems="0", cpus=node_cpus(0) + "," + node_cpus(1))
+    pd, sd, _ = env.start_workload(cg_d, 64, 0, 1)
+    cg_e = env.cgroup("nb-e", "balance")
+    pi, si, _ = env.start_workload(cg_e, 64, 0, 1, policy="interleave:0-1")
+    pc, sc, _ = env.start_workload(cg_e, 128, 0, 1)
+    cg_off = env.cgroup("nb-off")
+    po, so, _ = env.start_workload(cg_off, 64, 0, 1)
+    before = {k: env.region_nodes(*k) for k in [(pd.pid, sd), (pi.pid, si), (po.pid, so)]}
+    env.start_daemon()
+    t = wait_local(env, pc.pid, 0.95, 120)
+    check(t is not None, "the control process in the opted-in cgroup was not fixed: the daemon did nothing")
+    time.sleep(3)
+    for k, b in before.items():
+        after = env.region_nodes(*k)
+        check(after == b, f"pid {k[0]} changed: {b} -> {after}")
+    res["control_seconds"] = t
+    env.stop_daemon()
+
+
+def sc_advise(env, res):
+    """(f) advise: the plan is reported, nothing moves."""
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-f", "advise")
+    p, start, _ = env.start_workload(cg, 64, 0, 1)
+    before = env.region_nodes(p.pid, start)
+    env.start_daemon()
+    deadline = time.time() + 60
+    while "advise: would move" not in env.log():
+        check(time.time() < deadline, "no advise line logged within 60 s")
+        time.sleep(0.5)
+    time.sleep(2)
+    check(env.region_nodes(p.pid, start) == before, "advise mode moved pages")
+    env.stop_daemon()
+
+
+def sc_service_cpus(env, res):
+    """(g) every daemon thread runs only on the service CPUs, while it migrates."""
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-g", "balance")
+    p, start, _ = env.start_workload(cg, 256, 0, 1)
+    env.start_daemon(service_cpus="0-1")
+    seen_cpus = set()
+    n_threads = 0
+
+    def look(_):
+        nonlocal n_threads
+        tids = os.listdir(f"/proc/{env.daemon.pid}/task")
+        n_threads = max(n_threads, len(tids))
+        for tid in tids:
+            try:
+                status = open(f"/proc/{env.daemon.pid}/task/{tid}/status").read()
+                stat = open(f"/proc/{env.daemon.pid}/task/{tid}/stat").read()
+            except FileNotFoundError:
+                continue
+            allowed = [l.split(":")[1].strip() for l in status.splitlines() if l.startswith("Cpus_allowed_list")][0]
+            check(allowed in ("0-1", "0", "1"), f"daemon thread {tid} allowed on {allowed}")
+            seen_cpus.add(int(stat.rsplit(")", 1)[1].split()[36]))
+
+    t = wait_local(env, p.pid, 0.95, 120, on_poll=look)
+    check(t is not None, "not fixed within 120 s")
+    res["daemon_threads"] = n_threads
+    res["cpus_seen"] = sorted(seen_cpus)
+    check(seen_cpus <= {0, 1}, f"daemon threads ran on {seen_cpus}")
+    check(n_threads >= 3, f"expected a worker per service CPU, saw {n_threads} threads")
+    env.stop_daemon()
+
+
+def sc_floor(env, res):
+    """(i) the target node under the free-memory floor: nothing moved there, reason logged."""
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-i", "balance")
+    p, start, _ = env.start_workload(cg, 64, 0, 1)
+    before = env.region_nodes(p.pid, start)
+    env.start_daemon(extra_conf="[decide]\nfree_floor_pct = 99\n")
+    deadline = time.time() + 60
+    while "reason=target-full" not in env.log():
+        check(time.time() < deadline, "no target-full reason logged within 60 s")
+        time.sleep(0.5)
+    check(env.region_nodes(p.pid, start) == before, "pages moved despite the floor")
+    env.stop_daemon()
+
+
+def sc_exit_reuse(env, res):
+    """(h) the target exits in the middle of a migration; its pid is then reused by a
+    process that did not opt in: no crash, and the new process is untouched."""
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-h", "balance")
+    p, start, _ = env.start_workload(cg, 768, 0, 1)
+    env.start_daemon()
+    deadline = time.time() + 60
+    while "moving" not in env.log():
+        check(time.time() < deadline, "the daemon never started moving")
+        time.sleep(0.1)
+    time.sleep(0.3)
+    pid = p.pid
+    p.kill()
+    p.wait()
+    # Reuse the pid for a process outside any opted-in cgroup.
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(pid - 1))
+    q, qs, _ = env.start_workload(None, 64, 0, 1)
+    res["pid_reused"] = q.pid == pid
+    before = env.region_nodes(q.pid, qs)
+    time.sleep(4)
+    check(env.daemon.poll() is None, f"the daemon died: {env.log()[-2000:]}")
+    check(env.region_nodes(q.pid, qs) == before, "the process that reused the pid was touched")
+    env.stop_daemon()
+
+
+def sc_unowned(env, res):
+    """(j) user.numabalanced set by an unprivileged user on a cgroup inside another
+    user's delegated subtree is ignored: its process is not moved."""
+    sysctl_numa_balancing(0)
+    parent = env.cgroup("nb-j")
+    os.chown(parent, 1000, 1000)
+    child = env.cgroup("nb-j/sub")
+    os.chown(child, 65534, 65534)
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "setfattr", "-n",
+                        "user.numabalanced", "-v", "balance", child], capture_output=True, text=True)
+    check(r.returncode == 0, f"nobody could not set user.numabalanced on its own directory: {r.stderr}")
+    # And on a root-owned cgroup the kernel refuses it outright.
+    other = env.cgroup("nb-j-root")
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "setfattr", "-n",
+                        "user.numabalanced", "-v", "balance", other], capture_output=True, text=True)
+    check(r.returncode != 0, "an unprivileged user set an xattr on a root-owned cgroup")
+    p, start, _ = env.start_workload(child, 64, 0, 1)
+    cg_ctl = env.cgroup("nb-j-control", "balance")
+    pc, sc, _ = env.start_workload(cg_ctl, 64, 0, 1)
+    before = env.region_nodes(p.pid, start)
+    env.start_daemon()
+    check(wait_local(env, pc.pid, 0.95, 120) is not None, "the control process was not fixed")
+    check(env.region_nodes(p.pid, start) == before, "the process in the unowned cgroup was moved")
+    env.stop_daemon()
+
+
+SCENARIOS = {
+    "default": sc_default, "kernel": sc_kernel, "bind": sc_bind, "bind4": sc_bind4,
+    "guards": sc_guards, "advise": sc_advise, "service-cpus": sc_service_cpus,
+    "floor": sc_floor, "exit-reuse": sc_exit_reuse, "unowned": sc_unowned,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("scenarios", nargs="+")
+    a = ap.parse_args()
+    env = Env(a.build, a.out)
+    failed = 0
+    for name in a.scenarios:
+        res = {"scenario": name}
+        t0 = time.time()
+        try:
+            SCENARIOS[name](env, res)
+            res["result"] = "pass"
+        except Fail as e:
+            res["result"] = "fail"
+            res["error"] = str(e)
+            res["daemon_log_tail"] = env.log()[-4000:]
+            failed += 1
+        except Exception as e:  # a bug in the test is a failure too
+            res["result"] = "fail"
+            res["error"] = f"{type(e).__name__}: {e}"
+            res["daemon_log_tail"] = env.log()[-4000:]
+            failed += 1
+        finally:
+            env.cleanup()
+            env.daemon_log = None
+        res["seconds"] = round(time.time() - t0, 1)
+        print(json.dumps(res), flush=True)
+        with open(os.path.join(a.out, f"engine-{name}.json"), "w") as f:
+            json.dump(res, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

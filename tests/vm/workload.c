@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* A misplaced workload for the engine scenarios: first-touches SIZE MiB while running
+ * on a CPU of node TOUCH (optionally under a memory policy), then moves its threads
+ * to node RUN and keeps reading its memory there, so that the CPU time is on RUN and
+ * the memory is not. It writes "<pid> <start-hex> <length>" to READY_FILE once the
+ * memory is placed, and runs until killed.
+ *
+ *   workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE
+ *   POLICY: default | bind:LIST | interleave:LIST | prefer:N */
+#include <errno.h>
+#include <numa.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static char *mem;
+static size_t len;
+static int run_node;
+
+static void pin_to_node(int node) {
+        struct bitmask *cpus = numa_allocate_cpumask();
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (numa_node_to_cpus(node, cpus) < 0) {
+                perror("numa_node_to_cpus");
+                exit(1);
+        }
+        for (unsigned c = 0; c < cpus->size && c < CPU_SETSIZE; c++)
+                if (numa_bitmask_isbitset(cpus, c))
+                        CPU_SET(c, &set);
+        numa_free_cpumask(cpus);
+        if (CPU_COUNT(&set) == 0) {
+                fprintf(stderr, "node %d has no CPUs\n", node);
+                exit(1);
+        }
+        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                perror("sched_setaffinity");
+                exit(1);
+        }
+}
+
+static void *reader(void *arg) {
+        volatile uint64_t sum = 0;
+        pin_to_node(run_node);
+        for (;;) {
+                for (size_t i = 0; i < len; i += 4096)
+                        sum += (uint8_t) mem[i];
+                /* Leave some CPU for the daemon and the guest on 1-vCPU nodes. */
+                usleep(20000);
+        }
+        return NULL;
+}
+
+static int parse_policy(const char *s, int *mode, unsigned long *mask) {
+        const char *colon = strchr(s, ':');
+        *mask = 0;
+        if (strcmp(s, "default") == 0) {
+                *mode = MPOL_DEFAULT;
+                return 0;
+        }
+        if (!colon)
+                return -1;
+        if (strncmp(s, "bind", 4) == 0)
+                *mode = MPOL_BIND;
+        else if (strncmp(s, "interleave", 10) == 0)
+                *mode = MPOL_INTERLEAVE;
+        else if (strncmp(s, "prefer", 6) == 0)
+                *mode = MPOL_PREFERRED;
+        else
+                return -1;
+        /* Test-only input: a short list like "0-1" or "1,3" (trusted, from the test). */
+        for (const char *p = colon + 1; *p;) {
+                char *end;
+                long a = strtol(p, &end, 10), b = a;
+                if (end == p || a < 0 || a > 63)
+                        return -1;
+                if (*end == '-') {
+                        p = end + 1;
+                        b = strtol(p, &end, 10);
+                        if (end == p || b < a || b > 63)
+                                return -1;
+                }
+                for (long x = a; x <= b; x++)
+                        *mask |= 1ul << x;
+                p = *end == ',' ? end + 1 : end;
+                if (*end && *end != ',')
+                        return -1;
+        }
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        int touch_node, threads, mode;
+        unsigned long mask;
+        pthread_t t;
+        FILE *f;
+        char tmp[4096];
+
+        if (argc != 7) {
+                fprintf(stderr, "usage: workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE\n");
+                return 2;
+        }
+        len = (size_t) atol(argv[1]) << 20;
+        touch_node = atoi(argv[2]);
+        run_node = atoi(argv[3]);
+        threads = atoi(argv[5]);
+        if (numa_available() < 0 || parse_policy(argv[4], &mode, &mask) < 0 || len == 0 || threads < 1) {
+                fprintf(stderr, "workload: bad arguments\n");
+                return 2;
+        }
+
+        mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) {
+                perror("mmap");
+                return 1;
+        }
+        /* Base pages: the engine's THP handling is tested on its own. */
+        madvise(mem, len, MADV_NOHUGEPAGE);
+        if (mode != MPOL_DEFAULT && mbind(mem, len, mode, &mask, 64, 0) < 0) {
+                perror("mbind");
+                return 1;
+        }
+        pin_to_node(touch_node);
+        memset(mem, 1, len);
+
+        snprintf(tmp, sizeof(tmp), "%s.tmp", argv[6]);
+        f = fopen(tmp, "w");
+        if (!f) {
+                perror("ready file");
+                return 1;
+        }
+        fprintf(f, "%d %lx %zu\n", (int) getpid(), (unsigned long) mem, len);
+        fclose(f);
+        rename(tmp, argv[6]);
+
+        for (int i = 1; i < threads; i++)
+                pthread_create(&t, NULL, reader, NULL);
+        reader(NULL);
+        return 0;
+}
