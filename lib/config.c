@@ -1,0 +1,915 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The configuration file: one table (conf_keys[] below) says, for every key, its
+ * section, how its value is parsed, the accepted range, where it goes in struct
+ * nb_config, its default and what it is for. Everything else here is driven by it:
+ * the defaults, the parsing, the error messages and config_keys().
+ *
+ * iniparser reads the file, but it does not say on which line anything was, it
+ * accepts any section and key, and a second "key =" silently replaces the first. So
+ * the text is also scanned here (scan_text), with iniparser's own rules for comments,
+ * sections, "key = value" and backslash continuations: the scan finds the line of
+ * every section and key, the unknown ones, the duplicates and the lines iniparser
+ * would reject; the values themselves come from iniparser (iniparser_getstring) and
+ * are parsed by the checked helpers of parse.h, never by iniparser_getint/getboolean,
+ * which turn "12abc" into 12 and "yesterday" into true. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <iniparser.h>
+#include "config.h"
+#include "log.h"
+#include "parse.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(dictionary *, iniparser_freedict);
+#define _cleanup_dict_ _cleanup_(iniparser_freedictp)
+
+/* iniparser 4.1 reads lines into a 1024-byte buffer and gives up on the whole file
+ * beyond that; refusing earlier, with a line number, is kinder. */
+#define CONF_LINE_MAX 1000
+#define CONF_FILE_MAX (1024 * 1024)
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+
+struct conf_key;
+/* Parses value into field (a member of struct nb_config). On failure returns -errno,
+ * leaves the field untouched and writes what is wrong into problem. */
+typedef int (*conf_parse_fn)(const struct conf_key *k, const char *value, void *field,
+                             char *problem, size_t size);
+/* Writes the accepted values, for "(accepted: ...)". */
+typedef void (*conf_accepted_fn)(const struct conf_key *k, char *buf, size_t size);
+/* Releases what the parser allocated in field. */
+typedef void (*conf_free_fn)(void *field);
+
+struct conf_type {
+        conf_parse_fn parse;
+        conf_accepted_fn accepted;
+        conf_free_fn free;
+};
+
+struct conf_enum {
+        const char *name;
+        int value;
+};
+
+struct conf_key {
+        const char *name;              /* "section.key" */
+        const char *section, *key;
+        const struct conf_type *type;
+        uint64_t min, max;             /* numbers and sizes (sizes in bytes) */
+        size_t offset;                 /* of the field in struct nb_config */
+        const char *def;               /* the default, as it would be written in the file */
+        const char *help;
+        const struct conf_enum *values;  /* enums: NULL-terminated by name */
+};
+
+/* ---- value helpers ---------------------------------------------------------- */
+
+/* A value quoted in a message: cut, and with control bytes shown as '?', so that a
+ * binary or huge value cannot garble the terminal or the journal. */
+static const char *quote(const char *s, char *buf, size_t size) {
+        size_t i = 0, o = 0;
+
+        if (size < 8)
+                return "";
+        buf[o++] = '"';
+        for (; s[i] && o < size - 5 && i < 64; i++)
+                buf[o++] = (unsigned char) s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+        if (s[i]) {
+                memcpy(buf + o, "...", 3);
+                o += 3;
+        }
+        buf[o++] = '"';
+        buf[o] = 0;
+        return buf;
+}
+
+static void number_problem(int r, const char *value, char *problem, size_t size) {
+        char q[80];
+
+        if (!*value)
+                snprintf(problem, size, "empty value");
+        else if (r == -ERANGE)
+                snprintf(problem, size, "%s is out of range", quote(value, q, sizeof(q)));
+        else if (isdigit((unsigned char) value[0]))
+                snprintf(problem, size, "%s has junk after the number", quote(value, q, sizeof(q)));
+        else
+                snprintf(problem, size, "%s is not a number", quote(value, q, sizeof(q)));
+}
+
+static void format_size(uint64_t bytes, char *buf, size_t size) {
+        static const char units[] = "TGMK";
+
+        for (unsigned i = 0; i < 4 && bytes; i++) {
+                unsigned shift = 10 * (4 - i);
+                if (bytes % (UINT64_C(1) << shift) == 0) {
+                        snprintf(buf, size, "%" PRIu64 "%c", bytes >> shift, units[i]);
+                        return;
+                }
+        }
+        snprintf(buf, size, "%" PRIu64, bytes);
+}
+
+/* ---- the types -------------------------------------------------------------- */
+
+static int parse_u64_field(const struct conf_key *k, const char *value, void *field,
+                           char *problem, size_t size) {
+        uint64_t v;
+        int r = parse_u64(value, k->min, k->max, &v);
+        if (r < 0) {
+                number_problem(r, value, problem, size);
+                return r;
+        }
+        *(uint64_t *) field = v;
+        return 0;
+}
+
+static int parse_uint_field(const struct conf_key *k, const char *value, void *field,
+                            char *problem, size_t size) {
+        uint64_t v;
+        int r = parse_u64(value, k->min, k->max, &v);
+        if (r < 0) {
+                number_problem(r, value, problem, size);
+                return r;
+        }
+        *(unsigned *) field = (unsigned) v;
+        return 0;
+}
+
+static void accepted_range(const struct conf_key *k, char *buf, size_t size) {
+        snprintf(buf, size, "%" PRIu64 "..%" PRIu64, k->min, k->max);
+}
+
+/* Sizes are written in bytes with an optional K/M/G/T suffix and kept in kB. */
+static int parse_size_kb_field(const struct conf_key *k, const char *value, void *field,
+                               char *problem, size_t size) {
+        uint64_t v;
+        int r = parse_size(value, k->min, k->max, &v);
+        if (r < 0) {
+                char q[80];
+                if (r == -EINVAL && *value && isdigit((unsigned char) value[0]))
+                        snprintf(problem, size, "%s has junk after the number (or an unknown unit)",
+                                 quote(value, q, sizeof(q)));
+                else
+                        number_problem(r, value, problem, size);
+                return r;
+        }
+        *(uint64_t *) field = v / 1024 + (v % 1024 != 0);
+        return 0;
+}
+
+static void accepted_size(const struct conf_key *k, char *buf, size_t size) {
+        char a[32], b[32];
+        format_size(k->min, a, sizeof(a));
+        format_size(k->max, b, sizeof(b));
+        snprintf(buf, size, "%s..%s bytes, with an optional K, M, G or T suffix", a, b);
+}
+
+static int parse_bool_field(const struct conf_key *k, const char *value, void *field,
+                            char *problem, size_t size) {
+        bool b;
+        int r = parse_bool(value, &b);
+        if (r < 0) {
+                char q[80];
+                snprintf(problem, size, "%s is not a boolean", quote(value, q, sizeof(q)));
+                return r;
+        }
+        *(bool *) field = b;
+        return 0;
+}
+
+static void accepted_bool(const struct conf_key *k, char *buf, size_t size) {
+        snprintf(buf, size, "yes, no, true, false, on, off, 1, 0");
+}
+
+/* Enum names are matched exactly, lower case, like the kernel's own control files:
+ * a value that is not one of the words is a mistake worth hearing about. */
+static int parse_enum_field(const struct conf_key *k, const char *value, void *field,
+                            char *problem, size_t size) {
+        char q[80];
+
+        for (const struct conf_enum *e = k->values; e->name; e++)
+                if (strcmp(value, e->name) == 0) {
+                        *(int *) field = e->value;
+                        return 0;
+                }
+        snprintf(problem, size, "%s is not a known value", quote(value, q, sizeof(q)));
+        return -EINVAL;
+}
+
+static void accepted_enum(const struct conf_key *k, char *buf, size_t size) {
+        size_t o = 0;
+
+        buf[0] = 0;
+        for (const struct conf_enum *e = k->values; e->name && o < size; e++) {
+                int n = snprintf(buf + o, size - o, "%s%s", e == k->values ? "" : ", ", e->name);
+                if (n < 0)
+                        break;
+                o += (size_t) n;
+        }
+}
+
+static int parse_cpus_field(const struct conf_key *k, const char *value, void *field,
+                            char *problem, size_t size) {
+        nb_cpumask m;
+        int r = cpumask_parse(value, &m);
+        if (r < 0) {
+                char q[80];
+                snprintf(problem, size, "%s %s", quote(value, q, sizeof(q)),
+                         r == -ERANGE ? "names a CPU beyond the limit" : "is not a CPU list");
+                return r;
+        }
+        *(nb_cpumask *) field = m;
+        return 0;
+}
+
+static void accepted_cpus(const struct conf_key *k, char *buf, size_t size) {
+        snprintf(buf, size, "a CPU list such as 0-1,8 with CPUs below %u, or empty for the lowest-numbered online CPU",
+                 NB_CPUS_MAX);
+}
+
+static void free_string(void *field) {
+        char **s = field;
+        free(*s);
+        *s = NULL;
+}
+
+/* An absolute path; k->min == 1 means it may not be empty. */
+static int parse_path_field(const struct conf_key *k, const char *value, void *field,
+                            char *problem, size_t size) {
+        char q[80];
+        char *copy;
+
+        if (!*value && k->min) {
+                snprintf(problem, size, "empty value");
+                return -EINVAL;
+        }
+        if (*value && value[0] != '/') {
+                snprintf(problem, size, "%s is not an absolute path", quote(value, q, sizeof(q)));
+                return -EINVAL;
+        }
+        if (strlen(value) >= PATH_MAX) {
+                snprintf(problem, size, "path is too long");
+                return -ENAMETOOLONG;
+        }
+        copy = strdup(value);
+        if (!copy) {
+                snprintf(problem, size, "out of memory");
+                return -ENOMEM;
+        }
+        free_string(field);
+        *(char **) field = copy;
+        return 0;
+}
+
+static void accepted_path(const struct conf_key *k, char *buf, size_t size) {
+        snprintf(buf, size, k->min ? "an absolute path" : "an absolute path, or empty for none");
+}
+
+static void rules_free(struct cgroup_rule *rules, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(rules[i].path);
+        free(rules);
+}
+
+/* A cgroup path as written in a rule: absolute, no empty, "." or ".." components
+ * (nothing may point outside the cgroup root, and one cgroup has one spelling), no
+ * trailing slash except for the root "/" itself. */
+static const char *cgroup_path_problem(const char *p, size_t len) {
+        if (len == 0 || p[0] != '/')
+                return "path must start with '/'";
+        if (len >= PATH_MAX)
+                return "path is too long";
+        if (len == 1)
+                return NULL;
+        for (size_t i = 1; i <= len; i++) {
+                size_t start = i, n;
+                while (i < len && p[i] != '/')
+                        i++;
+                n = i - start;
+                if (n == 0)
+                        return "path has an empty component (\"//\" or a trailing '/')";
+                if ((n == 1 && p[start] == '.') || (n == 2 && p[start] == '.' && p[start + 1] == '.'))
+                        return "path has a \".\" or \"..\" component";
+        }
+        return NULL;
+}
+
+/* "/db.slice=balance /batch.slice=advise": rules separated by whitespace or commas;
+ * each is PATH=MODE, split at the last '=' (modes never contain one). */
+static int parse_cgroups_field(const struct conf_key *k, const char *value, void *field,
+                               char *problem, size_t size) {
+        struct nb_config *cfg = (struct nb_config *) ((char *) field - k->offset);
+        struct cgroup_rule *rules = NULL;
+        size_t n = 0;
+        const char *p = value;
+        char q[80];
+        int r;
+
+        for (;;) {
+                const char *start, *eq = NULL, *path_problem;
+                char item[PATH_MAX + 16];
+                size_t len;
+                enum cg_mode mode;
+                struct cgroup_rule *nr;
+
+                while (*p && (isspace((unsigned char) *p) || *p == ','))
+                        p++;
+                if (!*p)
+                        break;
+                start = p;
+                while (*p && !isspace((unsigned char) *p) && *p != ',') {
+                        if (*p == '=')
+                                eq = p;
+                        p++;
+                }
+                len = (size_t) (p - start);
+                snprintf(item, sizeof(item), "%.*s", (int) (len < sizeof(item) ? len : sizeof(item) - 1), start);
+                if (!eq) {
+                        snprintf(problem, size, "%s has no '=MODE'", quote(item, q, sizeof(q)));
+                        r = -EINVAL;
+                        goto fail;
+                }
+                path_problem = cgroup_path_problem(start, (size_t) (eq - start));
+                if (path_problem) {
+                        snprintf(problem, size, "%s: %s", quote(item, q, sizeof(q)), path_problem);
+                        r = -EINVAL;
+                        goto fail;
+                }
+                if (cg_mode_parse(eq + 1, (size_t) (p - eq - 1), &mode) < 0) {
+                        snprintf(problem, size, "%s: unknown mode", quote(item, q, sizeof(q)));
+                        r = -EINVAL;
+                        goto fail;
+                }
+                for (size_t i = 0; i < n; i++)
+                        if (strlen(rules[i].path) == (size_t) (eq - start) &&
+                            memcmp(rules[i].path, start, (size_t) (eq - start)) == 0) {
+                                snprintf(problem, size, "%s: the path is named twice", quote(item, q, sizeof(q)));
+                                r = -EINVAL;
+                                goto fail;
+                        }
+                nr = realloc(rules, (n + 1) * sizeof(*rules));
+                if (!nr) {
+                        r = -ENOMEM;
+                        goto oom;
+                }
+                rules = nr;
+                rules[n].mode = mode;
+                rules[n].path = strndup(start, (size_t) (eq - start));
+                if (!rules[n].path) {
+                        r = -ENOMEM;
+                        goto oom;
+                }
+                n++;
+        }
+
+        rules_free(cfg->cgroups, cfg->n_cgroups);
+        cfg->cgroups = rules;
+        cfg->n_cgroups = n;
+        return 0;
+
+oom:
+        snprintf(problem, size, "out of memory");
+fail:
+        rules_free(rules, n);
+        return r;
+}
+
+static void accepted_cgroups(const struct conf_key *k, char *buf, size_t size) {
+        snprintf(buf, size, "/PATH=balance|advise|off, separated by spaces or commas; PATH without . or .. components");
+}
+
+static void free_cgroups(void *field) {
+        struct nb_config *cfg = (struct nb_config *) ((char *) field - offsetof(struct nb_config, cgroups));
+        rules_free(cfg->cgroups, cfg->n_cgroups);
+        cfg->cgroups = NULL;
+        cfg->n_cgroups = 0;
+}
+
+static const struct conf_type type_u64 = { parse_u64_field, accepted_range, NULL };
+static const struct conf_type type_uint = { parse_uint_field, accepted_range, NULL };
+static const struct conf_type type_size_kb = { parse_size_kb_field, accepted_size, NULL };
+static const struct conf_type type_bool = { parse_bool_field, accepted_bool, NULL };
+static const struct conf_type type_enum = { parse_enum_field, accepted_enum, NULL };
+static const struct conf_type type_cpus = { parse_cpus_field, accepted_cpus, NULL };
+static const struct conf_type type_path = { parse_path_field, accepted_path, free_string };
+static const struct conf_type type_cgroups = { parse_cgroups_field, accepted_cgroups, free_cgroups };
+
+/* ---- the table -------------------------------------------------------------- */
+
+static const struct conf_enum log_levels[] = {
+        { "err", LOG_LVL_ERR }, { "warning", LOG_LVL_WARNING }, { "notice", LOG_LVL_NOTICE },
+        { "info", LOG_LVL_INFO }, { "debug", LOG_LVL_DEBUG }, {},
+};
+static const struct conf_enum knb_actions[] = { { "leave", KNB_LEAVE }, { "disable", KNB_DISABLE }, {} };
+static const struct conf_enum sources[] = {
+        { "auto", SOURCE_AUTO }, { "proc", SOURCE_PROC }, { "bpf", SOURCE_BPF }, {},
+};
+
+#define F(member) offsetof(struct nb_config, member)
+#define KEY(s, k) .name = s "." k, .section = s, .key = k
+#define HOUR_MS UINT64_C(3600000)
+#define DAY_MS (24 * HOUR_MS)
+#define TIB (UINT64_C(1) << 40)
+
+/* The order is the order of conf/numabalanced.conf and of the man page. */
+static const struct conf_key conf_keys[] = {
+        { KEY("daemon", "service_cpus"), &type_cpus, 0, 0, F(service_cpus), "",
+          "CPUs the daemon and all its threads run on; empty: the lowest-numbered online CPU" },
+        { KEY("daemon", "tick_ms"), &type_u64, 100, 60000, F(tick_ms), "1000",
+          "base tick: how often the pipeline runs" },
+        { KEY("daemon", "scan_min_ms"), &type_u64, 100, DAY_MS, F(scan_min_ms), "1000",
+          "scan interval of a process while it is misplaced or changing (at most scan_max_ms)" },
+        { KEY("daemon", "scan_max_ms"), &type_u64, 100, DAY_MS, F(scan_max_ms), "30000",
+          "scan interval of a settled process (the interval doubles up to this)" },
+        { KEY("daemon", "log_level"), &type_enum, 0, 0, F(log_level), "info",
+          "messages below this level are not logged (--log-level wins)", log_levels },
+        { KEY("daemon", "kernel_numa_balancing"), &type_enum, 0, 0, F(kernel_numa_balancing), "leave",
+          "disable: set kernel.numa_balancing=0 at start and restore it at exit", knb_actions },
+
+        { KEY("select", "cgroup_root"), &type_path, 1, 0, F(cgroup_root), "/sys/fs/cgroup",
+          "where the cgroup v2 hierarchy is mounted" },
+        { KEY("select", "cgroups"), &type_cgroups, 0, 0, F(cgroups), "",
+          "cgroups opted in (or out) here rather than with the numabalanced xattr" },
+        { KEY("select", "min_rss"), &type_size_kb, 0, TIB, F(min_rss_kb), "16M",
+          "processes with less resident memory are skipped" },
+
+        { KEY("sample", "source"), &type_enum, 0, 0, F(source), "auto",
+          "where thread placement comes from: auto (BPF when available), proc, bpf", sources },
+
+        { KEY("decide", "min_cpu_share_pct"), &type_uint, 1, 100, F(min_cpu_share_pct), "60",
+          "a node must have run this share of a process's CPU time before memory follows it" },
+        { KEY("decide", "cooldown_ms"), &type_u64, 0, DAY_MS, F(cooldown_ms), "30000",
+          "time before the same memory range is moved again" },
+        { KEY("decide", "free_floor_pct"), &type_uint, 0, 99, F(free_floor_pct), "5",
+          "never move memory to a node with less than this share of its memory free" },
+        { KEY("decide", "move_shared"), &type_bool, 0, 0, F(move_shared), "no",
+          "also move pages mapped by more than one process" },
+        { KEY("decide", "move_preferred"), &type_bool, 0, 0, F(move_preferred), "no",
+          "also move memory with a preferred policy, within its preferred nodes" },
+        { KEY("decide", "min_misplaced"), &type_size_kb, 0, TIB, F(min_misplaced_kb), "2M",
+          "a memory range with less misplaced memory is left alone" },
+
+        { KEY("migrate", "rate_limit_mb_s"), &type_u64, 0, 1048576, F(rate_limit_mb_s), "1024",
+          "copy budget for all migrations together in MB/s; 0: unlimited" },
+        { KEY("migrate", "batch_pages"), &type_u64, 1, 1048576, F(batch_pages), "65536",
+          "pages per move_pages(2) call at most; a stop request waits for the batch" },
+
+        { KEY("report", "metrics_path"), &type_path, 0, 0, F(metrics_path), "",
+          "Prometheus textfile written every tick; empty: none" },
+};
+
+static const char *const sections[] = { "daemon", "select", "sample", "decide", "migrate", "report" };
+
+const char *const *config_keys(void) {
+        /* Filled from the table on each call: the same pointers every time. */
+        static const char *names[ELEMENTSOF(conf_keys) + 1];
+        for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
+                names[i] = conf_keys[i].name;
+        return names;
+}
+
+static const struct conf_key *key_find(const char *section, const char *key) {
+        for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
+                if (strcmp(conf_keys[i].section, section) == 0 && strcmp(conf_keys[i].key, key) == 0)
+                        return &conf_keys[i];
+        return NULL;
+}
+
+static bool section_known(const char *section) {
+        for (size_t i = 0; i < ELEMENTSOF(sections); i++)
+                if (strcmp(sections[i], section) == 0)
+                        return true;
+        return false;
+}
+
+/* ---- defaults and release --------------------------------------------------- */
+
+void config_done(struct nb_config *cfg) {
+        if (!cfg)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
+                if (conf_keys[i].type->free)
+                        conf_keys[i].type->free((char *) cfg + conf_keys[i].offset);
+}
+
+static int config_defaults_full(struct nb_config *cfg) {
+        *cfg = (struct nb_config) {};
+        for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++) {
+                const struct conf_key *k = &conf_keys[i];
+                char problem[256];
+                int r = k->type->parse(k, k->def, (char *) cfg + k->offset, problem, sizeof(problem));
+                if (r < 0) {
+                        /* Only out of memory: the defaults are checked by the tests. */
+                        log_debug_errno(r, "config: default of %s: %s", k->name, problem);
+                        config_done(cfg);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+void config_defaults(struct nb_config *cfg) {
+        /* The only possible failure is strdup() of a default path; the fields are then
+         * NULL, which every user of cgroup_root/metrics_path must handle anyway. */
+        (void) config_defaults_full(cfg);
+}
+
+void config_errors_done(struct config_errors *e) {
+        if (!e)
+                return;
+        for (size_t i = 0; i < e->n; i++)
+                free(e->msgs[i]);
+        free(e->msgs);
+        e->msgs = NULL;
+        e->n = 0;
+}
+
+static int errors_add(struct config_errors *e, const char *fmt, ...) _printf_(2, 3);
+static int errors_add(struct config_errors *e, const char *fmt, ...) {
+        va_list ap;
+        char *msg, **nm;
+        int n;
+
+        va_start(ap, fmt);
+        n = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        nm = realloc(e->msgs, (e->n + 1) * sizeof(*nm));
+        if (!nm) {
+                free(msg);
+                return -ENOMEM;
+        }
+        e->msgs = nm;
+        e->msgs[e->n++] = msg;
+        return 0;
+}
+
+/* ---- the scan --------------------------------------------------------------- */
+
+struct scan_entry {
+        char *section;          /* lower case, as iniparser stores it */
+        char *key;              /* NULL: a section header (or a syntax error) */
+        char *error;            /* a line iniparser would reject: what is wrong with it */
+        unsigned line;          /* first line of the entry */
+};
+
+struct scan {
+        struct scan_entry *entries;
+        size_t n;
+        bool syntax_errors;
+};
+
+static void scan_done(struct scan *s) {
+        for (size_t i = 0; i < s->n; i++) {
+                free(s->entries[i].section);
+                free(s->entries[i].key);
+                free(s->entries[i].error);
+        }
+        free(s->entries);
+}
+
+static char *strip_lower(const char *s, size_t len) {
+        char *r;
+        while (len && isspace((unsigned char) *s))
+                s++, len--;
+        while (len && isspace((unsigned char) s[len - 1]))
+                len--;
+        r = strndup(s, len);
+        if (r)
+                for (char *c = r; *c; c++)
+                        *c = (char) tolower((unsigned char) *c);
+        return r;
+}
+
+/* Takes key and error (either may be NULL) in all cases. */
+static int scan_add(struct scan *s, const char *section, char *key, char *error, unsigned line) {
+        struct scan_entry *ne = realloc(s->entries, (s->n + 1) * sizeof(*ne));
+        char *sec = strdup(section);
+
+        if (ne)
+                s->entries = ne;
+        if (!ne || !sec) {
+                free(sec);
+                free(key);
+                free(error);
+                return -ENOMEM;
+        }
+        s->entries[s->n++] = (struct scan_entry) { sec, key, error, line };
+        if (error)
+                s->syntax_errors = true;
+        return 0;
+}
+
+static int scan_error(struct scan *s, unsigned line, const char *msg) {
+        char *m = strdup(msg);
+        if (!m)
+                return -ENOMEM;
+        return scan_add(s, "", NULL, m, line);
+}
+
+/* Splits text into logical lines the way iniparser 4.1 does (trailing whitespace
+ * dropped; a line ending in '\' continues on the next one, even a comment line) and
+ * records every section header and key with its line, and the lines iniparser would
+ * reject. */
+static int scan_text(const char *text, size_t text_len, struct scan *s) {
+        _cleanup_free_ char *section = strdup("");
+        _cleanup_free_ char *logical = malloc(CONF_LINE_MAX + 2);
+        const char *p = text, *end = text + text_len;
+        unsigned lineno = 0, first = 0;
+        size_t llen = 0;
+        int r;
+
+        if (!section || !logical)
+                return -ENOMEM;
+
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p));
+                size_t len = eol ? (size_t) (eol - p) : (size_t) (end - p);
+                const char *line = p, *b, *eq;
+                size_t blen;
+
+                p = eol ? eol + 1 : end;
+                lineno++;
+                if (llen == 0)
+                        first = lineno;
+
+                while (len && isspace((unsigned char) line[len - 1]))
+                        len--;
+                if (memchr(line, 0, len)) {
+                        r = scan_error(s, lineno, "a NUL byte (accepted: text)");
+                        if (r < 0)
+                                return r;
+                        llen = 0;
+                        continue;
+                }
+                if (llen + len > CONF_LINE_MAX) {
+                        r = scan_error(s, first, "line too long (accepted: at most " STRINGIFY(CONF_LINE_MAX) " characters)");
+                        if (r < 0)
+                                return r;
+                        llen = 0;
+                        continue;
+                }
+                memcpy(logical + llen, line, len);
+                llen += len;
+                if (len && line[len - 1] == '\\' && p < end) {
+                        llen--;         /* the backslash goes, the next line is appended */
+                        continue;
+                }
+                logical[llen] = 0;
+                blen = llen;
+                llen = 0;
+
+                b = logical;
+                while (*b && isspace((unsigned char) *b))
+                        b++, blen--;
+                if (!*b || *b == '#' || *b == ';')
+                        continue;
+                if (b[0] == '[' && b[blen - 1] == ']') {
+                        char *name = strip_lower(b + 1, blen >= 2 ? blen - 2 : 0);
+                        if (!name)
+                                return -ENOMEM;
+                        free(section);
+                        section = name;
+                        r = scan_add(s, section, NULL, NULL, first);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                eq = strchr(b, '=');
+                if (!eq) {
+                        r = scan_error(s, first, "syntax error (accepted: [section], key = value, or a comment starting with # or ;)");
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                {
+                        char *key = strip_lower(b, (size_t) (eq - b));
+                        if (!key)
+                                return -ENOMEM;
+                        if (!*key) {
+                                free(key);
+                                r = scan_error(s, first, "syntax error: no key before '=' (accepted: key = value)");
+                        } else
+                                r = scan_add(s, section, key, NULL, first);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static const struct scan_entry *scan_find(const struct scan *s, const char *section, const char *key) {
+        for (size_t i = 0; i < s->n; i++)
+                if (s->entries[i].key && strcmp(s->entries[i].section, section) == 0 &&
+                    strcmp(s->entries[i].key, key) == 0)
+                        return &s->entries[i];
+        return NULL;
+}
+
+static bool scan_duplicated(const struct scan *s, const struct scan_entry *e) {
+        for (size_t i = 0; i < s->n; i++)
+                if (&s->entries[i] != e && s->entries[i].key && strcmp(s->entries[i].section, e->section) == 0 &&
+                    strcmp(s->entries[i].key, e->key) == 0)
+                        return true;
+        return false;
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+/* iniparser reports through a printf-like callback; keep the last message for an
+ * error line, rather than letting the library print to stderr on its own. */
+static char iniparser_msg[512];
+static int iniparser_errback(const char *fmt, ...) {
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(iniparser_msg, sizeof(iniparser_msg), fmt, ap);
+        va_end(ap);
+        for (char *c = iniparser_msg; *c; c++)
+                if (*c == '\n')
+                        *c = ' ';
+        return n;
+}
+
+static void accepted_sections(char *buf, size_t size) {
+        size_t o = 0;
+        buf[0] = 0;
+        for (size_t i = 0; i < ELEMENTSOF(sections) && o < size; i++) {
+                int n = snprintf(buf + o, size - o, "%s[%s]", i ? ", " : "", sections[i]);
+                if (n < 0)
+                        break;
+                o += (size_t) n;
+        }
+}
+
+static void accepted_keys(const char *section, char *buf, size_t size) {
+        size_t o = 0;
+        buf[0] = 0;
+        for (size_t i = 0; i < ELEMENTSOF(conf_keys) && o < size; i++) {
+                int n;
+                if (strcmp(conf_keys[i].section, section) != 0)
+                        continue;
+                n = snprintf(buf + o, size - o, "%s%s", o ? ", " : "", conf_keys[i].key);
+                if (n < 0)
+                        break;
+                o += (size_t) n;
+        }
+}
+
+/* One entry of the scan: its structure (known section and key, not a duplicate),
+ * then its value as iniparser read it (d is NULL when iniparser refused the file). */
+static int check_entry(const char *path, const struct scan *s, const struct scan_entry *e,
+                       dictionary *d, struct nb_config *c, struct config_errors *errs) {
+        char accepted[1024], full[256], problem[512];
+        const struct conf_key *k;
+        const struct scan_entry *f;
+        const char *value;
+        int r;
+
+        if (e->error)
+                return errors_add(errs, "%s:%u: %s", path, e->line, e->error);
+        if (!e->key) {
+                if (section_known(e->section))
+                        return 0;
+                accepted_sections(accepted, sizeof(accepted));
+                return errors_add(errs, "%s:%u: [%s]: unknown section (accepted: %s)",
+                                  path, e->line, e->section, accepted);
+        }
+        if (!*e->section) {
+                accepted_sections(accepted, sizeof(accepted));
+                return errors_add(errs, "%s:%u: %s: key outside of any section (accepted: a section header first: %s)",
+                                  path, e->line, e->key, accepted);
+        }
+        if (!section_known(e->section))
+                return 0;       /* reported once, at the section header */
+        k = key_find(e->section, e->key);
+        if (!k) {
+                accepted_keys(e->section, accepted, sizeof(accepted));
+                return errors_add(errs, "%s:%u: [%s] %s: unknown key (accepted: %s)",
+                                  path, e->line, e->section, e->key, accepted);
+        }
+        f = scan_find(s, e->section, e->key);
+        if (f != e)
+                return errors_add(errs, "%s:%u: [%s] %s: duplicate key, already set on line %u (accepted: one setting per key)",
+                                  path, e->line, e->section, e->key, f->line);
+        /* iniparser kept only the last of duplicates: its value is not this line's. */
+        if (!d || scan_duplicated(s, e))
+                return 0;
+
+        snprintf(full, sizeof(full), "%s:%s", e->section, e->key);
+        value = iniparser_getstring(d, full, NULL);
+        if (!value)
+                return errors_add(errs, "%s:%u: [%s] %s: not found by iniparser (accepted: key = value on one line)",
+                                  path, e->line, e->section, e->key);
+        r = k->type->parse(k, value, (char *) c + k->offset, problem, sizeof(problem));
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                k->type->accepted(k, accepted, sizeof(accepted));
+                return errors_add(errs, "%s:%u: [%s] %s: %s (accepted: %s)",
+                                  path, e->line, e->section, e->key, problem, accepted);
+        }
+        return 0;
+}
+
+int config_load(const char *path, struct nb_config *cfg, struct config_errors *errs) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_dict_ dictionary *d = NULL;
+        _cleanup_(config_done) struct nb_config c = {};
+        struct scan s = {};
+        size_t n_errs_before = errs->n, len;
+        int r;
+
+        r = read_file_at(AT_FDCWD, path, CONF_FILE_MAX, &text, &len);
+        if (r < 0)
+                return log_debug_errno(r, "config: cannot read %s: %m", path);
+
+        r = config_defaults_full(&c);
+        if (r < 0)
+                return r;
+
+        r = scan_text(text, len, &s);
+        if (r < 0)
+                goto finish;
+
+        /* The file is read twice (here, and by iniparser, which takes only a path in
+         * 4.1); a file replaced in between gives mismatches, reported as errors. */
+        iniparser_msg[0] = 0;
+        iniparser_set_error_callback(iniparser_errback);
+        d = iniparser_load(path);
+        iniparser_set_error_callback(NULL);
+        if (!d && !s.syntax_errors) {
+                r = errors_add(errs, "%s: iniparser could not read the file: %s", path,
+                               iniparser_msg[0] ? iniparser_msg : "unknown error");
+                if (r < 0)
+                        goto finish;
+        }
+
+        /* In the file's order, so that the errors read top to bottom. */
+        for (size_t i = 0; i < s.n; i++) {
+                r = check_entry(path, &s, &s.entries[i], d, &c, errs);
+                if (r < 0)
+                        goto finish;
+        }
+
+        /* Cross-key rules, once every value is known, reported at the key that breaks them. */
+        if (errs->n == n_errs_before && c.scan_min_ms > c.scan_max_ms) {
+                const struct scan_entry *e = scan_find(&s, "daemon", "scan_min_ms");
+                if (!e)
+                        e = scan_find(&s, "daemon", "scan_max_ms");
+                r = errors_add(errs, "%s:%u: [daemon] scan_min_ms: %" PRIu64 " is above scan_max_ms %" PRIu64
+                               " (accepted: scan_min_ms <= scan_max_ms)",
+                               path, e ? e->line : 0, c.scan_min_ms, c.scan_max_ms);
+                if (r < 0)
+                        goto finish;
+        }
+
+        if (errs->n > n_errs_before) {
+                r = -EINVAL;
+                goto finish;
+        }
+        *cfg = c;
+        c = (struct nb_config) {};
+        r = 0;
+finish:
+        scan_done(&s);
+        return r;
+}
+
+/* ---- cgroup modes ----------------------------------------------------------- */
+
+static const char *const cg_mode_names[] = {
+        [CG_MODE_UNSET] = "unset", [CG_MODE_OFF] = "off", [CG_MODE_ADVISE] = "advise",
+        [CG_MODE_BALANCE] = "balance",
+};
+
+/* Exact lower-case words, as in the kernel's own control files: "Balance" is a typo
+ * to report, not a value to guess at. One trailing newline is allowed because
+ * "echo balance | ..." and "setfattr -v $(echo ...)" paths add one. The value is not
+ * NUL-terminated (xattrs are not): embedded NULs simply fail to match. */
+int cg_mode_parse(const char *s, size_t len, enum cg_mode *ret) {
+        if (!s)
+                return -EINVAL;
+        if (len > 0 && s[len - 1] == '\n')
+                len--;
+        for (int m = CG_MODE_OFF; m <= CG_MODE_BALANCE; m++)
+                if (strlen(cg_mode_names[m]) == len && memcmp(cg_mode_names[m], s, len) == 0) {
+                        *ret = (enum cg_mode) m;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+const char *cg_mode_name(enum cg_mode m) {
+        if ((unsigned) m >= ELEMENTSOF(cg_mode_names))
+                return "?";
+        return cg_mode_names[m];
+}
