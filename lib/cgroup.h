@@ -35,7 +35,17 @@ struct cgroup_selection {
         size_t n_entries;
         struct cgroup_invalid *invalid;
         size_t n_invalid;
+        bool truncated;                /* a walk bound below was hit: some cgroups were not looked at */
 };
+
+/* Bounds of the walk, so that a hostile or runaway tree cannot make a tick unbounded:
+ * directories deeper than CGROUP_WALK_MAX_DEPTH below the root, and any beyond the
+ * first CGROUP_WALK_MAX_CGROUPS visited, are not looked at (and truncated is set).
+ * The walk stays on the root's file system and never follows symlinks. */
+#define CGROUP_WALK_MAX_DEPTH 64
+#define CGROUP_WALK_MAX_CGROUPS 65536
+/* Longest valid xattr value considered; a longer one is invalid ("too long"). */
+#define CGROUP_XATTR_VALUE_MAX 64
 
 /* The pure rule for one directory: its own setting from config/trusted/user values
  * (NULL when absent), and whether its user.* may count. */
@@ -44,10 +54,12 @@ enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, s
                                 enum cg_source *ret_source);
 
 /* Walks the cgroup v2 tree under root (e.g. /sys/fs/cgroup). Returns 0, or -errno if
- * the root cannot be opened; unreadable subdirectories are skipped. */
+ * the root cannot be opened (or -ENOMEM); unreadable subdirectories, and ones removed
+ * during the walk, are skipped. */
 int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,
                   struct cgroup_selection *ret);
 void cgroup_selection_done(struct cgroup_selection *s);
 
-/* Process ids in <root><path>/cgroup.procs, sorted. */
+/* Process ids in <root><path>/cgroup.procs, sorted and without duplicates; lines that
+ * are not a pid are skipped. *ret is NULL when the cgroup has no process. */
 int cgroup_read_procs(const char *root, const char *path, pid_t **ret, size_t *ret_n);

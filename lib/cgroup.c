@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The select stage: which cgroups opted in, and their processes. See cgroup.h for the
+ * rule; docs/OPT-IN.md says it for operators. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <linux/limits.h>
+#include <unistd.h>
+#include "cgroup.h"
+#include "cleanup.h"
+#include "log.h"
+#include "parse.h"
+
+#define XATTR_TRUSTED "trusted.numabalanced"
+#define XATTR_USER "user.numabalanced"
+
+/* cgroup.procs of a cgroup with every possible pid (pid_max is at most 2^22, "4194304\n"
+ * is 8 bytes) fits in 32 MiB; anything larger is not a cgroup.procs. */
+#define PROCS_FILE_MAX (64u << 20)
+
+enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, size_t trusted_len,
+                                const char *user, size_t user_len, bool user_counts,
+                                enum cg_source *ret_source) {
+        enum cg_mode m = CG_MODE_UNSET;
+        enum cg_source src = CG_FROM_NONE;
+
+        /* An invalid value counts as unset, so it falls through to the next source
+         * rather than hiding it: a typo in trusted.* does not cancel a valid user.*. */
+        if (from_config != CG_MODE_UNSET) {
+                m = from_config;
+                src = CG_FROM_CONFIG;
+        } else if (trusted && cg_mode_parse(trusted, trusted_len, &m) >= 0)
+                src = CG_FROM_TRUSTED;
+        else if (user && user_counts && cg_mode_parse(user, user_len, &m) >= 0)
+                src = CG_FROM_USER;
+        else
+                m = CG_MODE_UNSET;
+
+        if (ret_source)
+                *ret_source = src;
+        return m;
+}
+
+/* The value as it may appear in a log line: printable ASCII stays, a backslash and
+ * everything else is escaped (\n, \t, \xNN), so that a value cannot forge log lines or
+ * terminal escapes; the result is at most CGROUP_XATTR_VALUE_MAX bytes, ending in
+ * "..." when it was cut. */
+static char *printable_value(const char *v, size_t len) {
+        char buf[4 * (CGROUP_XATTR_VALUE_MAX + 1) + 1];
+        size_t o = 0, fit = 0;
+
+        for (size_t i = 0; i < len && o + 4 < sizeof(buf); i++) {
+                unsigned char c = (unsigned char) v[i];
+                if (c == '\\') {
+                        buf[o++] = '\\';
+                        buf[o++] = '\\';
+                } else if (c == '\n') {
+                        buf[o++] = '\\';
+                        buf[o++] = 'n';
+                } else if (c == '\t') {
+                        buf[o++] = '\\';
+                        buf[o++] = 't';
+                } else if (c >= 0x20 && c < 0x7f)
+                        buf[o++] = (char) c;
+                else {
+                        static const char hex[] = "0123456789abcdef";
+                        buf[o++] = '\\';
+                        buf[o++] = 'x';
+                        buf[o++] = hex[c >> 4];
+                        buf[o++] = hex[c & 15];
+                }
+                /* The last escape boundary that leaves room for "...". */
+                if (o <= CGROUP_XATTR_VALUE_MAX - 3)
+                        fit = o;
+        }
+        if (o > CGROUP_XATTR_VALUE_MAX) {
+                memcpy(buf + fit, "...", 3);
+                o = fit + 3;
+        }
+        buf[o] = 0;
+        return strdup(buf);
+}
+
+/* Reads one xattr of the directory. Returns 1 and the value (not NUL-terminated, len
+ * bytes) when present, 0 when absent, -EFBIG when longer than CGROUP_XATTR_VALUE_MAX
+ * (buf then holds its first bytes, *ret_len of them). */
+static int read_setting(int fd, const char *path, const char *name,
+                        char buf[static CGROUP_XATTR_VALUE_MAX + 1], size_t *ret_len) {
+        ssize_t n;
+
+        /* One byte more than a valid value may have: a full buffer means "too long"
+         * without a second call that could race with a change of the value. */
+        n = fgetxattr(fd, name, buf, CGROUP_XATTR_VALUE_MAX + 1);
+        if (n < 0) {
+                switch (errno) {
+                case ENODATA:     /* not set, or trusted.* without CAP_SYS_ADMIN */
+                case EOPNOTSUPP:  /* no xattrs here (user.* needs 5.7 on cgroupfs) */
+                        return 0;
+                case ERANGE: {
+                        /* Longer than our buffer: read it once more in full (an xattr
+                         * value is at most XATTR_SIZE_MAX, 64 KiB), only so that the
+                         * report can show how it starts. */
+                        _cleanup_free_ char *big = malloc(XATTR_SIZE_MAX);
+                        ssize_t m = big ? fgetxattr(fd, name, big, XATTR_SIZE_MAX) : -1;
+                        size_t l = m > 0 ? (size_t) m : 0;
+                        if (l > CGROUP_XATTR_VALUE_MAX + 1)
+                                l = CGROUP_XATTR_VALUE_MAX + 1;
+                        if (l > 0)
+                                memcpy(buf, big, l);
+                        *ret_len = l;
+                        return -EFBIG;
+                }
+                default:
+                        /* ENOENT/ENODEV: the cgroup went away under us; treat as unset. */
+                        log_debug_errno(-errno, "cgroup: %s: cannot read %s, ignoring: %m", path, name);
+                        return 0;
+                }
+        }
+        if ((size_t) n > CGROUP_XATTR_VALUE_MAX) {
+                *ret_len = CGROUP_XATTR_VALUE_MAX + 1;
+                return -EFBIG;
+        }
+        *ret_len = (size_t) n;
+        return 1;
+}
+
+/* Where a directory stands for the user.* ownership rule. */
+enum owner_state {
+        OWNER_ROOT,    /* root-owned (or the root of the walk): user.* counts */
+        OWNER_SUBTREE, /* inside a subtree delegated to owner_uid, owned by it: counts */
+        OWNER_BROKEN,  /* a different owner on the way down: never counts below, until a root-owned dir */
+};
+
+struct walk {
+        const struct cgroup_rule *rules;
+        size_t n_rules;
+        dev_t dev;
+        size_t n_seen;
+        struct cgroup_selection sel;
+        size_t a_entries, a_invalid;
+};
+
+/* What a directory passes down to its children. */
+struct inherited {
+        enum cg_mode mode;
+        enum cg_source source;
+        const char *decided_by;   /* an ancestor's path, alive while the walk is below it */
+        enum owner_state owner;
+        uid_t owner_uid;
+};
+
+static void walk_done(struct walk *w) {
+        cgroup_selection_done(&w->sel);
+}
+
+static int add_invalid(struct walk *w, const char *path, const char *xattr,
+                       const char *value, size_t len, const char *why) {
+        struct cgroup_invalid *inv;
+
+        if (w->sel.n_invalid == w->a_invalid) {
+                size_t na = w->a_invalid ? w->a_invalid * 2 : 8;
+                struct cgroup_invalid *p = reallocarray(w->sel.invalid, na, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                w->sel.invalid = p;
+                w->a_invalid = na;
+        }
+        inv = &w->sel.invalid[w->sel.n_invalid];
+        *inv = (struct cgroup_invalid) {
+                .path = strdup(path),
+                .xattr = strdup(xattr),
+                .value = printable_value(value, len),
+                .why = why,
+        };
+        if (!inv->path || !inv->xattr || !inv->value) {
+                free(inv->path);
+                free(inv->xattr);
+                free(inv->value);
+                return -ENOMEM;
+        }
+        w->sel.n_invalid++;
+        log_debug("cgroup: %s: %s=\"%s\": %s, ignoring", inv->path, xattr, inv->value, why);
+        return 0;
+}
+
+static int add_entry(struct walk *w, const char *path, const struct inherited *eff) {
+        struct cgroup_entry *e;
+
+        if (w->sel.n_entries == w->a_entries) {
+                size_t na = w->a_entries ? w->a_entries * 2 : 16;
+                struct cgroup_entry *p = reallocarray(w->sel.entries, na, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                w->sel.entries = p;
+                w->a_entries = na;
+        }
+        e = &w->sel.entries[w->sel.n_entries];
+        *e = (struct cgroup_entry) {
+                .path = strdup(path),
+                .mode = eff->mode,
+                .source = eff->source,
+                .decided_by = strdup(eff->decided_by),
+        };
+        if (!e->path || !e->decided_by) {
+                free(e->path);
+                free(e->decided_by);
+                return -ENOMEM;
+        }
+        w->sel.n_entries++;
+        return 0;
+}
+
+static enum cg_mode config_mode(const struct walk *w, const char *path) {
+        /* The first rule naming the path wins: config.c refuses duplicates anyway. */
+        for (size_t i = 0; i < w->n_rules; i++)
+                if (w->rules[i].path && strcmp(w->rules[i].path, path) == 0)
+                        return w->rules[i].mode;
+        return CG_MODE_UNSET;
+}
+
+/* Reports the values of one xattr that cannot count. Returns 0 or -ENOMEM. */
+static int check_value(struct walk *w, const char *path, const char *xattr, int r,
+                       const char *v, size_t len, bool counts, bool *ret_valid) {
+        enum cg_mode m;
+
+        *ret_valid = false;
+        if (r == 0)
+                return 0;
+        if (!counts)
+                return add_invalid(w, path, xattr, v, len, "not owned by the subtree's owner");
+        if (r == -EFBIG)
+                return add_invalid(w, path, xattr, v, len, "too long");
+        if (cg_mode_parse(v, len, &m) < 0)
+                return add_invalid(w, path, xattr, v, len, "unknown value");
+        *ret_valid = true;
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void free_names(char **names, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(names[i]);
+        free(names);
+}
+
+/* The names of the subdirectories of fd, sorted (so that the walk order, and with it
+ * the selection and the logs, do not depend on readdir order). At most max names: the
+ * rest sets *ret_more. Errors other than -ENOMEM end the listing early: a cgroup being
+ * removed returns ENODEV or ENOENT from readdir. */
+static int list_subdirs(int fd, const char *path, size_t max, char ***ret, size_t *ret_n, bool *ret_more) {
+        _cleanup_closedir_ DIR *d = NULL;
+        char **names = NULL;
+        size_t n = 0, a = 0;
+        int dfd;
+
+        *ret_more = false;
+        /* fdopendir takes the fd; a fresh open of "." gives it its own offset. */
+        dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
+                log_debug_errno(-errno, "cgroup: %s: cannot list, ignoring: %m", path);
+                goto done;
+        }
+        d = fdopendir(dfd);
+        if (!d) {
+                log_debug_errno(-errno, "cgroup: %s: cannot list, ignoring: %m", path);
+                close(dfd);
+                goto done;
+        }
+        for (;;) {
+                struct dirent *de;
+                errno = 0;
+                de = readdir(d);
+                if (!de) {
+                        if (errno != 0)
+                                log_debug_errno(-errno, "cgroup: %s: listing ended early, ignoring: %m", path);
+                        break;
+                }
+                if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+                        continue;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (n == max) {
+                        *ret_more = true;
+                        break;
+                }
+                if (n == a) {
+                        size_t na = a ? a * 2 : 16;
+                        char **p = reallocarray(names, na, sizeof(*p));
+                        if (!p)
+                                goto nomem;
+                        names = p;
+                        a = na;
+                }
+                names[n] = strdup(de->d_name);
+                if (!names[n])
+                        goto nomem;
+                n++;
+        }
+done:
+        if (n > 1)
+                qsort(names, n, sizeof(*names), cmp_str);
+        *ret = names;
+        *ret_n = n;
+        return 0;
+nomem:
+        free_names(names, n);
+        return -ENOMEM;
+}
+
+static char *child_path(const char *parent, const char *name) {
+        char *p;
+        if (asprintf(&p, "%s/%s", strcmp(parent, "/") == 0 ? "" : parent, name) < 0)
+                return NULL;
+        return p;
+}
+
+/* Visits the directory open as fd (at path, stat'ed as st), then its subdirectories.
+ * Returns 0, or -ENOMEM (the only error that ends the walk). */
+static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
+                    unsigned depth, const struct inherited *parent) {
+        char tv[CGROUP_XATTR_VALUE_MAX + 1], uv[CGROUP_XATTR_VALUE_MAX + 1];
+        size_t tlen = 0, ulen = 0, n_names = 0;
+        bool user_counts, t_valid, u_valid, more;
+        struct inherited here;
+        enum cg_mode own, cfg;
+        enum cg_source src;
+        char **names = NULL;
+        int rt, ru, r;
+
+        w->n_seen++;
+
+        /* The ownership rule for user.* (systemd-oomd's for user.oomd_*): a root-owned
+         * directory, or one owned by the owner of every ancestor up to the first
+         * root-owned one, i.e. by the user the subtree was delegated to. The root of the
+         * walk counts as root-owned whoever owns it. */
+        here.owner_uid = 0;
+        if (depth == 0 || st->st_uid == 0)
+                here.owner = OWNER_ROOT;
+        else if (parent->owner == OWNER_ROOT) {
+                here.owner = OWNER_SUBTREE;
+                here.owner_uid = st->st_uid;
+        } else if (parent->owner == OWNER_SUBTREE && parent->owner_uid == st->st_uid) {
+                here.owner = OWNER_SUBTREE;
+                here.owner_uid = st->st_uid;
+        } else
+                here.owner = OWNER_BROKEN;
+        user_counts = here.owner != OWNER_BROKEN;
+
+        rt = read_setting(fd, path, XATTR_TRUSTED, tv, &tlen);
+        ru = read_setting(fd, path, XATTR_USER, uv, &ulen);
+        r = check_value(w, path, XATTR_TRUSTED, rt, tv, tlen, true, &t_valid);
+        if (r < 0)
+                return r;
+        r = check_value(w, path, XATTR_USER, ru, uv, ulen, user_counts, &u_valid);
+        if (r < 0)
+                return r;
+
+        cfg = config_mode(w, path);
+        own = cgroup_dir_setting(cfg, t_valid ? tv : NULL, tlen, u_valid ? uv : NULL, ulen,
+                                 user_counts, &src);
+        if (own != CG_MODE_UNSET) {
+                /* The nearest setting wins: this one, for this directory and below. */
+                here.mode = own;
+                here.source = src;
+                here.decided_by = path;
+        } else {
+                here.mode = parent ? parent->mode : CG_MODE_UNSET;
+                here.source = parent ? parent->source : CG_FROM_NONE;
+                here.decided_by = parent ? parent->decided_by : path;
+        }
+        if (here.mode == CG_MODE_ADVISE || here.mode == CG_MODE_BALANCE) {
+                r = add_entry(w, path, &here);
+                if (r < 0)
+                        return r;
+        }
+
+        if (depth >= CGROUP_WALK_MAX_DEPTH) {
+                /* Only to know whether something was left out. */
+                r = list_subdirs(fd, path, 1, &names, &n_names, &more);
+                if (r < 0)
+                        return r;
+                if (n_names > 0) {
+                        w->sel.truncated = true;
+                        log_debug("cgroup: %s: deeper than %u levels, not walked", path, CGROUP_WALK_MAX_DEPTH);
+                }
+                free_names(names, n_names);
+                return 0;
+        }
+
+        r = list_subdirs(fd, path, CGROUP_WALK_MAX_CGROUPS - w->n_seen, &names, &n_names, &more);
+        if (r < 0)
+                return r;
+        if (more) {
+                w->sel.truncated = true;
+                log_debug("cgroup: more than %u cgroups, not all walked", CGROUP_WALK_MAX_CGROUPS);
+        }
+
+        for (size_t i = 0; i < n_names && r >= 0; i++) {
+                _cleanup_close_ int cfd = -1;
+                _cleanup_free_ char *cpath = NULL;
+                struct stat cst;
+
+                if (w->n_seen >= CGROUP_WALK_MAX_CGROUPS) {
+                        w->sel.truncated = true;
+                        break;
+                }
+                /* Relative to the parent's fd, never by path string: a rename or a
+                 * symlink swapped in cannot redirect the walk. O_NOFOLLOW|O_DIRECTORY
+                 * refuses symlinks (ELOOP/ENOTDIR) and files. */
+                cfd = openat(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (cfd < 0) {
+                        /* ENOENT: removed since the listing (rmdir race), silently. */
+                        if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+                                log_debug_errno(-errno, "cgroup: %s/%s: cannot open, ignoring: %m",
+                                                path, names[i]);
+                        continue;
+                }
+                if (fstat(cfd, &cst) < 0 || !S_ISDIR(cst.st_mode))
+                        continue;
+                /* Stay on the root's file system: another mount below is not a cgroup. */
+                if (cst.st_dev != w->dev)
+                        continue;
+                cpath = child_path(path, names[i]);
+                if (!cpath) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = walk_dir(w, cfd, cpath, &cst, depth + 1, &here);
+        }
+        free_names(names, n_names);
+        return r;
+}
+
+int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,
+                  struct cgroup_selection *ret) {
+        _cleanup_close_ int fd = -1;
+        struct walk w = { .rules = rules, .n_rules = n_rules };
+        struct stat st;
+        int r;
+
+        if (!root || !ret)
+                return -EINVAL;
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return log_debug_errno(-errno, "cgroup: cannot open root %s: %m", root);
+        if (fstat(fd, &st) < 0)
+                return log_debug_errno(-errno, "cgroup: cannot stat root %s: %m", root);
+        w.dev = st.st_dev;
+
+        r = walk_dir(&w, fd, "/", &st, 0, NULL);
+        if (r < 0) {
+                walk_done(&w);
+                return r;
+        }
+        log_debug("cgroup: %zu cgroup(s) walked under %s, %zu opted in, %zu invalid setting(s)%s",
+                  w.n_seen, root, w.sel.n_entries, w.sel.n_invalid,
+                  w.sel.truncated ? ", walk bound hit" : "");
+        *ret = w.sel;
+        return 0;
+}
+
+void cgroup_selection_done(struct cgroup_selection *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n_entries; i++) {
+                free(s->entries[i].path);
+                free(s->entries[i].decided_by);
+        }
+        free(s->entries);
+        for (size_t i = 0; i < s->n_invalid; i++) {
+                free(s->invalid[i].path);
+                free(s->invalid[i].xattr);
+                free(s->invalid[i].value);
+        }
+        free(s->invalid);
+        *s = (struct cgroup_selection) {};
+}
+
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return (x > y) - (x < y);
+}
+
+int cgroup_read_procs(const char *root, const char *path, pid_t **ret, size_t *ret_n) {
+        _cleanup_free_ char *file = NULL, *buf = NULL;
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t len, n = 0, a = 0, junk = 0;
+        const char *p, *end;
+        int r;
+
+        if (!root || !path || path[0] != '/' || !ret || !ret_n)
+                return -EINVAL;
+        if (asprintf(&file, "%s%s/cgroup.procs", root, strcmp(path, "/") == 0 ? "" : path) < 0)
+                return -ENOMEM;
+        r = read_file_at(AT_FDCWD, file, PROCS_FILE_MAX, &buf, &len);
+        if (r < 0)
+                return log_debug_errno(r, "cgroup: cannot read %s: %m", file);
+
+        end = buf + len;
+        for (p = buf; p < end;) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
+                uint64_t v;
+
+                if (l > 0) {
+                        /* pid 0 never appears in cgroup.procs; pid_t is a signed int. */
+                        if (parse_u64_n(p, l, 1, INT32_MAX, &v) < 0)
+                                junk++;
+                        else {
+                                if (n == a) {
+                                        size_t na = a ? a * 2 : 64;
+                                        pid_t *np = reallocarray(pids, na, sizeof(*np));
+                                        if (!np)
+                                                return -ENOMEM;
+                                        pids = np;
+                                        a = na;
+                                }
+                                pids[n++] = (pid_t) v;
+                        }
+                }
+                p += l + 1;
+        }
+        if (junk > 0)
+                log_debug("cgroup: %s: %zu line(s) that are not a pid, ignoring", file, junk);
+
+        if (n > 1) {
+                size_t o = 1;
+                qsort(pids, n, sizeof(*pids), cmp_pid);
+                /* A process can be listed twice if it migrates while the file is read. */
+                for (size_t i = 1; i < n; i++)
+                        if (pids[i] != pids[o - 1])
+                                pids[o++] = pids[i];
+                n = o;
+        }
+        *ret = n > 0 ? TAKE_PTR(pids) : NULL;
+        *ret_n = n;
+        return 0;
+}
