@@ -1,0 +1,673 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* numabalanced: the process. Arguments, the configuration, the service CPUs, the
+ * kernel's own NUMA balancing, signals and the sd_notify protocol; the manager
+ * (manager.c) owns everything the daemon watches and runs the tick.
+ *
+ * Order at start, and why:
+ *   1. arguments and the configuration: nothing is touched before both are valid;
+ *   2. the log level and sink;
+ *   3. the whole process is pinned to the service CPUs, before any thread exists (the
+ *      migration workers are started by manager_new), so that every thread inherits
+ *      the mask and no work ever runs on a workload's CPU;
+ *   4. kernel.numa_balancing is detected (and set to 0 if configured);
+ *   5. the event loop: signals, the manager's tick, STATUS= and the watchdog.
+ * The daemon never forks (Type=notify): --foreground is accepted for habit's sake. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <systemd/sd-journal.h>
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+#include "nodemask.h"
+#include "parse.h"
+
+/* How often STATUS= is refreshed from manager_status(). */
+#define STATUS_INTERVAL_USEC (5 * UINT64_C(1000000))
+
+struct args {
+        const char *config;          /* as named with --config, or the default */
+        bool config_named;           /* --config given: a missing file is an error */
+        bool check;
+        const char *check_file;
+        bool once, dry_run, foreground;
+        int log_level;               /* -1: from the config */
+        const char *proc_root, *sys_root;
+};
+
+/* kernel.numa_balancing as we found it, and whether we changed it. */
+struct knb_state {
+        char *path;
+        bool present;
+        uint64_t found;              /* the value at start */
+        bool changed;                /* we wrote 0 and must restore found */
+};
+
+struct daemon {
+        struct args *args;
+        sd_event *event;
+        struct manager *manager;
+        struct nb_config cfg;        /* running; service_cpus resolved to the pinned set */
+        nb_cpumask service_configured;  /* service_cpus as written in the config */
+        struct knb_state knb;
+};
+
+/* ---- logging ---------------------------------------------------------------- */
+
+/* systemd sets JOURNAL_STREAM=DEV:INO when stdout/stderr are connected to the
+ * journal; it is inherited by children whose stderr may go elsewhere, so it only
+ * counts when it names our own stderr. */
+static bool stderr_is_journal(void) {
+        const char *e = getenv("JOURNAL_STREAM"), *colon;
+        uint64_t dev, ino;
+        struct stat st;
+
+        if (!e || !(colon = strchr(e, ':')))
+                return false;
+        if (parse_u64_n(e, (size_t) (colon - e), 0, UINT64_MAX, &dev) < 0 ||
+            parse_u64(colon + 1, 0, UINT64_MAX, &ino) < 0)
+                return false;
+        if (fstat(STDERR_FILENO, &st) < 0)
+                return false;
+        return (uint64_t) st.st_dev == dev && (uint64_t) st.st_ino == ino;
+}
+
+/* Structured fields (the message, its priority and errno) straight to the journal;
+ * more fields (cgroup, pid, ...) can be added here when messages carry them. */
+static void journal_sink(int level, int error, const char *msg) {
+        int r;
+
+        if (error > 0)
+                r = sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level, "ERRNO=%i", error,
+                                    "SYSLOG_IDENTIFIER=numabalanced", NULL);
+        else
+                r = sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level,
+                                    "SYSLOG_IDENTIFIER=numabalanced", NULL);
+        if (r < 0)
+                fprintf(stderr, "<%d>%s\n", level, msg);  /* stderr is the journal too */
+}
+
+/* ---- service CPUs ----------------------------------------------------------- */
+
+static void cpumask_and_(nb_cpumask *ret, const nb_cpumask *a, const nb_cpumask *b) {
+        for (size_t i = 0; i < ELEMENTSOF(ret->w); i++)
+                ret->w[i] = a->w[i] & b->w[i];
+}
+
+static bool cpumask_equal_(const nb_cpumask *a, const nb_cpumask *b) {
+        return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+static int read_online_cpus(const char *sys_root, nb_cpumask *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&path, "%s/devices/system/cpu/online", sys_root) < 0)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        r = read_file_at(AT_FDCWD, path, 65536, &text, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the online CPUs from %s: %m", path);
+        r = cpumask_parse(text, ret);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse the online CPUs in %s: %m", path);
+        return 0;
+}
+
+/* The CPUs this process may run on now (cpuset, the unit's CPUAffinity=, taskset). */
+static int allowed_cpus(nb_cpumask *ret) {
+        size_t size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+        cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
+        nb_cpumask m = {};
+
+        if (!set)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        if (sched_getaffinity(0, size, set) < 0) {
+                int r = -errno;
+                CPU_FREE(set);
+                return log_error_errno(r, "Failed to get the CPU affinity: %m");
+        }
+        for (unsigned c = 0; c < NB_CPUS_MAX; c++)
+                if (CPU_ISSET_S(c, size, set))
+                        cpumask_set(&m, c);
+        CPU_FREE(set);
+        *ret = m;
+        return 0;
+}
+
+/* Resolves the configured service CPUs against the online CPUs (read under sys_root)
+ * and the ones this process may use: an empty list means the lowest-numbered online
+ * CPU we may use; a list with no online CPU, or none we may use, is refused. */
+static int resolve_service_cpus(const nb_cpumask *configured, const char *sys_root, nb_cpumask *ret) {
+        char want_s[CPUMASK_STRMAX], online_s[CPUMASK_STRMAX], allowed_s[CPUMASK_STRMAX];
+        nb_cpumask online, allowed, want, use;
+        int r;
+
+        r = read_online_cpus(sys_root, &online);
+        if (r < 0)
+                return r;
+        r = allowed_cpus(&allowed);
+        if (r < 0)
+                return r;
+        cpumask_format(&online, online_s, sizeof(online_s));
+        cpumask_format(&allowed, allowed_s, sizeof(allowed_s));
+
+        if (cpumask_weight(configured) == 0) {
+                int c;
+                cpumask_and_(&use, &online, &allowed);
+                c = cpumask_next(&use, 0);
+                if (c < 0)
+                        return log_error_errno(-EINVAL, "No online CPU (online: %s) is allowed to this process (allowed: %s), "
+                                               "refusing to start", online_s, allowed_s);
+                use = (nb_cpumask) {};
+                cpumask_set(&use, (unsigned) c);
+                *ret = use;
+                return 0;
+        }
+
+        cpumask_format(configured, want_s, sizeof(want_s));
+        cpumask_and_(&want, configured, &online);
+        if (cpumask_weight(&want) == 0)
+                return log_error_errno(-EINVAL, "service_cpus=%s names no online CPU (online: %s), refusing to start",
+                                       want_s, online_s);
+        cpumask_and_(&use, &want, &allowed);
+        if (cpumask_weight(&use) == 0)
+                return log_error_errno(-EINVAL, "service_cpus=%s names no CPU this process may run on (allowed: %s), "
+                                       "refusing to start", want_s, allowed_s);
+        if (!cpumask_equal_(&use, configured)) {
+                char use_s[CPUMASK_STRMAX];
+                cpumask_format(&use, use_s, sizeof(use_s));
+                log_warning("service_cpus=%s: only %s are online and allowed (online: %s, allowed: %s), using those",
+                            want_s, use_s, online_s, allowed_s);
+        }
+        *ret = use;
+        return 0;
+}
+
+/* Called before any thread exists: every thread created later inherits the mask. */
+static int pin_to(const nb_cpumask *cpus) {
+        size_t size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+        cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
+        char s[CPUMASK_STRMAX];
+        int r = 0;
+
+        if (!set)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        CPU_ZERO_S(size, set);
+        CPUMASK_FOREACH(c, cpus)
+                CPU_SET_S((unsigned) c, size, set);
+        cpumask_format(cpus, s, sizeof(s));
+        if (sched_setaffinity(0, size, set) < 0)
+                r = log_error_errno(-errno, "Failed to pin to the service CPUs %s: %m", s);
+        else
+                log_info("Running on service CPUs %s", s);
+        CPU_FREE(set);
+        return r;
+}
+
+/* ---- kernel.numa_balancing -------------------------------------------------- */
+
+static int knb_read(const char *path, uint64_t *ret) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r;
+
+        r = read_file_at(AT_FDCWD, path, 64, &text, &len);
+        if (r < 0)
+                return r;
+        while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
+                text[--len] = 0;
+        return parse_u64(text, 0, UINT32_MAX, ret);
+}
+
+static int knb_write(const char *path, uint64_t v) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        char buf[24];
+        int n;
+
+        if (fd < 0)
+                return -errno;
+        n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", v);
+        if (write(fd, buf, (size_t) n) != n)
+                return errno ? -errno : -EIO;
+        return 0;
+}
+
+static int knb_init(struct knb_state *k, const char *proc_root) {
+        int r;
+
+        if (asprintf(&k->path, "%s/sys/kernel/numa_balancing", proc_root) < 0) {
+                k->path = NULL;
+                return log_error_errno(-ENOMEM, "Out of memory");
+        }
+        r = knb_read(k->path, &k->found);
+        if (r == -ENOENT) {
+                log_info("%s does not exist: this kernel has no NUMA balancing of its own", k->path);
+                return 0;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read %s, ignoring: %m", k->path);
+                return 0;
+        }
+        k->present = true;
+        return 0;
+}
+
+/* Brings kernel.numa_balancing in line with the configured action: disable sets 0
+ * (remembering the old value), leave restores what we changed and warns if it is on. */
+static void knb_apply(struct knb_state *k, enum knb_action action, bool dry_run) {
+        int r;
+
+        if (!k->present)
+                return;
+        if (action == KNB_DISABLE && !k->changed && k->found != 0) {
+                if (dry_run) {
+                        log_notice("kernel.numa_balancing=%" PRIu64 ": dry run, not setting it to 0", k->found);
+                        return;
+                }
+                r = knb_write(k->path, 0);
+                if (r < 0) {
+                        log_warning_errno(r, "kernel.numa_balancing=%" PRIu64 " and setting it to 0 failed, ignoring: %m. "
+                                          "The kernel's own balancing can move pages back.", k->found);
+                        return;
+                }
+                k->changed = true;
+                log_notice("Set kernel.numa_balancing=0 (was %" PRIu64 "); it is restored at exit", k->found);
+                return;
+        }
+        if (action == KNB_LEAVE && k->changed) {
+                r = knb_write(k->path, k->found);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to restore kernel.numa_balancing=%" PRIu64 ", ignoring: %m", k->found);
+                else
+                        log_notice("Restored kernel.numa_balancing=%" PRIu64, k->found);
+                k->changed = false;
+        }
+        if (action == KNB_LEAVE && k->found != 0)
+                log_warning("kernel.numa_balancing=%" PRIu64 ": the kernel's own NUMA balancing is on; it moves pages "
+                            "toward the CPUs that fault on them and can undo numabalanced's placement "
+                            "(set kernel_numa_balancing=disable, or sysctl kernel.numa_balancing=0)", k->found);
+        else if (action == KNB_LEAVE)
+                log_info("kernel.numa_balancing=0: the kernel's own NUMA balancing is off");
+}
+
+/* At exit: put back what we changed, unless someone changed it since. */
+static void knb_restore(struct knb_state *k) {
+        uint64_t now;
+        int r;
+
+        if (!k->changed)
+                return;
+        k->changed = false;
+        if (knb_read(k->path, &now) == 0 && now != 0) {
+                log_notice("kernel.numa_balancing was changed to %" PRIu64 " while we ran, leaving it", now);
+                return;
+        }
+        r = knb_write(k->path, k->found);
+        if (r < 0)
+                log_warning_errno(r, "Failed to restore kernel.numa_balancing=%" PRIu64 ": %m", k->found);
+        else
+                log_notice("Restored kernel.numa_balancing=%" PRIu64, k->found);
+}
+
+/* ---- configuration ---------------------------------------------------------- */
+
+/* Loads the config file; a missing default file means the defaults. Errors are
+ * logged, all of them. */
+static int load_config(const struct args *a, struct nb_config *ret) {
+        struct config_errors errs = {};
+        int r;
+
+        r = config_load(a->config, ret, &errs);
+        if (r == -ENOENT && !a->config_named) {
+                log_info("%s does not exist, using the built-in defaults", a->config);
+                config_defaults(ret);
+                return 0;
+        }
+        if (r == -EINVAL) {
+                for (size_t i = 0; i < errs.n; i++)
+                        log_error("%s", errs.msgs[i]);
+                log_error("%s has %zu error%s", a->config, errs.n, errs.n == 1 ? "" : "s");
+        } else if (r < 0)
+                log_error_errno(r, "Failed to read %s: %m", a->config);
+        config_errors_done(&errs);
+        return r;
+}
+
+static int check_config(const struct args *a) {
+        const char *path = a->check_file ? a->check_file : a->config;
+        bool named = a->check_file || a->config_named;
+        struct config_errors errs = {};
+        struct nb_config cfg = {};
+        int r;
+
+        r = config_load(path, &cfg, &errs);
+        if (r == 0) {
+                printf("configuration OK\n");
+                config_done(&cfg);
+                return EXIT_SUCCESS;
+        }
+        if (r == -ENOENT && !named) {
+                printf("%s does not exist: the built-in defaults apply\nconfiguration OK\n", path);
+                return EXIT_SUCCESS;
+        }
+        if (r == -EINVAL)
+                for (size_t i = 0; i < errs.n; i++)
+                        fprintf(stderr, "%s\n", errs.msgs[i]);
+        else
+                fprintf(stderr, "%s: %s\n", path, strerror(-r));
+        config_errors_done(&errs);
+        return EXIT_FAILURE;
+}
+
+/* ---- the event loop --------------------------------------------------------- */
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void notify_status(struct daemon *d, bool ready) {
+        char status[512];
+
+        manager_status(d->manager, status, sizeof(status));
+        sd_notifyf(false, "%sSTATUS=%s", ready ? "READY=1\n" : "", status);
+}
+
+static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct daemon *d = userdata;
+
+        notify_status(d, false);
+        /* A time source fires once; re-arm it. */
+        (void) sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct daemon *d = userdata;
+
+        log_info("Received SIG%s, stopping", sigabbrev_np((int) si->ssi_signo));
+        manager_stop(d->manager);
+        sd_notify(false, "STOPPING=1");
+        return sd_event_exit(d->event, 0);
+}
+
+/* A new configuration: validated completely before anything changes. */
+static int reload(struct daemon *d) {
+        struct nb_config cfg = {};
+        int r;
+
+        r = load_config(d->args, &cfg);
+        if (r < 0)
+                return r;
+
+        /* The migration workers are pinned one per service CPU when they start; moving
+         * them is a restart's job, and a half-applied set would be worse than none. */
+        if (!cpumask_equal_(&cfg.service_cpus, &d->service_configured)) {
+                char old_s[CPUMASK_STRMAX], new_s[CPUMASK_STRMAX];
+                cpumask_format(&d->service_configured, old_s, sizeof(old_s));
+                cpumask_format(&cfg.service_cpus, new_s, sizeof(new_s));
+                log_warning("service_cpus changed from \"%s\" to \"%s\": this takes effect at the next restart, ignoring",
+                            old_s, new_s);
+        }
+        cfg.service_cpus = d->cfg.service_cpus;
+
+        r = manager_reload(d->manager, &cfg);
+        if (r < 0) {
+                config_done(&cfg);
+                return r;
+        }
+        if (d->args->log_level < 0)
+                log_set_max_level(cfg.log_level);
+        knb_apply(&d->knb, cfg.kernel_numa_balancing, d->args->dry_run);
+        config_done(&d->cfg);
+        d->cfg = cfg;
+        return 0;
+}
+
+/* SIGHUP, also what Type=notify-reload sends. The RELOADING=1 ... READY=1 pair is sent
+ * whether or not the new file is accepted: systemd waits for READY=1 to end the reload,
+ * and a refused reload leaves a daemon that runs fine on its previous configuration;
+ * the refusal is in the journal and in STATUS=. */
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct daemon *d = userdata;
+        char status[512];
+        int r;
+
+        sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_usec());
+        log_info("Received SIGHUP, reloading %s", d->args->config);
+        r = reload(d);
+        if (r < 0) {
+                log_error("Reload refused, keeping the running configuration");
+                snprintf(status, sizeof(status), "Reload refused: %s has errors, running on the previous configuration",
+                         d->args->config);
+                sd_notifyf(false, "READY=1\nSTATUS=%s", status);
+                return 0;
+        }
+        notify_status(d, true);
+        return 0;
+}
+
+static int run(struct daemon *d) {
+        sigset_t ss;
+        int r;
+
+        r = sd_event_default(&d->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the event loop: %m");
+
+        /* Blocked here, before any thread exists, so that every thread inherits the
+         * mask and the signals are only ever seen through the loop's signalfd. */
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
+                return log_error_errno(-errno, "Failed to block signals: %m");
+        r = sd_event_add_signal(d->event, NULL, SIGTERM, on_terminate, d);
+        if (r >= 0)
+                r = sd_event_add_signal(d->event, NULL, SIGINT, on_terminate, d);
+        if (r >= 0)
+                r = sd_event_add_signal(d->event, NULL, SIGHUP, on_reload, d);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the signal handlers: %m");
+
+        r = manager_new(d->event, &d->cfg, &(struct manager_opts) {
+                                .dry_run = d->args->dry_run,
+                                .proc_root = d->args->proc_root,
+                                .sys_root = d->args->sys_root,
+                        }, &d->manager);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the manager: %m");
+
+        if (d->args->once) {
+                r = manager_tick(d->manager);
+                if (r < 0)
+                        return log_error_errno(r, "The tick failed: %m");
+                return 0;
+        }
+
+        r = manager_start(d->manager);
+        if (r < 0)
+                return r;
+        /* Floating: owned by the loop, freed with it. */
+        r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, STATUS_INTERVAL_USEC, 0,
+                                       on_status_timer, d);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the status timer: %m");
+
+        notify_status(d, true);
+
+        /* WATCHDOG=1 at half of WATCHDOG_USEC, when the unit sets WatchdogSec=; it is
+         * sent from the loop, so a stuck tick stops it. Enabled after READY=1 because
+         * enabling sends the first ping at once. */
+        r = sd_event_set_watchdog(d->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
+        else if (r > 0)
+                log_debug("Watchdog enabled");
+
+        r = sd_event_loop(d->event);
+        if (r < 0)
+                return log_error_errno(r, "The event loop failed: %m");
+        return r;
+}
+
+/* ---- arguments -------------------------------------------------------------- */
+
+static void help(void) {
+        printf("Usage: numabalanced [OPTIONS]\n"
+               "Moves memory of opted-in cgroups toward the CPUs that use it, within each\n"
+               "process's allowed nodes, from reserved service CPUs.\n\n"
+               "  -c, --config FILE        configuration file (default %s)\n"
+               "  -f, --foreground         accepted for compatibility: the daemon never forks\n"
+               "      --once               run one tick, then exit\n"
+               "  -n, --dry-run            plan and log, move nothing, change no sysctl\n"
+               "      --check-config [FILE] check the configuration, print \"configuration OK\"\n"
+               "                           or every error, and exit\n"
+               "  -l, --log-level LEVEL    err, warning, notice, info or debug (wins over the config)\n"
+               "      --proc-root DIR      where /proc is (for tests; default /proc)\n"
+               "      --sys-root DIR       where /sys is (for tests; default /sys)\n"
+               "  -V, --version            print the version and exit\n"
+               "  -h, --help               print this help and exit\n",
+               CONFIG_DEFAULT_PATH);
+}
+
+enum { OPT_ONCE = 256, OPT_CHECK, OPT_PROC_ROOT, OPT_SYS_ROOT };
+
+/* Returns 1 to go on, 0 to exit successfully (--help, --version), -EINVAL on misuse. */
+static int parse_args(int argc, char **argv, struct args *a) {
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "foreground", no_argument, NULL, 'f' },
+                { "once", no_argument, NULL, OPT_ONCE },
+                { "dry-run", no_argument, NULL, 'n' },
+                { "check-config", optional_argument, NULL, OPT_CHECK },
+                { "log-level", required_argument, NULL, 'l' },
+                { "proc-root", required_argument, NULL, OPT_PROC_ROOT },
+                { "sys-root", required_argument, NULL, OPT_SYS_ROOT },
+                { "version", no_argument, NULL, 'V' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        int c;
+
+        /* '+': stop at the first non-option, so that "--check-config FILE" can take
+         * FILE as its optional argument. */
+        while ((c = getopt_long(argc, argv, "+c:fnl:Vh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'c':
+                        a->config = optarg;
+                        a->config_named = true;
+                        break;
+                case 'f':
+                        a->foreground = true;
+                        break;
+                case OPT_ONCE:
+                        a->once = true;
+                        break;
+                case 'n':
+                        a->dry_run = true;
+                        break;
+                case OPT_CHECK:
+                        a->check = true;
+                        if (optarg)
+                                a->check_file = optarg;
+                        else if (optind < argc && argv[optind][0] != '-')
+                                a->check_file = argv[optind++];
+                        break;
+                case 'l':
+                        a->log_level = log_parse_level(optarg);
+                        if (a->log_level < 0) {
+                                fprintf(stderr, "--log-level: unknown level \"%s\" (accepted: err, warning, notice, info, debug)\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case OPT_PROC_ROOT:
+                        a->proc_root = optarg;
+                        break;
+                case OPT_SYS_ROOT:
+                        a->sys_root = optarg;
+                        break;
+                case 'V':
+                        printf("numabalanced %s\n", PACKAGE_VERSION);
+                        return 0;
+                case 'h':
+                        help();
+                        return 0;
+                default:
+                        fprintf(stderr, "Try 'numabalanced --help'.\n");
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "numabalanced: unexpected argument \"%s\"; try 'numabalanced --help'.\n", argv[optind]);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+int main(int argc, char **argv) {
+        struct args a = {
+                .config = CONFIG_DEFAULT_PATH,
+                .log_level = -1,
+                .proc_root = "/proc",
+                .sys_root = "/sys",
+        };
+        struct daemon d = { .args = &a };
+        int r;
+
+        r = parse_args(argc, argv, &a);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        if (a.check)
+                return check_config(&a);
+
+        if (stderr_is_journal())
+                log_set_sink(journal_sink);
+        if (a.log_level >= 0)
+                log_set_max_level(a.log_level);
+
+        r = load_config(&a, &d.cfg);
+        if (r < 0)
+                return EXIT_FAILURE;
+        if (a.log_level < 0)
+                log_set_max_level(d.cfg.log_level);
+
+        /* Before any other work, and before any thread exists. */
+        d.service_configured = d.cfg.service_cpus;
+        r = resolve_service_cpus(&d.service_configured, a.sys_root, &d.cfg.service_cpus);
+        if (r >= 0)
+                r = pin_to(&d.cfg.service_cpus);
+        if (r < 0) {
+                config_done(&d.cfg);
+                return EXIT_FAILURE;
+        }
+
+        r = knb_init(&d.knb, a.proc_root);
+        if (r >= 0) {
+                knb_apply(&d.knb, d.cfg.kernel_numa_balancing, a.dry_run);
+                r = run(&d);
+        }
+
+        manager_free(d.manager);
+        knb_restore(&d.knb);
+        free(d.knb.path);
+        sd_event_unref(d.event);
+        config_done(&d.cfg);
+        if (r < 0)
+                sd_notifyf(false, "ERRNO=%i", -r);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

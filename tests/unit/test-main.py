@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+# numabalanced's own behaviour that needs no root: --check-config (exit status and
+# the exact messages), the refusal to start when service_cpus names no online CPU,
+# and kernel_numa_balancing=disable against a fake /proc (set to 0 while running,
+# restored at exit).
+# Usage: test-main.py NUMABALANCED TESTS_DATA_DIR
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+
+exe, data = sys.argv[1], sys.argv[2]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        print('FAIL: ' + what, file=sys.stderr)
+        failures += 1
+
+
+def run(*args, timeout=20):
+    p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+tmp = tempfile.mkdtemp(prefix='test-main-')
+
+
+def conf(name, text):
+    path = os.path.join(tmp, name)
+    with open(path, 'w') as f:
+        f.write(text)
+    return path
+
+
+# --- --check-config ------------------------------------------------------------
+good = conf('good.conf', '[daemon]\ntick_ms = 500\n[select]\ncgroups = /a.slice=advise\n')
+rc, out, err = run('--check-config', good)
+check(rc == 0, '--check-config good: exit %d, stderr %r' % (rc, err))
+check(out == 'configuration OK\n', '--check-config good: stdout %r' % out)
+
+rc, out, err = run('--check-config=' + good)
+check(rc == 0 and out == 'configuration OK\n', '--check-config=FILE: exit %d, stdout %r' % (rc, out))
+
+rc, out, err = run('--config', good, '--check-config')
+check(rc == 0 and out == 'configuration OK\n', '--config FILE --check-config: exit %d, stdout %r' % (rc, out))
+
+bad = conf('bad.conf', '[daemon]\ntick_ms = 10ms\nservice_cpu = 0\n[decide]\nmove_shared = maybe\n[nope]\n')
+rc, out, err = run('--check-config', bad)
+check(rc == 1, '--check-config bad: exit %d' % rc)
+check('configuration OK' not in out, '--check-config bad: stdout %r' % out)
+expected = [
+    bad + ':2: [daemon] tick_ms: "10ms" has junk after the number (accepted: 100..60000)',
+    bad + ':3: [daemon] service_cpu: unknown key (accepted: service_cpus, tick_ms, scan_min_ms, '
+    'scan_max_ms, log_level, kernel_numa_balancing)',
+    bad + ':5: [decide] move_shared: "maybe" is not a boolean (accepted: yes, no, true, false, on, off, 1, 0)',
+    bad + ':6: [nope]: unknown section (accepted: [daemon], [select], [sample], [decide], [migrate], [report])',
+]
+check(err.splitlines() == expected, '--check-config bad: stderr\n%s\nexpected\n%s' % (err, '\n'.join(expected)))
+
+missing = os.path.join(tmp, 'missing.conf')
+rc, out, err = run('--check-config', missing)
+check(rc == 1, '--check-config missing named file: exit %d' % rc)
+check(err == missing + ': No such file or directory\n', '--check-config missing: stderr %r' % err)
+
+# The daemon itself refuses a bad file before doing anything.
+rc, out, err = run('--config', bad, '--once', '--dry-run')
+check(rc == 1, 'start with a bad config: exit %d' % rc)
+check(expected[0] in err and bad + ' has 4 errors' in err, 'start with a bad config: stderr %r' % err)
+rc, out, err = run('--config', missing, '--once', '--dry-run')
+check(rc == 1 and 'No such file or directory' in err, 'start with a missing named config: exit %d, %r' % (rc, err))
+
+# --- service CPUs ----------------------------------------------------------------
+sys_cpus = os.path.join(data, 'sys-cpus')
+offline = conf('offline.conf', '[daemon]\nservice_cpus = 8-9\n')
+rc, out, err = run('--config', offline, '--sys-root', sys_cpus, '--once', '--dry-run')
+check(rc == 1, 'service_cpus offline: exit %d' % rc)
+check('service_cpus=8-9 names no online CPU (online: 0-3), refusing to start' in err,
+      'service_cpus offline: stderr %r' % err)
+check('Running on service CPUs' not in err, 'service_cpus offline: it pinned anyway: %r' % err)
+
+# --- usage ---------------------------------------------------------------------------
+rc, out, err = run('--log-level', 'loud', '--check-config', good)
+check(rc == 1 and 'unknown level "loud"' in err, '--log-level loud: exit %d, %r' % (rc, err))
+rc, out, err = run('--version')
+check(rc == 0 and out.startswith('numabalanced '), '--version: %d %r' % (rc, out))
+rc, out, err = run('--bogus')
+check(rc == 1, '--bogus: exit %d' % rc)
+
+# --- kernel.numa_balancing against a fake /proc -----------------------------------------
+proc = os.path.join(tmp, 'proc')
+os.makedirs(os.path.join(proc, 'sys', 'kernel'))
+knb = os.path.join(proc, 'sys', 'kernel', 'numa_balancing')
+
+
+def knb_value():
+    with open(knb) as f:
+        return f.read().strip()
+
+
+with open(knb, 'w') as f:
+    f.write('1\n')
+leave = conf('leave.conf', '[daemon]\nkernel_numa_balancing = leave\n')
+rc, out, err = run('--config', leave, '--proc-root', proc, '--once')
+check(rc == 0, 'leave: exit %d, %r' % (rc, err))
+check('kernel.numa_balancing=1: the kernel\'s own NUMA balancing is on' in err, 'leave: no warning in %r' % err)
+check(knb_value() == '1', 'leave: changed to %r' % knb_value())
+
+disable = conf('disable.conf', '[daemon]\nkernel_numa_balancing = disable\n')
+sock_path = os.path.join(tmp, 'notify')
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+sock.bind(sock_path)
+sock.settimeout(20)
+env = dict(os.environ, NOTIFY_SOCKET=sock_path)
+p = subprocess.Popen([exe, '--foreground', '--config', disable, '--proc-root', proc],
+                     stderr=subprocess.PIPE, text=True, env=env)
+try:
+    while True:
+        msg = sock.recv(4096).decode()
+        if 'READY=1' in msg.split('\n'):
+            break
+    check(knb_value() == '0', 'disable: while running, %r' % knb_value())
+finally:
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate(timeout=20)[1]
+check(p.returncode == 0, 'disable: exit %d, %r' % (p.returncode, err))
+check(knb_value() == '1', 'disable: not restored at exit: %r' % knb_value())
+check('Set kernel.numa_balancing=0 (was 1)' in err and 'Restored kernel.numa_balancing=1' in err,
+      'disable: messages %r' % err)
+
+# --dry-run changes no sysctl.
+rc, out, err = run('--config', disable, '--proc-root', proc, '--once', '--dry-run')
+check(rc == 0 and knb_value() == '1' and 'dry run, not setting it to 0' in err, 'disable --dry-run: %d %r' % (rc, err))
+
+subprocess.run(['rm', '-rf', tmp])
+if failures:
+    print('%d check(s) failed' % failures, file=sys.stderr)
+sys.exit(1 if failures else 0)
