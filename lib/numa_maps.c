@@ -254,11 +254,13 @@ static uint64_t *counter_field(struct vma *v, unsigned c) {
 }
 
 /* One line. Returns 0, -EINVAL (a bad line: the caller counts it) or -ENOMEM.
+ * The path is owned by a cleanup variable until the line is known to be good.
  * Per-node entries are appended to p->m->np as they are read; on -EINVAL the
  * caller drops them again. */
 static int parse_line(struct parser *p, const char *s, size_t len, unsigned lineno, struct vma *ret) {
         struct numa_maps *m = p->m;
         struct vma v = { .line = lineno, .page_size_kb = 4, .np_off = m->n_np };
+        _cleanup_free_ char *path = NULL;
         nb_nodemask seen = {};
         unsigned have = 0; /* counters seen, by bit */
         bool have_kind = false;
@@ -311,25 +313,24 @@ static int parse_line(struct parser *p, const char *s, size_t len, unsigned line
                  * hold '=' look-alikes ("\075") and "N0" text: it is never looked into. */
                 if (has_prefix(t, tl, "file=", 5)) {
                         if (have_kind)
-                                goto bad;
+                                return -EINVAL;
                         have_kind = true;
                         v.kind = VMA_FILE;
-                        free(v.path);
-                        v.path = strndup(t + 5, tl - 5);
-                        if (!v.path)
+                        path = strndup(t + 5, tl - 5);
+                        if (!path)
                                 return -ENOMEM;
                         continue;
                 }
                 if (is_word(t, tl, "heap") || is_word(t, tl, "stack")) {
                         if (have_kind)
-                                goto bad;
+                                return -EINVAL;
                         have_kind = true;
                         v.kind = t[0] == 'h' ? VMA_HEAP : VMA_STACK;
                         continue;
                 }
                 if (is_word(t, tl, "huge")) {
                         if (v.hugetlb)
-                                goto bad;
+                                return -EINVAL;
                         v.hugetlb = true;
                         continue;
                 }
@@ -341,21 +342,19 @@ static int parse_line(struct parser *p, const char *s, size_t len, unsigned line
                         uint64_t node, pages;
 
                         if (!eq)
-                                goto bad;
+                                return -EINVAL;
                         if (parse_u64_n(t + 1, kl - 1, 0, NB_NODES_MAX - 1, &node) < 0 ||
                             parse_u64_n(eq + 1, tl - kl - 1, 0, UINT64_MAX, &pages) < 0)
-                                goto bad;
+                                return -EINVAL;
                         if (nodemask_test(&seen, (unsigned) node))
-                                goto bad;
+                                return -EINVAL;
                         nodemask_set(&seen, (unsigned) node);
                         if (pages > UINT64_MAX - v.pages)
-                                goto bad;
+                                return -EINVAL;
                         v.pages += pages;
                         r = grow((void **) &m->np, &p->np_alloc, m->n_np, sizeof(*m->np));
-                        if (r < 0) {
-                                free(v.path);
+                        if (r < 0)
                                 return r;
-                        }
                         m->np[m->n_np++] = (struct node_pages) { .node = (uint32_t) node, .pages = pages };
                         v.np_count++;
                         continue;
@@ -369,9 +368,9 @@ static int parse_line(struct parser *p, const char *s, size_t len, unsigned line
                         if (c < _C_MAX) {
                                 uint64_t val;
                                 if (!eq || (have & (1u << c)))
-                                        goto bad;
+                                        return -EINVAL;
                                 if (parse_u64_n(eq + 1, tl - kl - 1, c == C_PAGESIZE ? 1 : 0, UINT64_MAX, &val) < 0)
-                                        goto bad;
+                                        return -EINVAL;
                                 have |= 1u << c;
                                 *counter_field(&v, c) = val;
                                 continue;
@@ -380,14 +379,12 @@ static int parse_line(struct parser *p, const char *s, size_t len, unsigned line
 
                 /* Something a newer kernel prints: skip it if it looks like a key. */
                 if (!is_ident(t, kl))
-                        goto bad;
+                        return -EINVAL;
         }
 
+        v.path = TAKE_PTR(path);
         *ret = v;
         return 0;
-bad:
-        free(v.path);
-        return -EINVAL;
 }
 
 int numa_maps_parse(const char *buf, size_t len, struct numa_maps **ret) {
@@ -395,6 +392,7 @@ int numa_maps_parse(const char *buf, size_t len, struct numa_maps **ret) {
         struct parser p = {};
         size_t end = len, pos = 0;
         unsigned lineno = 0;
+        int r;
 
         if (!buf && len > 0)
                 return -EINVAL;
@@ -402,6 +400,11 @@ int numa_maps_parse(const char *buf, size_t len, struct numa_maps **ret) {
         if (!m)
                 return -ENOMEM;
         p.m = m;
+        /* np is never NULL, so that vma_node_pages() of a VMA without counts is
+         * m->np + 0 on a real array (NULL + 0 is undefined behaviour in C). */
+        r = grow((void **) &m->np, &p.np_alloc, 0, sizeof(*m->np));
+        if (r < 0)
+                return r;
 
         /* Empty lines at the end (and a missing final newline) are fine; an empty
          * line in the middle is not something the kernel writes. */
@@ -413,7 +416,6 @@ int numa_maps_parse(const char *buf, size_t len, struct numa_maps **ret) {
                 size_t ll = nl ? (size_t) (nl - (buf + pos)) : end - pos;
                 size_t np_mark = m->n_np;
                 struct vma v;
-                int r;
 
                 lineno++;
                 r = parse_line(&p, buf + pos, ll, lineno, &v);

@@ -1,3 +1,367 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* placeholder: being written */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cleanup.h"
+#include "log.h"
+#include "parse.h"
 #include "proc.h"
+
+/* status and stat are a few KiB; anything near this is not from the kernel. */
+#define PROC_SMALL_FILE_MAX (1024 * 1024)
+/* numa_maps of a process with hundreds of thousands of VMAs runs to tens of MiB. */
+#define PROC_NUMA_MAPS_MAX (256 * 1024 * 1024)
+
+/* Copies s[0..len) into a fixed buffer, cut to fit: comm and Name are shown, never
+ * used as keys, so a cut is better than refusing the process. */
+static void copy_cut(char *dst, size_t size, const char *s, size_t len) {
+        if (len >= size)
+                len = size - 1;
+        memcpy(dst, s, len);
+        dst[len] = 0;
+}
+
+/* ---- stat ---------------------------------------------------------------- */
+
+static int field_u64(const char *s, size_t len, uint64_t max, uint64_t *ret) {
+        return parse_u64_n(s, len, 0, max, ret);
+}
+
+int proc_stat_parse(const char *buf, size_t len, struct proc_stat *ret) {
+        struct proc_stat st = {};
+        const char *open, *close = NULL, *p, *end;
+        uint64_t v;
+        unsigned field;
+        uint64_t have = 0; /* the fields we need, bit n for field n */
+        int r;
+
+        if (!buf)
+                return -EINVAL;
+        while (len > 0 && buf[len - 1] == '\n')
+                len--;
+        end = buf + len;
+
+        /* "pid (comm) S ...": comm is whatever the process named itself, spaces and
+         * parentheses included; only the last ')' ends it. */
+        open = memchr(buf, '(', len);
+        if (!open || open < buf + 2 || open[-1] != ' ')
+                return -EINVAL;
+        for (p = end; p > open; p--)
+                if (p[-1] == ')') {
+                        close = p - 1;
+                        break;
+                }
+        if (!close)
+                return -EINVAL;
+        r = field_u64(buf, (size_t) (open - 1 - buf), INT_MAX, &v);
+        if (r < 0 || v == 0)
+                return -EINVAL;
+        st.pid = (pid_t) v;
+        copy_cut(st.comm, sizeof(st.comm), open + 1, (size_t) (close - open - 1));
+
+        /* Fields 3... after the last ')', one space apart. */
+        p = close + 1;
+        for (field = 3; p < end; field++) {
+                const char *f, *fe;
+                size_t fl;
+
+                if (*p != ' ')
+                        return -EINVAL;
+                f = p + 1;
+                fe = memchr(f, ' ', (size_t) (end - f));
+                if (!fe)
+                        fe = end;
+                fl = (size_t) (fe - f);
+                p = fe;
+                if (fl == 0)
+                        return -EINVAL;
+
+                switch (field) {
+                case 3:
+                        if (fl != 1)
+                                return -EINVAL;
+                        st.state = f[0];
+                        break;
+                case 9:
+                        r = field_u64(f, fl, ULONG_MAX, &v);
+                        if (r < 0)
+                                return -EINVAL;
+                        st.flags = (unsigned long) v;
+                        break;
+                case 14:
+                        r = field_u64(f, fl, UINT64_MAX, &st.utime);
+                        break;
+                case 15:
+                        r = field_u64(f, fl, UINT64_MAX, &st.stime);
+                        break;
+                case 22:
+                        r = field_u64(f, fl, UINT64_MAX, &st.starttime);
+                        break;
+                case 24:
+                        r = field_u64(f, fl, UINT64_MAX, &st.rss_pages);
+                        break;
+                case 39:
+                        r = field_u64(f, fl, INT_MAX, &v);
+                        if (r >= 0)
+                                st.processor = (int) v;
+                        break;
+                default:
+                        continue;
+                }
+                if (r < 0)
+                        return -EINVAL;
+                have |= UINT64_C(1) << field;
+        }
+        {
+                const uint64_t want = UINT64_C(1) << 3 | UINT64_C(1) << 9 | UINT64_C(1) << 14 |
+                        UINT64_C(1) << 15 | UINT64_C(1) << 22 | UINT64_C(1) << 24 | UINT64_C(1) << 39;
+                if ((have & want) != want)
+                        return -EINVAL;
+        }
+        *ret = st;
+        return 0;
+}
+
+/* ---- status -------------------------------------------------------------- */
+
+static bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* A decimal id in [min, max], then only blanks. */
+static int status_id(const char *s, size_t len, uint64_t min, uint64_t max, uint64_t *ret) {
+        while (len > 0 && is_blank(s[len - 1]))
+                len--;
+        return parse_u64_n(s, len, min, max, ret);
+}
+
+enum {
+        S_NAME = 1u << 0, S_STATE = 1u << 1, S_TGID = 1u << 2, S_PID = 1u << 3,
+        S_PPID = 1u << 4, S_UID = 1u << 5, S_VMRSS = 1u << 6, S_CPUS = 1u << 7, S_MEMS = 1u << 8,
+};
+
+int proc_status_parse(const char *buf, size_t len, struct proc_status *ret) {
+        /* 1 KiB of CPU mask: not for the stack of every caller's caller, but fine here. */
+        struct proc_status st = {};
+        unsigned have = 0;
+        size_t pos = 0;
+
+        if (!buf)
+                return -EINVAL;
+        /* Unknown is not root: a missing Uid: line must not read as uid 0. */
+        st.uid_real = st.uid_effective = (uid_t) -1;
+
+        while (pos < len) {
+                const char *line = buf + pos, *nl, *colon, *val;
+                size_t ll, kl, vl;
+                uint64_t v;
+                unsigned bit;
+                int r = 0;
+
+                nl = memchr(line, '\n', len - pos);
+                ll = nl ? (size_t) (nl - line) : len - pos;
+                pos += ll + 1;
+
+                colon = memchr(line, ':', ll);
+                if (!colon)
+                        continue; /* not a "Key: value" line; nothing we read */
+                kl = (size_t) (colon - line);
+                val = colon + 1;
+                vl = ll - kl - 1;
+                while (vl > 0 && is_blank(*val)) {
+                        val++;
+                        vl--;
+                }
+
+#define KEY(k) (kl == sizeof(k) - 1 && memcmp(line, k, kl) == 0)
+                if (KEY("Name")) {
+                        bit = S_NAME;
+                        copy_cut(st.name, sizeof(st.name), val, vl);
+                } else if (KEY("State")) {
+                        bit = S_STATE;
+                        if (vl == 0 || is_blank(val[0]))
+                                return -EINVAL;
+                        st.state = val[0];
+                } else if (KEY("Tgid")) {
+                        bit = S_TGID;
+                        r = status_id(val, vl, 1, INT_MAX, &v);
+                        st.tgid = (pid_t) v;
+                } else if (KEY("Pid")) {
+                        bit = S_PID;
+                        r = status_id(val, vl, 1, INT_MAX, &v);
+                        st.pid = (pid_t) v;
+                } else if (KEY("PPid")) {
+                        bit = S_PPID;
+                        /* 0 for init and kthreadd. */
+                        r = status_id(val, vl, 0, INT_MAX, &v);
+                        st.ppid = (pid_t) v;
+                } else if (KEY("Uid")) {
+                        /* real, effective, saved, fs: tab separated. */
+                        const char *t = memchr(val, '\t', vl);
+                        uint64_t real, eff;
+                        const char *e2;
+
+                        bit = S_UID;
+                        if (!t)
+                                return -EINVAL;
+                        r = parse_u64_n(val, (size_t) (t - val), 0, UINT32_MAX - 1, &real);
+                        if (r < 0)
+                                return -EINVAL;
+                        t++;
+                        e2 = memchr(t, '\t', (size_t) (val + vl - t));
+                        r = parse_u64_n(t, (size_t) ((e2 ? e2 : val + vl) - t), 0, UINT32_MAX - 1, &eff);
+                        st.uid_real = (uid_t) real;
+                        st.uid_effective = (uid_t) eff;
+                } else if (KEY("VmRSS")) {
+                        bit = S_VMRSS;
+                        if (vl < 3 || memcmp(val + vl - 3, " kB", 3) != 0)
+                                return -EINVAL;
+                        r = status_id(val, vl - 3, 0, UINT64_MAX, &st.vm_rss_kb);
+                } else if (KEY("Cpus_allowed_list")) {
+                        bit = S_CPUS;
+                        r = idlist_parse_n(val, vl, st.cpus_allowed.w, NB_CPUS_MAX);
+                        st.has_cpus_allowed = true;
+                } else if (KEY("Mems_allowed_list")) {
+                        bit = S_MEMS;
+                        r = nodemask_parse_n(val, vl, &st.mems_allowed);
+                        st.has_mems_allowed = true;
+                } else
+                        continue;
+#undef KEY
+                /* A second copy of a line is not the kernel's doing. */
+                if (r < 0 || (have & bit))
+                        return -EINVAL;
+                have |= bit;
+        }
+
+        if ((have & (S_TGID | S_PID)) != (S_TGID | S_PID))
+                return -EINVAL;
+        *ret = st;
+        return 0;
+}
+
+/* ---- readers ------------------------------------------------------------- */
+
+/* A vanished process shows as ENOENT (the directory is gone) or ESRCH (a read
+ * through a directory that outlived it): one code for callers. */
+static int gone(int r) {
+        return r == -ENOENT ? -ESRCH : r;
+}
+
+static int read_small(const char *path, char **ret, size_t *ret_len, size_t max) {
+        int r = read_file_at(AT_FDCWD, path, max, ret, ret_len);
+        if (r < 0)
+                return log_debug_errno(gone(r), "Failed to read %s: %m", path);
+        return 0;
+}
+
+int proc_read_status(const char *proc_root, pid_t pid, struct proc_status *ret) {
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        size_t len;
+        int r;
+
+        if (!proc_root || pid <= 0)
+                return -EINVAL;
+        if (asprintf(&path, "%s/%d/status", proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        r = read_small(path, &buf, &len, PROC_SMALL_FILE_MAX);
+        if (r < 0)
+                return r;
+        return proc_status_parse(buf, len, ret);
+}
+
+static int read_stat_path(const char *path, struct proc_stat *ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r;
+
+        r = read_small(path, &buf, &len, PROC_SMALL_FILE_MAX);
+        if (r < 0)
+                return r;
+        /* A process that exits between open() and read() can leave nothing to read. */
+        if (len == 0)
+                return -ESRCH;
+        return proc_stat_parse(buf, len, ret);
+}
+
+int proc_read_stat(const char *proc_root, pid_t pid, struct proc_stat *ret) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!proc_root || pid <= 0)
+                return -EINVAL;
+        if (asprintf(&path, "%s/%d/stat", proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        return read_stat_path(path, ret);
+}
+
+int proc_read_task_stat(const char *proc_root, pid_t pid, pid_t tid, struct proc_stat *ret) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!proc_root || pid <= 0 || tid <= 0)
+                return -EINVAL;
+        if (asprintf(&path, "%s/%d/task/%d/stat", proc_root, (int) pid, (int) tid) < 0)
+                return -ENOMEM;
+        return read_stat_path(path, ret);
+}
+
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return (x > y) - (x < y);
+}
+
+int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0, alloc = 0;
+        struct dirent *de;
+
+        if (!proc_root || pid <= 0 || !ret || !ret_n)
+                return -EINVAL;
+        if (asprintf(&path, "%s/%d/task", proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        d = opendir(path);
+        if (!d)
+                return log_debug_errno(gone(-errno), "Failed to open %s: %m", path);
+
+        for (;;) {
+                uint64_t v;
+
+                errno = 0;
+                de = readdir(d);
+                if (!de) {
+                        if (errno)
+                                return log_debug_errno(gone(-errno), "Failed to read %s: %m", path);
+                        break;
+                }
+                /* ".", ".." and anything else that is not a thread id. */
+                if (parse_u64(de->d_name, 1, INT_MAX, &v) < 0)
+                        continue;
+                if (n == alloc) {
+                        size_t na = alloc ? alloc * 2 : 16;
+                        pid_t *t = realloc(tids, na * sizeof(*tids));
+                        if (!t)
+                                return -ENOMEM;
+                        tids = t;
+                        alloc = na;
+                }
+                tids[n++] = (pid_t) v;
+        }
+        if (n > 1)
+                qsort(tids, n, sizeof(*tids), cmp_pid);
+        *ret = TAKE_PTR(tids);
+        *ret_n = n;
+        return 0;
+}
+
+int proc_read_numa_maps(const char *proc_root, pid_t pid, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!proc_root || pid <= 0 || !ret)
+                return -EINVAL;
+        if (asprintf(&path, "%s/%d/numa_maps", proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        return read_small(path, ret, ret_len, PROC_NUMA_MAPS_MAX);
+}
