@@ -24,6 +24,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+/* The sink would be named as every message's CODE_FILE/CODE_LINE: leave them out. */
+#define SD_JOURNAL_SUPPRESS_LOCATION 1
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <systemd/sd-journal.h>
@@ -468,7 +470,10 @@ static int run(struct daemon *d) {
                 return log_error_errno(r, "Failed to create the event loop: %m");
 
         /* Blocked here, before any thread exists, so that every thread inherits the
-         * mask and the signals are only ever seen through the loop's signalfd. */
+         * mask and the signals are only ever seen through the loop's signalfd. Not
+         * with --once, which runs no loop: there SIGTERM keeps its default action. */
+        if (d->args->once)
+                goto manager;
         sigemptyset(&ss);
         sigaddset(&ss, SIGTERM);
         sigaddset(&ss, SIGINT);
@@ -483,6 +488,7 @@ static int run(struct daemon *d) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add the signal handlers: %m");
 
+manager:
         r = manager_new(d->event, &d->cfg, &(struct manager_opts) {
                                 .dry_run = d->args->dry_run,
                                 .proc_root = d->args->proc_root,

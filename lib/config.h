@@ -69,7 +69,8 @@ void config_defaults(struct nb_config *cfg);
 /* Loads path over the defaults. Returns 0 when the file is valid, -EINVAL when it has
  * errors (all in *errs; *cfg is then not to be used), -ENOENT if the file is missing
  * (a missing file is an error only when it was named explicitly: the caller decides),
- * or another -errno. */
+ * or another -errno. *cfg is written only on success, and then wholly (release what it
+ * held before with config_done()); errors are appended to *errs, which starts zeroed. */
 int config_load(const char *path, struct nb_config *cfg, struct config_errors *errs);
 void config_done(struct nb_config *cfg);
 void config_errors_done(struct config_errors *e);
