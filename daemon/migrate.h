@@ -7,8 +7,9 @@
  * readable (the process exited, its pid may be reused) by the end. Pages are first
  * located in query mode (nodes == NULL) so only pages not on the target are passed,
  * one address per huge page (hugetlb: by its page size); pages that report -EBUSY
- * are re-queried afterwards, because the other base pages of a transparent huge page
- * report -EBUSY when the whole THP moved with its first address. */
+ * are re-queried afterwards, because a base page of a transparent huge page can report
+ * -EBUSY when the whole THP moved with its first address (6.1: the second address of
+ * each THP does; the rest report the target node; see migrate.c). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
