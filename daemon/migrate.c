@@ -2,7 +2,6 @@
 /* The executor. See migrate.h for the contract and KERNEL-FACTS.md (move_pages, pid
  * reuse) for the kernel behaviour every step here is shaped by. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <numaif.h>
@@ -21,7 +20,7 @@
 #include "log.h"
 #include "migrate-internal.h"
 #include "migrate.h"
-#include "parse.h"
+#include "proc.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -158,39 +157,13 @@ uint64_t token_bucket_take(struct token_bucket *tb, uint64_t bytes, uint64_t now
 
 /* --- process identity -------------------------------------------------------- */
 
-/* Field 22 of /proc/<pid>/stat. comm (field 2) is chosen by the process and may hold
- * spaces and ')': fields are counted from the LAST ')'.
- * TODO: use proc_read_stat() once lib/proc.c implements it. */
 static int read_starttime(pid_t pid, uint64_t *ret) {
-        _cleanup_free_ char *buf = NULL;
-        char path[sizeof("/proc//stat") + 3 * sizeof(pid_t)];
-        const char *p, *end;
-        size_t len;
-        int r;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        r = read_file_at(AT_FDCWD, path, 4096, &buf, &len);
-        if (r == -ENOENT)
-                return -ESRCH;
+        struct proc_stat st;
+        int r = proc_read_stat("/proc", pid, &st);
         if (r < 0)
-                return r;
-        p = memrchr(buf, ')', len);
-        if (!p)
-                return -EINVAL;
-        p++;
-        end = buf + len;
-        for (unsigned field = 3;; field++) {
-                const char *tok;
-                while (p < end && *p == ' ')
-                        p++;
-                tok = p;
-                while (p < end && *p != ' ' && *p != '\n')
-                        p++;
-                if (p == tok)
-                        return -EINVAL;
-                if (field == 22)
-                        return parse_u64_n(tok, (size_t) (p - tok), 0, UINT64_MAX, ret);
-        }
+                return r == -ENOENT ? -ESRCH : r;
+        *ret = st.starttime;
+        return 0;
 }
 
 static int pidfd_open_pid(pid_t pid) {

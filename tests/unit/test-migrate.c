@@ -4,7 +4,6 @@
  * per-page classification and the token bucket arithmetic. Moving pages between nodes
  * is tested in tests/vm/test-migrate.sh. */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,31 +14,15 @@
 #include "migrate-internal.h"
 #include "migrate.h"
 #include "parse.h"
+#include "proc.h"
 #include "test.h"
 
 #define MB (UINT64_C(1) << 20)
 #define NS UINT64_C(1000000000)
 
 static uint64_t self_starttime(void) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len;
-        const char *p;
-        uint64_t v = 0;
-        unsigned field = 2;
-
-        if (read_file_at(AT_FDCWD, "/proc/self/stat", 4096, &buf, &len) < 0)
-                return 0;
-        p = strrchr(buf, ')');
-        while (p && *p) {
-                if (*p == ' ' && ++field == 22) {
-                        const char *e = strchr(p + 1, ' ');
-                        if (e && parse_u64_n(p + 1, (size_t) (e - p - 1), 0, UINT64_MAX, &v) == 0)
-                                return v;
-                        return 0;
-                }
-                p++;
-        }
-        return 0;
+        struct proc_stat st;
+        return proc_read_stat("/proc", getpid(), &st) < 0 ? 0 : st.starttime;
 }
 
 static uint64_t total(const struct migrate_job *j) {

@@ -36,6 +36,7 @@
 #include "migrate.h"
 #include "nodemask.h"
 #include "parse.h"
+#include "proc.h"
 
 #define MB (UINT64_C(1) << 20)
 #define THP_SIZE (2 * MB)
@@ -47,33 +48,13 @@ static int parse_hex_addr(const char *s, uint64_t *ret) {
         return parse_hex_u64_n(s, strlen(s), ret);
 }
 
-/* Field 22 of /proc/PID/stat, counted from the last ')' (comm may contain anything). */
 static int read_starttime(pid_t pid, uint64_t *ret) {
-        _cleanup_free_ char *buf = NULL;
-        char path[64];
-        const char *p, *tok;
-        size_t len;
-        unsigned field = 3;
-        int r;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        r = read_file_at(AT_FDCWD, path, 4096, &buf, &len);
+        struct proc_stat st;
+        int r = proc_read_stat("/proc", pid, &st);
         if (r < 0)
                 return r;
-        p = strrchr(buf, ')');
-        if (!p)
-                return -EINVAL;
-        for (p++;; field++) {
-                while (*p == ' ')
-                        p++;
-                tok = p;
-                while (*p && *p != ' ' && *p != '\n')
-                        p++;
-                if (p == tok)
-                        return -EINVAL;
-                if (field == 22)
-                        return parse_u64_n(tok, (size_t) (p - tok), 0, UINT64_MAX, ret);
-        }
+        *ret = st.starttime;
+        return 0;
 }
 
 static int cmd_target(int argc, char **argv) {
