@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
+#include "build-config.h"
 #include "ctl-show.h"
 #include "log.h"
 #include "parse.h"

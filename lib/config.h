@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "build-config.h"
 #include "cleanup.h"
 #include "nodemask.h"
 

@@ -404,7 +404,7 @@ SCENARIOS = {
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", default=os.environ.get("NUMABALANCED_RESULTS", "/tmp"))
     ap.add_argument("scenarios", nargs="+")
     a = ap.parse_args()
     env = Env(a.build, a.out)
