@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "locality.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-internal.h"
 #include "maps.h"
 #include "migrate.h"
 #include "numa_maps.h"
@@ -20,78 +22,6 @@
 #include "plan.h"
 #include "proc.h"
 #include "topology.h"
-
-/* A process whose layout did not change is scanned half as often each time, down to
- * scan_max_ms; any move or change brings it back to scan_min_ms. */
-#define BACKOFF_FACTOR 2
-/* A change of this many percent of its resident bytes, or of the local share,
- * counts as "changing" for the backoff. */
-#define CHANGE_PCT 5
-/* Each process moves at most this many batches' worth per tick, so that a tick (and
- * a SIGTERM waiting for it) stays bounded; the next tick continues. */
-#define BATCHES_PER_PROCESS_PER_TICK 4
-/* Ping-pong history kept per process. */
-#define HISTORY_MAX 256
-/* Invalid cgroup settings remembered so that each is logged once. */
-#define INVALID_SEEN_MAX 1024
-
-enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, _STAGE_MAX };
-
-struct cg_rec {
-        char *path;
-        enum cg_mode mode;
-        unsigned n_procs;
-        uint64_t pages[_MIG_CLASS_MAX];
-        uint64_t cost_ns[_STAGE_MAX];
-        bool seen;
-};
-
-struct proc_rec {
-        pid_t pid;
-        uint64_t starttime;
-        int pidfd;
-        char comm[64];
-        struct cg_rec *cg;         /* valid for the current tick */
-        struct placement_state pl;
-        uint64_t next_scan_ms, interval_ms;
-        struct plan_history hist[HISTORY_MAX];
-        size_t n_hist;
-        uint64_t pages[_MIG_CLASS_MAX];
-        uint64_t cost_ns[_STAGE_MAX];
-        enum plan_reason reason;
-        uint64_t planned_bytes;
-        uint64_t total_bytes, local_bytes;
-        uint64_t seen_tick;
-};
-
-struct manager {
-        sd_event *event;
-        sd_event_source *timer;
-        struct manager_opts opts;
-        char *proc_root, *sys_root;
-
-        /* A private copy of what the tick reads of the config. */
-        struct nb_config cfg;
-
-        struct topology *topo;
-        const struct placement_source *source;
-        struct migrator *migrator;
-
-        struct proc_rec **procs;   /* sorted by pid */
-        size_t n_procs;
-        struct cg_rec **cgs;
-        size_t n_cgs;
-
-        char **invalid_seen;
-        size_t n_invalid_seen;
-
-        uint64_t tick;
-        uint64_t moved_ring[60];   /* bytes moved per second slot, for "last minute" */
-        uint64_t ring_sec[60];
-        uint64_t total_pages[_MIG_CLASS_MAX];
-        uint64_t last_tick_ns;
-        volatile int cancel;
-};
 
 static uint64_t now_ns(clockid_t c) {
         struct timespec ts;
@@ -168,12 +98,17 @@ static struct proc_rec *find_proc(struct manager *m, pid_t pid) {
         return NULL;
 }
 
-static struct cg_rec *get_cg(struct manager *m, const char *path, enum cg_mode mode) {
+static struct cg_rec *get_cg(struct manager *m, const struct cgroup_entry *e) {
+        const char *path = e->path;
+        enum cg_mode mode = e->mode;
         struct cg_rec *c, **n;
+        struct stat st;
+        char full[4096];
 
         for (size_t i = 0; i < m->n_cgs; i++)
                 if (strcmp(m->cgs[i]->path, path) == 0) {
                         m->cgs[i]->mode = mode;
+                        m->cgs[i]->source = e->source;
                         return m->cgs[i];
                 }
         c = calloc(1, sizeof(*c));
@@ -190,6 +125,9 @@ static struct cg_rec *get_cg(struct manager *m, const char *path, enum cg_mode m
         }
         m->cgs = n;
         c->mode = mode;
+        c->source = e->source;
+        snprintf(full, sizeof(full), "%s%s", m->cfg.cgroup_root, strcmp(path, "/") == 0 ? "" : path);
+        c->owner = stat(full, &st) == 0 ? st.st_uid : 0;
         m->cgs[m->n_cgs++] = c;
         return c;
 }
@@ -285,8 +223,9 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
         r = proc_read_status(m->proc_root, p->pid, &status);
         if (r < 0)
                 return r;
+        p->uid = status.uid_real;
         if (status.vm_rss_kb < m->cfg.min_rss_kb) {
-                p->reason = REASON_BELOW_THRESHOLD;
+                p->reason = REASON_TOO_SMALL;
                 p->interval_ms = m->cfg.scan_max_ms;
                 p->next_scan_ms = now + p->interval_ms;
                 return 0;
@@ -365,6 +304,13 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
         }
         p->reason = s->plan.reason;
         p->planned_bytes = s->plan.bytes;
+        p->hot_node = s->plan.hot_node;
+        p->target_node = s->plan.n_moves ? s->plan.moves[0].target : -1;
+        memcpy(p->skipped_bytes, s->plan.skipped_bytes, sizeof(p->skipped_bytes));
+        p->last_scan_ms = now;
+        p->scans++;
+        p->mems_allowed = in.mems_allowed;
+        p->uid = status.uid_real;
 
         /* Backoff: scan often while misplaced or changing, rarely once settled. */
         if (s->plan.n_moves || primed == 0 || changing || p->interval_ms == 0)
@@ -515,7 +461,7 @@ int manager_tick(struct manager *m) {
         for (size_t e = 0; e < sel.n_entries; e++) {
                 _cleanup_free_ pid_t *pids = NULL;
                 size_t n_pids = 0;
-                struct cg_rec *cg = get_cg(m, sel.entries[e].path, sel.entries[e].mode);
+                struct cg_rec *cg = get_cg(m, &sel.entries[e]);
 
                 if (!cg)
                         continue;
@@ -559,6 +505,7 @@ int manager_tick(struct manager *m) {
                                 p->starttime = st.starttime;
                                 p->pidfd = fd;
                                 p->reason = _REASON_MAX;
+                                p->hot_node = p->target_node = -1;
                                 p->next_scan_ms = now;
                                 m->procs[m->n_procs++] = p;
                                 /* Kept sorted for find_proc(); appended at the end, so

@@ -17,6 +17,7 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_SHARED] = "shared",
         [REASON_COOLDOWN] = "cooldown",
         [REASON_TARGET_FULL] = "target-full",
+        [REASON_TOO_SMALL] = "too-small",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -30,6 +31,7 @@ static const char *const reason_texts[_REASON_MAX] = {
         [REASON_SHARED] = "the misplaced pages are shared with other processes (move_shared=no)",
         [REASON_COOLDOWN] = "it was moved to another node recently (cooldown_ms)",
         [REASON_TARGET_FULL] = "the target node is at its free-memory floor (free_floor_pct)",
+        [REASON_TOO_SMALL] = "its resident memory is below min_rss",
 };
 
 const char *plan_reason_name(enum plan_reason r) {

@@ -35,6 +35,7 @@ enum plan_reason {
         REASON_SHARED,            /* shared pages (mapmax > 1) */
         REASON_COOLDOWN,          /* moved to another node recently */
         REASON_TARGET_FULL,       /* the target node is at its free-memory floor */
+        REASON_TOO_SMALL,         /* resident memory below min_rss (set by the manager) */
         _REASON_MAX,
 };
 

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The manager's state, shared by the modules that report on it (control socket,
+ * metrics). Only manager.c changes it; the others read it on the event-loop thread,
+ * between ticks. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+#include "config.h"
+#include "manager.h"
+#include "migrate.h"
+#include "placement.h"
+#include "plan.h"
+#include "topology.h"
+
+/* A process whose layout did not change is scanned half as often each time, down to
+ * scan_max_ms; any move or change brings it back to scan_min_ms. */
+#define BACKOFF_FACTOR 2
+/* A change of this many percent of its resident bytes, or of the local share,
+ * counts as "changing" for the backoff. */
+#define CHANGE_PCT 5
+/* Each process moves at most this many batches' worth per tick, so that a tick (and
+ * a SIGTERM waiting for it) stays bounded; the next tick continues. */
+#define BATCHES_PER_PROCESS_PER_TICK 4
+/* Ping-pong history kept per process. */
+#define HISTORY_MAX 256
+/* Invalid cgroup settings remembered so that each is logged once. */
+#define INVALID_SEEN_MAX 1024
+
+/* Where the daemon's CPU time goes, per cgroup and process. */
+enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, _STAGE_MAX };
+
+struct cg_rec {
+        char *path;
+        enum cg_mode mode;
+        enum cg_source source;
+        uid_t owner;               /* owner of the cgroup directory */
+        unsigned n_procs;
+        uint64_t pages[_MIG_CLASS_MAX];
+        uint64_t cost_ns[_STAGE_MAX];
+        bool seen;
+};
+
+struct proc_rec {
+        pid_t pid;
+        uint64_t starttime;
+        int pidfd;
+        char comm[64];
+        struct cg_rec *cg;         /* valid for the current tick */
+        struct placement_state pl;
+        uint64_t next_scan_ms, interval_ms;
+        struct plan_history hist[HISTORY_MAX];
+        size_t n_hist;
+        uint64_t pages[_MIG_CLASS_MAX];
+        uint64_t cost_ns[_STAGE_MAX];
+        enum plan_reason reason;   /* of the last scan; _REASON_MAX before the first */
+        uint64_t planned_bytes;
+        int hot_node;              /* of the last scan, -1 if none */
+        int target_node;           /* of the last plan's first move, -1 if none */
+        uint64_t skipped_bytes[_REASON_MAX]; /* misplaced bytes left alone, last scan */
+        uint64_t last_scan_ms;
+        uint64_t scans;
+        nb_nodemask mems_allowed;
+        uid_t uid;                 /* real uid, for the control socket's filter */
+        uint64_t total_bytes, local_bytes;
+        uint64_t seen_tick;
+};
+
+struct manager {
+        sd_event *event;
+        sd_event_source *timer;
+        struct manager_opts opts;
+        char *proc_root, *sys_root;
+
+        /* A private copy of what the tick reads of the config. */
+        struct nb_config cfg;
+
+        struct topology *topo;
+        const struct placement_source *source;
+        struct migrator *migrator;
+
+        struct proc_rec **procs;   /* sorted by pid */
+        size_t n_procs;
+        struct cg_rec **cgs;
+        size_t n_cgs;
+
+        char **invalid_seen;
+        size_t n_invalid_seen;
+
+        uint64_t tick;
+        uint64_t moved_ring[60];   /* bytes moved per second slot, for "last minute" */
+        uint64_t ring_sec[60];
+        uint64_t total_pages[_MIG_CLASS_MAX];
+        uint64_t last_tick_ns;
+        volatile int cancel;
+};
+
