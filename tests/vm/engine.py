@@ -58,6 +58,7 @@ class Env:
         self.daemon = None
         self.daemon_log = None
         self.cgroups = []
+        self.last_log = ""
 
     # --- cgroups -------------------------------------------------------------
     def cgroup(self, name, mode=None, xattr="trusted.numabalanced", mems=None, cpus=None):
@@ -134,9 +135,13 @@ class Env:
         check(self.daemon.poll() is None, f"daemon exited at start: {self.log()}")
 
     def log(self):
-        return open(self.daemon_log).read() if self.daemon_log else ""
+        if not self.daemon_log:
+            return ""
+        self.last_log = open(self.daemon_log).read()
+        return self.last_log
 
     def stop_daemon(self):
+        self.log()
         if self.daemon and self.daemon.poll() is None:
             self.daemon.send_signal(signal.SIGTERM)
             try:
@@ -429,6 +434,9 @@ def main():
             env.cleanup()
             env.daemon_log = None
         res["seconds"] = round(time.time() - t0, 1)
+        if os.environ.get("NUMABALANCED_ENGINE_LOG"):
+            res["daemon_log"] = env.last_log
+
         print(json.dumps(res), flush=True)
         with open(os.path.join(a.out, f"engine-{name}.json"), "w") as f:
             json.dump(res, f, indent=1)
