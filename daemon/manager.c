@@ -2,6 +2,7 @@
 /* The tick. Everything the daemon knows lives in struct manager; one thread (the
  * event loop's) reads, decides and hands migration jobs to the workers. */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -610,6 +611,16 @@ void manager_status(struct manager *m, char *buf, size_t size) {
                  moved_last_minute(m) >> 20, m->source->name);
 }
 
+/* SIGTERM and SIGINT are blocked (sd-event takes them from a signalfd), so a pending
+ * one shows in sigpending() while the event loop waits for the migration workers. */
+static bool stop_pending(void *ctx) {
+        sigset_t set;
+        (void) ctx;
+        if (sigpending(&set) < 0)
+                return false;
+        return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
+}
+
 int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
         struct manager *m;
         nb_cpumask service;
@@ -650,6 +661,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 log_error_errno(r, "Failed to start the migration workers: %m");
                 goto fail;
         }
+        migrator_set_should_stop(m->migrator, stop_pending, m);
         *ret = m;
         return 0;
 fail:

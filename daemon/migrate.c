@@ -583,7 +583,12 @@ struct worker {
         pid_t running_pid;         /* 0: idle */
 };
 
+/* How often migrator_run() asks its should_stop callback. */
+#define POLL_STOP_NS 100000000L
+
 struct migrator {
+        bool (*should_stop)(void *ctx);
+        void *should_stop_ctx;
         pthread_mutex_t lock;
         pthread_cond_t work_cond;  /* workers: a job may be available, or shut down */
         pthread_cond_t done_cond;  /* migrator_run: a job finished */
@@ -786,13 +791,32 @@ int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs) {
         m->n_done = 0;
         m->first_pending = 0;
         pthread_cond_broadcast(&m->work_cond);
-        while (m->n_done < m->n_jobs)
-                pthread_cond_wait(&m->done_cond, &m->lock);
+        while (m->n_done < m->n_jobs) {
+                struct timespec ts;
+                /* Wake up now and then to ask whether to stop: the caller's event loop
+                 * cannot see a SIGTERM while it waits here. */
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += POLL_STOP_NS;
+                if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&m->done_cond, &m->lock, &ts);
+                if (m->should_stop && m->should_stop(m->should_stop_ctx))
+                        __atomic_store_n(&m->cancel, 1, __ATOMIC_RELAXED);
+        }
         m->jobs = NULL;
         m->state = NULL;
         m->n_jobs = 0;
         pthread_mutex_unlock(&m->lock);
         return 0;
+}
+
+void migrator_set_should_stop(struct migrator *m, bool (*should_stop)(void *ctx), void *ctx) {
+        pthread_mutex_lock(&m->lock);
+        m->should_stop = should_stop;
+        m->should_stop_ctx = ctx;
+        pthread_mutex_unlock(&m->lock);
 }
 
 void migrator_cancel(struct migrator *m) {

@@ -59,6 +59,9 @@ void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t 
 /* Runs all jobs on the workers and returns when every one is done (the results are in
  * the jobs). Jobs for the same pid are run one after the other. */
 int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs);
+/* While migrator_run() waits, it calls should_stop(ctx) every 100 ms on the caller's
+ * thread; true cancels like migrator_cancel(). */
+void migrator_set_should_stop(struct migrator *m, bool (*should_stop)(void *ctx), void *ctx);
 /* Asks running jobs to stop at the next batch boundary (SIGTERM); their counts stay exact. */
 void migrator_cancel(struct migrator *m);
 void migrator_free(struct migrator *m);
