@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 /* The sink would be named as every message's CODE_FILE/CODE_LINE: leave them out. */
@@ -85,17 +86,32 @@ static bool stderr_is_journal(void) {
         return (uint64_t) st.st_dev == dev && (uint64_t) st.st_ino == ino;
 }
 
-/* Structured fields (the message, its priority and errno) straight to the journal;
- * more fields (cgroup, pid, ...) can be added here when messages carry them. */
-static void journal_sink(int level, int error, const char *msg) {
-        int r;
+/* Structured fields straight to the journal: the message, its priority, errno, and
+ * the fields the message carries (NUMABALANCED_CGROUP=, NUMABALANCED_PID=, ...). */
+static void journal_sink(int level, int error, const struct log_fields *fields, const char *msg) {
+        char *strs[LOG_FIELDS_MAX + 4] = {};
+        struct iovec iov[LOG_FIELDS_MAX + 4];
+        size_t n = 0;
+        int r = -ENOMEM;
 
-        if (error > 0)
-                r = sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level, "ERRNO=%i", error,
-                                    "SYSLOG_IDENTIFIER=numabalanced", NULL);
-        else
-                r = sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", level,
-                                    "SYSLOG_IDENTIFIER=numabalanced", NULL);
+        if (asprintf(&strs[n++], "MESSAGE=%s", msg) < 0 ||
+            asprintf(&strs[n++], "PRIORITY=%i", level) < 0 ||
+            asprintf(&strs[n++], "SYSLOG_IDENTIFIER=numabalanced") < 0 ||
+            (error > 0 && asprintf(&strs[n++], "ERRNO=%i", error) < 0)) {
+                strs[n - 1] = NULL;
+                goto out;
+        }
+        for (size_t i = 0; fields && i < fields->n; i++)
+                if (asprintf(&strs[n++], "%s=%s", fields->f[i].name, fields->f[i].value) < 0) {
+                        strs[n - 1] = NULL;
+                        goto out;
+                }
+        for (size_t i = 0; i < n; i++)
+                iov[i] = (struct iovec) { .iov_base = strs[i], .iov_len = strlen(strs[i]) };
+        r = sd_journal_sendv(iov, (int) n);
+out:
+        for (size_t i = 0; i < n; i++)
+                free(strs[i]);
         if (r < 0)
                 fprintf(stderr, "<%d>%s\n", level, msg);  /* stderr is the journal too */
 }

@@ -64,6 +64,7 @@ struct proc_rec {
         nb_nodemask mems_allowed;
         uid_t uid;                 /* real uid, for the control socket's filter */
         uint64_t total_bytes, local_bytes;
+        uint64_t *node_bytes;      /* bytes per topology node index, last scan; NULL before */
         uint64_t seen_tick;
 };
 
@@ -93,6 +94,12 @@ struct manager {
         uint64_t ring_sec[60];
         uint64_t total_pages[_MIG_CLASS_MAX];
         uint64_t last_tick_ns;
+        uint64_t started_ms;       /* CLOCK_MONOTONIC, for the uptime */
+        void (*after_tick)(struct manager *m, void *userdata);  /* reports (metrics) */
+        void *after_tick_userdata;
         volatile int cancel;
 };
+
+/* Bytes moved in the last 60 s. */
+uint64_t manager_moved_last_minute(struct manager *m);
 

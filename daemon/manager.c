@@ -77,6 +77,7 @@ static void proc_rec_free(struct proc_rec *p) {
         if (p->pidfd >= 0)
                 close(p->pidfd);
         placement_state_done(&p->pl);
+        free(p->node_bytes);
         free(p);
 }
 
@@ -284,6 +285,10 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
                 changing = changed(p->total_bytes, loc.total_bytes) || changed(p->local_bytes, local);
                 p->total_bytes = loc.total_bytes;
                 p->local_bytes = local;
+                if (!p->node_bytes)
+                        p->node_bytes = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*p->node_bytes));
+                if (p->node_bytes)
+                        memcpy(p->node_bytes, loc.bytes, m->topo->n_nodes * sizeof(*p->node_bytes));
                 locality_done(&loc);
         }
         t2 = now_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -294,14 +299,22 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
 
         if (s->plan.reason != p->reason || (s->plan.n_moves && p->cg->mode == CG_MODE_ADVISE &&
                                               changed(p->planned_bytes, s->plan.bytes))) {
-                if (s->plan.n_moves)
-                        log_info("cgroup=%s pid=%d comm=%s: %s %" PRIu64 " KiB in %zu VMA(s) to node %d",
+                struct log_fields lf = {};
+                log_fields_str(&lf, "NUMABALANCED_CGROUP", p->cg->path);
+                log_fields_i64(&lf, "NUMABALANCED_PID", p->pid);
+                log_fields_str(&lf, "NUMABALANCED_REASON", plan_reason_name(s->plan.reason));
+                if (s->plan.n_moves) {
+                        log_fields_u64(&lf, "NUMABALANCED_PAGES", s->plan.bytes / 4096);
+                        log_fields_i64(&lf, "NUMABALANCED_TO", s->plan.moves[0].target);
+                        log_full_errno_fields(LOG_LVL_INFO, 0, &lf,
+                                 "cgroup=%s pid=%d comm=%s: %s %" PRIu64 " KiB in %zu VMA(s) to node %d",
                                  p->cg->path, (int) p->pid, p->comm,
                                  p->cg->mode == CG_MODE_ADVISE || m->opts.dry_run ? "advise: would move" : "moving",
                                  s->plan.bytes / 1024, s->plan.n_moves, s->plan.moves[0].target);
-                else
-                        log_info("cgroup=%s pid=%d comm=%s: not moving: %s (reason=%s)", p->cg->path, (int) p->pid,
-                                 p->comm, plan_reason_text(s->plan.reason), plan_reason_name(s->plan.reason));
+                } else
+                        log_full_errno_fields(LOG_LVL_INFO, 0, &lf, "cgroup=%s pid=%d comm=%s: not moving: %s (reason=%s)",
+                                 p->cg->path, (int) p->pid, p->comm, plan_reason_text(s->plan.reason),
+                                 plan_reason_name(s->plan.reason));
         }
         p->reason = s->plan.reason;
         p->planned_bytes = s->plan.bytes;
@@ -336,7 +349,7 @@ static void count_moved(struct manager *m, uint64_t bytes) {
         m->moved_ring[slot] += bytes;
 }
 
-static uint64_t moved_last_minute(struct manager *m) {
+uint64_t manager_moved_last_minute(struct manager *m) {
         uint64_t sec = now_ms() / 1000, sum = 0;
         for (size_t i = 0; i < ELEMENTSOF(m->moved_ring); i++)
                 if (m->ring_sec[i] + ELEMENTSOF(m->moved_ring) > sec)
@@ -565,6 +578,8 @@ int manager_tick(struct manager *m) {
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
         (void) manager_tick(m);
+        if (m->after_tick)
+                m->after_tick(m, m->after_tick_userdata);
         sd_event_source_set_time_relative(s, m->cfg.tick_ms * 1000);
         sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -575,6 +590,11 @@ int manager_start(struct manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add the tick timer: %m");
         return 0;
+}
+
+void manager_set_after_tick(struct manager *m, void (*fn)(struct manager *m, void *userdata), void *userdata) {
+        m->after_tick = fn;
+        m->after_tick_userdata = userdata;
 }
 
 int manager_reload(struct manager *m, const struct nb_config *cfg) {
@@ -608,7 +628,7 @@ void manager_status(struct manager *m, char *buf, size_t size) {
                 n_cg += m->cgs[i]->seen;
         snprintf(buf, size, "Watching %zu cgroup%s, %zu process%s; moved %" PRIu64 " MiB in the last minute; source %s",
                  n_cg, n_cg == 1 ? "" : "s", m->n_procs, m->n_procs == 1 ? "" : "es",
-                 moved_last_minute(m) >> 20, m->source->name);
+                 manager_moved_last_minute(m) >> 20, m->source->name);
 }
 
 /* SIGTERM and SIGINT are blocked (sd-event takes them from a signalfd), so a pending
@@ -630,6 +650,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         if (!m)
                 return -ENOMEM;
         m->event = sd_event_ref(e);
+        m->started_ms = now_ms();
         m->opts = *o;
         m->proc_root = strdup(o->proc_root ? o->proc_root : "/proc");
         m->sys_root = strdup(o->sys_root ? o->sys_root : "/sys");

@@ -27,6 +27,8 @@ int manager_tick(struct manager *m);
 int manager_reload(struct manager *m, const struct nb_config *cfg);
 /* Cancels migrations in flight at a batch boundary. */
 void manager_stop(struct manager *m);
+/* Called after every tick of the timer (not for manager_tick() called directly). */
+void manager_set_after_tick(struct manager *m, void (*fn)(struct manager *m, void *userdata), void *userdata);
 /* One-line STATUS= summary. */
 void manager_status(struct manager *m, char *buf, size_t size);
 void manager_free(struct manager *m);

@@ -405,10 +405,19 @@ log:
                   " gone=%" PRIu64 " refused=%" PRIu64
 #define BATCH_ARGS job->cgroup ? job->cgroup : "-", (int) job->pid, jr->n_base, from, job->target_node, \
                    res[MIG_MOVED], res[MIG_BUSY], res[MIG_GONE], res[MIG_REFUSED]
-        if (call_error)
-                (void) log_info_errno(call_error, BATCH_FMT " error=%m", BATCH_ARGS);
-        else
-                (void) log_info(BATCH_FMT, BATCH_ARGS);
+        {
+                struct log_fields lf = {};
+                log_fields_str(&lf, "NUMABALANCED_CGROUP", job->cgroup);
+                log_fields_i64(&lf, "NUMABALANCED_PID", job->pid);
+                log_fields_u64(&lf, "NUMABALANCED_PAGES", jr->n_base);
+                log_fields_str(&lf, "NUMABALANCED_FROM", from);
+                log_fields_i64(&lf, "NUMABALANCED_TO", job->target_node);
+                log_fields_u64(&lf, "NUMABALANCED_MOVED", res[MIG_MOVED]);
+                if (call_error)
+                        (void) log_full_errno_fields(LOG_LVL_INFO, call_error, &lf, BATCH_FMT " error=%m", BATCH_ARGS);
+                else
+                        (void) log_full_errno_fields(LOG_LVL_INFO, 0, &lf, BATCH_FMT, BATCH_ARGS);
+        }
 #undef BATCH_FMT
 #undef BATCH_ARGS
 drop:

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include "log.h"
@@ -30,20 +31,69 @@ int log_parse_level(const char *s) {
         return -EINVAL;
 }
 
-int log_internal(int level, int error, const char *fmt, ...) {
+static struct log_field *field_add(struct log_fields *lf, const char *name) {
+        struct log_field *f;
+        if (!lf || lf->n >= LOG_FIELDS_MAX)
+                return NULL;
+        f = &lf->f[lf->n++];
+        f->name = name;
+        f->buf[0] = 0;
+        return f;
+}
+
+void log_fields_str(struct log_fields *lf, const char *name, const char *value) {
+        struct log_field *f = field_add(lf, name);
+        if (f)
+                f->value = value ? value : "-";
+}
+
+void log_fields_i64(struct log_fields *lf, const char *name, int64_t value) {
+        struct log_field *f = field_add(lf, name);
+        if (f) {
+                snprintf(f->buf, sizeof(f->buf), "%" PRId64, value);
+                f->value = f->buf;
+        }
+}
+
+void log_fields_u64(struct log_fields *lf, const char *name, uint64_t value) {
+        struct log_field *f = field_add(lf, name);
+        if (f) {
+                snprintf(f->buf, sizeof(f->buf), "%" PRIu64, value);
+                f->value = f->buf;
+        }
+}
+
+static int log_va(int level, int error, const struct log_fields *fields, const char *fmt, va_list ap) {
         char msg[2048];
-        va_list ap;
         int e = error < 0 ? -error : error;
 
         /* %m must print the error we were given, not whatever errno holds now. */
         errno = e;
-        va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
 
         if (sink)
-                sink(level, e, msg);
+                sink(level, e, fields && fields->n ? fields : NULL, msg);
         else
                 fprintf(stderr, "%s\n", msg);
         return -e;
+}
+
+int log_internal(int level, int error, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = log_va(level, error, NULL, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int log_internal_fields(int level, int error, const struct log_fields *fields, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = log_va(level, error, fields, fmt, ap);
+        va_end(ap);
+        return r;
 }

@@ -6,12 +6,35 @@
 #pragma once
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include "cleanup.h"
 
 enum log_level { LOG_LVL_ERR = 3, LOG_LVL_WARNING = 4, LOG_LVL_NOTICE = 5, LOG_LVL_INFO = 6, LOG_LVL_DEBUG = 7 };
 
-/* A sink receives the level, the error (0 if none) and the formatted message. */
-typedef void (*log_sink_fn)(int level, int error, const char *msg);
+/* Structured fields attached to one message, for a sink that can keep them (the
+ * journal): NAME=value pairs, NAME in journal style (A-Z, 0-9, '_'). The stderr sink
+ * prints the message only, so a message must read well without its fields. Values
+ * are referenced, not copied (strings), or formatted into the field (numbers): a
+ * struct log_fields lives on the caller's stack around one log call. */
+#define LOG_FIELDS_MAX 8
+struct log_field {
+        const char *name;
+        const char *value;
+        char buf[24];
+};
+struct log_fields {
+        size_t n;
+        struct log_field f[LOG_FIELDS_MAX];
+};
+/* Beyond LOG_FIELDS_MAX fields, the extra ones are dropped. A NULL string is "-". */
+void log_fields_str(struct log_fields *lf, const char *name, const char *value);
+void log_fields_i64(struct log_fields *lf, const char *name, int64_t value);
+void log_fields_u64(struct log_fields *lf, const char *name, uint64_t value);
+
+/* A sink receives the level, the error (0 if none), the fields (NULL if none) and the
+ * formatted message. It may be called from any thread. */
+typedef void (*log_sink_fn)(int level, int error, const struct log_fields *fields, const char *msg);
 
 void log_set_max_level(int level);
 int log_get_max_level(void);
@@ -20,10 +43,17 @@ int log_parse_level(const char *s);        /* "err", "warning", "notice", "info"
 const char *log_level_name(int level);
 
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
+int log_internal_fields(int level, int error, const struct log_fields *fields, const char *fmt, ...) _printf_(4, 5);
 
 #define log_full_errno(level, error, ...)                                       \
         ({ int _l = (level), _e = (error);                                      \
            (_l <= log_get_max_level()) ? log_internal(_l, _e, __VA_ARGS__)      \
+                                       : -(_e < 0 ? -_e : _e); })
+
+/* The same with structured fields (fields may be NULL). */
+#define log_full_errno_fields(level, error, fields, ...)                        \
+        ({ int _l = (level), _e = (error);                                      \
+           (_l <= log_get_max_level()) ? log_internal_fields(_l, _e, (fields), __VA_ARGS__) \
                                        : -(_e < 0 ? -_e : _e); })
 
 #define log_debug(...)   log_full_errno(LOG_LVL_DEBUG, 0, __VA_ARGS__)
