@@ -31,10 +31,12 @@
 #include <systemd/sd-event.h>
 #include <systemd/sd-journal.h>
 #include "config.h"
+#include "control.h"
 #include "log.h"
 #include "manager.h"
 #include "nodemask.h"
 #include "parse.h"
+#include "report.h"
 
 /* How often STATUS= is refreshed from manager_status(). */
 #define STATUS_INTERVAL_USEC (5 * UINT64_C(1000000))
@@ -47,6 +49,7 @@ struct args {
         bool once, dry_run, foreground;
         int log_level;               /* -1: from the config */
         const char *proc_root, *sys_root;
+        const char *control_socket;  /* CONTROL_SOCKET_DEFAULT, "" for none */
 };
 
 /* kernel.numa_balancing as we found it, and whether we changed it. */
@@ -61,6 +64,8 @@ struct daemon {
         struct args *args;
         sd_event *event;
         struct manager *manager;
+        struct control *control;
+        int metrics_error;           /* the last failure to write metrics_path, logged once */
         struct nb_config cfg;        /* running; service_cpus resolved to the pinned set */
         nb_cpumask service_configured;  /* service_cpus as written in the config */
         struct knb_state knb;
@@ -421,6 +426,26 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         return sd_event_exit(d->event, 0);
 }
 
+/* The metrics file after every tick. A failure is logged when it first happens (and
+ * when it changes), not every tick; so is the recovery. */
+static void write_metrics(struct daemon *d) {
+        const char *path = d->cfg.metrics_path;
+        int r;
+
+        if (!path || !path[0])
+                return;
+        r = report_write_metrics(d->manager, path);
+        if (r < 0 && r != d->metrics_error)
+                log_warning_errno(r, "Failed to write the metrics to %s, ignoring: %m", path);
+        else if (r >= 0 && d->metrics_error)
+                log_info("Writing the metrics to %s again", path);
+        d->metrics_error = r < 0 ? r : 0;
+}
+
+static void after_tick(struct manager *m, void *userdata) {
+        write_metrics(userdata);
+}
+
 /* A new configuration: validated completely before anything changes. */
 static int reload(struct daemon *d) {
         struct nb_config cfg = {};
@@ -517,9 +542,16 @@ manager:
                 r = manager_tick(d->manager);
                 if (r < 0)
                         return log_error_errno(r, "The tick failed: %m");
+                write_metrics(d);
                 return 0;
         }
 
+        if (d->args->control_socket[0]) {
+                r = control_new(d->event, d->args->control_socket, d->manager, &d->control);
+                if (r < 0)
+                        return r;
+        }
+        manager_set_after_tick(d->manager, after_tick, d);
         r = manager_start(d->manager);
         if (r < 0)
                 return r;
@@ -561,12 +593,14 @@ static void help(void) {
                "  -l, --log-level LEVEL    err, warning, notice, info or debug (wins over the config)\n"
                "      --proc-root DIR      where /proc is (for tests; default /proc)\n"
                "      --sys-root DIR       where /sys is (for tests; default /sys)\n"
+               "      --control-socket PATH where numabalancectl connects (default %s;\n"
+               "                           \"\" for none)\n"
                "  -V, --version            print the version and exit\n"
                "  -h, --help               print this help and exit\n",
-               CONFIG_DEFAULT_PATH);
+               CONFIG_DEFAULT_PATH, CONTROL_SOCKET_DEFAULT);
 }
 
-enum { OPT_ONCE = 256, OPT_CHECK, OPT_PROC_ROOT, OPT_SYS_ROOT };
+enum { OPT_ONCE = 256, OPT_CHECK, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_CONTROL_SOCKET };
 
 /* Returns 1 to go on, 0 to exit successfully (--help, --version), -EINVAL on misuse. */
 static int parse_args(int argc, char **argv, struct args *a) {
@@ -579,6 +613,7 @@ static int parse_args(int argc, char **argv, struct args *a) {
                 { "log-level", required_argument, NULL, 'l' },
                 { "proc-root", required_argument, NULL, OPT_PROC_ROOT },
                 { "sys-root", required_argument, NULL, OPT_SYS_ROOT },
+                { "control-socket", required_argument, NULL, OPT_CONTROL_SOCKET },
                 { "version", no_argument, NULL, 'V' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -623,6 +658,13 @@ static int parse_args(int argc, char **argv, struct args *a) {
                 case OPT_SYS_ROOT:
                         a->sys_root = optarg;
                         break;
+                case OPT_CONTROL_SOCKET:
+                        if (optarg[0] && optarg[0] != '/') {
+                                fprintf(stderr, "--control-socket: \"%s\" is not an absolute path\n", optarg);
+                                return -EINVAL;
+                        }
+                        a->control_socket = optarg;
+                        break;
                 case 'V':
                         printf("numabalanced %s\n", PACKAGE_VERSION);
                         return 0;
@@ -647,6 +689,7 @@ int main(int argc, char **argv) {
                 .log_level = -1,
                 .proc_root = "/proc",
                 .sys_root = "/sys",
+                .control_socket = CONTROL_SOCKET_DEFAULT,
         };
         struct daemon d = { .args = &a };
         int r;
@@ -684,6 +727,7 @@ int main(int argc, char **argv) {
                 r = run(&d);
         }
 
+        control_free(d.control);
         manager_free(d.manager);
         knb_restore(&d.knb);
         free(d.knb.path);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
+#include "cgroup.h"
 #include "config.h"
 #include "manager.h"
 #include "migrate.h"

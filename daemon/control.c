@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* control: the Unix socket, its connections, one request and one reply each. */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "cleanup.h"
+#include "control.h"
+#include "log.h"
+#include "parse.h"
+#include "report.h"
+
+/* Connections accepted per wake-up of the listening socket, so that a flood of
+ * connections cannot hold the loop. */
+#define ACCEPT_PER_WAKEUP 32
+/* After the reply, at most this much more input is read and dropped before closing. */
+#define CONTROL_DRAIN_MAX (1024 * 1024)
+
+struct conn {
+        struct control *ctl;
+        struct conn *prev, *next;
+        int fd;
+        uid_t uid;
+        pid_t peer_pid;
+        sd_event_source *io, *timer;
+        char in[CONTROL_REQUEST_MAX];
+        size_t in_len;
+        char *out;                 /* the reply, once there is one */
+        size_t out_len, out_off;
+        bool draining;             /* reply sent: reading what is left until EOF */
+        size_t drained;
+};
+
+struct control {
+        sd_event *event;
+        struct manager *manager;
+        char *path;
+        int fd;
+        dev_t dev;
+        ino_t ino;
+        sd_event_source *listen_src;
+        struct conn *conns;
+        unsigned n_conns;
+};
+
+/* ---- the request ---------------------------------------------------------------- */
+
+int control_parse_request(const char *buf, size_t len, struct control_request *ret, const char **ret_error) {
+        char line[CONTROL_REQUEST_MAX + 1];
+        uint64_t pid;
+
+        if (len && buf[len - 1] == '\r')
+                len--;
+        if (len == 0) {
+                *ret_error = "empty request (accepted: status, list, explain PID)";
+                return -EINVAL;
+        }
+        if (len > CONTROL_REQUEST_MAX - 1) {
+                *ret_error = "request too long (at most 256 bytes with its newline)";
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char) buf[i] < 0x20 || (unsigned char) buf[i] >= 0x7f) {
+                        *ret_error = "request contains a control or non-ASCII byte";
+                        return -EINVAL;
+                }
+        memcpy(line, buf, len);
+        line[len] = 0;
+
+        if (strcmp(line, "status") == 0) {
+                *ret = (struct control_request) { .cmd = CONTROL_STATUS };
+                return 0;
+        }
+        if (strcmp(line, "list") == 0) {
+                *ret = (struct control_request) { .cmd = CONTROL_LIST };
+                return 0;
+        }
+        if (strcmp(line, "explain") == 0) {
+                *ret_error = "explain needs a PID";
+                return -EINVAL;
+        }
+        if (strncmp(line, "explain ", 8) == 0) {
+                if (parse_u64(line + 8, 1, INT32_MAX, &pid) < 0) {
+                        *ret_error = "explain: not a valid PID (a decimal number from 1)";
+                        return -EINVAL;
+                }
+                *ret = (struct control_request) { .cmd = CONTROL_EXPLAIN, .pid = (pid_t) pid };
+                return 0;
+        }
+        *ret_error = "unknown command (accepted: status, list, explain PID)";
+        return -EINVAL;
+}
+
+/* ---- connections ------------------------------------------------------------------ */
+
+static void source_free(sd_event_source **s) {
+        if (*s) {
+                sd_event_source_set_enabled(*s, SD_EVENT_OFF);
+                *s = sd_event_source_unref(*s);
+        }
+}
+
+static void conn_free(struct conn *k) {
+        struct control *c = k->ctl;
+
+        source_free(&k->io);
+        source_free(&k->timer);
+        if (k->fd >= 0)
+                close(k->fd);
+        free(k->out);
+        if (k->prev)
+                k->prev->next = k->next;
+        else
+                c->conns = k->next;
+        if (k->next)
+                k->next->prev = k->prev;
+        c->n_conns--;
+        free(k);
+}
+
+/* Writes what the peer takes now. Returns 1 when done (or when the peer is gone:
+ * either way the connection is finished), 0 to wait for EPOLLOUT. */
+static int conn_send(struct conn *k) {
+        while (k->out_off < k->out_len) {
+                ssize_t n = send(k->fd, k->out + k->out_off, k->out_len - k->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return 0;
+                        log_debug_errno(-errno, "control: pid %d went away before reading its reply, ignoring: %m",
+                                        (int) k->peer_pid);
+                        return 1;
+                }
+                k->out_off += (size_t) n;
+        }
+        return 1;
+}
+
+/* The reply is out. Closing now with unread input (the rest of an oversized
+ * request) would make the kernel reset the connection, and the peer could lose the
+ * reply: end our side, and read and drop what comes until the peer closes too. */
+static void conn_drain(struct conn *k) {
+        k->draining = true;
+        if (shutdown(k->fd, SHUT_WR) < 0 ||
+            sd_event_source_set_io_events(k->io, EPOLLIN) < 0 ||
+            sd_event_source_set_time_relative(k->timer, CONTROL_TIMEOUT_USEC) < 0 ||
+            sd_event_source_set_enabled(k->timer, SD_EVENT_ONESHOT) < 0)
+                conn_free(k);
+}
+
+static void conn_drain_read(struct conn *k) {
+        char buf[4096];
+        for (;;) {
+                ssize_t n = recv(k->fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN && k->drained < CONTROL_DRAIN_MAX)
+                        return;
+                if (n <= 0 || (k->drained += (size_t) n) >= CONTROL_DRAIN_MAX) {
+                        conn_free(k);
+                        return;
+                }
+        }
+}
+
+/* The reply is complete in k->out: switch to writing it. Finishes the connection
+ * if it can be written at once. */
+static void conn_reply(struct conn *k) {
+        if (conn_send(k)) {
+                conn_drain(k);
+                return;
+        }
+        if (sd_event_source_set_io_events(k->io, EPOLLOUT) < 0 ||
+            sd_event_source_set_time_relative(k->timer, CONTROL_WRITE_TIMEOUT_USEC) < 0 ||
+            sd_event_source_set_enabled(k->timer, SD_EVENT_ONESHOT) < 0)
+                conn_free(k);
+}
+
+static void conn_reply_error(struct conn *k, const char *msg) {
+        FILE *f = open_memstream(&k->out, &k->out_len);
+        if (!f) {
+                conn_free(k);
+                return;
+        }
+        report_error(f, msg);
+        if (fclose(f) != 0) {
+                conn_free(k);
+                return;
+        }
+        conn_reply(k);
+}
+
+static void conn_handle(struct conn *k, const char *line, size_t len) {
+        struct control_request req;
+        const char *error = NULL;
+        FILE *f;
+        int r;
+
+        r = control_parse_request(line, len, &req, &error);
+        if (r < 0) {
+                log_debug("control: pid %d uid %u: %s", (int) k->peer_pid, (unsigned) k->uid, error);
+                conn_reply_error(k, error);
+                return;
+        }
+        f = open_memstream(&k->out, &k->out_len);
+        if (!f) {
+                conn_free(k);
+                return;
+        }
+        switch (req.cmd) {
+        case CONTROL_STATUS:
+                r = report_status(k->ctl->manager, k->uid, f);
+                break;
+        case CONTROL_LIST:
+                r = report_list(k->ctl->manager, k->uid, f);
+                break;
+        case CONTROL_EXPLAIN:
+                r = report_explain(k->ctl->manager, k->uid, req.pid, f);
+                break;
+        default:
+                r = -EINVAL;
+        }
+        if (fclose(f) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0) {
+                free(k->out);
+                k->out = NULL;
+                k->out_len = 0;
+                log_warning_errno(r, "control: cannot build the reply for pid %d, ignoring: %m", (int) k->peer_pid);
+                conn_reply_error(k, "internal error: cannot build the reply");
+                return;
+        }
+        conn_reply(k);
+}
+
+static void conn_read(struct conn *k) {
+        char *nl;
+        ssize_t n;
+
+        n = recv(k->fd, k->in + k->in_len, sizeof(k->in) - k->in_len, MSG_DONTWAIT);
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                        return;
+                log_debug_errno(-errno, "control: reading from pid %d failed, closing: %m", (int) k->peer_pid);
+                conn_free(k);
+                return;
+        }
+        if (n == 0) {
+                /* The peer closed its side: what came is the request (or nothing). */
+                if (k->in_len == 0) {
+                        conn_reply_error(k, "empty request (accepted: status, list, explain PID)");
+                        return;
+                }
+                conn_handle(k, k->in, k->in_len);
+                return;
+        }
+        k->in_len += (size_t) n;
+        nl = memchr(k->in, '\n', k->in_len);
+        if (nl) {
+                conn_handle(k, k->in, (size_t) (nl - k->in));
+                return;
+        }
+        if (k->in_len == sizeof(k->in))
+                conn_reply_error(k, "request too long (at most 256 bytes with its newline)");
+}
+
+static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct conn *k = userdata;
+
+        if (k->draining) {
+                conn_drain_read(k);
+                return 0;
+        }
+        if (k->out) {
+                if (conn_send(k))
+                        conn_drain(k);
+                return 0;
+        }
+        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                conn_read(k);
+        return 0;
+}
+
+static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct conn *k = userdata;
+
+        if (k->draining) {
+                conn_free(k);
+                return 0;
+        }
+        if (k->out) {
+                log_debug("control: pid %d did not read its reply in time, closing", (int) k->peer_pid);
+                conn_free(k);
+                return 0;
+        }
+        log_debug("control: pid %d sent no complete request in time", (int) k->peer_pid);
+        conn_reply_error(k, "timeout: no complete request within 2 s");
+        return 0;
+}
+
+static void refuse_busy(int fd) {
+        static const char msg[] = "{\"error\":\"busy: too many connections, try again\"}\n";
+        (void) send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct control *c = userdata;
+
+        for (int i = 0; i < ACCEPT_PER_WAKEUP; i++) {
+                struct ucred cred;
+                socklen_t cl = sizeof(cred);
+                struct conn *k;
+                int cfd, r;
+
+                cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0) {
+                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                                log_debug_errno(-errno, "control: accept failed, ignoring: %m");
+                        return 0;
+                }
+                if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+                        log_debug_errno(-errno, "control: cannot get the peer's credentials, closing: %m");
+                        close(cfd);
+                        continue;
+                }
+                if (c->n_conns >= CONTROL_CONNECTIONS_MAX) {
+                        log_debug("control: %u connections open, refusing pid %d", c->n_conns, (int) cred.pid);
+                        refuse_busy(cfd);
+                        continue;
+                }
+                k = calloc(1, sizeof(*k));
+                if (!k) {
+                        close(cfd);
+                        continue;
+                }
+                *k = (struct conn) { .ctl = c, .fd = cfd, .uid = cred.uid, .peer_pid = cred.pid, .next = c->conns };
+                if (c->conns)
+                        c->conns->prev = k;
+                c->conns = k;
+                c->n_conns++;
+                r = sd_event_add_io(c->event, &k->io, cfd, EPOLLIN, on_conn_io, k);
+                if (r >= 0)
+                        r = sd_event_add_time_relative(c->event, &k->timer, CLOCK_MONOTONIC, CONTROL_TIMEOUT_USEC, 0,
+                                                       on_conn_timeout, k);
+                if (r < 0) {
+                        log_debug_errno(r, "control: cannot watch a connection, closing: %m");
+                        conn_free(k);
+                }
+        }
+        return 0;
+}
+
+/* ---- the socket ------------------------------------------------------------------- */
+
+static int mkdir_parents(const char *path) {
+        _cleanup_free_ char *p = strdup(path);
+        char *slash;
+
+        if (!p)
+                return -ENOMEM;
+        slash = strrchr(p, '/');
+        if (!slash || slash == p)
+                return 0;
+        *slash = 0;
+        for (char *q = p + 1; *q; q++) {
+                if (*q != '/')
+                        continue;
+                *q = 0;
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *q = '/';
+        }
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* A socket file left by a previous run that nobody listens on any more is removed;
+ * a live one means another daemon. */
+static int clear_stale(const struct sockaddr_un *sa, socklen_t sl) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (lstat(sa->sun_path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -EEXIST;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (const struct sockaddr *) sa, sl) == 0)
+                return -EADDRINUSE;
+        if (unlink(sa->sun_path) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+int control_new(sd_event *e, const char *path, struct manager *m, struct control **ret) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        socklen_t sl;
+        struct control *c;
+        struct stat st;
+        int r;
+
+        if (!path || path[0] != '/' || strlen(path) >= sizeof(sa.sun_path))
+                return log_error_errno(-EINVAL, "Control socket path \"%s\" must be absolute and shorter than %zu bytes",
+                                       path ? path : "", sizeof(sa.sun_path));
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        sl = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1);
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        c->fd = -1;
+        c->event = sd_event_ref(e);
+        c->manager = m;
+        c->path = strdup(path);
+        if (!c->path) {
+                r = log_error_errno(-ENOMEM, "Out of memory");
+                goto fail;
+        }
+        r = mkdir_parents(path);
+        if (r < 0) {
+                log_error_errno(r, "Failed to create the directory of the control socket %s: %m", path);
+                goto fail;
+        }
+        r = clear_stale(&sa, sl);
+        if (r == -EADDRINUSE) {
+                log_error_errno(r, "Another process is listening on %s (is numabalanced already running?)", path);
+                goto fail;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot replace %s with the control socket: %m", path);
+                goto fail;
+        }
+        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->fd < 0) {
+                r = log_error_errno(-errno, "Failed to create the control socket: %m");
+                goto fail;
+        }
+        if (bind(c->fd, (struct sockaddr *) &sa, sl) < 0) {
+                r = log_error_errno(-errno, "Failed to bind the control socket to %s: %m", path);
+                goto fail;
+        }
+        /* Everyone may ask; what they see depends on who they are. */
+        if (chmod(path, 0666) < 0 || stat(path, &st) < 0) {
+                r = log_error_errno(-errno, "Failed to make %s accessible: %m", path);
+                goto fail;
+        }
+        c->dev = st.st_dev;
+        c->ino = st.st_ino;
+        if (listen(c->fd, CONTROL_CONNECTIONS_MAX) < 0) {
+                r = log_error_errno(-errno, "Failed to listen on %s: %m", path);
+                goto fail;
+        }
+        r = sd_event_add_io(e, &c->listen_src, c->fd, EPOLLIN, on_accept, c);
+        if (r < 0) {
+                log_error_errno(r, "Failed to watch the control socket: %m");
+                goto fail;
+        }
+        log_info("Listening on %s", path);
+        *ret = c;
+        return 0;
+fail:
+        control_free(c);
+        return r;
+}
+
+void control_free(struct control *c) {
+        struct stat st;
+
+        if (!c)
+                return;
+        while (c->conns)
+                conn_free(c->conns);
+        source_free(&c->listen_src);
+        if (c->fd >= 0) {
+                close(c->fd);
+                /* Only the socket this daemon made: a newer daemon may have replaced it. */
+                if (c->path && c->ino && stat(c->path, &st) == 0 && st.st_dev == c->dev && st.st_ino == c->ino)
+                        (void) unlink(c->path);
+        }
+        free(c->path);
+        sd_event_unref(c->event);
+        free(c);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* control: the Unix stream socket numabalancectl talks to.
+ *
+ * Protocol: one request per connection, a single line of at most CONTROL_REQUEST_MAX
+ * bytes including its newline:
+ *     status | list | explain <pid>
+ * The reply is one JSON document (report.h), then the daemon closes the connection.
+ * Anything else (unknown command, bad pid, a line too long, nothing within
+ * CONTROL_TIMEOUT_USEC) gets {"error": "..."} where the client can still read it.
+ *
+ * The socket is mode 0666: anyone may ask, and the answer is filtered by the peer's
+ * uid (SO_PEERCRED) as report.h describes. Everything runs on the event loop without
+ * blocking it: the socket and the connections are non-blocking, replies are buffered
+ * and written as the peer reads them, and at most CONTROL_CONNECTIONS_MAX connections
+ * are served at a time (more are answered "busy" and closed). */
+#pragma once
+#include <stddef.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#define CONTROL_SOCKET_DEFAULT "/run/numabalanced/control"
+#define CONTROL_REQUEST_MAX 256
+#define CONTROL_CONNECTIONS_MAX 16
+/* A client must send its request within this, and read the reply within
+ * CONTROL_WRITE_TIMEOUT_USEC. */
+#define CONTROL_TIMEOUT_USEC (2 * UINT64_C(1000000))
+#define CONTROL_WRITE_TIMEOUT_USEC (10 * UINT64_C(1000000))
+
+enum control_cmd { CONTROL_STATUS, CONTROL_LIST, CONTROL_EXPLAIN };
+
+struct control_request {
+        enum control_cmd cmd;
+        pid_t pid;                 /* explain */
+};
+
+/* Parses one request line (buf[0..len), the newline excluded; a trailing '\r' is
+ * accepted). Returns 0, or -EINVAL with *ret_error set to a static message. */
+int control_parse_request(const char *buf, size_t len, struct control_request *ret, const char **ret_error);
+
+struct manager;
+struct control;
+
+/* Creates the socket at path (and its directory, mode 0755, if missing; a stale
+ * socket left by a previous run is replaced, a live one is -EADDRINUSE) and adds it to
+ * the event loop. Logs its errors. */
+int control_new(sd_event *e, const char *path, struct manager *m, struct control **ret);
+/* Closes every connection and the socket, and removes the socket file. */
+void control_free(struct control *c);

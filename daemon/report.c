@@ -1,0 +1,666 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* report: JSON views of the manager's state and the Prometheus metrics file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "build-config.h"
+#include "json.h"
+#include "log.h"
+#include "migrate.h"
+#include "nodemask.h"
+#include "parse.h"
+#include "proc.h"
+#include "report.h"
+
+static const char *const stage_names[_STAGE_MAX] = {
+        [STAGE_READ] = "read",
+        [STAGE_DECIDE] = "decide",
+        [STAGE_MIGRATE] = "migrate",
+};
+
+static const char *const source_names[] = {
+        [CG_FROM_NONE] = "none",
+        [CG_FROM_CONFIG] = "config",
+        [CG_FROM_TRUSTED] = "trusted.numabalanced",
+        [CG_FROM_USER] = "user.numabalanced",
+};
+
+static uint64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+static uint64_t process_cpu_ns(void) {
+        struct timespec ts;
+        if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
+                return 0;
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+static const char *source_name(enum cg_source s) {
+        return (unsigned) s < ELEMENTSOF(source_names) ? source_names[s] : "?";
+}
+
+bool report_cg_visible(const struct cg_rec *c, uid_t uid) {
+        return uid == 0 || (c && c->owner == uid);
+}
+
+bool report_proc_visible(const struct proc_rec *p, uid_t uid) {
+        return uid == 0 || p->uid == uid || (p->cg && p->cg->owner == uid);
+}
+
+/* The cgroup records the tick of now refers to (opted in at the last tick). */
+static size_t n_active_cgs(const struct manager *m) {
+        size_t n = 0;
+        for (size_t i = 0; i < m->n_cgs; i++)
+                n += m->cgs[i]->seen;
+        return n;
+}
+
+/* ---- JSON pieces ---------------------------------------------------------------- */
+
+static void put_pages(struct json *j, const uint64_t pages[_MIG_CLASS_MAX]) {
+        json_object_begin(j);
+        for (int c = 0; c < _MIG_CLASS_MAX; c++) {
+                json_key(j, migrate_class_name(c));
+                json_u64(j, pages[c]);
+        }
+        json_object_end(j);
+}
+
+static void put_cost(struct json *j, const uint64_t cost[_STAGE_MAX]) {
+        uint64_t total = 0;
+        json_object_begin(j);
+        for (int s = 0; s < _STAGE_MAX; s++) {
+                json_key(j, stage_names[s]);
+                json_u64(j, cost[s]);
+                total += cost[s];
+        }
+        json_key(j, "total");
+        json_u64(j, total);
+        json_object_end(j);
+}
+
+static void put_node_or_null(struct json *j, int node) {
+        if (node >= 0)
+                json_i64(j, node);
+        else
+                json_null(j);
+}
+
+static double share(uint64_t part, uint64_t total) {
+        return total ? (double) part / (double) total : 0.0;
+}
+
+/* The document goes to a memory stream first, so that an allocation failure cannot
+ * leave half a document in f. */
+static int finish(struct json *j, FILE *mem, char **buf, size_t *len, FILE *f) {
+        json_finish(j);
+        if (ferror(mem)) {
+                fclose(mem);
+                free(*buf);
+                return -ENOMEM;
+        }
+        fclose(mem);
+        fwrite(*buf, 1, *len, f);
+        free(*buf);
+        return ferror(f) ? -EIO : 0;
+}
+
+#define BEGIN_DOC(j, mem, buf, len)                                     \
+        char *buf = NULL;                                               \
+        size_t len = 0;                                                 \
+        FILE *mem = open_memstream(&buf, &len);                         \
+        struct json j;                                                  \
+        if (!mem)                                                       \
+                return -ENOMEM;                                         \
+        json_init(&j, mem, false)
+
+void report_error(FILE *f, const char *msg) {
+        struct json j;
+        json_init(&j, f, false);
+        json_object_begin(&j);
+        json_key(&j, "error");
+        json_string(&j, msg);
+        json_object_end(&j);
+        json_finish(&j);
+}
+
+/* ---- status ------------------------------------------------------------------- */
+
+/* kernel.numa_balancing under the proc root: its value, -ENOENT if this kernel has
+ * none, or another -errno. */
+static int read_knb(const char *proc_root, uint64_t *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len;
+        int r;
+
+        if (asprintf(&path, "%s/sys/kernel/numa_balancing", proc_root) < 0)
+                return -ENOMEM;
+        r = read_file_at(AT_FDCWD, path, 64, &text, &len);
+        if (r < 0)
+                return r;
+        while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
+                text[--len] = 0;
+        return parse_u64(text, 0, UINT32_MAX, ret);
+}
+
+int report_status(struct manager *m, uid_t uid, FILE *f) {
+        uint64_t cost[_STAGE_MAX] = {}, knb, now = mono_ms();
+        char cpus[CPUMASK_STRMAX];
+        int r;
+        BEGIN_DOC(j, mem, buf, len);
+
+        for (size_t i = 0; i < m->n_cgs; i++)
+                for (int s = 0; s < _STAGE_MAX; s++)
+                        cost[s] += m->cgs[i]->cost_ns[s];
+
+        json_object_begin(&j);
+        json_key(&j, "version"); json_string(&j, PACKAGE_VERSION);
+        json_key(&j, "pid"); json_i64(&j, getpid());
+        json_key(&j, "uptime_ms"); json_u64(&j, now > m->started_ms ? now - m->started_ms : 0);
+        json_key(&j, "requester_uid"); json_u64(&j, uid);
+        json_key(&j, "sampling_source"); json_string(&j, m->source ? m->source->name : NULL);
+        cpumask_format(&m->cfg.service_cpus, cpus, sizeof(cpus));
+        json_key(&j, "service_cpus"); json_string(&j, cpus);
+        json_key(&j, "workers"); json_u64(&j, m->migrator ? migrator_n_workers(m->migrator) : 0);
+        json_key(&j, "dry_run"); json_bool(&j, m->opts.dry_run);
+        r = read_knb(m->proc_root, &knb);
+        json_key(&j, "kernel_numa_balancing");
+        if (r >= 0)
+                json_u64(&j, knb);
+        else
+                json_null(&j);
+        json_key(&j, "ticks"); json_u64(&j, m->tick);
+        json_key(&j, "tick_interval_ms"); json_u64(&j, m->cfg.tick_ms);
+        json_key(&j, "last_tick_ns"); json_u64(&j, m->last_tick_ns);
+        json_key(&j, "cgroups_watched"); json_u64(&j, n_active_cgs(m));
+        json_key(&j, "processes_watched"); json_u64(&j, m->n_procs);
+        json_key(&j, "pages"); put_pages(&j, m->total_pages);
+        json_key(&j, "moved_bytes_last_minute"); json_u64(&j, manager_moved_last_minute(m));
+        json_key(&j, "cpu_ns");
+        json_object_begin(&j);
+        json_key(&j, "process"); json_u64(&j, process_cpu_ns());
+        json_key(&j, "by_stage"); put_cost(&j, cost);
+        json_object_end(&j);
+        json_object_end(&j);
+        return finish(&j, mem, &buf, &len, f);
+}
+
+/* ---- list --------------------------------------------------------------------- */
+
+static void put_locality(struct json *j, const struct manager *m, const uint64_t *node_bytes) {
+        json_array_begin(j);
+        for (unsigned i = 0; node_bytes && i < m->topo->n_nodes; i++) {
+                json_object_begin(j);
+                json_key(j, "node"); json_u64(j, m->topo->nodes[i].id);
+                json_key(j, "bytes"); json_u64(j, node_bytes[i]);
+                json_object_end(j);
+        }
+        json_array_end(j);
+}
+
+static const char *proc_mode(const struct manager *m, const struct proc_rec *p) {
+        if (!p->cg)
+                return NULL;
+        if (p->cg->mode == CG_MODE_BALANCE && m->opts.dry_run)
+                return "advise";
+        return cg_mode_name(p->cg->mode);
+}
+
+int report_list(struct manager *m, uid_t uid, FILE *f) {
+        _cleanup_free_ uint64_t *sum = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*sum));
+        BEGIN_DOC(j, mem, buf, len);
+
+        if (!sum) {
+                fclose(mem);
+                free(buf);
+                return -ENOMEM;
+        }
+        json_object_begin(&j);
+        json_key(&j, "requester_uid"); json_u64(&j, uid);
+        json_key(&j, "cgroups");
+        json_array_begin(&j);
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                const struct cg_rec *c = m->cgs[i];
+                uint64_t total = 0;
+
+                if (!report_cg_visible(c, uid))
+                        continue;
+                memset(sum, 0, m->topo->n_nodes * sizeof(*sum));
+                for (size_t k = 0; k < m->n_procs; k++)
+                        if (m->procs[k]->cg == c && m->procs[k]->node_bytes)
+                                for (unsigned n = 0; n < m->topo->n_nodes; n++)
+                                        sum[n] += m->procs[k]->node_bytes[n];
+                for (unsigned n = 0; n < m->topo->n_nodes; n++)
+                        total += sum[n];
+                json_object_begin(&j);
+                json_key(&j, "path"); json_string(&j, c->path);
+                json_key(&j, "active"); json_bool(&j, c->seen);
+                json_key(&j, "mode"); json_string(&j, cg_mode_name(c->mode));
+                json_key(&j, "source"); json_string(&j, source_name(c->source));
+                json_key(&j, "owner_uid"); json_u64(&j, c->owner);
+                json_key(&j, "processes"); json_u64(&j, c->seen ? c->n_procs : 0);
+                json_key(&j, "total_bytes"); json_u64(&j, total);
+                json_key(&j, "nodes"); put_locality(&j, m, sum);
+                json_key(&j, "pages"); put_pages(&j, c->pages);
+                json_key(&j, "cpu_ns"); put_cost(&j, c->cost_ns);
+                json_object_end(&j);
+        }
+        json_array_end(&j);
+
+        json_key(&j, "processes");
+        json_array_begin(&j);
+        for (size_t k = 0; k < m->n_procs; k++) {
+                const struct proc_rec *p = m->procs[k];
+
+                if (!report_proc_visible(p, uid))
+                        continue;
+                json_object_begin(&j);
+                json_key(&j, "pid"); json_i64(&j, p->pid);
+                json_key(&j, "comm"); json_string(&j, p->comm);
+                json_key(&j, "uid"); json_u64(&j, p->uid);
+                json_key(&j, "cgroup"); json_string(&j, p->cg ? p->cg->path : NULL);
+                json_key(&j, "mode"); json_string(&j, proc_mode(m, p));
+                json_key(&j, "scans"); json_u64(&j, p->scans);
+                json_key(&j, "total_bytes"); json_u64(&j, p->total_bytes);
+                json_key(&j, "local_bytes"); json_u64(&j, p->local_bytes);
+                json_key(&j, "local_share"); json_double(&j, share(p->local_bytes, p->total_bytes));
+                json_key(&j, "nodes"); put_locality(&j, m, p->node_bytes);
+                json_key(&j, "hot_node"); put_node_or_null(&j, p->hot_node);
+                json_key(&j, "pages_moved"); json_u64(&j, p->pages[MIG_MOVED]);
+                json_key(&j, "pages"); put_pages(&j, p->pages);
+                json_key(&j, "reason");
+                json_string(&j, p->reason < _REASON_MAX ? plan_reason_name(p->reason) : NULL);
+                json_key(&j, "cpu_ns"); put_cost(&j, p->cost_ns);
+                json_object_end(&j);
+        }
+        json_array_end(&j);
+        json_object_end(&j);
+        return finish(&j, mem, &buf, &len, f);
+}
+
+/* ---- explain ------------------------------------------------------------------ */
+
+static struct proc_rec *lookup(struct manager *m, pid_t pid) {
+        for (size_t i = 0; i < m->n_procs; i++)
+                if (m->procs[i]->pid == pid)
+                        return m->procs[i];
+        return NULL;
+}
+
+static struct cg_rec *lookup_cg(struct manager *m, const char *path) {
+        for (size_t i = 0; i < m->n_cgs; i++)
+                if (m->cgs[i]->seen && strcmp(m->cgs[i]->path, path) == 0)
+                        return m->cgs[i];
+        return NULL;
+}
+
+/* The cgroup v2 path of pid ("0::/path" in <proc_root>/PID/cgroup), malloc'd.
+ * -ENOENT/-ESRCH: gone; -ENODATA: no cgroup v2 line. */
+static int read_cgroup_path(const char *proc_root, pid_t pid, char **ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len;
+        int r;
+
+        if (asprintf(&path, "%s/%d/cgroup", proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        r = read_file_at(AT_FDCWD, path, 65536, &text, &len);
+        if (r < 0)
+                return r;
+        for (char *line = text, *next; line && *line; line = next) {
+                char *nl = strchr(line, '\n');
+                next = nl ? nl + 1 : NULL;
+                if (nl)
+                        *nl = 0;
+                if (strncmp(line, "0::", 3) == 0) {
+                        char *p = strdup(line + 3);
+                        if (!p)
+                                return -ENOMEM;
+                        *ret = p;
+                        return 0;
+                }
+        }
+        return -ENODATA;
+}
+
+/* Whether uid owns the directory of cgroup path under the cgroup root. */
+static bool owns_cgroup_dir(const struct manager *m, const char *cg, uid_t uid) {
+        _cleanup_free_ char *full = NULL;
+        struct stat st;
+
+        if (strstr(cg, "/../") || asprintf(&full, "%s%s", m->cfg.cgroup_root, strcmp(cg, "/") == 0 ? "" : cg) < 0)
+                return false;
+        return stat(full, &st) == 0 && st.st_uid == uid;
+}
+
+static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct json *j) {
+        _cleanup_free_ char *cg = NULL, *text = NULL;
+        struct proc_status status;
+        struct proc_stat st;
+        const char *why;
+        int r;
+
+        json_key(j, "watched"); json_bool(j, false);
+        if (pid == getpid()) {
+                json_key(j, "why"); json_string(j, "self");
+                json_key(j, "explanation"); json_string(j, "this is numabalanced itself: it does not balance itself");
+                return 0;
+        }
+        r = proc_read_stat(m->proc_root, pid, &st);
+        if (r >= 0)
+                r = proc_read_status(m->proc_root, pid, &status);
+        if (r == -ENOENT || r == -ESRCH) {
+                json_key(j, "why"); json_string(j, "no-such-process");
+                json_key(j, "explanation"); json_string(j, "no such process");
+                return 0;
+        }
+        if (r < 0) {
+                json_key(j, "why"); json_string(j, "unreadable");
+                json_key(j, "explanation"); json_string(j, "numabalanced cannot read this process");
+                return 0;
+        }
+        r = read_cgroup_path(m->proc_root, pid, &cg);
+        if (r == -ENOMEM)
+                return r;
+        if (uid != 0 && status.uid_real != uid && !(cg && owns_cgroup_dir(m, cg, uid))) {
+                json_key(j, "visible"); json_bool(j, false);
+                json_key(j, "why"); json_string(j, "not-visible");
+                json_key(j, "explanation");
+                json_string(j, "not your process: only root may ask about another user's processes");
+                return 0;
+        }
+        json_key(j, "visible"); json_bool(j, true);
+        json_key(j, "comm"); json_string(j, st.comm);
+        json_key(j, "uid"); json_u64(j, status.uid_real);
+        json_key(j, "cgroup"); json_string(j, cg);
+
+        if (st.flags & PF_KTHREAD_FLAG) {
+                why = "kernel-thread";
+                r = asprintf(&text, "a kernel thread: it has no memory of its own to move");
+        } else if (st.state == 'Z' || st.state == 'X') {
+                why = "zombie";
+                r = asprintf(&text, "a zombie: it has exited and holds no memory");
+        } else if (!cg) {
+                why = "no-cgroup";
+                r = asprintf(&text, "it is in no cgroup v2 cgroup (no \"0::\" line in /proc/PID/cgroup)");
+        } else if (lookup_cg(m, cg)) {
+                why = "not-yet-seen";
+                r = asprintf(&text, "its cgroup %s is opted in, but the process was not there at the last tick; "
+                             "it is picked up at the next one", cg);
+        } else {
+                why = "not-opted-in";
+                r = asprintf(&text, "its cgroup %s is not opted in: no trusted.numabalanced or user.numabalanced "
+                             "of balance or advise on it or a parent (or the nearest says off), and the "
+                             "configuration does not name it", cg);
+        }
+        if (r < 0) {
+                text = NULL;
+                return -ENOMEM;
+        }
+        json_key(j, "why"); json_string(j, why);
+        json_key(j, "explanation"); json_string(j, text);
+        return 0;
+}
+
+static int explain_watched(struct manager *m, const struct proc_rec *p, struct json *j) {
+        _cleanup_free_ char *text = NULL;
+        char mems[NODEMASK_STRMAX];
+        uint64_t now = mono_ms(), remaining = 0;
+        size_t in_cooldown = 0;
+        const char *mode = proc_mode(m, p);
+        int r;
+
+        json_key(j, "watched"); json_bool(j, true);
+        json_key(j, "visible"); json_bool(j, true);
+        json_key(j, "comm"); json_string(j, p->comm);
+        json_key(j, "uid"); json_u64(j, p->uid);
+        json_key(j, "cgroup"); json_string(j, p->cg ? p->cg->path : NULL);
+        json_key(j, "mode"); json_string(j, mode);
+        json_key(j, "mode_source"); json_string(j, p->cg ? source_name(p->cg->source) : NULL);
+        json_key(j, "dry_run"); json_bool(j, m->opts.dry_run);
+        json_key(j, "scans"); json_u64(j, p->scans);
+        json_key(j, "hot_node"); put_node_or_null(j, p->scans ? p->hot_node : -1);
+        json_key(j, "target_node"); put_node_or_null(j, p->scans ? p->target_node : -1);
+        nodemask_format(&p->mems_allowed, mems, sizeof(mems));
+        json_key(j, "mems_allowed"); json_string(j, p->scans ? mems : NULL);
+        json_key(j, "reason");
+        json_string(j, p->reason < _REASON_MAX ? plan_reason_name(p->reason) : NULL);
+        json_key(j, "reason_text");
+        json_string(j, p->reason < _REASON_MAX ? plan_reason_text(p->reason) : NULL);
+
+        if (p->reason >= _REASON_MAX)
+                r = asprintf(&text, "watched, not scanned yet");
+        else if (p->reason == REASON_NONE && p->target_node >= 0)
+                r = asprintf(&text, "%s to node %d, where its threads run (hot node %d)",
+                             strcmp(mode, "balance") == 0 ? "moving its misplaced memory" :
+                             m->opts.dry_run ? "dry run: would move its misplaced memory" :
+                             "advise mode: would move its misplaced memory",
+                             p->target_node, p->hot_node);
+        else if (p->reason == REASON_NONE)
+                r = asprintf(&text, "nothing to move");
+        else
+                r = asprintf(&text, "not moving: %s", plan_reason_text(p->reason));
+        if (r < 0) {
+                text = NULL;
+                return -ENOMEM;
+        }
+        json_key(j, "explanation"); json_string(j, text);
+
+        json_key(j, "skipped_bytes");
+        json_object_begin(j);
+        for (int k = 0; k < _REASON_MAX; k++)
+                if (p->skipped_bytes[k]) {
+                        json_key(j, plan_reason_name(k));
+                        json_u64(j, p->skipped_bytes[k]);
+                }
+        json_object_end(j);
+
+        for (size_t i = 0; i < p->n_hist; i++)
+                if (p->hist[i].when_ms + m->cfg.cooldown_ms > now) {
+                        uint64_t left = p->hist[i].when_ms + m->cfg.cooldown_ms - now;
+                        in_cooldown++;
+                        if (left > remaining)
+                                remaining = left;
+                }
+        json_key(j, "cooldown");
+        json_object_begin(j);
+        json_key(j, "cooldown_ms"); json_u64(j, m->cfg.cooldown_ms);
+        json_key(j, "ranges"); json_u64(j, in_cooldown);
+        json_key(j, "remaining_ms"); json_u64(j, remaining);
+        json_object_end(j);
+
+        json_key(j, "scan_interval_ms"); json_u64(j, p->interval_ms);
+        json_key(j, "next_scan_in_ms"); json_u64(j, p->next_scan_ms > now ? p->next_scan_ms - now : 0);
+        json_key(j, "last_scan_ago_ms");
+        if (p->scans)
+                json_u64(j, now > p->last_scan_ms ? now - p->last_scan_ms : 0);
+        else
+                json_null(j);
+        json_key(j, "total_bytes"); json_u64(j, p->total_bytes);
+        json_key(j, "local_bytes"); json_u64(j, p->local_bytes);
+        json_key(j, "local_share"); json_double(j, share(p->local_bytes, p->total_bytes));
+        json_key(j, "nodes"); put_locality(j, m, p->node_bytes);
+        json_key(j, "pages"); put_pages(j, p->pages);
+        json_key(j, "cpu_ns"); put_cost(j, p->cost_ns);
+        return 0;
+}
+
+int report_explain(struct manager *m, uid_t uid, pid_t pid, FILE *f) {
+        struct proc_rec *p = lookup(m, pid);
+        int r;
+        BEGIN_DOC(j, mem, buf, len);
+
+        json_object_begin(&j);
+        json_key(&j, "pid"); json_i64(&j, pid);
+        json_key(&j, "requester_uid"); json_u64(&j, uid);
+        if (p && !report_proc_visible(p, uid)) {
+                json_key(&j, "watched"); json_null(&j);
+                json_key(&j, "visible"); json_bool(&j, false);
+                json_key(&j, "why"); json_string(&j, "not-visible");
+                json_key(&j, "explanation");
+                json_string(&j, "not your process: only root may ask about another user's processes");
+                r = 0;
+        } else if (p)
+                r = explain_watched(m, p, &j);
+        else
+                r = explain_unwatched(m, uid, pid, &j);
+        if (r < 0) {
+                fclose(mem);
+                free(buf);
+                return r;
+        }
+        json_object_end(&j);
+        return finish(&j, mem, &buf, &len, f);
+}
+
+/* ---- metrics ------------------------------------------------------------------ */
+
+void metrics_put_label_value(FILE *f, const char *s) {
+        for (const char *c = s ? s : ""; *c; c++) {
+                if (*c == '\\')
+                        fputs("\\\\", f);
+                else if (*c == '"')
+                        fputs("\\\"", f);
+                else if (*c == '\n')
+                        fputs("\\n", f);
+                else
+                        fputc(*c, f);
+        }
+}
+
+static void metric_head(FILE *f, const char *name, const char *type, const char *help) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void metric_cg(FILE *f, const char *name, const struct cg_rec *c) {
+        fprintf(f, "%s{cgroup=\"", name);
+        metrics_put_label_value(f, c->path);
+        fputc('"', f);
+}
+
+int report_metrics(struct manager *m, FILE *f) {
+        static const int results[] = { MIG_MOVED, MIG_BUSY, MIG_GONE, MIG_REFUSED };
+
+        metric_head(f, "numabalanced_locality_bytes", "gauge",
+                    "Resident bytes of the watched processes of a cgroup on each NUMA node, at their last scan.");
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                const struct cg_rec *c = m->cgs[i];
+                if (!c->seen)
+                        continue;
+                for (unsigned n = 0; n < m->topo->n_nodes; n++) {
+                        uint64_t sum = 0;
+                        for (size_t k = 0; k < m->n_procs; k++)
+                                if (m->procs[k]->cg == c && m->procs[k]->node_bytes)
+                                        sum += m->procs[k]->node_bytes[n];
+                        metric_cg(f, "numabalanced_locality_bytes", c);
+                        fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", m->topo->nodes[n].id, sum);
+                }
+        }
+
+        metric_head(f, "numabalanced_pages_total", "counter",
+                    "Base pages (4 KiB) the daemon passed to move_pages(2), per cgroup and result.");
+        for (size_t i = 0; i < m->n_cgs; i++)
+                for (size_t r = 0; r < ELEMENTSOF(results); r++) {
+                        metric_cg(f, "numabalanced_pages_total", m->cgs[i]);
+                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", migrate_class_name(results[r]),
+                                m->cgs[i]->pages[results[r]]);
+                }
+
+        metric_head(f, "numabalanced_skipped_bytes", "gauge",
+                    "Misplaced bytes left alone at the last scan of each process, per cgroup and reason.");
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                const struct cg_rec *c = m->cgs[i];
+                if (!c->seen)
+                        continue;
+                for (int r = 0; r < _REASON_MAX; r++) {
+                        uint64_t sum = 0;
+                        if (r == REASON_NONE)
+                                continue;
+                        for (size_t k = 0; k < m->n_procs; k++)
+                                if (m->procs[k]->cg == c)
+                                        sum += m->procs[k]->skipped_bytes[r];
+                        metric_cg(f, "numabalanced_skipped_bytes", c);
+                        fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", plan_reason_name(r), sum);
+                }
+        }
+
+        metric_head(f, "numabalanced_cpu_seconds_total", "counter",
+                    "CPU time the daemon spent on each cgroup, by stage (read, decide, migrate).");
+        for (size_t i = 0; i < m->n_cgs; i++)
+                for (int s = 0; s < _STAGE_MAX; s++) {
+                        metric_cg(f, "numabalanced_cpu_seconds_total", m->cgs[i]);
+                        fprintf(f, ",stage=\"%s\"} %" PRIu64 ".%09" PRIu64 "\n", stage_names[s],
+                                m->cgs[i]->cost_ns[s] / 1000000000u, m->cgs[i]->cost_ns[s] % 1000000000u);
+                }
+
+        metric_head(f, "numabalanced_processes", "gauge", "Processes watched in each opted-in cgroup.");
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                if (!m->cgs[i]->seen)
+                        continue;
+                metric_cg(f, "numabalanced_processes", m->cgs[i]);
+                fprintf(f, "} %u\n", m->cgs[i]->n_procs);
+        }
+
+        metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
+        fprintf(f, "numabalanced_tick_duration_seconds %" PRIu64 ".%09" PRIu64 "\n", m->last_tick_ns / 1000000000u,
+                m->last_tick_ns % 1000000000u);
+        metric_head(f, "numabalanced_ticks_total", "counter", "Ticks run since the daemon started.");
+        fprintf(f, "numabalanced_ticks_total %" PRIu64 "\n", m->tick);
+        metric_head(f, "numabalanced_sampling_source", "gauge",
+                    "Where the daemon learns which node each thread runs on: 1 for the source in use.");
+        fputs("numabalanced_sampling_source{source=\"", f);
+        metrics_put_label_value(f, m->source ? m->source->name : "none");
+        fputs("\"} 1\n", f);
+        fflush(f);
+        return ferror(f) ? -EIO : 0;
+}
+
+int report_write_metrics(struct manager *m, const char *path) {
+        _cleanup_free_ char *dir_copy = NULL, *base_copy = NULL, *tmp = NULL;
+        FILE *f;
+        int fd, r;
+
+        dir_copy = strdup(path);
+        base_copy = strdup(path);
+        if (!dir_copy || !base_copy)
+                return -ENOMEM;
+        if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dir_copy), basename(base_copy)) < 0) {
+                tmp = NULL;
+                return -ENOMEM;
+        }
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fchmod(fd, 0644) < 0) {
+                r = -errno;
+                close(fd);
+                goto fail;
+        }
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = -errno;
+                close(fd);
+                goto fail;
+        }
+        r = report_metrics(m, f);
+        if (fclose(f) != 0 && r >= 0)
+                r = -errno;
+        if (r < 0)
+                goto fail;
+        if (rename(tmp, path) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        return 0;
+fail:
+        (void) unlink(tmp);
+        return r;
+}
