@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* numabalancectl status, list, explain: one request to the daemon's control socket,
+ * one JSON reply, printed as is or as tables. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "cleanup.h"
+#include "ctl-daemon.h"
+#include "json-parse.h"
+
+/* The daemon answers from its event loop between ticks; a tick that migrates can take
+ * a while, so wait generously. */
+#define REPLY_TIMEOUT_SEC 30
+#define REPLY_MAX (64u << 20)
+
+static int fail_reach(const struct daemon_args *a, int r) {
+        fprintf(stderr, "numabalancectl: cannot reach numabalanced at %s: %s (is the daemon running?)\n", a->socket,
+                strerror(-r));
+        return 1;
+}
+
+/* Sends the request and reads the whole reply. Returns 0 or -errno. */
+static int ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = REPLY_TIMEOUT_SEC };
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0, rl = strlen(request);
+
+        *ret_connected = false;
+        if (strlen(a->socket) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, a->socket, strlen(a->socket) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        *ret_connected = true;
+        for (size_t off = 0; off < rl;) {
+                ssize_t n = send(fd, request + off, rl - off, MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                off += (size_t) n;
+        }
+        for (;;) {
+                ssize_t n;
+                if (cap - len < 65536) {
+                        char *nb;
+                        if (cap >= REPLY_MAX)
+                                return -EFBIG;
+                        cap = cap ? cap * 2 : 65536;
+                        nb = realloc(buf, cap + 1);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                }
+                n = recv(fd, buf + len, cap - len, 0);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return errno == EAGAIN ? -ETIMEDOUT : -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        if (!buf)
+                return -ENODATA;
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+/* ---- human output --------------------------------------------------------------- */
+
+/* Untrusted text (comm, cgroup paths) for a terminal: control bytes become '?'. */
+static const char *safe(const char *s, char *buf, size_t size) {
+        size_t i = 0;
+        if (!s)
+                return "-";
+        for (; s[i] && i + 1 < size; i++)
+                buf[i] = ((unsigned char) s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+        buf[i] = 0;
+        return buf;
+}
+
+static const char *bytes(uint64_t b, char *buf, size_t size) {
+        static const char units[] = "KMGTP";
+        double v = (double) b;
+        int u = -1;
+        if (b < 1024) {
+                snprintf(buf, size, "%" PRIu64 "B", b);
+                return buf;
+        }
+        while (v >= 1024 && u < 4) {
+                v /= 1024;
+                u++;
+        }
+        snprintf(buf, size, "%.1f%ci", v, units[u]);
+        return buf;
+}
+
+static const char *dur_ns(uint64_t ns, char *buf, size_t size) {
+        if (ns == 0)
+                snprintf(buf, size, "0");
+        else if (ns < 1000000)
+                snprintf(buf, size, "%.1fus", (double) ns / 1e3);
+        else if (ns < 1000000000)
+                snprintf(buf, size, "%.1fms", (double) ns / 1e6);
+        else
+                snprintf(buf, size, "%.2fs", (double) ns / 1e9);
+        return buf;
+}
+
+static const char *cost(const struct jv *c, char *buf, size_t size) {
+        char r[24], d[24], m[24];
+        snprintf(buf, size, "%s/%s/%s", dur_ns(jv_u64(jv_get(c, "read"), 0), r, sizeof(r)),
+                 dur_ns(jv_u64(jv_get(c, "decide"), 0), d, sizeof(d)),
+                 dur_ns(jv_u64(jv_get(c, "migrate"), 0), m, sizeof(m)));
+        return buf;
+}
+
+static const char *nodes(const struct jv *arr, char *buf, size_t size) {
+        size_t w = 0;
+        buf[0] = 0;
+        for (size_t i = 0; arr && arr->type == JV_ARRAY && i < arr->n && w + 1 < size; i++) {
+                char b[24];
+                int n = snprintf(buf + w, size - w, "%s%" PRIu64 ":%s", i ? " " : "",
+                                 jv_u64(jv_get(&arr->items[i], "node"), 0),
+                                 bytes(jv_u64(jv_get(&arr->items[i], "bytes"), 0), b, sizeof(b)));
+                if (n < 0 || (size_t) n >= size - w)
+                        break;
+                w += (size_t) n;
+        }
+        if (!buf[0])
+                snprintf(buf, size, "-");
+        return buf;
+}
+
+static void print_status(const struct jv *d) {
+        char b1[64], b2[64], b3[64], b4[64];
+        const struct jv *pages = jv_get(d, "pages"), *cpu = jv_get(d, "cpu_ns"), *by = jv_get(cpu, "by_stage");
+        uint64_t up = jv_u64(jv_get(d, "uptime_ms"), 0) / 1000;
+        const struct jv *knb = jv_get(d, "kernel_numa_balancing");
+
+        printf("numabalanced %s, pid %" PRId64 ", up %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "%s\n",
+               safe(jv_str(jv_get(d, "version"), "?"), b1, sizeof(b1)), jv_i64(jv_get(d, "pid"), 0), up / 86400,
+               up / 3600 % 24, up / 60 % 60, up % 60, jv_bool(jv_get(d, "dry_run"), false) ? " (dry run)" : "");
+        printf("  Sampling source:   %s\n", safe(jv_str(jv_get(d, "sampling_source"), "?"), b1, sizeof(b1)));
+        printf("  Service CPUs:      %s (%" PRIu64 " migration worker%s)\n",
+               safe(jv_str(jv_get(d, "service_cpus"), "?"), b1, sizeof(b1)), jv_u64(jv_get(d, "workers"), 0),
+               jv_u64(jv_get(d, "workers"), 0) == 1 ? "" : "s");
+        if (jv_is_null(knb))
+                printf("  Kernel balancing:  not present in this kernel\n");
+        else
+                printf("  Kernel balancing:  %s (kernel.numa_balancing=%" PRIu64 ")\n",
+                       jv_u64(knb, 0) ? "ON: it can undo numabalanced's placement" : "off", jv_u64(knb, 0));
+        printf("  Ticks:             %" PRIu64 " every %" PRIu64 " ms, the last took %s\n",
+               jv_u64(jv_get(d, "ticks"), 0), jv_u64(jv_get(d, "tick_interval_ms"), 0),
+               dur_ns(jv_u64(jv_get(d, "last_tick_ns"), 0), b1, sizeof(b1)));
+        printf("  Watching:          %" PRIu64 " cgroup%s, %" PRIu64 " process%s\n",
+               jv_u64(jv_get(d, "cgroups_watched"), 0), jv_u64(jv_get(d, "cgroups_watched"), 0) == 1 ? "" : "s",
+               jv_u64(jv_get(d, "processes_watched"), 0), jv_u64(jv_get(d, "processes_watched"), 0) == 1 ? "" : "es");
+        printf("  Pages (4 KiB):     moved %" PRIu64 ", busy %" PRIu64 ", gone %" PRIu64 ", refused %" PRIu64
+               ", already in place %" PRIu64 "\n",
+               jv_u64(jv_get(pages, "moved"), 0), jv_u64(jv_get(pages, "busy"), 0), jv_u64(jv_get(pages, "gone"), 0),
+               jv_u64(jv_get(pages, "refused"), 0), jv_u64(jv_get(pages, "already"), 0));
+        printf("  Moved, last min:   %s\n", bytes(jv_u64(jv_get(d, "moved_bytes_last_minute"), 0), b1, sizeof(b1)));
+        printf("  Daemon CPU time:   %s in all; on cgroups: read %s, decide %s, migrate %s\n",
+               dur_ns(jv_u64(jv_get(cpu, "process"), 0), b1, sizeof(b1)),
+               dur_ns(jv_u64(jv_get(by, "read"), 0), b2, sizeof(b2)),
+               dur_ns(jv_u64(jv_get(by, "decide"), 0), b3, sizeof(b3)),
+               dur_ns(jv_u64(jv_get(by, "migrate"), 0), b4, sizeof(b4)));
+}
+
+static void print_list(const struct jv *d) {
+        const struct jv *cgs = jv_get(d, "cgroups"), *procs = jv_get(d, "processes");
+        char b1[4096], b2[256], b3[64], b4[96], b5[256];
+
+        if (!cgs || cgs->n == 0)
+                printf("No cgroup is watched%s.\n", jv_u64(jv_get(d, "requester_uid"), 0) ? " that you own" : "");
+        else {
+                printf("%-32s %-8s %-20s %5s %9s %-24s %8s %6s %6s %7s  %s\n", "CGROUP", "MODE", "SOURCE", "PROCS", "RSS",
+                       "NODES", "MOVED", "BUSY", "GONE", "REFUSED", "CPU READ/DECIDE/MIGRATE");
+                for (size_t i = 0; i < cgs->n; i++) {
+                        const struct jv *c = &cgs->items[i], *pg = jv_get(c, "pages");
+                        printf("%-32s %-8s %-20s %5" PRIu64 " %9s %-24s %8" PRIu64 " %6" PRIu64 " %6" PRIu64 " %7" PRIu64
+                               "  %s%s\n",
+                               safe(jv_str(jv_get(c, "path"), NULL), b1, sizeof(b1)),
+                               safe(jv_str(jv_get(c, "mode"), NULL), b2, 16),
+                               safe(jv_str(jv_get(c, "source"), NULL), b2 + 16, 32),
+                               jv_u64(jv_get(c, "processes"), 0), bytes(jv_u64(jv_get(c, "total_bytes"), 0), b3, sizeof(b3)),
+                               nodes(jv_get(c, "nodes"), b5, sizeof(b5)), jv_u64(jv_get(pg, "moved"), 0),
+                               jv_u64(jv_get(pg, "busy"), 0), jv_u64(jv_get(pg, "gone"), 0),
+                               jv_u64(jv_get(pg, "refused"), 0), cost(jv_get(c, "cpu_ns"), b4, sizeof(b4)),
+                               jv_bool(jv_get(c, "active"), true) ? "" : "  (no longer opted in)");
+                }
+        }
+        printf("\n");
+        if (!procs || procs->n == 0) {
+                printf("No process is watched%s.\n", jv_u64(jv_get(d, "requester_uid"), 0) ? " that you may see" : "");
+                return;
+        }
+        printf("%-8s %-16s %-24s %-8s %6s %-24s %8s %-16s %s\n", "PID", "COMM", "CGROUP", "MODE", "LOCAL", "NODES", "MOVED",
+               "REASON", "CPU READ/DECIDE/MIGRATE");
+        for (size_t i = 0; i < procs->n; i++) {
+                const struct jv *p = &procs->items[i];
+                char comm[64], mode[16], reason[32], share[16];
+                if (jv_get(p, "total_bytes") && jv_u64(jv_get(p, "total_bytes"), 0))
+                        snprintf(share, sizeof(share), "%.0f%%", 100.0 * jv_num(jv_get(p, "local_share"), 0));
+                else
+                        snprintf(share, sizeof(share), "-");
+                printf("%-8" PRId64 " %-16s %-24s %-8s %6s %-24s %8" PRIu64 " %-16s %s\n", jv_i64(jv_get(p, "pid"), 0),
+                       safe(jv_str(jv_get(p, "comm"), NULL), comm, sizeof(comm)),
+                       safe(jv_str(jv_get(p, "cgroup"), NULL), b1, sizeof(b1)),
+                       safe(jv_str(jv_get(p, "mode"), NULL), mode, sizeof(mode)), share,
+                       nodes(jv_get(p, "nodes"), b5, sizeof(b5)), jv_u64(jv_get(p, "pages_moved"), 0),
+                       safe(jv_str(jv_get(p, "reason"), "not scanned"), reason, sizeof(reason)),
+                       cost(jv_get(p, "cpu_ns"), b4, sizeof(b4)));
+        }
+}
+
+static void print_node_field(const char *label, const struct jv *v) {
+        if (jv_is_null(v))
+                printf("  %-18s -\n", label);
+        else
+                printf("  %-18s %" PRId64 "\n", label, jv_i64(v, -1));
+}
+
+static void print_explain(const struct jv *d) {
+        char b1[4096], b2[256], b3[64];
+        const struct jv *skipped = jv_get(d, "skipped_bytes"), *cd = jv_get(d, "cooldown");
+
+        printf("pid %" PRId64 "%s%s%s: %s\n", jv_i64(jv_get(d, "pid"), 0), jv_get(d, "comm") ? " (" : "",
+               jv_get(d, "comm") ? safe(jv_str(jv_get(d, "comm"), NULL), b2, sizeof(b2)) : "", jv_get(d, "comm") ? ")" : "",
+               safe(jv_str(jv_get(d, "explanation"), "?"), b1, sizeof(b1)));
+        if (!jv_bool(jv_get(d, "watched"), false)) {
+                if (jv_get(d, "cgroup"))
+                        printf("  %-18s %s\n", "Cgroup:", safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
+                return;
+        }
+        printf("  %-18s %s\n", "Cgroup:", safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
+        printf("  %-18s %s (from %s)\n", "Mode:", safe(jv_str(jv_get(d, "mode"), NULL), b2, 32),
+               safe(jv_str(jv_get(d, "mode_source"), NULL), b2 + 32, 64));
+        printf("  %-18s %s\n", "Allowed nodes:", safe(jv_str(jv_get(d, "mems_allowed"), NULL), b2, sizeof(b2)));
+        print_node_field("Hot node:", jv_get(d, "hot_node"));
+        print_node_field("Target node:", jv_get(d, "target_node"));
+        printf("  %-18s %s\n", "Memory per node:", nodes(jv_get(d, "nodes"), b2, sizeof(b2)));
+        if (jv_u64(jv_get(d, "total_bytes"), 0))
+                printf("  %-18s %.0f%%\n", "Local:", 100.0 * jv_num(jv_get(d, "local_share"), 0));
+        printf("  %-18s %s\n", "Last reason:", safe(jv_str(jv_get(d, "reason"), "not scanned yet"), b2, sizeof(b2)));
+        for (size_t i = 0; skipped && skipped->type == JV_OBJECT && i < skipped->n; i++)
+                printf("  %-18s %s left alone: %s\n", i ? "" : "Skipped:",
+                       bytes(jv_u64(&skipped->items[i], 0), b3, sizeof(b3)), safe(skipped->keys[i], b2, sizeof(b2)));
+        if (jv_u64(jv_get(cd, "ranges"), 0))
+                printf("  %-18s %" PRIu64 " range(s) moved recently, %" PRIu64 " ms left\n", "Cooldown:",
+                       jv_u64(jv_get(cd, "ranges"), 0), jv_u64(jv_get(cd, "remaining_ms"), 0));
+        else
+                printf("  %-18s none\n", "Cooldown:");
+        printf("  %-18s in %" PRIu64 " ms (every %" PRIu64 " ms now)\n", "Next scan:",
+               jv_u64(jv_get(d, "next_scan_in_ms"), 0), jv_u64(jv_get(d, "scan_interval_ms"), 0));
+        printf("  %-18s %" PRIu64 "\n", "Pages moved:", jv_u64(jv_get(jv_get(d, "pages"), "moved"), 0));
+        printf("  %-18s %s\n", "Daemon CPU time:", cost(jv_get(d, "cpu_ns"), b3, sizeof(b3)));
+}
+
+int ctl_daemon(const struct daemon_args *a) {
+        _cleanup_free_ char *reply = NULL;
+        _cleanup_(jv_freep) struct jv *d = NULL;
+        char request[64];
+        size_t len = 0, off = 0;
+        bool connected;
+        const char *why;
+        int r;
+
+        if (strcmp(a->command, "explain") == 0)
+                snprintf(request, sizeof(request), "explain %d\n", (int) a->pid);
+        else
+                snprintf(request, sizeof(request), "%s\n", a->command);
+        r = ask(a, request, &reply, &len, &connected);
+        if (r < 0 && !connected)
+                return fail_reach(a, r);
+        if (r < 0) {
+                fprintf(stderr, "numabalancectl: no reply from numabalanced at %s: %s\n", a->socket, strerror(-r));
+                return 1;
+        }
+        r = jv_parse(reply, len, &d, &off);
+        if (r < 0 || d->type != JV_OBJECT) {
+                fprintf(stderr, "numabalancectl: the reply from %s is not a JSON object (at byte %zu)\n", a->socket, off);
+                return 1;
+        }
+        if (jv_get(d, "error")) {
+                char b[512];
+                if (a->json)
+                        fwrite(reply, 1, len, stdout);
+                fprintf(stderr, "numabalancectl: numabalanced refused the request: %s\n",
+                        safe(jv_str(jv_get(d, "error"), "?"), b, sizeof(b)));
+                return 1;
+        }
+        why = jv_str(jv_get(d, "why"), "");
+        if (a->json)
+                fwrite(reply, 1, len, stdout);
+        else if (strcmp(a->command, "status") == 0)
+                print_status(d);
+        else if (strcmp(a->command, "list") == 0)
+                print_list(d);
+        else
+                print_explain(d);
+        if (fflush(stdout) != 0)
+                return 1;
+        /* explain of a process one may not see, or that does not exist, fails. */
+        return strcmp(why, "not-visible") == 0 || strcmp(why, "no-such-process") == 0 ? 1 : 0;
+}
