@@ -457,7 +457,7 @@ int control_new(sd_event *e, const char *path, struct manager *m, struct control
         }
         c->dev = st.st_dev;
         c->ino = st.st_ino;
-        if (listen(c->fd, CONTROL_CONNECTIONS_MAX) < 0) {
+        if (listen(c->fd, 64) < 0) {
                 r = log_error_errno(-errno, "Failed to listen on %s: %m", path);
                 goto fail;
         }

@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The metrics file of a hand-built manager state (test-report --metrics), parsed with
+# the strict parser in promparse.py: every family, HELP/TYPE, the escaping of a
+# hostile cgroup name, and the values. Also: the parser itself rejects what it must.
+# Usage: test-metrics.py TEST-REPORT
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import promparse  # noqa: E402
+
+exe = sys.argv[1]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        print('FAIL: ' + what, file=sys.stderr)
+        failures += 1
+
+
+tmp = tempfile.mkdtemp(prefix='test-metrics-')
+path = os.path.join(tmp, 'numabalanced.prom')
+r = subprocess.run([exe, '--metrics', path], capture_output=True, text=True)
+check(r.returncode == 0, f'test-report --metrics: {r.returncode} {r.stderr}')
+text = open(path).read()
+check(os.listdir(tmp) == ['numabalanced.prom'], f'temporary files left: {os.listdir(tmp)}')
+check(oct(os.stat(path).st_mode & 0o777) == '0o644', 'metrics file mode')
+try:
+    fam = promparse.parse(text)
+except ValueError as e:
+    check(False, f'metrics do not parse: {e}\n{text}')
+    sys.exit(1)
+
+for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_pages_total', 'counter'),
+                  ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_tick_duration_seconds', 'gauge'),
+                  ('numabalanced_sampling_source', 'gauge'), ('numabalanced_processes', 'gauge'),
+                  ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter')]:
+    check(name in fam and fam[name]['type'] == typ, f'{name} missing or not a {typ}')
+
+hostile = '/user.slice/x"y\\z\nw'
+g = promparse.get
+check(g(fam, 'numabalanced_locality_bytes', cgroup='/a.slice', node='0') == 1000, 'locality node 0')
+check(g(fam, 'numabalanced_locality_bytes', cgroup='/a.slice', node='1') == 3000 + 8192, 'locality node 1')
+check(g(fam, 'numabalanced_locality_bytes', cgroup=hostile, node='0') == 4096, 'hostile cgroup label round trip')
+check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='moved') == 100, 'moved')
+check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='busy') == 3, 'busy')
+check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='gone') == 2, 'gone')
+check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='refused') == 1, 'refused')
+check(g(fam, 'numabalanced_pages_total', cgroup='/gone.slice', result='moved') == 7, 'counters of an inactive cgroup kept')
+check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='read') - 1.5) < 1e-9, 'cpu read')
+check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='migrate') - 3e-6) < 1e-12, 'cpu migrate')
+check(abs(g(fam, 'numabalanced_tick_duration_seconds') - 0.001234567) < 1e-12, 'tick duration')
+check(g(fam, 'numabalanced_sampling_source', source='proc') == 1, 'sampling source')
+check(g(fam, 'numabalanced_processes', cgroup='/a.slice') == 2, 'processes')
+check(g(fam, 'numabalanced_skipped_bytes', cgroup='/a.slice', reason='shared') == 8192, 'skipped shared')
+check(('numabalanced_processes', (('cgroup', '/gone.slice'),)) not in
+      [(k, s) for k in fam for s in fam[k]['samples']], 'an inactive cgroup has no processes gauge')
+
+# The parser is strict.
+bad = [
+    'x 1\n',                                                  # no HELP/TYPE
+    '# HELP x h\n# TYPE x gauge\nx{a="\\t"} 1\n',             # bad escape
+    '# HELP x h\n# TYPE x gauge\nx{a="b"} 1\nx{a="b"} 2\n',   # duplicate series
+    '# HELP x h\n# TYPE x gauge\nx 1',                        # no final newline
+    '# HELP x h\n# TYPE x counter\nx 1\n',                    # counter not *_total
+    '# HELP x_total h\n# TYPE x_total counter\nx_total -1\n',
+    '# HELP x h\n# TYPE x gauge\nx one\n',
+    '# HELP x h\n# TYPE x gauge\n# HELP y h\n# TYPE y gauge\nx 1\ny 1\nx{a="1"} 1\n',  # not contiguous
+    '# HELP x h\n# TYPE x gauge\nx{a="b} 1\n',
+    '# HELP x h\n# TYPE x gauge\nx{0a="b"} 1\n',
+    '# HELP x h\n# TYPE x gaug\nx 1\n',
+]
+for b in bad:
+    try:
+        promparse.parse(b)
+        check(False, f'the parser accepted {b!r}')
+    except ValueError:
+        pass
+
+sys.exit(1 if failures else 0)

@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* report (status, list, explain as JSON; the metrics text), the control socket's
+ * request parser, and lib/json-parse, on a manager state built by hand (the fields
+ * of manager-internal.h) with a fake /proc and cgroup tree in a temporary directory.
+ *
+ *   test-report                   the checks
+ *   test-report --metrics FILE    writes the metrics of the same state to FILE (for
+ *                                 test-metrics.py, which parses them strictly) */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "config.h"
+#include "control.h"
+#include "json-parse.h"
+#include "manager-internal.h"
+#include "report.h"
+#include "test.h"
+
+static char tmpdir[] = "/tmp/test-report-XXXXXX";
+
+static void write_file(const char *dir, const char *name, const char *text) {
+        char path[4096];
+        FILE *f;
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        f = fopen(path, "w");
+        if (!f) {
+                perror(path);
+                abort();
+        }
+        fputs(text, f);
+        fclose(f);
+}
+
+static void copy_fixture(const char *dir, const char *name, const char *fixture) {
+        char path[4096], *text = NULL;
+        size_t len = 0;
+        FILE *f;
+        snprintf(path, sizeof(path), "%s/proc/%s", TEST_DATA_DIR, fixture);
+        f = fopen(path, "r");
+        if (!f || getdelim(&text, &len, 0, f) < 0) {
+                perror(path);
+                abort();
+        }
+        fclose(f);
+        write_file(dir, name, text);
+        free(text);
+}
+
+/* A fake process under <tmp>/proc/PID with the fixture's stat/status and a cgroup file. */
+static void fake_proc(int pid, const char *fixture, const char *cgroup_line) {
+        char dir[4096], stat_name[64], status_name[64];
+        snprintf(dir, sizeof(dir), "%s/proc/%d", tmpdir, pid);
+        mkdir(dir, 0755);
+        snprintf(stat_name, sizeof(stat_name), "%s.stat", fixture);
+        snprintf(status_name, sizeof(status_name), "%s.status", fixture);
+        copy_fixture(dir, "stat", stat_name);
+        copy_fixture(dir, "status", status_name);
+        if (cgroup_line)
+                write_file(dir, "cgroup", cgroup_line);
+}
+
+static uint64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+static struct cg_rec cg_a = { .path = "/a.slice", .mode = CG_MODE_BALANCE, .source = CG_FROM_TRUSTED, .owner = 0,
+                              .n_procs = 2, .pages = { 100, 5, 3, 2, 1 }, .cost_ns = { 1500000000, 2000, 3000 },
+                              .seen = true };
+/* A delegated cgroup with a hostile name: a quote, a backslash, a newline. */
+static struct cg_rec cg_b = { .path = "/user.slice/x\"y\\z\nw", .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
+                              .owner = 1000, .n_procs = 1, .seen = true };
+static struct cg_rec cg_old = { .path = "/gone.slice", .mode = CG_MODE_BALANCE, .source = CG_FROM_CONFIG,
+                                .pages = { 7 }, .cost_ns = { 10 }, .seen = false };
+static uint64_t nb1[2] = { 1000, 3000 }, nb2[2] = { 4096, 0 }, nb3[2] = { 0, 8192 };
+static struct proc_rec p1 = { .pid = 100, .comm = "db\x01\xff", .uid = 0, .cg = &cg_a, .reason = REASON_NONE,
+                              .hot_node = 1, .target_node = 1, .pages = { 100, 5, 3, 2, 1 },
+                              .cost_ns = { 1000, 2000, 3000 }, .total_bytes = 4000, .local_bytes = 3000,
+                              .node_bytes = nb1, .scans = 4, .interval_ms = 500 };
+static struct proc_rec p2 = { .pid = 200, .comm = "user-app", .uid = 1000, .cg = &cg_b, .reason = REASON_SHARED,
+                              .hot_node = 0, .target_node = -1, .total_bytes = 4096, .local_bytes = 4096,
+                              .node_bytes = nb2, .scans = 1 };
+/* uid 1000's process in root's cgroup. */
+static struct proc_rec p3 = { .pid = 300, .comm = "user-in-root", .uid = 1000, .cg = &cg_a, .reason = _REASON_MAX,
+                              .hot_node = -1, .target_node = -1, .node_bytes = nb3 };
+
+static void build(struct manager *m) {
+        static struct cg_rec *cgs[] = { &cg_a, &cg_b, &cg_old };
+        static struct proc_rec *procs[] = { &p1, &p2, &p3 };
+        char path[4096];
+        int r;
+
+        *m = (struct manager) {};
+        config_defaults(&m->cfg);
+        snprintf(path, sizeof(path), "%s/cg", tmpdir);
+        free(m->cfg.cgroup_root);
+        m->cfg.cgroup_root = strdup(path);
+        m->cfg.cooldown_ms = 30000;
+        snprintf(path, sizeof(path), "%s/proc", tmpdir);
+        m->proc_root = strdup(path);
+        r = topology_read(TEST_DATA_DIR "/sys/2n2c", &m->topo);
+        if (r < 0 || m->topo->n_nodes != 2) {
+                fprintf(stderr, "cannot read the 2n2c topology\n");
+                abort();
+        }
+        m->source = &placement_source_proc;
+        m->cgs = cgs;
+        m->n_cgs = ELEMENTSOF(cgs);
+        m->procs = procs;
+        m->n_procs = ELEMENTSOF(procs);
+        m->tick = 42;
+        m->last_tick_ns = 1234567;
+        m->total_pages[MIG_MOVED] = 100;
+        m->started_ms = mono_ms() - 5000;
+        p1.skipped_bytes[REASON_SHARED] = 8192;
+        p1.hist[0] = (struct plan_history) { 0x1000, 1, mono_ms() - 1000 };
+        p1.n_hist = 1;
+        p1.next_scan_ms = mono_ms() + 400;
+        p1.last_scan_ms = mono_ms() - 100;
+        nodemask_parse("0-1", &p1.mems_allowed);
+}
+
+/* Runs a report into a buffer and parses it; NULL (and a failed check) if invalid. */
+static struct jv *doc(int (*fn)(struct manager *, uid_t, FILE *), struct manager *m, uid_t uid) {
+        char *buf = NULL;
+        size_t len = 0, off = 0;
+        FILE *f = open_memstream(&buf, &len);
+        struct jv *v = NULL;
+        int r;
+
+        r = fn(m, uid, f);
+        fclose(f);
+        CHECK_INT(r, 0);
+        CHECK(len > 0 && buf[len - 1] == '\n');
+        r = jv_parse(buf, len, &v, &off);
+        if (r < 0)
+                fprintf(stderr, "invalid JSON at byte %zu: %s\n", off, buf);
+        CHECK_INT(r, 0);
+        free(buf);
+        return v;
+}
+
+static uid_t explain_uid;
+static pid_t explain_pid;
+static int explain_fn(struct manager *m, uid_t uid, FILE *f) {
+        return report_explain(m, explain_uid, explain_pid, f);
+}
+
+static struct jv *explain(struct manager *m, uid_t uid, pid_t pid) {
+        explain_uid = uid;
+        explain_pid = pid;
+        return doc(explain_fn, m, uid);
+}
+
+static void test_status(struct manager *m) {
+        struct jv *d = doc(report_status, m, 0);
+        CHECK_STR(jv_str(jv_get(d, "sampling_source"), NULL), "proc");
+        CHECK_INT(jv_u64(jv_get(d, "ticks"), 0), 42);
+        CHECK_INT(jv_u64(jv_get(d, "last_tick_ns"), 0), 1234567);
+        CHECK_INT(jv_u64(jv_get(d, "cgroups_watched"), 0), 2);
+        CHECK_INT(jv_u64(jv_get(d, "processes_watched"), 0), 3);
+        CHECK_INT(jv_u64(jv_get(jv_get(d, "pages"), "moved"), 0), 100);
+        CHECK(jv_u64(jv_get(d, "uptime_ms"), 0) >= 5000);
+        /* The sum over cgroups, the inactive one included. */
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "read"), 0), 1500000010);
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "total"), 0), 1500005010);
+        /* No sys/kernel/numa_balancing in the fake /proc. */
+        CHECK(jv_is_null(jv_get(d, "kernel_numa_balancing")) && jv_get(d, "kernel_numa_balancing"));
+        jv_free(d);
+
+        write_file(tmpdir, "proc/sys/kernel/numa_balancing", "3\n");
+        d = doc(report_status, m, 1000);
+        CHECK_INT(jv_u64(jv_get(d, "kernel_numa_balancing"), 99), 3);
+        jv_free(d);
+}
+
+static bool has_pid(const struct jv *procs, int64_t pid) {
+        for (size_t i = 0; procs && i < procs->n; i++)
+                if (jv_i64(jv_get(&procs->items[i], "pid"), 0) == pid)
+                        return true;
+        return false;
+}
+
+static void test_list(struct manager *m) {
+        struct jv *d = doc(report_list, m, 0);
+        const struct jv *cgs = jv_get(d, "cgroups"), *procs = jv_get(d, "processes"), *c, *p;
+
+        CHECK(cgs && cgs->n == 3);
+        CHECK(procs && procs->n == 3);
+        c = cgs ? &cgs->items[0] : NULL;
+        CHECK_STR(jv_str(jv_get(c, "path"), NULL), "/a.slice");
+        CHECK_STR(jv_str(jv_get(c, "mode"), NULL), "balance");
+        CHECK_STR(jv_str(jv_get(c, "source"), NULL), "trusted.numabalanced");
+        CHECK_INT(jv_u64(jv_get(c, "processes"), 0), 2);
+        /* Locality of the cgroup: the sum of its processes (p1 + p3) per node. */
+        CHECK_INT(jv_u64(jv_get(&jv_get(c, "nodes")->items[0], "bytes"), 0), 1000);
+        CHECK_INT(jv_u64(jv_get(&jv_get(c, "nodes")->items[1], "bytes"), 0), 3000 + 8192);
+        CHECK_INT(jv_u64(jv_get(jv_get(c, "pages"), "refused"), 0), 1);
+        CHECK_INT(jv_u64(jv_get(jv_get(c, "cpu_ns"), "read"), 0), 1500000000);
+        /* The hostile path comes back exactly. */
+        CHECK_STR(jv_str(jv_get(&cgs->items[1], "path"), NULL), "/user.slice/x\"y\\z\nw");
+        CHECK(!jv_bool(jv_get(&cgs->items[2], "active"), true));
+        p = procs ? &procs->items[0] : NULL;
+        CHECK_INT(jv_i64(jv_get(p, "pid"), 0), 100);
+        /* comm: the control byte and the byte 0xff are escaped, and read back as U+0001, U+00FF. */
+        CHECK_STR(jv_str(jv_get(p, "comm"), NULL), "db\x01\xc3\xbf");
+        CHECK_INT((int) (jv_num(jv_get(p, "local_share"), 0) * 100), 75);
+        CHECK_INT(jv_u64(jv_get(p, "pages_moved"), 0), 100);
+        CHECK_STR(jv_str(jv_get(p, "reason"), NULL), "none");
+        CHECK_INT(jv_i64(jv_get(p, "hot_node"), -1), 1);
+        CHECK(jv_is_null(jv_get(&procs->items[2], "reason")));
+        jv_free(d);
+
+        /* uid 1000: its own cgroup (b) only; its processes p2 (in b) and p3 (its uid,
+         * in root's cgroup); never root's p1 nor root's cgroups. */
+        d = doc(report_list, m, 1000);
+        cgs = jv_get(d, "cgroups");
+        procs = jv_get(d, "processes");
+        CHECK(cgs && cgs->n == 1);
+        CHECK_STR(jv_str(jv_get(&cgs->items[0], "path"), NULL), "/user.slice/x\"y\\z\nw");
+        CHECK(procs && procs->n == 2);
+        CHECK(!has_pid(procs, 100) && has_pid(procs, 200) && has_pid(procs, 300));
+        jv_free(d);
+
+        /* uid 2000: nothing. */
+        d = doc(report_list, m, 2000);
+        CHECK(jv_get(d, "cgroups") && jv_get(d, "cgroups")->n == 0);
+        CHECK(jv_get(d, "processes") && jv_get(d, "processes")->n == 0);
+        jv_free(d);
+}
+
+static void test_explain(struct manager *m) {
+        struct jv *d;
+        const struct jv *sk;
+
+        d = explain(m, 0, 100);
+        CHECK(jv_bool(jv_get(d, "watched"), false));
+        CHECK_STR(jv_str(jv_get(d, "mode"), NULL), "balance");
+        CHECK_STR(jv_str(jv_get(d, "mems_allowed"), NULL), "0-1");
+        CHECK_INT(jv_i64(jv_get(d, "hot_node"), -1), 1);
+        CHECK_INT(jv_i64(jv_get(d, "target_node"), -1), 1);
+        CHECK_STR(jv_str(jv_get(d, "reason"), NULL), "none");
+        CHECK(strstr(jv_str(jv_get(d, "explanation"), ""), "moving its misplaced memory to node 1"));
+        sk = jv_get(d, "skipped_bytes");
+        CHECK(sk && sk->n == 1 && jv_u64(jv_get(sk, "shared"), 0) == 8192);
+        CHECK_INT(jv_u64(jv_get(jv_get(d, "cooldown"), "ranges"), 0), 1);
+        CHECK(jv_u64(jv_get(jv_get(d, "cooldown"), "remaining_ms"), 0) > 25000);
+        CHECK(jv_u64(jv_get(d, "next_scan_in_ms"), 9999) <= 400);
+        jv_free(d);
+
+        d = explain(m, 0, 200);
+        CHECK_STR(jv_str(jv_get(d, "reason_text"), NULL), plan_reason_text(REASON_SHARED));
+        CHECK_STR(jv_str(jv_get(d, "explanation"), NULL),
+                  "not moving: the misplaced pages are shared with other processes (move_shared=no)");
+        jv_free(d);
+
+        d = explain(m, 0, 300);
+        CHECK_STR(jv_str(jv_get(d, "explanation"), NULL), "watched, not scanned yet");
+        jv_free(d);
+
+        /* Visibility. */
+        d = explain(m, 1000, 100);
+        CHECK(!jv_bool(jv_get(d, "visible"), true));
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-visible");
+        CHECK(!jv_get(d, "comm") && !jv_get(d, "cgroup"));
+        jv_free(d);
+        d = explain(m, 1000, 300);
+        CHECK(jv_bool(jv_get(d, "watched"), false));
+        jv_free(d);
+
+        /* Not watched: the fake /proc says why. */
+        d = explain(m, 0, 400);
+        CHECK(!jv_bool(jv_get(d, "watched"), true));
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-opted-in");
+        CHECK_STR(jv_str(jv_get(d, "cgroup"), NULL), "/other.slice/x.service");
+        CHECK(strstr(jv_str(jv_get(d, "explanation"), ""), "its cgroup /other.slice/x.service is not opted in"));
+        jv_free(d);
+        d = explain(m, 0, 401);
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-yet-seen");
+        jv_free(d);
+        d = explain(m, 0, 402);
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "kernel-thread");
+        jv_free(d);
+        d = explain(m, 0, 403);
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "zombie");
+        jv_free(d);
+        d = explain(m, 0, 404);
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "no-cgroup");
+        jv_free(d);
+        d = explain(m, 0, 999);
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "no-such-process");
+        jv_free(d);
+        /* A root process, asked by uid 1000: not visible, and nothing about it told. */
+        d = explain(m, 1000, 400);
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-visible");
+        CHECK(!jv_get(d, "cgroup") && !jv_get(d, "comm"));
+        jv_free(d);
+        /* ... unless it sits in a cgroup whose directory uid 1000 owns: the fake cgroup
+         * tree's directory is ours, so ask as our own uid. */
+        if (getuid() != 0) {
+                d = explain(m, getuid(), 405);
+                CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-opted-in");
+                jv_free(d);
+        }
+}
+
+static void test_requests(void) {
+        struct control_request q;
+        const char *err = NULL;
+        char big[300];
+
+#define OK(s, c, p) do { q = (struct control_request) {}; CHECK_INT(control_parse_request(s, strlen(s), &q, &err), 0); \
+                         CHECK_INT(q.cmd, c); CHECK_INT(q.pid, p); } while (0)
+#define BAD(s) do { err = NULL; CHECK_INT(control_parse_request(s, sizeof(s) - 1, &q, &err), -EINVAL); CHECK(err); } while (0)
+        OK("status", CONTROL_STATUS, 0);
+        OK("list", CONTROL_LIST, 0);
+        OK("list\r", CONTROL_LIST, 0);
+        OK("explain 1", CONTROL_EXPLAIN, 1);
+        OK("explain 4194304", CONTROL_EXPLAIN, 4194304);
+        BAD("");
+        BAD("\r");
+        BAD("stat");
+        BAD("Status");
+        BAD("status ");
+        BAD(" status");
+        BAD("list x");
+        BAD("explain");
+        BAD("explain ");
+        BAD("explain 0");
+        BAD("explain -1");
+        BAD("explain +1");
+        BAD("explain 1x");
+        BAD("explain 1 ");
+        BAD("explain  1");
+        BAD("explain 2147483648");
+        BAD("explain 99999999999999999999999");
+        BAD("sta\0tus");
+        BAD("status\n");
+        BAD("st\xc3\xa9tus");
+        memset(big, 'a', sizeof(big));
+        CHECK_INT(control_parse_request(big, 255, &q, &err), -EINVAL);
+        CHECK(strstr(err, "unknown"));
+        CHECK_INT(control_parse_request(big, 256, &q, &err), -EINVAL);
+        CHECK(strstr(err, "too long"));
+#undef OK
+#undef BAD
+}
+
+static void test_json_parse(void) {
+        static const char *const good[] = {
+                "{}", "[]", " 0 ", "-0.5e+3", "\"\\u00e9\\ud83d\\ude00\"", "[1,[2,{\"a\":null}],true,false]",
+                "{\"a\":1,\"a\":2}",
+        };
+        static const char *const bad[] = {
+                "", " ", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "1e", "\"\\x\"", "\"\\u12\"", "\"a\nb\"",
+                "\"\\ud800\"", "\"\\udc00\"", "\"\\u0000\"", "nul", "[1] 2", "{a:1}", "{\"a\" 1}", "'a'", "\"abc",
+                "\"\\", "tru", "[1 2]", "+1", "NaN",
+        };
+        char deep[200];
+        struct jv *v;
+
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                v = NULL;
+                if (jv_parse(good[i], strlen(good[i]), &v, NULL) != 0)
+                        fprintf(stderr, "rejected valid JSON: %s\n", good[i]), test_failures++;
+                jv_free(v);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                v = NULL;
+                if (jv_parse(bad[i], strlen(bad[i]), &v, NULL) != -EINVAL)
+                        fprintf(stderr, "accepted invalid JSON: %s\n", bad[i]), test_failures++;
+                jv_free(v);
+        }
+        CHECK_INT(jv_parse("\"\\u00e9\\ud83d\\ude00\"", 20, &v, NULL), 0);
+        CHECK_STR(jv_str(v, NULL), "\xc3\xa9\xf0\x9f\x98\x80");
+        jv_free(v);
+        CHECK_INT(jv_parse("18446744073709551615", 20, &v, NULL), 0);
+        CHECK(jv_u64(v, 0) == UINT64_MAX);
+        jv_free(v);
+        memset(deep, '[', sizeof(deep));
+        CHECK_INT(jv_parse(deep, sizeof(deep), &v, NULL), -EINVAL);
+}
+
+static void test_label_escape(void) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        metrics_put_label_value(f, "a\\b\"c\nd\te");
+        fclose(f);
+        CHECK_STR(buf, "a\\\\b\\\"c\\nd\te");
+        free(buf);
+}
+
+int main(int argc, char **argv) {
+        struct manager m;
+        char path[4096];
+
+        if (!mkdtemp(tmpdir)) {
+                perror("mkdtemp");
+                return 1;
+        }
+        snprintf(path, sizeof(path), "%s/proc", tmpdir);
+        mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/proc/sys", tmpdir);
+        mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/proc/sys/kernel", tmpdir);
+        mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/cg", tmpdir);
+        mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/cg/mine", tmpdir);
+        mkdir(path, 0755);
+        fake_proc(400, "normal", "0::/other.slice/x.service\n");
+        fake_proc(401, "normal", "0::/a.slice\n");
+        fake_proc(402, "kthread", "0::/\n");
+        fake_proc(403, "zombie", "0::/a.slice\n");
+        fake_proc(404, "normal", "1:name=systemd:/\n");
+        fake_proc(405, "normal", "0::/mine\n");
+        build(&m);
+
+        if (argc == 3 && strcmp(argv[1], "--metrics") == 0) {
+                int r = report_write_metrics(&m, argv[2]);
+                if (r < 0) {
+                        fprintf(stderr, "report_write_metrics: %s\n", strerror(-r));
+                        return 1;
+                }
+                return 0;
+        }
+        test_status(&m);
+        test_list(&m);
+        test_explain(&m);
+        test_requests();
+        test_json_parse();
+        test_label_escape();
+        /* The metrics file: written atomically, mode 0644, no temporary file left. */
+        {
+                struct stat st;
+                char file[4096];
+                snprintf(file, sizeof(file), "%s/m.prom", tmpdir);
+                CHECK_INT(report_write_metrics(&m, file), 0);
+                CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0644);
+                snprintf(file, sizeof(file), "%s/nodir/m.prom", tmpdir);
+                CHECK_INT(report_write_metrics(&m, file), -ENOENT);
+        }
+        {
+                char cmd[8192];
+                snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+                if (system(cmd) != 0)
+                        fprintf(stderr, "could not remove %s\n", tmpdir);
+        }
+        TEST_MAIN_END();
+}
