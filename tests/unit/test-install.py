@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""meson install into a temporary DESTDIR installs exactly what a distribution
+would ship, and a second install keeps an operator's numabalanced.conf.
+
+    test-install.py MESON BUILD_DIR SOURCE_DIR PREFIX BINDIR SBINDIR SYSCONFDIR MANDIR UNITDIR
+
+The directories are meson's (absolute, or relative to PREFIX) and the unit
+directory as systemd/meson.build computed it. Expected: numabalancectl in bindir,
+numabalanced in sbindir, numabalanced.service in the unit directory (ExecStart
+naming the installed numabalanced), the three man pages in mandir, and
+numabalanced.conf in sysconfdir (the shipped file); nothing else (no static
+library, no test programs).
+"""
+import filecmp
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = 0
+
+
+def fail(msg):
+    global failures
+    print(f"FAIL: {msg}")
+    failures += 1
+
+
+def install(meson, build, destdir):
+    r = subprocess.run([meson, "install", "-C", build, "--no-rebuild", "--destdir", destdir],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"meson install --destdir {destdir} exited {r.returncode}:\n{r.stdout}{r.stderr}")
+    return r.stdout + r.stderr
+
+
+def tree(root):
+    out = set()
+    for d, _, files in os.walk(root):
+        for f in files:
+            out.add("/" + os.path.relpath(os.path.join(d, f), root))
+    return out
+
+
+def main():
+    if len(sys.argv) != 10:
+        print(__doc__, file=sys.stderr)
+        return 2
+    meson, build, src, prefix, bindir, sbindir, sysconfdir, mandir, unitdir = sys.argv[1:]
+    p = lambda d: os.path.normpath(os.path.join(prefix, d))  # noqa: E731 (absolute stays absolute)
+    expected = {
+        p(bindir) + "/numabalancectl",
+        p(sbindir) + "/numabalanced",
+        os.path.normpath(unitdir) + "/numabalanced.service",
+        p(mandir) + "/man8/numabalanced.8",
+        p(mandir) + "/man8/numabalancectl.8",
+        p(mandir) + "/man5/numabalanced.conf.5",
+        p(sysconfdir) + "/numabalanced.conf",
+    }
+    conf = p(sysconfdir) + "/numabalanced.conf"
+
+    with tempfile.TemporaryDirectory(prefix="test-install-") as dest:
+        install(meson, build, dest)
+        got = tree(dest)
+        for f in sorted(expected - got):
+            fail(f"not installed: {f}")
+        for f in sorted(got - expected):
+            fail(f"installed but not expected: {f}")
+        if failures:
+            return 1
+        print("ok: installed exactly:\n  " + "\n  ".join(sorted(got)))
+
+        for f in (p(bindir) + "/numabalancectl", p(sbindir) + "/numabalanced"):
+            if not os.access(dest + f, os.X_OK):
+                fail(f"{f} is not executable")
+        if not filecmp.cmp(dest + conf, os.path.join(src, "conf", "numabalanced.conf"), shallow=False):
+            fail(f"{conf} differs from conf/numabalanced.conf")
+        unit = open(dest + os.path.normpath(unitdir) + "/numabalanced.service").read()
+        if f"\nExecStart={p(sbindir)}/numabalanced\n" not in unit:
+            fail(f"the installed unit's ExecStart does not name {p(sbindir)}/numabalanced")
+        for page in ("man8/numabalanced.8", "man5/numabalanced.conf.5", "man8/numabalancectl.8"):
+            if not filecmp.cmp(dest + p(mandir) + "/" + page, os.path.join(src, "man", os.path.basename(page)),
+                               shallow=False):
+                fail(f"{page} differs from man/{os.path.basename(page)}")
+
+        # An operator's edits survive a reinstall (and an upgrade).
+        edited = "# edited by the operator\n[daemon]\ntick_ms = 2000\n"
+        with open(dest + conf, "w") as f:
+            f.write(edited)
+        install(meson, build, dest)
+        if open(dest + conf).read() != edited:
+            fail(f"a second install replaced the edited {conf}")
+        else:
+            print(f"ok: a second install kept the edited {conf}")
+        if tree(dest) != expected:
+            fail(f"after the second install: {sorted(tree(dest) ^ expected)}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
