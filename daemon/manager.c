@@ -22,6 +22,7 @@
 #include "placement.h"
 #include "plan.h"
 #include "proc.h"
+#include "source.h"
 #include "topology.h"
 
 static uint64_t now_ns(clockid_t c) {
@@ -566,8 +567,12 @@ int manager_tick(struct manager *m) {
                 for (size_t i = 0; i < m->n_procs; i++) {
                         if (m->procs[i]->seen_tick == m->tick)
                                 m->procs[w++] = m->procs[i];
-                        else
+                        else {
+                                /* If a new record holds the pid (reused), its next
+                                 * sample() watches it again from a new baseline. */
+                                placement_source_unwatch(m->source, m->procs[i]->pid);
                                 proc_rec_free(m->procs[i]);
+                        }
                 }
                 m->n_procs = w;
         }
@@ -668,8 +673,9 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 log_error_errno(r, "Failed to read the NUMA topology under %s/devices/system/node: %m", m->sys_root);
                 goto fail;
         }
-        m->source = &placement_source_proc;
-        log_info("Sampling where threads run from /proc (source %s)", m->source->name);
+        r = placement_source_choose(m->cfg.source, m->topo, &m->source);
+        if (r < 0)
+                goto fail;
 
         service = m->cfg.service_cpus;
         if (cpumask_weight(&service) == 0) {
@@ -706,6 +712,7 @@ void manager_free(struct manager *m) {
         for (size_t i = 0; i < m->n_invalid_seen; i++)
                 free(m->invalid_seen[i]);
         free(m->invalid_seen);
+        placement_source_free(m->source);
         topology_free(m->topo);
         cfg_release(&m->cfg);
         free(m->proc_root);

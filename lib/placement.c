@@ -93,5 +93,6 @@ void placement_state_done(struct placement_state *st) {
         if (!st)
                 return;
         free(st->threads);
+        free(st->node_ns);
         *st = (struct placement_state) {};
 }

@@ -21,6 +21,8 @@ struct placement_state {
         struct thread_runtime *threads;
         size_t n_threads;
         bool primed;                  /* a baseline exists */
+        uint64_t *node_ns;            /* BPF source: counter totals at the last call, */
+        unsigned n_node_ns;           /* by topology node index */
 };
 
 struct placement_source {
@@ -30,7 +32,23 @@ struct placement_source {
          * (baseline only), -ESRCH if the process is gone, or another -errno. */
         int (*sample)(const struct placement_source *s, const char *proc_root, pid_t pid,
                       const struct topology *t, struct placement_state *st, uint64_t *ns_by_node);
+        /* Optional (NULL: nothing kept per process). A source that keeps per-process
+         * state outside placement_state (the BPF source watches a tgid from its first
+         * sample() on) drops it: the caller has forgotten pid. */
+        void (*unwatch)(const struct placement_source *s, pid_t pid);
+        /* Optional (NULL: static, like the /proc source): releases the source. */
+        void (*free)(const struct placement_source *s);
 };
+
+static inline void placement_source_unwatch(const struct placement_source *s, pid_t pid) {
+        if (s && s->unwatch)
+                s->unwatch(s, pid);
+}
+
+static inline void placement_source_free(const struct placement_source *s) {
+        if (s && s->free)
+                s->free(s);
+}
 
 extern const struct placement_source placement_source_proc;
 

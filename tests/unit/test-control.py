@@ -58,6 +58,9 @@ conf = os.path.join(tmp, 'test.conf')
 with open(conf, 'w') as f:
     f.write(f'[daemon]\nservice_cpus = {cpu}\ntick_ms = 200\nscan_min_ms = 200\nlog_level = debug\n'
             f'[select]\ncgroup_root = {cg}\ncgroups = /a.slice=balance\nmin_rss = 1M\n'
+            # The /proc source whatever the machine allows, so that the views checked
+            # below do not depend on BPF being loadable here.
+            f'[sample]\nsource = proc\n'
             f'[report]\nmetrics_path = {metrics}\n')
 log = open(os.path.join(tmp, 'daemon.log'), 'w')
 daemon = subprocess.Popen([daemon_exe, '--foreground', '--config', conf, '--control-socket', sock],

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The BPF placement source ("bpf"): sched.bpf.c on sched_switch counts, per watched
+ * process, CPU time per node; sample() reads the counters and returns the delta
+ * since its previous call. A process is watched from its first sample() (which only
+ * records the baseline) until unwatch(). */
+#pragma once
+#include "placement.h"
+#include "topology.h"
+
+/* Opens, configures (rodata, map sizes), loads and attaches the program, and fills
+ * the CPU -> node map from t. Returns 0 with *ret (free it with
+ * placement_source_free()), or -errno with *ret_why saying which step failed (a static
+ * string; errno in the return). Logs nothing above debug: the caller says which
+ * source it uses. count_stats fills the program's event counters (debug, benchmark). */
+int placement_bpf_new(const struct topology *t, bool count_stats, const struct placement_source **ret,
+                      const char **ret_why);
+
+/* The attach point in use ("tp_btf/sched_switch" or "raw_tp/sched_switch"). */
+const char *placement_bpf_attach_point(const struct placement_source *s);
+/* The program's id (for bpftool prog show id N), or -1. */
+int placement_bpf_prog_id(const struct placement_source *s);

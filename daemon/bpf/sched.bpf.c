@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* Where the watched processes' threads run: on every context switch, the run time of
+ * the task switched out is added to a per-(tgid, node) counter, if its tgid is in the
+ * watched map. The daemon reads the counters each scan and takes the delta.
+ *
+ * Cost on an unwatched switch: one per-CPU array access (the start stamp), one clock
+ * read and one hash lookup on the task's tgid. Counters are per CPU, so CPUs never
+ * contend for a cache line (no atomics). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "sched.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the loader before load (rodata). */
+const volatile __u32 nr_cpus = 1;          /* possible CPUs: cpu_node's size */
+const volatile bool count_stats = false;   /* fill the stats map (debug, benchmark) */
+
+/* CPU -> node, filled from the topology by the loader after load. */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);             /* resized to nr_cpus by the loader */
+        __type(key, __u32);
+        __type(value, __u32);
+} cpu_node SEC(".maps");
+
+/* The processes being watched: tgid -> unused. Maintained by the daemon. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, SCHED_MAX_WATCHED);
+        __type(key, __u32);
+        __type(value, __u8);
+} watched SEC(".maps");
+
+/* Run time (ns) per (tgid, node), one value per CPU. */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+        __uint(max_entries, SCHED_MAX_WATCHED); /* x nodes, set by the loader */
+        __type(key, struct sched_key);
+        __type(value, __u64);
+} runtime SEC(".maps");
+
+/* When the current task of this CPU was switched in. */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct sched_start);
+} start SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, _SCHED_STAT_MAX);
+        __type(key, __u32);
+        __type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 which) {
+        __u64 *v;
+
+        if (!count_stats)
+                return;
+        v = bpf_map_lookup_elem(&stats, &which);
+        if (v)
+                *v += 1;
+}
+
+static __always_inline int on_switch(__u32 prev_tgid) {
+        struct sched_key key = { .tgid = prev_tgid };
+        struct sched_start *s;
+        __u32 zero = 0, cpu;
+        __u64 now, then, delta, *v;
+        __u32 *node;
+
+        s = bpf_map_lookup_elem(&start, &zero);
+        if (!s)
+                return 0;
+        now = bpf_ktime_get_ns();
+        then = s->ts;
+        s->ts = now;
+        /* then == 0: the first switch on this CPU since we attached; the task's slice
+         * started before we were watching. tgid 0 is the idle task. */
+        if (!then || !prev_tgid || !bpf_map_lookup_elem(&watched, &key.tgid))
+                return 0;
+
+        cpu = bpf_get_smp_processor_id();
+        node = cpu < nr_cpus ? bpf_map_lookup_elem(&cpu_node, &cpu) : NULL;
+        if (!node) {
+                stat_inc(SCHED_STAT_NO_NODE);
+                return 0;
+        }
+        key.node = *node;
+        delta = now - then;
+        v = bpf_map_lookup_elem(&runtime, &key);
+        if (v) {
+                *v += delta;
+        } else if (bpf_map_update_elem(&runtime, &key, &delta, BPF_NOEXIST)) {
+                /* Another CPU created the entry between our lookup and update (our
+                 * own slot in it is zero), or the map is full. */
+                v = bpf_map_lookup_elem(&runtime, &key);
+                if (!v) {
+                        stat_inc(SCHED_STAT_FULL);
+                        return 0;
+                }
+                *v += delta;
+        }
+        stat_inc(SCHED_STAT_COUNTED);
+        return 0;
+}
+
+/* The kernel-version differences live here and only here. tp_btf (5.5+) hands us
+ * BTF-typed pointers we may dereference directly; raw_tp (4.17+) gives the same
+ * arguments untyped, read through bpf_probe_read_kernel. The loader picks one.
+ * task_struct's pid and tgid have not moved or changed type in any kernel with BTF,
+ * so no bpf_core_field_exists() branch is needed for them; the relocation alone
+ * adapts the offset to the running kernel. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next) {
+        return on_switch((__u32) prev->tgid);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next) {
+        return on_switch((__u32) BPF_CORE_READ(prev, tgid));
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The one place that decides where thread placement comes from, and says so once. */
+#pragma once
+#include "config.h"
+#include "placement.h"
+#include "topology.h"
+
+/* want: [sample] source. SOURCE_AUTO tries BPF and falls back to /proc; SOURCE_BPF
+ * makes a missing BPF an error; SOURCE_PROC does not try BPF. Logs one line naming the
+ * source in use and why. Returns 0 with *ret (release it with placement_source_free()),
+ * or -errno when want is SOURCE_BPF and BPF cannot be used (logged). */
+int placement_source_choose(enum sample_source want, const struct topology *t,
+                            const struct placement_source **ret);
