@@ -676,6 +676,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         r = placement_source_choose(m->cfg.source, m->topo, &m->source);
         if (r < 0)
                 goto fail;
+        pmu_log_detection(m->sys_root);
 
         service = m->cfg.service_cpus;
         if (cpumask_weight(&service) == 0) {

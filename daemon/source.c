@@ -2,15 +2,16 @@
 #include <errno.h>
 #include "build-config.h"
 #include "log.h"
+#include "pmu.h"
 #include "source.h"
 #if HAVE_BPF
 #include "bpf/sched-loader.h"
-#endif
 
 /* What an EPERM from bpf() usually means, for the operator. */
 static const char *hint(int r) {
         return r == -EPERM || r == -EACCES ? " (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)" : "";
 }
+#endif
 
 int placement_source_choose(enum sample_source want, const struct topology *t,
                             const struct placement_source **ret) {
@@ -39,4 +40,19 @@ int placement_source_choose(enum sample_source want, const struct topology *t,
 #endif
         *ret = &placement_source_proc;
         return 0;
+}
+
+void pmu_log_detection(const char *sys_root) {
+        struct pmu_info p;
+        int r = pmu_detect(sys_root, &p);
+
+        if (r < 0)
+                log_info_errno(r, "PMU memory sampling: cannot read %s/bus/event_source/devices (%m): "
+                               "page-level placement off", sys_root);
+        else if (p.kind == PMU_NONE)
+                log_info("PMU memory sampling: none (no cpu/events/mem-loads, ibs_op or arm_spe_* under "
+                         "%s/bus/event_source/devices): page-level placement off", sys_root);
+        else
+                log_info("PMU memory sampling: %s (%s, perf type %d%s%s) found, not used yet: page-level "
+                         "placement off", pmu_kind_name(p.kind), p.device, p.type, p.event[0] ? ", " : "", p.event);
 }

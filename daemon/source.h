@@ -11,3 +11,8 @@
  * or -errno when want is SOURCE_BPF and BPF cannot be used (logged). */
 int placement_source_choose(enum sample_source want, const struct topology *t,
                             const struct placement_source **ret);
+
+/* Says once which precise memory sampling the PMU offers under sys_root. Page-level
+ * placement does not use it yet (lib/pagesample decides from samples; no perf events
+ * are opened), so this is information for the operator, and the fallback is logged. */
+void pmu_log_detection(const char *sys_root);

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cleanup.h"
+#include "pagesample.h"
+#include "parse.h"
+
+/* Open addressing on the page number; counts[] is slots x n_nodes, by topology index. */
+struct page_agg {
+        const struct topology *t;
+        uint64_t page_mask;
+        uint64_t *pages;              /* page address + 1; 0 = empty slot */
+        uint64_t *counts;
+        size_t slots, used;
+        uint64_t samples, no_node;
+};
+
+static uint64_t hash64(uint64_t x) {
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        return x;
+}
+
+int page_agg_new(const struct topology *t, uint64_t page_size, struct page_agg **ret) {
+        struct page_agg *a;
+
+        if (!t || !t->n_nodes || page_size < 4096 || (page_size & (page_size - 1)))
+                return -EINVAL;
+        a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        a->t = t;
+        a->page_mask = ~(page_size - 1);
+        a->slots = 1024;
+        a->pages = calloc(a->slots, sizeof(*a->pages));
+        a->counts = calloc(a->slots * t->n_nodes, sizeof(*a->counts));
+        if (!a->pages || !a->counts) {
+                page_agg_free(a);
+                return -ENOMEM;
+        }
+        *ret = a;
+        return 0;
+}
+
+void page_agg_free(struct page_agg *a) {
+        if (!a)
+                return;
+        free(a->pages);
+        free(a->counts);
+        free(a);
+}
+
+static size_t find_slot(const uint64_t *pages, size_t slots, uint64_t key) {
+        size_t i = hash64(key) & (slots - 1);
+        while (pages[i] && pages[i] != key)
+                i = (i + 1) & (slots - 1);
+        return i;
+}
+
+static int grow(struct page_agg *a) {
+        size_t n = a->slots * 2, nn = a->t->n_nodes;
+        uint64_t *pages = calloc(n, sizeof(*pages)), *counts = calloc(n * nn, sizeof(*counts));
+
+        if (!pages || !counts) {
+                free(pages);
+                free(counts);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < a->slots; i++) {
+                size_t j;
+                if (!a->pages[i])
+                        continue;
+                j = find_slot(pages, n, a->pages[i]);
+                pages[j] = a->pages[i];
+                memcpy(&counts[j * nn], &a->counts[i * nn], nn * sizeof(*counts));
+        }
+        free(a->pages);
+        free(a->counts);
+        a->pages = pages;
+        a->counts = counts;
+        a->slots = n;
+        return 0;
+}
+
+static int add(struct page_agg *a, uint64_t addr, int idx, uint64_t count) {
+        uint64_t key = (addr & a->page_mask) + 1;
+        size_t i;
+
+        /* Keep the load under 1/2: probes stay short. */
+        if ((a->used + 1) * 2 > a->slots) {
+                int r = grow(a);
+                if (r < 0)
+                        return r;
+        }
+        i = find_slot(a->pages, a->slots, key);
+        if (!a->pages[i]) {
+                a->pages[i] = key;
+                a->used++;
+        }
+        a->counts[i * a->t->n_nodes + (size_t) idx] += count;
+        a->samples += count;
+        return 0;
+}
+
+int page_agg_add(struct page_agg *a, const struct page_sample *s) {
+        int node = topology_cpu_node(a->t, s->cpu);
+        int idx = node >= 0 ? topology_node_index(a->t, (unsigned) node) : -1;
+
+        if (idx < 0) {
+                a->no_node++;
+                return -EINVAL;
+        }
+        return add(a, s->addr, idx, 1);
+}
+
+int page_agg_add_counts(struct page_agg *a, uint64_t addr, unsigned node, uint64_t count) {
+        int idx = topology_node_index(a->t, node);
+
+        if (idx < 0) {
+                a->no_node += count;
+                return -EINVAL;
+        }
+        return count ? add(a, addr, idx, count) : 0;
+}
+
+static int cmp_move(const void *x, const void *y) {
+        const struct page_move *a = x, *b = y;
+        return (a->page > b->page) - (a->page < b->page);
+}
+
+int page_agg_decide(const struct page_agg *a, unsigned min_samples, struct page_decision *ret) {
+        struct page_decision d = { .samples = a->samples, .no_node = a->no_node };
+        size_t nn = a->t->n_nodes;
+
+        if (min_samples < 1)
+                return -EINVAL;
+        d.moves = calloc(a->used ? a->used : 1, sizeof(*d.moves));
+        if (!d.moves)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->slots; i++) {
+                const uint64_t *c = &a->counts[i * nn];
+                size_t nodes_seen = 0, last = 0;
+
+                if (!a->pages[i])
+                        continue;
+                d.pages++;
+                for (size_t k = 0; k < nn; k++)
+                        if (c[k]) {
+                                nodes_seen++;
+                                last = k;
+                        }
+                if (nodes_seen > 1)
+                        d.shared++;
+                else if (c[last] < min_samples)
+                        d.too_few++;
+                else
+                        d.moves[d.n_moves++] = (struct page_move) {
+                                .page = a->pages[i] - 1,
+                                .node = a->t->nodes[last].id,
+                                .samples = c[last],
+                        };
+        }
+        qsort(d.moves, d.n_moves, sizeof(*d.moves), cmp_move);
+        *ret = d;
+        return 0;
+}
+
+void page_decision_done(struct page_decision *d) {
+        if (!d)
+                return;
+        free(d->moves);
+        *d = (struct page_decision) {};
+}
+
+int page_samples_parse(const char *buf, size_t len, struct page_sample **ret, size_t *ret_n,
+                       unsigned *ret_bad_line) {
+        _cleanup_free_ struct page_sample *v = NULL;
+        size_t n = 0, cap = 0;
+        unsigned line = 0;
+
+        for (size_t pos = 0; pos < len;) {
+                const char *s = buf + pos, *nl = memchr(s, '\n', len - pos);
+                size_t l = nl ? (size_t) (nl - s) : len - pos;
+                const char *f[3];
+                size_t fl[3], nf = 0, k = 0;
+                uint64_t tid, cpu, addr;
+
+                pos += l + (nl ? 1 : 0);
+                line++;
+                /* Split on spaces and tabs into at most 3 fields. */
+                while (k < l) {
+                        while (k < l && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r'))
+                                k++;
+                        if (k == l || s[k] == '#')
+                                break;
+                        if (nf == 3)
+                                goto bad;
+                        f[nf] = s + k;
+                        while (k < l && s[k] != ' ' && s[k] != '\t' && s[k] != '\r')
+                                k++;
+                        fl[nf] = (size_t) (s + k - f[nf]);
+                        nf++;
+                }
+                if (nf == 0)
+                        continue;
+                if (nf != 3 || parse_u64_n(f[0], fl[0], 1, INT32_MAX, &tid) < 0 ||
+                    parse_u64_n(f[1], fl[1], 0, 8191, &cpu) < 0 || fl[2] < 3 || f[2][0] != '0' ||
+                    (f[2][1] != 'x' && f[2][1] != 'X') || parse_hex_u64_n(f[2] + 2, fl[2] - 2, &addr) < 0)
+                        goto bad;
+                if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 256;
+                        struct page_sample *nv = realloc(v, nc * sizeof(*nv));
+                        if (!nv)
+                                return -ENOMEM;
+                        v = nv;
+                        cap = nc;
+                }
+                v[n++] = (struct page_sample) { .tid = (pid_t) tid, .cpu = (unsigned) cpu, .addr = addr };
+                continue;
+        bad:
+                if (ret_bad_line)
+                        *ret_bad_line = line;
+                return -EINVAL;
+        }
+        *ret = TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
