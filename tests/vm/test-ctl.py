@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""numabalancectl against the real daemon, in a test-bed guest (as root, 2 nodes).
+
+    test-ctl.py --build BUILD_DIR
+
+A misplaced workload (memory on node 0, threads on node 1) in an opted-in cgroup, a
+second one in a cgroup that did not opt in. Once the daemon has fixed the first:
+  - as root, `status`, `list`, `explain --json` show the cgroup and the process,
+    pages moved > 0 that agree with the metrics file (parsed strictly), and the
+    daemon's CPU time on the cgroup > 0 in each stage (read, decide, migrate);
+  - `explain` of the second process says its cgroup is not opted in;
+  - as uid 65534 (setpriv), `list` shows nothing of root's and `explain` of root's
+    process is refused as not visible;
+  - the tables print (exit 0).
+Uses engine.py's Env (cgroups, workload, daemon)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "unit"))
+import engine  # noqa: E402
+import promparse  # noqa: E402
+from engine import Fail, check  # noqa: E402
+
+SOCK = "/tmp/nb-ctl/control"
+METRICS = "/tmp/nb-ctl.prom"
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def ctl(env, *args, user=None):
+    cmd = [env.ctl, "--socket", SOCK, *args]
+    return subprocess.run((NOBODY if user else []) + cmd, capture_output=True, text=True, timeout=60)
+
+
+def ctl_json(env, *args, user=None, rc=0):
+    r = ctl(env, "--json", *args, user=user)
+    check(r.returncode == rc, f"numabalancectl --json {' '.join(args)}{' as nobody' if user else ''}: "
+                              f"exit {r.returncode}, expected {rc}: {r.stderr.strip()}")
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        raise Fail(f"numabalancectl --json {' '.join(args)}: not JSON: {r.stdout!r}")
+
+
+def stable_list_and_metrics(env, cgpath):
+    """list, the metrics file, list again, until the moved count did not change in
+    between (a tick may land between the reads)."""
+    for _ in range(20):
+        a = ctl_json(env, "list")
+        fam = promparse.parse(open(METRICS).read())
+        b = ctl_json(env, "list")
+        ca = [c for c in a["cgroups"] if c["path"] == cgpath]
+        cb = [c for c in b["cgroups"] if c["path"] == cgpath]
+        if ca and cb and ca[0]["pages"] == cb[0]["pages"]:
+            return b, fam
+        time.sleep(0.3)
+    raise Fail("the moved counts never held still between two list calls")
+
+
+def run(env, res):
+    engine.sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-ctl", "balance")
+    p, start, _ = env.start_workload(cg, 256, 0, 1)
+    cg_off = env.cgroup("nb-ctl-off")
+    po, _, _ = env.start_workload(cg_off, 32, 0, 1)
+    env.start_daemon(extra_conf=f"[report]\nmetrics_path = {METRICS}\n", args=("--control-socket", SOCK))
+    t = engine.wait_local(env, p.pid, 0.95, 150)
+    check(t is not None, "the workload was not made local within 150 s")
+    res["seconds_to_95pct_local"] = t
+    time.sleep(1.5)  # a tick after the last move: the metrics file has it
+
+    st = ctl_json(env, "status")
+    check(st["pages"]["moved"] > 0, f"status: no pages moved: {st['pages']}")
+    check(st["cgroups_watched"] >= 1 and st["processes_watched"] >= 1, f"status: {st}")
+    check(st["kernel_numa_balancing"] == 0, f"status kernel_numa_balancing {st['kernel_numa_balancing']}")
+    check(st["sampling_source"] in ("proc", "bpf"), f"status sampling_source {st['sampling_source']}")
+    for stage in ("read", "decide", "migrate"):
+        check(st["cpu_ns"]["by_stage"][stage] > 0, f"status: no CPU time in {stage}")
+    res["status"] = st
+
+    lst, fam = stable_list_and_metrics(env, "/nb-ctl")
+    c = [c for c in lst["cgroups"] if c["path"] == "/nb-ctl"][0]
+    check(c["mode"] == "balance" and c["source"] == "trusted.numabalanced", f"list cgroup {c}")
+    check(c["pages"]["moved"] > 0, f"list: cgroup moved nothing: {c['pages']}")
+    for stage in ("read", "decide", "migrate"):
+        check(c["cpu_ns"][stage] > 0, f"list: no CPU time in {stage} for the cgroup: {c['cpu_ns']}")
+    procs = [q for q in lst["processes"] if q["pid"] == p.pid]
+    check(len(procs) == 1, f"list: the workload is not listed: {lst['processes']}")
+    q = procs[0]
+    check(q["pages_moved"] > 0 and q["local_share"] >= 0.9, f"list process {q}")
+    check({n["node"] for n in q["nodes"]} == {0, 1}, f"list process nodes {q['nodes']}")
+    check(all(x["pid"] != po.pid for x in lst["processes"]), "the process of the cgroup that did not opt in is listed")
+    g = promparse.get
+    m_moved = g(fam, "numabalanced_pages_total", cgroup="/nb-ctl", result="moved")
+    check(m_moved == c["pages"]["moved"], f"metrics moved {m_moved} != list {c['pages']['moved']}")
+    for r in ("busy", "gone", "refused"):
+        check(g(fam, "numabalanced_pages_total", cgroup="/nb-ctl", result=r) == c["pages"][r], f"metrics {r}")
+    check(g(fam, "numabalanced_processes", cgroup="/nb-ctl") == c["processes"], "metrics processes")
+    check(g(fam, "numabalanced_sampling_source", source=st["sampling_source"]) == 1, "metrics sampling source")
+    check(g(fam, "numabalanced_cpu_seconds_total", cgroup="/nb-ctl", stage="migrate") > 0, "metrics migrate cpu")
+    m_local = g(fam, "numabalanced_locality_bytes", cgroup="/nb-ctl", node="1")
+    check(m_local == [n["bytes"] for n in c["nodes"] if n["node"] == 1][0], "metrics locality node 1 vs list")
+    res["moved_pages"] = c["pages"]["moved"]
+    res["cpu_ns"] = c["cpu_ns"]
+
+    ex = ctl_json(env, "explain", str(p.pid))
+    check(ex["watched"] is True and ex["mode"] == "balance" and ex["cgroup"] == "/nb-ctl", f"explain {ex}")
+    check(ex["mems_allowed"] == "0-1" and ex["hot_node"] == 1, f"explain nodes {ex}")
+    check(ex["reason"] is not None and ex["reason_text"] and "cooldown" in ex, f"explain reason {ex}")
+    res["explain"] = ex
+    ex = ctl_json(env, "explain", str(po.pid))
+    check(ex["watched"] is False and ex["why"] == "not-opted-in" and ex["cgroup"] == "/nb-ctl-off",
+          f"explain of the process not opted in: {ex}")
+
+    # Another user: nothing of root's.
+    nl = ctl_json(env, "list", user=True)
+    check(nl["processes"] == [] and nl["cgroups"] == [], f"uid 65534 sees: {nl}")
+    ne = ctl_json(env, "explain", str(p.pid), user=True, rc=1)
+    check(ne.get("visible") is False and ne.get("why") == "not-visible" and "cgroup" not in ne,
+          f"uid 65534 explain of root's process: {ne}")
+    ns = ctl_json(env, "status", user=True)
+    check(ns["requester_uid"] == 65534, "status as nobody")
+
+    for cmd in (["status"], ["list"], ["explain", str(p.pid)]):
+        r = ctl(env, *cmd)
+        check(r.returncode == 0 and r.stdout, f"numabalancectl {' '.join(cmd)}: {r.returncode} {r.stderr}")
+    check("/nb-ctl" in ctl(env, "list").stdout, "list table lacks the cgroup")
+    env.stop_daemon()
+    check(not os.path.exists(SOCK), "the control socket was left behind")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--out", default=os.environ.get("NUMABALANCED_RESULTS", "/tmp"))
+    a = ap.parse_args()
+    env = engine.Env(a.build, a.out)
+    res = {"scenario": "ctl"}
+    t0 = time.time()
+    try:
+        run(env, res)
+        res["result"] = "pass"
+    except Exception as e:  # Fail, or a bug in the test: both fail
+        res["result"] = "fail"
+        res["error"] = f"{type(e).__name__}: {e}"
+        res["daemon_log_tail"] = env.log()[-4000:]
+    finally:
+        env.cleanup()
+    res["seconds"] = round(time.time() - t0, 1)
+    print(json.dumps(res), flush=True)
+    with open(os.path.join(a.out, "ctl.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    return 0 if res["result"] == "pass" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
