@@ -5,8 +5,10 @@
  * the memory is not. It writes "<pid> <start-hex> <length>" to READY_FILE once the
  * memory is placed, and runs until killed.
  *
- *   workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE
- *   POLICY: default | bind:LIST | interleave:LIST | prefer:N */
+ *   workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE [PAGES]
+ *   POLICY: default | bind:LIST | interleave:LIST | prefer:N
+ *   PAGES:  system (default: whatever the system's THP setting gives, which on Debian's
+ *           kernel is "always"), 4k (MADV_NOHUGEPAGE), thp (MADV_HUGEPAGE) */
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
@@ -102,8 +104,10 @@ int main(int argc, char **argv) {
         FILE *f;
         char tmp[4096];
 
-        if (argc != 7) {
-                fprintf(stderr, "usage: workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE\n");
+        const char *pages = argc > 7 ? argv[7] : "system";
+
+        if (argc != 7 && argc != 8) {
+                fprintf(stderr, "usage: workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE [system|4k|thp]\n");
                 return 2;
         }
         len = (size_t) atol(argv[1]) << 20;
@@ -115,13 +119,31 @@ int main(int argc, char **argv) {
                 return 2;
         }
 
-        mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* 2 MiB aligned, as a large allocation from malloc would be, so that THP can
+         * back it when the system or PAGES says so. */
+        mem = mmap(NULL, len + (2u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (mem == MAP_FAILED) {
                 perror("mmap");
                 return 1;
         }
-        /* Base pages: the engine's THP handling is tested on its own. */
-        madvise(mem, len, MADV_NOHUGEPAGE);
+        {
+                /* Trim the slack so that the VMA starts where the test will look for it. */
+                char *raw = mem;
+                size_t head;
+                mem = (char *) (((uintptr_t) raw + (2u << 20) - 1) & ~(uintptr_t) ((2u << 20) - 1));
+                head = (size_t) (mem - raw);
+                if (head)
+                        munmap(raw, head);
+                munmap(mem + len, (2u << 20) - head);
+        }
+        if (strcmp(pages, "4k") == 0)
+                madvise(mem, len, MADV_NOHUGEPAGE);
+        else if (strcmp(pages, "thp") == 0)
+                madvise(mem, len, MADV_HUGEPAGE);
+        else if (strcmp(pages, "system") != 0) {
+                fprintf(stderr, "workload: PAGES must be system, 4k or thp\n");
+                return 2;
+        }
         if (mode != MPOL_DEFAULT && mbind(mem, len, mode, &mask, 64, 0) < 0) {
                 perror("mbind");
                 return 1;
