@@ -223,6 +223,13 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
         primed = m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, cpu);
         if (primed < 0)
                 return primed;
+        if (primed == 0) {
+                /* First sight: the source has a baseline only. Rather than wait a whole
+                 * tick, decide on where the threads are now (placement.h). */
+                r = placement_first_estimate(m->proc_root, p->pid, m->topo, cpu);
+                if (r < 0)
+                        return r;
+        }
         r = proc_read_status(m->proc_root, p->pid, &status);
         if (r < 0)
                 return r;
@@ -273,8 +280,6 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
         r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)
                 return r;
-        if (primed == 0)
-                s->plan.reason = REASON_NO_CPU_TIME;
 
         /* Report: locality against the nodes the threads ran on in the window. */
         r = locality_compute(m->topo, maps, NULL, 0, &loc);

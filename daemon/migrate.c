@@ -29,6 +29,8 @@
 #define NSEC_PER_SEC UINT64_C(1000000000)
 #define NSEC_PER_MSEC UINT64_C(1000000)
 #define BASE_PAGE_SIZE UINT64_C(4096)
+/* A PMD-mapped transparent huge page on x86-64 (and arm64 with 4K pages). */
+#define PMD_SIZE (UINT64_C(2) << 20)
 
 /* Addresses per move_pages() call when the caller passes 0 (the config's default too).
  * Every call pays lru_cache_disable() (an expedited RCU sync and an LRU drain on every
@@ -487,6 +489,170 @@ static int check_ranges(const struct migrate_job *job) {
         return 0;
 }
 
+/* Queries and moves [start, end) page by page (stride page_size), in batches. */
+static void run_base(struct job_run *jr, uint64_t start, uint64_t end, uint64_t page_size) {
+        struct migrate_job *job = jr->job;
+        uint64_t weight = page_size / BASE_PAGE_SIZE;
+        uint64_t addr = start;
+        int r;
+
+        while (addr < end && !jr->stop) {
+                uint64_t left = (end - addr) / page_size;
+                uint64_t space = jr->batch_max - jr->n;
+                uint64_t n = left < space ? left : space;
+
+                if (job->max_pages) {
+                        uint64_t used = jr->passed + jr->n_base;
+                        uint64_t budget = job->max_pages > used ? job->max_pages - used : 0;
+                        /* Candidates found by this query may all join the batch:
+                         * never query more than the page budget can take. */
+                        if (budget / weight < n)
+                                n = budget / weight;
+                        if (n == 0) {
+                                jr->stop = true;
+                                break;
+                        }
+                }
+                if (cancelled(jr))
+                        return job_stop(jr, -ECANCELED);
+                r = query_chunk(jr, addr, (size_t) n, page_size);
+                if (r < 0) {
+                        if (r == -ENOENT)
+                                r = -ESRCH;
+                        log_debug_errno(r, "pid=%d: move_pages query failed: %m", (int) job->pid);
+                        return job_stop(jr, r);
+                }
+                addr += n * page_size;
+                if (jr->n == jr->batch_max)
+                        flush_batch(jr);
+        }
+}
+
+/* Aligned 2 MiB chunks, huge page first. Passing every base address of a THP costs a
+ * page-table lookup per address twice (query, then move) for what one address moves
+ * whole; under TCG the 2 x 512 lookups took longer than the copy (tests/vm: 512 MiB of
+ * THP in 4.8 s with base addresses). So, per chunk: query its first, second and last
+ * base page; move the first one; query the second and last again. If both were
+ * elsewhere (present, not on the target) and are now on the target, they moved with the
+ * first page, and a folio holding the first and the last base page of an aligned 2 MiB
+ * chunk is the whole chunk: 512 pages moved, counted exactly. Any other chunk (4 KiB
+ * pages, partly local, partly absent) goes page by page, as before. */
+static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
+        struct migrate_job *job = jr->job;
+        const uint64_t per_chunk = PMD_SIZE / BASE_PAGE_SIZE;
+        uint64_t chunk = start;
+
+        while (chunk < end && !jr->stop) {
+                /* Up to a third of a batch of chunks at a time: 3 query slots each. */
+                uint64_t n = (end - chunk) / PMD_SIZE, max = jr->batch_max / 3;
+                _cleanup_free_ int *before = NULL;
+                _cleanup_free_ uint8_t *slow = NULL;
+                size_t nq = 0;
+                uint64_t thp = 0;
+                long r;
+
+                if (n > max)
+                        n = max;
+                if (job->max_pages) {
+                        uint64_t used = jr->passed + jr->n_base;
+                        uint64_t budget = job->max_pages > used ? (job->max_pages - used) / per_chunk : 0;
+                        if (budget < n)
+                                n = budget;
+                        if (n == 0) {
+                                /* Less than a huge page of budget left: page by page. */
+                                run_base(jr, chunk, end, BASE_PAGE_SIZE);
+                                return;
+                        }
+                }
+                if (cancelled(jr))
+                        return job_stop(jr, -ECANCELED);
+                before = calloc(n * 3, sizeof(*before));
+                slow = calloc(n, sizeof(*slow));
+                if (!before || !slow)
+                        return job_stop(jr, -ENOMEM);
+
+                /* The pending batch must be empty: its slots are reused below. */
+                flush_batch(jr);
+                if (jr->stop)
+                        return;
+                for (uint64_t c = 0; c < n; c++) {
+                        uint64_t a = chunk + c * PMD_SIZE;
+                        jr->qaddrs[nq] = (void *) (uintptr_t) a;
+                        jr->qaddrs[nq + 1] = (void *) (uintptr_t) (a + BASE_PAGE_SIZE);
+                        jr->qaddrs[nq + 2] = (void *) (uintptr_t) (a + PMD_SIZE - BASE_PAGE_SIZE);
+                        nq += 3;
+                }
+                for (size_t i = 0; i < nq; i++)
+                        jr->qstatus[i] = STATUS_UNWRITTEN;
+                r = sys_move_pages(job->pid, nq, jr->qaddrs, NULL, jr->qstatus, 0);
+                if (r < 0) {
+                        int e = errno == ENOENT ? ESRCH : errno;
+                        log_debug_errno(e, "pid=%d: move_pages query failed: %m", (int) job->pid);
+                        return job_stop(jr, -e);
+                }
+                memcpy(before, jr->qstatus, nq * sizeof(int));
+
+                /* Move the first page of every chunk that has it elsewhere. */
+                for (uint64_t c = 0; c < n; c++) {
+                        int h = before[3 * c];
+                        if (h >= 0 && h != job->target_node) {
+                                jr->addrs[jr->n] = (void *) (uintptr_t) (chunk + c * PMD_SIZE);
+                                jr->from[jr->n] = h;
+                                jr->weight[jr->n] = 1;
+                                jr->n++;
+                                jr->n_base++;
+                        }
+                }
+                flush_batch(jr);
+                if (jr->stop)
+                        return;
+
+                /* Which chunks moved whole? */
+                nq = 0;
+                for (uint64_t c = 0; c < n; c++) {
+                        const int *b = &before[3 * c];
+                        bool candidate = b[0] >= 0 && b[0] != job->target_node && b[1] >= 0 &&
+                                         b[1] != job->target_node && b[2] >= 0 && b[2] != job->target_node;
+                        slow[c] = !candidate;
+                        if (candidate) {
+                                jr->qaddrs[nq] = (void *) (uintptr_t) (chunk + c * PMD_SIZE + BASE_PAGE_SIZE);
+                                jr->qaddrs[nq + 1] = (void *) (uintptr_t) (chunk + c * PMD_SIZE + PMD_SIZE - BASE_PAGE_SIZE);
+                                jr->qidx[nq / 2] = c;
+                                nq += 2;
+                        }
+                }
+                if (nq) {
+                        for (size_t i = 0; i < nq; i++)
+                                jr->qstatus[i] = STATUS_UNWRITTEN;
+                        r = sys_move_pages(job->pid, nq, jr->qaddrs, NULL, jr->qstatus, 0);
+                        /* The pidfd check after the query: if the process went, its pid
+                         * may name someone else's pages now; count nothing more. */
+                        if (r < 0 || pidfd_exited(jr->pidfd)) {
+                                int e = r < 0 ? (errno == ENOENT ? ESRCH : errno) : ESRCH;
+                                return job_stop(jr, -e);
+                        }
+                        for (size_t k = 0; k < nq / 2; k++) {
+                                if (jr->qstatus[2 * k] == job->target_node && jr->qstatus[2 * k + 1] == job->target_node)
+                                        thp++;
+                                else
+                                        slow[jr->qidx[k]] = 1;
+                        }
+                }
+                /* The first page of each whole chunk was counted by the move; the other
+                 * 511 moved with it. */
+                job->pages[MIG_MOVED] += thp * (per_chunk - 1);
+                jr->passed += thp * (per_chunk - 1);
+                if (thp)
+                        log_debug("pid=%d: %" PRIu64 " huge page(s) moved whole to node %d", (int) job->pid, thp,
+                                  job->target_node);
+
+                for (uint64_t c = 0; c < n && !jr->stop; c++)
+                        if (slow[c])
+                                run_base(jr, chunk + c * PMD_SIZE, chunk + (c + 1) * PMD_SIZE, BASE_PAGE_SIZE);
+                chunk += n * PMD_SIZE;
+        }
+}
+
 static void job_body(struct job_run *jr) {
         struct migrate_job *job = jr->job;
         _cleanup_close_ int own_pidfd = -1;
@@ -520,38 +686,16 @@ static void job_body(struct job_run *jr) {
 
         for (size_t ri = 0; ri < job->n_ranges && !jr->stop; ri++) {
                 const struct migrate_range *rg = &job->ranges[ri];
-                uint64_t weight = rg->page_size / BASE_PAGE_SIZE;
-                uint64_t addr = rg->start;
+                uint64_t cs = (rg->start + PMD_SIZE - 1) & ~(PMD_SIZE - 1), ce = rg->end & ~(PMD_SIZE - 1);
 
-                while (addr < rg->end && !jr->stop) {
-                        uint64_t left = (rg->end - addr) / rg->page_size;
-                        uint64_t space = jr->batch_max - jr->n;
-                        uint64_t n = left < space ? left : space;
-
-                        if (job->max_pages) {
-                                uint64_t budget = job->max_pages - jr->passed - jr->n_base;
-                                /* Candidates found by this query may all join the batch:
-                                 * never query more than the page budget can take. */
-                                if (budget / weight < n)
-                                        n = budget / weight;
-                                if (n == 0) {
-                                        jr->stop = true;
-                                        break;
-                                }
-                        }
-                        if (cancelled(jr))
-                                return job_stop(jr, -ECANCELED);
-                        r = query_chunk(jr, addr, (size_t) n, rg->page_size);
-                        if (r < 0) {
-                                if (r == -ENOENT)
-                                        r = -ESRCH;
-                                log_debug_errno(r, "pid=%d: move_pages query failed: %m", (int) job->pid);
-                                return job_stop(jr, r);
-                        }
-                        addr += n * rg->page_size;
-                        if (jr->n == jr->batch_max)
-                                flush_batch(jr);
-                }
+                /* Base pages that may be backed by transparent huge pages: the whole
+                 * 2 MiB chunks go huge-page first, the ragged ends page by page. */
+                if (rg->page_size == BASE_PAGE_SIZE && cs < ce && jr->batch_max >= 3) {
+                        run_base(jr, rg->start, cs, rg->page_size);
+                        run_huge_first(jr, cs, ce);
+                        run_base(jr, ce, rg->end, rg->page_size);
+                } else
+                        run_base(jr, rg->start, rg->end, rg->page_size);
         }
         /* A max_pages stop still moves what was collected; an error stop does not. */
         if (job->error == 0)

@@ -30,12 +30,13 @@ static const struct thread_runtime *find_thread(const struct placement_state *st
         return NULL;
 }
 
-static int proc_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
-                       const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
+/* charge_all: charge each thread's whole run time (no baseline needed). */
+static int proc_sample_charge(const char *proc_root, pid_t pid, const struct topology *t,
+                              struct placement_state *st, uint64_t *ns_by_node, bool charge_all) {
         _cleanup_free_ pid_t *tids = NULL;
         _cleanup_free_ struct thread_runtime *now = NULL;
         size_t n_tids = 0, n_now = 0;
-        bool had_baseline = st->primed;
+        bool had_baseline = st->primed || charge_all;
         int r;
 
         r = proc_list_tasks(proc_root, pid, &tids, &n_tids);
@@ -82,6 +83,22 @@ static int proc_sample(const struct placement_source *s, const char *proc_root, 
         st->n_threads = n_now;
         st->primed = true;
         return had_baseline ? 1 : 0;
+}
+
+int placement_first_estimate(const char *proc_root, pid_t pid, const struct topology *t, uint64_t *ns_by_node) {
+        struct placement_state st = {};
+        int r;
+
+        /* The /proc source's own baseline read gives every thread's run time so far;
+         * charge it to the node each thread is on now. */
+        r = proc_sample_charge(proc_root, pid, t, &st, ns_by_node, true);
+        placement_state_done(&st);
+        return r < 0 ? r : 0;
+}
+
+static int proc_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
+                       const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
+        return proc_sample_charge(proc_root, pid, t, st, ns_by_node, false);
 }
 
 const struct placement_source placement_source_proc = {

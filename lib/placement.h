@@ -52,6 +52,12 @@ static inline void placement_source_free(const struct placement_source *s) {
 
 extern const struct placement_source placement_source_proc;
 
+/* A first estimate for a process seen for the first time, when a source has only a
+ * baseline: each thread's whole run time so far, charged to the node of the CPU it is
+ * on now ("memory follows where the threads are now"). Saves a whole tick before the
+ * first decision; the hysteresis still applies. Returns 0 or -errno. */
+int placement_first_estimate(const char *proc_root, pid_t pid, const struct topology *t, uint64_t *ns_by_node);
+
 void placement_state_done(struct placement_state *st);
 
 /* schedstat: "<run ns> <wait ns> <timeslices>\n"; returns the run time. */
