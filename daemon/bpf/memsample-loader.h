@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* memsample.bpf.c's loader: the program attached to one sampling perf event per
+ * online CPU, per-process watch, and draining the per-(tgid, node, page) counts into a
+ * lib/pagesample aggregation. Not used by the daemon yet (page-level moves are not
+ * planned); exercised by tests/vm/pagesample-probe with the page-faults event. */
+#pragma once
+#include <linux/perf_event.h>
+#include <sys/types.h>
+#include "pagesample.h"
+#include "topology.h"
+
+struct memsample;
+
+/* attr: the sampling event; its sample_period (or sample_freq with attr->freq) is the
+ * rate budget per CPU. Returns 0, or -errno with *ret_why naming the step. */
+int memsample_new(const struct topology *t, const struct perf_event_attr *attr,
+                       struct memsample **ret, const char **ret_why);
+void memsample_free(struct memsample *p);
+int memsample_watch(struct memsample *p, pid_t pid);
+int memsample_unwatch(struct memsample *p, pid_t pid);
+/* Moves pid's counts into agg (deleting them from the map). Returns the number of
+ * (node, page) entries moved, or -errno. Walks the whole map: drain rarely. */
+int memsample_drain(struct memsample *p, pid_t pid, struct page_agg *agg);
+/* The page-faults software event with the data address, every period-th fault. */
+void memsample_attr_page_faults(struct perf_event_attr *attr, uint64_t period);

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Types shared by memsample.bpf.c and its loader (memsample-loader.c). */
+#pragma once
+
+/* Distinct (tgid, node, page) entries kept at once: an LRU map, so a burst of samples
+ * over more pages evicts the least recently sampled ones instead of failing. 32 bytes
+ * a key and value, plus the map's overhead: about 6 MB. */
+#define MEMSAMPLE_MAX_ENTRIES 65536
+
+struct memsample_key {
+        __u32 tgid;
+        __u32 node;
+        __u64 page;                /* data address >> page_shift */
+};
