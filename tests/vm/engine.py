@@ -406,6 +406,86 @@ SCENARIOS = {
 }
 
 
+# --- placement sources (issue 4) ---------------------------------------------
+
+def daemon_conf(env, conf):
+    """Makes every start_daemon() of a scenario add conf to the config file."""
+    orig = env.start_daemon
+
+    def patched(*args, **kw):
+        if args:
+            args = (args[0] + "\n" + conf,) + tuple(args[1:])
+        else:
+            kw["extra_conf"] = kw.get("extra_conf", "") + "\n" + conf
+        return orig(*args, **kw)
+    env.start_daemon = patched
+    return orig
+
+
+def sc_bpf_default(env, res):
+    """(a) with the default [sample] source = auto: the BPF source is used and converges."""
+    sc_default(env, res)
+    log = env.last_log
+    check("Sampling where threads run with BPF on tp_btf/sched_switch (source bpf" in log,
+          "the daemon did not say it samples with BPF")
+    check("source proc" not in log, "the daemon mentions the proc source")
+
+
+def sc_proc_forced(env, res):
+    """(a) with [sample] source = proc: the /proc source is used, says so, and converges."""
+    orig = daemon_conf(env, "[sample]\nsource = proc")
+    try:
+        sc_default(env, res)
+    finally:
+        env.start_daemon = orig
+    log = env.last_log
+    check("Sampling where threads run from /proc (source proc): [sample] source = proc" in log,
+          "the daemon did not say it samples from /proc because of the config")
+    check("source bpf" not in log, "the daemon mentions the bpf source")
+
+
+def sc_bpf_nocaps(env, res):
+    """Without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (setpriv), source = auto falls back
+    to /proc, says why once, and the process is still fixed; source = bpf refuses to
+    start. The opt-in is user.* (trusted.* needs CAP_SYS_ADMIN to be read)."""
+    wrapper = "/tmp/numabalanced-nocaps"
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nexec setpriv --inh-caps=-all --bounding-set=-bpf,-sys_admin,-perfmon "
+                f"{env.daemon_bin} \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+    conf = "/tmp/numabalanced-bpf-forced.conf"
+    with open(conf, "w") as f:
+        f.write("[daemon]\nservice_cpus = 0\n[sample]\nsource = bpf\n")
+    r = sh(wrapper, "--once", "--config", conf, "--control-socket", "", check_rc=False)
+    check(r.returncode != 0, "source = bpf without privileges: the daemon started anyway")
+    check("[sample] source = bpf, but BPF is unavailable" in r.stderr + r.stdout,
+          f"source = bpf without privileges: no error naming the cause: {r.stderr}")
+
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-nocaps", "balance", xattr="user.numabalanced")
+    p, start, _ = env.start_workload(cg, 256, 0, 1)
+    bin_ = env.daemon_bin
+    env.daemon_bin = wrapper
+    try:
+        env.start_daemon()
+    finally:
+        env.daemon_bin = bin_
+    t = wait_local(env, p.pid, 0.95, 300)
+    res["seconds_to_95pct_local"] = t
+    check(t is not None, f"not 95% local within 300 s: {env.show(p.pid)['local_share']}")
+    env.stop_daemon()
+    log = env.last_log
+    lines = [ln for ln in log.splitlines() if "Sampling where threads run" in ln]
+    check(len(lines) == 1, f"the source was not logged exactly once: {lines}")
+    check(lines and "(source proc): BPF unavailable: " in lines[0] and "Operation not permitted" in lines[0],
+          f"the fallback line does not say why: {lines}")
+
+
+SCENARIOS.update({
+    "bpf-default": sc_bpf_default, "proc-forced": sc_proc_forced, "bpf-nocaps": sc_bpf_nocaps,
+})
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
