@@ -308,16 +308,27 @@ static void requery_unresolved(struct job_run *jr) {
         }
 }
 
+/* Charges moved base pages to the MB/s budget (it may sleep); a refusal stops the job. */
+static void charge(struct job_run *jr, uint64_t pages) {
+        int r;
+
+        if (!jr->throttle || pages == 0)
+                return;
+        r = jr->throttle(jr->throttle_ctx, pages * BASE_PAGE_SIZE);
+        if (r < 0)
+                job_stop(jr, r);
+}
+
 static void count_batch_as(struct job_run *jr, enum migrate_class c, uint64_t res[_MIG_CLASS_MAX]) {
         res[c] += jr->n_base;
 }
 
-/* Moves the pending batch: throttle, guard, call, resolve, classify, log. */
+/* Moves the pending batch: guard, call, resolve, classify, log, charge the budget. */
 static void flush_batch(struct job_run *jr) {
         struct migrate_job *job = jr->job;
         uint64_t res[_MIG_CLASS_MAX] = {};
         char from[256];
-        int call_error = 0, r;
+        int call_error = 0;
         long rc;
 
         if (jr->n == 0)
@@ -325,13 +336,6 @@ static void flush_batch(struct job_run *jr) {
         if (cancelled(jr)) {
                 job_stop(jr, -ECANCELED);
                 goto drop;
-        }
-        if (jr->throttle) {
-                r = jr->throttle(jr->throttle_ctx, jr->n_base * BASE_PAGE_SIZE);
-                if (r < 0) {
-                        job_stop(jr, r);
-                        goto drop;
-                }
         }
         /* Right before the call: the process we verified is still alive, so the pid
          * still names it. The pages of this batch were not passed: not counted. */
@@ -422,6 +426,9 @@ log:
         }
 #undef BATCH_FMT
 #undef BATCH_ARGS
+        /* The budget is charged after the call, with what really moved: the first
+         * batch starts at once, and a debt makes the next one wait. */
+        charge(jr, res[MIG_MOVED]);
 drop:
         jr->n = 0;
         jr->n_base = 0;
@@ -642,6 +649,7 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                  * 511 moved with it. */
                 job->pages[MIG_MOVED] += thp * (per_chunk - 1);
                 jr->passed += thp * (per_chunk - 1);
+                charge(jr, thp * (per_chunk - 1));
                 if (thp)
                         log_debug("pid=%d: %" PRIu64 " huge page(s) moved whole to node %d", (int) job->pid, thp,
                                   job->target_node);
