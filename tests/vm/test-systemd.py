@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The shipped unit under a real systemd (PID 1 of a test-bed guest, vmrun --systemd).
+
+    test-systemd.py --build BUILD_DIR
+
+Installs BUILD_DIR/systemd/numabalanced.service as generated (in /run/systemd/system)
+with one drop-in that points ExecStart at a copy of the freshly built daemon and a
+test configuration, and checks, with systemctl and journalctl as an operator would:
+  - start: Type=notify start returns, is-active, the sandbox in effect on the main
+    process (capability bounding set, NoNewPrivs, seccomp, read-only root),
+    kernel_numa_balancing=disable through ProtectKernelTunables= (the one writable
+    sysctl), and numabalancectl status over /run/numabalanced/control;
+  - the hardened daemon still reads numa_maps of a root process in a cgroup opted in
+    with trusted.numabalanced (CAP_SYS_ADMIN) and moves its pages: a migration batch
+    line in `journalctl -u numabalanced` and the pages on the node its thread runs on;
+  - reload: ActiveState back to active, same MainPID, "Configuration reloaded" in the
+    journal; a broken file is refused ("Reload refused") and the service stays active;
+  - the watchdog: WATCHDOG=1 pings arrive (WatchdogTimestamp moves) and the service
+    is still active, never restarted, past WatchdogSec;
+  - stop: inactive, Result=success, exit status 0, kernel.numa_balancing restored.
+Results: NUMABALANCED_RESULTS/systemd.json and the unit's journal in
+NUMABALANCED_RESULTS/journal.txt.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+UNIT = "numabalanced.service"
+RUN_DIR = "/run/systemd/system"
+TEST_DIR = "/run/numabalanced-test"
+CG = "/sys/fs/cgroup/nbtest"
+CAPS = {"cap_sys_ptrace": 19, "cap_sys_nice": 23, "cap_sys_admin": 21, "cap_perfmon": 38, "cap_bpf": 39}
+
+results = {"checks": []}
+out_dir = os.environ.get("NUMABALANCED_RESULTS", "/tmp")
+
+
+class Fail(Exception):
+    pass
+
+
+def log(msg):
+    print(f"test-systemd: {msg}", flush=True)
+
+
+def check(cond, what, detail=""):
+    results["checks"].append({"check": what, "ok": bool(cond), "detail": detail})
+    log(f"{'ok' if cond else 'FAIL'}: {what}{(' (' + detail + ')') if detail else ''}")
+    if not cond:
+        raise Fail(what + (f": {detail}" if detail else ""))
+
+
+def sh(*cmd, ok=True, timeout=180):
+    r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
+    if ok and r.returncode != 0:
+        raise Fail(f"{' '.join(cmd)} exited {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}")
+    return r
+
+
+def prop(name):
+    return sh("systemctl", "show", "-P", name, UNIT).stdout.strip()
+
+
+def journal():
+    return sh("journalctl", "-u", UNIT, "-o", "cat", "--no-pager", ok=False).stdout
+
+
+def wait_for(cond, timeout, step=1.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+def numa_balancing():
+    try:
+        return open("/proc/sys/kernel/numa_balancing").read().strip()
+    except OSError:
+        return None
+
+
+def write_conf(path, extra=""):
+    with open(path, "w") as f:
+        f.write("[daemon]\nservice_cpus = 0\ntick_ms = 500\nscan_min_ms = 500\nscan_max_ms = 4000\n"
+                "log_level = info\nkernel_numa_balancing = disable\n"
+                "[decide]\ncooldown_ms = 1000\n" + extra)
+
+
+def node_pages(pid, start):
+    with open(f"/proc/{pid}/numa_maps") as f:
+        for line in f:
+            fields = line.split()
+            if int(fields[0], 16) == start:
+                return {int(k[1:]): int(v) for k, v in (t.split("=") for t in fields if re.match(r"N\d+=", t))}
+    return {}
+
+
+def run(build):
+    daemon = os.path.join(build, "daemon", "numabalanced")
+    ctl = os.path.join(build, "daemon", "numabalancectl")
+    workload = os.path.join(build, "tests", "vm", "workload")
+    unit_src = os.path.join(build, "systemd", UNIT)
+
+    check(os.path.realpath("/proc/1/exe").endswith("/systemd"), "PID 1 is systemd",
+          os.path.realpath("/proc/1/exe"))
+    log(f"systemd {sh('systemctl', '--version').stdout.split()[1]}, "
+        f"system state {sh('systemctl', 'is-system-running', ok=False).stdout.strip()}")
+
+    # The daemon and its config from /run, so that the build directory's location
+    # (ProtectHome= hides /home and /root) does not matter.
+    os.makedirs(TEST_DIR, exist_ok=True)
+    shutil.copy(daemon, TEST_DIR + "/numabalanced")
+    conf = TEST_DIR + "/numabalanced.conf"
+    write_conf(conf)
+    shutil.copy(unit_src, os.path.join(RUN_DIR, UNIT))
+    os.makedirs(os.path.join(RUN_DIR, UNIT + ".d"), exist_ok=True)
+    with open(os.path.join(RUN_DIR, UNIT + ".d", "test.conf"), "w") as f:
+        f.write(f"[Service]\nExecStart=\nExecStart={TEST_DIR}/numabalanced --config {conf}\n")
+    sh("systemctl", "daemon-reload")
+    check(prop("LoadState") == "loaded", "the unit loads", prop("LoadState"))
+
+    # A misplaced workload (root, default policy): memory on node 0, thread on node 1,
+    # in a cgroup opted in with the trusted.* xattr.
+    os.makedirs(CG, exist_ok=True)
+    sh("setfattr", "-n", "trusted.numabalanced", "-v", "balance", CG)
+    ready = TEST_DIR + "/ready"
+
+    def enter():
+        with open(CG + "/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+    wl = subprocess.Popen([workload, "64", "0", "1", "default", "1", ready, "4k"], preexec_fn=enter,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    check(wait_for(lambda: os.path.exists(ready) or wl.poll() is not None, 120) and wl.poll() is None,
+          "the workload placed its memory", "" if wl.poll() is None else wl.stderr.read().decode())
+    pid, start, _ = open(ready).read().split()
+    pid, start = int(pid), int(start, 16)
+    before = node_pages(pid, start)
+    check(before.get(0, 0) > 0.9 * sum(before.values()), "the workload's memory starts on node 0", str(before))
+
+    knb_before = numa_balancing()
+    t0 = time.monotonic()
+    sh("systemctl", "start", UNIT, timeout=120)
+    started = time.monotonic()
+    check(sh("systemctl", "is-active", UNIT, ok=False).stdout.strip() == "active", "systemctl is-active",
+          f"start took {started - t0:.1f} s")
+    main_pid = int(prop("MainPID"))
+    status = open(f"/proc/{main_pid}/status").read()
+    capbnd = int(re.search(r"^CapBnd:\s*([0-9a-f]+)", status, re.M).group(1), 16)
+    want = sum(1 << b for b in CAPS.values())
+    check(capbnd == want, "capability bounding set is exactly the unit's", f"CapBnd {capbnd:#x}, want {want:#x}")
+    check(re.search(r"^NoNewPrivs:\s*1", status, re.M) is not None, "NoNewPrivs")
+    check(re.search(r"^Seccomp:\s*2", status, re.M) is not None, "seccomp filter in effect")
+    mountinfo = open(f"/proc/{main_pid}/mountinfo").read()
+    root_ro = any(l.split()[4] == "/" and "ro" in l.split()[5].split(",") for l in mountinfo.splitlines())
+    check(root_ro, "the root is read-only for the daemon (ProtectSystem=strict)")
+    if knb_before is not None:
+        check(numa_balancing() == "0", "kernel_numa_balancing=disable wrote 0 through ProtectKernelTunables=",
+              f"was {knb_before}, now {numa_balancing()}")
+    r = sh(ctl, "status", ok=False)
+    check(r.returncode == 0, "numabalancectl status over /run/numabalanced/control", r.stderr.strip())
+
+    # The hardened daemon reads numa_maps of a root process and moves its pages.
+    line = wait_for(lambda: next((l for l in journal().splitlines()
+                                  if f"pid={pid} " in l and "moved=" in l), None), 180)
+    check(line is not None, "a migration batch line in journalctl -u numabalanced", line or "none in 180 s")
+    check(int(re.search(r"moved=(\d+)", line).group(1)) > 0, "the batch moved pages", line)
+    after = wait_for(lambda: (lambda n: n if n.get(1, 0) > 0.9 * sum(n.values()) else None)(node_pages(pid, start)),
+                     60)
+    check(after is not None, "the workload's memory is on node 1 now", str(node_pages(pid, start)))
+
+    # Reload: a good file, then a broken one.
+    with open(conf, "a") as f:
+        f.write("[migrate]\nrate_limit_mb_s = 512\n")
+    n_reloaded = journal().count("Configuration reloaded")
+    sh("systemctl", "reload", UNIT, timeout=60)
+    check(prop("ActiveState") == "active", "active after systemctl reload", prop("ActiveState"))
+    check(int(prop("MainPID")) == main_pid, "same main process after reload")
+    check(wait_for(lambda: journal().count("Configuration reloaded") > n_reloaded, 10),
+          "the journal says \"Configuration reloaded\"")
+    with open(conf, "a") as f:
+        f.write("[daemon]\nno_such_key = 1\n")
+    n_refused = journal().count("Reload refused")
+    r = sh("systemctl", "reload", UNIT, ok=False, timeout=60)
+    check(prop("ActiveState") == "active" and int(prop("MainPID")) == main_pid,
+          "a broken file is refused and the service stays active", f"reload exit {r.returncode}")
+    check(wait_for(lambda: journal().count("Reload refused") > n_refused, 10),
+          "the journal says \"Reload refused\"")
+    write_conf(conf)
+
+    # The watchdog: pings arrive, and the service outlives WatchdogSec unrestarted.
+    wd_usec = int(prop("WatchdogUSec") or 0) if prop("WatchdogUSec").isdigit() else None
+    wd_text = prop("WatchdogUSec")
+    check(wd_text not in ("", "0", "infinity"), "WatchdogSec= is set", wd_text)
+    wd_s = (wd_usec / 1e6) if wd_usec else 30.0
+    ping1 = int(prop("WatchdogTimestampMonotonic") or 0)
+    time.sleep(max(0.0, wd_s + 5 - (time.monotonic() - started)))
+    ping2 = int(prop("WatchdogTimestampMonotonic") or 0)
+    check(ping2 > ping1 > 0, "WATCHDOG=1 pings arrive", f"WatchdogTimestampMonotonic {ping1} -> {ping2}")
+    check(prop("ActiveState") == "active" and int(prop("MainPID")) == main_pid and prop("NRestarts") == "0",
+          f"still active, same process, no restart {time.monotonic() - started:.0f} s after start "
+          f"(WatchdogSec={wd_s:.0f}s)")
+
+    # Stop.
+    sh("systemctl", "stop", UNIT, timeout=60)
+    check(sh("systemctl", "is-active", UNIT, ok=False).stdout.strip() == "inactive", "inactive after systemctl stop")
+    check(prop("Result") == "success" and prop("ExecMainStatus") == "0", "clean stop",
+          f"Result={prop('Result')} ExecMainStatus={prop('ExecMainStatus')}")
+    if knb_before is not None:
+        check(numa_balancing() == knb_before, "kernel.numa_balancing restored at exit", numa_balancing())
+    wl.kill()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    a = ap.parse_args()
+    rc = 0
+    try:
+        run(os.path.abspath(a.build))
+    except Fail as e:
+        log(f"FAIL: {e}")
+        rc = 1
+    except Exception as e:  # a crash of the test itself is a failure too, with its reason
+        log(f"FAIL: {type(e).__name__}: {e}")
+        rc = 1
+    finally:
+        try:
+            with open(os.path.join(out_dir, "journal.txt"), "w") as f:
+                f.write(journal())
+        except Exception:
+            pass
+        results["passed"] = rc == 0
+        with open(os.path.join(out_dir, "systemd.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
