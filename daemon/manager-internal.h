@@ -87,6 +87,7 @@ struct manager {
         struct cg_rec **cgs;
         size_t n_cgs;
 
+        bool walk_truncated_logged; /* the walk's bounds were hit: warned once until they are not */
         char **invalid_seen;
         size_t n_invalid_seen;
 

@@ -473,6 +473,11 @@ int manager_tick(struct manager *m) {
         }
         for (size_t i = 0; i < sel.n_invalid; i++)
                 log_invalid_once(m, &sel.invalid[i]);
+        if (sel.truncated && !m->walk_truncated_logged)
+                log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: "
+                            "the rest was not looked at, ignoring it", m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH,
+                            CGROUP_WALK_MAX_CGROUPS);
+        m->walk_truncated_logged = sel.truncated;
         for (size_t i = 0; i < m->n_cgs; i++) {
                 m->cgs[i]->seen = false;
                 m->cgs[i]->n_procs = 0;
