@@ -654,9 +654,16 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                         log_debug("pid=%d: %" PRIu64 " huge page(s) moved whole to node %d", (int) job->pid, thp,
                                   job->target_node);
 
-                for (uint64_t c = 0; c < n && !jr->stop; c++)
+                /* A slow chunk's first page was passed (and counted) in the move above
+                 * when it was elsewhere: the page-by-page pass starts after it, or it
+                 * would be counted again as already there. */
+                for (uint64_t c = 0; c < n && !jr->stop; c++) {
+                        uint64_t a = chunk + c * PMD_SIZE;
+                        int h = before[3 * c];
                         if (slow[c])
-                                run_base(jr, chunk + c * PMD_SIZE, chunk + (c + 1) * PMD_SIZE, BASE_PAGE_SIZE);
+                                run_base(jr, h >= 0 && h != job->target_node ? a + BASE_PAGE_SIZE : a,
+                                         a + PMD_SIZE, BASE_PAGE_SIZE);
+                }
                 chunk += n * PMD_SIZE;
         }
 }
