@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,18 @@ static struct cg_rec *get_cg(struct manager *m, const struct cgroup_entry *e) {
         return c;
 }
 
+/* A pidfd becomes readable when its process has exited (a zombie included). A poll
+ * error on our own fd counts as exited: better to re-check than to trust a stale pid. */
+static bool pidfd_exited(int pidfd) {
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        int r;
+
+        do
+                r = poll(&pfd, 1, 0);
+        while (r < 0 && errno == EINTR);
+        return r != 0;
+}
+
 /* Opens a pidfd and checks that it names the process we read (same start time):
  * from then on the pidfd tells us if that process exits, whatever its pid becomes. */
 static int open_checked_pidfd(struct manager *m, pid_t pid, uint64_t starttime) {
@@ -234,6 +247,13 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
         if (r < 0)
                 return r;
         p->uid = status.uid_real;
+        {
+                /* The tick does not re-read stat for a live known process; its name may
+                 * have changed (exec, prctl) since: refresh it here. */
+                struct proc_stat st;
+                if (proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime)
+                        snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+        }
         if (status.vm_rss_kb < m->cfg.min_rss_kb) {
                 p->reason = REASON_TOO_SMALL;
                 p->interval_ms = m->cfg.scan_max_ms;
@@ -502,6 +522,12 @@ int manager_tick(struct manager *m) {
 
                         if (pids[k] == getpid())
                                 continue;
+                        /* Known and alive (its pidfd not readable): the pid still names
+                         * the process we opened, so its stat need not be read again:
+                         * with a thousand settled processes, this read was most of
+                         * the tick. */
+                        if (p && !pidfd_exited(p->pidfd))
+                                goto known;
                         if (proc_read_stat(m->proc_root, pids[k], &st) < 0)
                                 continue; /* gone already */
                         if (p && p->starttime != st.starttime) {
@@ -538,6 +564,7 @@ int manager_tick(struct manager *m) {
                                 qsort(m->procs, m->n_procs, sizeof(*m->procs), cmp_proc);
                         }
                         snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+                known:
                         if (p->seen_tick == m->tick)
                                 continue; /* listed twice */
                         p->seen_tick = m->tick;
