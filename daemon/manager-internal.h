@@ -72,6 +72,8 @@ struct proc_rec {
 struct manager {
         sd_event *event;
         sd_event_source *timer;
+        sd_event_source *events;   /* the source's node-change events, if it has them */
+        uint64_t node_events;      /* received, for the debug log and the tests */
         struct manager_opts opts;
         char *proc_root, *sys_root;
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -627,10 +628,59 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* A thread of pid started running on another node (BPF source). Restart the
+ * process's window now (the CPU time before the move says nothing about where it runs
+ * next) and decide again react_ms later, whatever its backoff: a process settled for
+ * minutes is otherwise rescanned only every scan_max_ms. */
+static void on_node_change(void *userdata, pid_t pid, int node) {
+        struct manager *m = userdata;
+        struct proc_rec *p = find_proc(m, pid);
+        uint64_t due, when_usec;
+        _cleanup_free_ uint64_t *scratch = NULL;
+
+        m->node_events++;
+        if (!p || !p->cg || p->cg->mode == CG_MODE_OFF || m->cfg.react_ms == 0)
+                return;
+        due = now_ms() + m->cfg.react_ms;
+        if (p->next_scan_ms <= due && p->interval_ms == m->cfg.scan_min_ms)
+                return; /* already being looked at closely */
+        log_debug("cgroup=%s pid=%d: a thread now runs on node %d, deciding again in %" PRIu64 " ms", p->cg->path,
+                  (int) pid, node, m->cfg.react_ms);
+        scratch = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*scratch));
+        if (scratch && p->pl.primed)
+                (void) m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, scratch);
+        p->interval_ms = 0; /* scan_min_ms after this scan */
+        if (p->next_scan_ms > due)
+                p->next_scan_ms = due;
+        /* Bring the tick forward if it would come later. */
+        if (sd_event_source_get_time(m->timer, &when_usec) >= 0 && when_usec > due * 1000) {
+                sd_event_source_set_time(m->timer, due * 1000);
+                sd_event_source_set_enabled(m->timer, SD_EVENT_ONESHOT);
+        }
+}
+
+static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct manager *m = userdata;
+        int r = m->source->events_consume(m->source, on_node_change, m);
+        if (r < 0)
+                log_debug_errno(r, "Failed to read node-change events: %m");
+        return 0;
+}
+
 int manager_start(struct manager *m) {
         int r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the tick timer: %m");
+        /* sd-event's default accuracy (250 ms) would blur react_ms and the tick. */
+        (void) sd_event_source_set_time_accuracy(m->timer, 1000);
+        if (m->source->events_fd && m->source->events_consume) {
+                int fd = m->source->events_fd(m->source);
+                if (fd >= 0)
+                        r = sd_event_add_io(m->event, &m->events, fd, EPOLLIN, on_events, m);
+                if (fd < 0 || r < 0)
+                        log_warning_errno(fd < 0 ? fd : r, "Node changes of threads will be seen at the next scan only: "
+                                          "cannot watch the BPF ring buffer: %m");
+        }
         return 0;
 }
 
@@ -662,6 +712,8 @@ void manager_stop(struct manager *m) {
                 migrator_cancel(m->migrator);
         if (m->timer)
                 sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
+        if (m->events)
+                sd_event_source_set_enabled(m->events, SD_EVENT_OFF);
 }
 
 void manager_status(struct manager *m, char *buf, size_t size) {
@@ -738,6 +790,7 @@ void manager_free(struct manager *m) {
         if (!m)
                 return;
         sd_event_source_unref(m->timer);
+        sd_event_source_unref(m->events);
         migrator_free(m->migrator);
         for (size_t i = 0; i < m->n_procs; i++)
                 proc_rec_free(m->procs[i]);

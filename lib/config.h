@@ -43,6 +43,7 @@ struct nb_config {
 
         /* [sample] */
         enum sample_source source;
+        uint64_t react_ms;           /* re-decide this long after a thread changes node (BPF) */
 
         /* [decide] */
         unsigned min_cpu_share_pct;  /* hysteresis: a node needs this share of CPU time */

@@ -36,6 +36,14 @@ struct placement_source {
          * state outside placement_state (the BPF source watches a tgid from its first
          * sample() on) drops it: the caller has forgotten pid. */
         void (*unwatch)(const struct placement_source *s, pid_t pid);
+        /* Optional (NULL: the source cannot tell when threads change node, like the
+         * /proc source). A descriptor that becomes readable when a thread of a watched
+         * process has started running on another node; events_consume() then calls cb
+         * once per such event (tgid, the node it moved to) and returns how many, or
+         * -errno. */
+        int (*events_fd)(const struct placement_source *s);
+        int (*events_consume)(const struct placement_source *s, void (*cb)(void *userdata, pid_t tgid, int node),
+                              void *userdata);
         /* Optional (NULL: static, like the /proc source): releases the source. */
         void (*free)(const struct placement_source *s);
 };

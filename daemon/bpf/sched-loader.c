@@ -27,6 +27,9 @@ struct bpf_source {
         unsigned *node_ids;            /* the topology's node ids, by index */
         unsigned n_nodes;
         int fd_watched, fd_runtime;
+        struct ring_buffer *events;    /* node-change events */
+        void (*event_cb)(void *userdata, pid_t tgid, int node);
+        void *event_userdata;          /* both set for the length of one consume call */
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sched_bpf *, sched_bpf__destroy);
@@ -84,7 +87,7 @@ static int bpf_sample(const struct placement_source *s, const char *proc_root, p
         struct bpf_source *b = of(s);
         _cleanup_free_ uint64_t *now = NULL;
         __u32 tgid = (__u32) pid;
-        __u8 one = 1;
+        struct sched_watch one = {};
         bool baseline;
         int r;
 
@@ -131,6 +134,33 @@ static int bpf_sample(const struct placement_source *s, const char *proc_root, p
         return baseline ? 0 : 1;
 }
 
+static int on_ring_event(void *ctx, void *data, size_t size) {
+        struct bpf_source *b = ctx;
+        const struct sched_event *ev = data;
+
+        if (size < sizeof(*ev) || !b->event_cb)
+                return 0;
+        b->event_cb(b->event_userdata, (pid_t) ev->tgid, (int) ev->node);
+        return 0;
+}
+
+static int bpf_events_fd(const struct placement_source *s) {
+        return ring_buffer__epoll_fd(of(s)->events);
+}
+
+static int bpf_events_consume(const struct placement_source *s, void (*cb)(void *userdata, pid_t tgid, int node),
+                              void *userdata) {
+        struct bpf_source *b = of(s);
+        int r;
+
+        b->event_cb = cb;
+        b->event_userdata = userdata;
+        r = ring_buffer__consume(b->events);
+        b->event_cb = NULL;
+        b->event_userdata = NULL;
+        return r;
+}
+
 static void bpf_unwatch(const struct placement_source *s, pid_t pid) {
         struct bpf_source *b = of(s);
         __u32 tgid = (__u32) pid;
@@ -148,6 +178,7 @@ static void bpf_free(const struct placement_source *s) {
 
         if (!b)
                 return;
+        ring_buffer__free(b->events);
         sched_bpf__destroy(b->skel);
         free(b->values);
         free(b->node_ids);
@@ -257,11 +288,22 @@ int placement_bpf_new(const struct topology *t, bool count_stats, const struct p
         b->attach_point = r == 0 ? "tp_btf/sched_switch" : "raw_tp/sched_switch";
         b->fd_watched = bpf_map__fd(skel->maps.watched);
         b->fd_runtime = bpf_map__fd(skel->maps.runtime);
+        b->events = ring_buffer__new(bpf_map__fd(skel->maps.events), on_ring_event, b, NULL);
+        if (!b->events) {
+                r = -errno;
+                free(b->values);
+                free(b->node_ids);
+                free(b);
+                *ret_why = "cannot set up the node-change ring buffer";
+                return r;
+        }
         b->skel = TAKE_PTR(skel);
         b->src = (struct placement_source) {
                 .name = "bpf",
                 .sample = bpf_sample,
                 .unwatch = bpf_unwatch,
+                .events_fd = bpf_events_fd,
+                .events_consume = bpf_events_consume,
                 .free = bpf_free,
         };
         *ret = &b->src;

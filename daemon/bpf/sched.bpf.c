@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* Where the watched processes' threads run: on every context switch, the run time of
  * the task switched out is added to a per-(tgid, node) counter, if its tgid is in the
- * watched map. The daemon reads the counters each scan and takes the delta.
+ * watched map. The daemon reads the counters each scan and takes the delta. A watched
+ * thread that switches out on a node other than its last one also sends an event
+ * through a ring buffer, so that the daemon reacts to the move at once.
  *
  * Cost on an unwatched switch: one per-CPU array access (the start stamp), one clock
  * read and one hash lookup on the task's tgid. Counters are per CPU, so CPUs never
@@ -26,13 +28,30 @@ struct {
         __type(value, __u32);
 } cpu_node SEC(".maps");
 
-/* The processes being watched: tgid -> unused. Maintained by the daemon. */
+/* The processes being watched: tgid -> struct sched_watch. Entries are added and
+ * removed by the daemon; the program only updates last_event_ns. */
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(max_entries, SCHED_MAX_WATCHED);
         __type(key, __u32);
-        __type(value, __u8);
+        __type(value, struct sched_watch);
 } watched SEC(".maps");
+
+/* tid -> the node a watched thread last ran on. */
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, SCHED_MAX_THREADS);
+        __type(key, __u32);
+        __type(value, __u32);
+} last_node SEC(".maps");
+
+/* Node-change events (struct sched_event) to the daemon: it decides for the process
+ * again soon, instead of at its next scan, which for a settled process may be tens
+ * of seconds away. */
+struct {
+        __uint(type, BPF_MAP_TYPE_RINGBUF);
+        __uint(max_entries, 64 * 1024);
+} events SEC(".maps");
 
 /* Run time (ns) per (tgid, node), one value per CPU. */
 struct {
@@ -67,8 +86,37 @@ static __always_inline void stat_inc(__u32 which) {
                 *v += 1;
 }
 
-static __always_inline int on_switch(__u32 prev_tgid) {
+/* A watched thread ran on node: if it last ran on another one, tell the daemon
+ * (at most once per SCHED_EVENT_GAP_NS per process). */
+static __always_inline void note_node(struct sched_watch *w, __u32 tgid, __u32 tid, __u32 node, __u64 now) {
+        struct sched_event ev;
+        __u32 *last = bpf_map_lookup_elem(&last_node, &tid);
+
+        if (!last) {
+                /* First sight of this thread: nothing to compare with yet. */
+                bpf_map_update_elem(&last_node, &tid, &node, BPF_ANY);
+                return;
+        }
+        if (*last == node)
+                return;
+        ev.from = *last;
+        *last = node;
+        /* Racy between CPUs, harmlessly: at worst two events in one gap. */
+        if (now - w->last_event_ns < SCHED_EVENT_GAP_NS)
+                return;
+        w->last_event_ns = now;
+        ev.tgid = tgid;
+        ev.tid = tid;
+        ev.node = node;
+        if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) == 0)
+                stat_inc(SCHED_STAT_EVENTS);
+        else
+                stat_inc(SCHED_STAT_EVENTS_LOST);
+}
+
+static __always_inline int on_switch(__u32 prev_tgid, __u32 prev_tid) {
         struct sched_key key = { .tgid = prev_tgid };
+        struct sched_watch *w;
         struct sched_start *s;
         __u32 zero = 0, cpu;
         __u64 now, then, delta, *v;
@@ -82,7 +130,10 @@ static __always_inline int on_switch(__u32 prev_tgid) {
         s->ts = now;
         /* then == 0: the first switch on this CPU since we attached; the task's slice
          * started before we were watching. tgid 0 is the idle task. */
-        if (!then || !prev_tgid || !bpf_map_lookup_elem(&watched, &key.tgid))
+        if (!then || !prev_tgid)
+                return 0;
+        w = bpf_map_lookup_elem(&watched, &key.tgid);
+        if (!w)
                 return 0;
 
         cpu = bpf_get_smp_processor_id();
@@ -92,6 +143,7 @@ static __always_inline int on_switch(__u32 prev_tgid) {
                 return 0;
         }
         key.node = *node;
+        note_node(w, prev_tgid, prev_tid, *node, now);
         delta = now - then;
         v = bpf_map_lookup_elem(&runtime, &key);
         if (v) {
@@ -118,10 +170,10 @@ static __always_inline int on_switch(__u32 prev_tgid) {
  * adapts the offset to the running kernel. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next) {
-        return on_switch((__u32) prev->tgid);
+        return on_switch((__u32) prev->tgid, (__u32) prev->pid);
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next) {
-        return on_switch((__u32) BPF_CORE_READ(prev, tgid));
+        return on_switch((__u32) BPF_CORE_READ(prev, tgid), (__u32) BPF_CORE_READ(prev, pid));
 }

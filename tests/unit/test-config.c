@@ -370,7 +370,7 @@ static void test_shipped_conf(void) {
                         test_failures++;
                 }
         }
-        CHECK_INT(n_keys, 19);
+        CHECK_INT(n_keys, 20);
 
         uncommented = malloc(len + 1);
         if (!uncommented)
