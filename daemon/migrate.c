@@ -143,15 +143,38 @@ void token_bucket_set_rate(struct token_bucket *tb, uint64_t rate_bytes_s, uint6
 }
 
 uint64_t token_bucket_take(struct token_bucket *tb, uint64_t bytes, uint64_t now) {
+        return token_bucket_take_busy(tb, bytes, now, now);
+}
+
+uint64_t token_bucket_take_busy(struct token_bucket *tb, uint64_t bytes, uint64_t busy_since, uint64_t now) {
         if (tb->rate_bytes_s == 0)
                 return 0;
-        token_bucket_refill(tb, now);
+        if (busy_since > now)
+                busy_since = now;
+        /* Idle time up to busy_since: capped at the burst. */
+        token_bucket_refill(tb, busy_since);
+        if (now > tb->last_ns) {
+                /* Busy time: credited whole, then the balance is capped again below. */
+                uint64_t elapsed = now - tb->last_ns;
+                unsigned __int128 num;
+                __int128 sum;
+
+                if (elapsed > TOKEN_BUCKET_IDLE_MAX_NS)
+                        elapsed = TOKEN_BUCKET_IDLE_MAX_NS;
+                num = (unsigned __int128) elapsed * tb->rate_bytes_s + tb->frac;
+                tb->last_ns = now;
+                tb->frac = (uint64_t) (num % NSEC_PER_SEC);
+                sum = (__int128) tb->tokens + (__int128) (num / NSEC_PER_SEC);
+                tb->tokens = sum > (__int128) INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t) sum;
+        }
         if (bytes > (uint64_t) INT64_MAX / 2)
                 bytes = (uint64_t) INT64_MAX / 2;
         /* Saturate the debt: a lowered rate must not overflow it. */
         if (tb->tokens < INT64_MIN / 2)
                 tb->tokens = INT64_MIN / 2;
         tb->tokens -= (int64_t) bytes;
+        if (tb->tokens > (int64_t) tb->burst_bytes)
+                tb->tokens = (int64_t) tb->burst_bytes;
         if (tb->tokens >= 0)
                 return 0;
         return (uint64_t) ((unsigned __int128) (uint64_t) -tb->tokens * NSEC_PER_SEC / tb->rate_bytes_s);
@@ -199,8 +222,9 @@ struct job_run {
         uint64_t batch_max;
         int flags;
         volatile int *cancel;
-        int (*throttle)(void *ctx, uint64_t bytes);
+        int (*throttle)(void *ctx, uint64_t bytes, uint64_t busy_since_ns);
         void *throttle_ctx;
+        uint64_t busy_since;       /* CLOCK_MONOTONIC ns: when the work being charged began */
         uint64_t passed;            /* base pages passed to move calls so far */
         bool stop;
 
@@ -314,7 +338,7 @@ static void charge(struct job_run *jr, uint64_t pages) {
 
         if (!jr->throttle || pages == 0)
                 return;
-        r = jr->throttle(jr->throttle_ctx, pages * BASE_PAGE_SIZE);
+        r = jr->throttle(jr->throttle_ctx, pages * BASE_PAGE_SIZE, jr->busy_since);
         if (r < 0)
                 job_stop(jr, r);
 }
@@ -348,6 +372,7 @@ static void flush_batch(struct job_run *jr) {
                 jr->status[i] = STATUS_UNWRITTEN;
                 jr->nodes[i] = job->target_node;
         }
+        jr->busy_since = now_ns(CLOCK_MONOTONIC);
         rc = sys_move_pages(job->pid, jr->n, jr->addrs, jr->nodes, jr->status, jr->flags);
         if (rc < 0)
                 call_error = -errno;
@@ -555,7 +580,7 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                 _cleanup_free_ int *before = NULL;
                 _cleanup_free_ uint8_t *slow = NULL;
                 size_t nq = 0;
-                uint64_t thp = 0;
+                uint64_t thp = 0, round_start;
                 long r;
 
                 if (n > max)
@@ -582,6 +607,7 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                 flush_batch(jr);
                 if (jr->stop)
                         return;
+                round_start = now_ns(CLOCK_MONOTONIC);
                 for (uint64_t c = 0; c < n; c++) {
                         uint64_t a = chunk + c * PMD_SIZE;
                         jr->qaddrs[nq] = (void *) (uintptr_t) a;
@@ -649,6 +675,8 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                  * 511 moved with it. */
                 job->pages[MIG_MOVED] += thp * (per_chunk - 1);
                 jr->passed += thp * (per_chunk - 1);
+                /* The whole round's copying: from its first query to now. */
+                jr->busy_since = round_start;
                 charge(jr, thp * (per_chunk - 1));
                 if (thp)
                         log_debug("pid=%d: %" PRIu64 " huge page(s) moved whole to node %d", (int) job->pid, thp,
@@ -718,7 +746,7 @@ static void job_body(struct job_run *jr) {
 }
 
 int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
-                        int (*throttle)(void *ctx, uint64_t bytes), void *throttle_ctx) {
+                        int (*throttle)(void *ctx, uint64_t bytes, uint64_t busy_since_ns), void *throttle_ctx) {
         uint64_t wall0 = now_ns(CLOCK_MONOTONIC), cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
         struct job_run jr = {
                 .job = job,
@@ -796,12 +824,12 @@ static size_t pick_job(struct migrator *m) {
         return SIZE_MAX;
 }
 
-static int migrator_throttle(void *ctx, uint64_t bytes) {
+static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {
         struct migrator *m = ctx;
         uint64_t wait;
 
         pthread_mutex_lock(&m->tb_lock);
-        wait = token_bucket_take(&m->tb, bytes, now_ns(CLOCK_MONOTONIC));
+        wait = token_bucket_take_busy(&m->tb, bytes, busy_since, now_ns(CLOCK_MONOTONIC));
         pthread_mutex_unlock(&m->tb_lock);
 
         /* Sleep outside the lock, so the other workers can book their own wait. */

@@ -69,6 +69,7 @@ unsigned migrator_n_workers(const struct migrator *m);
 const char *migrate_class_name(enum migrate_class c);
 
 /* One job on the calling thread (used by the workers, and by tests and benchmarks). */
-/* throttle(ctx, bytes) is called after each move batch with the bytes that moved, and may sleep (the budget). */
+/* throttle(ctx, bytes, busy_since_ns) is called after each move batch with the bytes that moved and when
+ * the work that moved them began (CLOCK_MONOTONIC), and may sleep (the budget). */
 int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
-                        int (*throttle)(void *ctx, uint64_t bytes), void *throttle_ctx);
+                        int (*throttle)(void *ctx, uint64_t bytes, uint64_t busy_since_ns), void *throttle_ctx);
