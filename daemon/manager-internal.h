@@ -24,6 +24,9 @@
 /* Each process moves at most this many batches' worth per tick, so that a tick (and
  * a SIGTERM waiting for it) stays bounded; the next tick continues. */
 #define BATCHES_PER_PROCESS_PER_TICK 4
+/* A migration job is split among the workers in parts of at least this many bytes:
+ * below it, a second CPU saves less than it costs to set up. */
+#define SPLIT_MIN_BYTES (UINT64_C(64) << 20)
 /* Ping-pong history kept per process. */
 #define HISTORY_MAX 256
 /* Invalid cgroup settings remembered so that each is logged once. */

@@ -440,6 +440,47 @@ static int run_jobs(struct manager *m, struct scan *scans, size_t n_scans, uint6
         if (n_jobs == 0)
                 return 0;
 
+        /* One large job would keep one service CPU busy while the others wait: split
+         * it among the workers (parts of at least SPLIT_MIN_BYTES), so that several
+         * service CPUs copy one process's memory in parallel. */
+        if (migrator_n_workers(m->migrator) > 1) {
+                unsigned workers = migrator_n_workers(m->migrator);
+                struct migrate_job *all = NULL;
+                size_t n_all = 0;
+
+                for (size_t q = 0; q < n_jobs; q++) {
+                        _cleanup_free_ struct migrate_job *parts = NULL;
+                        struct migrate_job *na;
+                        size_t n_parts = 0;
+
+                        r = migrate_job_split(&jobs[q], workers, SPLIT_MIN_BYTES, &parts, &n_parts);
+                        if (r < 0)
+                                break;
+                        na = realloc(all, (n_all + n_parts) * sizeof(*na));
+                        if (!na) {
+                                for (size_t k = 0; k < n_parts; k++)
+                                        free(parts[k].ranges);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        all = na;
+                        memcpy(all + n_all, parts, n_parts * sizeof(*parts));
+                        n_all += n_parts;
+                }
+                if (r < 0) {
+                        /* Not split: run the jobs whole. */
+                        for (size_t k = 0; k < n_all; k++)
+                                free(all[k].ranges);
+                        free(all);
+                } else {
+                        for (size_t q = 0; q < n_jobs; q++)
+                                free(jobs[q].ranges);
+                        free(jobs);
+                        jobs = all;
+                        n_jobs = n_all;
+                }
+        }
+
         r = migrator_run(m->migrator, jobs, n_jobs);
         if (r < 0)
                 log_error_errno(r, "Failed to run migration jobs: %m");

@@ -768,6 +768,79 @@ int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile 
         return job->error;
 }
 
+/* --- splitting a job among workers --------------------------------------------- */
+
+int migrate_job_split(const struct migrate_job *job, unsigned parts, uint64_t min_part_bytes,
+                      struct migrate_job **ret, size_t *ret_n) {
+        _cleanup_free_ struct migrate_job *out = NULL;
+        uint64_t total = 0, share, align = PMD_SIZE;
+        size_t n = 0, ri = 0;
+        uint64_t pos;
+
+        for (size_t i = 0; i < job->n_ranges; i++) {
+                total += job->ranges[i].end - job->ranges[i].start;
+                if (job->ranges[i].page_size > align)
+                        align = job->ranges[i].page_size;
+        }
+        if (parts == 0)
+                parts = 1;
+        if (min_part_bytes && total / min_part_bytes < parts)
+                parts = (unsigned) (total / min_part_bytes) ? (unsigned) (total / min_part_bytes) : 1;
+        share = (total + parts - 1) / parts;
+        share = (share + align - 1) / align * align;
+
+        out = calloc(parts, sizeof(*out));
+        if (!out)
+                return -ENOMEM;
+        pos = job->n_ranges ? job->ranges[0].start : 0;
+        while (n < parts) {
+                struct migrate_job *j = &out[n];
+                uint64_t left = share, bytes = 0;
+
+                *j = *job;
+                memset(j->pages, 0, sizeof(j->pages));
+                j->error = 0;
+                j->cpu_ns = j->wall_ns = 0;
+                j->n_ranges = 0;
+                j->ranges = calloc(job->n_ranges ? job->n_ranges : 1, sizeof(*j->ranges));
+                if (!j->ranges)
+                        goto oom;
+                n++;
+                /* The last part takes whatever is left. */
+                while (ri < job->n_ranges && (left > 0 || n == parts)) {
+                        const struct migrate_range *rg = &job->ranges[ri];
+                        uint64_t end = rg->end;
+
+                        if (n < parts && end - pos > left) {
+                                /* Cut inside this range, on an aligned address past pos. */
+                                uint64_t cut = (pos + left + align - 1) / align * align;
+                                if (cut < end)
+                                        end = cut;
+                        }
+                        j->ranges[j->n_ranges++] = (struct migrate_range) { pos, end, rg->page_size };
+                        bytes += end - pos;
+                        left = end - pos >= left ? 0 : left - (end - pos);
+                        pos = end;
+                        if (pos >= rg->end && ++ri < job->n_ranges)
+                                pos = job->ranges[ri].start;
+                }
+                if (job->max_pages && total) {
+                        j->max_pages = (uint64_t) ((unsigned __int128) job->max_pages * bytes / total);
+                        if (j->max_pages == 0)
+                                j->max_pages = 1;
+                }
+                if (ri >= job->n_ranges)
+                        break;
+        }
+        *ret_n = n;
+        *ret = TAKE_PTR(out);
+        return (int) n;
+oom:
+        for (size_t i = 0; i < n; i++)
+                free(out[i].ranges);
+        return -ENOMEM;
+}
+
 /* --- the worker pool ---------------------------------------------------------- */
 
 enum { JOB_PENDING, JOB_RUNNING, JOB_DONE };
@@ -804,24 +877,13 @@ struct migrator {
         struct token_bucket tb;
 };
 
-/* Called with m->lock held. The first pending job whose pid no worker is running:
- * two jobs on one process would only queue on its mmap lock. */
+/* Called with m->lock held. The first pending job. Jobs of one process may run side
+ * by side: move_pages(2) takes the mmap lock for reading, one address at a time, so
+ * the parts of a split job copy in parallel (migrate_job_split). */
 static size_t pick_job(struct migrator *m) {
         while (m->first_pending < m->n_jobs && m->state[m->first_pending] != JOB_PENDING)
                 m->first_pending++;
-        for (size_t i = m->first_pending; i < m->n_jobs; i++) {
-                bool busy = false;
-                if (m->state[i] != JOB_PENDING)
-                        continue;
-                for (unsigned w = 0; w < m->n_workers; w++)
-                        if (m->workers[w].running_pid == m->jobs[i].pid) {
-                                busy = true;
-                                break;
-                        }
-                if (!busy)
-                        return i;
-        }
-        return SIZE_MAX;
+        return m->first_pending < m->n_jobs ? m->first_pending : SIZE_MAX;
 }
 
 static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {

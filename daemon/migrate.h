@@ -50,6 +50,16 @@ struct migrate_job {
         uint64_t wall_ns;
 };
 
+/* Splits job into at most parts jobs over consecutive shares of its ranges, equal in
+ * bytes, cut at boundaries aligned to 2 MiB (or the page size, if larger) so that no
+ * huge page is cut; a share smaller than min_part_bytes is not made. Each part keeps
+ * the job's pid, pidfd, starttime, target, flags, cgroup and userdata, and its own
+ * ranges (free each part's ranges); max_pages is divided in proportion to bytes (and
+ * kept at least 1 when the job had a limit). Returns the number of parts (1: a copy of
+ * job) in *ret, or -errno. */
+int migrate_job_split(const struct migrate_job *job, unsigned parts, uint64_t min_part_bytes,
+                      struct migrate_job **ret, size_t *ret_n);
+
 struct migrator;
 
 /* Starts one worker per CPU of service_cpus (pinned to it). rate_limit_mb_s == 0: unlimited. */
@@ -57,7 +67,9 @@ int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint6
                  struct migrator **ret);
 void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t batch_pages);
 /* Runs all jobs on the workers and returns when every one is done (the results are in
- * the jobs). Jobs for the same pid are run one after the other. */
+ * the jobs). Jobs of one process may run at the same time on several workers
+ * (migrate_job_split): move_pages(2) takes the process's mmap lock for reading only,
+ * per address. */
 int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs);
 /* While migrator_run() waits, it calls should_stop(ctx) every 100 ms on the caller's
  * thread; true cancels like migrator_cancel(). */

@@ -126,6 +126,78 @@ static void test_token_bucket(void) {
         CHECK_INT(token_bucket_take_busy(&tb, 30 * MB, t0, t0 + 4 * NS), 29 * NS / 10);
 }
 
+/* Splitting a job among workers: the parts cover exactly the job's ranges, in order,
+ * cut only on 2 MiB boundaries, roughly equal, never below the minimum. */
+static void check_cover(const struct migrate_job *job, const struct migrate_job *parts, size_t n) {
+        size_t ri = 0;
+        uint64_t pos = job->ranges[0].start;
+
+        for (size_t p = 0; p < n; p++) {
+                CHECK_INT(parts[p].pid, job->pid);
+                CHECK_INT(parts[p].target_node, job->target_node);
+                CHECK(parts[p].userdata == job->userdata);
+                for (size_t k = 0; k < parts[p].n_ranges; k++) {
+                        const struct migrate_range *r = &parts[p].ranges[k];
+                        CHECK(ri < job->n_ranges);
+                        if (ri >= job->n_ranges)
+                                return;
+                        CHECK_INT(r->start, pos);
+                        CHECK_INT(r->page_size, job->ranges[ri].page_size);
+                        CHECK(r->end > r->start && r->end <= job->ranges[ri].end);
+                        CHECK(r->end == job->ranges[ri].end || r->end % (2 * MB) == 0);
+                        pos = r->end;
+                        if (pos == job->ranges[ri].end && ++ri < job->n_ranges)
+                                pos = job->ranges[ri].start;
+                }
+        }
+        CHECK_INT(ri, job->n_ranges);
+}
+
+static void test_split(void) {
+        struct migrate_range rg[] = {
+                { 0x7f0000000000, 0x7f0000000000 + 512 * MB, 4096 },       /* 512 MiB */
+                { 0x7f1000001000, 0x7f1000001000 + 64 * MB, 4096 },        /* unaligned start */
+                { 0x7f2000000000, 0x7f2000000000 + 8 * MB, 4096 },
+        };
+        struct migrate_job job = { .pid = 42, .pidfd = -1, .starttime = 7, .target_node = 1, .ranges = rg,
+                                   .n_ranges = 3, .max_pages = 1000, .userdata = &job };
+        struct migrate_job *parts = NULL;
+        size_t n = 0;
+        uint64_t sum_max = 0;
+
+        CHECK_INT(migrate_job_split(&job, 4, 64 * MB, &parts, &n), 4);
+        CHECK_INT(n, 4);
+        check_cover(&job, parts, n);
+        for (size_t p = 0; p < n; p++) {
+                uint64_t bytes = 0;
+                for (size_t k = 0; k < parts[p].n_ranges; k++)
+                        bytes += parts[p].ranges[k].end - parts[p].ranges[k].start;
+                /* 584 MiB in four: 146 MiB rounded up to 2 MiB, the last takes the rest. */
+                CHECK(bytes >= 140 * MB && bytes <= 150 * MB);
+                sum_max += parts[p].max_pages;
+                free(parts[p].ranges);
+        }
+        CHECK(sum_max >= 997 && sum_max <= 1000);
+        free(parts);
+
+        /* Too small to split into 4 with 256 MiB minimum: 2 parts. */
+        CHECK_INT(migrate_job_split(&job, 4, 256 * MB, &parts, &n), 2);
+        check_cover(&job, parts, n);
+        for (size_t p = 0; p < n; p++)
+                free(parts[p].ranges);
+        free(parts);
+
+        /* One part: a copy. */
+        job.n_ranges = 1;
+        CHECK_INT(migrate_job_split(&job, 1, 0, &parts, &n), 1);
+        CHECK_INT(parts[0].n_ranges, 1);
+        CHECK_INT(parts[0].ranges[0].start, rg[0].start);
+        CHECK_INT(parts[0].ranges[0].end, rg[0].end);
+        CHECK_INT(parts[0].max_pages, 1000);
+        free(parts[0].ranges);
+        free(parts);
+}
+
 /* 8 MiB touched, then 1 MiB reserved but never touched. */
 #define TOUCHED (8 * MB)
 #define UNTOUCHED MB
@@ -276,6 +348,7 @@ int main(void) {
         log_set_max_level(LOG_LVL_DEBUG);
         test_classify();
         test_token_bucket();
+        test_split();
 
         area = mmap(NULL, TOUCHED + UNTOUCHED, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         CHECK(area != MAP_FAILED);
