@@ -225,6 +225,8 @@ struct job_run {
         int (*throttle)(void *ctx, uint64_t bytes, uint64_t busy_since_ns);
         void *throttle_ctx;
         uint64_t busy_since;       /* CLOCK_MONOTONIC ns: when the work being charged began */
+        bool defer_charge;         /* flush_batch adds to deferred instead of charging: */
+        uint64_t deferred;         /* a huge-page round charges its pages at once */
         uint64_t passed;            /* base pages passed to move calls so far */
         bool stop;
 
@@ -453,7 +455,10 @@ log:
 #undef BATCH_ARGS
         /* The budget is charged after the call, with what really moved: the first
          * batch starts at once, and a debt makes the next one wait. */
-        charge(jr, res[MIG_MOVED]);
+        if (jr->defer_charge)
+                jr->deferred += res[MIG_MOVED];
+        else
+                charge(jr, res[MIG_MOVED]);
 drop:
         jr->n = 0;
         jr->n_base = 0;
@@ -625,7 +630,9 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                 }
                 memcpy(before, jr->qstatus, nq * sizeof(int));
 
-                /* Move the first page of every chunk that has it elsewhere. */
+                /* Move the first page of every chunk that has it elsewhere. Its cost
+                 * is charged with the rest of the round below: charged alone, it
+                 * would take the credit for the whole copy's time. */
                 for (uint64_t c = 0; c < n; c++) {
                         int h = before[3 * c];
                         if (h >= 0 && h != job->target_node) {
@@ -636,9 +643,15 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                                 jr->n_base++;
                         }
                 }
+                jr->defer_charge = true;
+                jr->deferred = 0;
                 flush_batch(jr);
-                if (jr->stop)
+                jr->defer_charge = false;
+                if (jr->stop) {
+                        jr->busy_since = round_start;
+                        charge(jr, jr->deferred);
                         return;
+                }
 
                 /* Which chunks moved whole? */
                 nq = 0;
@@ -662,6 +675,8 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                          * may name someone else's pages now; count nothing more. */
                         if (r < 0 || pidfd_exited(jr->pidfd)) {
                                 int e = r < 0 ? (errno == ENOENT ? ESRCH : errno) : ESRCH;
+                                jr->busy_since = round_start;
+                                charge(jr, jr->deferred);
                                 return job_stop(jr, -e);
                         }
                         for (size_t k = 0; k < nq / 2; k++) {
@@ -677,7 +692,7 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                 jr->passed += thp * (per_chunk - 1);
                 /* The whole round's copying: from its first query to now. */
                 jr->busy_since = round_start;
-                charge(jr, thp * (per_chunk - 1));
+                charge(jr, jr->deferred + thp * (per_chunk - 1));
                 if (thp)
                         log_debug("pid=%d: %" PRIu64 " huge page(s) moved whole to node %d", (int) job->pid, thp,
                                   job->target_node);
