@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
@@ -26,7 +27,8 @@ struct bpf_source {
         uint64_t *values;              /* n_cpus scratch values for one percpu lookup */
         unsigned *node_ids;            /* the topology's node ids, by index */
         unsigned n_nodes;
-        int fd_watched, fd_runtime;
+        int fd_watched, fd_runtime, fd_start;
+        struct sched_start *starts;    /* n_cpus scratch values for the start map */
         struct ring_buffer *events;    /* node-change events */
         void (*event_cb)(void *userdata, pid_t tgid, int node);
         void *event_userdata;          /* both set for the length of one consume call */
@@ -73,11 +75,35 @@ static int read_counter(struct bpf_source *b, __u32 tgid, unsigned node, uint64_
         return 0;
 }
 
+/* The counters (slices that ended) plus the slices of tgid's threads running right
+ * now, by node index. Their sum only grows: when a running slice ends, the program
+ * adds all of it to the counter, which the running part had already shown. Without
+ * the running part, a thread alone on its CPU (pinned, never preempted) would show no
+ * CPU time at all until it blocked. */
 static int read_counters(struct bpf_source *b, __u32 tgid, uint64_t *ret_by_index) {
+        struct timespec ts;
+        uint64_t now;
+        __u32 zero = 0;
+
         for (unsigned i = 0; i < b->n_nodes; i++) {
                 int r = read_counter(b, tgid, b->node_ids[i], &ret_by_index[i]);
                 if (r < 0)
                         return r;
+        }
+        /* bpf_ktime_get_ns() is CLOCK_MONOTONIC. */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+        if (bpf_map_lookup_elem(b->fd_start, &zero, b->starts) < 0)
+                return 0; /* the running slices are a refinement: count them next time */
+        for (unsigned c = 0; c < b->n_cpus; c++) {
+                const struct sched_start *s = &b->starts[c];
+                if (s->tgid != tgid || s->ts == 0 || s->ts > now)
+                        continue;
+                for (unsigned i = 0; i < b->n_nodes; i++)
+                        if (b->node_ids[i] == s->node) {
+                                ret_by_index[i] += now - s->ts;
+                                break;
+                        }
         }
         return 0;
 }
@@ -180,6 +206,7 @@ static void bpf_free(const struct placement_source *s) {
                 return;
         ring_buffer__free(b->events);
         sched_bpf__destroy(b->skel);
+        free(b->starts);
         free(b->values);
         free(b->node_ids);
         free(b);
@@ -273,8 +300,10 @@ int placement_bpf_new(const struct topology *t, bool count_stats, const struct p
                 return -ENOMEM;
         }
         b->values = calloc((size_t) n_cpus, sizeof(*b->values));
+        b->starts = calloc((size_t) n_cpus, sizeof(*b->starts));
         b->node_ids = calloc(t->n_nodes ? t->n_nodes : 1, sizeof(*b->node_ids));
-        if (!b->values || !b->node_ids) {
+        if (!b->values || !b->starts || !b->node_ids) {
+                free(b->starts);
                 free(b->values);
                 free(b->node_ids);
                 free(b);
@@ -288,9 +317,11 @@ int placement_bpf_new(const struct topology *t, bool count_stats, const struct p
         b->attach_point = r == 0 ? "tp_btf/sched_switch" : "raw_tp/sched_switch";
         b->fd_watched = bpf_map__fd(skel->maps.watched);
         b->fd_runtime = bpf_map__fd(skel->maps.runtime);
+        b->fd_start = bpf_map__fd(skel->maps.start);
         b->events = ring_buffer__new(bpf_map__fd(skel->maps.events), on_ring_event, b, NULL);
         if (!b->events) {
                 r = -errno;
+                free(b->starts);
                 free(b->values);
                 free(b->node_ids);
                 free(b);

@@ -2,7 +2,7 @@
 /* Where the watched processes' threads run: on every context switch, the run time of
  * the task switched out is added to a per-(tgid, node) counter, if its tgid is in the
  * watched map. The daemon reads the counters each scan and takes the delta. A watched
- * thread that switches out on a node other than its last one also sends an event
+ * thread that is switched in on a node other than its last one also sends an event
  * through a ring buffer, so that the daemon reacts to the move at once.
  *
  * Cost on an unwatched switch: one per-CPU array access (the start stamp), one clock
@@ -61,7 +61,7 @@ struct {
         __type(value, __u64);
 } runtime SEC(".maps");
 
-/* When the current task of this CPU was switched in. */
+/* When the current task of this CPU was switched in, and its tgid if watched. */
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
         __uint(max_entries, 1);
@@ -86,8 +86,8 @@ static __always_inline void stat_inc(__u32 which) {
                 *v += 1;
 }
 
-/* A watched thread ran on node: if it last ran on another one, tell the daemon
- * (at most once per SCHED_EVENT_GAP_NS per process). */
+/* A watched thread is switched in on node: if it last ran on another one, tell the
+ * daemon (at most once per SCHED_EVENT_GAP_NS per process). */
 static __always_inline void note_node(struct sched_watch *w, __u32 tgid, __u32 tid, __u32 node, __u64 now) {
         struct sched_event ev;
         __u32 *last = bpf_map_lookup_elem(&last_node, &tid);
@@ -114,51 +114,69 @@ static __always_inline void note_node(struct sched_watch *w, __u32 tgid, __u32 t
                 stat_inc(SCHED_STAT_EVENTS_LOST);
 }
 
-static __always_inline int on_switch(__u32 prev_tgid, __u32 prev_tid) {
-        struct sched_key key = { .tgid = prev_tgid };
+/* prev's slice ends, next's begins. The slice is charged to the tgid recorded when it
+ * began (the task's tgid cannot change while it runs), so an unwatched switch costs one
+ * hash lookup, on next's tgid. The daemon adds the slices still running (start's ts and
+ * tgid, per CPU) to the counters when it samples, so a thread that never leaves its CPU
+ * is counted all the same. */
+static __always_inline int on_switch(__u32 next_tgid, __u32 next_tid) {
+        struct sched_key key = {};
         struct sched_watch *w;
         struct sched_start *s;
-        __u32 zero = 0, cpu;
+        __u32 zero = 0, cpu, *node;
         __u64 now, then, delta, *v;
-        __u32 *node;
+        __u32 tgid;
 
         s = bpf_map_lookup_elem(&start, &zero);
         if (!s)
                 return 0;
         now = bpf_ktime_get_ns();
         then = s->ts;
+        tgid = s->tgid;
         s->ts = now;
-        /* then == 0: the first switch on this CPU since we attached; the task's slice
-         * started before we were watching. tgid 0 is the idle task. */
-        if (!then || !prev_tgid)
-                return 0;
-        w = bpf_map_lookup_elem(&watched, &key.tgid);
-        if (!w)
-                return 0;
+        s->tgid = 0;
 
         cpu = bpf_get_smp_processor_id();
         node = cpu < nr_cpus ? bpf_map_lookup_elem(&cpu_node, &cpu) : NULL;
+
+        /* The slice that began at then: charge it if its process is still watched
+         * (the daemon may have dropped it meanwhile: do not recreate its counter).
+         * then == 0: the first switch on this CPU since we attached. */
+        if (then && tgid && node && bpf_map_lookup_elem(&watched, &tgid)) {
+                key.tgid = tgid;
+                key.node = *node;
+                delta = now - then;
+                v = bpf_map_lookup_elem(&runtime, &key);
+                if (v) {
+                        *v += delta;
+                        stat_inc(SCHED_STAT_COUNTED);
+                } else if (bpf_map_update_elem(&runtime, &key, &delta, BPF_NOEXIST) == 0) {
+                        stat_inc(SCHED_STAT_COUNTED);
+                } else {
+                        /* Another CPU created the entry between our lookup and update
+                         * (our own slot in it is zero), or the map is full. */
+                        v = bpf_map_lookup_elem(&runtime, &key);
+                        if (v) {
+                                *v += delta;
+                                stat_inc(SCHED_STAT_COUNTED);
+                        } else
+                                stat_inc(SCHED_STAT_FULL);
+                }
+        }
+
+        /* The slice that begins: tgid 0 is the idle task. */
+        if (!next_tgid)
+                return 0;
+        w = bpf_map_lookup_elem(&watched, &next_tgid);
+        if (!w)
+                return 0;
         if (!node) {
                 stat_inc(SCHED_STAT_NO_NODE);
                 return 0;
         }
-        key.node = *node;
-        note_node(w, prev_tgid, prev_tid, *node, now);
-        delta = now - then;
-        v = bpf_map_lookup_elem(&runtime, &key);
-        if (v) {
-                *v += delta;
-        } else if (bpf_map_update_elem(&runtime, &key, &delta, BPF_NOEXIST)) {
-                /* Another CPU created the entry between our lookup and update (our
-                 * own slot in it is zero), or the map is full. */
-                v = bpf_map_lookup_elem(&runtime, &key);
-                if (!v) {
-                        stat_inc(SCHED_STAT_FULL);
-                        return 0;
-                }
-                *v += delta;
-        }
-        stat_inc(SCHED_STAT_COUNTED);
+        s->tgid = next_tgid;
+        s->node = *node;
+        note_node(w, next_tgid, next_tid, *node, now);
         return 0;
 }
 
@@ -170,10 +188,10 @@ static __always_inline int on_switch(__u32 prev_tgid, __u32 prev_tid) {
  * adapts the offset to the running kernel. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next) {
-        return on_switch((__u32) prev->tgid, (__u32) prev->pid);
+        return on_switch((__u32) next->tgid, (__u32) next->pid);
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next) {
-        return on_switch((__u32) BPF_CORE_READ(prev, tgid), (__u32) BPF_CORE_READ(prev, pid));
+        return on_switch((__u32) BPF_CORE_READ(next, tgid), (__u32) BPF_CORE_READ(next, pid));
 }

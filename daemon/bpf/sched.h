@@ -25,7 +25,7 @@ struct sched_watch {
         __u64 last_event_ns;       /* when its last node-change event was sent */
 };
 
-/* Sent through the ring buffer when a thread of a watched process switches out on
+/* Sent through the ring buffer when a thread of a watched process is switched in on
  * a node other than the one it last ran on. */
 struct sched_event {
         __u32 tgid;
@@ -43,6 +43,8 @@ struct sched_key {
 /* Per CPU: when the current task was switched in (ns, bpf_ktime_get_ns). */
 struct sched_start {
         __u64 ts;
+        __u32 tgid;                /* of the task switched in, if watched then; else 0 */
+        __u32 node;                /* the CPU's node (valid when tgid != 0) */
 };
 
 /* Per CPU event counts, for the loader's debug line and the benchmark. */
