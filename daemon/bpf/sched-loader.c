@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "sched.h"
+#include "proc.h"
 #include "sched-loader.h"
 #include "sched.skel.h"
 
@@ -108,6 +109,33 @@ static int read_counters(struct bpf_source *b, __u32 tgid, uint64_t *ret_by_inde
         return 0;
 }
 
+/* A process watched from now on: each thread's last node, from the CPU /proc says it
+ * last ran on, so that its first switch-in on another node already counts as a move.
+ * Without it, a thread busy on one CPU since before the watch began (no switch-in
+ * seen) would move to another node without an event. Best effort: NOEXIST keeps
+ * what the program has seen itself. */
+static void seed_last_nodes(struct bpf_source *b, const char *proc_root, pid_t pid, const struct topology *t) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0;
+        int fd = bpf_map__fd(b->skel->maps.last_node);
+
+        if (proc_list_tasks(proc_root, pid, &tids, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                struct proc_stat st;
+                int node;
+                __u32 tid = (__u32) tids[i], val;
+
+                if (proc_read_task_stat(proc_root, pid, tids[i], &st) < 0 || st.processor < 0)
+                        continue;
+                node = topology_cpu_node(t, (unsigned) st.processor);
+                if (node < 0)
+                        continue;
+                val = (__u32) node;
+                (void) bpf_map_update_elem(fd, &tid, &val, BPF_NOEXIST);
+        }
+}
+
 static int bpf_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
                       const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
         struct bpf_source *b = of(s);
@@ -123,8 +151,10 @@ static int bpf_sample(const struct placement_source *s, const char *proc_root, p
         /* Watch from the first call on. NOEXIST tells us whether it was watched: a
          * tgid that was not (first sight, or dropped by unwatch() for a previous
          * process with this pid) has no trustworthy baseline yet. */
-        if (bpf_map_update_elem(b->fd_watched, &tgid, &one, BPF_NOEXIST) == 0)
+        if (bpf_map_update_elem(b->fd_watched, &tgid, &one, BPF_NOEXIST) == 0) {
                 baseline = true;
+                seed_last_nodes(b, proc_root, pid, t);
+        }
         else if (errno == EEXIST)
                 baseline = !st->node_ns;
         else if (errno == E2BIG || errno == ENOSPC) {
