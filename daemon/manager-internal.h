@@ -70,6 +70,7 @@ struct proc_rec {
         uint64_t total_bytes, local_bytes;
         uint64_t *node_bytes;      /* bytes per topology node index, last scan; NULL before */
         uint64_t seen_tick;
+        uint64_t react_due_ms;     /* a scan brought forward by a node-change event, 0: none */
 };
 
 struct manager {

@@ -231,6 +231,7 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
         int r, primed;
 
         t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        p->react_due_ms = 0;
         cpu = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*cpu));
         if (!cpu)
                 return -ENOMEM;
@@ -661,10 +662,20 @@ int manager_tick(struct manager *m) {
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
+        uint64_t next, now;
+
         (void) manager_tick(m);
         if (m->after_tick)
                 m->after_tick(m, m->after_tick_userdata);
-        sd_event_source_set_time_relative(s, m->cfg.tick_ms * 1000);
+        /* The next tick, or earlier if a node-change event asked for a scan sooner. */
+        now = now_ms();
+        next = now + m->cfg.tick_ms;
+        /* A due time already past (its process was not listed this tick) is not
+         * waited for: that would spin. */
+        for (size_t i = 0; i < m->n_procs; i++)
+                if (m->procs[i]->react_due_ms > now && m->procs[i]->react_due_ms < next)
+                        next = m->procs[i]->react_due_ms;
+        sd_event_source_set_time(s, next * 1000);
         sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
 }
@@ -683,16 +694,21 @@ static void on_node_change(void *userdata, pid_t pid, int node) {
         if (!p || !p->cg || p->cg->mode == CG_MODE_OFF || m->cfg.react_ms == 0)
                 return;
         due = now_ms() + m->cfg.react_ms;
-        if (p->next_scan_ms <= due && p->interval_ms == m->cfg.scan_min_ms)
-                return; /* already being looked at closely */
+        /* A react scan already pending has this move in its window. Otherwise the
+         * window restarts even if a scan is due sooner: that scan would decide on
+         * CPU time mostly from before the move, find no node above the hysteresis,
+         * and the process would wait for the one after. Pending at most once, so a
+         * process whose threads keep moving cannot postpone its scans forever. */
+        if (p->react_due_ms > now_ms())
+                return;
+        p->react_due_ms = due;
         log_debug("cgroup=%s pid=%d: a thread now runs on node %d, deciding again in %" PRIu64 " ms", p->cg->path,
                   (int) pid, node, m->cfg.react_ms);
         scratch = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*scratch));
         if (scratch && p->pl.primed)
                 (void) m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, scratch);
         p->interval_ms = 0; /* scan_min_ms after this scan */
-        if (p->next_scan_ms > due)
-                p->next_scan_ms = due;
+        p->next_scan_ms = due;
         /* Bring the tick forward if it would come later. */
         if (sd_event_source_get_time(m->timer, &when_usec) >= 0 && when_usec > due * 1000) {
                 sd_event_source_set_time(m->timer, due * 1000);
