@@ -441,7 +441,7 @@ static const struct conf_key conf_keys[] = {
 
         { KEY("sample", "source"), &type_enum, 0, 0, F(source), "auto",
           "where thread placement comes from: auto (BPF when available), proc, bpf", sources },
-        { KEY("sample", "react_ms"), &type_u64, 0, 60000, F(react_ms), "100",
+        { KEY("sample", "react_ms"), &type_u64, 0, 60000, F(react_ms), "50",
           "BPF source: decide again this long after a thread of a watched process changes node; 0: off" },
 
         { KEY("decide", "min_cpu_share_pct"), &type_uint, 1, 100, F(min_cpu_share_pct), "60",
