@@ -410,6 +410,9 @@ static const struct conf_enum knb_actions[] = { { "leave", KNB_LEAVE }, { "disab
 static const struct conf_enum sources[] = {
         { "auto", SOURCE_AUTO }, { "proc", SOURCE_PROC }, { "bpf", SOURCE_BPF }, {},
 };
+static const struct conf_enum pmu_modes[] = {
+        { "auto", PMU_MODE_AUTO }, { "off", PMU_MODE_OFF }, { "page-faults", PMU_MODE_PAGE_FAULTS }, {},
+};
 
 #define F(member) offsetof(struct nb_config, member)
 #define KEY(s, k) .name = s "." k, .section = s, .key = k
@@ -443,6 +446,11 @@ static const struct conf_key conf_keys[] = {
           "where thread placement comes from: auto (BPF when available), proc, bpf", sources },
         { KEY("sample", "react_ms"), &type_u64, 0, 60000, F(react_ms), "50",
           "BPF source: decide again this long after a thread of a watched process changes node; 0: off" },
+        { KEY("sample", "pmu"), &type_enum, 0, 0, F(pmu), "auto",
+          "page-level sampling: auto (the PMU's precise memory sampling where the CPU has it, with BPF), "
+          "off, page-faults (the page-fault software event: first touches only, for tests)", pmu_modes },
+        { KEY("sample", "pmu_sample_rate"), &type_u64, 1, 100000, F(pmu_sample_rate), "1000",
+          "PMU samples per second per CPU: the bound on the sampling overhead" },
 
         { KEY("decide", "min_cpu_share_pct"), &type_uint, 1, 100, F(min_cpu_share_pct), "60",
           "a node must have run this share of a process's CPU time before memory follows it" },

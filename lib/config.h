@@ -18,6 +18,9 @@ enum cg_mode { CG_MODE_UNSET = 0, CG_MODE_OFF, CG_MODE_ADVISE, CG_MODE_BALANCE }
 
 enum knb_action { KNB_LEAVE, KNB_DISABLE };
 enum sample_source { SOURCE_AUTO, SOURCE_PROC, SOURCE_BPF };
+/* Page-level sampling: the PMU's precise memory sampling where there is one; the
+ * page-faults software event exercises the same path where there is not (tests). */
+enum pmu_mode { PMU_MODE_AUTO, PMU_MODE_OFF, PMU_MODE_PAGE_FAULTS };
 
 /* A cgroup named in the config, with the mode it gets (as if its directory had the
  * xattr; the config wins over xattrs on the same directory). */
@@ -44,6 +47,8 @@ struct nb_config {
         /* [sample] */
         enum sample_source source;
         uint64_t react_ms;           /* re-decide this long after a thread changes node (BPF) */
+        enum pmu_mode pmu;           /* page-level memory-access sampling */
+        uint64_t pmu_sample_rate;    /* samples per second per CPU (the PMU's budget) */
 
         /* [decide] */
         unsigned min_cpu_share_pct;  /* hysteresis: a node needs this share of CPU time */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "locality.h"
+#include "pagesample.h"
 #include "plan.h"
 #include "policy.h"
 
@@ -248,4 +249,116 @@ void plan_done(struct plan *p) {
         free(p->moves);
         p->moves = NULL;
         p->n_moves = 0;
+}
+
+/* The VMA holding addr: the last one starting at or below it, if addr is below its end. */
+static ssize_t vma_of(const struct plan_input *in, uint64_t addr) {
+        size_t lo = 0, hi = in->maps->n_vmas;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (in->maps->vmas[mid].start <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || !in->vma_end || addr >= in->vma_end[lo - 1])
+                return -1;
+        return (ssize_t) (lo - 1);
+}
+
+int plan_pages(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+               const struct page_decision *d, const struct plan *vma_plan, uint64_t *reserved_bytes,
+               struct plan *ret) {
+        struct plan pl = { .hot_node = -1 };
+        uint64_t cap = p->max_bytes ? p->max_bytes : UINT64_MAX;
+
+        cap = vma_plan && vma_plan->bytes < cap ? cap - vma_plan->bytes : vma_plan ? 0 : cap;
+        pl.moves = calloc(d->n_moves ? d->n_moves : 1, sizeof(*pl.moves));
+        if (!pl.moves)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < d->n_moves; i++) {
+                const struct page_move *pm = &d->moves[i];
+                ssize_t vi = vma_of(in, pm->page);
+                const struct vma *v;
+                enum policy_verdict verdict;
+                nb_nodemask allowed;
+                uint64_t size, page, room;
+                bool whole = false;
+                int idx;
+
+                if (vi < 0)
+                        continue; /* unmapped since it was sampled */
+                v = &in->maps->vmas[vi];
+                size = v->hugetlb && v->page_size_kb ? v->page_size_kb * 1024 : 4096;
+                page = pm->page & ~(size - 1);
+                verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
+                                               &allowed);
+                if (verdict == POLICY_INTERLEAVED)
+                        continue; /* spread on purpose */
+                if (verdict != POLICY_MOVABLE) {
+                        enum plan_reason r = verdict == POLICY_NO_NODES ? REASON_NO_ALLOWED_NODE : REASON_POLICY;
+                        pl.skipped_bytes[r] = sat_add(pl.skipped_bytes[r], size);
+                        continue;
+                }
+                if (!nodemask_test(&allowed, pm->node)) {
+                        /* Touched from a node it may not live on: it stays in the set. */
+                        pl.skipped_bytes[REASON_NO_ALLOWED_NODE] = sat_add(pl.skipped_bytes[REASON_NO_ALLOWED_NODE], size);
+                        continue;
+                }
+                if (v->mapmax > 1 && !p->move_shared) {
+                        pl.skipped_bytes[REASON_SHARED] = sat_add(pl.skipped_bytes[REASON_SHARED], size);
+                        continue;
+                }
+                for (size_t k = 0; vma_plan && k < vma_plan->n_moves; k++)
+                        whole |= vma_plan->moves[k].vma == (size_t) vi;
+                if (whole)
+                        continue;
+                if (pl.n_moves) {
+                        struct plan_move *last = &pl.moves[pl.n_moves - 1];
+                        if (page < last->end && last->vma == (size_t) vi)
+                                continue; /* the same huge page again */
+                }
+                room = room_on(t, (int) pm->node, p, reserved_bytes);
+                if (room < size) {
+                        pl.skipped_bytes[REASON_TARGET_FULL] = sat_add(pl.skipped_bytes[REASON_TARGET_FULL], size);
+                        continue;
+                }
+                if (size > cap - pl.bytes)
+                        break;
+                idx = topology_node_index(t, pm->node);
+                reserved_bytes[idx] = sat_add(reserved_bytes[idx], size);
+                pl.bytes = sat_add(pl.bytes, size);
+                if (pl.n_moves) {
+                        struct plan_move *last = &pl.moves[pl.n_moves - 1];
+                        if (last->end == page && last->target == (int) pm->node && last->vma == (size_t) vi) {
+                                last->end += size;
+                                last->bytes += size;
+                                last->gain += size;
+                                continue;
+                        }
+                }
+                pl.moves[pl.n_moves++] = (struct plan_move) {
+                        .vma = (size_t) vi,
+                        .start = page,
+                        .end = page + size,
+                        .page_size = size,
+                        .target = (int) pm->node,
+                        .bytes = size,
+                        .gain = size,
+                };
+        }
+        {
+                uint64_t best = 0;
+                pl.reason = pl.n_moves ? REASON_NONE : REASON_LOCAL;
+                for (int r = 0; r < _REASON_MAX; r++)
+                        if (pl.skipped_bytes[r] > best) {
+                                best = pl.skipped_bytes[r];
+                                if (!pl.n_moves)
+                                        pl.reason = (enum plan_reason) r;
+                        }
+        }
+        *ret = pl;
+        return 0;
 }

@@ -88,5 +88,22 @@ struct plan {
 int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                 uint64_t *reserved_bytes, struct plan *ret);
 void plan_done(struct plan *p);
+
+/* Page-level moves from sampled memory accesses (lib/pagesample's two-sample rule:
+ * d->moves are pages seen only from one node, at least twice). Each such page moves to
+ * that node when, under the same rules as plan_decide():
+ *   - it lies in a VMA of in->maps (in->vma_end known) whose policy is movable
+ *     (policy.h) and whose allowed set contains the node: never outside it;
+ *   - the VMA has no shared pages (mapmax > 1), unless move_shared;
+ *   - the VMA is not moved whole by vma_plan this tick (its target wins);
+ *   - the node has room above its free-memory floor (reserved_bytes, updated).
+ * A hugetlb page moves whole (its address aligned to its size). Consecutive pages to
+ * one node are merged into one move; moves are in address order, capped by
+ * p->max_bytes less what vma_plan takes. skipped_bytes counts what was left, by reason.
+ * Pure, like plan_decide(). */
+struct page_decision;
+int plan_pages(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+               const struct page_decision *d, const struct plan *vma_plan, uint64_t *reserved_bytes,
+               struct plan *ret);
 const char *plan_reason_name(enum plan_reason r);
 const char *plan_reason_text(enum plan_reason r);

@@ -93,3 +93,105 @@ int pmu_detect(const char *sys_root, struct pmu_info *ret) {
         *ret = info;
         return 0;
 }
+
+/* Puts value into the bits that a format file ("config:0-7", "config1:0-15",
+ * "config:0-7,32-35", "config:23") names, low bits first. */
+static int place_term(int dirfd, const char *dev, const char *term, uint64_t value, struct perf_event_attr *a) {
+        char path[256], fmt[128];
+        __u64 *field;
+        char *ranges, *save = NULL;
+        unsigned used = 0;
+
+        if (snprintf(path, sizeof(path), "%s/format/%s", dev, term) >= (int) sizeof(path))
+                return -EINVAL;
+        if (read_small(dirfd, path, fmt, sizeof(fmt)) < 0)
+                return -EINVAL;
+        ranges = strchr(fmt, ':');
+        if (!ranges)
+                return -EINVAL;
+        *ranges++ = 0;
+        if (strcmp(fmt, "config") == 0)
+                field = &a->config;
+        else if (strcmp(fmt, "config1") == 0)
+                field = &a->config1;
+        else if (strcmp(fmt, "config2") == 0)
+                field = &a->config2;
+        else
+                return -EINVAL;
+        for (char *r = strtok_r(ranges, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+                char *dash = strchr(r, '-');
+                int lo, hi;
+
+                if (dash)
+                        *dash = 0;
+                if (parse_int(r, 0, 63, &lo) < 0 || parse_int(dash ? dash + 1 : r, lo, 63, &hi) < 0)
+                        return -EINVAL;
+                for (int b = lo; b <= hi; b++, used++)
+                        if (used < 64 && (value >> used & 1))
+                                *field |= UINT64_C(1) << b;
+        }
+        /* A value wider than its bits is not silently cut. */
+        if (used == 0 || (used < 64 && value >> used))
+                return -EINVAL;
+        return 0;
+}
+
+int pmu_attr(const char *sys_root, const struct pmu_info *p, uint64_t rate, struct perf_event_attr *attr,
+             const char **ret_why) {
+        struct perf_event_attr a = {
+                .size = sizeof(a),
+                .type = (uint32_t) p->type,
+                .freq = 1,
+                .sample_freq = rate ? rate : 1,
+                .sample_type = PERF_SAMPLE_ADDR,
+                .exclude_kernel = 1,   /* user pages are what the daemon moves */
+                .exclude_hv = 1,
+        };
+        char path[4096], terms[sizeof(p->event)], *save = NULL;
+        _cleanup_close_ int dirfd = -1;
+
+        if (p->kind != PMU_NONE && p->kind != PMU_ARM_SPE && p->type < 0) {
+                *ret_why = "the PMU's perf type is unknown";
+                return -EINVAL;
+        }
+        switch (p->kind) {
+        case PMU_AMD_IBS:
+                break;
+        case PMU_INTEL_PEBS:
+                snprintf(path, sizeof(path), "%s/bus/event_source/devices", sys_root);
+                dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dirfd < 0) {
+                        *ret_why = "cannot open the event source devices";
+                        return -errno;
+                }
+                snprintf(terms, sizeof(terms), "%s", p->event);
+                for (char *t = strtok_r(terms, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                        char *eq = strchr(t, '=');
+                        uint64_t v = 1;         /* a bare term is a flag */
+
+                        if (eq) {
+                                *eq = 0;
+                                const char *val = eq + 1;
+                                if (parse_u64(val, 0, UINT64_MAX, &v) < 0 &&
+                                    !(strncmp(val, "0x", 2) == 0 && parse_hex_u64_n(val + 2, strlen(val + 2), &v) == 0)) {
+                                        *ret_why = "a term of the mem-loads event string does not parse";
+                                        return -EINVAL;
+                                }
+                        }
+                        if (place_term(dirfd, p->device, t, v, &a) < 0) {
+                                *ret_why = "a term of the mem-loads event has no usable format file";
+                                return -EINVAL;
+                        }
+                }
+                a.precise_ip = 2;      /* PEBS: the address of the sampled load itself */
+                break;
+        case PMU_ARM_SPE:
+                *ret_why = "Arm SPE records come through a perf AUX buffer, which numabalanced does not read";
+                return -EOPNOTSUPP;
+        default:
+                *ret_why = "no PMU with precise memory sampling";
+                return -EOPNOTSUPP;
+        }
+        *attr = a;
+        return 0;
+}

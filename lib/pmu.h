@@ -8,6 +8,7 @@
  * then page-level sampling is off and the scheduler sources are all there is. */
 #pragma once
 #include <stdint.h>
+#include <linux/perf_event.h>
 
 enum pmu_kind { PMU_NONE, PMU_INTEL_PEBS, PMU_AMD_IBS, PMU_ARM_SPE };
 
@@ -23,3 +24,14 @@ struct pmu_info {
  * this kernel, or sysfs not mounted). */
 int pmu_detect(const char *sys_root, struct pmu_info *ret);
 const char *pmu_kind_name(enum pmu_kind k);
+
+/* Fills *attr to sample memory accesses with p's PMU: rate samples per second per CPU
+ * (perf's frequency mode), each with its data address (PERF_SAMPLE_ADDR).
+ *   Intel PEBS: the mem-loads event string's terms (event=0xcd,umask=0x1,ldlat=3)
+ *     placed by the device's format/ files (config:0-7, config1:0-15, ...), precise;
+ *   AMD IBS op: the device's type, config 0.
+ * Arm SPE gives -EOPNOTSUPP: its records come through a perf AUX buffer, not as
+ * samples a BPF program sees. -EINVAL when the event string or a format file does not
+ * parse; *ret_why names what. */
+int pmu_attr(const char *sys_root, const struct pmu_info *p, uint64_t rate, struct perf_event_attr *attr,
+             const char **ret_why);

@@ -82,6 +82,8 @@ static void test_defaults(void) {
         CHECK_INT(c.n_cgroups, 0);
         CHECK_INT(c.min_rss_kb, 16384);
         CHECK_INT(c.source, SOURCE_AUTO);
+        CHECK_INT(c.pmu, PMU_MODE_AUTO);
+        CHECK_INT(c.pmu_sample_rate, 1000);
         CHECK_INT(c.min_cpu_share_pct, 60);
         CHECK_INT(c.cooldown_ms, 30000);
         CHECK_INT(c.free_floor_pct, 5);
@@ -112,6 +114,8 @@ static void test_full(void) {
                 "MIN_RSS = 1G\n"
                 "[sample]\n"
                 "source = proc\n"
+                "pmu = page-faults\n"
+                "pmu_sample_rate = 250\n"
                 "[decide]\n"
                 "min_cpu_share_pct = 75\n"
                 "cooldown_ms = 0\n"
@@ -157,6 +161,8 @@ static void test_full(void) {
         }
         CHECK_INT(c.min_rss_kb, 1024 * 1024);
         CHECK_INT(c.source, SOURCE_PROC);
+        CHECK_INT(c.pmu, PMU_MODE_PAGE_FAULTS);
+        CHECK_INT(c.pmu_sample_rate, 250);
         CHECK_INT(c.min_cpu_share_pct, 75);
         CHECK_INT(c.cooldown_ms, 0);
         CHECK_INT(c.free_floor_pct, 10);
@@ -370,7 +376,7 @@ static void test_shipped_conf(void) {
                         test_failures++;
                 }
         }
-        CHECK_INT(n_keys, 20);
+        CHECK_INT(n_keys, 22);
 
         uncommented = malloc(len + 1);
         if (!uncommented)
@@ -405,6 +411,8 @@ static void test_shipped_conf(void) {
         CHECK_INT(c.n_cgroups, d.n_cgroups);
         CHECK_INT(c.min_rss_kb, d.min_rss_kb);
         CHECK_INT(c.source, d.source);
+        CHECK_INT(c.pmu, d.pmu);
+        CHECK_INT(c.pmu_sample_rate, d.pmu_sample_rate);
         CHECK_INT(c.min_cpu_share_pct, d.min_cpu_share_pct);
         CHECK_INT(c.cooldown_ms, d.cooldown_ms);
         CHECK_INT(c.free_floor_pct, d.free_floor_pct);

@@ -4,8 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include "cleanup.h"
+#include "numa_maps.h"
 #include "pagesample.h"
+#include "plan.h"
+#include "policy.h"
 #include "parse.h"
 #include "pmu.h"
 #include "test.h"
@@ -195,6 +199,187 @@ static void test_pmu(void) {
         CHECK_INT(pmu_detect(root, &p), -ENOENT);
 }
 
+/* mixed.samples through plan_pages() against a process's numa_maps: page-level moves
+ * stay within each VMA's allowed set, leave interleaved, shared and wholly-moved VMAs
+ * alone, respect the floor and the cap, and merge consecutive pages. A is
+ * 0x7f0000000000 (16 pages sampled from node 0), B 0x7f1000000000 (16 from node 1). */
+static void page_plan(const char *maps_text, const char *mems, const struct plan_params *pp,
+                      const struct plan *vma_plan, struct plan *ret) {
+        _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
+        struct page_decision d;
+        uint64_t ends[8] = {}, reserved[2] = {};
+        struct plan_input in = {};
+
+        CHECK_INT(replay("mixed.samples", 4096, 2, &d), 0);
+        CHECK_INT(numa_maps_parse(maps_text, strlen(maps_text), &maps), 0);
+        for (size_t i = 0; i < maps->n_vmas && i < 8; i++)
+                ends[i] = maps->vmas[i].start + (1ull << 28);
+        in.maps = maps;
+        in.vma_end = ends;
+        CHECK_INT(nodemask_parse(mems, &in.mems_allowed), 0);
+        CHECK_INT(plan_pages(topo, &in, pp, &d, vma_plan, reserved, ret), 0);
+        /* The invariant: never outside the allowed set. */
+        for (size_t i = 0; i < ret->n_moves; i++) {
+                const struct vma *v = &maps->vmas[ret->moves[i].vma];
+                nb_nodemask allowed;
+                policy_allowed_nodes(&v->policy, &in.mems_allowed, &topo->with_memory, pp->move_preferred, &allowed);
+                CHECK(nodemask_test(&allowed, (unsigned) ret->moves[i].target));
+                CHECK(ret->moves[i].start >= v->start && ret->moves[i].end <= ends[ret->moves[i].vma]);
+        }
+        page_decision_done(&d);
+}
+
+static void test_plan_pages(void) {
+        const struct plan_params pp = { .free_floor_pct = 5 };
+        struct plan pl;
+
+        /* Both default: A's 16 pages to node 0, B's to node 1, each as one merged move. */
+        page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n"
+                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+        CHECK_INT(pl.n_moves, 2);
+        if (pl.n_moves == 2) {
+                CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
+                CHECK_INT(pl.moves[0].end, 0x7f0000000000ull + 16 * 4096);
+                CHECK_INT(pl.moves[0].target, 0);
+                CHECK_INT(pl.moves[1].start, 0x7f1000000000ull);
+                CHECK_INT(pl.moves[1].target, 1);
+                CHECK_INT(pl.moves[1].page_size, 4096);
+        }
+        CHECK_INT(pl.bytes, 32 * 4096);
+        plan_done(&pl);
+
+        /* A bound to node 1: its pages are touched from node 0, which it may not use. */
+        page_plan("7f0000000000 bind:1 anon=16 N1=16 kernelpagesize_kB=4\n"
+                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+        CHECK_INT(pl.n_moves, 1);
+        CHECK_INT(pl.moves[0].target, 1);
+        CHECK_INT(pl.skipped_bytes[REASON_NO_ALLOWED_NODE], 16 * 4096);
+        plan_done(&pl);
+
+        /* The cpuset allows node 1 only: A's evidence for node 0 is not acted on. */
+        page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n"
+                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "1", &pp, NULL, &pl);
+        CHECK_INT(pl.n_moves, 1);
+        CHECK_INT(pl.moves[0].target, 1);
+        plan_done(&pl);
+
+        /* Interleaved: never; preferred: not unless move_preferred; shared: not unless move_shared. */
+        page_plan("7f0000000000 interleave:0-1 anon=16 N1=16 kernelpagesize_kB=4\n"
+                  "7f1000000000 prefer:0 anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.skipped_bytes[REASON_POLICY], 16 * 4096);
+        plan_done(&pl);
+        page_plan("7f0000000000 default anon=16 mapmax=2 N1=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.reason, REASON_SHARED);
+        plan_done(&pl);
+        {
+                struct plan_params shared = pp;
+                shared.move_shared = true;
+                page_plan("7f0000000000 default anon=16 mapmax=2 N1=16 kernelpagesize_kB=4\n", "0-1", &shared, NULL,
+                          &pl);
+                CHECK_INT(pl.n_moves, 1);
+                plan_done(&pl);
+        }
+
+        /* A VMA the VMA-level plan moves whole is left to it. */
+        {
+                struct plan_move whole = { .vma = 1, .start = 0x7f1000000000ull, .target = 0, .bytes = 1 << 20 };
+                struct plan vp = { .moves = &whole, .n_moves = 1, .bytes = 1 << 20 };
+                page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n"
+                          "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp, &vp, &pl);
+                CHECK_INT(pl.n_moves, 1);
+                CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
+                plan_done(&pl);
+        }
+
+        /* The floor: a node with no room above it takes nothing. */
+        {
+                struct plan_params full = pp;
+                full.free_floor_pct = 100;
+                page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &full, NULL, &pl);
+                CHECK_INT(pl.n_moves, 0);
+                CHECK_INT(pl.reason, REASON_TARGET_FULL);
+                plan_done(&pl);
+        }
+
+        /* The cap: 5 pages per tick; the rest next time. */
+        {
+                struct plan_params capped = pp;
+                capped.max_bytes = 5 * 4096;
+                page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &capped, NULL, &pl);
+                CHECK_INT(pl.bytes, 5 * 4096);
+                CHECK_INT(pl.n_moves, 1);
+                plan_done(&pl);
+        }
+
+        /* A hugetlb VMA: one move of the whole 2 MiB page, not 16 of 4 KiB. */
+        page_plan("7f0000000000 default file=/dev/hugepages/x huge dirty=1 N1=1 kernelpagesize_kB=2048\n", "0-1", &pp,
+                  NULL, &pl);
+        CHECK_INT(pl.n_moves, 1);
+        if (pl.n_moves == 1) {
+                CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
+                CHECK_INT(pl.moves[0].end - pl.moves[0].start, 2 << 20);
+                CHECK_INT(pl.moves[0].page_size, 2 << 20);
+        }
+        plan_done(&pl);
+
+        /* Pages outside every VMA (unmapped since sampled): nothing. */
+        page_plan("7f5000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+        CHECK_INT(pl.n_moves, 0);
+        plan_done(&pl);
+}
+
+/* The perf_event_attr each PMU is opened with: what perf's own parser would build from
+ * the same sysfs files (perf stat -e cpu/mem-loads/ -vv on an Intel machine prints
+ * config 0x1cd, config1 0x3). */
+static void test_pmu_attr(void) {
+        struct perf_event_attr a;
+        struct pmu_info p;
+        const char *why = NULL;
+        char root[4096];
+
+        snprintf(root, sizeof(root), "%s/sys-pmu/intel", TEST_DATA_DIR);
+        CHECK_INT(pmu_detect(root, &p), 0);
+        CHECK_INT(pmu_attr(root, &p, 500, &a, &why), 0);
+        CHECK_INT(a.type, 4);
+        CHECK_INT(a.config, 0x1cd);
+        CHECK_INT(a.config1, 3);
+        CHECK_INT(a.freq, 1);
+        CHECK_INT(a.sample_freq, 500);
+        CHECK_INT(a.sample_type, PERF_SAMPLE_ADDR);
+        CHECK_INT(a.precise_ip, 2);
+        CHECK_INT(a.exclude_kernel, 1);
+
+        /* A term without a format file, a value wider than its bits, junk. */
+        snprintf(p.event, sizeof(p.event), "event=0xcd,frob=1");
+        CHECK_INT(pmu_attr(root, &p, 500, &a, &why), -EINVAL);
+        snprintf(p.event, sizeof(p.event), "event=0x1cd");
+        CHECK_INT(pmu_attr(root, &p, 500, &a, &why), -EINVAL);
+        snprintf(p.event, sizeof(p.event), "event=zz");
+        CHECK_INT(pmu_attr(root, &p, 500, &a, &why), -EINVAL);
+        /* A bare term is a flag: inv (config:23). */
+        snprintf(p.event, sizeof(p.event), "event=0xcd,inv");
+        CHECK_INT(pmu_attr(root, &p, 500, &a, &why), 0);
+        CHECK_INT(a.config, 0xcd | 1 << 23);
+
+        snprintf(root, sizeof(root), "%s/sys-pmu/amd", TEST_DATA_DIR);
+        CHECK_INT(pmu_detect(root, &p), 0);
+        CHECK_INT(pmu_attr(root, &p, 1000, &a, &why), 0);
+        CHECK_INT(a.type, 11);
+        CHECK_INT(a.config, 0);
+        CHECK_INT(a.sample_freq, 1000);
+
+        snprintf(root, sizeof(root), "%s/sys-pmu/spe", TEST_DATA_DIR);
+        CHECK_INT(pmu_detect(root, &p), 0);
+        CHECK_INT(pmu_attr(root, &p, 1000, &a, &why), -EOPNOTSUPP);
+        CHECK(why && strstr(why, "AUX"));
+
+        snprintf(root, sizeof(root), "%s/sys-pmu/none", TEST_DATA_DIR);
+        CHECK_INT(pmu_detect(root, &p), 0);
+        CHECK_INT(pmu_attr(root, &p, 1000, &a, &why), -EOPNOTSUPP);
+}
+
 int main(void) {
         char root[4096];
 
@@ -209,6 +394,8 @@ int main(void) {
         test_counts();
         test_parse();
         test_pmu();
+        test_pmu_attr();
+        test_plan_pages();
         topology_free(topo);
         return test_failures;
 }
