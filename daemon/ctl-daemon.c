@@ -159,7 +159,16 @@ static void print_status(const struct jv *d) {
         printf("numabalanced %s, pid %" PRId64 ", up %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "%s\n",
                safe(jv_str(jv_get(d, "version"), "?"), b1, sizeof(b1)), jv_i64(jv_get(d, "pid"), 0), up / 86400,
                up / 3600 % 24, up / 60 % 60, up % 60, jv_bool(jv_get(d, "dry_run"), false) ? " (dry run)" : "");
-        printf("  Sampling source:   %s\n", safe(jv_str(jv_get(d, "sampling_source"), "?"), b1, sizeof(b1)));
+        {
+                const char *chain = jv_str(jv_get(d, "sampling_chain"), "?"), *pg = jv_str(jv_get(d, "page_sampling"), NULL);
+                const char *sched = strstr(chain, "bpf") ? "BPF scheduler" : "/proc";
+                if (pg)
+                        printf("  Sampling chain:    %s (%s, %" PRIu64 " samples) + %s\n",
+                               strcmp(pg, "page-faults") == 0 ? "page faults" : "PMU", safe(pg, b1, sizeof(b1)),
+                               jv_u64(jv_get(d, "page_samples"), 0), sched);
+                else
+                        printf("  Sampling chain:    %s only (no page-level sampling)\n", sched);
+        }
         printf("  Service CPUs:      %s (%" PRIu64 " migration worker%s)\n",
                safe(jv_str(jv_get(d, "service_cpus"), "?"), b1, sizeof(b1)), jv_u64(jv_get(d, "workers"), 0),
                jv_u64(jv_get(d, "workers"), 0) == 1 ? "" : "s");

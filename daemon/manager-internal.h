@@ -11,6 +11,7 @@
 #include "config.h"
 #include "manager.h"
 #include "migrate.h"
+#include "pagesample.h"
 #include "placement.h"
 #include "plan.h"
 #include "topology.h"
@@ -71,6 +72,10 @@ struct proc_rec {
         uint64_t *node_bytes;      /* bytes per topology node index, last scan; NULL before */
         uint64_t seen_tick;
         uint64_t react_due_ms;     /* a scan brought forward by a node-change event, 0: none */
+        /* Page-level sampling (m->pages): counts gathered since the last scan. */
+        struct page_agg *seen;
+        size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */
+        uint64_t page_planned_bytes;       /* page-level moves planned, last scan */
 };
 
 struct manager {
@@ -86,6 +91,8 @@ struct manager {
 
         struct topology *topo;
         const struct placement_source *source;
+        struct page_sampler *pages;  /* page-level sampling, NULL: off */
+        uint64_t page_samples;       /* sample counts drained, for status */
         struct migrator *migrator;
 
         struct proc_rec **procs;   /* sorted by pid */

@@ -27,6 +27,10 @@
 #include "source.h"
 #include "topology.h"
 
+/* The two-sample rule (DESIGN.md): a page seen fewer times from its one node is not
+ * evidence yet. */
+#define PAGE_MIN_SAMPLES 2
+
 static uint64_t now_ns(clockid_t c) {
         struct timespec ts;
         clock_gettime(c, &ts);
@@ -80,6 +84,7 @@ static void proc_rec_free(struct proc_rec *p) {
         if (p->pidfd >= 0)
                 close(p->pidfd);
         placement_state_done(&p->pl);
+        page_agg_free(p->seen);
         free(p->node_bytes);
         free(p);
 }
@@ -186,7 +191,8 @@ static void log_invalid_once(struct manager *m, const struct cgroup_invalid *inv
 
 struct scan {
         struct proc_rec *rec;
-        struct plan plan;
+        struct plan plan;          /* VMA-level: memory follows CPU */
+        struct plan pages;         /* page-level: sampled pages to the node that touches them */
         struct numa_maps *maps;
 };
 
@@ -302,6 +308,30 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
         r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)
                 return r;
+        if (p->seen) {
+                /* Page-level evidence since the last scan: pages touched from one node
+                 * only go there, within their VMA's allowed set (plan_pages). The
+                 * evidence is used once: what counts is where pages are touched now. */
+                struct page_decision d;
+                r = page_agg_decide(p->seen, PAGE_MIN_SAMPLES, &d);
+                if (r < 0)
+                        return r;
+                r = plan_pages(m->topo, &in, &pp, &d, &s->plan, reserved, &s->pages);
+                p->pages_seen = d.pages;
+                p->pages_shared = d.shared;
+                page_decision_done(&d);
+                if (r < 0)
+                        return r;
+                page_agg_free(p->seen);
+                p->seen = NULL;
+                p->page_planned_bytes = s->pages.bytes;
+                if (s->pages.n_moves)
+                        log_debug("cgroup=%s pid=%d: page-level: %zu page(s) sampled, %zu shared, %s %" PRIu64
+                                  " KiB in %zu range(s)", p->cg->path, (int) p->pid, p->pages_seen, p->pages_shared,
+                                  p->cg->mode == CG_MODE_ADVISE || m->opts.dry_run ? "would move" : "moving",
+                                  s->pages.bytes / 1024, s->pages.n_moves);
+        } else
+                p->page_planned_bytes = 0;
 
         /* Report: locality against the nodes the threads ran on in the window. */
         r = locality_compute(m->topo, maps, NULL, 0, &loc);
@@ -355,7 +385,7 @@ static int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uin
         p->uid = status.uid_real;
 
         /* Backoff: scan often while misplaced or changing, rarely once settled. */
-        if (s->plan.n_moves || primed == 0 || changing || p->interval_ms == 0)
+        if (s->plan.n_moves || s->pages.n_moves || primed == 0 || changing || p->interval_ms == 0)
                 p->interval_ms = m->cfg.scan_min_ms;
         else {
                 p->interval_ms *= BACKOFF_FACTOR;
@@ -385,6 +415,54 @@ uint64_t manager_moved_last_minute(struct manager *m) {
         return sum;
 }
 
+/* Adds pl's moves of scan i to the jobs, one job per (scan, target node). */
+static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs, size_t i, struct scan *sc,
+                     const struct plan *pl, bool move_all, size_t ranges_cap) {
+        struct proc_rec *p = sc->rec;
+
+        for (size_t k = 0; k < pl->n_moves; k++) {
+                struct migrate_job *j = NULL;
+                for (size_t q = 0; q < *n_jobs; q++)
+                        if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target)
+                                j = &jobs[q];
+                if (!j) {
+                        j = &jobs[*n_jobs];
+                        job_scan[(*n_jobs)++] = i;
+                        *j = (struct migrate_job) {
+                                .pid = p->pid,
+                                .pidfd = p->pidfd,
+                                .starttime = p->starttime,
+                                .target_node = pl->moves[k].target,
+                                .move_all = move_all,
+                                .cgroup = p->cg->path,
+                                .userdata = p,
+                        };
+                        j->ranges = calloc(ranges_cap, sizeof(*j->ranges));
+                        if (!j->ranges)
+                                return -ENOMEM;
+                }
+                j->ranges[j->n_ranges++] = (struct migrate_range) {
+                        .start = pl->moves[k].start,
+                        .end = pl->moves[k].end,
+                        .page_size = pl->moves[k].page_size ? pl->moves[k].page_size : 4096,
+                };
+                j->max_pages += pl->moves[k].bytes / 4096;
+        }
+        return 0;
+}
+
+/* A range moved whole is remembered for the cooldown; single pages are not (their
+ * evidence is fresh samples, and they would crowd the VMAs out of the history). */
+static bool is_page_range(const struct scan *scans, size_t n_scans, const struct proc_rec *p,
+                          const struct migrate_range *r) {
+        for (size_t i = 0; i < n_scans; i++)
+                if (scans[i].rec == p)
+                        for (size_t k = 0; k < scans[i].pages.n_moves; k++)
+                                if (r->start >= scans[i].pages.moves[k].start && r->start < scans[i].pages.moves[k].end)
+                                        return true;
+        return false;
+}
+
 /* Builds one job per (process, target node) from the scans' plans and runs them. */
 static int run_jobs(struct manager *m, struct scan *scans, size_t n_scans, uint64_t now) {
         _cleanup_free_ struct migrate_job *jobs = NULL;
@@ -393,7 +471,7 @@ static int run_jobs(struct manager *m, struct scan *scans, size_t n_scans, uint6
         int r;
 
         for (size_t i = 0; i < n_scans; i++)
-                cap += scans[i].plan.n_moves;
+                cap += scans[i].plan.n_moves + scans[i].pages.n_moves;
         if (cap == 0)
                 return 0;
         jobs = calloc(cap, sizeof(*jobs));
@@ -403,40 +481,15 @@ static int run_jobs(struct manager *m, struct scan *scans, size_t n_scans, uint6
 
         for (size_t i = 0; i < n_scans; i++) {
                 struct proc_rec *p = scans[i].rec;
-                const struct plan *pl = &scans[i].plan;
+                size_t n = scans[i].plan.n_moves + scans[i].pages.n_moves;
 
-                if (!pl->n_moves || p->cg->mode != CG_MODE_BALANCE || m->opts.dry_run)
+                if (!n || p->cg->mode != CG_MODE_BALANCE || m->opts.dry_run)
                         continue;
-                for (size_t k = 0; k < pl->n_moves; k++) {
-                        struct migrate_job *j = NULL;
-                        for (size_t q = 0; q < n_jobs; q++)
-                                if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target)
-                                        j = &jobs[q];
-                        if (!j) {
-                                j = &jobs[n_jobs];
-                                job_scan[n_jobs++] = i;
-                                *j = (struct migrate_job) {
-                                        .pid = p->pid,
-                                        .pidfd = p->pidfd,
-                                        .starttime = p->starttime,
-                                        .target_node = pl->moves[k].target,
-                                        .move_all = m->cfg.move_shared,
-                                        .cgroup = p->cg->path,
-                                        .userdata = p,
-                                };
-                                j->ranges = calloc(pl->n_moves, sizeof(*j->ranges));
-                                if (!j->ranges) {
-                                        r = -ENOMEM;
-                                        goto finish;
-                                }
-                        }
-                        j->ranges[j->n_ranges++] = (struct migrate_range) {
-                                .start = pl->moves[k].start,
-                                .end = pl->moves[k].end,
-                                .page_size = pl->moves[k].page_size ? pl->moves[k].page_size : 4096,
-                        };
-                        j->max_pages += pl->moves[k].bytes / 4096;
-                }
+                r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, m->cfg.move_shared, n);
+                if (r >= 0)
+                        r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, m->cfg.move_shared, n);
+                if (r < 0)
+                        goto finish;
         }
         if (n_jobs == 0)
                 return 0;
@@ -502,13 +555,36 @@ static int run_jobs(struct manager *m, struct scan *scans, size_t n_scans, uint6
                         log_info_errno(j->error, "cgroup=%s pid=%d: migration stopped: %m", j->cgroup, (int) j->pid);
                 if (j->pages[MIG_MOVED])
                         for (size_t k = 0; k < j->n_ranges; k++)
-                                history_note(p, j->ranges[k].start, j->target_node, now);
+                                if (!is_page_range(scans, n_scans, p, &j->ranges[k]))
+                                        history_note(p, j->ranges[k].start, j->target_node, now);
         }
         r = 0;
 finish:
         for (size_t q = 0; q < n_jobs; q++)
                 free(jobs[q].ranges);
         return r;
+}
+
+/* A count of page-level samples (page_sampler_drain): kept for the process's next scan. */
+static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
+        struct manager *m = userdata;
+        struct proc_rec *p = find_proc(m, tgid);
+
+        m->page_samples += count;
+        if (!p)
+                return; /* exited, or not (yet) ours */
+        if (!p->seen && page_agg_new(m->topo, 4096, &p->seen) < 0)
+                return;
+        (void) page_agg_add_counts(p->seen, addr, node, count);
+}
+
+/* A record seen this tick holds pid (a reused pid gets a new record before the old
+ * one is forgotten: the new one's watch must stay). */
+static bool pid_current(struct manager *m, pid_t pid) {
+        for (size_t i = 0; i < m->n_procs; i++)
+                if (m->procs[i]->pid == pid && m->procs[i]->seen_tick == m->tick)
+                        return true;
+        return false;
 }
 
 int manager_tick(struct manager *m) {
@@ -520,6 +596,11 @@ int manager_tick(struct manager *m) {
         int r;
 
         m->tick++;
+        if (m->pages) {
+                r = page_sampler_drain(m->pages, on_page_sample, m);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to read the page-level samples: %m");
+        }
         r = topology_refresh_free(m->topo, m->sys_root);
         if (r < 0)
                 log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
@@ -602,6 +683,11 @@ int manager_tick(struct manager *m) {
                                 p->hot_node = p->target_node = -1;
                                 p->next_scan_ms = now;
                                 m->procs[m->n_procs++] = p;
+                                if (m->pages) {
+                                        r = page_sampler_watch(m->pages, p->pid);
+                                        if (r < 0)
+                                                log_debug_errno(r, "pid=%d: not sampled page by page: %m", (int) p->pid);
+                                }
                                 /* Kept sorted for find_proc(); appended at the end, so
                                  * re-sort (rare: only when processes arrive). */
                                 qsort(m->procs, m->n_procs, sizeof(*m->procs), cmp_proc);
@@ -638,6 +724,7 @@ int manager_tick(struct manager *m) {
 
         for (size_t i = 0; i < n_scans; i++) {
                 plan_done(&scans[i].plan);
+                plan_done(&scans[i].pages);
                 numa_maps_free(scans[i].maps);
         }
 
@@ -651,6 +738,8 @@ int manager_tick(struct manager *m) {
                                 /* If a new record holds the pid (reused), its next
                                  * sample() watches it again from a new baseline. */
                                 placement_source_unwatch(m->source, m->procs[i]->pid);
+                                if (m->pages && !pid_current(m, m->procs[i]->pid))
+                                        page_sampler_unwatch(m->pages, m->procs[i]->pid);
                                 proc_rec_free(m->procs[i]);
                         }
                 }
@@ -779,7 +868,7 @@ void manager_status(struct manager *m, char *buf, size_t size) {
                 n_cg += m->cgs[i]->seen;
         snprintf(buf, size, "Watching %zu cgroup%s, %zu process%s; moved %" PRIu64 " MiB in the last minute; source %s",
                  n_cg, n_cg == 1 ? "" : "s", m->n_procs, m->n_procs == 1 ? "" : "es",
-                 manager_moved_last_minute(m) >> 20, m->source->name);
+                 manager_moved_last_minute(m) >> 20, sampling_chain(m->source, m->pages));
 }
 
 /* SIGTERM and SIGINT are blocked (sd-event takes them from a signalfd), so a pending
@@ -822,7 +911,9 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         r = placement_source_choose(m->cfg.source, m->topo, &m->source);
         if (r < 0)
                 goto fail;
-        pmu_log_detection(m->sys_root);
+        r = page_sampler_choose(&m->cfg, m->sys_root, m->topo, m->source, &m->pages);
+        if (r < 0)
+                goto fail;
 
         service = m->cfg.service_cpus;
         if (cpumask_weight(&service) == 0) {
@@ -860,6 +951,7 @@ void manager_free(struct manager *m) {
         for (size_t i = 0; i < m->n_invalid_seen; i++)
                 free(m->invalid_seen[i]);
         free(m->invalid_seen);
+        page_sampler_free(m->pages);
         placement_source_free(m->source);
         topology_free(m->topo);
         cfg_release(&m->cfg);

@@ -17,6 +17,7 @@
 #include "parse.h"
 #include "proc.h"
 #include "report.h"
+#include "source.h"
 
 static const char *const stage_names[_STAGE_MAX] = {
         [STAGE_READ] = "read",
@@ -168,6 +169,9 @@ int report_status(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "uptime_ms"); json_u64(&j, now > m->started_ms ? now - m->started_ms : 0);
         json_key(&j, "requester_uid"); json_u64(&j, uid);
         json_key(&j, "sampling_source"); json_string(&j, m->source ? m->source->name : NULL);
+        json_key(&j, "sampling_chain"); json_string(&j, m->source ? sampling_chain(m->source, m->pages) : NULL);
+        json_key(&j, "page_sampling"); json_string(&j, page_sampler_name(m->pages));
+        json_key(&j, "page_samples"); json_u64(&j, m->page_samples);
         cpumask_format(&m->cfg.service_cpus, cpus, sizeof(cpus));
         json_key(&j, "service_cpus"); json_string(&j, cpus);
         json_key(&j, "workers"); json_u64(&j, m->migrator ? migrator_n_workers(m->migrator) : 0);
@@ -454,6 +458,13 @@ static int explain_watched(struct manager *m, const struct proc_rec *p, struct j
         }
         json_key(j, "explanation"); json_string(j, text);
 
+        json_key(j, "page_level");
+        json_object_begin(j);
+        json_key(j, "pages_sampled"); json_u64(j, p->pages_seen);
+        json_key(j, "pages_shared"); json_u64(j, p->pages_shared);
+        json_key(j, "planned_bytes"); json_u64(j, p->page_planned_bytes);
+        json_object_end(j);
+
         json_key(j, "skipped_bytes");
         json_object_begin(j);
         for (int k = 0; k < _REASON_MAX; k++)
@@ -619,6 +630,14 @@ int report_metrics(struct manager *m, FILE *f) {
         fputs("numabalanced_sampling_source{source=\"", f);
         metrics_put_label_value(f, m->source ? m->source->name : "none");
         fputs("\"} 1\n", f);
+        metric_head(f, "numabalanced_sampling_chain", "gauge",
+                    "The whole sampling chain in use (pmu+bpf, pmu+proc, bpf, proc): 1 for it.");
+        fputs("numabalanced_sampling_chain{chain=\"", f);
+        metrics_put_label_value(f, m->source ? sampling_chain(m->source, m->pages) : "none");
+        fputs("\"} 1\n", f);
+        metric_head(f, "numabalanced_page_samples_total", "counter",
+                    "Memory-access samples counted by page-level sampling (0 when it is off).");
+        fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", m->page_samples);
         fflush(f);
         return ferror(f) ? -EIO : 0;
 }

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "build-config.h"
 #include "log.h"
 #include "pmu.h"
 #include "source.h"
 #if HAVE_BPF
 #include "bpf/sched-loader.h"
+#include "bpf/memsample-loader.h"
 
 /* What an EPERM from bpf() usually means, for the operator. */
 static const char *hint(int r) {
@@ -42,17 +47,141 @@ int placement_source_choose(enum sample_source want, const struct topology *t,
         return 0;
 }
 
-void pmu_log_detection(const char *sys_root) {
-        struct pmu_info p;
-        int r = pmu_detect(sys_root, &p);
+struct page_sampler {
+        char name[32];
+#if HAVE_BPF
+        struct memsample *ms;
+#endif
+};
 
+const char *page_sampler_name(const struct page_sampler *s) { return s ? s->name : NULL; }
+
+const char *sampling_chain(const struct placement_source *placement, const struct page_sampler *s) {
+        bool bpf = placement && strcmp(placement->name, "bpf") == 0;
+        if (s)
+                return bpf ? "pmu+bpf" : "pmu+proc";
+        return bpf ? "bpf" : "proc";
+}
+
+static const char *scheduler_part(const struct placement_source *placement) {
+        return strcmp(placement->name, "bpf") == 0 ? "BPF scheduler" : "/proc";
+}
+
+/* The chain without page-level sampling, and why. */
+static void log_chain_without(const struct placement_source *placement, const char *why, int r) {
         if (r < 0)
-                log_info_errno(r, "PMU memory sampling: cannot read %s/bus/event_source/devices (%m): "
-                               "page-level placement off", sys_root);
-        else if (p.kind == PMU_NONE)
-                log_info("PMU memory sampling: none (no cpu/events/mem-loads, ibs_op or arm_spe_* under "
-                         "%s/bus/event_source/devices): page-level placement off", sys_root);
+                log_full_errno(LOG_LVL_INFO, r, "Sampling chain: %s only: page-level sampling off: %s: %m%s",
+                               scheduler_part(placement), why, r == -EPERM || r == -EACCES ?
+                               " (needs CAP_PERFMON and CAP_BPF, or CAP_SYS_ADMIN)" : "");
         else
-                log_info("PMU memory sampling: %s (%s, perf type %d%s%s) found, not used yet: page-level "
-                         "placement off", pmu_kind_name(p.kind), p.device, p.type, p.event[0] ? ", " : "", p.event);
+                log_info("Sampling chain: %s only: page-level sampling off: %s", scheduler_part(placement), why);
+}
+
+int page_sampler_choose(const struct nb_config *cfg, const char *sys_root, const struct topology *t,
+                        const struct placement_source *placement, struct page_sampler **ret) {
+        struct perf_event_attr attr;
+        struct pmu_info p = { .kind = PMU_NONE, .type = -1 };
+        const char *why = NULL, *name;
+        char buf[512];
+        int r;
+
+        *ret = NULL;
+        if (cfg->pmu == PMU_MODE_OFF) {
+                log_chain_without(placement, "[sample] pmu = off", 0);
+                return 0;
+        }
+        if (cfg->pmu == PMU_MODE_PAGE_FAULTS) {
+#if HAVE_BPF
+                memsample_attr_page_faults(&attr, 1);
+#endif
+                name = "page-faults";
+        } else {
+                r = pmu_detect(sys_root, &p);
+                if (r < 0) {
+                        snprintf(buf, sizeof(buf), "cannot read %s/bus/event_source/devices", sys_root);
+                        log_chain_without(placement, buf, r);
+                        return 0;
+                }
+                if (p.kind == PMU_NONE) {
+                        log_chain_without(placement, "no PMU with precise memory sampling (cpu/events/mem-loads, "
+                                          "ibs_op, arm_spe_*)", 0);
+                        return 0;
+                }
+                r = pmu_attr(sys_root, &p, cfg->pmu_sample_rate, &attr, &why);
+                if (r < 0) {
+                        snprintf(buf, sizeof(buf), "%s (%s) found, but %s", pmu_kind_name(p.kind), p.device, why);
+                        log_chain_without(placement, buf, 0);
+                        return 0;
+                }
+                name = pmu_kind_name(p.kind);
+        }
+#if HAVE_BPF
+        {
+                struct page_sampler *s = calloc(1, sizeof(*s));
+                if (!s)
+                        return -ENOMEM;
+                snprintf(s->name, sizeof(s->name), "%s", name);
+                r = memsample_new(t, &attr, &s->ms, &why);
+                if (r < 0) {
+                        free(s);
+                        snprintf(buf, sizeof(buf), "%s: %s", name, why);
+                        log_chain_without(placement, buf, r);
+                        return 0;
+                }
+                if (cfg->pmu == PMU_MODE_PAGE_FAULTS)
+                        log_info("Sampling chain: page faults (every fault, [sample] pmu = page-faults: first "
+                                 "touches only, for tests) + %s", scheduler_part(placement));
+                else
+                        log_info("Sampling chain: PMU (%s on %s, %" PRIu64 " samples/s per CPU) + %s", name,
+                                 p.device, cfg->pmu_sample_rate, scheduler_part(placement));
+                *ret = s;
+                return 0;
+        }
+#else
+        (void) t;
+        (void) attr;
+        (void) why;
+        snprintf(buf, sizeof(buf), "%s found, but numabalanced was built without BPF (-Dbpf)", name);
+        log_chain_without(placement, buf, 0);
+        return 0;
+#endif
+}
+
+int page_sampler_watch(struct page_sampler *s, pid_t pid) {
+#if HAVE_BPF
+        return memsample_watch(s->ms, pid);
+#else
+        (void) s;
+        (void) pid;
+        return -EOPNOTSUPP;
+#endif
+}
+
+void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
+#if HAVE_BPF
+        (void) memsample_unwatch(s->ms, pid);
+#else
+        (void) s;
+        (void) pid;
+#endif
+}
+
+int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata) {
+#if HAVE_BPF
+        return memsample_drain_all(s->ms, fn, userdata);
+#else
+        (void) s;
+        (void) fn;
+        (void) userdata;
+        return 0;
+#endif
+}
+
+void page_sampler_free(struct page_sampler *s) {
+        if (!s)
+                return;
+#if HAVE_BPF
+        memsample_free(s->ms);
+#endif
+        free(s);
 }

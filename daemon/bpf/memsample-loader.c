@@ -166,3 +166,36 @@ int memsample_drain(struct memsample *p, pid_t pid, struct page_agg *agg) {
         }
         return n;
 }
+
+int memsample_drain_all(struct memsample *p,
+                        void (*fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count),
+                        void *userdata) {
+        _cleanup_free_ struct memsample_key *keys = NULL;
+        int fd = bpf_map__fd(p->skel->maps.pages), n = 0;
+        struct memsample_key k, next, *prev = NULL;
+        size_t cap = 0;
+
+        /* Collect first: deleting while walking with get_next_key restarts the walk.
+         * The map is bounded (MEMSAMPLE_MAX_ENTRIES), so is this. */
+        while (bpf_map_get_next_key(fd, prev, &next) == 0 && (size_t) n < MEMSAMPLE_MAX_ENTRIES) {
+                k = next;
+                prev = &k;
+                if ((size_t) n == cap) {
+                        size_t nc = cap ? cap * 2 : 1024;
+                        struct memsample_key *nk = realloc(keys, nc * sizeof(*nk));
+                        if (!nk)
+                                return -ENOMEM;
+                        keys = nk;
+                        cap = nc;
+                }
+                keys[n++] = k;
+        }
+        for (int i = 0; i < n; i++) {
+                __u64 count;
+                if (bpf_map_lookup_elem(fd, &keys[i], &count) < 0)
+                        continue; /* evicted meanwhile */
+                (void) bpf_map_delete_elem(fd, &keys[i]);
+                fn(userdata, (pid_t) keys[i].tgid, keys[i].page << PAGE_SHIFT, keys[i].node, count);
+        }
+        return n;
+}

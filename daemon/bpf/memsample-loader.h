@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* memsample.bpf.c's loader: the program attached to one sampling perf event per
  * online CPU, per-process watch, and draining the per-(tgid, node, page) counts into a
- * lib/pagesample aggregation. Not used by the daemon yet (page-level moves are not
- * planned); exercised by tests/vm/pagesample-probe with the page-faults event. */
+ * lib/pagesample aggregation. The daemon opens it through daemon/source.c
+ * (page_sampler); tests/vm/memsample-probe drives it with the page-faults event. */
 #pragma once
 #include <linux/perf_event.h>
 #include <sys/types.h>
@@ -21,5 +21,11 @@ int memsample_unwatch(struct memsample *p, pid_t pid);
 /* Moves pid's counts into agg (deleting them from the map). Returns the number of
  * (node, page) entries moved, or -errno. Walks the whole map: drain rarely. */
 int memsample_drain(struct memsample *p, pid_t pid, struct page_agg *agg);
+/* Moves every watched process's counts out of the map: fn(userdata, tgid, page
+ * address, node id, count) for each. Returns the number of entries, or -errno. One
+ * walk for all processes: the daemon drains once per tick. */
+int memsample_drain_all(struct memsample *p,
+                        void (*fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count),
+                        void *userdata);
 /* The page-faults software event with the data address, every period-th fault. */
 void memsample_attr_page_faults(struct perf_event_attr *attr, uint64_t period);

@@ -135,6 +135,8 @@ try:
     check(rc == 0, f'status rc {rc}')
     check(st.get('pid') == daemon.pid, f'status pid {st.get("pid")}')
     check(st.get('sampling_source') == 'proc', 'status sampling_source')
+    check(st.get('sampling_chain') == 'proc' and st.get('page_sampling') is None and st.get('page_samples') == 0,
+          f"status sampling chain: {st.get('sampling_chain')} {st.get('page_sampling')} {st.get('page_samples')}")
     check(st.get('service_cpus') == str(cpu) and st.get('workers') == 1, f'status service cpus {st}')
     check(st.get('cgroups_watched') == 1 and st.get('processes_watched') == 1, f'status watched {st}')
     check(st.get('ticks', 0) >= 2 and st.get('last_tick_ns', 0) > 0, 'status ticks')
@@ -174,7 +176,7 @@ try:
 
     # --- the tables
     r = ctl('status')
-    check(r.returncode == 0 and 'Sampling source:   proc' in r.stdout and 'Daemon CPU time:' in r.stdout,
+    check(r.returncode == 0 and 'Sampling chain:    /proc only (no page-level sampling)' in r.stdout and 'Daemon CPU time:' in r.stdout,
           f'status table: {r.stdout!r} {r.stderr!r}')
     r = ctl('list')
     check(r.returncode == 0 and '/a.slice' in r.stdout and str(work[0].pid) in r.stdout, f'list table {r.stdout!r}')
@@ -187,6 +189,7 @@ try:
     fam = promparse.parse(open(metrics).read())
     check(promparse.get(fam, 'numabalanced_processes', cgroup='/a.slice') == 1, 'metrics processes')
     check(promparse.get(fam, 'numabalanced_sampling_source', source='proc') == 1, 'metrics source')
+    check(promparse.get(fam, 'numabalanced_sampling_chain', chain='proc') == 1, 'metrics sampling chain')
     mbytes = sum(v for k, v in fam['numabalanced_locality_bytes']['samples'].items() if ('cgroup', '/a.slice') in k)
     check(mbytes >= 16 << 20, f'metrics locality {mbytes}')
     rc, d2 = ctl_json('list')

@@ -39,7 +39,8 @@ except ValueError as e:
 for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_pages_total', 'counter'),
                   ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_tick_duration_seconds', 'gauge'),
                   ('numabalanced_sampling_source', 'gauge'), ('numabalanced_processes', 'gauge'),
-                  ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter')]:
+                  ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),
+                  ('numabalanced_sampling_chain', 'gauge'), ('numabalanced_page_samples_total', 'counter')]:
     check(name in fam and fam[name]['type'] == typ, f'{name} missing or not a {typ}')
 
 hostile = '/user.slice/x"y\\z\nw'
@@ -56,6 +57,7 @@ check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='rea
 check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='migrate') - 3e-6) < 1e-12, 'cpu migrate')
 check(abs(g(fam, 'numabalanced_tick_duration_seconds') - 0.001234567) < 1e-12, 'tick duration')
 check(g(fam, 'numabalanced_sampling_source', source='proc') == 1, 'sampling source')
+check(g(fam, 'numabalanced_sampling_chain', chain='proc') == 1, 'sampling chain')
 check(g(fam, 'numabalanced_processes', cgroup='/a.slice') == 2, 'processes')
 check(g(fam, 'numabalanced_skipped_bytes', cgroup='/a.slice', reason='shared') == 8192, 'skipped shared')
 check(('numabalanced_processes', (('cgroup', '/gone.slice'),)) not in

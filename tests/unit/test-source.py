@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The placement source choice (daemon/source.c), without a VM: numabalanced --once.
 
-    test-source.py NUMABALANCED HAVE_BPF(0|1)
+    test-source.py NUMABALANCED HAVE_BPF(0|1) TEST_DATA_DIR
 
   - [sample] source = proc: the /proc source, and the line says the config chose it;
   - without the BPF capabilities (as root: setpriv drops CAP_BPF, CAP_PERFMON and
     CAP_SYS_ADMIN from the bounding set; as another user: none to drop), source = auto
     falls back to /proc, says why in one line, and runs; source = bpf refuses to start
     and says why;
-  - built without BPF: auto says so, bpf refuses.
+  - built without BPF: auto says so, bpf refuses;
+  - the sampling chain ([sample] pmu), said once, on stored /sys trees (the 2n2c
+    topology with the PMU devices of tests/data/sys-pmu): no PMU, pmu = off, an Intel
+    PEBS PMU without the BPF capabilities (page-level sampling off, and why), Arm SPE
+    (found, not usable: AUX buffer).
 The BPF source itself is tested in the VM (tests/vm/test-bpf.py, engine-source)."""
 import os
 import shutil
@@ -17,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-daemon, have_bpf = sys.argv[1], sys.argv[2] == "1"
+daemon, have_bpf, data = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 failures = []
 
 
@@ -71,6 +75,49 @@ check(any(ln.startswith("[sample] source = bpf, but ") for ln in lines),
       f"source = bpf, unprivileged: no error naming the cause: {out}")
 check(not any("Sampling where threads run" in ln for ln in lines),
       f"source = bpf, unprivileged: it claims a source: {lines}")
+
+
+
+def chain(pmu, pmu_tree, unprivileged):
+    """Runs --once on the 2n2c topology with tests/data/sys-pmu/PMU_TREE as the PMU
+    devices; returns (exit status, the "Sampling chain" lines, all output)."""
+    root = os.path.join(tmp, f"sys-{pmu_tree}")
+    if not os.path.isdir(root):
+        os.mkdir(root)
+        os.symlink(os.path.join(data, "sys", "2n2c", "devices"), os.path.join(root, "devices"))
+        os.symlink(os.path.join(data, "sys-pmu", pmu_tree, "bus"), os.path.join(root, "bus"))
+    conf = os.path.join(tmp, f"chain-{pmu}.conf")
+    with open(conf, "w") as f:
+        f.write(f"[daemon]\nservice_cpus = {cpu}\n[select]\ncgroup_root = {tmp}/no-cgroupfs\n"
+                f"[sample]\nsource = proc\npmu = {pmu}\n")
+    cmd = [daemon, "--once", "--config", conf, "--control-socket", "", "--sys-root", root]
+    if unprivileged and os.geteuid() == 0:
+        cmd = ["setpriv", "--inh-caps=-all", "--bounding-set=-bpf,-sys_admin,-perfmon"] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    return r.returncode, [ln for ln in out.splitlines() if "Sampling chain" in ln], out
+
+
+# The stored 2n2c topology has CPUs 0-3: the daemon pins itself to one of ours.
+if cpu < 4:
+    rc, lines, out = chain("auto", "none", False)
+    check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: no PMU with precise memory "
+                                "sampling (cpu/events/mem-loads, ibs_op, arm_spe_*)"], f"chain, no PMU: {rc} {out}")
+    rc, lines, out = chain("off", "intel", False)
+    check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: [sample] pmu = off"],
+          f"chain, pmu = off: {rc} {out}")
+    rc, lines, out = chain("auto", "spe", False)
+    check(rc == 0 and len(lines) == 1 and "arm-spe (arm_spe_0) found, but Arm SPE records come through a perf AUX "
+          "buffer" in lines[0], f"chain, SPE: {rc} {out}")
+    rc, lines, out = chain("auto", "intel", True)
+    if have_bpf:
+        check(rc == 0 and len(lines) == 1 and lines[0].startswith("Sampling chain: /proc only: page-level sampling "
+              "off: intel-pebs: ") and "CAP_PERFMON" in lines[0], f"chain, PEBS without capabilities: {rc} {out}")
+    else:
+        check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: intel-pebs found, but "
+                                    "numabalanced was built without BPF (-Dbpf)"], f"chain, no BPF: {rc} {out}")
+else:
+    print(f"note: CPU {cpu} is not in the stored 2n2c topology: sampling chain cases not run")
 
 shutil.rmtree(tmp, ignore_errors=True)
 print("failures:", failures)

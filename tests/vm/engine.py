@@ -613,9 +613,70 @@ def env_start(env, conf):
     check(env.daemon.poll() is None, f"daemon exited at start: {env.log()}")
 
 
+def sc_pages(env, res):
+    """Page-level placement for real ([sample] pmu = page-faults: the page-fault software
+    event drives the same BPF aggregation, drain and plan_pages() as a PMU would). A
+    process whose two threads run on node 0 and node 1 reads, each, its own half of 8 MiB
+    of page cache that sits on node 0 (tests/vm/pagesplit.c). No node has most of its
+    CPU time, and min_misplaced = 1T rules out whole-VMA moves besides: only page-level
+    evidence can put thread B's half on node 1, and it must leave thread A's half where
+    it is."""
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-pages", "balance")
+    ready, status = f"/tmp/pagesplit.ready.{time.time_ns()}", f"/tmp/pagesplit.status.{time.time_ns()}"
+    pages = 2048
+
+    def enter():
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    p = subprocess.Popen([os.path.join(env.build, "tests", "vm", "pagesplit"), str(pages), ready, status],
+                         preexec_fn=enter, stderr=subprocess.PIPE)
+    env.procs.append(p)
+
+    def counts():
+        try:
+            return [int(x) for x in open(status).read().split()]
+        except (OSError, ValueError):
+            return None
+    deadline = time.time() + 60
+    while counts() is None:
+        if p.poll() is not None:   # (not in check()'s message: reading stderr blocks while it runs)
+            raise Fail(f"pagesplit exited: {p.stderr.read().decode()}")
+        check(time.time() < deadline, "pagesplit did not report")
+        time.sleep(0.2)
+    c = counts()
+    check(c[0] == pages // 2 and c[2] == pages // 2, f"the page cache is not all on node 0 to begin with: {c}")
+    env.start_daemon(extra_conf="[select]\nmin_rss = 0\n[sample]\npmu = page-faults\n"
+                                "[decide]\nmin_misplaced = 1T\n")
+    t0 = time.time()
+    t = None
+    while time.time() - t0 < 120:
+        c = counts()
+        if c and c[3] >= 0.95 * pages // 2:
+            t = time.time() - t0
+            break
+        time.sleep(0.3)
+    res["seconds_to_95pct_local"] = t
+    res["final_counts"] = c
+    check(t is not None, f"thread B's pages not on node 1 within 120 s: {c}")
+    time.sleep(2)
+    c = counts()
+    check(c[0] == pages // 2, f"thread A's pages moved off node 0: {c}")
+    st = json.loads(sh(env.ctl, "status", "--json").stdout)
+    check(st.get("sampling_chain") == "pmu+bpf" and st.get("page_sampling") == "page-faults",
+          f"status does not show the page-level chain: {st.get('sampling_chain')} {st.get('page_sampling')}")
+    check(st.get("page_samples", 0) >= pages // 2, f"status page_samples {st.get('page_samples')}")
+    env.stop_daemon()
+    log = env.last_log
+    check("Sampling chain: page faults (every fault" in log, "the chain line is missing")
+    check(re.search(r"page-level: \d+ page\(s\) sampled, \d+ shared, moving \d+ KiB", log),
+          "no page-level move logged")
+    check(not re.search(r"pid=\d+: moving \d+ KiB in \d+ VMA", log), "a whole-VMA move was made")
+
+
 SCENARIOS.update({
     "bpf-default": sc_bpf_default, "proc-forced": sc_proc_forced, "bpf-nocaps": sc_bpf_nocaps,
-    "react": sc_react,
+    "react": sc_react, "pages": sc_pages,
 })
 
 
