@@ -451,5 +451,9 @@ int main(int argc, char **argv) {
                 if (system(cmd) != 0)
                         fprintf(stderr, "could not remove %s\n", tmpdir);
         }
+        /* What build() allocated (the records themselves are static). */
+        config_done(&m.cfg);
+        free(m.proc_root);
+        topology_free(m.topo);
         TEST_MAIN_END();
 }
