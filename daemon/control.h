@@ -15,27 +15,19 @@
  * are served at a time (more are answered "busy" and closed). */
 #pragma once
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "control-request.h"
+
 #define CONTROL_SOCKET_DEFAULT "/run/numabalanced/control"
-#define CONTROL_REQUEST_MAX 256
+
 #define CONTROL_CONNECTIONS_MAX 16
 /* A client must send its request within this, and read the reply within
  * CONTROL_WRITE_TIMEOUT_USEC. */
 #define CONTROL_TIMEOUT_USEC (2 * UINT64_C(1000000))
 #define CONTROL_WRITE_TIMEOUT_USEC (10 * UINT64_C(1000000))
-
-enum control_cmd { CONTROL_STATUS, CONTROL_LIST, CONTROL_EXPLAIN };
-
-struct control_request {
-        enum control_cmd cmd;
-        pid_t pid;                 /* explain */
-};
-
-/* Parses one request line (buf[0..len), the newline excluded; a trailing '\r' is
- * accepted). Returns 0, or -EINVAL with *ret_error set to a static message. */
-int control_parse_request(const char *buf, size_t len, struct control_request *ret, const char **ret_error);
 
 struct manager;
 struct control;

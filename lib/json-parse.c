@@ -75,7 +75,9 @@ static int string(struct reader *r, char **ret) {
 
         /* Find the end first, to size the buffer. */
         while (r->pos < r->len && r->s[r->pos] != '"') {
-                if (r->s[r->pos] == '\\')
+                /* A backslash skips the next byte, unless it is the last one: the
+                 * error's offset stays inside the input. */
+                if (r->s[r->pos] == '\\' && r->pos + 1 < r->len)
                         r->pos++;
                 r->pos++;
         }
