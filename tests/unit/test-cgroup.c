@@ -224,6 +224,8 @@ static void test_walk(void) {
         mk("/f");           setx("/f", "user.numabalanced", "\x01\xff\\x\n", 5);
         mk("/g");           setx("/g", "user.numabalanced", longv, sizeof(longv));
         mk("/h");           setx("/h", "user.numabalanced", "", 0);
+        mk("/i");           setx("/i", "user.numabalanced", "balance\0", 8);   /* a C string's NUL */
+        mk("/i/i1");
         mk("/h/h1");        setx("/h/h1", "user.numabalanced", "advise", 6);
         put_file("/cgroup.procs", "1\n");   /* files are not cgroups */
         put_file("/a/cgroup.procs", "1\n");
@@ -306,6 +308,10 @@ static void test_walk(void) {
         EXPECT_INVALID(&s, "/g", "user.numabalanced",
                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...", "too long");
         EXPECT_INVALID(&s, "/h", "user.numabalanced", "", "unknown value");
+        /* The NUL is part of the value: not "balance", and shown escaped. */
+        EXPECT_NONE(&s, "/i");
+        EXPECT_NONE(&s, "/i/i1");
+        EXPECT_INVALID(&s, "/i", "user.numabalanced", "balance\\x00", "unknown value");
         for (size_t i = 0; i < s.n_invalid; i++)
                 CHECK(strlen(s.invalid[i].value) <= CGROUP_XATTR_VALUE_MAX);
 
