@@ -30,6 +30,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <systemd/sd-journal.h>
+#include "caps.h"
 #include "config.h"
 #include "control.h"
 #include "log.h"
@@ -721,6 +722,7 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
 
+        (void) caps_check(&d.cfg);
         r = knb_init(&d.knb, a.proc_root);
         if (r >= 0) {
                 knb_apply(&d.knb, d.cfg.kernel_numa_balancing, a.dry_run);

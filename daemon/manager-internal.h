@@ -30,6 +30,8 @@
 #define SPLIT_MIN_BYTES (UINT64_C(64) << 20)
 /* Ping-pong history kept per process. */
 #define HISTORY_MAX 256
+/* malloc_trim(0) once every this many ticks. */
+#define TRIM_EVERY_TICKS 16
 /* Invalid cgroup settings remembered so that each is logged once. */
 #define INVALID_SEEN_MAX 1024
 
@@ -55,8 +57,9 @@ struct proc_rec {
         struct cg_rec *cg;         /* valid for the current tick */
         struct placement_state pl;
         uint64_t next_scan_ms, interval_ms;
-        struct plan_history hist[HISTORY_MAX];
-        size_t n_hist;
+        struct plan_history *hist; /* grown on demand (most processes never move), at most HISTORY_MAX */
+        size_t n_hist, cap_hist;
+        bool exited;               /* its pidfd said so at the start of this tick */
         uint64_t pages[_MIG_CLASS_MAX];
         uint64_t cost_ns[_STAGE_MAX];
         enum plan_reason reason;   /* of the last scan; _REASON_MAX before the first */

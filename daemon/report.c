@@ -17,6 +17,7 @@
 #include "parse.h"
 #include "proc.h"
 #include "report.h"
+#include "caps.h"
 #include "source.h"
 
 static const char *const stage_names[_STAGE_MAX] = {
@@ -172,6 +173,7 @@ int report_status(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "sampling_chain"); json_string(&j, m->source ? sampling_chain(m->source, m->pages) : NULL);
         json_key(&j, "page_sampling"); json_string(&j, page_sampler_name(m->pages));
         json_key(&j, "page_samples"); json_u64(&j, m->page_samples);
+        json_key(&j, "capabilities_missing"); json_string(&j, caps_missing());
         cpumask_format(&m->cfg.service_cpus, cpus, sizeof(cpus));
         json_key(&j, "service_cpus"); json_string(&j, cpus);
         json_key(&j, "workers"); json_u64(&j, m->migrator ? migrator_n_workers(m->migrator) : 0);

@@ -117,8 +117,10 @@ static void build(struct manager *m) {
         m->total_pages[MIG_MOVED] = 100;
         m->started_ms = mono_ms() - 5000;
         p1.skipped_bytes[REASON_SHARED] = 8192;
-        p1.hist[0] = (struct plan_history) { 0x1000, 1, mono_ms() - 1000 };
-        p1.n_hist = 1;
+        static struct plan_history h1[1];
+        h1[0] = (struct plan_history) { 0x1000, 1, mono_ms() - 1000 };
+        p1.hist = h1;
+        p1.n_hist = p1.cap_hist = 1;
         p1.next_scan_ms = mono_ms() + 400;
         p1.last_scan_ms = mono_ms() - 100;
         nodemask_parse("0-1", &p1.mems_allowed);

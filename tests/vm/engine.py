@@ -674,7 +674,75 @@ def sc_pages(env, res):
     check(not re.search(r"pid=\d+: moving \d+ KiB in \d+ VMA", log), "a whole-VMA move was made")
 
 
+def unit_caps():
+    """The capabilities of systemd/numabalanced.service.in's CapabilityBoundingSet=."""
+    unit = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "systemd", "numabalanced.service.in")
+    for line in open(unit):
+        if line.startswith("CapabilityBoundingSet="):
+            return line.split("=", 1)[1].split()
+    raise Fail("no CapabilityBoundingSet= in the unit")
+
+
+def setpriv_wrapper(env, caps, name):
+    """A wrapper running the daemon as root with exactly caps in its bounding set (so in
+    its permitted and effective sets after exec), none inheritable."""
+    wrapper = f"/tmp/numabalanced-{name}"
+    keep = ",".join("+" + c.lower().replace("cap_", "") for c in caps)
+    with open(wrapper, "w") as f:
+        f.write(f"#!/bin/sh\nexec setpriv --inh-caps=-all --bounding-set=-all,{keep} {env.daemon_bin} \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+    return wrapper
+
+
+def sc_caps(env, res):
+    """Privilege (issue 7): the daemon with exactly the unit's capabilities converges
+    scenario (a) (256 MiB, trusted.* opt-in) with the BPF source; with each one of them
+    missing it starts, and says in one line which one and what it cannot do without it;
+    without CAP_SYS_ADMIN the trusted.* opt-in is indeed not seen."""
+    caps = unit_caps()
+    check(set(caps) == {"CAP_SYS_PTRACE", "CAP_SYS_NICE", "CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN"},
+          f"the unit's capability set changed: {caps} (update caps.c and this test)")
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-caps", "balance")
+    p, start, _ = env.start_workload(cg, 256, 0, 1)
+    bin_ = env.daemon_bin
+    env.daemon_bin = setpriv_wrapper(env, caps, "unitcaps")
+    try:
+        env.start_daemon()
+    finally:
+        env.daemon_bin = bin_
+    t = wait_local(env, p.pid, 0.95, 300)
+    res["seconds_to_95pct_local"] = t
+    check(t is not None, "with exactly the unit's capabilities: not 95% local within 300 s")
+    env.stop_daemon()
+    log = env.last_log
+    check("Capabilities: CAP_SYS_PTRACE CAP_SYS_NICE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN, all present" in log,
+          "the daemon did not say it has all its capabilities")
+    check("(source bpf" in log, "the BPF source was not used with the unit's capabilities")
+    check("Missing capability" not in log, "a capability reported missing with the unit's set")
+
+    conf = "/tmp/numabalanced-caps.conf"
+    with open(conf, "w") as f:
+        f.write("[daemon]\nservice_cpus = 0\nlog_level = debug\n")
+    res["one_fewer"] = {}
+    for cap in caps:
+        w = setpriv_wrapper(env, [c for c in caps if c != cap], "minus-" + cap.lower())
+        r = sh(w, "--once", "--config", conf, "--control-socket", "", check_rc=False)
+        out = r.stdout + r.stderr
+        lines = [ln for ln in out.splitlines() if "Missing capability" in ln]
+        res["one_fewer"][cap] = {"exit": r.returncode, "lines": lines}
+        check(r.returncode == 0, f"without {cap}: exit {r.returncode}: {out[-800:]}")
+        check(len(lines) == 1 and lines[0].startswith(f"Missing capability {cap}: "),
+              f"without {cap}: not named exactly once: {lines}")
+        if cap == "CAP_SYS_ADMIN":
+            check(re.search(r"cgroup\(s\) walked under /sys/fs/cgroup, 0 opted in", out),
+                  f"without CAP_SYS_ADMIN the trusted.* opt-in was still seen: {out[-800:]}")
+        if cap in ("CAP_BPF", "CAP_PERFMON"):
+            check("(source proc): BPF unavailable" in out, f"without {cap}: no fallback to /proc said")
+
+
 SCENARIOS.update({
+    "caps": sc_caps,
     "bpf-default": sc_bpf_default, "proc-forced": sc_proc_forced, "bpf-nocaps": sc_bpf_nocaps,
     "react": sc_react, "pages": sc_pages,
 })

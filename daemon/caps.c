@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "caps.h"
+#include "log.h"
+
+/* capget(2) directly: no libcap for five bits. */
+static int effective(uint64_t *ret) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        *ret = (uint64_t) d[0].effective | (uint64_t) d[1].effective << 32;
+        return 0;
+}
+
+static const struct {
+        int cap;
+        const char *name;
+        const char *without;   /* what the daemon cannot do without it */
+} needed[] = {
+        { CAP_SYS_PTRACE, "CAP_SYS_PTRACE",
+          "processes of other users and non-dumpable ones cannot be read or moved (ptrace access check): "
+          "they are listed as unreadable and left alone" },
+        { CAP_SYS_NICE, "CAP_SYS_NICE",
+          NULL /* depends on move_shared: see below */ },
+        { CAP_BPF, "CAP_BPF",
+          "no BPF: thread placement is sampled from /proc and page-level sampling is off" },
+        { CAP_PERFMON, "CAP_PERFMON",
+          "no BPF tracing or perf events: thread placement is sampled from /proc and page-level sampling is off" },
+        { CAP_SYS_ADMIN, "CAP_SYS_ADMIN",
+          "trusted.numabalanced xattrs cannot be read (the kernel hides trusted.* without it): cgroups opted in "
+          "that way are not seen; user.numabalanced and [select] cgroups still work" },
+};
+
+static char missing[128];
+
+const char *caps_missing(void) { return missing; }
+
+int caps_check(const struct nb_config *cfg) {
+        uint64_t eff = 0;
+        unsigned n = 0;
+        int r = effective(&eff);
+
+        missing[0] = 0;
+        if (r < 0)
+                return log_warning_errno(r, "Cannot read this process's capabilities (capget): %m");
+        for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+                const char *without = needed[i].without;
+
+                if (eff >> needed[i].cap & 1)
+                        continue;
+                /* BPF needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN in their stead. */
+                if ((needed[i].cap == CAP_BPF || needed[i].cap == CAP_PERFMON) && (eff >> CAP_SYS_ADMIN & 1))
+                        continue;
+                if (needed[i].cap == CAP_SYS_NICE)
+                        without = cfg->move_shared ?
+                                "[decide] move_shared = yes cannot work: moving shared pages (MPOL_MF_MOVE_ALL) "
+                                "is refused with EPERM" :
+                                "[decide] move_shared = yes would be refused (not set now: nothing is lost)";
+                log_full_errno(needed[i].cap == CAP_SYS_NICE && !cfg->move_shared ? LOG_LVL_NOTICE : LOG_LVL_WARNING,
+                               0, "Missing capability %s: %s", needed[i].name, without);
+                snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
+                         n ? " " : "", needed[i].name);
+                n++;
+        }
+        if (n == 0)
+                log_info("Capabilities: CAP_SYS_PTRACE CAP_SYS_NICE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN, all present");
+        return (int) n;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The capabilities the daemon needs (KERNEL-FACTS.md, "Capabilities and systemd";
+ * the unit's CapabilityBoundingSet= is exactly this list), checked once at start: each
+ * one missing from the effective set is named in one line with what the daemon cannot
+ * do without it, instead of failing obscurely later. None is fatal: the daemon does
+ * what it can (the BPF source falls back to /proc, and so on). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "config.h"
+
+/* Logs the missing ones (warning) or that all are there (info). Returns the number
+ * missing, or -errno if the effective set cannot be read. move_shared: CAP_SYS_NICE
+ * is needed only then, and its absence is said accordingly. */
+int caps_check(const struct nb_config *cfg);
+/* The missing ones as "CAP_A CAP_B" (empty: none), for status; "" before caps_check(). */
+const char *caps_missing(void);
