@@ -930,7 +930,7 @@ static void *worker_main(void *arg) {
         for (;;) {
                 struct migrate_job *job;
                 uint64_t batch;
-                size_t i;
+                size_t i = SIZE_MAX;
 
                 while (!m->shutdown && (i = pick_job(m)) == SIZE_MAX)
                         pthread_cond_wait(&m->work_cond, &m->lock);

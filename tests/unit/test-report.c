@@ -425,11 +425,12 @@ int main(int argc, char **argv) {
 
         if (argc == 3 && strcmp(argv[1], "--metrics") == 0) {
                 int r = report_write_metrics(&m, argv[2]);
-                if (r < 0) {
+                if (r < 0)
                         fprintf(stderr, "report_write_metrics: %s\n", strerror(-r));
-                        return 1;
-                }
-                return 0;
+                config_done(&m.cfg);
+                free(m.proc_root);
+                topology_free(m.topo);
+                return r < 0;
         }
         test_status(&m);
         test_list(&m);

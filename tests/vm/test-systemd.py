@@ -124,7 +124,11 @@ def run(build):
     shutil.copy(unit_src, os.path.join(RUN_DIR, UNIT))
     os.makedirs(os.path.join(RUN_DIR, UNIT + ".d"), exist_ok=True)
     with open(os.path.join(RUN_DIR, UNIT + ".d", "test.conf"), "w") as f:
-        f.write(f"[Service]\nExecStart=\nExecStart={TEST_DIR}/numabalanced --config {conf}\n")
+        # LeakSanitizer (when the suite runs an ASan build) stops the world with ptrace,
+        # which the unit's SystemCallFilter= refuses: no leak check under systemd (the
+        # other VM tests do it); ignored by a build without ASan.
+        f.write(f"[Service]\nExecStart=\nExecStart={TEST_DIR}/numabalanced --config {conf}\n"
+                "Environment=ASAN_OPTIONS=detect_leaks=0\n")
     sh("systemctl", "daemon-reload")
     check(prop("LoadState") == "loaded", "the unit loads", prop("LoadState"))
 
