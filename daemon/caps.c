@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,18 +54,25 @@ int caps_check(const struct nb_config *cfg) {
         for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
                 const char *without = needed[i].without;
 
+                bool lost = true;   /* something does not work without it (else: notice) */
+
                 if (eff >> needed[i].cap & 1)
                         continue;
                 /* BPF needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN in their stead. */
-                if ((needed[i].cap == CAP_BPF || needed[i].cap == CAP_PERFMON) && (eff >> CAP_SYS_ADMIN & 1))
-                        continue;
-                if (needed[i].cap == CAP_SYS_NICE)
+                if ((needed[i].cap == CAP_BPF || needed[i].cap == CAP_PERFMON) && (eff >> CAP_SYS_ADMIN & 1)) {
+                        without = "BPF and perf work through CAP_SYS_ADMIN while it is there (drop that one too "
+                                  "and they fall back to /proc)";
+                        lost = false;
+                }
+                if (needed[i].cap == CAP_SYS_NICE) {
                         without = cfg->move_shared ?
                                 "[decide] move_shared = yes cannot work: moving shared pages (MPOL_MF_MOVE_ALL) "
                                 "is refused with EPERM" :
                                 "[decide] move_shared = yes would be refused (not set now: nothing is lost)";
-                log_full_errno(needed[i].cap == CAP_SYS_NICE && !cfg->move_shared ? LOG_LVL_NOTICE : LOG_LVL_WARNING,
-                               0, "Missing capability %s: %s", needed[i].name, without);
+                        lost = cfg->move_shared;
+                }
+                log_full_errno(lost ? LOG_LVL_WARNING : LOG_LVL_NOTICE, 0, "Missing capability %s: %s",
+                               needed[i].name, without);
                 snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
                          n ? " " : "", needed[i].name);
                 n++;

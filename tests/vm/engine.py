@@ -786,7 +786,16 @@ def sc_caps(env, res):
             check(re.search(r"cgroup\(s\) walked under /sys/fs/cgroup, 0 opted in", out),
                   f"without CAP_SYS_ADMIN the trusted.* opt-in was still seen: {out[-800:]}")
         if cap in ("CAP_BPF", "CAP_PERFMON"):
-            check("(source proc): BPF unavailable" in out, f"without {cap}: no fallback to /proc said")
+            # CAP_SYS_ADMIN stands in for them: still BPF, and the line says so.
+            check("through CAP_SYS_ADMIN" in lines[0] if lines else False, f"without {cap}: {lines}")
+            check("(source bpf" in out, f"without {cap} (CAP_SYS_ADMIN kept): the BPF source was not used")
+    # Without CAP_SYS_ADMIN and CAP_BPF: the BPF source falls back to /proc, and says so.
+    w = setpriv_wrapper(env, [c for c in caps if c not in ("CAP_SYS_ADMIN", "CAP_BPF")], "minus-admin-bpf")
+    r = sh(w, "--once", "--config", conf, "--control-socket", "", check_rc=False)
+    out = r.stdout + r.stderr
+    check(r.returncode == 0 and "(source proc): BPF unavailable" in out and
+          re.search(r"Missing capability CAP_BPF: no BPF: thread placement is sampled from /proc", out),
+          f"without CAP_SYS_ADMIN and CAP_BPF: {out[-800:]}")
 
 
 SCENARIOS.update({
