@@ -97,6 +97,8 @@ struct manager {
         struct page_sampler *pages;  /* page-level sampling, NULL: off */
         uint64_t page_samples;       /* sample counts drained, for status */
         struct migrator *migrator;
+        nb_cpumask service;          /* the service CPUs the workers were started on */
+        nb_cpumask service_online;   /* of those, the ones online at the last tick */
 
         struct proc_rec **procs;   /* sorted by pid */
         size_t n_procs;

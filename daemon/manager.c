@@ -2,6 +2,7 @@
 /* The tick. Everything the daemon knows lives in struct manager; one thread (the
  * event loop's) reads, decides and hands migration jobs to the workers. */
 #include <errno.h>
+#include <sched.h>
 #include <malloc.h>
 #include <signal.h>
 #include <inttypes.h>
@@ -605,6 +606,53 @@ finish:
         return r;
 }
 
+/* Service CPUs can go offline (hotplug): the kernel then lets the threads pinned to
+ * them run anywhere, which would put the daemon's work on the workload's CPUs. Each
+ * tick, the online service CPUs are compared with the last tick's: on a change, the
+ * event-loop thread and the workers are pinned again to those still online (a
+ * worker back to its own CPU when it returns), and it is logged. With none online
+ * the tick does nothing: returns false. */
+static bool service_cpus_check(struct manager *m) {
+        nb_cpumask online, now = {};
+        char all[256], cur[256];
+        size_t setsize = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+        cpu_set_t *set;
+        int r;
+
+        if (topology_read_online_cpus(m->sys_root, &online) < 0)
+                return cpumask_weight(&m->service_online) > 0;   /* cannot tell: as before */
+        for (size_t i = 0; i < ELEMENTSOF(now.w); i++)
+                now.w[i] = m->service.w[i] & online.w[i];
+        if (memcmp(&now, &m->service_online, sizeof(now)) == 0)
+                return cpumask_weight(&now) > 0;
+        m->service_online = now;
+        cpumask_format(&m->service, all, sizeof(all));
+        cpumask_format(&now, cur, sizeof(cur));
+        if (cpumask_weight(&now) == 0) {
+                log_error("All service CPUs (%s) are offline: not scanning or moving anything until one is back "
+                          "(the daemon's work must not run on the workload's CPUs)", all);
+                return false;
+        }
+        set = CPU_ALLOC(NB_CPUS_MAX);
+        if (set) {
+                CPU_ZERO_S(setsize, set);
+                CPUMASK_FOREACH(c, &now)
+                        CPU_SET_S((size_t) c, setsize, set);
+                if (sched_setaffinity(0, setsize, set) < 0)
+                        log_warning_errno(-errno, "Failed to pin the daemon to service CPUs %s: %m", cur);
+                CPU_FREE(set);
+        }
+        r = migrator_repin(m->migrator, &now);
+        if (r < 0)
+                log_warning_errno(r, "Failed to pin the migration workers to service CPUs %s: %m", cur);
+        if (cpumask_weight(&now) < cpumask_weight(&m->service))
+                log_warning("Service CPUs %s: only %s online, working on %s (%d worker(s) away from their own CPU)",
+                            all, cur, cur, r > 0 ? r : 0);
+        else
+                log_notice("Service CPUs %s all online again: each worker back on its own CPU", all);
+        return true;
+}
+
 /* A count of page-level samples (page_sampler_drain): kept for the process's next scan. */
 static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
         struct manager *m = userdata;
@@ -636,6 +684,10 @@ int manager_tick(struct manager *m) {
         int r;
 
         m->tick++;
+        if (!service_cpus_check(m)) {
+                m->last_tick_ns = now_ns(CLOCK_MONOTONIC) - t_start;
+                return 0;
+        }
         if (m->pages) {
                 r = page_sampler_drain(m->pages, on_page_sample, m);
                 if (r < 0)
@@ -968,6 +1020,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 if (c >= 0)
                         cpumask_set(&service, (unsigned) c);
         }
+        m->service = m->service_online = service;
         r = migrator_new(&service, m->cfg.rate_limit_mb_s, m->cfg.batch_pages, &m->migrator);
         if (r < 0) {
                 log_error_errno(r, "Failed to start the migration workers: %m");

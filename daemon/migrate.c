@@ -1119,3 +1119,30 @@ void migrator_free(struct migrator *m) {
 unsigned migrator_n_workers(const struct migrator *m) {
         return m ? m->n_workers : 0;
 }
+
+int migrator_repin(struct migrator *m, const nb_cpumask *online) {
+        size_t setsize = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+        cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
+        int away = 0, r = 0;
+
+        if (!set)
+                return -ENOMEM;
+        for (unsigned i = 0; i < m->n_workers; i++) {
+                struct worker *w = &m->workers[i];
+                bool own = cpumask_test(online, (unsigned) w->cpu);
+
+                CPU_ZERO_S(setsize, set);
+                if (own)
+                        CPU_SET_S((size_t) w->cpu, setsize, set);
+                else {
+                        away++;
+                        CPUMASK_FOREACH(c, online)
+                                CPU_SET_S((size_t) c, setsize, set);
+                }
+                r = pthread_setaffinity_np(w->thread, setsize, set);
+                if (r != 0)
+                        break;
+        }
+        CPU_FREE(set);
+        return r != 0 ? -r : away;
+}

@@ -78,6 +78,11 @@ void migrator_set_should_stop(struct migrator *m, bool (*should_stop)(void *ctx)
 void migrator_cancel(struct migrator *m);
 void migrator_free(struct migrator *m);
 unsigned migrator_n_workers(const struct migrator *m);
+/* Service CPUs went offline or came back (hotplug): each worker goes back to its own
+ * CPU if that is in online, else to all of online (the kernel, when a CPU goes down,
+ * lets the threads pinned to it run anywhere). online must not be empty. Returns the
+ * number of workers whose own CPU is offline, or -errno. */
+int migrator_repin(struct migrator *m, const nb_cpumask *online);
 const char *migrate_class_name(enum migrate_class c);
 
 /* One job on the calling thread (used by the workers, and by tests and benchmarks). */

@@ -381,3 +381,16 @@ int topology_cpu_node(const struct topology *t, unsigned cpu) {
                 return -1;
         return t->cpu_node[cpu];
 }
+
+int topology_read_online_cpus(const char *sys_root, nb_cpumask *ret) {
+        char path[4096];
+        nb_cpumask m = {};
+        int r;
+
+        snprintf(path, sizeof(path), "%s/devices/system/cpu/online", sys_root);
+        r = read_cpumask_at(AT_FDCWD, path, &m);
+        if (r < 0)
+                return r;
+        *ret = m;
+        return 0;
+}

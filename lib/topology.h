@@ -36,6 +36,8 @@ struct topology {
 int topology_read(const char *sys_root, struct topology **ret);
 /* Re-reads only the free memory of each node (cheap; done every tick). */
 int topology_refresh_free(struct topology *t, const char *sys_root);
+/* Reads <sys_root>/devices/system/cpu/online now (CPUs come and go: hotplug). */
+int topology_read_online_cpus(const char *sys_root, nb_cpumask *ret);
 void topology_free(struct topology *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct topology *, topology_free);
 

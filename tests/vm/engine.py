@@ -722,6 +722,84 @@ def sc_storm(env, res):
     check("moved=" in env.last_log, "no migration batch logged")
 
 
+def cpu_online(cpu, on):
+    with open(f"/sys/devices/system/cpu/cpu{cpu}/online", "w") as f:
+        f.write("1" if on else "0")
+
+
+def thread_cpus(pid):
+    """Cpus_allowed_list of each thread of pid."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            for line in open(f"/proc/{pid}/task/{tid}/status"):
+                if line.startswith("Cpus_allowed_list:"):
+                    out[int(tid)] = line.split()[1]
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def wait_log(env, text, timeout=60):
+    deadline = time.time() + timeout
+    while text not in env.log():
+        check(time.time() < deadline, f"the daemon never logged {text!r}")
+        time.sleep(0.1)
+
+
+def sc_cpu_offline(env, res):
+    """Faults (issue 7): a service CPU taken offline while the daemon runs. With
+    service_cpus = 0-1 and CPU 1 offline, the daemon says so, every one of its threads
+    is pinned to CPU 0 (the kernel would let the one pinned to CPU 1 run anywhere) and
+    a misplaced process is still fixed. With service_cpus = 1 and CPU 1 offline, it says
+    it works nowhere and moves nothing (a misplaced process stays so for 6 s); CPU 1
+    back, the process is fixed and the threads are on CPU 1 again."""
+    sysctl_numa_balancing(0)
+    try:
+        cg = env.cgroup("nb-cpuoff", "balance")
+        env.start_daemon(service_cpus="0-1")
+        wait_log(env, "Started 2 migration worker(s)")
+        cpu_online(1, False)
+        time.sleep(2)
+        p, start, _ = env.start_workload(cg, 64, 0, 1)
+        t = wait_local(env, p.pid, 0.95, 120)
+        check(t is not None, "with CPU 1 offline (service CPUs 0-1): not fixed within 120 s")
+        cpus = thread_cpus(env.daemon.pid)
+        check(set(cpus.values()) == {"0"}, f"daemon threads not all on CPU 0 with CPU 1 offline: {cpus}")
+        check("Service CPUs 0-1: only 0 online, working on 0" in env.log(), "the offline service CPU was not said")
+        cpu_online(1, True)
+        time.sleep(2.5)
+        cpus = thread_cpus(env.daemon.pid)
+        check("1" in cpus.values(), f"no daemon thread back on CPU 1: {cpus}")
+        check("Service CPUs 0-1 all online again" in env.log(), "CPU 1's return was not said")
+        env.stop_daemon()
+        env.cleanup()
+        env.daemon_log = None
+
+        cg = env.cgroup("nb-cpuoff1", "balance")
+        env.start_daemon(service_cpus="1")
+        wait_log(env, "Started 1 migration worker(s)")
+        cpu_online(1, False)
+        time.sleep(2)
+        p, start, _ = env.start_workload(cg, 64, 0, 1)
+        time.sleep(6)
+        share = local_share_direct(p.pid)
+        res["share_while_offline"] = share
+        check(share < 0.5, f"memory moved while every service CPU was offline (local share {share:.2f})")
+        check("All service CPUs (1) are offline: not scanning or moving anything" in env.log(),
+              "the daemon did not say it has no service CPU left")
+        check(env.daemon.poll() is None, "the daemon exited with no service CPU online")
+        cpu_online(1, True)
+        t = wait_local(env, p.pid, 0.95, 120)
+        res["seconds_to_95pct_after_online"] = t
+        check(t is not None, "CPU 1 back online: not fixed within 120 s")
+        cpus = thread_cpus(env.daemon.pid)
+        check(set(cpus.values()) == {"1"}, f"daemon threads not back on CPU 1: {cpus}")
+        env.stop_daemon()
+    finally:
+        cpu_online(1, True)
+
+
 def unit_caps():
     """The capabilities of systemd/numabalanced.service.in's CapabilityBoundingSet=."""
     unit = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "systemd", "numabalanced.service.in")
@@ -799,7 +877,7 @@ def sc_caps(env, res):
 
 
 SCENARIOS.update({
-    "caps": sc_caps, "storm": sc_storm,
+    "caps": sc_caps, "storm": sc_storm, "cpu-offline": sc_cpu_offline,
     "bpf-default": sc_bpf_default, "proc-forced": sc_proc_forced, "bpf-nocaps": sc_bpf_nocaps,
     "react": sc_react, "pages": sc_pages,
 })
