@@ -94,6 +94,22 @@ static uint64_t room_on(const struct topology *t, int node, const struct plan_pa
         return free_b - floor_b - reserved[idx];
 }
 
+/* The reason a plan gives: none when it moves something; else the largest class of
+ * what was left alone, "local" if nothing was. */
+static enum plan_reason main_reason(const struct plan *pl) {
+        enum plan_reason reason = REASON_LOCAL;
+        uint64_t best = 0;
+
+        if (pl->n_moves)
+                return REASON_NONE;
+        for (int r = 0; r < _REASON_MAX; r++)
+                if (pl->skipped_bytes[r] > best) {
+                        best = pl->skipped_bytes[r];
+                        reason = (enum plan_reason) r;
+                }
+        return reason;
+}
+
 int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                 uint64_t *reserved_bytes, struct plan *ret) {
         struct plan pl = { .hot_node = -1 };
@@ -227,17 +243,7 @@ int plan_decide(const struct topology *t, const struct plan_input *in, const str
                 pl.moves[pl.n_moves++] = m;
         }
 
-        /* The reason: the largest class of what was left alone; "local" if nothing was. */
-        {
-                uint64_t best = 0;
-                pl.reason = pl.n_moves ? REASON_NONE : REASON_LOCAL;
-                for (int r = 0; r < _REASON_MAX; r++)
-                        if (pl.skipped_bytes[r] > best) {
-                                best = pl.skipped_bytes[r];
-                                if (!pl.n_moves)
-                                        pl.reason = (enum plan_reason) r;
-                        }
-        }
+        pl.reason = main_reason(&pl);
 out:
         *ret = pl;
         return 0;
@@ -349,16 +355,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                         .gain = size,
                 };
         }
-        {
-                uint64_t best = 0;
-                pl.reason = pl.n_moves ? REASON_NONE : REASON_LOCAL;
-                for (int r = 0; r < _REASON_MAX; r++)
-                        if (pl.skipped_bytes[r] > best) {
-                                best = pl.skipped_bytes[r];
-                                if (!pl.n_moves)
-                                        pl.reason = (enum plan_reason) r;
-                        }
-        }
+        pl.reason = main_reason(&pl);
         *ret = pl;
         return 0;
 }

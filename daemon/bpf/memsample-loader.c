@@ -135,41 +135,10 @@ int memsample_unwatch(struct memsample *p, pid_t pid) {
         return bpf_map_delete_elem(bpf_map__fd(p->skel->maps.watched), &tgid) < 0 ? -errno : 0;
 }
 
-int memsample_drain(struct memsample *p, pid_t pid, struct page_agg *agg) {
-        _cleanup_free_ struct memsample_key *keys = NULL;
-        int fd = bpf_map__fd(p->skel->maps.pages), n = 0;
-        struct memsample_key k, next, *prev = NULL;
-        size_t cap = 0;
 
-        /* Collect first: deleting while walking with get_next_key restarts the walk. */
-        while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-                k = next;
-                prev = &k;
-                if (k.tgid != (__u32) pid)
-                        continue;
-                if ((size_t) n == cap) {
-                        size_t nc = cap ? cap * 2 : 256;
-                        struct memsample_key *nk = realloc(keys, nc * sizeof(*nk));
-                        if (!nk)
-                                return -ENOMEM;
-                        keys = nk;
-                        cap = nc;
-                }
-                keys[n++] = k;
-        }
-        for (int i = 0; i < n; i++) {
-                __u64 count;
-                if (bpf_map_lookup_elem(fd, &keys[i], &count) < 0)
-                        continue; /* evicted meanwhile */
-                (void) bpf_map_delete_elem(fd, &keys[i]);
-                (void) page_agg_add_counts(agg, keys[i].page << PAGE_SHIFT, keys[i].node, count);
-        }
-        return n;
-}
-
-int memsample_drain_all(struct memsample *p,
-                        void (*fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count),
-                        void *userdata) {
+/* Moves the counts of pid (or of every process, pid 0) out of the map to fn. */
+static int drain(struct memsample *p, pid_t pid,
+                 void (*fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count), void *userdata) {
         _cleanup_free_ struct memsample_key *keys = NULL;
         int fd = bpf_map__fd(p->skel->maps.pages), n = 0;
         struct memsample_key k, next, *prev = NULL;
@@ -180,6 +149,8 @@ int memsample_drain_all(struct memsample *p,
         while (bpf_map_get_next_key(fd, prev, &next) == 0 && (size_t) n < MEMSAMPLE_MAX_ENTRIES) {
                 k = next;
                 prev = &k;
+                if (pid && k.tgid != (__u32) pid)
+                        continue;
                 if ((size_t) n == cap) {
                         size_t nc = cap ? cap * 2 : 1024;
                         struct memsample_key *nk = realloc(keys, nc * sizeof(*nk));
@@ -198,4 +169,19 @@ int memsample_drain_all(struct memsample *p,
                 fn(userdata, (pid_t) keys[i].tgid, keys[i].page << PAGE_SHIFT, keys[i].node, count);
         }
         return n;
+}
+
+int memsample_drain_all(struct memsample *p,
+                        void (*fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count),
+                        void *userdata) {
+        return drain(p, 0, fn, userdata);
+}
+
+static void to_agg(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
+        (void) tgid;
+        (void) page_agg_add_counts(userdata, addr, node, count);
+}
+
+int memsample_drain(struct memsample *p, pid_t pid, struct page_agg *agg) {
+        return pid > 0 ? drain(p, pid, to_agg, agg) : -EINVAL;
 }

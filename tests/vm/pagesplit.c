@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "pin.h"
 
 #define PAGE 4096
 
@@ -35,25 +36,6 @@ static char *mem;
 static size_t n_pages, half;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned counts[4];   /* A on 0, A on 1, B on 0, B on 1 */
-
-static void pin_to_node(int node) {
-        struct bitmask *cpus = numa_allocate_cpumask();
-        cpu_set_t set;
-
-        CPU_ZERO(&set);
-        if (numa_node_to_cpus(node, cpus) < 0) {
-                perror("numa_node_to_cpus");
-                exit(1);
-        }
-        for (unsigned c = 0; c < cpus->size && c < CPU_SETSIZE; c++)
-                if (numa_bitmask_isbitset(cpus, c))
-                        CPU_SET(c, &set);
-        numa_free_cpumask(cpus);
-        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-                perror("sched_setaffinity");
-                exit(1);
-        }
-}
 
 /* Pages [from, to) on node 0 and node 1, per the kernel. */
 static void where(size_t from, size_t to, unsigned *on0, unsigned *on1) {
