@@ -19,6 +19,7 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_COOLDOWN] = "cooldown",
         [REASON_TARGET_FULL] = "target-full",
         [REASON_TOO_SMALL] = "too-small",
+        [REASON_SPARSE] = "sparse",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -33,6 +34,7 @@ static const char *const reason_texts[_REASON_MAX] = {
         [REASON_COOLDOWN] = "it was moved to another node recently (cooldown_ms)",
         [REASON_TARGET_FULL] = "the target node is at its free-memory floor (free_floor_pct)",
         [REASON_TOO_SMALL] = "its resident memory is below min_rss",
+        [REASON_SPARSE] = "the misplaced pages sit in huge mappings that are mostly empty (at least 64 GiB, under 1/64 resident)",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -69,6 +71,16 @@ static const struct plan_history *find_history(const struct plan_input *in, uint
                 if (in->history[i].start == start)
                         return &in->history[i];
         return NULL;
+}
+
+/* See PLAN_SPARSE_MIN_MAPPED. */
+static bool vma_sparse(const struct plan_input *in, size_t i, const struct vma *v) {
+        uint64_t mapped;
+
+        if (!in->vma_end || in->vma_end[i] <= v->start)
+                return false;
+        mapped = in->vma_end[i] - v->start;
+        return mapped >= PLAN_SPARSE_MIN_MAPPED && vma_bytes(v, v->pages) < mapped / PLAN_SPARSE_RATIO;
 }
 
 static int cmp_gain(const void *a, const void *b) {
@@ -187,6 +199,10 @@ int plan_decide(const struct topology *t, const struct plan_input *in, const str
                         continue;
                 if (v->mapmax > 1 && !p->move_shared) {
                         pl.skipped_bytes[REASON_SHARED] = sat_add(pl.skipped_bytes[REASON_SHARED], misplaced);
+                        continue;
+                }
+                if (vma_sparse(in, i, v)) {
+                        pl.skipped_bytes[REASON_SPARSE] = sat_add(pl.skipped_bytes[REASON_SPARSE], misplaced);
                         continue;
                 }
                 h = find_history(in, v->start);

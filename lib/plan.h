@@ -36,8 +36,18 @@ enum plan_reason {
         REASON_COOLDOWN,          /* moved to another node recently */
         REASON_TARGET_FULL,       /* the target node is at its free-memory floor */
         REASON_TOO_SMALL,         /* resident memory below min_rss (set by the manager) */
+        REASON_SPARSE,            /* a huge mapping with little in it (PLAN_SPARSE_*) */
         _REASON_MAX,
 };
+
+/* A VMA of at least PLAN_SPARSE_MIN_MAPPED bytes with less than 1/PLAN_SPARSE_RATIO of
+ * it resident is not planned (REASON_SPARSE). move_pages(2) takes an address per page and
+ * the kernel does not say where a VMA's pages are (on 6.1 nothing short of walking it
+ * does), so the executor walks the whole range, one query per 2 MiB: a 16 TiB
+ * reservation holding a few MiB (an ASan shadow, a JVM or Go heap reservation) would
+ * keep a service CPU busy for minutes to move almost nothing. 64 GiB is 32,768 queries. */
+#define PLAN_SPARSE_MIN_MAPPED (64ULL << 30)
+#define PLAN_SPARSE_RATIO 64
 
 struct plan_params {
         unsigned min_cpu_share_pct;

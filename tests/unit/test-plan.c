@@ -52,7 +52,10 @@ struct run {
         uint64_t ends[64];
 };
 
-/* Parses numa_maps text, gives every VMA a 1 GiB range, and decides. */
+/* The size every VMA is given by decide(): 1 GiB unless a test says otherwise. */
+static uint64_t vma_span = 1ull << 30;
+
+/* Parses numa_maps text, gives every VMA a vma_span range, and decides. */
 static int decide(struct run *rn, const struct topology *t, const char *text, const char *mems,
                   const uint64_t *cpu, const struct plan_params *p, const struct plan_history *h, size_t nh,
                   uint64_t now, uint64_t *reserved) {
@@ -62,7 +65,7 @@ static int decide(struct run *rn, const struct topology *t, const char *text, co
         if (r < 0)
                 return r;
         for (size_t i = 0; i < rn->maps->n_vmas && i < 64; i++)
-                rn->ends[i] = rn->maps->vmas[i].start + (1ull << 30);
+                rn->ends[i] = rn->maps->vmas[i].start + vma_span;
         in.maps = rn->maps;
         in.vma_end = rn->ends;
         nodemask_parse(mems, &in.mems_allowed);
@@ -103,6 +106,37 @@ int main(void) {
                 CHECK_INT(rn.plan.moves[0].start, 0x7f0000000000ull);
                 CHECK_INT(rn.plan.reason, REASON_NONE);
                 done(&rn);
+        }
+        /* Sparse mappings (an ASan shadow, a heap reservation): a 16 TiB VMA with 4 MiB in
+         * it is left alone (the executor would walk 16 TiB), with its bytes counted;
+         * 64 GiB with exactly 1/64 resident, and 63 GiB with almost nothing, are planned. */
+        {
+                const uint64_t cpu[] = { 0, 1000000 };
+                vma_span = 16ull << 40;
+                CHECK_INT(decide(&rn, t2, "100000000000 default anon=1024 dirty=1024 N0=1024 kernelpagesize_kB=4\n",
+                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_SPARSE);
+                CHECK_INT(rn.plan.skipped_bytes[REASON_SPARSE], 4ull << 20);
+                CHECK_STR(plan_reason_name(rn.plan.reason), "sparse");
+                done(&rn);
+                vma_span = 64ull << 30;
+                CHECK_INT(decide(&rn, t2, "100000000000 default anon=262144 N0=262144 kernelpagesize_kB=4\n",
+                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                CHECK_INT(rn.plan.moves[0].target, 1); /* (bytes: what node 1 has room for) */
+                done(&rn);
+                CHECK_INT(decide(&rn, t2, "100000000000 default anon=262143 N0=262143 kernelpagesize_kB=4\n",
+                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 0);
+                CHECK_INT(rn.plan.reason, REASON_SPARSE);
+                done(&rn);
+                vma_span = 63ull << 30;
+                CHECK_INT(decide(&rn, t2, "100000000000 default anon=1024 N0=1024 kernelpagesize_kB=4\n",
+                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
+                CHECK_INT(rn.plan.n_moves, 1);
+                done(&rn);
+                vma_span = 1ull << 30;
         }
         /* Already local: nothing, reason local. */
         {
