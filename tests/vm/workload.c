@@ -8,7 +8,11 @@
  *   workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE [PAGES]
  *   POLICY: default | bind:LIST | interleave:LIST | prefer:N
  *   PAGES:  system (default: whatever the system's THP setting gives, which on Debian's
- *           kernel is "always"), 4k (MADV_NOHUGEPAGE), thp (MADV_HUGEPAGE) */
+ *           kernel is "always"), 4k (MADV_NOHUGEPAGE), thp (MADV_HUGEPAGE)
+ *
+ * WORKLOAD_RESERVE_GIB=N in the environment also maps N GiB (MAP_NORESERVE) and touches
+ * its first 4 MiB on TOUCH: a huge, mostly empty mapping like ASan's shadow or a heap
+ * reservation. Its start goes to READY_FILE as a fourth field. */
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
@@ -81,7 +85,7 @@ int main(int argc, char **argv) {
         unsigned long mask;
         pthread_t t;
         FILE *f;
-        char tmp[4096];
+        char tmp[4096], *reserve = NULL;
 
         const char *pages = argc > 7 ? argv[7] : "system";
 
@@ -129,6 +133,15 @@ int main(int argc, char **argv) {
         }
         pin_to_node(touch_node);
         memset(mem, 1, len);
+        if (getenv("WORKLOAD_RESERVE_GIB")) {
+                size_t rlen = (size_t) atol(getenv("WORKLOAD_RESERVE_GIB")) << 30;
+                reserve = mmap(NULL, rlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                if (rlen == 0 || reserve == MAP_FAILED) {
+                        perror("workload: WORKLOAD_RESERVE_GIB");
+                        return 1;
+                }
+                memset(reserve, 1, 4u << 20);
+        }
 
         snprintf(tmp, sizeof(tmp), "%s.tmp", argv[6]);
         f = fopen(tmp, "w");
@@ -136,7 +149,10 @@ int main(int argc, char **argv) {
                 perror("ready file");
                 return 1;
         }
-        fprintf(f, "%d %lx %zu\n", (int) getpid(), (unsigned long) mem, len);
+        fprintf(f, "%d %lx %zu", (int) getpid(), (unsigned long) mem, len);
+        if (reserve)
+                fprintf(f, " %lx", (unsigned long) reserve);
+        fputc('\n', f);
         fclose(f);
         rename(tmp, argv[6]);
 
