@@ -313,6 +313,21 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+void control_pump(void *userdata) {
+        struct control *c = userdata;
+        struct conn *k, *next;
+
+        if (!c)
+                return;
+        on_accept(c->listen_src, c->fd, EPOLLIN, c);
+        /* A connection handled here may be freed here: take the next one first. New
+         * connections go to the head, so the ones just accepted are seen too. */
+        for (k = c->conns; k; k = next) {
+                next = k->next;
+                on_conn_io(k->io, k->fd, EPOLLIN, k);
+        }
+}
+
 /* ---- the socket ------------------------------------------------------------------- */
 
 static int mkdir_parents(const char *path) {

@@ -36,5 +36,11 @@ struct control;
  * socket left by a previous run is replaced, a live one is -EADDRINUSE) and adds it to
  * the event loop. Logs its errors. */
 int control_new(sd_event *e, const char *path, struct manager *m, struct control **ret);
+/* Serves the socket outside the event loop: accepts what waits and gives every open
+ * connection a read or a send attempt (non-blocking). For the manager to call while a
+ * tick's migration jobs run, which can take seconds under rate_limit_mb_s; the
+ * connections' timeouts stay with the event loop. c may be NULL; its argument is a
+ * struct control * (the manager's callback type). */
+void control_pump(void *c);
 /* Closes every connection and the socket, and removes the socket file. */
 void control_free(struct control *c);

@@ -553,6 +553,7 @@ manager:
                         return r;
         }
         manager_set_after_tick(d->manager, after_tick, d);
+        manager_set_while_moving(d->manager, control_pump, d->control);
         r = manager_start(d->manager);
         if (r < 0)
                 return r;

@@ -117,6 +117,8 @@ struct manager {
         uint64_t started_ms;       /* CLOCK_MONOTONIC, for the uptime */
         void (*after_tick)(struct manager *m, void *userdata);  /* reports (metrics) */
         void *after_tick_userdata;
+        void (*while_moving)(void *userdata);  /* serves the control socket mid-run */
+        void *while_moving_userdata;
         volatile int cancel;
 };
 

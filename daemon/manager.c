@@ -929,6 +929,11 @@ int manager_start(struct manager *m) {
         return 0;
 }
 
+void manager_set_while_moving(struct manager *m, void (*fn)(void *userdata), void *userdata) {
+        m->while_moving = fn;
+        m->while_moving_userdata = userdata;
+}
+
 void manager_set_after_tick(struct manager *m, void (*fn)(struct manager *m, void *userdata), void *userdata) {
         m->after_tick = fn;
         m->after_tick_userdata = userdata;
@@ -972,9 +977,14 @@ void manager_status(struct manager *m, char *buf, size_t size) {
 
 /* SIGTERM and SIGINT are blocked (sd-event takes them from a signalfd), so a pending
  * one shows in sigpending() while the event loop waits for the migration workers. */
+/* Called every 100 ms on the event-loop thread while the workers copy: also the only
+ * chance for the control socket to be served during a long run. */
 static bool stop_pending(void *ctx) {
+        struct manager *m = ctx;
         sigset_t set;
-        (void) ctx;
+
+        if (m->while_moving)
+                m->while_moving(m->while_moving_userdata);
         if (sigpending(&set) < 0)
                 return false;
         return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;

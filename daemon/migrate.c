@@ -1075,8 +1075,17 @@ int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs) {
                         ts.tv_nsec -= 1000000000L;
                 }
                 pthread_cond_timedwait(&m->done_cond, &m->lock, &ts);
-                if (m->should_stop && m->should_stop(m->should_stop_ctx))
-                        __atomic_store_n(&m->cancel, 1, __ATOMIC_RELAXED);
+                if (m->should_stop) {
+                        bool stop;
+                        /* Unlocked: the callback may do real work (the daemon serves
+                         * its control socket there), and the workers must not wait on
+                         * the lock to report a finished job meanwhile. */
+                        pthread_mutex_unlock(&m->lock);
+                        stop = m->should_stop(m->should_stop_ctx);
+                        pthread_mutex_lock(&m->lock);
+                        if (stop)
+                                __atomic_store_n(&m->cancel, 1, __ATOMIC_RELAXED);
+                }
         }
         m->jobs = NULL;
         m->state = NULL;

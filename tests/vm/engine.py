@@ -885,6 +885,123 @@ def sc_sparse(env, res):
     env.stop_daemon()
 
 
+def sc_busy(env, res):
+    """The control socket during a long move: rate_limit_mb_s = 1 makes moving 64 MiB
+    of base pages in batches of 512 one run of about a minute (the budget is charged after
+    each batch, and one batch of the default size holds the whole range). While it runs,
+    numabalancectl status and list answer (the event loop waits on the workers; the
+    manager serves the socket every 100 ms), and SIGTERM stops the run within seconds."""
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-busy", "balance")
+    p, start, _ = env.start_workload(cg, 64, 0, 1, pages="4k")
+    env.start_daemon(extra_conf="[migrate]\nrate_limit_mb_s = 1\nbatch_pages = 512\n")
+    wait_log(env, "moving ")
+    time.sleep(1)
+    worst = 0.0
+    for i in range(5):
+        t0 = time.time()
+        st = json.loads(sh(env.ctl, "status", "--json").stdout)
+        lst = json.loads(sh(env.ctl, "list", "--json").stdout)
+        worst = max(worst, time.time() - t0)
+        check(st.get("ticks", 0) > 0 and "processes" in lst, f"status/list without content: {st} {lst}")
+        time.sleep(1)
+    res["worst_status_and_list_seconds"] = round(worst, 3)
+    share = node_share(env, p.pid, start, 1)
+    res["share_on_node1_while_asking"] = round(share, 3)
+    check(worst < 2.0, f"status + list took {worst:.2f} s during the move")
+    check(share < 0.9, f"the move was over before the questions ({share:.2f} on node 1): the test shows nothing")
+    t0 = time.time()
+    env.stop_daemon()
+    res["sigterm_seconds"] = round(time.time() - t0, 2)
+    check(time.time() - t0 < 5, f"SIGTERM during the move took {time.time() - t0:.1f} s")
+
+
+def proc_rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def sc_soak(env, res, minutes=60):
+    """Soak (issue 7, a benchmark: not in CI): MINUTES of churn in an opted-in cgroup
+    (three misplaced 64 MiB workloads, one replaced every 20 s, each new one on the
+    other node; 30 short-lived processes every 20 s) with a SIGHUP reload every minute
+    (rate_limit_mb_s alternating 1024/512, so that each reload changes something).
+    Every 10 s: the daemon's RSS, open fds and threads. At the end: the series, the log
+    lines that look like trouble (grouped, numbers masked), and how many workloads got
+    95% local within their 20 s. Fails if the daemon dies or stops answering, if its fds
+    grow, or if its RSS in the last tenth is more than 25% above the second tenth."""
+    sysctl_numa_balancing(0)
+    minutes = float(minutes)
+    cg = env.cgroup("nb-soak", "balance")
+    conf_extra = "[select]\nmin_rss = 0\n[migrate]\nrate_limit_mb_s = {}\n"
+    env.start_daemon(extra_conf=conf_extra.format(1024))
+    conf = "/tmp/numabalanced-test.conf"
+    base = open(conf).read()
+    dpid = env.daemon.pid
+    work, fixed, started, samples, reloads = [], 0, 0, [], 0
+    t0 = time.time()
+    end = t0 + minutes * 60
+    next_churn = next_sample = t0
+    next_reload = t0 + 60
+    node = 0
+    while time.time() < end:
+        now = time.time()
+        if now >= next_churn:
+            if len(work) >= 3:
+                p, start, born = work.pop(0)
+                try:
+                    fixed += local_share_direct(p.pid) >= 0.95
+                except OSError:
+                    pass
+                p.kill()
+                p.wait()
+                env.procs.remove(p)
+            p, start, _ = env.start_workload(cg, 64, node, 1 - node)
+            work.append((p, start, now))
+            started += 1
+            node = 1 - node
+            subprocess.run(["sh", "-c", f"echo $$ > {cg}/cgroup.procs; for i in $(seq 30); do /bin/true & done; wait"])
+            next_churn = now + 20
+        if now >= next_reload:
+            reloads += 1
+            with open(conf, "w") as f:
+                f.write(base.replace("rate_limit_mb_s = 1024", f"rate_limit_mb_s = {512 if reloads % 2 else 1024}"))
+            env.daemon.send_signal(signal.SIGHUP)
+            next_reload = now + 60
+        if now >= next_sample:
+            check(env.daemon.poll() is None, f"the daemon died after {now - t0:.0f} s: {env.log()[-2000:]}")
+            st = json.loads(sh(env.ctl, "status", "--json").stdout)
+            samples.append({"t": round(now - t0), "rss_kb": proc_rss_kb(dpid),
+                            "fds": len(os.listdir(f"/proc/{dpid}/fd")),
+                            "threads": len(os.listdir(f"/proc/{dpid}/task")), "ticks": st.get("ticks")})
+            next_sample = now + 10
+        time.sleep(0.5)
+    log = env.log()
+    env.stop_daemon()
+    trouble = {}
+    for line in log.splitlines():
+        if re.search(r"(?i)error|fail|warn|cannot|refus|denied|lost", line):
+            key = re.sub(r"\d+", "N", line.split(None, 1)[1] if " " in line.strip() else line)[:200]
+            trouble[key] = trouble.get(key, 0) + 1
+    n = len(samples)
+    tenth = max(1, n // 10)
+    second = sorted(x["rss_kb"] for x in samples[tenth:2 * tenth]) or [0]
+    last = sorted(x["rss_kb"] for x in samples[-tenth:])
+    res.update({
+        "minutes": minutes, "workloads_started": started, "workloads_95pct_local_when_replaced": fixed,
+        "workloads_replaced": started - len(work), "reloads": reloads,
+        "rss_kb_second_tenth_median": second[len(second) // 2], "rss_kb_last_tenth_median": last[len(last) // 2],
+        "rss_kb_max": max(x["rss_kb"] for x in samples), "fds_min": min(x["fds"] for x in samples),
+        "fds_max": max(x["fds"] for x in samples), "threads_max": max(x["threads"] for x in samples),
+        "log_lines": len(log.splitlines()), "trouble_lines": trouble, "samples": samples,
+    })
+    check(res["fds_max"] - res["fds_min"] <= 2, f"open fds went from {res['fds_min']} to {res['fds_max']}")
+    check(res["rss_kb_last_tenth_median"] <= 1.25 * res["rss_kb_second_tenth_median"],
+          f"RSS grew: {res['rss_kb_second_tenth_median']} -> {res['rss_kb_last_tenth_median']} kB")
+
+
 def unit_caps():
     """The capabilities of systemd/numabalanced.service.in's CapabilityBoundingSet=."""
     unit = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "systemd", "numabalanced.service.in")
@@ -962,7 +1079,7 @@ def sc_caps(env, res):
 
 
 SCENARIOS.update({
-    "caps": sc_caps, "storm": sc_storm, "cpu-offline": sc_cpu_offline, "mem-offline": sc_mem_offline, "sparse": sc_sparse,
+    "caps": sc_caps, "storm": sc_storm, "cpu-offline": sc_cpu_offline, "mem-offline": sc_mem_offline, "sparse": sc_sparse, "busy": sc_busy, "soak": sc_soak,
     "bpf-default": sc_bpf_default, "proc-forced": sc_proc_forced, "bpf-nocaps": sc_bpf_nocaps,
     "react": sc_react, "pages": sc_pages,
 })
@@ -980,7 +1097,9 @@ def main():
         res = {"scenario": name}
         t0 = time.time()
         try:
-            SCENARIOS[name](env, res)
+            # NAME:ARG passes ARG on (soak:MINUTES).
+            fn, _, arg = name.partition(":")
+            SCENARIOS[fn](env, res, *([arg] if arg else []))
             res["result"] = "pass"
         except Fail as e:
             res["result"] = "fail"
@@ -1000,7 +1119,7 @@ def main():
             res["daemon_log"] = env.last_log
 
         print(json.dumps(res), flush=True)
-        with open(os.path.join(a.out, f"engine-{name}.json"), "w") as f:
+        with open(os.path.join(a.out, f"engine-{name.replace(':', '-')}.json"), "w") as f:
             json.dump(res, f, indent=1)
     return 1 if failed else 0
 
