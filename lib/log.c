@@ -63,13 +63,41 @@ void log_fields_u64(struct log_fields *lf, const char *name, uint64_t value) {
         }
 }
 
+size_t log_escape(const char *in, char *out, size_t size) {
+        static const char hex[] = "0123456789abcdef";
+        size_t o = 0;
+
+        if (size == 0)
+                return 0;
+        for (const unsigned char *c = (const unsigned char *) in; *c; c++) {
+                if (*c < 0x20 || *c == 0x7f) {
+                        if (o + 4 >= size)
+                                break;
+                        out[o++] = '\\';
+                        out[o++] = 'x';
+                        out[o++] = hex[*c >> 4];
+                        out[o++] = hex[*c & 15];
+                } else {
+                        if (o + 1 >= size)
+                                break;
+                        out[o++] = (char) *c;
+                }
+        }
+        out[o] = 0;
+        return o;
+}
+
 static int log_va(int level, int error, const struct log_fields *fields, const char *fmt, va_list ap) {
-        char msg[2048];
+        char raw[2048], msg[4 * sizeof(raw)];
         int e = error < 0 ? -error : error;
 
         /* %m must print the error we were given, not whatever errno holds now. */
         errno = e;
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        vsnprintf(raw, sizeof(raw), fmt, ap);
+        /* Messages carry text that unprivileged users choose (comm names, cgroup and
+         * file paths): a newline there must not start a forged line of our log, nor an
+         * escape sequence drive the operator's terminal. */
+        log_escape(raw, msg, sizeof(msg));
 
         if (sink)
                 sink(level, e, fields && fields->n ? fields : NULL, msg);

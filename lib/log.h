@@ -42,6 +42,12 @@ void log_set_sink(log_sink_fn sink);       /* NULL: stderr */
 int log_parse_level(const char *s);        /* "err", "warning", "notice", "info", "debug"; -EINVAL */
 const char *log_level_name(int level);
 
+/* Copies in to out (size bytes, always terminated) with every control byte (below
+ * 0x20, and 0x7f) written as \xNN; returns the length written. Every message goes
+ * through it before it reaches a sink: one log line stays one line. Structured
+ * field values are not escaped (the journal stores them as they are). */
+size_t log_escape(const char *in, char *out, size_t size);
+
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 int log_internal_fields(int level, int error, const struct log_fields *fields, const char *fmt, ...) _printf_(4, 5);
 

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Log lines carry text that unprivileged users choose (comm names, cgroup paths):
+ * what reaches a sink is one line, control bytes written as \xNN. */
+#include <string.h>
+#include "log.h"
+#include "test.h"
+
+static char got[16384];
+static int got_calls;
+static const struct log_fields *got_fields;
+
+static void sink(int level, int error, const struct log_fields *fields, const char *msg) {
+        (void) level;
+        (void) error;
+        got_fields = fields;
+        snprintf(got, sizeof(got), "%s", msg);
+        got_calls++;
+}
+
+static void escaped(const char *in, const char *want) {
+        char out[256];
+        size_t n = log_escape(in, out, sizeof(out));
+        CHECK_STR(out, want);
+        CHECK_INT(n, strlen(want));
+}
+
+int main(void) {
+        char small[6], big[3000];
+        struct log_fields lf = {};
+
+        escaped("", "");
+        escaped("workload", "workload");
+        escaped("a b)c", "a b)c");                      /* spaces and ) are text */
+        escaped("x\nmoved=1", "x\\x0amoved=1");
+        escaped("\t\r\x1b[2J\x7f", "\\x09\\x0d\\x1b[2J\\x7f");
+        escaped("caf\xc3\xa9", "caf\xc3\xa9");          /* UTF-8 passes */
+
+        /* Truncation never cuts an escape in half and always terminates. */
+        CHECK_INT(log_escape("ab\ncd", small, sizeof(small)), 2);
+        CHECK_STR(small, "ab");
+        CHECK_INT(log_escape("abcdefgh", small, sizeof(small)), 5);
+        CHECK_STR(small, "abcde");
+        CHECK_INT(log_escape("abc", small, 0), 0);
+
+        /* Through the logger: a comm with a newline is one line at the sink; the
+         * structured field keeps the raw value for the journal. */
+        log_set_sink(sink);
+        log_fields_str(&lf, "NUMABALANCED_COMM", "evil\npid=1 moved everything");
+        log_full_errno_fields(LOG_LVL_INFO, 0, &lf, "pid=%d comm=%s: moving", 42, "evil\npid=1 moved everything");
+        CHECK_INT(got_calls, 1);
+        CHECK_STR(got, "pid=42 comm=evil\\x0apid=1 moved everything: moving");
+        CHECK(strchr(got, '\n') == NULL);
+        CHECK(got_fields != NULL && strcmp(got_fields->f[0].value, "evil\npid=1 moved everything") == 0);
+
+        /* A message made entirely of control bytes, at the formatter's limit: every
+         * byte escaped, nothing lost to the escaping (4 bytes each fit). */
+        memset(big, '\n', sizeof(big) - 1);
+        big[sizeof(big) - 1] = 0;
+        log_info("%s", big);
+        CHECK_INT(strlen(got), 4 * 2047);
+        CHECK(strchr(got, '\n') == NULL);
+
+        /* Below the level: not formatted, not sent. */
+        log_set_max_level(LOG_LVL_INFO);
+        log_debug("hidden");
+        CHECK_INT(got_calls, 2);
+        TEST_MAIN_END();
+}
