@@ -334,6 +334,15 @@ static void requery_unresolved(struct job_run *jr) {
         }
 }
 
+/* The error of a failed move_pages(2) call, as -errno. A process without an mm fails
+ * with EINVAL (the kernel takes it for a kernel thread): one that is exiting drops its
+ * mm (exit_mm) before its pidfd turns readable. Flags and ranges are checked before
+ * any call, so EINVAL means the process is going: gone, like ESRCH (seen in the VM
+ * test that kills the target mid-job). */
+static int move_pages_error(void) {
+        return errno == EINVAL || errno == ENOENT ? -ESRCH : -errno;
+}
+
 /* Charges moved base pages to the MB/s budget (it may sleep); a refusal stops the job. */
 static void charge(struct job_run *jr, uint64_t pages) {
         int r;
@@ -377,7 +386,7 @@ static void flush_batch(struct job_run *jr) {
         jr->busy_since = now_ns(CLOCK_MONOTONIC);
         rc = sys_move_pages(job->pid, jr->n, jr->addrs, jr->nodes, jr->status, jr->flags);
         if (rc < 0)
-                call_error = -errno;
+                call_error = move_pages_error();
         jr->passed += jr->n_base;
 
         switch (call_error) {
@@ -478,7 +487,7 @@ static int query_chunk(struct job_run *jr, uint64_t addr, size_t n, uint64_t pag
         }
         r = sys_move_pages(job->pid, n, jr->qaddrs, NULL, jr->qstatus, 0);
         if (r < 0)
-                return -errno;
+                return move_pages_error();
         for (size_t i = 0; i < n; i++) {
                 int s = jr->qstatus[i];
                 if (s == job->target_node)
@@ -624,9 +633,9 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                         jr->qstatus[i] = STATUS_UNWRITTEN;
                 r = sys_move_pages(job->pid, nq, jr->qaddrs, NULL, jr->qstatus, 0);
                 if (r < 0) {
-                        int e = errno == ENOENT ? ESRCH : errno;
+                        int e = move_pages_error();
                         log_debug_errno(e, "pid=%d: move_pages query failed: %m", (int) job->pid);
-                        return job_stop(jr, -e);
+                        return job_stop(jr, e);
                 }
                 memcpy(before, jr->qstatus, nq * sizeof(int));
 
@@ -674,10 +683,10 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                         /* The pidfd check after the query: if the process went, its pid
                          * may name someone else's pages now; count nothing more. */
                         if (r < 0 || pidfd_exited(jr->pidfd)) {
-                                int e = r < 0 ? (errno == ENOENT ? ESRCH : errno) : ESRCH;
+                                int e = r < 0 ? move_pages_error() : -ESRCH;
                                 jr->busy_since = round_start;
                                 charge(jr, jr->deferred);
-                                return job_stop(jr, -e);
+                                return job_stop(jr, e);
                         }
                         for (size_t k = 0; k < nq / 2; k++) {
                                 if (jr->qstatus[2 * k] == job->target_node && jr->qstatus[2 * k + 1] == job->target_node)
