@@ -20,7 +20,18 @@ Scenarios:
   stalls     (2n1c) one thread's random reads over 512 MiB misplaced on node 0 from
              node 1, every batch of 256 reads timed (bench/stalls.c)
   moverate   (2n2c) MiB/s moving 512 MiB from node 0 to node 1: numabalanced's executor
-             (one worker), migratepages(8), and the guest's memcpy bandwidth
+             with one worker (service CPU 0) and with two (service CPUs 0-1, the job
+             split between them as the daemon splits it), migratepages(8), and the
+             guest's memcpy bandwidth
+  misplaced-1g  (2n1c-big) misplaced with 1 GiB (2n1c has only 1 GiB per node)
+  spread     (4n1c) four processes at once, one per node, 2 threads each on node n and
+             96 MiB first-touched on node (n+1)%4: time until all four are 95% local,
+             each one's share at the end
+  churn      (2n2c) a long-lived 256 MiB process misplaced (touched on node 0, read from
+             node 1) in an opted-in cgroup where short-lived processes keep arriving:
+             every 0.5 s a 16 MiB misplaced workload that lives 2-3 s and a burst of
+             /bin/true; a fixed window for every mode, so that the work (pages
+             migrated, CPU) compares
 Per run: the local share every 0.1 s (the share of the process's resident memory on the
 nodes its threads last ran on, from /proc/PID/numa_maps, as numabalancectl show
 computes it), time to 95% local, locality at the end, pages migrated (pgmigrate_success
@@ -35,6 +46,7 @@ import platform
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "vm"))
@@ -143,6 +155,49 @@ def follow(pid, limit_s, t0=None):
     return timeline, t95
 
 
+def follow_all(pids, limit_s, t0, interval=0.1):
+    """follow() for several processes at once: returns (timeline of the lowest share,
+    seconds until every one is 95% local or None, each one's last share)."""
+    timeline, t95, last = [], None, {}
+    while True:
+        t = time.time() - t0
+        try:
+            for pid in pids:
+                last[pid] = engine.local_share_direct(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        low = min(last.values())
+        timeline.append((round(t, 2), round(low, 4)))
+        if t95 is None and low >= 0.95:
+            t95 = t
+        if t > limit_s or (t95 is not None and t > t95 + DONE_AFTER_S):
+            break
+        time.sleep(interval)
+    return timeline, t95, [round(last.get(pid, 0.0), 4) for pid in pids]
+
+
+def cgroup_cpu_s(cg):
+    """user, system seconds of everything that ran in cg (cpu.stat is there without
+    the cpu controller): the short-lived processes' as well, which are gone by the end."""
+    out = {}
+    with open(os.path.join(cg, "cpu.stat")) as f:
+        for line in f:
+            k, v = line.split()
+            out[k] = int(v)
+    return out["user_usec"] / 1e6, out["system_usec"] / 1e6
+
+
+def where(mode, kernel_where):
+    """Whose CPU time the balancer's is, for the tables."""
+    if mode == "numabalanced":
+        return "daemon, service CPU 0 (node 0)"
+    if mode == "numad":
+        return "numad, any CPU"
+    if mode == "kernel":
+        return kernel_where
+    return None
+
+
 def run_locality(env, mode, size_mb, policy, limit_s, name):
     """misplaced / bound: one run of one mode."""
     b = Balancer(env, mode)
@@ -166,14 +221,171 @@ def run_locality(env, mode, size_mb, policy, limit_s, name):
             "seconds": round(time.time() - t0, 2),
             "timeline": timeline,
         }
-        if mode == "numabalanced":
-            res["cpu_where"] = "daemon, service CPU 0 (node 0)"
-        elif mode == "numad":
-            res["cpu_where"] = "numad, any CPU"
-        elif mode == "kernel":
-            res["cpu_where"] = "the workload's own thread (node 1)"
+        cpu_where = where(mode, "the workload's own thread (node 1)")
+        if cpu_where:
+            res["cpu_where"] = cpu_where
         return res
     finally:
+        env.cleanup()
+        b.stop()
+        env.daemon_log = None
+
+
+def run_spread(env, mode, size_mb, limit_s):
+    """spread: one process per node, each with its memory on the next node: every node
+    is at once a source and a target, and every CPU runs a workload (the daemon shares
+    CPU 0 with process 0's threads)."""
+    nodes = sorted(set(engine.cpu_nodes().values()))
+    b = Balancer(env, mode)
+    cg = b.start("bench-spread")
+    try:
+        mig0 = vmstat("pgmigrate_success")
+        c0 = b.cpu()
+        procs = []
+        for i, n in enumerate(nodes):
+            p, _, _ = env.start_workload(cg, size_mb, nodes[(i + 1) % len(nodes)], n, threads=2)
+            procs.append(p)
+        # The clock starts when all four are in place (the first ones may have been
+        # balanced a little while the later ones touched their memory: the pages
+        # migrated count from before the first).
+        sys0 = sum(cpu_s(p.pid)[1] for p in procs)
+        t0 = time.time()
+        # Every 0.2 s: four numa_maps reads per poll on a guest whose every CPU runs a
+        # workload; the time to 95% is some seconds, the resolution is enough.
+        timeline, t95, finals = follow_all([p.pid for p in procs], limit_s if mode != "none" else min(limit_s, 20),
+                                           t0, 0.2)
+        sys1 = sum(cpu_s(p.pid)[1] for p in procs)
+        res = {
+            "t95_s": t95,
+            "final_local": min(finals) if finals else None,
+            "final_each": finals,
+            "migrated_pages": vmstat("pgmigrate_success") - mig0,
+            "misplaced_pages": len(procs) * size_mb * 256,
+            "balancer_cpu_s": round(b.cpu() - c0, 3),
+            "workload_sys_s": round(sys1 - sys0, 3),
+            "size_mb": size_mb,
+            "seconds": round(time.time() - t0, 2),
+            "timeline": timeline,
+        }
+        cpu_where = where(mode, "the workloads' own threads (every node)")
+        if cpu_where:
+            res["cpu_where"] = cpu_where
+        return res
+    finally:
+        env.cleanup()
+        b.stop()
+        env.daemon_log = None
+
+
+CHURN_MB = 16          # each short-lived workload
+CHURN_EVERY_S = 0.5    # one arrives this often...
+CHURN_TRUE = 8         # ...with this many /bin/true
+# The churn, in one shell inside the cgroup (its children inherit it): forking it from
+# Python would need a preexec_fn per child from a second thread. Arrivals keep to a
+# schedule (EPOCHREALTIME, microseconds) rather than sleeping after the work, the
+# /bin/true burst runs beside the loop, and the shell kills each workload 2.0-3.0 s
+# after its start itself: every fork the loop spares (a killer subshell each, seq,
+# rm, sleep, the burst) is time the 0.5 s period does not have under TCG (a first
+# version with them all in the loop managed one arrival in 2 s, then 1.4 s, then 1 s
+# with the burst in the background; this one 31-38 of the 40 in 20 s).
+# When a round takes longer than the period, the next one starts at once, without
+# catching up: the count of what was started is part of the result. The ready files
+# stay in the guest's /tmp. On SIGTERM the shell prints how many workloads and
+# /bin/true it started (the last burst may be cut short).
+CHURN_SH = textwrap.dedent("""\
+    w=0 t=0 pids=() ends=()
+    trap 'kill "${{pids[@]}}" 2>/dev/null; echo "$w $t"; exit 0' TERM
+    # A FIFO nobody writes to: read -t on it waits without a fork (sleep is one).
+    f=/tmp/bench.churn.$$.fifo
+    mkfifo "$f" && exec 3<>"$f" && rm -f "$f" || exit 1
+    next=${{EPOCHREALTIME//[!0-9]/}}
+    while :; do
+        now=${{EPOCHREALTIME//[!0-9]/}}
+        keep_p=() keep_e=()
+        for k in "${{!pids[@]}}"; do
+            if [ "${{ends[k]}}" -le "$now" ]; then
+                kill "${{pids[k]}}" 2>/dev/null; wait "${{pids[k]}}" 2>/dev/null
+            else
+                keep_p+=("${{pids[k]}}"); keep_e+=("${{ends[k]}}")
+            fi
+        done
+        pids=("${{keep_p[@]}}")
+        ends=("${{keep_e[@]}}")
+        "$0" {mb} 0 1 default 1 /tmp/bench.churn.$$.$w system >/dev/null 2>&1 &
+        pids+=($!)
+        ends+=($((now + 2000000 + RANDOM % 1000000)))
+        w=$((w + 1))
+        (for i in {{1..{true}}}; do /bin/true; done) &
+        t=$((t + {true}))
+        next=$((next + {every_us}))
+        now=${{EPOCHREALTIME//[!0-9]/}}
+        if [ $((next - now)) -gt 0 ]; then
+            printf -v d %06d $((next - now))
+            read -r -t "0.$d" -u 3
+        else
+            next=$now
+        fi
+    done""").format(mb=CHURN_MB, true=CHURN_TRUE, every_us=int(CHURN_EVERY_S * 1e6))
+
+
+def run_churn(env, mode, size_mb, window_s):
+    b = Balancer(env, mode)
+    cg = b.start("bench-churn")
+    churner = None
+    try:
+        mig0 = vmstat("pgmigrate_success")
+        c0 = b.cpu()
+        p, _, _ = env.start_workload(cg, size_mb, 0, 1)
+        u0, s0 = cpu_s(p.pid)
+        cgu0, cgs0 = cgroup_cpu_s(cg)
+
+        def enter():
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        churner = subprocess.Popen(["bash", "-c", CHURN_SH, env.workload], preexec_fn=enter,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        env.procs.append(churner)
+        t0 = time.time()
+        timeline, t95 = follow(p.pid, window_s, t0)
+        # The same window for every mode: the churn's cost (pages migrated for
+        # processes about to exit, CPU) is counted over equal times.
+        while time.time() - t0 < window_s:
+            time.sleep(0.2)
+        share = engine.local_share_direct(p.pid)
+        u1, s1 = cpu_s(p.pid)
+        churner.send_signal(signal.SIGTERM)
+        out, _ = churner.communicate(timeout=30)
+        counts = out.split()
+        cgu1, cgs1 = cgroup_cpu_s(cg)
+        res = {
+            "t95_s": t95,
+            "final_local": round(share, 4),
+            "migrated_pages": vmstat("pgmigrate_success") - mig0,
+            "misplaced_pages": size_mb * 256,
+            "balancer_cpu_s": round(b.cpu() - c0, 3),
+            "workload_sys_s": round(s1 - s0, 3),
+            "workload_user_s": round(u1 - u0, 3),
+            "cgroup_sys_s": round(cgs1 - cgs0, 3),
+            "cgroup_user_s": round(cgu1 - cgu0, 3),
+            "short_lived_workloads": int(counts[0]) if len(counts) == 2 else None,
+            "short_lived_true": int(counts[1]) if len(counts) == 2 else None,
+            "window_s": window_s,
+            "timeline": timeline,
+        }
+        cpu_where = where(mode, "the workload's own thread (node 1; the short-lived ones' not counted)")
+        if cpu_where:
+            res["cpu_where"] = cpu_where
+        return res
+    finally:
+        if churner and churner.poll() is None:
+            churner.kill()
+        # The short-lived workloads of a churner that was killed: cgroup.kill ends
+        # whatever is left, so that the cgroup can go.
+        try:
+            with open(os.path.join(cg, "cgroup.kill"), "w") as f:
+                f.write("1")
+        except OSError:
+            pass
         env.cleanup()
         b.stop()
         env.daemon_log = None
@@ -232,22 +444,30 @@ def run_stalls(env, mode, size_mb, limit_s):
 
 
 def run_moverate(env, size_mb):
-    """One round: the executor, migratepages(8), and memcpy, 0 -> 1."""
+    """One round: the executor with one worker and with two, migratepages(8), and
+    memcpy, 0 -> 1."""
     tool = os.path.join(env.build, "tests", "vm", "migrate-run")
     out = {}
-    # numabalanced's executor: one job, one worker on CPU 0.
-    f = f"/tmp/bench.mr.{time.time_ns()}"
-    t = subprocess.Popen([tool, "target", "--size-mb", str(size_mb), "--node", "0", "--out", f],
-                         stdout=subprocess.DEVNULL)
-    try:
-        while not os.path.exists(f) or not open(f).read().strip():
-            time.sleep(0.1)
-        pid, start, end = open(f).read().split()
-        r = subprocess.run([tool, "move", pid, start, end, "1"], capture_output=True, text=True, check=True)
-        out["numabalanced_mb_s"] = json.loads(r.stdout)["mb_s"]
-    finally:
-        t.kill()
-        t.wait()
+    # numabalanced's executor: one job on one worker (CPU 0), then on two workers
+    # (service CPUs 0-1, both on node 0 in 2n2c: the job split in two as the daemon
+    # splits it, migrate_job_split). A fresh target each time.
+    for key, cpus in (("numabalanced_mb_s", "0"), ("numabalanced_2w_mb_s", "0-1")):
+        f = f"/tmp/bench.mr.{time.time_ns()}"
+        t = subprocess.Popen([tool, "target", "--size-mb", str(size_mb), "--node", "0", "--out", f],
+                             stdout=subprocess.DEVNULL)
+        try:
+            while not os.path.exists(f) or not open(f).read().strip():
+                time.sleep(0.1)
+            pid, start, end = open(f).read().split()
+            r = subprocess.run([tool, "move", "--cpus", cpus, pid, start, end, "1"], capture_output=True, text=True,
+                               check=True)
+            res = json.loads(r.stdout)
+            if res["error"] or res["moved"] < size_mb * 256 * 0.95:
+                raise engine.Fail(f"migrate-run --cpus {cpus} moved too little: {r.stdout.strip()}")
+            out[key] = res["mb_s"]
+        finally:
+            t.kill()
+            t.wait()
     # migratepages(8): the same memory, timed from outside.
     f = f"/tmp/bench.mr.{time.time_ns()}"
     t = subprocess.Popen([tool, "target", "--size-mb", str(size_mb), "--node", "0", "--out", f],
@@ -272,8 +492,22 @@ MODES = {
     "misplaced": ["numabalanced", "kernel", "numad", "bind", "none"],
     "bound": ["numabalanced", "kernel", "numad", "none"],
     "stalls": ["numabalanced", "kernel", "none"],
+    "misplaced-1g": ["numabalanced", "kernel", "numad", "bind", "none"],
+    "spread": ["numabalanced", "kernel", "numad", "none"],
+    "churn": ["numabalanced", "kernel", "numad", "none"],
 }
-TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c"}
+TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c", "misplaced-1g": "2n1c-big",
+            "spread": "4n1c", "churn": "2n2c"}
+# Each process's memory in spread: four of them beside the kernel in 512 MiB nodes.
+SPREAD_MB = 96
+CHURN_LONG_MB = 256
+# Seconds a mode gets to reach 95% local (none: 20 at most); for churn the fixed window.
+# The new scenarios' limits keep scripts/bench near an hour on a 2-core host: in their
+# one-run validations numabalanced and the kernel got there within 7 s (spread 1.8 and
+# 5.1 s, misplaced-1g 6.3 and 6.3 s, churn 1.9-5.5 and 1.2-4.8 s over four runs) and
+# numad never, so the limit is mostly what numad's runs cost; it leaves the kernel
+# over 4 times its time.
+LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20}
 
 
 def main():
@@ -281,13 +515,15 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--out", default=os.environ.get("NUMABALANCED_RESULTS", "/tmp"))
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--limit", type=float, default=60, help="seconds a mode gets to reach 95%% local")
-    ap.add_argument("scenario", choices=["misplaced", "bound", "stalls", "moverate"])
+    ap.add_argument("--limit", type=float, default=None,
+                    help="seconds a mode gets to reach 95%% local (churn: the window); default per scenario")
+    ap.add_argument("scenario", choices=sorted(TOPOLOGY))
     a = ap.parse_args()
     env = engine.Env(a.build, a.out)
     doc = {"scenario": a.scenario, "topology": os.environ.get("NUMABALANCED_TOPOLOGY", TOPOLOGY[a.scenario]),
            "kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "runs": {}, "errors": []}
+    limit = a.limit if a.limit is not None else LIMIT_S.get(a.scenario, 60)
     t_start = time.time()
     if a.scenario == "moverate":
         doc["runs"]["rounds"] = []
@@ -304,9 +540,15 @@ def main():
                 try:
                     if a.scenario == "stalls":
                         r = run_stalls(env, mode, 512, 30)
+                    elif a.scenario == "spread":
+                        r = run_spread(env, mode, SPREAD_MB, limit)
+                    elif a.scenario == "churn":
+                        r = run_churn(env, mode, CHURN_LONG_MB, limit)
+                    elif a.scenario == "misplaced-1g":
+                        r = run_locality(env, mode, 1024, "default", limit, a.scenario)
                     else:
                         r = run_locality(env, mode, 512, "default" if a.scenario == "misplaced" else "bind:0-1",
-                                         a.limit, a.scenario)
+                                         limit, a.scenario)
                 except (engine.Fail, subprocess.CalledProcessError, OSError) as e:
                     doc["errors"].append(f"{mode} run {i + 1}: {e}")
                     print(f"{mode} run {i + 1}: FAILED: {e}", flush=True)
@@ -314,7 +556,10 @@ def main():
                 doc["runs"].setdefault(mode, []).append(r)
                 print(f"{a.scenario} {mode} run {i + 1}: t95 {r['t95_s']} final {r['final_local']} "
                       f"migrated {r['migrated_pages']} cpu {r['balancer_cpu_s']} s"
-                      + (f" stalls {r['stalls']}" if "stalls" in r else ""), flush=True)
+                      + (f" stalls {r['stalls']}" if "stalls" in r else "")
+                      + (f" each {r['final_each']}" if "final_each" in r else "")
+                      + (f" short-lived {r['short_lived_workloads']}+{r['short_lived_true']}"
+                         if "short_lived_workloads" in r else ""), flush=True)
     doc["seconds"] = round(time.time() - t_start, 1)
     with open(os.path.join(a.out, f"{a.scenario}.json"), "w") as f:
         json.dump(doc, f)

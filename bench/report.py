@@ -45,7 +45,7 @@ def median_or_none(values):
     return statistics.median(vals) if vals else None
 
 
-def plot(name, doc, title):
+def plot(name, doc, title, ylabel="local share (%)"):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -63,7 +63,7 @@ def plot(name, doc, title):
             ax.plot([t for t, _ in tl], [100 * s for _, s in tl], color=colors.get(mode), alpha=0.8,
                     linewidth=1.2, label=mode if i == 0 else None)
     ax.set_xlabel("seconds since the workload's memory was in place")
-    ax.set_ylabel("local share (%)")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(-2, 102)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
@@ -92,23 +92,60 @@ w("Balancer CPU: numabalanced's and numad's own CPU time (utime+stime of the dae
 
 goals = []
 
+
+def spread_title(doc):
+    size = next((r["size_mb"] for runs in doc["runs"].values() for r in runs if "size_mb" in r), "?")
+    return (f"spread: 4 processes, one per node, 2 threads each, {size} MiB each first-touched on the "
+            "next node")
+
+
 for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 1 (default policy)"),
+                    ("misplaced-1g", "misplaced-1g: 1 GiB on node 0, reader on node 1 (default policy)"),
                     ("bound", "bound: 512 MiB under MPOL_BIND 0-1 on node 0, reader on node 1"),
-                    ("stalls", "stalls: random reads over 512 MiB misplaced, batches of 256 timed")):
+                    ("stalls", "stalls: random reads over 512 MiB misplaced, batches of 256 timed"),
+                    ("spread", None),
+                    ("churn", "churn: 256 MiB misplaced beside short-lived processes (16 MiB misplaced, "
+                              "2-3 s each, up to one every 0.5 s)")):
     doc = load(name)
     w(f"## {name}\n")
     if not doc:
         w("Not run (no result file).\n")
         goals.append((name, "not run", ""))
         continue
+    if name == "spread":
+        title = spread_title(doc)
     w(f"{title}. Topology {doc['topology']}, kernel {doc['kernel']}, {doc['date']}, "
       f"{max(len(v) for v in doc['runs'].values()) if doc['runs'] else 0} runs per mode, "
       f"{doc.get('seconds', '?')} s in all.\n")
+    if name == "spread":
+        w("Process n runs on node n with its memory on node (n+1) mod 4: every node is a source and a "
+          "target at once, and every CPU runs a workload. Time until all four are 95% local; the plot "
+          "shows the lowest of the four shares. Pages migrated: x the four processes' memory.\n")
+    if name == "churn":
+        w(f"In one cgroup (opted in under numabalanced): the long-lived process, and a shell that starts "
+          f"a 16 MiB workload touched on node 0 and read from node 1, killed 2-3 s later, and 8 `/bin/true`, "
+          f"at most every 0.5 s: as often as the guest manages, so the table says how many it started. "
+          f"Every mode gets the same window "
+          f"({next((r['window_s'] for v in doc['runs'].values() for r in v), '?')} s), so that the pages "
+          f"migrated (the whole guest: the short-lived ones' too, x the long-lived one's memory) and the "
+          f"CPU compare. For the kernel the CPU estimate is the long-lived process's system time beyond "
+          f"the same under `none`, as in the other tables: what the kernel spends in the short-lived "
+          f"ones is not in it (the cgroup's system time, in the result file, is mostly the churn's own "
+          f"forks, execs and first touches, and varies between modes by more than the balancing "
+          f"costs).\n")
     none_sys = median_or_none([r["workload_sys_s"] for r in doc["runs"].get("none", [])]) or 0.0
     if name == "stalls":
         w("| mode | time to 95% local (s) | local at the end | batches > 1 ms | > 4 ms | > 16 ms | worst (ms) "
           "| median batch (µs) | pages migrated | balancer CPU (s) |")
         w("|---|---|---|---|---|---|---|---|---|---|")
+    elif name == "spread":
+        w("| mode | time until all four are 95% local (s) | lowest at the end | each at the end (process 0-3) "
+          "| pages migrated (x misplaced) | balancer CPU (s) | where |")
+        w("|---|---|---|---|---|---|---|")
+    elif name == "churn":
+        w("| mode | long-lived: time to 95% local (s) | long-lived: local at the end | pages migrated "
+          "(x long-lived) | balancer CPU (s) | short-lived started (workloads + /bin/true) | where |")
+        w("|---|---|---|---|---|---|---|")
     else:
         w("| mode | time to 95% local (s) | local at the end | pages migrated (x misplaced) | balancer CPU (s) "
           "| where |")
@@ -133,21 +170,38 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
               f"| {spread([s['over_4ms'] for s in st], '{:.0f}')} | {spread([s['over_16ms'] for s in st], '{:.0f}')} "
               f"| {spread([s['worst_us'] / 1000 for s in st], '{:.1f}')} "
               f"| {spread([s['median_us'] for s in st], '{:.0f}')} | {mig} | {cpu} |")
+        elif name == "spread":
+            n_procs = len(runs[0]["final_each"])
+            each = " / ".join(f"{100 * statistics.median(r['final_each'][k] for r in runs):.0f}%"
+                              for k in range(n_procs))
+            w(f"| {mode} | {t95} | {fin} | {each} | {mig} | {cpu} | {where} |")
+        elif name == "churn":
+            short = spread([r["short_lived_workloads"] for r in runs], "{:.0f}") + " + " + \
+                spread([r["short_lived_true"] for r in runs], "{:.0f}")
+            w(f"| {mode} | {t95} | {fin} | {mig} | {cpu} | {short} | {where} |")
         else:
             w(f"| {mode} | {t95} | {fin} | {mig} | {cpu} | {where} |")
     w("")
     if doc.get("errors"):
         w("Runs that failed: " + "; ".join(doc["errors"]) + "\n")
-    png = plot(name, doc, title)
+    # The figure's title in one line of its width: the two long ones shortened.
+    if name == "spread":
+        png = plot(name, doc, "spread: 4 processes, each with its memory on the next node",
+                   "lowest of the four local shares (%)")
+    elif name == "churn":
+        png = plot(name, doc, "churn: 256 MiB misplaced among short-lived processes",
+                   "long-lived process's local share (%)")
+    else:
+        png = plot(name, doc, title)
     if png:
         w(f"![{name}]({png})\n")
 
     # Goals of issue 6.
     r = doc["runs"]
-    if name == "misplaced" and "numabalanced" in r and "kernel" in r:
+    if name in ("misplaced", "misplaced-1g") and "numabalanced" in r and "kernel" in r:
         d, k = median_or_none([x["t95_s"] for x in r["numabalanced"]]), median_or_none([x["t95_s"] for x in r["kernel"]])
         ok = d is not None and k is not None and d <= k / 2
-        goals.append(("misplaced: time to 95% at most half the kernel's",
+        goals.append((f"{name}: time to 95% at most half the kernel's",
                       "met" if ok else "missed", f"numabalanced {d if d is None else round(d, 2)} s, "
                       f"kernel {k if k is None else round(k, 2)} s (medians)"))
     if name == "bound" and "numabalanced" in r:
@@ -180,16 +234,28 @@ else:
       f"Topology {doc['topology']}, kernel {doc['kernel']}, {doc['date']}, {len(rounds)} rounds.\n")
     w("| mover | MiB/s |")
     w("|---|---|")
-    for k, label in (("numabalanced_mb_s", "numabalanced's executor, one worker (tests/vm/migrate-run)"),
+    for k, label in (("numabalanced_mb_s", "numabalanced's executor, one worker, service CPU 0 (tests/vm/migrate-run)"),
+                     ("numabalanced_2w_mb_s", "numabalanced's executor, two workers, service CPUs 0-1 (the job "
+                      "split in two, as the daemon splits it)"),
                      ("migratepages_mb_s", "migratepages(8) from numactl"),
                      ("memcpy_mb_s", "memcpy node 0 to node 1 (the limit)")):
-        w(f"| {label} | {spread([x[k] for x in rounds], '{:.0f}')} |")
+        w(f"| {label} | {spread([x.get(k) for x in rounds], '{:.0f}', 'not measured')} |")
     w("")
+    w("The guest's 4 vCPUs run on the host's 2 cores (TCG): two copying vCPUs get at most the two cores, "
+      "shared with the guest's other vCPUs and whatever else the host runs.\n")
     ours = median_or_none([x["numabalanced_mb_s"] for x in rounds])
+    ours2 = median_or_none([x.get("numabalanced_2w_mb_s") for x in rounds])
     theirs = median_or_none([x["migratepages_mb_s"] for x in rounds])
     goals.append(("move rate: at least migratepages(8)'s MiB/s", "met" if ours and theirs and ours >= theirs
-                  else "missed", f"{ours:.0f} vs {theirs:.0f} MiB/s (medians); two service CPUs: not measured "
-                  "here (a 2-core host cannot run two copying vCPUs beside the guest's others)"))
+                  else "missed", f"one worker {ours:.0f} vs {theirs:.0f} MiB/s (medians)"))
+    # "Clearly more" read as at least 1.25 times migratepages(8)'s rate: said in the row.
+    if ours2 is None:
+        goals.append(("move rate: with two service CPUs clearly more than migratepages(8)", "not run", ""))
+    else:
+        goals.append(("move rate: with two service CPUs clearly more than migratepages(8) (taken as >= 1.25x)",
+                      "met" if theirs and ours2 >= 1.25 * theirs else "missed",
+                      f"two workers {ours2:.0f} vs {theirs:.0f} MiB/s ({ours2 / theirs:.2f}x; "
+                      f"{ours2 / ours:.2f}x one worker) (medians)"))
 
 doc = load("scale")
 w("## scale\n")
@@ -220,8 +286,7 @@ w("|---|---|---|")
 for g, status, detail in goals:
     w(f"| {g} | {status} | {detail} |")
 w("")
-w("Not run by this harness yet: `spread` (4 nodes, one process per node) and `churn` (short-lived "
-  "processes beside a misplaced one); misplaced with 1 GB (the guests have 1 GiB per node).\n")
+w("`spread` and `churn`: no goal is checked here; their tables above stand as measured.\n")
 notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "BENCHMARKS-notes.md")
 if os.path.exists(notes):
     w(open(notes).read())

@@ -9,11 +9,15 @@
  *   migrate-run query PID START END
  *       where the base pages of [START, END) are (move_pages query mode), as JSON:
  *       {"nodes": {"0": pages, ...}, "absent": pages}
- *   migrate-run move [--batch N] [--cpu C] [--rate MB_S] [--starttime-delta D]
+ *   migrate-run move [--batch N] [--cpu C | --cpus LIST] [--rate MB_S] [--starttime-delta D]
  *                    [--kill-after-ms MS] [--page-size BYTES] [-v] PID START END TARGET
  *       one job through the migrator, on one worker pinned to CPU C (default 0), and
  *       its result as JSON: the per-class counts (base pages), "error", "cpu_ns",
- *       "wall_ns", "mb_s" (moved MiB per wall second). --starttime-delta adds D to the
+ *       "wall_ns", "mb_s" (moved MiB per wall second), "workers", "parts". --cpus
+ *       starts one worker per CPU of LIST (service_cpus) and splits the job among
+ *       them as the manager does (migrate_job_split, parts of at least 64 MiB): the
+ *       counts and cpu_ns are summed over the parts, wall_ns is from the start of
+ *       migrator_run to its return. --starttime-delta adds D to the
  *       start time read from /proc (a job for a process that is not the sampled one);
  *       --kill-after-ms SIGKILLs the target from another thread while the job runs.
  * Exit status: 0 when the JSON was printed (the test judges the numbers), 1 on a
@@ -41,6 +45,9 @@
 #define MB (UINT64_C(1) << 20)
 #define THP_SIZE (2 * MB)
 #define QUERY_CHUNK 4096
+/* The manager's SPLIT_MIN_BYTES (daemon/manager-internal.h, which needs the whole
+ * daemon): --cpus splits a job as the daemon would. */
+#define SPLIT_MIN_BYTES (UINT64_C(64) << 20)
 
 static int parse_hex_addr(const char *s, uint64_t *ret) {
         if (strncmp(s, "0x", 2) == 0)
@@ -182,13 +189,22 @@ static void *killer_main(void *arg) {
         return NULL;
 }
 
+static uint64_t monotonic_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+}
+
 static int cmd_move(int argc, char **argv) {
-        uint64_t batch = 0, rate = 0, delta = 0, kill_after = 0, page_size = 4096, start, end;
+        uint64_t batch = 0, rate = 0, delta = 0, kill_after = 0, page_size = 4096, start, end, t0;
         int cpu = 0, pid, target, r, i;
         struct migrator *m = NULL;
         struct migrate_range range;
-        struct migrate_job job;
+        struct migrate_job job, *parts = NULL;
+        size_t n_parts = 0;
+        unsigned workers;
         nb_cpumask cpus = {};
+        bool cpu_list = false;
         struct killer k;
         pthread_t killer_thread;
         struct json j;
@@ -206,7 +222,12 @@ static int cmd_move(int argc, char **argv) {
                         r = parse_u64(v, 1, UINT64_C(1) << 20, &batch);
                 else if (strcmp(o, "--cpu") == 0)
                         r = parse_int(v, 0, NB_CPUS_MAX - 1, &cpu);
-                else if (strcmp(o, "--rate") == 0)
+                else if (strcmp(o, "--cpus") == 0) {
+                        r = cpumask_parse(v, &cpus);
+                        if (r >= 0 && cpumask_weight(&cpus) == 0)
+                                r = -EINVAL;
+                        cpu_list = true;
+                } else if (strcmp(o, "--rate") == 0)
                         r = parse_u64(v, 0, UINT64_C(1) << 30, &rate);
                 else if (strcmp(o, "--starttime-delta") == 0)
                         r = parse_u64(v, 0, UINT64_C(1) << 40, &delta);
@@ -238,16 +259,41 @@ static int cmd_move(int argc, char **argv) {
         }
         job.starttime += delta;
 
-        cpumask_set(&cpus, (unsigned) cpu);
+        if (!cpu_list)
+                cpumask_set(&cpus, (unsigned) cpu);
         r = migrator_new(&cpus, rate, batch, &m);
         if (r < 0)
                 return 1;
+        workers = migrator_n_workers(m);
+        if (workers > 1) {
+                r = migrate_job_split(&job, workers, SPLIT_MIN_BYTES, &parts, &n_parts);
+                if (r < 0) {
+                        fprintf(stderr, "migrate_job_split: %s\n", strerror(-r));
+                        migrator_free(m);
+                        return 1;
+                }
+        }
         if (kill_after) {
                 k = (struct killer) { pid, kill_after };
                 if (pthread_create(&killer_thread, NULL, killer_main, &k) != 0)
                         return 1;
         }
-        r = migrator_run(m, &job, 1);
+        t0 = monotonic_ns();
+        r = parts ? migrator_run(m, parts, n_parts) : migrator_run(m, &job, 1);
+        if (parts) {
+                /* One result, as if the job had not been split; the wall time is the
+                 * whole run's, since the parts overlap. */
+                job.wall_ns = monotonic_ns() - t0;
+                for (size_t p = 0; p < n_parts; p++) {
+                        for (unsigned c = 0; c < _MIG_CLASS_MAX; c++)
+                                job.pages[c] += parts[p].pages[c];
+                        job.cpu_ns += parts[p].cpu_ns;
+                        if (!job.error)
+                                job.error = parts[p].error;
+                        free(parts[p].ranges);
+                }
+                free(parts);
+        }
         if (kill_after)
                 pthread_join(killer_thread, NULL);
         migrator_free(m);
@@ -268,6 +314,10 @@ static int cmd_move(int argc, char **argv) {
         json_u64(&j, job.cpu_ns);
         json_key(&j, "wall_ns");
         json_u64(&j, job.wall_ns);
+        json_key(&j, "workers");
+        json_u64(&j, workers);
+        json_key(&j, "parts");
+        json_u64(&j, n_parts ? n_parts : 1);
         json_key(&j, "mb_s");
         json_double(&j, job.wall_ns ? (double) job.pages[MIG_MOVED] * 4096 / MB / ((double) job.wall_ns / 1e9) : 0);
         json_object_end(&j);
