@@ -287,6 +287,64 @@ for g, status, detail in goals:
     w(f"| {g} | {status} | {detail} |")
 w("")
 w("`spread` and `churn`: no goal is checked here; their tables above stand as measured.\n")
+# The soak (issue 7) is not a scripts/bench scenario (an hour on its own): its result
+# file is kept in docs/bench/soak.json by whoever ran it (docs/TESTING.md says how),
+# and shown here so that BENCHMARKS.md stays the one place for measured numbers.
+soak_path = os.path.join(plots, "soak.json")
+w("## soak (issue 7)\n")
+if not os.path.exists(soak_path):
+    w("Not run (no docs/bench/soak.json).\n")
+else:
+    with open(soak_path) as f:
+        sk = json.load(f)
+    w(f"`{sk.get('command', 'tests/vm/vmrun 2n2c tests/vm/engine.py soak:60')}` on {sk.get('date', '?')}, "
+      f"kernel {sk.get('kernel', '?')}: {sk['minutes']:.0f} minutes of churn in an opted-in cgroup (three misplaced "
+      "64 MiB workloads, one replaced every 20 s on the other node, 30 short-lived processes every 20 s) and a "
+      "SIGHUP reload every minute; the daemon's RSS, open fds and threads sampled every 10 s. "
+      f"Result: **{sk['result']}**.\n")
+    w("| figure | value |")
+    w("|---|---|")
+    for label, key in (("workloads started / replaced", None), ("replaced ones 95% local by then", "workloads_95pct_local_when_replaced"),
+                       ("reloads (SIGHUP)", "reloads"), ("RSS, median of the second tenth (KiB)", "rss_kb_second_tenth_median"),
+                       ("RSS, median of the last tenth (KiB)", "rss_kb_last_tenth_median"), ("RSS, highest (KiB)", "rss_kb_max"),
+                       ("open fds, lowest / highest", None), ("threads, highest", "threads_max"), ("log lines", "log_lines")):
+        if key:
+            w(f"| {label} | {sk.get(key, '-')} |")
+        elif label.startswith("workloads"):
+            w(f"| {label} | {sk.get('workloads_started', '-')} / {sk.get('workloads_replaced', '-')} |")
+        else:
+            w(f"| {label} | {sk.get('fds_min', '-')} / {sk.get('fds_max', '-')} |")
+    w("")
+    trouble = sk.get("trouble_lines") or {}
+    if trouble:
+        w("Log lines that look like trouble (error, fail, warn, cannot, refus, denied, lost; numbers masked as N), "
+          "with their count:\n")
+        for line, n in sorted(trouble.items(), key=lambda kv: -kv[1]):
+            w(f"- {n} x `{line}`")
+        w("")
+    else:
+        w("No log line looked like trouble (error, fail, warn, cannot, refus, denied, lost).\n")
+    samples = sk.get("samples") or []
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        if samples:
+            fig, ax = plt.subplots(figsize=(7, 3.2))
+            ax.plot([x["t"] / 60 for x in samples], [x["rss_kb"] / 1024 for x in samples], label="RSS (MiB)")
+            ax.plot([x["t"] / 60 for x in samples], [x["fds"] for x in samples], label="open fds")
+            ax.set_xlabel("minutes")
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+            ax.set_title("soak: the daemon's RSS and open fds", fontsize=10)
+            fig.tight_layout()
+            fig.savefig(os.path.join(plots, "soak.png"), dpi=90)
+            plt.close(fig)
+            w("![soak](bench/soak.png)\n")
+    except ImportError:
+        pass
+
 notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "BENCHMARKS-notes.md")
 if os.path.exists(notes):
     w(open(notes).read())

@@ -990,7 +990,10 @@ def sc_soak(env, res, minutes=60):
     second = sorted(x["rss_kb"] for x in samples[tenth:2 * tenth]) or [0]
     last = sorted(x["rss_kb"] for x in samples[-tenth:])
     res.update({
-        "minutes": minutes, "workloads_started": started, "workloads_95pct_local_when_replaced": fixed,
+        "minutes": minutes, "kernel": os.uname().release,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)),
+        "command": f"tests/vm/vmrun --timeout 4500 2n2c tests/vm/engine.py --build BUILD soak:{minutes:g}",
+        "workloads_started": started, "workloads_95pct_local_when_replaced": fixed,
         "workloads_replaced": started - len(work), "reloads": reloads,
         "rss_kb_second_tenth_median": second[len(second) // 2], "rss_kb_last_tenth_median": last[len(last) // 2],
         "rss_kb_max": max(x["rss_kb"] for x in samples), "fds_min": min(x["fds"] for x in samples),
