@@ -456,6 +456,17 @@ uint64_t manager_moved_last_minute(struct manager *m) {
         return sum;
 }
 
+/* More pages to move first; then by pid and target, so that the order is fixed. */
+static int cmp_job_size(const void *a, const void *b) {
+        const struct migrate_job *x = a, *y = b;
+
+        if (x->max_pages != y->max_pages)
+                return x->max_pages > y->max_pages ? -1 : 1;
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return (x->target_node > y->target_node) - (x->target_node < y->target_node);
+}
+
 /* Adds pl's moves of scan i to the jobs, one job per (scan, target node). */
 static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs, size_t i, struct scan *sc,
                      const struct plan *pl, bool move_all, size_t ranges_cap) {
@@ -534,6 +545,10 @@ static int run_jobs(struct manager *m, struct scan *scans, size_t n_scans, uint6
         }
         if (n_jobs == 0)
                 return 0;
+        /* Largest gain first across processes too: the workers take jobs in order and
+         * the tick waits for all, so a long-lived process with much to move must not
+         * queue behind small, often short-lived ones (bench churn). */
+        qsort(jobs, n_jobs, sizeof(*jobs), cmp_job_size);
 
         /* One large job would keep one service CPU busy while the others wait: split
          * it among the workers (parts of at least SPLIT_MIN_BYTES), so that several
