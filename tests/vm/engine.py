@@ -982,27 +982,50 @@ def sc_soak(env, res, minutes=60):
     env.stop_daemon()
     trouble = {}
     for line in log.splitlines():
-        if re.search(r"(?i)error|fail|warn|cannot|refus|denied|lost", line):
+        # (refused=N of the batch lines is a count, not trouble)
+        if re.search(r"(?i)error|fail|warn|cannot|refus(?!ed=)|denied|lost", line):
             key = re.sub(r"\d+", "N", line.split(None, 1)[1] if " " in line.strip() else line)[:200]
             trouble[key] = trouble.get(key, 0) + 1
-    n = len(samples)
-    tenth = max(1, n // 10)
-    second = sorted(x["rss_kb"] for x in samples[tenth:2 * tenth]) or [0]
-    last = sorted(x["rss_kb"] for x in samples[-tenth:])
+    rss2, rss9 = tenth_medians(samples, "rss_kb")
     res.update({
         "minutes": minutes, "kernel": os.uname().release,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)),
         "command": f"tests/vm/vmrun --timeout 4500 2n2c tests/vm/engine.py --build BUILD soak:{minutes:g}",
         "workloads_started": started, "workloads_95pct_local_when_replaced": fixed,
         "workloads_replaced": started - len(work), "reloads": reloads,
-        "rss_kb_second_tenth_median": second[len(second) // 2], "rss_kb_last_tenth_median": last[len(last) // 2],
+        "rss_kb_second_tenth_median": rss2, "rss_kb_last_tenth_median": rss9,
         "rss_kb_max": max(x["rss_kb"] for x in samples), "fds_min": min(x["fds"] for x in samples),
         "fds_max": max(x["fds"] for x in samples), "threads_max": max(x["threads"] for x in samples),
         "log_lines": len(log.splitlines()), "trouble_lines": trouble, "samples": samples,
     })
-    check(res["fds_max"] - res["fds_min"] <= 2, f"open fds went from {res['fds_min']} to {res['fds_max']}")
-    check(res["rss_kb_last_tenth_median"] <= 1.25 * res["rss_kb_second_tenth_median"],
-          f"RSS grew: {res['rss_kb_second_tenth_median']} -> {res['rss_kb_last_tenth_median']} kB")
+    problems = soak_verdict(samples)
+    res["fds_second_tenth_median"], res["fds_last_tenth_median"] = tenth_medians(samples, "fds")
+    check(not problems, "; ".join(problems))
+
+
+def tenth_medians(samples, key):
+    """The medians of key over the second and the last tenth of the samples (the first
+    tenth is start-up: BPF loaded, first scans)."""
+    tenth = max(1, len(samples) // 10)
+    second = sorted(x[key] for x in samples[tenth:2 * tenth]) or [0]
+    last = sorted(x[key] for x in samples[-tenth:]) or [0]
+    return second[len(second) // 2], last[len(last) // 2]
+
+
+def soak_verdict(samples):
+    """What the soak holds against the daemon, from its samples: a leak shows as a level
+    that rises and stays, so the last tenth is compared with the second, by medians.
+    Not the extremes: the daemon holds one pidfd per watched process and scans in bursts,
+    so fds and RSS follow the churn from one sample to the next (the first soak failed
+    on a single sample of 30 fds, 22 before and after, under a max - min rule)."""
+    problems = []
+    f2, f9 = tenth_medians(samples, "fds")
+    r2, r9 = tenth_medians(samples, "rss_kb")
+    if f9 > f2 + 2:
+        problems.append(f"open fds grew: median {f2} in the second tenth, {f9} in the last")
+    if r9 > 1.25 * r2:
+        problems.append(f"RSS grew: median {r2} kB in the second tenth, {r9} kB in the last")
+    return problems
 
 
 def unit_caps():
