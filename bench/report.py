@@ -230,7 +230,7 @@ if not doc or not doc["runs"].get("rounds"):
     goals.append(("move rate", "not run", ""))
 else:
     rounds = doc["runs"]["rounds"]
-    w(f"Moving 512 MiB from node 0 to node 1 (base pages and THP as the guest's default gives them). "
+    w(f"Moving 512 MiB from node 0 to node 1 (base pages: tests/vm/migrate-run maps its target with MADV_NOHUGEPAGE). "
       f"Topology {doc['topology']}, kernel {doc['kernel']}, {doc['date']}, {len(rounds)} rounds.\n")
     w("| mover | MiB/s |")
     w("|---|---|")
@@ -301,7 +301,9 @@ else:
       f"kernel {sk.get('kernel', '?')}: {sk['minutes']:.0f} minutes of churn in an opted-in cgroup (three misplaced "
       "64 MiB workloads, one replaced every 20 s on the other node, 30 short-lived processes every 20 s) and a "
       "SIGHUP reload every minute; the daemon's RSS, open fds and threads sampled every 10 s. "
-      f"Result: **{sk['result']}**.\n")
+      f"Result: **{sk['result']}**" + (f" (judged {sk['judged']}; in the guest: {sk['result_in_guest']}"
+                                       f"{': ' + sk['error_in_guest'] if sk.get('error_in_guest') else ''})"
+                                       if sk.get("judged") else "") + ".\n")
     w("| figure | value |")
     w("|---|---|")
     for label, key in (("workloads started / replaced", None), ("replaced ones 95% local by then", "workloads_95pct_local_when_replaced"),
