@@ -15,6 +15,7 @@ import os
 import pwd
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -885,6 +886,20 @@ def sc_sparse(env, res):
     env.stop_daemon()
 
 
+def control_request(req, path="/run/numabalanced/control", timeout=30):
+    """One request over the control socket, as numabalancectl sends it; the raw reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as so:
+        so.settimeout(timeout)
+        so.connect(path)
+        so.sendall(req)
+        out = b""
+        while True:
+            d = so.recv(65536)
+            if not d:
+                return out
+            out += d
+
+
 def sc_busy(env, res):
     """The control socket during a long move: rate_limit_mb_s = 1 makes moving 64 MiB
     of base pages in batches of 512 one run of about a minute (the budget is charged after
@@ -899,16 +914,21 @@ def sc_busy(env, res):
     time.sleep(1)
     worst = 0.0
     for i in range(5):
-        t0 = time.time()
+        # The daemon's own answer time, over the socket: numabalancectl's start-up (an
+        # ASan binary under TCG) is not the daemon's (it took 1.1-2.0 s for the two).
+        for req in (b"status\n", b"list\n"):
+            t0 = time.time()
+            reply = control_request(req)
+            worst = max(worst, time.time() - t0)
+            check(reply.startswith(b"{") and b"error" not in reply[:20], f"{req!r}: {reply[:200]!r}")
         st = json.loads(sh(env.ctl, "status", "--json").stdout)
         lst = json.loads(sh(env.ctl, "list", "--json").stdout)
-        worst = max(worst, time.time() - t0)
         check(st.get("ticks", 0) > 0 and "processes" in lst, f"status/list without content: {st} {lst}")
         time.sleep(1)
-    res["worst_status_and_list_seconds"] = round(worst, 3)
+    res["worst_answer_seconds"] = round(worst, 3)
     share = node_share(env, p.pid, start, 1)
     res["share_on_node1_while_asking"] = round(share, 3)
-    check(worst < 2.0, f"status + list took {worst:.2f} s during the move")
+    check(worst < 1.0, f"the daemon took {worst:.2f} s to answer a request during the move")
     check(share < 0.9, f"the move was over before the questions ({share:.2f} on node 1): the test shows nothing")
     t0 = time.time()
     env.stop_daemon()
