@@ -3,11 +3,14 @@
 """The benchmark scenarios, run inside a test-bed guest by scripts/bench (which boots
 the guest and turns the results into docs/BENCHMARKS.md):
 
-    bench.py --build BUILD --out DIR [--runs N] SCENARIO
+    bench.py --build BUILD --out DIR [--runs N] [--mode MODE]... [--service-cpus LIST] SCENARIO
 
-Each scenario runs every mode in the same guest boot, modes alternating run by run
-(run 1: A B C..., run 2: ... C B A) so that a drift of the host is shared, and writes
-DIR/SCENARIO.json. Modes:
+Each scenario runs every mode (or those --mode names) in the same guest boot, modes
+alternating run by run (run 1: A B C..., run 2: ... C B A) so that a drift of the host
+is shared, and writes DIR/SCENARIO.json. Before the first run every node's free memory
+is touched once (engine.warm_memory: the host allocates a TCG guest's RAM on first
+touch, a cost only the first run would pay). --service-cpus: the daemon's
+service_cpus (default 0, what the shipped config picks on these guests). Modes:
   numabalanced  the daemon (shipped config, service CPU 0), the workload's cgroup opted in
   kernel        kernel.numa_balancing=1, no daemon
   numad         numad as Debian ships it (numad -i 5:15), kernel balancing off
@@ -87,7 +90,7 @@ class Balancer:
         engine.sysctl_numa_balancing(1 if self.mode == "kernel" else 0)
         cg = self.env.cgroup(cgroup_name, "balance" if self.mode == "numabalanced" else None)
         if self.mode == "numabalanced":
-            self.env.start_daemon(shipped_timing=True)
+            self.env.start_daemon(shipped_timing=True, service_cpus=SERVICE_CPUS)
             self.pid = self.env.daemon.pid
             # Its start-up (loading the BPF programs) is not balancing: let it pass.
             time.sleep(2)
@@ -190,7 +193,7 @@ def cgroup_cpu_s(cg):
 def where(mode, kernel_where):
     """Whose CPU time the balancer's is, for the tables."""
     if mode == "numabalanced":
-        return "daemon, service CPU 0 (node 0)"
+        return "daemon, service CPU 0 (node 0)" if SERVICE_CPUS == "0" else f"daemon, service CPUs {SERVICE_CPUS}"
     if mode == "numad":
         return "numad, any CPU"
     if mode == "kernel":
@@ -507,23 +510,37 @@ CHURN_LONG_MB = 256
 # 5.1 s, misplaced-1g 6.3 and 6.3 s, churn 1.9-5.5 and 1.2-4.8 s over four runs) and
 # numad never, so the limit is mostly what numad's runs cost; it leaves the kernel
 # over 4 times its time.
+# The daemon's service_cpus (--service-cpus): the shipped default's choice on these
+# guests, CPU 0.
+SERVICE_CPUS = "0"
 LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20}
 
 
 def main():
+    global SERVICE_CPUS
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--out", default=os.environ.get("NUMABALANCED_RESULTS", "/tmp"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--limit", type=float, default=None,
                     help="seconds a mode gets to reach 95%% local (churn: the window); default per scenario")
+    ap.add_argument("--mode", action="append", default=None,
+                    help="run only this mode (repeatable; default: every mode of the scenario)")
+    ap.add_argument("--service-cpus", default=SERVICE_CPUS,
+                    help="the daemon's service_cpus (default %(default)s, what the shipped config picks here)")
     ap.add_argument("scenario", choices=sorted(TOPOLOGY))
     a = ap.parse_args()
+    SERVICE_CPUS = a.service_cpus
+    if a.mode and a.scenario in MODES and not set(a.mode) <= set(MODES[a.scenario]):
+        ap.error(f"{a.scenario} has the modes {', '.join(MODES[a.scenario])}")
     env = engine.Env(a.build, a.out)
     doc = {"scenario": a.scenario, "topology": os.environ.get("NUMABALANCED_TOPOLOGY", TOPOLOGY[a.scenario]),
            "kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "runs": {}, "errors": []}
     limit = a.limit if a.limit is not None else LIMIT_S.get(a.scenario, 60)
+    # Before anything is timed: the first run in a fresh guest would pay for the host's
+    # first touch of the guest's memory (engine.warm_memory).
+    engine.warm_memory(env)
     t_start = time.time()
     if a.scenario == "moverate":
         doc["runs"]["rounds"] = []
@@ -534,7 +551,7 @@ def main():
                 doc["errors"].append(f"round {i + 1}: {e}")
             print(json.dumps(doc["runs"]["rounds"][-1:]), flush=True)
     else:
-        modes = MODES[a.scenario]
+        modes = [m for m in MODES[a.scenario] if not a.mode or m in a.mode]
         for i in range(a.runs):
             for mode in (modes if i % 2 == 0 else list(reversed(modes))):
                 try:
