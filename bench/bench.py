@@ -43,6 +43,7 @@ time: the daemon's (or numad's) own utime+stime, on its service CPU; for the ker
 the workload's system time beyond the none mode's (the hinting faults and
 task_numa_work run in the workload's own threads, on its CPU)."""
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -107,6 +108,8 @@ class Balancer:
         return sum(cpu_s(self.pid)) if self.pid else 0.0
 
     def stop(self):
+        """Ends the run: its processes (env.cleanup), then the balancer."""
+        self.env.cleanup()
         if self.mode == "numabalanced":
             self.env.stop_daemon()
         elif self.mode == "numad":
@@ -116,6 +119,7 @@ class Balancer:
                     break
                 time.sleep(0.1)
         engine.sysctl_numa_balancing(0)
+        self.env.daemon_log = None
 
 
 def start_workload(env, mode, cg, size_mb, touch, run, policy):
@@ -184,15 +188,16 @@ def cgroup_cpu_s(cg):
     return out["user_usec"] / 1e6, out["system_usec"] / 1e6
 
 
-def where(mode, kernel_where):
-    """Whose CPU time the balancer's is, for the tables."""
+def with_where(res, mode, kernel_where):
+    """res with whose CPU time the balancer's is, for the tables."""
     if mode == "numabalanced":
-        return "daemon, service CPU 0 (node 0)" if SERVICE_CPUS == "0" else f"daemon, service CPUs {SERVICE_CPUS}"
-    if mode == "numad":
-        return "numad, any CPU"
-    if mode == "kernel":
-        return kernel_where
-    return None
+        res["cpu_where"] = ("daemon, service CPU 0 (node 0)" if SERVICE_CPUS == "0"
+                            else f"daemon, service CPUs {SERVICE_CPUS}")
+    elif mode == "numad":
+        res["cpu_where"] = "numad, any CPU"
+    elif mode == "kernel":
+        res["cpu_where"] = kernel_where
+    return res
 
 
 def run_locality(env, mode, size_mb, policy, limit_s, name):
@@ -218,14 +223,9 @@ def run_locality(env, mode, size_mb, policy, limit_s, name):
             "seconds": round(time.time() - t0, 2),
             "timeline": timeline,
         }
-        cpu_where = where(mode, "the workload's own thread (node 1)")
-        if cpu_where:
-            res["cpu_where"] = cpu_where
-        return res
+        return with_where(res, mode, "the workload's own thread (node 1)")
     finally:
-        env.cleanup()
         b.stop()
-        env.daemon_log = None
 
 
 def run_spread(env, mode, size_mb, limit_s):
@@ -264,14 +264,9 @@ def run_spread(env, mode, size_mb, limit_s):
             "seconds": round(time.time() - t0, 2),
             "timeline": timeline,
         }
-        cpu_where = where(mode, "the workloads' own threads (every node)")
-        if cpu_where:
-            res["cpu_where"] = cpu_where
-        return res
+        return with_where(res, mode, "the workloads' own threads (every node)")
     finally:
-        env.cleanup()
         b.stop()
-        env.daemon_log = None
 
 
 CHURN_MB = 16          # each short-lived workload
@@ -369,10 +364,7 @@ def run_churn(env, mode, size_mb, window_s):
             "window_s": window_s,
             "timeline": timeline,
         }
-        cpu_where = where(mode, "the workload's own thread (node 1; the short-lived ones' not counted)")
-        if cpu_where:
-            res["cpu_where"] = cpu_where
-        return res
+        return with_where(res, mode, "the workload's own thread (node 1; the short-lived ones' not counted)")
     finally:
         if churner and churner.poll() is None:
             churner.kill()
@@ -383,9 +375,7 @@ def run_churn(env, mode, size_mb, window_s):
                 f.write("1")
         except OSError:
             pass
-        env.cleanup()
         b.stop()
-        env.daemon_log = None
 
 
 def run_stalls(env, mode, size_mb, limit_s):
@@ -435,9 +425,23 @@ def run_stalls(env, mode, size_mb, limit_s):
             "timeline": timeline,
         }
     finally:
-        env.cleanup()
         b.stop()
-        env.daemon_log = None
+
+
+@contextlib.contextmanager
+def move_target(tool, size_mb):
+    """migrate-run's target process, size_mb on node 0 and a fresh one each time;
+    yields its ready line (pid, start, end)."""
+    f = f"/tmp/bench.mr.{time.time_ns()}"
+    t = subprocess.Popen([tool, "target", "--size-mb", str(size_mb), "--node", "0", "--out", f],
+                         stdout=subprocess.DEVNULL)
+    try:
+        while not os.path.exists(f) or not open(f).read().strip():
+            time.sleep(0.1)
+        yield open(f).read().split()
+    finally:
+        t.kill()
+        t.wait()
 
 
 def run_moverate(env, size_mb):
@@ -447,38 +451,20 @@ def run_moverate(env, size_mb):
     out = {}
     # numabalanced's executor: one job on one worker (CPU 0), then on two workers
     # (service CPUs 0-1, both on node 0 in 2n2c: the job split in two as the daemon
-    # splits it, migrate_job_split). A fresh target each time.
+    # splits it, migrate_job_split).
     for key, cpus in (("numabalanced_mb_s", "0"), ("numabalanced_2w_mb_s", "0-1")):
-        f = f"/tmp/bench.mr.{time.time_ns()}"
-        t = subprocess.Popen([tool, "target", "--size-mb", str(size_mb), "--node", "0", "--out", f],
-                             stdout=subprocess.DEVNULL)
-        try:
-            while not os.path.exists(f) or not open(f).read().strip():
-                time.sleep(0.1)
-            pid, start, end = open(f).read().split()
+        with move_target(tool, size_mb) as (pid, start, end):
             r = subprocess.run([tool, "move", "--cpus", cpus, pid, start, end, "1"], capture_output=True, text=True,
                                check=True)
             res = json.loads(r.stdout)
             if res["error"] or res["moved"] < size_mb * 256 * 0.95:
                 raise engine.Fail(f"migrate-run --cpus {cpus} moved too little: {r.stdout.strip()}")
             out[key] = res["mb_s"]
-        finally:
-            t.kill()
-            t.wait()
     # migratepages(8): the same memory, timed from outside.
-    f = f"/tmp/bench.mr.{time.time_ns()}"
-    t = subprocess.Popen([tool, "target", "--size-mb", str(size_mb), "--node", "0", "--out", f],
-                         stdout=subprocess.DEVNULL)
-    try:
-        while not os.path.exists(f) or not open(f).read().strip():
-            time.sleep(0.1)
-        pid = open(f).read().split()[0]
+    with move_target(tool, size_mb) as (pid, _, _):
         t0 = time.time()
         subprocess.run(["taskset", "-c", "0", "migratepages", pid, "0", "1"], check=True)
         out["migratepages_mb_s"] = round(size_mb / (time.time() - t0), 1)
-    finally:
-        t.kill()
-        t.wait()
     r = subprocess.run([os.path.join(env.build, "bench", "memcpy-bw"), str(size_mb), "0", "1", "0", "3"],
                        capture_output=True, text=True, check=True)
     out["memcpy_mb_s"] = float(r.stdout)
