@@ -282,6 +282,7 @@ def wait_local(env, pid, target_share, timeout, on_poll=None):
     on_poll gets the document; otherwise numa_maps is read directly, and the final
     answer is still checked with show."""
     t0 = time.time()
+    disagreed = 0
     while time.time() - t0 < timeout:
         if on_poll:
             d = env.show(pid)
@@ -291,8 +292,14 @@ def wait_local(env, pid, target_share, timeout, on_poll=None):
             share = local_share_direct(pid)
         if share >= target_share:
             took = time.time() - t0
-            check(env.show(pid)["local_share"] >= target_share, "numabalancectl show disagrees with numa_maps")
-            return took
+            if on_poll or env.show(pid)["local_share"] >= target_share:
+                return took
+            # The two reads are moments apart, and "local" follows the node each thread
+            # last ran on: a CI run saw the kernel run the workload's thread on node 0
+            # for a moment as a CPU came back online (the daemon logged it too). Show
+            # must agree again within a few polls; a real disagreement persists.
+            disagreed += 1
+            check(disagreed < 5, "numabalancectl show disagrees with numa_maps")
         # 0.1 s: the resolution of every time-to-95% figure (reading numa_maps in
         # process costs a few ms of a vCPU).
         time.sleep(0.1 if not on_poll else 0.5)
