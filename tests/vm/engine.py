@@ -185,26 +185,27 @@ class Env:
         self.cgroups = []
 
 
+def sys_list(path):
+    """The numbers of a sysfs list file such as cpulist or has_memory ("0-3,8")."""
+    out = []
+    for part in open(path).read().strip().split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out.extend(range(int(a), int(b or a) + 1))
+    return out
+
+
 def cpu_nodes():
     out = {}
     for d in os.listdir("/sys/devices/system/node"):
         if d.startswith("node") and d[4:].isdigit():
-            for part in open(f"/sys/devices/system/node/{d}/cpulist").read().strip().split(","):
-                if part:
-                    a, _, b = part.partition("-")
-                    for c in range(int(a), int(b or a) + 1):
-                        out[c] = int(d[4:])
+            for c in sys_list(f"/sys/devices/system/node/{d}/cpulist"):
+                out[c] = int(d[4:])
     return out
 
 
 def memory_nodes():
-    with open("/sys/devices/system/node/has_memory") as f:
-        out = []
-        for part in f.read().strip().split(","):
-            if part:
-                a, _, b = part.partition("-")
-                out.extend(range(int(a), int(b or a) + 1))
-        return out
+    return sys_list("/sys/devices/system/node/has_memory")
 
 
 def node_free_mb(node):
