@@ -49,18 +49,18 @@ def ctl_json(env, *args, user=None, rc=0):
 
 
 def stable_list_and_metrics(env, cgpath):
-    """list, the metrics file, list again, until the moved count did not change in
-    between (a tick may land between the reads)."""
+    """list, the metrics file, list again, until the moved counts and the bytes per
+    node did not change in between (a tick may land between the reads)."""
     for _ in range(20):
         a = ctl_json(env, "list")
         fam = promparse.parse(open(METRICS).read())
         b = ctl_json(env, "list")
         ca = [c for c in a["cgroups"] if c["path"] == cgpath]
         cb = [c for c in b["cgroups"] if c["path"] == cgpath]
-        if ca and cb and ca[0]["pages"] == cb[0]["pages"]:
+        if ca and cb and ca[0]["pages"] == cb[0]["pages"] and ca[0]["nodes"] == cb[0]["nodes"]:
             return b, fam
         time.sleep(0.3)
-    raise Fail("the moved counts never held still between two list calls")
+    raise Fail("the moved counts and bytes per node never held still between two list calls")
 
 
 def run(env, res):
