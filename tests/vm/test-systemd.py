@@ -170,7 +170,7 @@ def run(build):
     # in with the trusted.* xattr. Bound to nodes 0-1 (MPOL_BIND), which the kernel's own
     # NUMA balancing never migrates: kernel.numa_balancing is still 1 here (the test
     # checks that the daemon turns it off and restores it), and with a default policy the
-    # kernel moved the pages itself while the daemon was starting (two of four local
+    # kernel moved the pages itself while the daemon was starting (three of four local
     # runs under load: no batch line, the memory already on node 1).
     os.makedirs(CG, exist_ok=True)
     sh("setfattr", "-n", "trusted.numabalanced", "-v", "balance", CG)
