@@ -1233,6 +1233,8 @@ def main():
     for name in a.scenarios:
         res = {"scenario": name}
         t0 = time.time()
+        # Said before it runs: a scenario that hangs until vmrun's limit is then named.
+        print(f"engine: {name}: starting", flush=True)
         try:
             # NAME:ARG passes ARG on (soak:MINUTES).
             fn, _, arg = name.partition(":")
