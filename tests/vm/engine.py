@@ -33,8 +33,13 @@ def check(cond, msg):
         raise Fail(msg)
 
 
-def sh(*cmd, check_rc=True):
-    r = subprocess.run(list(cmd), capture_output=True, text=True)
+def sh(*cmd, check_rc=True, timeout=300):
+    # Bounded: a command that hangs fails the scenario and says which command it was,
+    # where it would have held the guest silent until vmrun's limit.
+    try:
+        r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Fail(f"{' '.join(cmd)} did not return within {timeout} s")
     if check_rc and r.returncode != 0:
         raise Fail(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
     return r
