@@ -38,6 +38,7 @@
 #include "nodemask.h"
 #include "parse.h"
 #include "report.h"
+#include "service-cpus.h"
 
 /* How often STATUS= is refreshed from manager_status(). */
 #define STATUS_INTERVAL_USEC (5 * UINT64_C(1000000))
@@ -122,121 +123,17 @@ out:
                 fprintf(stderr, "<%d>%s\n", level, msg);  /* stderr is the journal too */
 }
 
-/* ---- service CPUs ----------------------------------------------------------- */
-
-static void cpumask_and_(nb_cpumask *ret, const nb_cpumask *a, const nb_cpumask *b) {
-        for (size_t i = 0; i < ELEMENTSOF(ret->w); i++)
-                ret->w[i] = a->w[i] & b->w[i];
-}
-
-static bool cpumask_equal_(const nb_cpumask *a, const nb_cpumask *b) {
-        return memcmp(a, b, sizeof(*a)) == 0;
-}
-
-static int read_online_cpus(const char *sys_root, nb_cpumask *ret) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        int r;
-
-        if (asprintf(&path, "%s/devices/system/cpu/online", sys_root) < 0)
-                return log_error_errno(-ENOMEM, "Out of memory");
-        r = read_file_at(AT_FDCWD, path, 65536, &text, NULL);
-        if (r < 0)
-                return log_error_errno(r, "Failed to read the online CPUs from %s: %m", path);
-        r = cpumask_parse(text, ret);
-        if (r < 0)
-                return log_error_errno(r, "Failed to parse the online CPUs in %s: %m", path);
-        return 0;
-}
-
-/* The CPUs this process may run on now (cpuset, the unit's CPUAffinity=, taskset). */
-static int allowed_cpus(nb_cpumask *ret) {
-        size_t size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
-        cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
-        nb_cpumask m = {};
-
-        if (!set)
-                return log_error_errno(-ENOMEM, "Out of memory");
-        if (sched_getaffinity(0, size, set) < 0) {
-                int r = -errno;
-                CPU_FREE(set);
-                return log_error_errno(r, "Failed to get the CPU affinity: %m");
-        }
-        for (unsigned c = 0; c < NB_CPUS_MAX; c++)
-                if (CPU_ISSET_S(c, size, set))
-                        cpumask_set(&m, c);
-        CPU_FREE(set);
-        *ret = m;
-        return 0;
-}
-
-/* Resolves the configured service CPUs against the online CPUs (read under sys_root)
- * and the ones this process may use: an empty list means the lowest-numbered online
- * CPU we may use; a list with no online CPU, or none we may use, is refused. */
-static int resolve_service_cpus(const nb_cpumask *configured, const char *sys_root, nb_cpumask *ret) {
-        char want_s[CPUMASK_STRMAX], online_s[CPUMASK_STRMAX], allowed_s[CPUMASK_STRMAX];
-        nb_cpumask online, allowed, want, use;
-        int r;
-
-        r = read_online_cpus(sys_root, &online);
-        if (r < 0)
-                return r;
-        r = allowed_cpus(&allowed);
-        if (r < 0)
-                return r;
-        cpumask_format(&online, online_s, sizeof(online_s));
-        cpumask_format(&allowed, allowed_s, sizeof(allowed_s));
-
-        if (cpumask_weight(configured) == 0) {
-                int c;
-                cpumask_and_(&use, &online, &allowed);
-                c = cpumask_next(&use, 0);
-                if (c < 0)
-                        return log_error_errno(-EINVAL, "No online CPU (online: %s) is allowed to this process (allowed: %s), "
-                                               "refusing to start", online_s, allowed_s);
-                use = (nb_cpumask) {};
-                cpumask_set(&use, (unsigned) c);
-                *ret = use;
-                return 0;
-        }
-
-        cpumask_format(configured, want_s, sizeof(want_s));
-        cpumask_and_(&want, configured, &online);
-        if (cpumask_weight(&want) == 0)
-                return log_error_errno(-EINVAL, "service_cpus=%s names no online CPU (online: %s), refusing to start",
-                                       want_s, online_s);
-        cpumask_and_(&use, &want, &allowed);
-        if (cpumask_weight(&use) == 0)
-                return log_error_errno(-EINVAL, "service_cpus=%s names no CPU this process may run on (allowed: %s), "
-                                       "refusing to start", want_s, allowed_s);
-        if (!cpumask_equal_(&use, configured)) {
-                char use_s[CPUMASK_STRMAX];
-                cpumask_format(&use, use_s, sizeof(use_s));
-                log_warning("service_cpus=%s: only %s are online and allowed (online: %s, allowed: %s), using those",
-                            want_s, use_s, online_s, allowed_s);
-        }
-        *ret = use;
-        return 0;
-}
-
 /* Called before any thread exists: every thread created later inherits the mask. */
-static int pin_to(const nb_cpumask *cpus) {
-        size_t size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
-        cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
+static int pin_self(const nb_cpumask *cpus) {
         char s[CPUMASK_STRMAX];
-        int r = 0;
+        int r;
 
-        if (!set)
-                return log_error_errno(-ENOMEM, "Out of memory");
-        CPU_ZERO_S(size, set);
-        CPUMASK_FOREACH(c, cpus)
-                CPU_SET_S((unsigned) c, size, set);
         cpumask_format(cpus, s, sizeof(s));
-        if (sched_setaffinity(0, size, set) < 0)
-                r = log_error_errno(-errno, "Failed to pin to the service CPUs %s: %m", s);
-        else
-                log_info("Running on service CPUs %s", s);
-        CPU_FREE(set);
-        return r;
+        r = cpus_pin_thread(pthread_self(), cpus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to pin to the service CPUs %s: %m", s);
+        log_info("Running on service CPUs %s", s);
+        return 0;
 }
 
 /* ---- kernel.numa_balancing -------------------------------------------------- */
@@ -458,7 +355,7 @@ static int reload(struct daemon *d) {
 
         /* The migration workers are pinned one per service CPU when they start; moving
          * them is a restart's job, and a half-applied set would be worse than none. */
-        if (!cpumask_equal_(&cfg.service_cpus, &d->service_configured)) {
+        if (!cpumask_equal(&cfg.service_cpus, &d->service_configured)) {
                 char old_s[CPUMASK_STRMAX], new_s[CPUMASK_STRMAX];
                 cpumask_format(&d->service_configured, old_s, sizeof(old_s));
                 cpumask_format(&cfg.service_cpus, new_s, sizeof(new_s));
@@ -715,9 +612,9 @@ int main(int argc, char **argv) {
 
         /* Before any other work, and before any thread exists. */
         d.service_configured = d.cfg.service_cpus;
-        r = resolve_service_cpus(&d.service_configured, a.sys_root, &d.cfg.service_cpus);
+        r = service_cpus_resolve(&d.service_configured, a.sys_root, &d.cfg.service_cpus);
         if (r >= 0)
-                r = pin_to(&d.cfg.service_cpus);
+                r = pin_self(&d.cfg.service_cpus);
         if (r < 0) {
                 config_done(&d.cfg);
                 return EXIT_FAILURE;

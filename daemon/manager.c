@@ -26,6 +26,7 @@
 #include "placement.h"
 #include "plan.h"
 #include "proc.h"
+#include "service-cpus.h"
 #include "source.h"
 #include "topology.h"
 
@@ -630,8 +631,6 @@ finish:
 static bool service_cpus_check(struct manager *m) {
         nb_cpumask online, now = {};
         char all[256], cur[256];
-        size_t setsize = CPU_ALLOC_SIZE(NB_CPUS_MAX);
-        cpu_set_t *set;
         int r;
 
         if (topology_read_online_cpus(m->sys_root, &online) < 0)
@@ -648,15 +647,9 @@ static bool service_cpus_check(struct manager *m) {
                           "(the daemon's work must not run on the workload's CPUs)", all);
                 return false;
         }
-        set = CPU_ALLOC(NB_CPUS_MAX);
-        if (set) {
-                CPU_ZERO_S(setsize, set);
-                CPUMASK_FOREACH(c, &now)
-                        CPU_SET_S((size_t) c, setsize, set);
-                if (sched_setaffinity(0, setsize, set) < 0)
-                        log_warning_errno(-errno, "Failed to pin the daemon to service CPUs %s: %m", cur);
-                CPU_FREE(set);
-        }
+        r = cpus_pin_thread(pthread_self(), &now);
+        if (r < 0)
+                log_warning_errno(r, "Failed to pin the daemon to service CPUs %s: %m", cur);
         r = migrator_repin(m->migrator, &now);
         if (r < 0)
                 log_warning_errno(r, "Failed to pin the migration workers to service CPUs %s: %m", cur);

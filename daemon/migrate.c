@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "migrate-internal.h"
+#include "service-cpus.h"
 #include "migrate.h"
 #include "proc.h"
 
@@ -1003,17 +1004,18 @@ int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint6
 
         CPUMASK_FOREACH(cpu, service_cpus) {
                 struct worker *w = &m->workers[m->n_workers];
-                cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
-                size_t setsize = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+                nb_cpumask own = {};
+                size_t setsize;
+                cpu_set_t *set;
                 pthread_attr_t attr;
                 int r;
 
+                cpumask_set(&own, (unsigned) cpu);
+                set = cpu_set_new(&own, &setsize);
                 if (!set) {
                         log_warning_errno(-ENOMEM, "Failed to start a migration worker for CPU %d, skipping: %m", cpu);
                         continue;
                 }
-                CPU_ZERO_S(setsize, set);
-                CPU_SET_S((size_t) cpu, setsize, set);
                 w->m = m;
                 w->cpu = cpu;
                 /* Pinned at creation (glibc applies the affinity before the thread runs
@@ -1139,28 +1141,23 @@ unsigned migrator_n_workers(const struct migrator *m) {
 }
 
 int migrator_repin(struct migrator *m, const nb_cpumask *online) {
-        size_t setsize = CPU_ALLOC_SIZE(NB_CPUS_MAX);
-        cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
-        int away = 0, r = 0;
+        int away = 0;
 
-        if (!set)
-                return -ENOMEM;
         for (unsigned i = 0; i < m->n_workers; i++) {
                 struct worker *w = &m->workers[i];
-                bool own = cpumask_test(online, (unsigned) w->cpu);
+                nb_cpumask own = {};
+                int r;
 
-                CPU_ZERO_S(setsize, set);
-                if (own)
-                        CPU_SET_S((size_t) w->cpu, setsize, set);
-                else {
+                /* Back on its own CPU when that is online; else anywhere among the
+                 * online service CPUs. */
+                cpumask_set(&own, (unsigned) w->cpu);
+                if (!cpumask_test(online, (unsigned) w->cpu)) {
+                        own = *online;
                         away++;
-                        CPUMASK_FOREACH(c, online)
-                                CPU_SET_S((size_t) c, setsize, set);
                 }
-                r = pthread_setaffinity_np(w->thread, setsize, set);
-                if (r != 0)
-                        break;
+                r = cpus_pin_thread(w->thread, &own);
+                if (r < 0)
+                        return r;
         }
-        CPU_FREE(set);
-        return r != 0 ? -r : away;
+        return away;
 }

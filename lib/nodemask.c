@@ -179,3 +179,12 @@ unsigned nodemask_weight(const nb_nodemask *m) { return weight(m->w, ELEMENTSOF(
 int nodemask_next(const nb_nodemask *m, unsigned n) { return next(m->w, NB_NODES_MAX, n); }
 unsigned cpumask_weight(const nb_cpumask *m) { return weight(m->w, ELEMENTSOF(m->w)); }
 int cpumask_next(const nb_cpumask *m, unsigned c) { return next(m->w, NB_CPUS_MAX, c); }
+
+void cpumask_and(nb_cpumask *ret, const nb_cpumask *a, const nb_cpumask *b) {
+        for (size_t i = 0; i < ELEMENTSOF(ret->w); i++)
+                ret->w[i] = a->w[i] & b->w[i];
+}
+
+bool cpumask_equal(const nb_cpumask *a, const nb_cpumask *b) {
+        return memcmp(a->w, b->w, sizeof(a->w)) == 0;
+}

@@ -64,4 +64,6 @@ static inline void cpumask_set(nb_cpumask *m, unsigned c) {
 }
 unsigned cpumask_weight(const nb_cpumask *m);
 int cpumask_next(const nb_cpumask *m, unsigned c);
+void cpumask_and(nb_cpumask *ret, const nb_cpumask *a, const nb_cpumask *b);
+bool cpumask_equal(const nb_cpumask *a, const nb_cpumask *b);
 #define CPUMASK_FOREACH(c, m) for (int c = cpumask_next((m), 0); c >= 0; c = cpumask_next((m), (unsigned) c + 1))

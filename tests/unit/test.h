@@ -1,12 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* A minimal test harness: each check prints file:line and what differed, and the
- * test's exit status is the number of failed checks (0 = pass). */
+/* The C unit tests' harness: named test cases, systemd style.
+ *
+ *   TEST(parse_empty) {
+ *           CHECK_INT(parse_u64("", 0, 10, &v), -EINVAL);
+ *   }
+ *   ...
+ *   DEFINE_TEST_MAIN()
+ *
+ * Each TEST registers itself; DEFINE_TEST_MAIN() runs them in the order they are
+ * written (or only those named on the command line), prints "ok NAME" or
+ * "FAIL NAME" for each, and a last line "N passed, N failed". Each failed check
+ * prints file:line and what differed. The exit status is 0 when every case passed,
+ * 1 otherwise (never the count: an exit status is taken modulo 256), and 77 (meson's
+ * "skipped") when every case that ran called TEST_SKIP(). */
 #pragma once
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static int test_failures;
+static int test_failures;      /* failed checks in the case that runs now */
+static bool test_skipped;      /* the case that runs now called TEST_SKIP() */
 
 #define CHECK(cond) do {                                                        \
         if (!(cond)) {                                                          \
@@ -30,6 +45,84 @@ static int test_failures;
                 test_failures++;                                                \
         } } while (0)
 
+/* Ends the running case as skipped, saying why. */
+#define TEST_SKIP(...) do {                                                     \
+        fprintf(stderr, "skip: " __VA_ARGS__);                                  \
+        fputc('\n', stderr);                                                    \
+        test_skipped = true;                                                    \
+        return;                                                                 \
+        } while (0)
+
+struct test_case {
+        const char *name;
+        void (*fn)(void);
+};
+
+#define TEST_CASES_MAX 512
+static struct test_case test_cases[TEST_CASES_MAX];
+static unsigned test_n_cases;
+
+static inline void test_register(const char *name, void (*fn)(void)) {
+        if (test_n_cases == TEST_CASES_MAX) {
+                fprintf(stderr, "test.h: more than %d cases\n", TEST_CASES_MAX);
+                abort();
+        }
+        test_cases[test_n_cases++] = (struct test_case) { name, fn };
+}
+
+#define TEST(name)                                                              \
+        static void test_##name(void);                                          \
+        __attribute__((constructor)) static void test_register_##name(void) {   \
+                test_register(#name, test_##name);                              \
+        }                                                                       \
+        static void test_##name(void)
+
+static inline bool test_selected(int argc, char **argv, const char *name) {
+        if (argc < 2)
+                return true;
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], name) == 0)
+                        return true;
+        return false;
+}
+
+/* Runs the registered cases; see the top of this file. */
+static inline int test_run_all(int argc, char **argv) {
+        unsigned passed = 0, failed = 0, skipped = 0;
+
+        for (unsigned i = 0; i < test_n_cases; i++) {
+                if (!test_selected(argc, argv, test_cases[i].name))
+                        continue;
+                test_failures = 0;
+                test_skipped = false;
+                test_cases[i].fn();
+                if (test_failures) {
+                        printf("FAIL %s (%d check(s) failed)\n", test_cases[i].name, test_failures);
+                        failed++;
+                } else if (test_skipped) {
+                        printf("skip %s\n", test_cases[i].name);
+                        skipped++;
+                } else {
+                        printf("ok %s\n", test_cases[i].name);
+                        passed++;
+                }
+        }
+        printf("%u passed, %u failed, %u skipped\n", passed, failed, skipped);
+        fflush(stdout);
+        if (failed)
+                return 1;
+        if (passed + failed + skipped == 0) {
+                fprintf(stderr, "no test case matched\n");
+                return 1;
+        }
+        return passed == 0 ? 77 : 0;
+}
+
+#define DEFINE_TEST_MAIN()                                                      \
+        int main(int argc, char **argv) { return test_run_all(argc, argv); }
+
+/* The old style (one main() with checks in it) until every file is converted:
+ * exits 1 when any check failed. */
 #define TEST_MAIN_END() do {                                                    \
         if (test_failures)                                                      \
                 fprintf(stderr, "%d check(s) failed\n", test_failures);         \

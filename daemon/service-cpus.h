@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The service CPUs: the only CPUs the daemon's threads run on. Which ones (the
+ * configured list against the online CPUs and our own affinity), and the one helper
+ * every pinning goes through. */
+#pragma once
+#include <pthread.h>
+#include <sched.h>
+#include "nodemask.h"
+
+/* Resolves the configured service CPUs against the online CPUs (read under sys_root)
+ * and the ones this process may use: an empty list means the lowest-numbered online
+ * CPU we may use; a list with no online CPU, or none we may use, is refused (logged,
+ * -EINVAL). A list only partly usable is cut to what is usable, with a warning. */
+int service_cpus_resolve(const nb_cpumask *configured, const char *sys_root, nb_cpumask *ret);
+
+/* A glibc cpu_set_t holding `cpus`, sized for NB_CPUS_MAX (its size in *ret_size),
+ * for the affinity calls; NULL when out of memory. Free it with CPU_FREE(). */
+cpu_set_t *cpu_set_new(const nb_cpumask *cpus, size_t *ret_size);
+
+/* Pins `thread` (pthread_self() for the caller) to `cpus`. Returns 0 or -errno. */
+int cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus);

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The shared harness of numabalanced's Python tests (tests/unit, tests/vm).
+
+    import nbtest
+    from nbtest import check
+    check(rc == 0, 'exit %d' % rc)       # prints FAIL and what differed when false
+    d = nbtest.tmpdir()                  # removed at exit
+    nbtest.skip('no BPF here')           # exit 77: meson's "skipped"
+    nbtest.finish()                      # "N passed, N failed"; exit 1 if any failed
+
+Importing it from a test: the tests put their parent directory (tests/) on sys.path:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+"""
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+
+SKIP = 77       # meson (and automake) read this exit status as "skipped"
+
+passed = 0
+failed = 0
+
+
+def check(cond, what):
+    """Counts one check; a failed one prints FAIL and `what` (say what differed)."""
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print('FAIL: ' + what, flush=True)
+    return bool(cond)
+
+
+def failures():
+    return failed
+
+
+def skip(why):
+    """Ends the test as skipped (exit 77), saying why."""
+    print('SKIP: ' + why, flush=True)
+    sys.exit(SKIP)
+
+
+def tmpdir(prefix='nbtest-'):
+    """A new temporary directory, removed when the test exits."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def finish():
+    """The closing line, then exit: 1 if any check failed, else 0."""
+    print('%d passed, %d failed' % (passed, failed), flush=True)
+    sys.exit(1 if failed else 0)
