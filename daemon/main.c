@@ -9,7 +9,7 @@
  *   3. the whole process is pinned to the service CPUs, before any thread exists (the
  *      migration workers are started by manager_new), so that every thread inherits
  *      the mask and no work ever runs on a workload's CPU;
- *   4. kernel.numa_balancing is detected (and set to 0 if configured);
+ *   4. kernel.numa_balancing is detected (and set to 0 if configured: kernel-balancing.c);
  *   5. the event loop: signals, the manager's tick, STATUS= and the watchdog.
  * The daemon never forks (Type=notify): --foreground is accepted for habit's sake. */
 #include <errno.h>
@@ -33,6 +33,7 @@
 #include "caps.h"
 #include "config.h"
 #include "control.h"
+#include "kernel-balancing.h"
 #include "log.h"
 #include "manager.h"
 #include "nodemask.h"
@@ -54,14 +55,6 @@ struct args {
         const char *control_socket;  /* CONTROL_SOCKET_DEFAULT, "" for none */
 };
 
-/* kernel.numa_balancing as we found it, and whether we changed it. */
-struct knb_state {
-        char *path;
-        bool present;
-        uint64_t found;              /* the value at start */
-        bool changed;                /* we wrote 0 and must restore found */
-};
-
 struct daemon {
         struct args *args;
         sd_event *event;
@@ -70,7 +63,7 @@ struct daemon {
         int metrics_error;           /* the last failure to write metrics_path, logged once */
         struct nb_config cfg;        /* running; service_cpus resolved to the pinned set */
         nb_cpumask service_configured;  /* service_cpus as written in the config */
-        struct knb_state knb;
+        struct kernel_balancing knb;
 };
 
 /* ---- logging ---------------------------------------------------------------- */
@@ -134,111 +127,6 @@ static int pin_self(const nb_cpumask *cpus) {
                 return log_error_errno(r, "Failed to pin to the service CPUs %s: %m", s);
         log_info("Running on service CPUs %s", s);
         return 0;
-}
-
-/* ---- kernel.numa_balancing -------------------------------------------------- */
-
-static int knb_read(const char *path, uint64_t *ret) {
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        int r;
-
-        r = read_file_at(AT_FDCWD, path, 64, &text, &len);
-        if (r < 0)
-                return r;
-        while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
-                text[--len] = 0;
-        return parse_u64(text, 0, UINT32_MAX, ret);
-}
-
-static int knb_write(const char *path, uint64_t v) {
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-        char buf[24];
-        int n;
-
-        if (fd < 0)
-                return -errno;
-        n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", v);
-        if (write(fd, buf, (size_t) n) != n)
-                return errno ? -errno : -EIO;
-        return 0;
-}
-
-static int knb_init(struct knb_state *k, const char *proc_root) {
-        int r;
-
-        if (asprintf(&k->path, "%s/sys/kernel/numa_balancing", proc_root) < 0) {
-                k->path = NULL;
-                return log_error_errno(-ENOMEM, "Out of memory");
-        }
-        r = knb_read(k->path, &k->found);
-        if (r == -ENOENT) {
-                log_info("%s does not exist: this kernel has no NUMA balancing of its own", k->path);
-                return 0;
-        }
-        if (r < 0) {
-                log_warning_errno(r, "Failed to read %s, ignoring: %m", k->path);
-                return 0;
-        }
-        k->present = true;
-        return 0;
-}
-
-/* Brings kernel.numa_balancing in line with the configured action: disable sets 0
- * (remembering the old value), leave restores what we changed and warns if it is on. */
-static void knb_apply(struct knb_state *k, enum knb_action action, bool dry_run) {
-        int r;
-
-        if (!k->present)
-                return;
-        if (action == KNB_DISABLE && !k->changed && k->found != 0) {
-                if (dry_run) {
-                        log_notice("kernel.numa_balancing=%" PRIu64 ": dry run, not setting it to 0", k->found);
-                        return;
-                }
-                r = knb_write(k->path, 0);
-                if (r < 0) {
-                        log_warning_errno(r, "kernel.numa_balancing=%" PRIu64 " and setting it to 0 failed, ignoring: %m. "
-                                          "The kernel's own balancing can move pages back.", k->found);
-                        return;
-                }
-                k->changed = true;
-                log_notice("Set kernel.numa_balancing=0 (was %" PRIu64 "); it is restored at exit", k->found);
-                return;
-        }
-        if (action == KNB_LEAVE && k->changed) {
-                r = knb_write(k->path, k->found);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to restore kernel.numa_balancing=%" PRIu64 ", ignoring: %m", k->found);
-                else
-                        log_notice("Restored kernel.numa_balancing=%" PRIu64, k->found);
-                k->changed = false;
-        }
-        if (action == KNB_LEAVE && k->found != 0)
-                log_warning("kernel.numa_balancing=%" PRIu64 ": the kernel's own NUMA balancing is on; it moves pages "
-                            "toward the CPUs that fault on them and can undo numabalanced's placement "
-                            "(set kernel_numa_balancing=disable, or sysctl kernel.numa_balancing=0)", k->found);
-        else if (action == KNB_LEAVE)
-                log_info("kernel.numa_balancing=0: the kernel's own NUMA balancing is off");
-}
-
-/* At exit: put back what we changed, unless someone changed it since. */
-static void knb_restore(struct knb_state *k) {
-        uint64_t now;
-        int r;
-
-        if (!k->changed)
-                return;
-        k->changed = false;
-        if (knb_read(k->path, &now) == 0 && now != 0) {
-                log_notice("kernel.numa_balancing was changed to %" PRIu64 " while we ran, leaving it", now);
-                return;
-        }
-        r = knb_write(k->path, k->found);
-        if (r < 0)
-                log_warning_errno(r, "Failed to restore kernel.numa_balancing=%" PRIu64 ": %m", k->found);
-        else
-                log_notice("Restored kernel.numa_balancing=%" PRIu64, k->found);
 }
 
 /* ---- configuration ---------------------------------------------------------- */
@@ -371,7 +259,7 @@ static int reload(struct daemon *d) {
         }
         if (d->args->log_level < 0)
                 log_set_max_level(cfg.log_level);
-        knb_apply(&d->knb, cfg.kernel_numa_balancing, d->args->dry_run);
+        kernel_balancing_apply(&d->knb, cfg.kernel_numa_balancing, d->args->dry_run);
         config_done(&d->cfg);
         d->cfg = cfg;
         return 0;
@@ -621,16 +509,15 @@ int main(int argc, char **argv) {
         }
 
         (void) caps_check(&d.cfg);
-        r = knb_init(&d.knb, a.proc_root);
+        r = kernel_balancing_init(&d.knb, a.proc_root);
         if (r >= 0) {
-                knb_apply(&d.knb, d.cfg.kernel_numa_balancing, a.dry_run);
+                kernel_balancing_apply(&d.knb, d.cfg.kernel_numa_balancing, a.dry_run);
                 r = run(&d);
         }
 
         control_free(d.control);
         manager_free(d.manager);
-        knb_restore(&d.knb);
-        free(d.knb.path);
+        kernel_balancing_done(&d.knb);
         sd_event_unref(d.event);
         config_done(&d.cfg);
         if (r < 0)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "build-config.h"
 #include "json.h"
+#include "kernel-balancing.h"
 #include "log.h"
 #include "migrate.h"
 #include "nodemask.h"
@@ -137,23 +138,6 @@ void report_error(FILE *f, const char *msg) {
 
 /* ---- status ------------------------------------------------------------------- */
 
-/* kernel.numa_balancing under the proc root: its value, -ENOENT if this kernel has
- * none, or another -errno. */
-static int read_knb(const char *proc_root, uint64_t *ret) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        size_t len;
-        int r;
-
-        if (asprintf(&path, "%s/sys/kernel/numa_balancing", proc_root) < 0)
-                return -ENOMEM;
-        r = read_file_at(AT_FDCWD, path, 64, &text, &len);
-        if (r < 0)
-                return r;
-        while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
-                text[--len] = 0;
-        return parse_u64(text, 0, UINT32_MAX, ret);
-}
-
 int report_status(struct manager *m, uid_t uid, FILE *f) {
         uint64_t cost[_STAGE_MAX] = {}, knb, now = mono_ms();
         char cpus[CPUMASK_STRMAX];
@@ -180,7 +164,7 @@ int report_status(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "service_cpus_online"); json_string(&j, cpus);
         json_key(&j, "workers"); json_u64(&j, m->migrator ? migrator_n_workers(m->migrator) : 0);
         json_key(&j, "dry_run"); json_bool(&j, m->opts.dry_run);
-        r = read_knb(m->proc_root, &knb);
+        r = kernel_balancing_read(m->proc_root, &knb);
         json_key(&j, "kernel_numa_balancing");
         if (r >= 0)
                 json_u64(&j, knb);
