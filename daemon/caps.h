@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The capabilities the daemon needs (KERNEL-FACTS.md, "Capabilities and systemd";
+/* The capabilities the daemon needs (docs/KERNEL.md, the capabilities;
  * the unit's CapabilityBoundingSet= is exactly this list), checked once at start: each
  * one missing from the effective set is named in one line with what the daemon cannot
  * do without it, instead of failing obscurely later. None is fatal: the daemon does

@@ -1,48 +1,37 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* numabalanced: the process. Arguments, the configuration, the service CPUs, the
- * kernel's own NUMA balancing, signals and the sd_notify protocol; the manager
- * (manager.c) owns everything the daemon watches and runs the tick.
+/* numabalanced: the process. Arguments, the configuration, what must hold before the
+ * work starts, then the manager (manager.c), which owns everything the daemon watches
+ * and runs the tick, and the event loop.
  *
  * Order at start, and why:
  *   1. arguments and the configuration: nothing is touched before both are valid;
- *   2. the log level and sink;
- *   3. the whole process is pinned to the service CPUs, before any thread exists (the
- *      migration workers are started by manager_new), so that every thread inherits
- *      the mask and no work ever runs on a workload's CPU;
- *   4. kernel.numa_balancing is detected (and set to 0 if configured: kernel-balancing.c);
- *   5. the event loop: signals, the manager's tick, STATUS= and the watchdog.
+ *   2. the log level and sink (journal-log.c);
+ *   3. the whole process is pinned to the service CPUs (service-cpus.c), before any
+ *      thread exists (the migration workers are started by manager_new), so that every
+ *      thread inherits the mask and no work ever runs on a workload's CPU;
+ *   4. the capabilities are checked (caps.c) and kernel.numa_balancing is read, and
+ *      set to 0 if configured (kernel-balancing.c);
+ *   5. the signals are blocked, again before any thread exists (lifecycle.c);
+ *   6. the manager, the control socket (control.c) and the event loop, which carries
+ *      the ticks, the signals, STATUS= and the watchdog.
  * The daemon never forks (Type=notify): --foreground is accepted for habit's sake. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <inttypes.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <time.h>
-#include <unistd.h>
-/* The sink would be named as every message's CODE_FILE/CODE_LINE: leave them out. */
-#define SD_JOURNAL_SUPPRESS_LOCATION 1
-#include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
-#include <systemd/sd-journal.h>
 #include "caps.h"
 #include "config.h"
 #include "control.h"
+#include "journal-log.h"
 #include "kernel-balancing.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "manager.h"
 #include "nodemask.h"
-#include "parse.h"
 #include "report.h"
 #include "service-cpus.h"
-
-/* How often STATUS= is refreshed from manager_status(). */
-#define STATUS_INTERVAL_USEC (5 * UINT64_C(1000000))
 
 struct args {
         const char *config;          /* as named with --config, or the default */
@@ -60,74 +49,12 @@ struct daemon {
         sd_event *event;
         struct manager *manager;
         struct control *control;
+        struct lifecycle life;
         int metrics_error;           /* the last failure to write metrics_path, logged once */
         struct nb_config cfg;        /* running; service_cpus resolved to the pinned set */
         nb_cpumask service_configured;  /* service_cpus as written in the config */
         struct kernel_balancing knb;
 };
-
-/* ---- logging ---------------------------------------------------------------- */
-
-/* systemd sets JOURNAL_STREAM=DEV:INO when stdout/stderr are connected to the
- * journal; it is inherited by children whose stderr may go elsewhere, so it only
- * counts when it names our own stderr. */
-static bool stderr_is_journal(void) {
-        const char *e = getenv("JOURNAL_STREAM"), *colon;
-        uint64_t dev, ino;
-        struct stat st;
-
-        if (!e || !(colon = strchr(e, ':')))
-                return false;
-        if (parse_u64_n(e, (size_t) (colon - e), 0, UINT64_MAX, &dev) < 0 ||
-            parse_u64(colon + 1, 0, UINT64_MAX, &ino) < 0)
-                return false;
-        if (fstat(STDERR_FILENO, &st) < 0)
-                return false;
-        return (uint64_t) st.st_dev == dev && (uint64_t) st.st_ino == ino;
-}
-
-/* Structured fields straight to the journal: the message, its priority, errno, and
- * the fields the message carries (NUMABALANCED_CGROUP=, NUMABALANCED_PID=, ...). */
-static void journal_sink(int level, int error, const struct log_fields *fields, const char *msg) {
-        char *strs[LOG_FIELDS_MAX + 4] = {};
-        struct iovec iov[LOG_FIELDS_MAX + 4];
-        size_t n = 0;
-        int r = -ENOMEM;
-
-        if (asprintf(&strs[n++], "MESSAGE=%s", msg) < 0 ||
-            asprintf(&strs[n++], "PRIORITY=%i", level) < 0 ||
-            asprintf(&strs[n++], "SYSLOG_IDENTIFIER=numabalanced") < 0 ||
-            (error > 0 && asprintf(&strs[n++], "ERRNO=%i", error) < 0)) {
-                strs[n - 1] = NULL;
-                goto out;
-        }
-        for (size_t i = 0; fields && i < fields->n; i++)
-                if (asprintf(&strs[n++], "%s=%s", fields->f[i].name, fields->f[i].value) < 0) {
-                        strs[n - 1] = NULL;
-                        goto out;
-                }
-        for (size_t i = 0; i < n; i++)
-                iov[i] = (struct iovec) { .iov_base = strs[i], .iov_len = strlen(strs[i]) };
-        r = sd_journal_sendv(iov, (int) n);
-out:
-        for (size_t i = 0; i < n; i++)
-                free(strs[i]);
-        if (r < 0)
-                fprintf(stderr, "<%d>%s\n", level, msg);  /* stderr is the journal too */
-}
-
-/* Called before any thread exists: every thread created later inherits the mask. */
-static int pin_self(const nb_cpumask *cpus) {
-        char s[CPUMASK_STRMAX];
-        int r;
-
-        cpumask_format(cpus, s, sizeof(s));
-        r = cpus_pin_thread(pthread_self(), cpus);
-        if (r < 0)
-                return log_error_errno(r, "Failed to pin to the service CPUs %s: %m", s);
-        log_info("Running on service CPUs %s", s);
-        return 0;
-}
 
 /* ---- configuration ---------------------------------------------------------- */
 
@@ -179,61 +106,10 @@ static int check_config(const struct args *a) {
         return EXIT_FAILURE;
 }
 
-/* ---- the event loop --------------------------------------------------------- */
-
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-static void notify_status(struct daemon *d, bool ready) {
-        char status[512];
-
-        manager_status(d->manager, status, sizeof(status));
-        sd_notifyf(false, "%sSTATUS=%s", ready ? "READY=1\n" : "", status);
-}
-
-static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+/* A new configuration (SIGHUP, through lifecycle.c): validated completely before
+ * anything changes. */
+static int reload(void *userdata) {
         struct daemon *d = userdata;
-
-        notify_status(d, false);
-        /* A time source fires once; re-arm it. */
-        (void) sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
-        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-}
-
-static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        struct daemon *d = userdata;
-
-        log_info("Received SIG%s, stopping", sigabbrev_np((int) si->ssi_signo));
-        manager_stop(d->manager);
-        sd_notify(false, "STOPPING=1");
-        return sd_event_exit(d->event, 0);
-}
-
-/* The metrics file after every tick. A failure is logged when it first happens (and
- * when it changes), not every tick; so is the recovery. */
-static void write_metrics(struct daemon *d) {
-        const char *path = d->cfg.metrics_path;
-        int r;
-
-        if (!path || !path[0])
-                return;
-        r = report_write_metrics(d->manager, path);
-        if (r < 0 && r != d->metrics_error)
-                log_warning_errno(r, "Failed to write the metrics to %s, ignoring: %m", path);
-        else if (r >= 0 && d->metrics_error)
-                log_info("Writing the metrics to %s again", path);
-        d->metrics_error = r < 0 ? r : 0;
-}
-
-static void after_tick(struct manager *m, void *userdata) {
-        write_metrics(userdata);
-}
-
-/* A new configuration: validated completely before anything changes. */
-static int reload(struct daemon *d) {
         struct nb_config cfg = {};
         int r;
 
@@ -265,57 +141,44 @@ static int reload(struct daemon *d) {
         return 0;
 }
 
-/* SIGHUP, also what Type=notify-reload sends. The RELOADING=1 ... READY=1 pair is sent
- * whether or not the new file is accepted: systemd waits for READY=1 to end the reload,
- * and a refused reload leaves a daemon that runs fine on its previous configuration;
- * the refusal is in the journal and in STATUS=. */
-static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+/* ---- running ---------------------------------------------------------------- */
+
+static void after_tick(struct manager *m, void *userdata) {
         struct daemon *d = userdata;
-        char status[512];
+
+        report_update_metrics_file(m, d->cfg.metrics_path, &d->metrics_error);
+}
+
+/* --once: one tick and the metrics file, no loop. */
+static int run_once(struct daemon *d) {
         int r;
 
-        sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_usec());
-        log_info("Received SIGHUP, reloading %s", d->args->config);
-        r = reload(d);
-        if (r < 0) {
-                log_error("Reload refused, keeping the running configuration");
-                snprintf(status, sizeof(status), "Reload refused: %s has errors, running on the previous configuration",
-                         d->args->config);
-                sd_notifyf(false, "READY=1\nSTATUS=%s", status);
-                return 0;
-        }
-        notify_status(d, true);
+        r = manager_tick(d->manager);
+        if (r < 0)
+                return log_error_errno(r, "The tick failed: %m");
+        after_tick(d->manager, d);
         return 0;
 }
 
 static int run(struct daemon *d) {
-        sigset_t ss;
         int r;
 
         r = sd_event_default(&d->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the event loop: %m");
+        /* Not with --once, which runs no loop: there SIGTERM keeps its default action. */
+        if (!d->args->once) {
+                d->life = (struct lifecycle) {
+                        .event = d->event,
+                        .config = d->args->config,
+                        .reload = reload,
+                        .userdata = d,
+                };
+                r = lifecycle_init(&d->life);
+                if (r < 0)
+                        return r;
+        }
 
-        /* Blocked here, before any thread exists, so that every thread inherits the
-         * mask and the signals are only ever seen through the loop's signalfd. Not
-         * with --once, which runs no loop: there SIGTERM keeps its default action. */
-        if (d->args->once)
-                goto manager;
-        sigemptyset(&ss);
-        sigaddset(&ss, SIGTERM);
-        sigaddset(&ss, SIGINT);
-        sigaddset(&ss, SIGHUP);
-        if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
-                return log_error_errno(-errno, "Failed to block signals: %m");
-        r = sd_event_add_signal(d->event, NULL, SIGTERM, on_terminate, d);
-        if (r >= 0)
-                r = sd_event_add_signal(d->event, NULL, SIGINT, on_terminate, d);
-        if (r >= 0)
-                r = sd_event_add_signal(d->event, NULL, SIGHUP, on_reload, d);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the signal handlers: %m");
-
-manager:
         r = manager_new(d->event, &d->cfg, &(struct manager_opts) {
                                 .dry_run = d->args->dry_run,
                                 .proc_root = d->args->proc_root,
@@ -323,14 +186,8 @@ manager:
                         }, &d->manager);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the manager: %m");
-
-        if (d->args->once) {
-                r = manager_tick(d->manager);
-                if (r < 0)
-                        return log_error_errno(r, "The tick failed: %m");
-                write_metrics(d);
-                return 0;
-        }
+        if (d->args->once)
+                return run_once(d);
 
         if (d->args->control_socket[0]) {
                 r = control_new(d->event, d->args->control_socket, d->manager, &d->control);
@@ -342,22 +199,9 @@ manager:
         r = manager_start(d->manager);
         if (r < 0)
                 return r;
-        /* Floating: owned by the loop, freed with it. */
-        r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, STATUS_INTERVAL_USEC, 0,
-                                       on_status_timer, d);
+        r = lifecycle_ready(&d->life, d->manager);
         if (r < 0)
-                return log_error_errno(r, "Failed to add the status timer: %m");
-
-        notify_status(d, true);
-
-        /* WATCHDOG=1 at half of WATCHDOG_USEC, when the unit sets WatchdogSec=; it is
-         * sent from the loop, so a stuck tick stops it. Enabled after READY=1 because
-         * enabling sends the first ping at once. */
-        r = sd_event_set_watchdog(d->event, true);
-        if (r < 0)
-                log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
-        else if (r > 0)
-                log_debug("Watchdog enabled");
+                return r;
 
         r = sd_event_loop(d->event);
         if (r < 0)
@@ -389,22 +233,23 @@ static void help(void) {
 
 enum { OPT_ONCE = 256, OPT_CHECK, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_CONTROL_SOCKET };
 
+static const struct option options[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "foreground", no_argument, NULL, 'f' },
+        { "once", no_argument, NULL, OPT_ONCE },
+        { "dry-run", no_argument, NULL, 'n' },
+        { "check-config", optional_argument, NULL, OPT_CHECK },
+        { "log-level", required_argument, NULL, 'l' },
+        { "proc-root", required_argument, NULL, OPT_PROC_ROOT },
+        { "sys-root", required_argument, NULL, OPT_SYS_ROOT },
+        { "control-socket", required_argument, NULL, OPT_CONTROL_SOCKET },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        {},
+};
+
 /* Returns 1 to go on, 0 to exit successfully (--help, --version), -EINVAL on misuse. */
 static int parse_args(int argc, char **argv, struct args *a) {
-        static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
-                { "foreground", no_argument, NULL, 'f' },
-                { "once", no_argument, NULL, OPT_ONCE },
-                { "dry-run", no_argument, NULL, 'n' },
-                { "check-config", optional_argument, NULL, OPT_CHECK },
-                { "log-level", required_argument, NULL, 'l' },
-                { "proc-root", required_argument, NULL, OPT_PROC_ROOT },
-                { "sys-root", required_argument, NULL, OPT_SYS_ROOT },
-                { "control-socket", required_argument, NULL, OPT_CONTROL_SOCKET },
-                { "version", no_argument, NULL, 'V' },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
         int c;
 
         /* '+': stop at the first non-option, so that "--check-config FILE" can take
@@ -470,6 +315,17 @@ static int parse_args(int argc, char **argv, struct args *a) {
         return 1;
 }
 
+/* Before any other work, and before any thread exists. */
+static int pin_to_service_cpus(struct daemon *d) {
+        int r;
+
+        d->service_configured = d->cfg.service_cpus;
+        r = service_cpus_resolve(&d->service_configured, d->args->sys_root, &d->cfg.service_cpus);
+        if (r < 0)
+                return r;
+        return service_cpus_pin_process(&d->cfg.service_cpus);
+}
+
 int main(int argc, char **argv) {
         struct args a = {
                 .config = CONFIG_DEFAULT_PATH,
@@ -487,27 +343,20 @@ int main(int argc, char **argv) {
         if (a.check)
                 return check_config(&a);
 
-        if (stderr_is_journal())
-                log_set_sink(journal_sink);
+        (void) journal_log_setup();
         if (a.log_level >= 0)
                 log_set_max_level(a.log_level);
-
         r = load_config(&a, &d.cfg);
         if (r < 0)
                 return EXIT_FAILURE;
         if (a.log_level < 0)
                 log_set_max_level(d.cfg.log_level);
 
-        /* Before any other work, and before any thread exists. */
-        d.service_configured = d.cfg.service_cpus;
-        r = service_cpus_resolve(&d.service_configured, a.sys_root, &d.cfg.service_cpus);
-        if (r >= 0)
-                r = pin_self(&d.cfg.service_cpus);
+        r = pin_to_service_cpus(&d);
         if (r < 0) {
                 config_done(&d.cfg);
                 return EXIT_FAILURE;
         }
-
         (void) caps_check(&d.cfg);
         r = kernel_balancing_init(&d.knb, a.proc_root);
         if (r >= 0) {
@@ -521,6 +370,6 @@ int main(int argc, char **argv) {
         sd_event_unref(d.event);
         config_done(&d.cfg);
         if (r < 0)
-                sd_notifyf(false, "ERRNO=%i", -r);
+                lifecycle_failed(r);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

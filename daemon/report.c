@@ -671,3 +671,16 @@ fail:
         (void) unlink(tmp);
         return r;
 }
+
+void report_update_metrics_file(struct manager *m, const char *path, int *last_error) {
+        int r;
+
+        if (!path || !path[0])
+                return;
+        r = report_write_metrics(m, path);
+        if (r < 0 && r != *last_error)
+                log_warning_errno(r, "Failed to write the metrics to %s, ignoring: %m", path);
+        else if (r >= 0 && *last_error)
+                log_info("Writing the metrics to %s again", path);
+        *last_error = r < 0 ? r : 0;
+}

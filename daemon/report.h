@@ -29,6 +29,11 @@ int report_metrics(struct manager *m, FILE *f);
  * (named ".<name>.XXXXXX", which the textfile collector ignores), mode 0644, renamed
  * over path. Returns 0 or -errno; nothing is logged. */
 int report_write_metrics(struct manager *m, const char *path);
+/* The metrics file after a tick: report_write_metrics() when path is set (not NULL or
+ * ""). A failure is logged (warning) when it first happens and when it changes, not at
+ * every tick, and so is the recovery (info); *last_error carries the last outcome
+ * from one call to the next (0 at first). */
+void report_update_metrics_file(struct manager *m, const char *path, int *last_error);
 
 /* Label value escaping of the exposition format: backslash, double quote and newline
  * become \\, \" and \n. Written to f. */

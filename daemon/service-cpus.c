@@ -102,3 +102,15 @@ int service_cpus_resolve(const nb_cpumask *configured, const char *sys_root, nb_
         *ret = use;
         return 0;
 }
+
+int service_cpus_pin_process(const nb_cpumask *cpus) {
+        char s[CPUMASK_STRMAX];
+        int r;
+
+        cpumask_format(cpus, s, sizeof(s));
+        r = cpus_pin_thread(pthread_self(), cpus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to pin to the service CPUs %s: %m", s);
+        log_info("Running on service CPUs %s", s);
+        return 0;
+}

@@ -13,6 +13,11 @@
  * -EINVAL). A list only partly usable is cut to what is usable, with a warning. */
 int service_cpus_resolve(const nb_cpumask *configured, const char *sys_root, nb_cpumask *ret);
 
+/* Pins the calling thread to the service CPUs, logging the outcome. Called by main
+ * before any other thread exists: every thread created later inherits the mask, so no
+ * work ever runs on a workload's CPU. Returns 0 or -errno (logged). */
+int service_cpus_pin_process(const nb_cpumask *cpus);
+
 /* A glibc cpu_set_t holding `cpus`, sized for NB_CPUS_MAX (its size in *ret_size),
  * for the affinity calls; NULL when out of memory. Free it with CPU_FREE(). */
 cpu_set_t *cpu_set_new(const nb_cpumask *cpus, size_t *ret_size);
