@@ -207,6 +207,52 @@ static const char *proc_mode(const struct manager *m, const struct proc_rec *p) 
         return cg_mode_name(p->cg->mode);
 }
 
+/* One cgroup of list; sum: room for one count per node. */
+static void put_list_cgroup(struct json *j, const struct manager *m, const struct cg_rec *c, uint64_t *sum) {
+        uint64_t total = 0;
+
+        memset(sum, 0, m->topo->n_nodes * sizeof(*sum));
+        for (size_t k = 0; k < m->n_procs; k++)
+                if (m->procs[k]->cg == c && m->procs[k]->node_bytes)
+                        for (unsigned n = 0; n < m->topo->n_nodes; n++)
+                                sum[n] += m->procs[k]->node_bytes[n];
+        for (unsigned n = 0; n < m->topo->n_nodes; n++)
+                total += sum[n];
+        json_object_begin(j);
+        json_key(j, "path"); json_string(j, c->path);
+        json_key(j, "active"); json_bool(j, c->seen);
+        json_key(j, "mode"); json_string(j, cg_mode_name(c->mode));
+        json_key(j, "source"); json_string(j, source_name(c->source));
+        json_key(j, "owner_uid"); json_u64(j, c->owner);
+        json_key(j, "processes"); json_u64(j, c->seen ? c->n_procs : 0);
+        json_key(j, "total_bytes"); json_u64(j, total);
+        json_key(j, "nodes"); put_locality(j, m, sum);
+        json_key(j, "pages"); put_pages(j, c->pages);
+        json_key(j, "cpu_ns"); put_cost(j, c->cost_ns);
+        json_object_end(j);
+}
+
+static void put_list_process(struct json *j, const struct manager *m, const struct proc_rec *p) {
+        json_object_begin(j);
+        json_key(j, "pid"); json_i64(j, p->pid);
+        json_key(j, "comm"); json_string(j, p->comm);
+        json_key(j, "uid"); json_u64(j, p->uid);
+        json_key(j, "cgroup"); json_string(j, p->cg ? p->cg->path : NULL);
+        json_key(j, "mode"); json_string(j, proc_mode(m, p));
+        json_key(j, "scans"); json_u64(j, p->scans);
+        json_key(j, "total_bytes"); json_u64(j, p->total_bytes);
+        json_key(j, "local_bytes"); json_u64(j, p->local_bytes);
+        json_key(j, "local_share"); json_double(j, share(p->local_bytes, p->total_bytes));
+        json_key(j, "nodes"); put_locality(j, m, p->node_bytes);
+        json_key(j, "hot_node"); put_node_or_null(j, p->hot_node);
+        json_key(j, "pages_moved"); json_u64(j, p->pages[MIG_MOVED]);
+        json_key(j, "pages"); put_pages(j, p->pages);
+        json_key(j, "reason");
+        json_string(j, p->reason < _REASON_MAX ? plan_reason_name(p->reason) : NULL);
+        json_key(j, "cpu_ns"); put_cost(j, p->cost_ns);
+        json_object_end(j);
+}
+
 int report_list(struct manager *m, uid_t uid, FILE *f) {
         _cleanup_free_ uint64_t *sum = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*sum));
         BEGIN_DOC(j, mem, buf, len);
@@ -220,60 +266,16 @@ int report_list(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "requester_uid"); json_u64(&j, uid);
         json_key(&j, "cgroups");
         json_array_begin(&j);
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                const struct cg_rec *c = m->cgs[i];
-                uint64_t total = 0;
-
-                if (!report_cg_visible(c, uid))
-                        continue;
-                memset(sum, 0, m->topo->n_nodes * sizeof(*sum));
-                for (size_t k = 0; k < m->n_procs; k++)
-                        if (m->procs[k]->cg == c && m->procs[k]->node_bytes)
-                                for (unsigned n = 0; n < m->topo->n_nodes; n++)
-                                        sum[n] += m->procs[k]->node_bytes[n];
-                for (unsigned n = 0; n < m->topo->n_nodes; n++)
-                        total += sum[n];
-                json_object_begin(&j);
-                json_key(&j, "path"); json_string(&j, c->path);
-                json_key(&j, "active"); json_bool(&j, c->seen);
-                json_key(&j, "mode"); json_string(&j, cg_mode_name(c->mode));
-                json_key(&j, "source"); json_string(&j, source_name(c->source));
-                json_key(&j, "owner_uid"); json_u64(&j, c->owner);
-                json_key(&j, "processes"); json_u64(&j, c->seen ? c->n_procs : 0);
-                json_key(&j, "total_bytes"); json_u64(&j, total);
-                json_key(&j, "nodes"); put_locality(&j, m, sum);
-                json_key(&j, "pages"); put_pages(&j, c->pages);
-                json_key(&j, "cpu_ns"); put_cost(&j, c->cost_ns);
-                json_object_end(&j);
-        }
+        for (size_t i = 0; i < m->n_cgs; i++)
+                if (report_cg_visible(m->cgs[i], uid))
+                        put_list_cgroup(&j, m, m->cgs[i], sum);
         json_array_end(&j);
 
         json_key(&j, "processes");
         json_array_begin(&j);
-        for (size_t k = 0; k < m->n_procs; k++) {
-                const struct proc_rec *p = m->procs[k];
-
-                if (!report_proc_visible(p, uid))
-                        continue;
-                json_object_begin(&j);
-                json_key(&j, "pid"); json_i64(&j, p->pid);
-                json_key(&j, "comm"); json_string(&j, p->comm);
-                json_key(&j, "uid"); json_u64(&j, p->uid);
-                json_key(&j, "cgroup"); json_string(&j, p->cg ? p->cg->path : NULL);
-                json_key(&j, "mode"); json_string(&j, proc_mode(m, p));
-                json_key(&j, "scans"); json_u64(&j, p->scans);
-                json_key(&j, "total_bytes"); json_u64(&j, p->total_bytes);
-                json_key(&j, "local_bytes"); json_u64(&j, p->local_bytes);
-                json_key(&j, "local_share"); json_double(&j, share(p->local_bytes, p->total_bytes));
-                json_key(&j, "nodes"); put_locality(&j, m, p->node_bytes);
-                json_key(&j, "hot_node"); put_node_or_null(&j, p->hot_node);
-                json_key(&j, "pages_moved"); json_u64(&j, p->pages[MIG_MOVED]);
-                json_key(&j, "pages"); put_pages(&j, p->pages);
-                json_key(&j, "reason");
-                json_string(&j, p->reason < _REASON_MAX ? plan_reason_name(p->reason) : NULL);
-                json_key(&j, "cpu_ns"); put_cost(&j, p->cost_ns);
-                json_object_end(&j);
-        }
+        for (size_t k = 0; k < m->n_procs; k++)
+                if (report_proc_visible(m->procs[k], uid))
+                        put_list_process(&j, m, m->procs[k]);
         json_array_end(&j);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
@@ -402,13 +404,70 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
         return 0;
 }
 
+/* The one sentence of explain: what the last scan decided for p. malloc'd, or NULL. */
+static char *watched_explanation(const struct manager *m, const struct proc_rec *p, const char *mode) {
+        char *text;
+        int r;
+
+        if (p->reason >= _REASON_MAX)
+                r = asprintf(&text, "watched, not scanned yet");
+        else if (p->reason == REASON_NONE && p->target_node >= 0)
+                r = asprintf(&text, "%s to node %d, where its threads run (hot node %d)",
+                             strcmp(mode, "balance") == 0 ? "moving its misplaced memory" :
+                             m->opts.dry_run ? "dry run: would move its misplaced memory" :
+                             "advise mode: would move its misplaced memory",
+                             p->target_node, p->hot_node);
+        else if (p->reason == REASON_NONE)
+                r = asprintf(&text, "nothing to move");
+        else
+                r = asprintf(&text, "not moving: %s", plan_reason_text(p->reason));
+        return r < 0 ? NULL : text;
+}
+
+/* page_level and skipped_bytes: what page-level sampling saw, what was left alone. */
+static void put_page_level(struct json *j, const struct proc_rec *p) {
+        json_key(j, "page_level");
+        json_object_begin(j);
+        json_key(j, "pages_sampled"); json_u64(j, p->pages_seen);
+        json_key(j, "pages_shared"); json_u64(j, p->pages_shared);
+        json_key(j, "planned_bytes"); json_u64(j, p->page_planned_bytes);
+        json_object_end(j);
+
+        json_key(j, "skipped_bytes");
+        json_object_begin(j);
+        for (int k = 0; k < _REASON_MAX; k++)
+                if (p->skipped_bytes[k]) {
+                        json_key(j, plan_reason_name(k));
+                        json_u64(j, p->skipped_bytes[k]);
+                }
+        json_object_end(j);
+}
+
+/* The ranges moved less than cooldown_ms ago, and when the last of them is free. */
+static void put_cooldown(struct json *j, const struct manager *m, const struct proc_rec *p, uint64_t now) {
+        uint64_t remaining = 0;
+        size_t in_cooldown = 0;
+
+        for (size_t i = 0; i < p->n_hist; i++)
+                if (p->hist[i].when_ms + m->cfg.cooldown_ms > now) {
+                        uint64_t left = p->hist[i].when_ms + m->cfg.cooldown_ms - now;
+                        in_cooldown++;
+                        if (left > remaining)
+                                remaining = left;
+                }
+        json_key(j, "cooldown");
+        json_object_begin(j);
+        json_key(j, "cooldown_ms"); json_u64(j, m->cfg.cooldown_ms);
+        json_key(j, "ranges"); json_u64(j, in_cooldown);
+        json_key(j, "remaining_ms"); json_u64(j, remaining);
+        json_object_end(j);
+}
+
 static int explain_watched(struct manager *m, const struct proc_rec *p, struct json *j) {
         _cleanup_free_ char *text = NULL;
         char mems[NODEMASK_STRMAX];
-        uint64_t now = mono_ms(), remaining = 0;
-        size_t in_cooldown = 0;
+        uint64_t now = mono_ms();
         const char *mode = proc_mode(m, p);
-        int r;
 
         json_key(j, "watched"); json_bool(j, true);
         json_key(j, "visible"); json_bool(j, true);
@@ -427,54 +486,12 @@ static int explain_watched(struct manager *m, const struct proc_rec *p, struct j
         json_string(j, p->reason < _REASON_MAX ? plan_reason_name(p->reason) : NULL);
         json_key(j, "reason_text");
         json_string(j, p->reason < _REASON_MAX ? plan_reason_text(p->reason) : NULL);
-
-        if (p->reason >= _REASON_MAX)
-                r = asprintf(&text, "watched, not scanned yet");
-        else if (p->reason == REASON_NONE && p->target_node >= 0)
-                r = asprintf(&text, "%s to node %d, where its threads run (hot node %d)",
-                             strcmp(mode, "balance") == 0 ? "moving its misplaced memory" :
-                             m->opts.dry_run ? "dry run: would move its misplaced memory" :
-                             "advise mode: would move its misplaced memory",
-                             p->target_node, p->hot_node);
-        else if (p->reason == REASON_NONE)
-                r = asprintf(&text, "nothing to move");
-        else
-                r = asprintf(&text, "not moving: %s", plan_reason_text(p->reason));
-        if (r < 0) {
-                text = NULL;
+        text = watched_explanation(m, p, mode);
+        if (!text)
                 return -ENOMEM;
-        }
         json_key(j, "explanation"); json_string(j, text);
-
-        json_key(j, "page_level");
-        json_object_begin(j);
-        json_key(j, "pages_sampled"); json_u64(j, p->pages_seen);
-        json_key(j, "pages_shared"); json_u64(j, p->pages_shared);
-        json_key(j, "planned_bytes"); json_u64(j, p->page_planned_bytes);
-        json_object_end(j);
-
-        json_key(j, "skipped_bytes");
-        json_object_begin(j);
-        for (int k = 0; k < _REASON_MAX; k++)
-                if (p->skipped_bytes[k]) {
-                        json_key(j, plan_reason_name(k));
-                        json_u64(j, p->skipped_bytes[k]);
-                }
-        json_object_end(j);
-
-        for (size_t i = 0; i < p->n_hist; i++)
-                if (p->hist[i].when_ms + m->cfg.cooldown_ms > now) {
-                        uint64_t left = p->hist[i].when_ms + m->cfg.cooldown_ms - now;
-                        in_cooldown++;
-                        if (left > remaining)
-                                remaining = left;
-                }
-        json_key(j, "cooldown");
-        json_object_begin(j);
-        json_key(j, "cooldown_ms"); json_u64(j, m->cfg.cooldown_ms);
-        json_key(j, "ranges"); json_u64(j, in_cooldown);
-        json_key(j, "remaining_ms"); json_u64(j, remaining);
-        json_object_end(j);
+        put_page_level(j, p);
+        put_cooldown(j, m, p, now);
 
         json_key(j, "scan_interval_ms"); json_u64(j, p->interval_ms);
         json_key(j, "next_scan_in_ms"); json_u64(j, p->next_scan_ms > now ? p->next_scan_ms - now : 0);
@@ -545,9 +562,8 @@ static void metric_cg(FILE *f, const char *name, const struct cg_rec *c) {
         fputc('"', f);
 }
 
-int report_metrics(struct manager *m, FILE *f) {
-        static const int results[] = { MIG_MOVED, MIG_BUSY, MIG_GONE, MIG_REFUSED };
-
+/* Per cgroup and node: the resident bytes of its processes at their last scan. */
+static void metrics_locality(const struct manager *m, FILE *f) {
         metric_head(f, "numabalanced_locality_bytes", "gauge",
                     "Resident bytes of the watched processes of a cgroup on each NUMA node, at their last scan.");
         for (size_t i = 0; i < m->n_cgs; i++) {
@@ -563,6 +579,10 @@ int report_metrics(struct manager *m, FILE *f) {
                         fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", m->topo->nodes[n].id, sum);
                 }
         }
+}
+
+static void metrics_pages(const struct manager *m, FILE *f) {
+        static const int results[] = { MIG_MOVED, MIG_BUSY, MIG_GONE, MIG_REFUSED };
 
         metric_head(f, "numabalanced_pages_total", "counter",
                     "Base pages (4 KiB) the daemon passed to move_pages(2), per cgroup and result.");
@@ -572,7 +592,9 @@ int report_metrics(struct manager *m, FILE *f) {
                         fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", migrate_class_name(results[r]),
                                 m->cgs[i]->pages[results[r]]);
                 }
+}
 
+static void metrics_skipped(const struct manager *m, FILE *f) {
         metric_head(f, "numabalanced_skipped_bytes", "gauge",
                     "Misplaced bytes left alone at the last scan of each process, per cgroup and reason.");
         for (size_t i = 0; i < m->n_cgs; i++) {
@@ -590,7 +612,10 @@ int report_metrics(struct manager *m, FILE *f) {
                         fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", plan_reason_name(r), sum);
                 }
         }
+}
 
+/* Per cgroup: CPU time by stage, and the processes watched. */
+static void metrics_cgroup_costs(const struct manager *m, FILE *f) {
         metric_head(f, "numabalanced_cpu_seconds_total", "counter",
                     "CPU time the daemon spent on each cgroup, by stage (read, decide, migrate).");
         for (size_t i = 0; i < m->n_cgs; i++)
@@ -607,7 +632,10 @@ int report_metrics(struct manager *m, FILE *f) {
                 metric_cg(f, "numabalanced_processes", m->cgs[i]);
                 fprintf(f, "} %u\n", m->cgs[i]->n_procs);
         }
+}
 
+/* The daemon as a whole: ticks, the sampling source and chain, page samples. */
+static void metrics_daemon(const struct manager *m, FILE *f) {
         metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
         fprintf(f, "numabalanced_tick_duration_seconds %" PRIu64 ".%09" PRIu64 "\n", m->last_tick_ns / 1000000000u,
                 m->last_tick_ns % 1000000000u);
@@ -626,6 +654,14 @@ int report_metrics(struct manager *m, FILE *f) {
         metric_head(f, "numabalanced_page_samples_total", "counter",
                     "Memory-access samples counted by page-level sampling (0 when it is off).");
         fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", m->page_samples);
+}
+
+int report_metrics(struct manager *m, FILE *f) {
+        metrics_locality(m, f);
+        metrics_pages(m, f);
+        metrics_skipped(m, f);
+        metrics_cgroup_costs(m, f);
+        metrics_daemon(m, f);
         fflush(f);
         return ferror(f) ? -EIO : 0;
 }
