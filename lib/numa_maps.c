@@ -4,6 +4,7 @@
 #include <string.h>
 #include "log.h"
 #include "numa_maps.h"
+#include "pagesize.h"
 #include "parse.h"
 
 /* mpol_to_str() prints into a 64-byte buffer: a policy string of this length may
@@ -400,7 +401,9 @@ static int parse_token(struct parser *p, const char *t, size_t tl, struct vma *v
  * Per-node entries are appended to p->m->np as they are read; on -EINVAL the
  * caller drops them again. */
 static int parse_line(struct parser *p, const char *s, size_t len, unsigned lineno, struct vma *ret) {
-        struct vma v = { .line = lineno, .page_size_kb = 4, .np_off = p->m->n_np };
+        /* A VMA with no page present prints no counters, kernelpagesize_kB included:
+         * its unit is then the base page size. */
+        struct vma v = { .line = lineno, .page_size_kb = page_size() / 1024, .np_off = p->m->n_np };
         _cleanup_(line_state_done) struct line_state st = {};
         size_t i;
         int r;

@@ -23,8 +23,9 @@ struct page_sample {
 
 struct page_agg;
 
-/* page_size: a power of two (4096; a huge page size aggregates per huge page). */
-int page_agg_new(const struct topology *t, uint64_t page_size, struct page_agg **ret);
+/* unit: the size samples are counted per, a power of two, at least the base page
+ * size (page_size()); a huge page size counts per huge page. */
+int page_agg_new(const struct topology *t, uint64_t unit, struct page_agg **ret);
 void page_agg_free(struct page_agg *a);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct page_agg *, page_agg_free);
 
