@@ -733,6 +733,7 @@ static bool scan_duplicated(const struct scan *s, const struct scan_entry *e) {
 /* iniparser reports through a printf-like callback; keep the last message for an
  * error line, rather than letting the library print to stderr on its own. */
 static char iniparser_msg[512];
+static int iniparser_errback(const char *fmt, ...) _printf_(1, 2);
 static int iniparser_errback(const char *fmt, ...) {
         va_list ap;
         int n;

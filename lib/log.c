@@ -81,6 +81,8 @@ size_t log_escape(const char *in, char *out, size_t size) {
         return o;
 }
 
+static int log_va(int level, int error, const struct log_fields *fields, const char *fmt, va_list ap)
+        _printf_(4, 0);
 static int log_va(int level, int error, const struct log_fields *fields, const char *fmt, va_list ap) {
         char raw[2048], msg[4 * sizeof(raw)];
         int e = error < 0 ? -error : error;
