@@ -624,6 +624,38 @@ static int scan_error(struct scan *s, unsigned line, const char *msg) {
         return scan_add(s, "", NULL, m, line);
 }
 
+/* One logical line (continuations joined, trailing blanks dropped), b[0..blen)
+ * with a NUL after it: blank, a comment, a section header (which becomes
+ * *section), "key = value", or a line iniparser would reject. */
+static int scan_logical(struct scan *s, char **section, const char *b, size_t blen, unsigned first) {
+        const char *eq;
+        char *key;
+
+        while (*b && isspace((unsigned char) *b))
+                b++, blen--;
+        if (!*b || *b == '#' || *b == ';')
+                return 0;
+        if (b[0] == '[' && b[blen - 1] == ']') {
+                char *name = strip_lower(b + 1, blen >= 2 ? blen - 2 : 0);
+                if (!name)
+                        return -ENOMEM;
+                free(*section);
+                *section = name;
+                return scan_add(s, *section, NULL, NULL, first);
+        }
+        eq = strchr(b, '=');
+        if (!eq)
+                return scan_error(s, first, "syntax error (accepted: [section], key = value, or a comment starting with # or ;)");
+        key = strip_lower(b, (size_t) (eq - b));
+        if (!key)
+                return -ENOMEM;
+        if (!*key) {
+                free(key);
+                return scan_error(s, first, "syntax error: no key before '=' (accepted: key = value)");
+        }
+        return scan_add(s, *section, key, NULL, first);
+}
+
 /* Splits text into logical lines the way iniparser 4.1 does (trailing whitespace
  * dropped; a line ending in '\' continues on the next one, even a comment line) and
  * records every section header and key with its line, and the lines iniparser would
@@ -642,8 +674,7 @@ static int scan_text(const char *text, size_t text_len, struct scan *s) {
         while (p < end) {
                 const char *eol = memchr(p, '\n', (size_t) (end - p));
                 size_t len = eol ? (size_t) (eol - p) : (size_t) (end - p);
-                const char *line = p, *b, *eq;
-                size_t blen;
+                const char *line = p;
 
                 p = eol ? eol + 1 : end;
                 lineno++;
@@ -673,44 +704,10 @@ static int scan_text(const char *text, size_t text_len, struct scan *s) {
                         continue;
                 }
                 logical[llen] = 0;
-                blen = llen;
+                r = scan_logical(s, &section, logical, llen, first);
+                if (r < 0)
+                        return r;
                 llen = 0;
-
-                b = logical;
-                while (*b && isspace((unsigned char) *b))
-                        b++, blen--;
-                if (!*b || *b == '#' || *b == ';')
-                        continue;
-                if (b[0] == '[' && b[blen - 1] == ']') {
-                        char *name = strip_lower(b + 1, blen >= 2 ? blen - 2 : 0);
-                        if (!name)
-                                return -ENOMEM;
-                        free(section);
-                        section = name;
-                        r = scan_add(s, section, NULL, NULL, first);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                eq = strchr(b, '=');
-                if (!eq) {
-                        r = scan_error(s, first, "syntax error (accepted: [section], key = value, or a comment starting with # or ;)");
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                {
-                        char *key = strip_lower(b, (size_t) (eq - b));
-                        if (!key)
-                                return -ENOMEM;
-                        if (!*key) {
-                                free(key);
-                                r = scan_error(s, first, "syntax error: no key before '=' (accepted: key = value)");
-                        } else
-                                r = scan_add(s, section, key, NULL, first);
-                        if (r < 0)
-                                return r;
-                }
         }
         return 0;
 }
@@ -736,6 +733,7 @@ static bool scan_duplicated(const struct scan *s, const struct scan_entry *e) {
 /* iniparser reports through a printf-like callback; keep the last message for an
  * error line, rather than letting the library print to stderr on its own. */
 static char iniparser_msg[512];
+static int iniparser_errback(const char *fmt, ...) _printf_(1, 2);
 static int iniparser_errback(const char *fmt, ...) {
         va_list ap;
         int n;

@@ -173,11 +173,101 @@ static int number(struct reader *r, struct jv *v) {
         return 0;
 }
 
-static void jv_done(struct jv *v);
+static int value(struct reader *r, struct jv *v, int depth);
 
-static int value(struct reader *r, struct jv *v, int depth) {
+/* At the '"' of an object member's key: the key, and the ':' after it. */
+static int member_key(struct reader *r, char **ret) {
+        char *key = NULL;
         int q;
 
+        if (r->pos >= r->len || r->s[r->pos] != '"')
+                return -EINVAL;
+        q = string(r, &key);
+        if (q < 0)
+                return q;
+        ws(r);
+        if (r->pos >= r->len || r->s[r->pos] != ':') {
+                free(key);
+                return -EINVAL;
+        }
+        r->pos++;
+        *ret = key;
+        return 0;
+}
+
+/* One more, empty, item of array or object v (cap: its room so far), and in an
+ * object its key, which this takes over even on failure. */
+static int append_item(struct jv *v, size_t *cap, char *key, struct jv **ret) {
+        bool obj = v->type == JV_OBJECT;
+
+        if (v->n == *cap) {
+                size_t nc = *cap ? *cap * 2 : 8;
+                struct jv *ni = realloc(v->items, nc * sizeof(*ni));
+                char **nk = ni && obj ? realloc(v->keys, nc * sizeof(*nk)) : NULL;
+                if (ni)
+                        v->items = ni;
+                if (nk)
+                        v->keys = nk;
+                if (!ni || (obj && !nk)) {
+                        free(key);
+                        return -ENOMEM;
+                }
+                *cap = nc;
+        }
+        v->items[v->n] = (struct jv) {};
+        if (obj)
+                v->keys[v->n] = key;
+        *ret = &v->items[v->n++];
+        return 0;
+}
+
+/* At the '[' or '{'. Items are added to v as they are read: on failure, jv_done()
+ * of v frees what was read. */
+static int container(struct reader *r, struct jv *v, int depth) {
+        bool obj = r->s[r->pos] == '{';
+        char close = obj ? '}' : ']';
+        size_t cap = 0;
+        int q;
+
+        v->type = obj ? JV_OBJECT : JV_ARRAY;
+        r->pos++;
+        ws(r);
+        if (r->pos < r->len && r->s[r->pos] == close) {
+                r->pos++;
+                return 0;
+        }
+        for (;;) {
+                char *key = NULL;
+                struct jv *item;
+
+                ws(r);
+                if (obj) {
+                        q = member_key(r, &key);
+                        if (q < 0)
+                                return q;
+                }
+                q = append_item(v, &cap, key, &item);
+                if (q < 0)
+                        return q;
+                q = value(r, item, depth + 1);
+                if (q < 0)
+                        return q;
+                ws(r);
+                if (r->pos >= r->len)
+                        return -EINVAL;
+                if (r->s[r->pos] == ',') {
+                        r->pos++;
+                        continue;
+                }
+                if (r->s[r->pos] == close) {
+                        r->pos++;
+                        return 0;
+                }
+                return -EINVAL;
+        }
+}
+
+static int value(struct reader *r, struct jv *v, int depth) {
         ws(r);
         if (r->pos >= r->len)
                 return -EINVAL;
@@ -198,69 +288,8 @@ static int value(struct reader *r, struct jv *v, int depth) {
                 v->type = JV_STRING;
                 return string(r, &v->text);
         case '[':
-        case '{': {
-                bool obj = r->s[r->pos] == '{';
-                char close = obj ? '}' : ']';
-                size_t cap = 0;
-
-                v->type = obj ? JV_OBJECT : JV_ARRAY;
-                r->pos++;
-                ws(r);
-                if (r->pos < r->len && r->s[r->pos] == close) {
-                        r->pos++;
-                        return 0;
-                }
-                for (;;) {
-                        char *key = NULL;
-                        ws(r);
-                        if (obj) {
-                                if (r->pos >= r->len || r->s[r->pos] != '"')
-                                        return -EINVAL;
-                                q = string(r, &key);
-                                if (q < 0)
-                                        return q;
-                                ws(r);
-                                if (r->pos >= r->len || r->s[r->pos] != ':') {
-                                        free(key);
-                                        return -EINVAL;
-                                }
-                                r->pos++;
-                        }
-                        if (v->n == cap) {
-                                size_t nc = cap ? cap * 2 : 8;
-                                struct jv *ni = realloc(v->items, nc * sizeof(*ni));
-                                char **nk = ni && obj ? realloc(v->keys, nc * sizeof(*nk)) : NULL;
-                                if (ni)
-                                        v->items = ni;
-                                if (nk)
-                                        v->keys = nk;
-                                if (!ni || (obj && !nk)) {
-                                        free(key);
-                                        return -ENOMEM;
-                                }
-                                cap = nc;
-                        }
-                        v->items[v->n] = (struct jv) {};
-                        if (obj)
-                                v->keys[v->n] = key;
-                        v->n++;
-                        q = value(r, &v->items[v->n - 1], depth + 1);
-                        if (q < 0)
-                                return q;
-                        ws(r);
-                        if (r->pos >= r->len)
-                                return -EINVAL;
-                        if (r->s[r->pos] == ',') {
-                                r->pos++;
-                                continue;
-                        }
-                        if (r->s[r->pos] == close) {
-                                r->pos++;
-                                return 0;
-                        }
-                        return -EINVAL;
-                }
-        }
+        case '{':
+                return container(r, v, depth);
         default:
                 return number(r, v);
         }

@@ -16,12 +16,6 @@ void log_set_max_level(int level) { max_level = level; }
 int log_get_max_level(void) { return max_level; }
 void log_set_sink(log_sink_fn s) { sink = s; }
 
-const char *log_level_name(int level) {
-        if (level < LOG_LVL_ERR || level > LOG_LVL_DEBUG)
-                return "?";
-        return level_names[level];
-}
-
 int log_parse_level(const char *s) {
         for (int l = LOG_LVL_ERR; l <= LOG_LVL_DEBUG; l++)
                 if (strcmp(s, level_names[l]) == 0)
@@ -87,6 +81,8 @@ size_t log_escape(const char *in, char *out, size_t size) {
         return o;
 }
 
+static int log_va(int level, int error, const struct log_fields *fields, const char *fmt, va_list ap)
+        _printf_(4, 0);
 static int log_va(int level, int error, const struct log_fields *fields, const char *fmt, va_list ap) {
         char raw[2048], msg[4 * sizeof(raw)];
         int e = error < 0 ? -error : error;

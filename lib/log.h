@@ -40,7 +40,6 @@ void log_set_max_level(int level);
 int log_get_max_level(void);
 void log_set_sink(log_sink_fn sink);       /* NULL: stderr */
 int log_parse_level(const char *s);        /* "err", "warning", "notice", "info", "debug"; -EINVAL */
-const char *log_level_name(int level);
 
 /* Copies in to out (size bytes, always terminated) with every control byte (below
  * 0x20, and 0x7f) written as \xNN; returns the length written. Every message goes

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "log.h"
 #include "numa_maps.h"
+#include "pagesize.h"
 #include "parse.h"
 
 /* mpol_to_str() prints into a 64-byte buffer: a policy string of this length may
@@ -253,30 +254,28 @@ static uint64_t *counter_field(struct vma *v, unsigned c) {
         }
 }
 
-/* One line. Returns 0, -EINVAL (a bad line: the caller counts it) or -ENOMEM.
- * The path is owned by a cleanup variable until the line is known to be good.
- * Per-node entries are appended to p->m->np as they are read; on -EINVAL the
- * caller drops them again. */
-static int parse_line(struct parser *p, const char *s, size_t len, unsigned lineno, struct vma *ret) {
-        struct numa_maps *m = p->m;
-        struct vma v = { .line = lineno, .page_size_kb = 4, .np_off = m->n_np };
-        _cleanup_free_ char *path = NULL;
-        nb_nodemask seen = {};
-        unsigned have = 0; /* counters seen, by bit */
-        bool have_kind = false;
+/* What one line has shown so far: a key given twice makes the line bad. */
+struct line_state {
+        char *path;        /* owned here until the line is known to be good */
+        nb_nodemask seen;  /* nodes with a count */
+        unsigned have;     /* counters seen, by bit */
+        bool have_kind;
+};
+
+static void line_state_done(struct line_state *st) {
+        free(st->path);
+}
+
+/* The start address and the memory policy, "7f0000000000 prefer (many)=static:0-1".
+ * On success *ret_end is the offset just after the policy. */
+static int parse_start_and_policy(const char *s, size_t len, struct vma *v, size_t *ret_end) {
         const char *sp, *pe;
         size_t i, pl;
-        int r;
-
-        /* The kernel writes no NUL bytes: a line with one is not from it. */
-        if (len == 0 || memchr(s, 0, len))
-                return -EINVAL;
 
         sp = memchr(s, ' ', len);
         if (!sp)
                 return -EINVAL;
-        r = parse_hex_u64_n(s, (size_t) (sp - s), &v.start);
-        if (r < 0)
+        if (parse_hex_u64_n(s, (size_t) (sp - s), &v->start) < 0)
                 return -EINVAL;
 
         /* The policy ends at the first space, except inside the two mode names that
@@ -291,14 +290,135 @@ static int parse_line(struct parser *p, const char *s, size_t len, unsigned line
         pl = pe ? (size_t) (pe - (s + i)) : len - i;
         if (pl > MPOL_STR_MAX)
                 return -EINVAL;
-        r = mempolicy_parse(s + i, pl, &v.policy);
-        if (r < 0)
+        if (mempolicy_parse(s + i, pl, &v->policy) < 0)
                 return -EINVAL;
-        i += pl;
+        *ret_end = i + pl;
+        return 0;
+}
+
+/* "file=PATH", "heap", "stack" and "huge": 1 if the token is one of them, 0 if not,
+ * or -EINVAL, -ENOMEM. file= comes first: the path is escaped, so it holds no space,
+ * but it may hold '=' look-alikes ("\075") and "N0" text: it is never looked into. */
+static int parse_kind(const char *t, size_t tl, struct vma *v, struct line_state *st) {
+        if (has_prefix(t, tl, "file=", 5)) {
+                if (st->have_kind)
+                        return -EINVAL;
+                st->have_kind = true;
+                v->kind = VMA_FILE;
+                st->path = strndup(t + 5, tl - 5);
+                if (!st->path)
+                        return -ENOMEM;
+                return 1;
+        }
+        if (is_word(t, tl, "heap") || is_word(t, tl, "stack")) {
+                if (st->have_kind)
+                        return -EINVAL;
+                st->have_kind = true;
+                v->kind = t[0] == 'h' ? VMA_HEAP : VMA_STACK;
+                return 1;
+        }
+        if (is_word(t, tl, "huge")) {
+                if (v->hugetlb)
+                        return -EINVAL;
+                v->hugetlb = true;
+                return 1;
+        }
+        return 0;
+}
+
+/* "N<node>=<pages>" (kl: the length of the key, eq: the '=' or NULL). The count is
+ * appended to p->m->np. */
+static int parse_node_count(struct parser *p, const char *t, size_t tl, size_t kl, const char *eq,
+                            struct vma *v, struct line_state *st) {
+        struct numa_maps *m = p->m;
+        uint64_t node, pages;
+        int r;
+
+        if (!eq)
+                return -EINVAL;
+        if (parse_u64_n(t + 1, kl - 1, 0, NB_NODES_MAX - 1, &node) < 0 ||
+            parse_u64_n(eq + 1, tl - kl - 1, 0, UINT64_MAX, &pages) < 0)
+                return -EINVAL;
+        if (nodemask_test(&st->seen, (unsigned) node))
+                return -EINVAL;
+        nodemask_set(&st->seen, (unsigned) node);
+        if (pages > UINT64_MAX - v->pages)
+                return -EINVAL;
+        v->pages += pages;
+        r = grow((void **) &m->np, &p->np_alloc, m->n_np, sizeof(*m->np));
+        if (r < 0)
+                return r;
+        m->np[m->n_np++] = (struct node_pages) { .node = (uint32_t) node, .pages = pages };
+        v->np_count++;
+        return 0;
+}
+
+/* "anon=3" and the other counters of counter_names: 1 if the token is one, 0 if
+ * not, or -EINVAL. */
+static int parse_counter(const char *t, size_t tl, size_t kl, const char *eq, struct vma *v,
+                         struct line_state *st) {
+        uint64_t val;
+        unsigned c;
+
+        for (c = 0; c < _C_MAX; c++)
+                if (is_word(t, kl, counter_names[c]))
+                        break;
+        if (c == _C_MAX)
+                return 0;
+        if (!eq || (st->have & (1u << c)))
+                return -EINVAL;
+        if (parse_u64_n(eq + 1, tl - kl - 1, c == C_PAGESIZE ? 1 : 0, UINT64_MAX, &val) < 0)
+                return -EINVAL;
+        st->have |= 1u << c;
+        *counter_field(v, c) = val;
+        return 1;
+}
+
+/* One token after the policy. */
+static int parse_token(struct parser *p, const char *t, size_t tl, struct vma *v, struct line_state *st) {
+        const char *eq;
+        size_t kl;
+        int r;
+
+        r = parse_kind(t, tl, v, st);
+        if (r != 0)
+                return r < 0 ? r : 0;
+
+        eq = memchr(t, '=', tl);
+        kl = eq ? (size_t) (eq - t) : tl;
+        if (t[0] == 'N' && (kl == 1 || (t[1] >= '0' && t[1] <= '9')))
+                return parse_node_count(p, t, tl, kl, eq, v, st);
+
+        r = parse_counter(t, tl, kl, eq, v, st);
+        if (r != 0)
+                return r < 0 ? r : 0;
+
+        /* Something a newer kernel prints: skip it if it looks like a key. */
+        return is_ident(t, kl) ? 0 : -EINVAL;
+}
+
+/* One line. Returns 0, -EINVAL (a bad line: the caller counts it) or -ENOMEM.
+ * Per-node entries are appended to p->m->np as they are read; on -EINVAL the
+ * caller drops them again. */
+static int parse_line(struct parser *p, const char *s, size_t len, unsigned lineno, struct vma *ret) {
+        /* A VMA with no page present prints no counters, kernelpagesize_kB included:
+         * its unit is then the base page size. */
+        struct vma v = { .line = lineno, .page_size_kb = page_size() / 1024, .np_off = p->m->n_np };
+        _cleanup_(line_state_done) struct line_state st = {};
+        size_t i;
+        int r;
+
+        /* The kernel writes no NUL bytes: a line with one is not from it. */
+        if (len == 0 || memchr(s, 0, len))
+                return -EINVAL;
+
+        r = parse_start_and_policy(s, len, &v, &i);
+        if (r < 0)
+                return r;
 
         while (i < len) {
-                const char *t, *te, *eq;
-                size_t tl, kl;
+                const char *t, *te;
+                size_t tl;
 
                 /* Exactly one space between tokens, none at the end. */
                 i++;
@@ -309,80 +429,12 @@ static int parse_line(struct parser *p, const char *s, size_t len, unsigned line
                         return -EINVAL;
                 i += tl;
 
-                /* file= first: the path is escaped, so it holds no space, but it may
-                 * hold '=' look-alikes ("\075") and "N0" text: it is never looked into. */
-                if (has_prefix(t, tl, "file=", 5)) {
-                        if (have_kind)
-                                return -EINVAL;
-                        have_kind = true;
-                        v.kind = VMA_FILE;
-                        path = strndup(t + 5, tl - 5);
-                        if (!path)
-                                return -ENOMEM;
-                        continue;
-                }
-                if (is_word(t, tl, "heap") || is_word(t, tl, "stack")) {
-                        if (have_kind)
-                                return -EINVAL;
-                        have_kind = true;
-                        v.kind = t[0] == 'h' ? VMA_HEAP : VMA_STACK;
-                        continue;
-                }
-                if (is_word(t, tl, "huge")) {
-                        if (v.hugetlb)
-                                return -EINVAL;
-                        v.hugetlb = true;
-                        continue;
-                }
-
-                eq = memchr(t, '=', tl);
-                kl = eq ? (size_t) (eq - t) : tl;
-
-                if (t[0] == 'N' && (kl == 1 || (t[1] >= '0' && t[1] <= '9'))) {
-                        uint64_t node, pages;
-
-                        if (!eq)
-                                return -EINVAL;
-                        if (parse_u64_n(t + 1, kl - 1, 0, NB_NODES_MAX - 1, &node) < 0 ||
-                            parse_u64_n(eq + 1, tl - kl - 1, 0, UINT64_MAX, &pages) < 0)
-                                return -EINVAL;
-                        if (nodemask_test(&seen, (unsigned) node))
-                                return -EINVAL;
-                        nodemask_set(&seen, (unsigned) node);
-                        if (pages > UINT64_MAX - v.pages)
-                                return -EINVAL;
-                        v.pages += pages;
-                        r = grow((void **) &m->np, &p->np_alloc, m->n_np, sizeof(*m->np));
-                        if (r < 0)
-                                return r;
-                        m->np[m->n_np++] = (struct node_pages) { .node = (uint32_t) node, .pages = pages };
-                        v.np_count++;
-                        continue;
-                }
-
-                {
-                        unsigned c;
-                        for (c = 0; c < _C_MAX; c++)
-                                if (is_word(t, kl, counter_names[c]))
-                                        break;
-                        if (c < _C_MAX) {
-                                uint64_t val;
-                                if (!eq || (have & (1u << c)))
-                                        return -EINVAL;
-                                if (parse_u64_n(eq + 1, tl - kl - 1, c == C_PAGESIZE ? 1 : 0, UINT64_MAX, &val) < 0)
-                                        return -EINVAL;
-                                have |= 1u << c;
-                                *counter_field(&v, c) = val;
-                                continue;
-                        }
-                }
-
-                /* Something a newer kernel prints: skip it if it looks like a key. */
-                if (!is_ident(t, kl))
-                        return -EINVAL;
+                r = parse_token(p, t, tl, &v, &st);
+                if (r < 0)
+                        return r;
         }
 
-        v.path = TAKE_PTR(path);
+        v.path = TAKE_PTR(st.path);
         *ret = v;
         return 0;
 }

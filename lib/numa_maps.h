@@ -53,7 +53,7 @@ struct vma {
         enum vma_kind kind;
         bool hugetlb;              /* " huge": counts are in huge pages */
         char *path;                /* file= value as the kernel escaped it (safe to print), or NULL */
-        uint64_t page_size_kb;     /* kernelpagesize_kB; 4 if absent (no page present) */
+        uint64_t page_size_kb;     /* kernelpagesize_kB; the base page size if absent (no page present) */
         uint64_t anon, dirty, mapped, mapmax, swapcache, active, writeback;
         uint64_t pages;            /* sum over nodes */
         size_t np_off, np_count;   /* this VMA's entries in numa_maps.np */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "cleanup.h"
 #include "pagesample.h"
+#include "pagesize.h"
 #include "parse.h"
 
 /* Open addressing on the page number; counts[] is slots x n_nodes, by topology index. */
@@ -23,16 +24,17 @@ static uint64_t hash64(uint64_t x) {
         return x;
 }
 
-int page_agg_new(const struct topology *t, uint64_t page_size, struct page_agg **ret) {
+int page_agg_new(const struct topology *t, uint64_t unit, struct page_agg **ret) {
         struct page_agg *a;
 
-        if (!t || !t->n_nodes || page_size < 4096 || (page_size & (page_size - 1)))
+        /* Below the base page size, two halves of one page would count apart. */
+        if (!t || !t->n_nodes || unit < page_size() || (unit & (unit - 1)))
                 return -EINVAL;
         a = calloc(1, sizeof(*a));
         if (!a)
                 return -ENOMEM;
         a->t = t;
-        a->page_mask = ~(page_size - 1);
+        a->page_mask = ~(unit - 1);
         a->slots = 1024;
         a->pages = calloc(a->slots, sizeof(*a->pages));
         a->counts = calloc(a->slots * t->n_nodes, sizeof(*a->counts));

@@ -2,7 +2,7 @@
 /* sample, part 3: which node touches which page. Memory-access samples (from the PMU:
  * Intel PEBS mem-loads, AMD IBS op, Arm SPE; or page faults with PERF_SAMPLE_ADDR) are
  * (tid, cpu, data address) triples. They are aggregated per page into counts per node
- * (the node of the sampling CPU), then the two-sample rule of DESIGN.md decides:
+ * (the node of the sampling CPU), then the two-sample rule of docs/DESIGN.md decides:
  *   - a page seen from exactly one node, at least min_samples (2) times, goes to that
  *     node (a thread's private data follows the thread);
  *   - a page seen from several nodes is shared: left where it is, whatever the counts
@@ -23,8 +23,9 @@ struct page_sample {
 
 struct page_agg;
 
-/* page_size: a power of two (4096; a huge page size aggregates per huge page). */
-int page_agg_new(const struct topology *t, uint64_t page_size, struct page_agg **ret);
+/* unit: the size samples are counted per, a power of two, at least the base page
+ * size (page_size()); a huge page size counts per huge page. */
+int page_agg_new(const struct topology *t, uint64_t unit, struct page_agg **ret);
 void page_agg_free(struct page_agg *a);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct page_agg *, page_agg_free);
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "locality.h"
 #include "pagesample.h"
+#include "pagesize.h"
 #include "plan.h"
 #include "policy.h"
 
@@ -313,7 +314,9 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 if (vi < 0)
                         continue; /* unmapped since it was sampled */
                 v = &in->maps->vmas[vi];
-                size = v->hugetlb && v->page_size_kb ? v->page_size_kb * 1024 : 4096;
+                /* The unit numa_maps counts this VMA's pages in: the base page size,
+                 * or the huge page size of a hugetlb VMA. */
+                size = v->page_size_kb ? v->page_size_kb * 1024 : page_size();
                 page = pm->page & ~(size - 1);
                 verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
                                                &allowed);

@@ -31,10 +31,78 @@ static int field_u64(const char *s, size_t len, uint64_t max, uint64_t *ret) {
         return parse_u64_n(s, len, 0, max, ret);
 }
 
+/* "pid (comm)": comm is whatever the process named itself, spaces and parentheses
+ * included; only the last ')' ends it. On success *ret_close points at that ')'. */
+static int stat_pid_comm(const char *buf, size_t len, struct proc_stat *st, const char **ret_close) {
+        const char *open, *close = NULL, *p;
+        uint64_t v;
+
+        open = memchr(buf, '(', len);
+        if (!open || open < buf + 2 || open[-1] != ' ')
+                return -EINVAL;
+        for (p = buf + len; p > open; p--)
+                if (p[-1] == ')') {
+                        close = p - 1;
+                        break;
+                }
+        if (!close)
+                return -EINVAL;
+        if (field_u64(buf, (size_t) (open - 1 - buf), INT_MAX, &v) < 0 || v == 0)
+                return -EINVAL;
+        st->pid = (pid_t) v;
+        copy_cut(st->comm, sizeof(st->comm), open + 1, (size_t) (close - open - 1));
+        *ret_close = close;
+        return 0;
+}
+
+/* The fields after comm that we keep, bit n for field n. */
+#define STAT_FIELDS_WANTED                                                              \
+        (UINT64_C(1) << 3 | UINT64_C(1) << 9 | UINT64_C(1) << 14 | UINT64_C(1) << 15 | \
+         UINT64_C(1) << 22 | UINT64_C(1) << 24 | UINT64_C(1) << 39)
+
+/* Field number field (3...), f[0..fl), into st: 1 if it is one we keep, 0 if not,
+ * -EINVAL if it is malformed. */
+static int stat_field(struct proc_stat *st, unsigned field, const char *f, size_t fl) {
+        uint64_t v;
+        int r;
+
+        switch (field) {
+        case 3:
+                if (fl != 1)
+                        return -EINVAL;
+                st->state = f[0];
+                return 1;
+        case 9:
+                r = field_u64(f, fl, ULONG_MAX, &v);
+                if (r >= 0)
+                        st->flags = (unsigned long) v;
+                break;
+        case 14:
+                r = field_u64(f, fl, UINT64_MAX, &st->utime);
+                break;
+        case 15:
+                r = field_u64(f, fl, UINT64_MAX, &st->stime);
+                break;
+        case 22:
+                r = field_u64(f, fl, UINT64_MAX, &st->starttime);
+                break;
+        case 24:
+                r = field_u64(f, fl, UINT64_MAX, &st->rss_pages);
+                break;
+        case 39:
+                r = field_u64(f, fl, INT_MAX, &v);
+                if (r >= 0)
+                        st->processor = (int) v;
+                break;
+        default:
+                return 0;
+        }
+        return r < 0 ? -EINVAL : 1;
+}
+
 int proc_stat_parse(const char *buf, size_t len, struct proc_stat *ret) {
         struct proc_stat st = {};
-        const char *open, *close = NULL, *p, *end;
-        uint64_t v;
+        const char *close, *p, *end;
         unsigned field;
         uint64_t have = 0; /* the fields we need, bit n for field n */
         int r;
@@ -45,23 +113,9 @@ int proc_stat_parse(const char *buf, size_t len, struct proc_stat *ret) {
                 len--;
         end = buf + len;
 
-        /* "pid (comm) S ...": comm is whatever the process named itself, spaces and
-         * parentheses included; only the last ')' ends it. */
-        open = memchr(buf, '(', len);
-        if (!open || open < buf + 2 || open[-1] != ' ')
-                return -EINVAL;
-        for (p = end; p > open; p--)
-                if (p[-1] == ')') {
-                        close = p - 1;
-                        break;
-                }
-        if (!close)
-                return -EINVAL;
-        r = field_u64(buf, (size_t) (open - 1 - buf), INT_MAX, &v);
-        if (r < 0 || v == 0)
-                return -EINVAL;
-        st.pid = (pid_t) v;
-        copy_cut(st.comm, sizeof(st.comm), open + 1, (size_t) (close - open - 1));
+        r = stat_pid_comm(buf, len, &st, &close);
+        if (r < 0)
+                return r;
 
         /* Fields 3... after the last ')', one space apart. */
         p = close + 1;
@@ -80,48 +134,14 @@ int proc_stat_parse(const char *buf, size_t len, struct proc_stat *ret) {
                 if (fl == 0)
                         return -EINVAL;
 
-                switch (field) {
-                case 3:
-                        if (fl != 1)
-                                return -EINVAL;
-                        st.state = f[0];
-                        break;
-                case 9:
-                        r = field_u64(f, fl, ULONG_MAX, &v);
-                        if (r < 0)
-                                return -EINVAL;
-                        st.flags = (unsigned long) v;
-                        break;
-                case 14:
-                        r = field_u64(f, fl, UINT64_MAX, &st.utime);
-                        break;
-                case 15:
-                        r = field_u64(f, fl, UINT64_MAX, &st.stime);
-                        break;
-                case 22:
-                        r = field_u64(f, fl, UINT64_MAX, &st.starttime);
-                        break;
-                case 24:
-                        r = field_u64(f, fl, UINT64_MAX, &st.rss_pages);
-                        break;
-                case 39:
-                        r = field_u64(f, fl, INT_MAX, &v);
-                        if (r >= 0)
-                                st.processor = (int) v;
-                        break;
-                default:
-                        continue;
-                }
+                r = stat_field(&st, field, f, fl);
                 if (r < 0)
-                        return -EINVAL;
-                have |= UINT64_C(1) << field;
+                        return r;
+                if (r > 0)
+                        have |= UINT64_C(1) << field;
         }
-        {
-                const uint64_t want = UINT64_C(1) << 3 | UINT64_C(1) << 9 | UINT64_C(1) << 14 |
-                        UINT64_C(1) << 15 | UINT64_C(1) << 22 | UINT64_C(1) << 24 | UINT64_C(1) << 39;
-                if ((have & want) != want)
-                        return -EINVAL;
-        }
+        if ((have & STAT_FIELDS_WANTED) != STAT_FIELDS_WANTED)
+                return -EINVAL;
         *ret = st;
         return 0;
 }
@@ -142,6 +162,75 @@ enum {
         S_PPID = 1u << 4, S_UID = 1u << 5, S_VMRSS = 1u << 6, S_CPUS = 1u << 7, S_MEMS = 1u << 8,
 };
 
+/* "Uid:" holds real, effective, saved and fs uids, tab separated. */
+static int status_uid(const char *val, size_t vl, struct proc_status *st) {
+        const char *t = memchr(val, '\t', vl), *e2;
+        uint64_t real, eff;
+
+        if (!t)
+                return -EINVAL;
+        if (parse_u64_n(val, (size_t) (t - val), 0, UINT32_MAX - 1, &real) < 0)
+                return -EINVAL;
+        t++;
+        e2 = memchr(t, '\t', (size_t) (val + vl - t));
+        if (parse_u64_n(t, (size_t) ((e2 ? e2 : val + vl) - t), 0, UINT32_MAX - 1, &eff) < 0)
+                return -EINVAL;
+        st->uid_real = (uid_t) real;
+        st->uid_effective = (uid_t) eff;
+        return 0;
+}
+
+/* One "Key: value" line, the value without its leading blanks. Sets *ret_bit to the
+ * key's S_ bit, or to 0 for a key we do not read. */
+static int status_field(struct proc_status *st, const char *key, size_t kl, const char *val, size_t vl,
+                        unsigned *ret_bit) {
+        uint64_t v;
+        int r = 0;
+
+#define KEY(k) (kl == sizeof(k) - 1 && memcmp(key, k, kl) == 0)
+        if (KEY("Name")) {
+                *ret_bit = S_NAME;
+                copy_cut(st->name, sizeof(st->name), val, vl);
+        } else if (KEY("State")) {
+                *ret_bit = S_STATE;
+                if (vl == 0 || is_blank(val[0]))
+                        return -EINVAL;
+                st->state = val[0];
+        } else if (KEY("Tgid")) {
+                *ret_bit = S_TGID;
+                r = status_id(val, vl, 1, INT_MAX, &v);
+                st->tgid = (pid_t) v;
+        } else if (KEY("Pid")) {
+                *ret_bit = S_PID;
+                r = status_id(val, vl, 1, INT_MAX, &v);
+                st->pid = (pid_t) v;
+        } else if (KEY("PPid")) {
+                *ret_bit = S_PPID;
+                /* 0 for init and kthreadd. */
+                r = status_id(val, vl, 0, INT_MAX, &v);
+                st->ppid = (pid_t) v;
+        } else if (KEY("Uid")) {
+                *ret_bit = S_UID;
+                r = status_uid(val, vl, st);
+        } else if (KEY("VmRSS")) {
+                *ret_bit = S_VMRSS;
+                if (vl < 3 || memcmp(val + vl - 3, " kB", 3) != 0)
+                        return -EINVAL;
+                r = status_id(val, vl - 3, 0, UINT64_MAX, &st->vm_rss_kb);
+        } else if (KEY("Cpus_allowed_list")) {
+                *ret_bit = S_CPUS;
+                r = idlist_parse_n(val, vl, st->cpus_allowed.w, NB_CPUS_MAX);
+                st->has_cpus_allowed = true;
+        } else if (KEY("Mems_allowed_list")) {
+                *ret_bit = S_MEMS;
+                r = nodemask_parse_n(val, vl, &st->mems_allowed);
+                st->has_mems_allowed = true;
+        } else
+                *ret_bit = 0;
+#undef KEY
+        return r < 0 ? -EINVAL : 0;
+}
+
 int proc_status_parse(const char *buf, size_t len, struct proc_status *ret) {
         /* 1 KiB of CPU mask: not for the stack of every caller's caller, but fine here. */
         struct proc_status st = {};
@@ -156,9 +245,7 @@ int proc_status_parse(const char *buf, size_t len, struct proc_status *ret) {
         while (pos < len) {
                 const char *line = buf + pos, *nl, *colon, *val;
                 size_t ll, kl, vl;
-                uint64_t v;
                 unsigned bit;
-                int r = 0;
 
                 nl = memchr(line, '\n', len - pos);
                 ll = nl ? (size_t) (nl - line) : len - pos;
@@ -175,63 +262,10 @@ int proc_status_parse(const char *buf, size_t len, struct proc_status *ret) {
                         vl--;
                 }
 
-#define KEY(k) (kl == sizeof(k) - 1 && memcmp(line, k, kl) == 0)
-                if (KEY("Name")) {
-                        bit = S_NAME;
-                        copy_cut(st.name, sizeof(st.name), val, vl);
-                } else if (KEY("State")) {
-                        bit = S_STATE;
-                        if (vl == 0 || is_blank(val[0]))
-                                return -EINVAL;
-                        st.state = val[0];
-                } else if (KEY("Tgid")) {
-                        bit = S_TGID;
-                        r = status_id(val, vl, 1, INT_MAX, &v);
-                        st.tgid = (pid_t) v;
-                } else if (KEY("Pid")) {
-                        bit = S_PID;
-                        r = status_id(val, vl, 1, INT_MAX, &v);
-                        st.pid = (pid_t) v;
-                } else if (KEY("PPid")) {
-                        bit = S_PPID;
-                        /* 0 for init and kthreadd. */
-                        r = status_id(val, vl, 0, INT_MAX, &v);
-                        st.ppid = (pid_t) v;
-                } else if (KEY("Uid")) {
-                        /* real, effective, saved, fs: tab separated. */
-                        const char *t = memchr(val, '\t', vl);
-                        uint64_t real, eff;
-                        const char *e2;
-
-                        bit = S_UID;
-                        if (!t)
-                                return -EINVAL;
-                        r = parse_u64_n(val, (size_t) (t - val), 0, UINT32_MAX - 1, &real);
-                        if (r < 0)
-                                return -EINVAL;
-                        t++;
-                        e2 = memchr(t, '\t', (size_t) (val + vl - t));
-                        r = parse_u64_n(t, (size_t) ((e2 ? e2 : val + vl) - t), 0, UINT32_MAX - 1, &eff);
-                        st.uid_real = (uid_t) real;
-                        st.uid_effective = (uid_t) eff;
-                } else if (KEY("VmRSS")) {
-                        bit = S_VMRSS;
-                        if (vl < 3 || memcmp(val + vl - 3, " kB", 3) != 0)
-                                return -EINVAL;
-                        r = status_id(val, vl - 3, 0, UINT64_MAX, &st.vm_rss_kb);
-                } else if (KEY("Cpus_allowed_list")) {
-                        bit = S_CPUS;
-                        r = idlist_parse_n(val, vl, st.cpus_allowed.w, NB_CPUS_MAX);
-                        st.has_cpus_allowed = true;
-                } else if (KEY("Mems_allowed_list")) {
-                        bit = S_MEMS;
-                        r = nodemask_parse_n(val, vl, &st.mems_allowed);
-                        st.has_mems_allowed = true;
-                } else
-                        continue;
-#undef KEY
+                if (status_field(&st, line, kl, val, vl, &bit) < 0)
+                        return -EINVAL;
                 /* A second copy of a line is not the kernel's doing. */
-                if (r < 0 || (have & bit))
+                if (have & bit)
                         return -EINVAL;
                 have |= bit;
         }

@@ -227,19 +227,9 @@ static int open_system_dir(const char *sys_root) {
         return fd;
 }
 
-int topology_read(const char *sys_root, struct topology **ret) {
-        _cleanup_(topology_freep) struct topology *t = NULL;
-        _cleanup_close_ int dirfd = -1;
-        unsigned i;
-        int r, max_cpu = -1;
-
-        dirfd = open_system_dir(sys_root);
-        if (dirfd < 0)
-                return dirfd;
-
-        t = calloc(1, sizeof(*t));
-        if (!t)
-                return -ENOMEM;
+/* node/online, has_memory, has_cpu and cpu/online, and that they agree. */
+static int read_masks(int dirfd, struct topology *t) {
+        int r;
 
         /* Without CONFIG_NUMA there is no node directory: -ENOENT, the caller's
          * "not a NUMA machine", distinct from contents that do not parse. */
@@ -263,41 +253,40 @@ int topology_read(const char *sys_root, struct topology **ret) {
                 return log_debug_errno(-EINVAL, "topology: has_memory/has_cpu name nodes that are not online");
         if (cpumask_weight(&t->online_cpus) == 0)
                 return log_debug_errno(-EINVAL, "topology: no online CPU");
+        return 0;
+}
 
-        t->nodes = calloc(t->n_nodes, sizeof(*t->nodes));
-        t->distance = calloc((size_t) t->n_nodes * t->n_nodes, sizeof(*t->distance));
-        if (!t->nodes || !t->distance)
-                return -ENOMEM;
+/* Node id, at index i of t->nodes: its CPUs, its row of the distance table and its
+ * memory. Raises *max_cpu to its highest CPU. */
+static int read_node(int dirfd, struct topology *t, unsigned i, unsigned id, int *max_cpu) {
+        struct topo_node *tn = &t->nodes[i];
+        char path[64];
+        int r;
 
-        i = 0;
-        NODEMASK_FOREACH(n, &t->online) {
-                struct topo_node *tn = &t->nodes[i];
-                char path[64];
+        tn->id = id;
+        tn->has_memory = nodemask_test(&t->with_memory, id);
+        tn->has_cpus = nodemask_test(&t->with_cpus, id);
 
-                tn->id = (unsigned) n;
-                tn->has_memory = nodemask_test(&t->with_memory, tn->id);
-                tn->has_cpus = nodemask_test(&t->with_cpus, tn->id);
+        snprintf(path, sizeof(path), "node/node%u/cpulist", id);
+        r = read_cpumask_at(dirfd, path, &tn->cpus);
+        if (r < 0)
+                return r;
+        /* has_cpu (N_CPU) and cpulist are not compared: on some architectures
+         * cpumask_of_node keeps offline CPUs, so a node whose CPUs are all offline
+         * can list them while has_cpu omits it. */
+        CPUMASK_FOREACH(c, &tn->cpus)
+                if (c > *max_cpu)
+                        *max_cpu = c;
 
-                snprintf(path, sizeof(path), "node/node%u/cpulist", tn->id);
-                r = read_cpumask_at(dirfd, path, &tn->cpus);
-                if (r < 0)
-                        return r;
-                /* has_cpu (N_CPU) and cpulist are not compared: on some
-                 * architectures cpumask_of_node keeps offline CPUs, so a node whose
-                 * CPUs are all offline can list them while has_cpu omits it. */
-                CPUMASK_FOREACH(c, &tn->cpus)
-                        if (c > max_cpu)
-                                max_cpu = c;
+        r = read_distance_at(dirfd, id, t->n_nodes, t->distance + (size_t) i * t->n_nodes);
+        if (r < 0)
+                return r;
+        return read_meminfo_at(dirfd, id, &tn->mem_total_kb, &tn->mem_free_kb);
+}
 
-                r = read_distance_at(dirfd, tn->id, t->n_nodes, t->distance + (size_t) i * t->n_nodes);
-                if (r < 0)
-                        return r;
-                r = read_meminfo_at(dirfd, tn->id, &tn->mem_total_kb, &tn->mem_free_kb);
-                if (r < 0)
-                        return r;
-                i++;
-        }
-
+/* t->cpu_node for CPUs 0..max_cpu (online or listed by a node); a CPU in two nodes
+ * is refused. */
+static int map_cpus(struct topology *t, int max_cpu) {
         CPUMASK_FOREACH(c, &t->online_cpus)
                 if (c > max_cpu)
                         max_cpu = c;
@@ -307,14 +296,50 @@ int topology_read(const char *sys_root, struct topology **ret) {
                 return -ENOMEM;
         for (unsigned c = 0; c < t->n_cpus; c++)
                 t->cpu_node[c] = -1;
-        for (i = 0; i < t->n_nodes; i++)
+        for (unsigned i = 0; i < t->n_nodes; i++)
                 CPUMASK_FOREACH(c, &t->nodes[i].cpus) {
                         if (t->cpu_node[c] >= 0)
                                 return log_debug_errno(-EINVAL, "topology: CPU %d is in nodes %d and %u",
                                                        c, t->cpu_node[c], t->nodes[i].id);
                         t->cpu_node[c] = (int) t->nodes[i].id;
                 }
+        return 0;
+}
 
+int topology_read(const char *sys_root, struct topology **ret) {
+        _cleanup_(topology_freep) struct topology *t = NULL;
+        _cleanup_close_ int dirfd = -1;
+        unsigned i;
+        int r, max_cpu = -1;
+
+        dirfd = open_system_dir(sys_root);
+        if (dirfd < 0)
+                return dirfd;
+
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+
+        r = read_masks(dirfd, t);
+        if (r < 0)
+                return r;
+
+        t->nodes = calloc(t->n_nodes, sizeof(*t->nodes));
+        t->distance = calloc((size_t) t->n_nodes * t->n_nodes, sizeof(*t->distance));
+        if (!t->nodes || !t->distance)
+                return -ENOMEM;
+
+        i = 0;
+        NODEMASK_FOREACH(n, &t->online) {
+                r = read_node(dirfd, t, i, (unsigned) n, &max_cpu);
+                if (r < 0)
+                        return r;
+                i++;
+        }
+
+        r = map_cpus(t, max_cpu);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(t);
         return 0;
 }

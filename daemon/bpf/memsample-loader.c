@@ -14,8 +14,12 @@
 #include "memsample.h"
 #include "memsample-loader.h"
 #include "memsample.skel.h"
+#include "pagesize.h"
 
-#define PAGE_SHIFT 12
+/* The BPF program counts samples per base page: address >> this. */
+static unsigned page_shift(void) {
+        return (unsigned) __builtin_ctzl(page_size());
+}
 
 struct memsample {
         struct memsample_bpf *skel;
@@ -71,7 +75,7 @@ int memsample_new(const struct topology *t, const struct perf_event_attr *attr,
                 return -EINVAL;
         }
         skel->rodata->nr_cpus = (__u32) n_cpus;
-        skel->rodata->page_shift = PAGE_SHIFT;
+        skel->rodata->page_shift = page_shift();
         r = memsample_bpf__load(skel);
         if (r < 0) {
                 *ret_why = "cannot load the BPF program (libbpf says why at debug level)";
@@ -166,7 +170,7 @@ static int drain(struct memsample *p, pid_t pid,
                 if (bpf_map_lookup_elem(fd, &keys[i], &count) < 0)
                         continue; /* evicted meanwhile */
                 (void) bpf_map_delete_elem(fd, &keys[i]);
-                fn(userdata, (pid_t) keys[i].tgid, keys[i].page << PAGE_SHIFT, keys[i].node, count);
+                fn(userdata, (pid_t) keys[i].tgid, keys[i].page << page_shift(), keys[i].node, count);
         }
         return n;
 }

@@ -324,6 +324,18 @@ static void test_plan_pages(void) {
         }
         plan_done(&pl);
 
+        /* A kernel with 64 KiB base pages (arm64): the unit is the VMA's own page
+         * size, whatever the machine running the test uses. The 16 sampled 4 KiB
+         * addresses are all in the first 64 KiB page: one move of that page. */
+        page_plan("7f0000000000 default anon=1 N1=1 kernelpagesize_kB=64\n", "0-1", &pp, NULL, &pl);
+        CHECK_INT(pl.n_moves, 1);
+        if (pl.n_moves == 1) {
+                CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
+                CHECK_INT(pl.moves[0].end - pl.moves[0].start, 64 << 10);
+                CHECK_INT(pl.moves[0].page_size, 64 << 10);
+        }
+        plan_done(&pl);
+
         /* Pages outside every VMA (unmapped since sampled): nothing. */
         page_plan("7f5000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
         CHECK_INT(pl.n_moves, 0);
