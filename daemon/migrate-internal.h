@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Pieces of migrate.c exposed for the unit tests only: the per-page classification
- * and the token bucket, which takes the clock as a parameter so that its arithmetic
- * can be tested without sleeping. Nothing outside migrate.c and tests/ includes this. */
+/* Pieces of migrate.c exposed for the unit tests only: the per-page classification.
+ * Nothing outside migrate.c and tests/ includes this. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,28 +9,3 @@
 /* The class of one move_pages() status slot after a move call. status is the node id
  * or -errno; was_on_target: the query before the move already found it on the target. */
 enum migrate_class migrate_classify(int status, int target_node, bool was_on_target);
-
-/* A token bucket in bytes. rate_bytes_s == 0: unlimited. The bucket may go into debt
- * (a batch larger than the burst is allowed, then paid for by sleeping), so that one
- * worker's large batch also delays the others: the budget is global. */
-struct token_bucket {
-        uint64_t rate_bytes_s;
-        uint64_t burst_bytes;
-        int64_t tokens;            /* bytes; negative: debt */
-        uint64_t last_ns;          /* time of the last refill */
-        uint64_t frac;             /* the part of a byte not yet added, in byte-ns */
-};
-
-void token_bucket_init(struct token_bucket *tb, uint64_t rate_bytes_s, uint64_t now_ns);
-/* Changes the rate and keeps the current balance (clamped to the new burst). */
-void token_bucket_set_rate(struct token_bucket *tb, uint64_t rate_bytes_s, uint64_t now_ns);
-/* Takes bytes at now_ns; returns how long (ns) the caller must sleep before using them. */
-uint64_t token_bucket_take(struct token_bucket *tb, uint64_t bytes, uint64_t now_ns);
-/* The same for bytes that were moved by work which ran from busy_since_ns to now_ns.
- * The refill stops at the burst only for idle time: the time since busy_since_ns is
- * credited whole (once: the bucket's clock moves only forward, so workers overlapping
- * in time are not each credited the same interval). Charged after the fact, a batch
- * larger than the burst that took longer than its bytes at the rate leaves no debt;
- * capping that time too made a 511 MiB batch of THP that had taken 1.7 s at 300 MiB/s
- * sleep another 0.4 s under a 1024 MiB/s budget. */
-uint64_t token_bucket_take_busy(struct token_bucket *tb, uint64_t bytes, uint64_t busy_since_ns, uint64_t now_ns);

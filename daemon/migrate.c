@@ -17,18 +17,18 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "log.h"
 #include "migrate-internal.h"
 #include "service-cpus.h"
 #include "migrate.h"
 #include "proc.h"
+#include "ratelimit.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
 
-#define NSEC_PER_SEC UINT64_C(1000000000)
-#define NSEC_PER_MSEC UINT64_C(1000000)
 #define BASE_PAGE_SIZE UINT64_C(4096)
 /* A PMD-mapped transparent huge page on x86-64 (and arm64 with 4K pages). */
 #define PMD_SIZE (UINT64_C(2) << 20)
@@ -44,21 +44,11 @@
 /* The kernel never writes this into a status slot (node ids are >= 0, errors are small
  * negatives): a slot still holding it after a call was not written by that call. */
 #define STATUS_UNWRITTEN INT_MIN
-/* Burst of the token bucket: 100 ms worth of the rate, so a budget of N MB/s never sees
- * more than N/10 MB above the line at any instant. */
-#define TOKEN_BUCKET_BURST_NS (100 * NSEC_PER_MSEC)
-#define TOKEN_BUCKET_IDLE_MAX_NS (3600 * NSEC_PER_SEC)
 /* A throttled worker sleeps in slices this long so that migrator_cancel() (SIGTERM)
  * is noticed quickly even under a very low budget. */
 #define THROTTLE_SLEEP_SLICE_NS (50 * NSEC_PER_MSEC)
 /* 1 MB of the budget, in bytes (the config's MB/s are MiB/s, like the page sizes). */
 #define BYTES_PER_MB (UINT64_C(1) << 20)
-
-static uint64_t now_ns(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
-}
 
 static const char *const class_names[_MIG_CLASS_MAX] = {
         [MIG_MOVED] = "moved",
@@ -93,92 +83,6 @@ enum migrate_class migrate_classify(int status, int target_node, bool was_on_tar
         default:                    /* -EACCES, -EPERM, -EINVAL, -ENODEV, anything new */
                 return MIG_REFUSED;
         }
-}
-
-/* --- token bucket ------------------------------------------------------------ */
-
-static uint64_t burst_for(uint64_t rate_bytes_s) {
-        return (uint64_t) ((unsigned __int128) rate_bytes_s * TOKEN_BUCKET_BURST_NS / NSEC_PER_SEC);
-}
-
-void token_bucket_init(struct token_bucket *tb, uint64_t rate_bytes_s, uint64_t now) {
-        *tb = (struct token_bucket) {
-                .rate_bytes_s = rate_bytes_s,
-                .burst_bytes = burst_for(rate_bytes_s),
-                .last_ns = now,
-        };
-        tb->tokens = (int64_t) tb->burst_bytes;
-}
-
-static void token_bucket_refill(struct token_bucket *tb, uint64_t now) {
-        unsigned __int128 num;
-        uint64_t elapsed;
-        __int128 sum;
-
-        if (now <= tb->last_ns)
-                return;
-        /* Carry the fraction of a byte (in byte-nanoseconds) to the next refill: no
-         * drift from the integer division, however often we are called. */
-        elapsed = now - tb->last_ns;
-        if (elapsed > TOKEN_BUCKET_IDLE_MAX_NS)
-                elapsed = TOKEN_BUCKET_IDLE_MAX_NS;   /* full long before; keeps the product in range */
-        num = (unsigned __int128) elapsed * tb->rate_bytes_s + tb->frac;
-        tb->last_ns = now;
-        tb->frac = (uint64_t) (num % NSEC_PER_SEC);
-        num /= NSEC_PER_SEC;
-        sum = (__int128) tb->tokens + (__int128) num;
-        tb->tokens = sum > (__int128) tb->burst_bytes ? (int64_t) tb->burst_bytes : (int64_t) sum;
-}
-
-void token_bucket_set_rate(struct token_bucket *tb, uint64_t rate_bytes_s, uint64_t now) {
-        if (tb->rate_bytes_s != 0)
-                token_bucket_refill(tb, now);
-        else
-                tb->tokens = INT64_MAX;       /* coming from unlimited: start full */
-        tb->rate_bytes_s = rate_bytes_s;
-        tb->burst_bytes = burst_for(rate_bytes_s);
-        tb->last_ns = now;
-        tb->frac = 0;
-        if (tb->tokens > (int64_t) tb->burst_bytes)
-                tb->tokens = (int64_t) tb->burst_bytes;
-}
-
-uint64_t token_bucket_take(struct token_bucket *tb, uint64_t bytes, uint64_t now) {
-        return token_bucket_take_busy(tb, bytes, now, now);
-}
-
-uint64_t token_bucket_take_busy(struct token_bucket *tb, uint64_t bytes, uint64_t busy_since, uint64_t now) {
-        if (tb->rate_bytes_s == 0)
-                return 0;
-        if (busy_since > now)
-                busy_since = now;
-        /* Idle time up to busy_since: capped at the burst. */
-        token_bucket_refill(tb, busy_since);
-        if (now > tb->last_ns) {
-                /* Busy time: credited whole, then the balance is capped again below. */
-                uint64_t elapsed = now - tb->last_ns;
-                unsigned __int128 num;
-                __int128 sum;
-
-                if (elapsed > TOKEN_BUCKET_IDLE_MAX_NS)
-                        elapsed = TOKEN_BUCKET_IDLE_MAX_NS;
-                num = (unsigned __int128) elapsed * tb->rate_bytes_s + tb->frac;
-                tb->last_ns = now;
-                tb->frac = (uint64_t) (num % NSEC_PER_SEC);
-                sum = (__int128) tb->tokens + (__int128) (num / NSEC_PER_SEC);
-                tb->tokens = sum > (__int128) INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t) sum;
-        }
-        if (bytes > (uint64_t) INT64_MAX / 2)
-                bytes = (uint64_t) INT64_MAX / 2;
-        /* Saturate the debt: a lowered rate must not overflow it. */
-        if (tb->tokens < INT64_MIN / 2)
-                tb->tokens = INT64_MIN / 2;
-        tb->tokens -= (int64_t) bytes;
-        if (tb->tokens > (int64_t) tb->burst_bytes)
-                tb->tokens = (int64_t) tb->burst_bytes;
-        if (tb->tokens >= 0)
-                return 0;
-        return (uint64_t) ((unsigned __int128) (uint64_t) -tb->tokens * NSEC_PER_SEC / tb->rate_bytes_s);
 }
 
 /* --- process identity -------------------------------------------------------- */

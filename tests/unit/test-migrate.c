@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The migration executor without root and without a second node: jobs on this very
- * process targeting node 0 (where everything already is), the pid-reuse guard, the
- * per-page classification and the token bucket arithmetic. Moving pages between nodes
- * is tested in tests/vm/test-migrate.sh. */
+ * process targeting node 0 (where everything already is), the pid-reuse guard and the
+ * per-page classification. Moving pages between nodes is tested in
+ * tests/vm/test-migrate.sh. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -18,7 +18,6 @@
 #include "test.h"
 
 #define MB (UINT64_C(1) << 20)
-#define NS UINT64_C(1000000000)
 
 static uint64_t self_starttime(void) {
         struct proc_stat st;
@@ -59,71 +58,6 @@ static void test_classify(void) {
         CHECK_STR(migrate_class_name(MIG_MOVED), "moved");
         CHECK_STR(migrate_class_name(MIG_REFUSED), "refused");
         CHECK(migrate_class_name(_MIG_CLASS_MAX) == NULL);
-}
-
-static void test_token_bucket(void) {
-        struct token_bucket tb;
-        uint64_t t0 = 1000 * NS, rate = 10 * MB, burst = rate / 10;   /* 100 ms of rate */
-
-        token_bucket_init(&tb, 0, t0);
-        CHECK_INT(token_bucket_take(&tb, UINT64_C(1) << 40, t0), 0);    /* unlimited */
-
-        token_bucket_init(&tb, rate, t0);
-        CHECK_INT(tb.burst_bytes, burst);
-        CHECK_INT(token_bucket_take(&tb, burst, t0), 0);               /* the burst is free */
-        /* 1 MiB more at the same instant: 1/10 s of debt. */
-        CHECK_INT(token_bucket_take(&tb, MB, t0), NS / 10);
-        /* Another worker booking right after pays for both debts: the budget is global. */
-        CHECK_INT(token_bucket_take(&tb, MB, t0), 2 * NS / 10);
-        /* 200 ms later the debt is paid, nothing accrued beyond it. */
-        CHECK_INT(token_bucket_take(&tb, 0, t0 + 2 * NS / 10), 0);
-        CHECK_INT(tb.tokens, 0);
-        /* A long idle time refills only up to the burst. */
-        CHECK_INT(token_bucket_take(&tb, 0, t0 + 100 * NS), 0);
-        CHECK_INT(tb.tokens, (int64_t) burst);
-        /* Steady state: 10 MiB/s for 5 s in 1 MiB steps, each step booked when the
-         * previous wait ends: the total time is 5 s minus the burst. */
-        {
-                uint64_t t = t0 + 100 * NS, start = t;
-                for (int i = 0; i < 50; i++)
-                        t += token_bucket_take(&tb, MB, t);
-                CHECK(t - start >= 5 * NS - NS / 10 - 1000 && t - start <= 5 * NS - NS / 10 + 1000);
-        }
-        /* Many tiny refills (1 ns apart) must not lose time to rounding. */
-        token_bucket_init(&tb, rate, t0);
-        token_bucket_take(&tb, burst, t0);
-        for (uint64_t t = t0 + 1; t <= t0 + 100000; t++)
-                token_bucket_take(&tb, 0, t);
-        /* 100 us at 10 MiB/s = 1048.576 bytes. */
-        CHECK(tb.tokens >= 1048 && tb.tokens <= 1049);
-        /* Lowering the rate keeps the balance within the new burst. */
-        token_bucket_init(&tb, rate, t0);
-        token_bucket_set_rate(&tb, MB, t0);
-        CHECK_INT(tb.tokens, (int64_t) (MB / 10));
-        CHECK_INT(token_bucket_take(&tb, MB / 10 + MB, t0), NS);
-        /* To unlimited and back. */
-        token_bucket_set_rate(&tb, 0, t0);
-        CHECK_INT(token_bucket_take(&tb, 1000 * MB, t0), 0);
-        token_bucket_set_rate(&tb, rate, t0);
-        CHECK_INT(tb.tokens, (int64_t) burst);
-
-        /* Charged after the fact: 50 MiB (5 bursts) moved by work that took 6 s, below
-         * the rate, leaves no debt; the same bytes booked as if at one instant do. */
-        token_bucket_init(&tb, rate, t0);
-        CHECK_INT(token_bucket_take_busy(&tb, 50 * MB, t0 + NS, t0 + 7 * NS), 0);
-        CHECK(tb.tokens >= 0 && tb.tokens <= (int64_t) burst);
-        token_bucket_init(&tb, rate, t0);
-        CHECK(token_bucket_take(&tb, 50 * MB, t0 + 7 * NS) > 3 * NS);
-        /* Faster than the rate: 50 MiB in 2 s at 10 MiB/s pays the difference (3 s, less
-         * the burst saved before the work began). */
-        token_bucket_init(&tb, rate, t0);
-        CHECK_INT(token_bucket_take_busy(&tb, 50 * MB, t0 + 10 * NS, t0 + 12 * NS), 3 * NS - NS / 10);
-        /* Two workers busy over the same 4 s, 30 MiB each: the 4 s is credited once,
-         * to the first to book; what it leaves over the burst is not passed on (the
-         * budget errs on the slow side), so the second pays for 29 MiB. */
-        token_bucket_init(&tb, rate, t0);
-        CHECK_INT(token_bucket_take_busy(&tb, 30 * MB, t0, t0 + 4 * NS), 0);
-        CHECK_INT(token_bucket_take_busy(&tb, 30 * MB, t0, t0 + 4 * NS), 29 * NS / 10);
 }
 
 /* Splitting a job among workers: the parts cover exactly the job's ranges, in order,
@@ -347,7 +281,6 @@ int main(void) {
 
         log_set_max_level(LOG_LVL_DEBUG);
         test_classify();
-        test_token_bucket();
         test_split();
 
         area = mmap(NULL, TOUCHED + UNTOUCHED, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
