@@ -1,19 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Pieces of migrate.c exposed for the unit tests only: the per-page classification
- * and the token bucket, which takes the clock as a parameter so that its arithmetic
- * can be tested without sleeping. Nothing outside migrate.c and tests/ includes this. */
+/* The migration budget: a token bucket in bytes. It takes the time as a parameter
+ * (nanoseconds of any monotonic clock) and neither reads a clock nor sleeps, so its
+ * arithmetic is tested without waiting (tests/unit/test-ratelimit.c); the worker pool
+ * (workers.c) owns the one bucket of a migrator, locks it and does the sleeping.
+ *
+ * rate_bytes_s == 0: unlimited. The burst is 100 ms worth of the rate. The bucket may
+ * go into debt (a batch larger than the burst is allowed, then paid for by sleeping),
+ * so that one worker's large batch also delays the others: the budget is global. */
 #pragma once
-#include <stdbool.h>
 #include <stdint.h>
-#include "migrate.h"
 
-/* The class of one move_pages() status slot after a move call. status is the node id
- * or -errno; was_on_target: the query before the move already found it on the target. */
-enum migrate_class migrate_classify(int status, int target_node, bool was_on_target);
-
-/* A token bucket in bytes. rate_bytes_s == 0: unlimited. The bucket may go into debt
- * (a batch larger than the burst is allowed, then paid for by sleeping), so that one
- * worker's large batch also delays the others: the budget is global. */
 struct token_bucket {
         uint64_t rate_bytes_s;
         uint64_t burst_bytes;

@@ -1,0 +1,780 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The executor: one job on the calling thread (executor.h). In order: the process
+ * identity checks, the job's state, a move batch (guard, call, resolve, classify, log,
+ * charge), the page-by-page pass, the huge-page-first pass, and the job itself.
+ * docs/KERNEL.md (move_pages, pid reuse) has the kernel behaviour every step here is
+ * shaped by. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <numaif.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "clock.h"
+#include "executor.h"
+#include "log.h"
+#include "nodemask.h"
+#include "pagesize.h"
+#include "proc.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* Addresses per move_pages() call when the caller passes 0 (the config's default too).
+ * Every call pays lru_cache_disable() (an expedited RCU sync and an LRU drain on every
+ * CPU), so calls must be large: in the 2-node TCG guest, 256 MiB took 2.2 s in one call
+ * of 65536 pages, 3.4 s in 4 calls of 16384 and 17 s in 64 calls of 4096. */
+#define MIGRATE_BATCH_DEFAULT UINT64_C(65536)
+/* Upper bound so that a configuration typo cannot make a job allocate gigabytes of
+ * address and status arrays (1M addresses: about 24 MiB of arrays). */
+#define MIGRATE_BATCH_MAX (UINT64_C(1) << 20)
+/* The kernel never writes this into a status slot (node ids are >= 0, errors are small
+ * negatives): a slot still holding it after a call was not written by that call. */
+#define STATUS_UNWRITTEN INT_MIN
+
+static const char *const class_names[_MIG_CLASS_MAX] = {
+        [MIG_MOVED] = "moved",
+        [MIG_ALREADY] = "already",
+        [MIG_BUSY] = "busy",
+        [MIG_GONE] = "gone",
+        [MIG_REFUSED] = "refused",
+};
+
+const char *migrate_class_name(enum migrate_class c) {
+        if ((int) c < 0 || c >= _MIG_CLASS_MAX)
+                return NULL;
+        return class_names[c];
+}
+
+enum migrate_class migrate_classify(int status, int target_node, bool was_on_target) {
+        if (status == target_node)
+                return was_on_target ? MIG_ALREADY : MIG_MOVED;
+        if (status >= 0)
+                /* On another node after the call: it did not move (raced with something
+                 * else moving it); worth another try later. */
+                return MIG_BUSY;
+        switch (status) {
+        case -EBUSY:
+        case -EAGAIN:
+        case -ENOMEM:
+        case STATUS_UNWRITTEN:      /* the call stopped before this slot: state unknown, not moved */
+                return MIG_BUSY;
+        case -ENOENT:
+        case -EFAULT:
+                return MIG_GONE;
+        default:                    /* -EACCES, -EPERM, -EINVAL, -ENODEV, anything new */
+                return MIG_REFUSED;
+        }
+}
+
+uint64_t migrate_pmd_size(void) {
+        uint64_t ps = page_size();
+
+        return ps * (ps / sizeof(uint64_t));
+}
+
+/* --- process identity -------------------------------------------------------- */
+
+static int read_starttime(pid_t pid, uint64_t *ret) {
+        struct proc_stat st;
+        int r = proc_read_stat("/proc", pid, &st);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        *ret = st.starttime;
+        return 0;
+}
+
+static int pidfd_open_pid(pid_t pid) {
+        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        return fd < 0 ? -errno : fd;
+}
+
+/* A pidfd becomes readable when the process has exited (a zombie counts: its pid cannot
+ * be reused before it is reaped, but its memory is gone). */
+static bool pidfd_exited(int pidfd) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int r;
+
+        do
+                r = poll(&p, 1, 0);
+        while (r < 0 && errno == EINTR);
+        /* A poll error on our own fd: treat as gone rather than risk touching a reused pid. */
+        return r != 0;
+}
+
+static long sys_move_pages(pid_t pid, unsigned long n, void **pages, const int *nodes, int *status,
+                           int flags) {
+        return syscall(SYS_move_pages, pid, n, pages, nodes, status, flags);
+}
+
+/* The error of a failed move_pages(2) call, as -errno. A process without an mm fails
+ * with EINVAL (the kernel takes it for a kernel thread): one that is exiting drops its
+ * mm (exit_mm) before its pidfd turns readable. Flags and ranges are checked before
+ * any call, so EINVAL means the process is going: gone, like ESRCH (seen in the VM
+ * test that kills the target mid-job). */
+static int move_pages_error(void) {
+        return errno == EINVAL || errno == ENOENT ? -ESRCH : -errno;
+}
+
+/* --- the state of one job ------------------------------------------------------ */
+
+struct job_run {
+        struct migrate_job *job;
+        int pidfd;
+        uint64_t batch_max;
+        int flags;
+        volatile int *cancel;
+        migrate_throttle_t throttle;
+        void *throttle_ctx;
+        uint64_t busy_since;       /* CLOCK_MONOTONIC ns: when the work being charged began */
+        bool defer_charge;         /* flush_batch adds to deferred instead of charging: */
+        uint64_t deferred;         /* a huge-page round charges its pages at once */
+        uint64_t passed;            /* base pages passed to move calls so far */
+        bool stop;
+
+        /* The pending batch: addresses not on the target, their node and weight. */
+        void **addrs;
+        int *nodes, *status, *from;
+        uint32_t *weight;           /* base pages per address */
+        size_t n;
+        uint64_t n_base;
+
+        /* Query scratch. */
+        void **qaddrs;
+        int *qstatus;
+        size_t *qidx;
+};
+
+static int job_alloc(struct job_run *jr) {
+        size_t n = (size_t) jr->batch_max;
+
+        jr->addrs = calloc(n, sizeof(*jr->addrs));
+        jr->nodes = calloc(n, sizeof(*jr->nodes));
+        jr->status = calloc(n, sizeof(*jr->status));
+        jr->from = calloc(n, sizeof(*jr->from));
+        jr->weight = calloc(n, sizeof(*jr->weight));
+        jr->qaddrs = calloc(n, sizeof(*jr->qaddrs));
+        jr->qstatus = calloc(n, sizeof(*jr->qstatus));
+        jr->qidx = calloc(n, sizeof(*jr->qidx));
+        if (!jr->addrs || !jr->nodes || !jr->status || !jr->from || !jr->weight || !jr->qaddrs ||
+            !jr->qstatus || !jr->qidx)
+                return -ENOMEM;
+        return 0;
+}
+
+static void job_run_free(struct job_run *jr) {
+        free(jr->addrs);
+        free(jr->nodes);
+        free(jr->status);
+        free(jr->from);
+        free(jr->weight);
+        free(jr->qaddrs);
+        free(jr->qstatus);
+        free(jr->qidx);
+}
+
+static void job_stop(struct job_run *jr, int error) {
+        jr->stop = true;
+        if (error < 0 && jr->job->error == 0)
+                jr->job->error = error;
+}
+
+static bool cancelled(const struct job_run *jr) {
+        return jr->cancel && __atomic_load_n(jr->cancel, __ATOMIC_RELAXED);
+}
+
+/* Charges moved base pages to the MB/s budget (it may sleep); a refusal stops the job. */
+static void charge(struct job_run *jr, uint64_t pages) {
+        int r;
+
+        if (!jr->throttle || pages == 0)
+                return;
+        r = jr->throttle(jr->throttle_ctx, pages * page_size(), jr->busy_since);
+        if (r < 0)
+                job_stop(jr, r);
+}
+
+/* Adds one address to the pending batch. */
+static void batch_add(struct job_run *jr, void *addr, int from, uint32_t weight) {
+        jr->addrs[jr->n] = addr;
+        jr->from[jr->n] = from;
+        jr->weight[jr->n] = weight;
+        jr->n++;
+        jr->n_base += weight;
+}
+
+/* --- a move batch ---------------------------------------------------------------- */
+
+static void format_from(const struct job_run *jr, char *buf, size_t size) {
+        /* Few distinct nodes per batch: a short list of (node, pages) is enough. */
+        struct { int node; uint64_t pages; } seen[16];
+        size_t n_seen = 0, off = 0;
+        uint64_t other = 0;
+
+        for (size_t i = 0; i < jr->n; i++) {
+                size_t k;
+                for (k = 0; k < n_seen; k++)
+                        if (seen[k].node == jr->from[i])
+                                break;
+                if (k == n_seen) {
+                        if (n_seen == ELEMENTSOF(seen)) {
+                                other += jr->weight[i];
+                                continue;
+                        }
+                        seen[n_seen++] = (typeof(seen[0])) { jr->from[i], 0 };
+                }
+                seen[k].pages += jr->weight[i];
+        }
+        buf[0] = 0;
+        for (size_t k = 0; k < n_seen && off < size; k++)
+                off += (size_t) snprintf(buf + off, size - off, "%s%d:%" PRIu64, k ? "," : "",
+                                         seen[k].node, seen[k].pages);
+        if (other && off < size)
+                snprintf(buf + off, size - off, ",other:%" PRIu64, other);
+}
+
+/* Finds out what happened to the slots the move call left unresolved: -EBUSY and
+ * unwritten ones (the call stopped early). Only what the kernel now reports on the
+ * target counts as moved.
+ *
+ * THP, seen on 6.1 (tests/vm/test-migrate.py, 64 MiB = 32 THPs passed as 16384 base
+ * addresses in one call): 32 slots -EBUSY, 16352 on the target, THPs kept whole.
+ * do_pages_move() queues the THP with its first address; the second address finds the
+ * head already isolated (isolate_lru_page fails: -EBUSY), and any per-page error
+ * flushes the queue, so the THP migrates right there; the remaining 510 addresses then
+ * find it on the target and report the node. So exactly one -EBUSY per THP, which the
+ * re-query turns into "moved". */
+static void requery_unresolved(struct job_run *jr) {
+        size_t nq = 0;
+        long r;
+
+        for (size_t i = 0; i < jr->n; i++)
+                if (jr->status[i] == -EBUSY || jr->status[i] == STATUS_UNWRITTEN) {
+                        jr->qidx[nq] = i;
+                        jr->qaddrs[nq] = jr->addrs[i];
+                        jr->qstatus[nq] = STATUS_UNWRITTEN;
+                        nq++;
+                }
+        if (nq == 0)
+                return;
+        r = sys_move_pages(jr->job->pid, nq, jr->qaddrs, NULL, jr->qstatus, 0);
+        if (r < 0) {
+                log_debug_errno(errno, "pid=%d: re-query after move failed, counting %zu pages as busy: %m",
+                                (int) jr->job->pid, nq);
+                return;
+        }
+        for (size_t q = 0; q < nq; q++) {
+                size_t i = jr->qidx[q];
+                int s = jr->qstatus[q];
+
+                if (s == jr->job->target_node)
+                        jr->status[i] = s;
+                else if (jr->status[i] == STATUS_UNWRITTEN && s < 0 && s != STATUS_UNWRITTEN)
+                        jr->status[i] = s;     /* e.g. unmapped meanwhile: -ENOENT, gone */
+                /* else: still elsewhere, stays busy */
+        }
+}
+
+/* A move call that failed as a whole for a reason every later batch would share: the
+ * batch is counted in one class and the job stops. Returns false for any other result. */
+static bool batch_failed_whole(struct job_run *jr, int call_error, uint64_t res[_MIG_CLASS_MAX]) {
+        switch (call_error) {
+        case -ESRCH:
+                res[MIG_GONE] += jr->n_base;
+                break;
+        case -EPERM:
+        case -EACCES:
+                /* No ptrace right, MOVE_ALL without CAP_SYS_NICE, or the target node is
+                 * outside the process's cpuset. */
+        case -ENODEV:
+                /* The target node has no memory. */
+                res[MIG_REFUSED] += jr->n_base;
+                break;
+        default:
+                return false;
+        }
+        job_stop(jr, call_error);
+        return true;
+}
+
+static void log_slots(const struct job_run *jr, long rc) {
+        size_t n_busy = 0, n_unwritten = 0, n_on = 0;
+
+        for (size_t i = 0; i < jr->n; i++) {
+                n_busy += jr->status[i] == -EBUSY;
+                n_unwritten += jr->status[i] == STATUS_UNWRITTEN;
+                n_on += jr->status[i] == jr->job->target_node;
+        }
+        log_debug("pid=%d: move_pages(%zu) returned %ld: %zu on target, %zu -EBUSY, %zu unwritten before re-query",
+                  (int) jr->job->pid, jr->n, rc, n_on, n_busy, n_unwritten);
+}
+
+/* Success, a positive count of pages not migrated, or a failure part-way (ENOMEM,
+ * EBUSY, EFAULT...): the written slots are exact, the others are resolved by asking
+ * the kernel where those pages are now; then each slot is counted in its class. */
+static void resolve_batch(struct job_run *jr, long rc, int call_error, uint64_t res[_MIG_CLASS_MAX]) {
+        if (log_get_max_level() >= LOG_LVL_DEBUG)
+                log_slots(jr, rc);
+        requery_unresolved(jr);
+
+        /* The process may have exited during the call and its pid been reused: then
+         * these results (and the re-query) may describe someone else. Discard them. */
+        if (pidfd_exited(jr->pidfd)) {
+                res[MIG_GONE] += jr->n_base;
+                return job_stop(jr, -ESRCH);
+        }
+        for (size_t i = 0; i < jr->n; i++)
+                res[migrate_classify(jr->status[i], jr->job->target_node, false)] += jr->weight[i];
+
+        if (call_error != 0 && call_error != -ENOMEM && call_error != -EBUSY &&
+            call_error != -EAGAIN && call_error != -EINTR)
+                job_stop(jr, call_error);
+}
+
+/* The move call for the pending batch, its slots counted by class into res. Returns
+ * the call's error (-errno) or 0. */
+static int move_batch(struct job_run *jr, uint64_t res[_MIG_CLASS_MAX]) {
+        struct migrate_job *job = jr->job;
+        int call_error = 0;
+        long rc;
+
+        for (size_t i = 0; i < jr->n; i++) {
+                jr->status[i] = STATUS_UNWRITTEN;
+                jr->nodes[i] = job->target_node;
+        }
+        jr->busy_since = now_ns(CLOCK_MONOTONIC);
+        rc = sys_move_pages(job->pid, jr->n, jr->addrs, jr->nodes, jr->status, jr->flags);
+        if (rc < 0)
+                call_error = move_pages_error();
+        jr->passed += jr->n_base;
+
+        if (!batch_failed_whole(jr, call_error, res))
+                resolve_batch(jr, rc, call_error, res);
+        return call_error;
+}
+
+/* The batch's line in the journal (and its structured fields). */
+static void log_batch(const struct job_run *jr, const uint64_t res[_MIG_CLASS_MAX], int call_error) {
+        const struct migrate_job *job = jr->job;
+        struct log_fields lf = {};
+        char from[256];
+
+        format_from(jr, from, sizeof(from));
+#define BATCH_FMT "cgroup=%s pid=%d pages=%" PRIu64 " from=%s to=%d moved=%" PRIu64 " busy=%" PRIu64 \
+                  " gone=%" PRIu64 " refused=%" PRIu64
+#define BATCH_ARGS job->cgroup ? job->cgroup : "-", (int) job->pid, jr->n_base, from, job->target_node, \
+                   res[MIG_MOVED], res[MIG_BUSY], res[MIG_GONE], res[MIG_REFUSED]
+        log_fields_str(&lf, "NUMABALANCED_CGROUP", job->cgroup);
+        log_fields_i64(&lf, "NUMABALANCED_PID", job->pid);
+        log_fields_u64(&lf, "NUMABALANCED_PAGES", jr->n_base);
+        log_fields_str(&lf, "NUMABALANCED_FROM", from);
+        log_fields_i64(&lf, "NUMABALANCED_TO", job->target_node);
+        log_fields_u64(&lf, "NUMABALANCED_MOVED", res[MIG_MOVED]);
+        if (call_error)
+                (void) log_full_errno_fields(LOG_LVL_INFO, call_error, &lf, BATCH_FMT " error=%m", BATCH_ARGS);
+        else
+                (void) log_full_errno_fields(LOG_LVL_INFO, 0, &lf, BATCH_FMT, BATCH_ARGS);
+#undef BATCH_FMT
+#undef BATCH_ARGS
+}
+
+/* Moves the pending batch: guard, call, resolve, classify, log, charge the budget. */
+static void flush_batch(struct job_run *jr) {
+        uint64_t res[_MIG_CLASS_MAX] = {};
+        int call_error;
+
+        if (jr->n == 0)
+                return;
+        if (cancelled(jr))
+                job_stop(jr, -ECANCELED);
+        else if (pidfd_exited(jr->pidfd))
+                /* Right before the call: the process we verified is still alive, so the
+                 * pid still names it. The pages of this batch were not passed: not
+                 * counted. */
+                job_stop(jr, -ESRCH);
+        else {
+                call_error = move_batch(jr, res);
+                for (unsigned c = 0; c < _MIG_CLASS_MAX; c++)
+                        jr->job->pages[c] += res[c];
+                log_batch(jr, res, call_error);
+                /* The budget is charged after the call, with what really moved: the
+                 * first batch starts at once, and a debt makes the next one wait. */
+                if (jr->defer_charge)
+                        jr->deferred += res[MIG_MOVED];
+                else
+                        charge(jr, res[MIG_MOVED]);
+        }
+        jr->n = 0;
+        jr->n_base = 0;
+}
+
+/* --- page by page ------------------------------------------------------------------ */
+
+/* Query-mode pass over n addresses starting at addr: pages already on the target are
+ * counted, present pages elsewhere join the batch, absent ones are skipped (nothing to
+ * move, and an untouched sparse heap is not news). */
+static int query_chunk(struct job_run *jr, uint64_t addr, size_t n, uint64_t stride) {
+        struct migrate_job *job = jr->job;
+        uint32_t weight = (uint32_t) (stride / page_size());
+        long r;
+
+        for (size_t i = 0; i < n; i++) {
+                jr->qaddrs[i] = (void *) (uintptr_t) (addr + i * stride);
+                jr->qstatus[i] = STATUS_UNWRITTEN;
+        }
+        r = sys_move_pages(job->pid, n, jr->qaddrs, NULL, jr->qstatus, 0);
+        if (r < 0)
+                return move_pages_error();
+        for (size_t i = 0; i < n; i++) {
+                int s = jr->qstatus[i];
+                if (s == job->target_node)
+                        job->pages[MIG_ALREADY] += weight;
+                else if (s >= 0)
+                        batch_add(jr, jr->qaddrs[i], s, weight);
+        }
+        return 0;
+}
+
+/* Queries and moves [start, end) page by page (one address per stride bytes: the page
+ * size), in batches. */
+static void run_base(struct job_run *jr, uint64_t start, uint64_t end, uint64_t stride) {
+        struct migrate_job *job = jr->job;
+        uint64_t weight = stride / page_size();
+        uint64_t addr = start;
+        int r;
+
+        while (addr < end && !jr->stop) {
+                uint64_t left = (end - addr) / stride;
+                uint64_t space = jr->batch_max - jr->n;
+                uint64_t n = left < space ? left : space;
+
+                if (job->max_pages) {
+                        uint64_t used = jr->passed + jr->n_base;
+                        uint64_t budget = job->max_pages > used ? job->max_pages - used : 0;
+                        /* Candidates found by this query may all join the batch:
+                         * never query more than the page budget can take. */
+                        if (budget / weight < n)
+                                n = budget / weight;
+                        if (n == 0) {
+                                jr->stop = true;
+                                break;
+                        }
+                }
+                if (cancelled(jr))
+                        return job_stop(jr, -ECANCELED);
+                r = query_chunk(jr, addr, (size_t) n, stride);
+                if (r < 0) {
+                        if (r == -ENOENT)
+                                r = -ESRCH;
+                        log_debug_errno(r, "pid=%d: move_pages query failed: %m", (int) job->pid);
+                        return job_stop(jr, r);
+                }
+                addr += n * stride;
+                if (jr->n == jr->batch_max)
+                        flush_batch(jr);
+        }
+}
+
+/* --- huge page first ----------------------------------------------------------------
+ *
+ * Aligned chunks of a PMD-mapped huge page (migrate_pmd_size(): 2 MiB with 4 KiB base
+ * pages), huge page first. Passing every base address of a THP costs a
+ * page-table lookup per address twice (query, then move) for what one address moves
+ * whole; under TCG the 2 x 512 lookups took longer than the copy (tests/vm: 512 MiB of
+ * THP in 4.8 s with base addresses). So, per chunk: query its first, second and last
+ * base page; move the first one; query the second and last again. If both were
+ * elsewhere (present, not on the target) and are now on the target, they moved with the
+ * first page, and a folio holding the first and the last base page of an aligned 2 MiB
+ * chunk is the whole chunk: 512 pages moved, counted exactly. Any other chunk (4 KiB
+ * pages, partly local, partly absent) goes page by page, as before. Chunks go in
+ * rounds of up to a third of a batch (three query slots each). */
+
+struct huge_round {
+        uint64_t chunk;            /* the first chunk's address */
+        uint64_t n;                /* chunks in this round */
+        int *before;               /* per chunk: the node of its first, second and last base page */
+        uint8_t *slow;             /* per chunk: 1 when it goes page by page */
+        uint64_t start_ns;         /* the round's first query: its copying is charged from then */
+};
+
+static bool elsewhere(int status, int target_node) {
+        return status >= 0 && status != target_node;
+}
+
+/* The chunks of the next round from chunk: at most a third of a batch, and no more
+ * than the job's page budget takes whole (0: less than a huge page of budget left). */
+static uint64_t huge_round_chunks(const struct job_run *jr, uint64_t chunk, uint64_t end) {
+        const struct migrate_job *job = jr->job;
+        uint64_t n = (end - chunk) / migrate_pmd_size(), max = jr->batch_max / 3;
+
+        if (n > max)
+                n = max;
+        if (job->max_pages) {
+                uint64_t per_chunk = migrate_pmd_size() / page_size();
+                uint64_t used = jr->passed + jr->n_base;
+                uint64_t budget = job->max_pages > used ? (job->max_pages - used) / per_chunk : 0;
+                if (budget < n)
+                        n = budget;
+        }
+        return n;
+}
+
+/* Where the first, second and last base page of each chunk are (into hr->before). */
+static int query_round(struct job_run *jr, struct huge_round *hr) {
+        uint64_t pmd = migrate_pmd_size(), ps = page_size();
+        size_t nq = 0;
+
+        for (uint64_t c = 0; c < hr->n; c++) {
+                uint64_t a = hr->chunk + c * pmd;
+                jr->qaddrs[nq] = (void *) (uintptr_t) a;
+                jr->qaddrs[nq + 1] = (void *) (uintptr_t) (a + ps);
+                jr->qaddrs[nq + 2] = (void *) (uintptr_t) (a + pmd - ps);
+                nq += 3;
+        }
+        for (size_t i = 0; i < nq; i++)
+                jr->qstatus[i] = STATUS_UNWRITTEN;
+        if (sys_move_pages(jr->job->pid, nq, jr->qaddrs, NULL, jr->qstatus, 0) < 0)
+                return move_pages_error();
+        memcpy(hr->before, jr->qstatus, nq * sizeof(int));
+        return 0;
+}
+
+/* Moves the first page of every chunk that has it elsewhere. Its cost is charged with
+ * the rest of the round (charge_round): charged alone, it would take the credit for
+ * the whole copy's time. */
+static void move_heads(struct job_run *jr, const struct huge_round *hr) {
+        for (uint64_t c = 0; c < hr->n; c++) {
+                int h = hr->before[3 * c];
+                if (elsewhere(h, jr->job->target_node))
+                        batch_add(jr, (void *) (uintptr_t) (hr->chunk + c * migrate_pmd_size()), h, 1);
+        }
+        jr->defer_charge = true;
+        jr->deferred = 0;
+        flush_batch(jr);
+        jr->defer_charge = false;
+}
+
+/* The chunks that moved whole with their first page: their second and last base page
+ * were elsewhere before and are on the target now. Every other chunk is marked slow.
+ * The count in *ret_thp, or -errno. */
+static int count_whole(struct job_run *jr, struct huge_round *hr, uint64_t *ret_thp) {
+        uint64_t pmd = migrate_pmd_size(), ps = page_size();
+        int target = jr->job->target_node;
+        size_t nq = 0;
+        long r;
+
+        *ret_thp = 0;
+        for (uint64_t c = 0; c < hr->n; c++) {
+                const int *b = &hr->before[3 * c];
+                bool candidate = elsewhere(b[0], target) && elsewhere(b[1], target) && elsewhere(b[2], target);
+
+                hr->slow[c] = !candidate;
+                if (candidate) {
+                        jr->qaddrs[nq] = (void *) (uintptr_t) (hr->chunk + c * pmd + ps);
+                        jr->qaddrs[nq + 1] = (void *) (uintptr_t) (hr->chunk + c * pmd + pmd - ps);
+                        jr->qidx[nq / 2] = c;
+                        nq += 2;
+                }
+        }
+        if (nq == 0)
+                return 0;
+        for (size_t i = 0; i < nq; i++)
+                jr->qstatus[i] = STATUS_UNWRITTEN;
+        r = sys_move_pages(jr->job->pid, nq, jr->qaddrs, NULL, jr->qstatus, 0);
+        /* The pidfd check after the query: if the process went, its pid may name
+         * someone else's pages now; count nothing more. */
+        if (r < 0)
+                return move_pages_error();
+        if (pidfd_exited(jr->pidfd))
+                return -ESRCH;
+        for (size_t k = 0; k < nq / 2; k++) {
+                if (jr->qstatus[2 * k] == target && jr->qstatus[2 * k + 1] == target)
+                        (*ret_thp)++;
+                else
+                        hr->slow[jr->qidx[k]] = 1;
+        }
+        return 0;
+}
+
+/* Charges the round's copying, from its first query to now: the deferred heads and
+ * the pages that moved with them. */
+static void charge_round(struct job_run *jr, const struct huge_round *hr, uint64_t pages) {
+        jr->busy_since = hr->start_ns;
+        charge(jr, jr->deferred + pages);
+}
+
+/* The slow chunks page by page. A slow chunk's first page was passed (and counted) by
+ * move_heads when it was elsewhere: the pass starts after it, or it would be counted
+ * again as already there. */
+static void run_slow_chunks(struct job_run *jr, const struct huge_round *hr) {
+        uint64_t pmd = migrate_pmd_size(), ps = page_size();
+
+        for (uint64_t c = 0; c < hr->n && !jr->stop; c++) {
+                uint64_t a = hr->chunk + c * pmd;
+                if (hr->slow[c])
+                        run_base(jr, elsewhere(hr->before[3 * c], jr->job->target_node) ? a + ps : a,
+                                 a + pmd, ps);
+        }
+}
+
+static void run_huge_round(struct job_run *jr, uint64_t chunk, uint64_t n) {
+        struct migrate_job *job = jr->job;
+        /* The base pages of a huge page besides its first (counted by the move). */
+        uint64_t rest = migrate_pmd_size() / page_size() - 1, thp;
+        _cleanup_free_ int *before = calloc(n * 3, sizeof(*before));
+        _cleanup_free_ uint8_t *slow = calloc(n, sizeof(*slow));
+        struct huge_round hr = { .chunk = chunk, .n = n, .before = before, .slow = slow };
+        int r;
+
+        if (!before || !slow)
+                return job_stop(jr, -ENOMEM);
+        /* The pending batch must be empty: its slots are reused below. */
+        flush_batch(jr);
+        if (jr->stop)
+                return;
+        hr.start_ns = now_ns(CLOCK_MONOTONIC);
+        r = query_round(jr, &hr);
+        if (r < 0) {
+                log_debug_errno(r, "pid=%d: move_pages query failed: %m", (int) job->pid);
+                return job_stop(jr, r);
+        }
+        move_heads(jr, &hr);
+        if (jr->stop)
+                return charge_round(jr, &hr, 0);
+        r = count_whole(jr, &hr, &thp);
+        if (r < 0) {
+                charge_round(jr, &hr, 0);
+                return job_stop(jr, r);
+        }
+        job->pages[MIG_MOVED] += thp * rest;
+        jr->passed += thp * rest;
+        charge_round(jr, &hr, thp * rest);
+        if (thp)
+                log_debug("pid=%d: %" PRIu64 " huge page(s) moved whole to node %d", (int) job->pid, thp,
+                          job->target_node);
+        run_slow_chunks(jr, &hr);
+}
+
+static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
+        uint64_t chunk = start;
+
+        while (chunk < end && !jr->stop) {
+                uint64_t n = huge_round_chunks(jr, chunk, end);
+
+                if (n == 0) {
+                        /* Less than a huge page of budget left: page by page. */
+                        run_base(jr, chunk, end, page_size());
+                        return;
+                }
+                if (cancelled(jr))
+                        return job_stop(jr, -ECANCELED);
+                run_huge_round(jr, chunk, n);
+                chunk += n * migrate_pmd_size();
+        }
+}
+
+/* --- the job ------------------------------------------------------------------------ */
+
+static int check_ranges(const struct migrate_job *job) {
+        uint64_t ps = page_size();
+
+        if (job->target_node < 0 || job->target_node >= NB_NODES_MAX || job->pid <= 0)
+                return -EINVAL;
+        if (job->n_ranges > 0 && !job->ranges)
+                return -EINVAL;
+        for (size_t i = 0; i < job->n_ranges; i++) {
+                const struct migrate_range *rg = &job->ranges[i];
+                if (rg->page_size < ps || rg->page_size % ps || rg->page_size / ps > UINT32_MAX ||
+                    rg->start % rg->page_size || rg->end % rg->page_size || rg->end < rg->start)
+                        return -EINVAL;
+        }
+        return 0;
+}
+
+/* Makes jr->pidfd name the process that was sampled: the caller's pidfd, or one opened
+ * here (into *own_pidfd, which the caller closes). */
+static int attach_process(struct job_run *jr, int *own_pidfd) {
+        struct migrate_job *job = jr->job;
+        uint64_t starttime;
+        int r;
+
+        if (job->pidfd >= 0)
+                jr->pidfd = job->pidfd;
+        else {
+                *own_pidfd = pidfd_open_pid(job->pid);
+                if (*own_pidfd < 0)
+                        return *own_pidfd == -ENOENT ? -ESRCH : *own_pidfd;
+                jr->pidfd = *own_pidfd;
+        }
+        /* Read after the pidfd exists: if the starttime matches now, the pidfd names the
+         * process that was sampled, and from here on the pidfd tells us if it goes. */
+        r = read_starttime(job->pid, &starttime);
+        if (r < 0 || starttime != job->starttime || pidfd_exited(jr->pidfd)) {
+                log_debug("pid=%d: not the sampled process (starttime %" PRIu64 ", sampled %" PRIu64 "%s), skipping",
+                          (int) job->pid, r < 0 ? 0 : starttime, job->starttime, r < 0 ? ", gone" : "");
+                return -ESRCH;
+        }
+        return 0;
+}
+
+static void job_body(struct job_run *jr) {
+        struct migrate_job *job = jr->job;
+        _cleanup_close_ int own_pidfd = -1;
+        uint64_t ps = page_size(), pmd = migrate_pmd_size();
+        int r;
+
+        r = check_ranges(job);
+        if (r >= 0)
+                r = attach_process(jr, &own_pidfd);
+        if (r >= 0)
+                r = job_alloc(jr);
+        if (r < 0)
+                return job_stop(jr, r);
+
+        for (size_t ri = 0; ri < job->n_ranges && !jr->stop; ri++) {
+                const struct migrate_range *rg = &job->ranges[ri];
+                uint64_t cs = (rg->start + pmd - 1) & ~(pmd - 1), ce = rg->end & ~(pmd - 1);
+
+                /* Base pages that may be backed by transparent huge pages: the whole
+                 * huge-page chunks go huge page first, the ragged ends page by page. */
+                if (rg->page_size == ps && cs < ce && jr->batch_max >= 3) {
+                        run_base(jr, rg->start, cs, rg->page_size);
+                        run_huge_first(jr, cs, ce);
+                        run_base(jr, ce, rg->end, rg->page_size);
+                } else
+                        run_base(jr, rg->start, rg->end, rg->page_size);
+        }
+        /* A max_pages stop still moves what was collected; an error stop does not. */
+        if (job->error == 0)
+                flush_batch(jr);
+}
+
+int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
+                        migrate_throttle_t throttle, void *throttle_ctx) {
+        uint64_t wall0 = now_ns(CLOCK_MONOTONIC), cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        struct job_run jr = {
+                .job = job,
+                .pidfd = -1,
+                .batch_max = batch_pages == 0 ? MIGRATE_BATCH_DEFAULT
+                           : batch_pages > MIGRATE_BATCH_MAX ? MIGRATE_BATCH_MAX : batch_pages,
+                .flags = job->move_all ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE,
+                .cancel = cancel,
+                .throttle = throttle,
+                .throttle_ctx = throttle_ctx,
+        };
+
+        memset(job->pages, 0, sizeof(job->pages));
+        job->error = 0;
+        job_body(&jr);
+        job_run_free(&jr);
+        job->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+        job->wall_ns = now_ns(CLOCK_MONOTONIC) - wall0;
+        return job->error;
+}

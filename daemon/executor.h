@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The executor: moves the page ranges of one process to one node with move_pages(2),
+ * on the calling thread (the worker pool, workers.h, runs it on pinned threads).
+ *
+ * Per job: the pid is re-checked through its pidfd (the process we sampled, same
+ * start time) before the call, and the result is discarded if the pidfd has become
+ * readable (the process exited, its pid may be reused) by the end. Pages are first
+ * located in query mode (nodes == NULL) so only pages not on the target are passed,
+ * one address per huge page (hugetlb: by its page size). Aligned 2 MiB chunks of base
+ * pages go huge page first: one address moves a transparent huge page whole. Pages
+ * that report -EBUSY are re-queried afterwards, because a base page of a transparent
+ * huge page can report -EBUSY when the whole THP moved with its first address (6.1:
+ * the second address of each THP does; the rest report the target node). See
+ * docs/KERNEL.md (move_pages, pid reuse) for the kernel facts every step is shaped by. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Per-page outcome classes (docs/DESIGN.md). */
+enum migrate_class {
+        MIG_MOVED,          /* now on the target node, moved by this job */
+        MIG_ALREADY,        /* was on the target already (not counted as moved) */
+        MIG_BUSY,           /* -EBUSY, -EAGAIN, -ENOMEM: try again later */
+        MIG_GONE,           /* -ENOENT (not present), -EFAULT (no VMA, zero page), process exited */
+        MIG_REFUSED,        /* -EACCES (shared, no MOVE_ALL), -EPERM, -EINVAL, -ENODEV */
+        _MIG_CLASS_MAX,
+};
+
+struct migrate_range {
+        uint64_t start, end;       /* [start, end), page-aligned */
+        uint64_t page_size;        /* bytes: the base page size, or the hugetlb page size */
+};
+
+struct migrate_job {
+        /* in */
+        pid_t pid;
+        int pidfd;                 /* owned by the caller; -1: the job opens and checks one */
+        uint64_t starttime;        /* /proc/PID/stat field 22 when sampled */
+        int target_node;
+        bool move_all;             /* MPOL_MF_MOVE_ALL (needs CAP_SYS_NICE): shared pages too */
+        struct migrate_range *ranges;
+        size_t n_ranges;
+        uint64_t max_pages;        /* stop after passing this many pages (0: no limit) */
+        const char *cgroup;        /* for the log line of each batch */
+        void *userdata;            /* for the caller (manager): the process / cgroup */
+        /* out */
+        uint64_t pages[_MIG_CLASS_MAX];   /* in base pages (page_size()) */
+        int error;                 /* 0, or -errno that stopped the whole job (ESRCH, EPERM, EACCES...) */
+        uint64_t cpu_ns;           /* CPU time the worker spent on this job (CLOCK_THREAD_CPUTIME_ID) */
+        uint64_t wall_ns;
+};
+
+const char *migrate_class_name(enum migrate_class c);
+
+/* The class of one move_pages() status slot after a move call. status is the node id
+ * or -errno; was_on_target: the query before the move already found it on the target. */
+enum migrate_class migrate_classify(int status, int target_node, bool was_on_target);
+
+/* The size of a PMD-mapped transparent huge page: a page table of 8-byte entries
+ * worth of base pages (2 MiB with 4 KiB pages; 32 MiB with 16 KiB, 512 MiB with
+ * 64 KiB on arm64). */
+uint64_t migrate_pmd_size(void);
+
+/* Charges bytes moved by work that began at busy_since_ns (CLOCK_MONOTONIC) to the
+ * budget, and may sleep; -errno (-ECANCELED) stops the job. */
+typedef int (*migrate_throttle_t)(void *ctx, uint64_t bytes, uint64_t busy_since_ns);
+
+/* Runs one job on the calling thread, in move calls of at most batch_pages addresses
+ * (0: the default, 65536). *cancel (may be NULL) becoming non-zero stops the job at
+ * the next batch with -ECANCELED. throttle (may be NULL) is called after each move
+ * batch with the bytes that moved. Fills the job's out fields; returns job->error. */
+int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
+                        migrate_throttle_t throttle, void *throttle_ctx);

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The worker pool (a "migrator"): one thread per service CPU, pinned to it, running
+ * the executor's jobs (executor.h) from one queue under one MB/s budget (ratelimit.h).
+ * The manager hands it a tick's jobs with migrator_run() and gets them back done.
+ * Workers block every signal: signals are the main thread's business. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "executor.h"
+#include "nodemask.h"
+
+struct migrator;
+
+/* Starts one worker per CPU of service_cpus (pinned to it before it runs; a CPU that
+ * cannot take one is skipped with a warning). rate_limit_mb_s == 0: unlimited;
+ * batch_pages: see migrate_job_execute(). -EINVAL when no worker could start. */
+int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint64_t batch_pages,
+                 struct migrator **ret);
+void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t batch_pages);
+/* Runs all jobs on the workers and returns when every one is done (the results are in
+ * the jobs). Jobs of one process may run at the same time on several workers
+ * (migrate_job_split): move_pages(2) takes the process's mmap lock for reading only,
+ * per address. Not reentrant: -EBUSY while another run is under way. */
+int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs);
+/* While migrator_run() waits, it calls should_stop(ctx) every 100 ms on the caller's
+ * thread; true cancels like migrator_cancel(). */
+void migrator_set_should_stop(struct migrator *m, bool (*should_stop)(void *ctx), void *ctx);
+/* Asks running jobs to stop at the next batch boundary (SIGTERM); their counts stay
+ * exact. Only an atomic store: callable from a signal handler. */
+void migrator_cancel(struct migrator *m);
+void migrator_free(struct migrator *m);
+unsigned migrator_n_workers(const struct migrator *m);
+/* Service CPUs went offline or came back (hotplug): each worker goes back to its own
+ * CPU if that is in online, else to all of online (the kernel, when a CPU goes down,
+ * lets the threads pinned to it run anywhere). online must not be empty. Returns the
+ * number of workers whose own CPU is offline, or -errno. */
+int migrator_repin(struct migrator *m, const nb_cpumask *online);

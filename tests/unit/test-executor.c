@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The executor (daemon/executor.h) without root and without a second node: jobs on
+ * this very process targeting node 0 (where everything already is), the pid-reuse
+ * guard, and the per-page classification. Moving pages between nodes is tested in
+ * tests/vm/test-migrate.py. Not run under valgrind (it does not know pidfd_open). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "cleanup.h"
+#include "executor.h"
+#include "log.h"
+#include "self-job.h"
+#include "test.h"
+
+/* Every log line at debug level too: their formatting runs. */
+__attribute__((constructor)) static void debug_logs(void) {
+        log_set_max_level(LOG_LVL_DEBUG);
+}
+
+TEST(classify) {
+        static const struct { int status; bool was_on_target; enum migrate_class c; } table[] = {
+                { 1, false, MIG_MOVED },
+                { 1, true, MIG_ALREADY },
+                { 0, false, MIG_BUSY },          /* on another node after the call */
+                { -EBUSY, false, MIG_BUSY },
+                { -EAGAIN, false, MIG_BUSY },
+                { -ENOMEM, false, MIG_BUSY },
+                { INT32_MIN, false, MIG_BUSY },  /* slot never written */
+                { -ENOENT, false, MIG_GONE },
+                { -EFAULT, false, MIG_GONE },
+                { -EACCES, false, MIG_REFUSED },
+                { -EPERM, false, MIG_REFUSED },
+                { -EINVAL, false, MIG_REFUSED },
+                { -ENODEV, false, MIG_REFUSED },
+                { -EIO, false, MIG_REFUSED },    /* anything unknown: do not retry blindly */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+                enum migrate_class c = migrate_classify(table[i].status, 1, table[i].was_on_target);
+                if (c != table[i].c)
+                        fprintf(stderr, "classify(%d): %s, expected %s\n", table[i].status,
+                                migrate_class_name(c), migrate_class_name(table[i].c));
+                CHECK_INT(c, table[i].c);
+        }
+}
+
+TEST(class_names) {
+        CHECK_STR(migrate_class_name(MIG_MOVED), "moved");
+        CHECK_STR(migrate_class_name(MIG_ALREADY), "already");
+        CHECK_STR(migrate_class_name(MIG_BUSY), "busy");
+        CHECK_STR(migrate_class_name(MIG_GONE), "gone");
+        CHECK_STR(migrate_class_name(MIG_REFUSED), "refused");
+        CHECK(migrate_class_name(_MIG_CLASS_MAX) == NULL);
+}
+
+TEST(pmd_size) {
+        /* 2 MiB with 4 KiB base pages (x86-64), 512 MiB with 64 KiB (arm64). */
+        if (page_size() == 4096)
+                CHECK_INT(migrate_pmd_size(), 2 * MB);
+        CHECK_INT(migrate_pmd_size() % page_size(), 0);
+}
+
+TEST(all_already_there) {
+        struct migrate_job job;
+        struct migrate_range rg[2];
+        char *area = self_area();
+
+        if (!area)
+                return;
+        setup_self_job(&job, rg, area);
+        CHECK(job.starttime != 0);
+        /* Small batches: the query chunks are sized by the batch; make it take many. */
+        CHECK_INT(migrate_job_execute(&job, 1000, NULL, NULL, NULL), 0);
+        CHECK_INT(job.error, 0);
+        CHECK_INT(job.pages[MIG_ALREADY], TOUCHED / page_size());
+        CHECK_INT(job.pages[MIG_MOVED], 0);
+        /* The untouched megabyte and the hole are not counted at all. */
+        CHECK_INT(job_total(&job), TOUCHED / page_size());
+        CHECK(job.wall_ns > 0);
+        CHECK(job.cpu_ns > 0);
+}
+
+TEST(own_pidfd_and_max_pages) {
+        struct migrate_job job;
+        struct migrate_range rg[2];
+        char *area = self_area();
+
+        if (!area)
+                return;
+        /* With the caller's pidfd, and max_pages (it limits pages passed, not seen). */
+        setup_self_job(&job, rg, area);
+        job.pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+        CHECK(job.pidfd >= 0);
+        job.max_pages = 1;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), 0);
+        CHECK_INT(job.pages[MIG_ALREADY], TOUCHED / page_size());
+        /* The caller's pidfd stays open: it is the caller's. */
+        CHECK(fcntl(job.pidfd, F_GETFD) >= 0);
+        close(job.pidfd);
+}
+
+TEST(not_the_sampled_process) {
+        struct migrate_job job;
+        struct migrate_range rg[2];
+        char *area = self_area();
+
+        if (!area)
+                return;
+        /* The process holding the pid started at another time: nothing is done. */
+        setup_self_job(&job, rg, area);
+        job.starttime += 1;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -ESRCH);
+        CHECK_INT(job.error, -ESRCH);
+        CHECK_INT(job_total(&job), 0);
+}
+
+TEST(bad_input) {
+        struct migrate_job job;
+        struct migrate_range rg[2];
+        char *area = self_area();
+
+        if (!area)
+                return;
+        setup_self_job(&job, rg, area);
+        rg[0].start += 1;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -EINVAL);
+        CHECK_INT(job_total(&job), 0);
+        setup_self_job(&job, rg, area);
+        job.target_node = -1;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -EINVAL);
+        /* A page size that is not a multiple of the base page size (the range itself
+         * aligned to it). */
+        setup_self_job(&job, rg, area);
+        rg[0].page_size = page_size() + page_size() / 2;
+        rg[0].start = rg[0].end = 1000 * 3 * page_size();
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -EINVAL);
+}
+
+TEST(cancelled_before_start) {
+        struct migrate_job job;
+        struct migrate_range rg[2];
+        volatile int cancel = 1;
+        char *area = self_area();
+
+        if (!area)
+                return;
+        setup_self_job(&job, rg, area);
+        CHECK_INT(migrate_job_execute(&job, 0, &cancel, NULL, NULL), -ECANCELED);
+        CHECK_INT(job.pages[MIG_MOVED], 0);
+}
+
+TEST(process_gone) {
+        struct migrate_range rg = { 0x100000, 0x200000, page_size() };
+        struct migrate_job job = {
+                .pid = dead_pid(), .pidfd = -1, .starttime = 1, .target_node = 0,
+                .ranges = &rg, .n_ranges = 1,
+        };
+
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -ESRCH);
+        CHECK_INT(job_total(&job), 0);
+}
+
+DEFINE_TEST_MAIN()

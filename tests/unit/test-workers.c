@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The worker pool (daemon/workers.h): pinned workers running jobs on this very process
+ * (node 0, where everything already is), cancellation, the should_stop callback and
+ * repinning after hotplug. Not run under valgrind (it does not know pidfd_open). */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cleanup.h"
+#include "log.h"
+#include "self-job.h"
+#include "test.h"
+#include "workers.h"
+
+TEST(no_service_cpus) {
+        nb_cpumask none = {};
+        struct migrator *m = NULL;
+
+        CHECK_INT(migrator_new(&none, 0, 0, &m), -EINVAL);
+        CHECK(m == NULL);
+        migrator_free(NULL);
+        CHECK_INT(migrator_n_workers(NULL), 0);
+}
+
+/* One worker on CPU 0, which exists everywhere; NB_CPUS_MAX - 1 exists nowhere: it is
+ * skipped with a warning. */
+static struct migrator *one_worker(void) {
+        nb_cpumask cpus = {};
+        struct migrator *m = NULL;
+        int r;
+
+        cpumask_set(&cpus, 0);
+        cpumask_set(&cpus, NB_CPUS_MAX - 1);
+        r = migrator_new(&cpus, 100, 4096, &m);
+        CHECK_INT(r, 0);
+        if (r < 0)
+                return NULL;
+        CHECK_INT(migrator_n_workers(m), 1);
+        return m;
+}
+
+TEST(run_jobs) {
+        struct migrator *m = one_worker();
+        struct migrate_job jobs[4];
+        struct migrate_range rg[4][2];
+        char *area = self_area();
+
+        if (!m || !area)
+                return migrator_free(m);
+        for (int i = 0; i < 4; i++)
+                setup_self_job(&jobs[i], rg[i], area);
+        jobs[3].pid = dead_pid();
+        CHECK_INT(migrator_run(m, jobs, 4), 0);
+        for (int i = 0; i < 3; i++) {
+                CHECK_INT(jobs[i].error, 0);
+                CHECK_INT(jobs[i].pages[MIG_ALREADY], TOUCHED / page_size());
+        }
+        CHECK_INT(jobs[3].error, -ESRCH);
+        CHECK_INT(migrator_run(m, jobs, 0), 0);
+        CHECK_INT(migrator_run(m, NULL, 1), -EINVAL);
+        migrator_free(m);
+}
+
+TEST(cancel_is_sticky) {
+        struct migrator *m = one_worker();
+        struct migrate_job jobs[2];
+        struct migrate_range rg[2][2];
+        char *area = self_area();
+
+        if (!m || !area)
+                return migrator_free(m);
+        migrator_set_limits(m, 0, 0);
+        migrator_cancel(m);
+        for (int run = 0; run < 2; run++) {
+                setup_self_job(&jobs[run], rg[run], area);
+                CHECK_INT(migrator_run(m, &jobs[run], 1), 0);
+                CHECK_INT(jobs[run].error, -ECANCELED);
+        }
+        migrator_free(m);
+}
+
+static unsigned stop_calls;
+
+static bool stop_now(void *ctx) {
+        stop_calls++;
+        return *(bool *) ctx;
+}
+
+TEST(should_stop_cancels) {
+        struct migrator *m = one_worker();
+        struct migrate_job job;
+        struct migrate_range rg[2];
+        bool stop = false;
+        char *area = self_area();
+
+        if (!m || !area)
+                return migrator_free(m);
+        /* Asked at least once per run, on this thread; false lets the jobs run. */
+        migrator_set_should_stop(m, stop_now, &stop);
+        stop_calls = 0;
+        setup_self_job(&job, rg, area);
+        CHECK_INT(migrator_run(m, &job, 1), 0);
+        CHECK(stop_calls >= 1);
+        CHECK_INT(job.error, 0);
+        /* true cancels, like migrator_cancel(): the next jobs stop at once. */
+        stop = true;
+        setup_self_job(&job, rg, area);
+        CHECK_INT(migrator_run(m, &job, 1), 0);
+        setup_self_job(&job, rg, area);
+        CHECK_INT(migrator_run(m, &job, 1), 0);
+        CHECK_INT(job.error, -ECANCELED);
+        migrator_free(m);
+}
+
+TEST(two_workers) {
+        nb_cpumask two = {};
+        struct migrator *m = NULL;
+        struct migrate_job jobs[4];
+        struct migrate_range rg[4][2];
+        char *area = self_area();
+
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+                TEST_SKIP("one CPU online");
+        cpumask_set(&two, 0);
+        cpumask_set(&two, 1);
+        if (!area || migrator_new(&two, 0, 0, &m) < 0)
+                TEST_SKIP("no worker on CPUs 0 and 1 (affinity)");
+        CHECK_INT(migrator_n_workers(m), 2);
+        /* Jobs of one process side by side on both workers. */
+        for (int i = 0; i < 4; i++)
+                setup_self_job(&jobs[i], rg[i], area);
+        CHECK_INT(migrator_run(m, jobs, 4), 0);
+        for (int i = 0; i < 4; i++)
+                CHECK_INT(jobs[i].pages[MIG_ALREADY], TOUCHED / page_size());
+        migrator_free(m);
+}
+
+/* The CPUs the one thread of this process other than the main thread may run on, as
+ * /proc shows them ("Cpus_allowed_list"), into buf; false if there is not exactly one. */
+static bool worker_cpus(char *buf, size_t size) {
+        _cleanup_closedir_ DIR *d = opendir("/proc/self/task");
+        char path[PATH_MAX], line[256];
+        unsigned others = 0;
+        struct dirent *de;
+
+        if (!d)
+                return false;
+        while ((de = readdir(d))) {
+                _cleanup_fclose_ FILE *f = NULL;
+
+                if (de->d_name[0] == '.' || atoi(de->d_name) == getpid())
+                        continue;
+                others++;
+                snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+                f = fopen(path, "re");
+                while (f && fgets(line, sizeof(line), f))
+                        if (sscanf(line, "Cpus_allowed_list: %255s", buf) == 1 && strlen(buf) < size)
+                                break;
+        }
+        return others == 1;
+}
+
+TEST(repin_after_hotplug) {
+        nb_cpumask cpu0 = {}, cpu1 = {}, both = {};
+        struct migrator *m = NULL;
+        char cpus[256] = "";
+
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+                TEST_SKIP("one CPU online");
+        cpumask_set(&cpu0, 0);
+        cpumask_set(&cpu1, 1);
+        cpumask_set(&both, 0);
+        cpumask_set(&both, 1);
+        if (migrator_new(&cpu0, 0, 0, &m) < 0)
+                TEST_SKIP("no worker on CPU 0 (affinity)");
+        CHECK(worker_cpus(cpus, sizeof(cpus)));
+        CHECK_STR(cpus, "0");
+        /* CPU 0 "went offline": the worker runs on the online service CPUs. */
+        CHECK_INT(migrator_repin(m, &cpu1), 1);
+        CHECK(worker_cpus(cpus, sizeof(cpus)));
+        CHECK_STR(cpus, "1");
+        /* Back: on its own CPU again. */
+        CHECK_INT(migrator_repin(m, &both), 0);
+        CHECK(worker_cpus(cpus, sizeof(cpus)));
+        CHECK_STR(cpus, "0");
+        migrator_free(m);
+}
+
+DEFINE_TEST_MAIN()
