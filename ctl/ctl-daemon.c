@@ -294,10 +294,10 @@ int ctl_daemon(const struct daemon_args *a) {
         const char *why;
         int r;
 
-        if (strcmp(a->command, "explain") == 0)
-                snprintf(request, sizeof(request), "explain %d\n", (int) a->pid);
+        if (a->cmd == CONTROL_EXPLAIN)
+                snprintf(request, sizeof(request), "%s %d\n", control_cmd_name(a->cmd), (int) a->pid);
         else
-                snprintf(request, sizeof(request), "%s\n", a->command);
+                snprintf(request, sizeof(request), "%s\n", control_cmd_name(a->cmd));
         r = ask(a, request, &reply, &len, &connected);
         if (r < 0 && !connected)
                 return fail_reach(a, r);
@@ -310,25 +310,25 @@ int ctl_daemon(const struct daemon_args *a) {
                 fprintf(stderr, "numabalancectl: the reply from %s is not a JSON object (at byte %zu)\n", a->socket, off);
                 return 1;
         }
-        if (jv_get(d, "error")) {
+        if (jv_get(d, CONTROL_KEY_ERROR)) {
                 char b[512];
                 if (a->json)
                         fwrite(reply, 1, len, stdout);
                 fprintf(stderr, "numabalancectl: numabalanced refused the request: %s\n",
-                        safe(jv_str(jv_get(d, "error"), "?"), b, sizeof(b)));
+                        safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
                 return 1;
         }
-        why = jv_str(jv_get(d, "why"), "");
+        why = jv_str(jv_get(d, CONTROL_KEY_WHY), "");
         if (a->json)
                 fwrite(reply, 1, len, stdout);
-        else if (strcmp(a->command, "status") == 0)
+        else if (a->cmd == CONTROL_STATUS)
                 print_status(d);
-        else if (strcmp(a->command, "list") == 0)
+        else if (a->cmd == CONTROL_LIST)
                 print_list(d);
         else
                 print_explain(d);
         if (fflush(stdout) != 0)
                 return 1;
         /* explain of a process one may not see, or that does not exist, fails. */
-        return strcmp(why, "not-visible") == 0 || strcmp(why, "no-such-process") == 0 ? 1 : 0;
+        return strcmp(why, CONTROL_WHY_NOT_VISIBLE) == 0 || strcmp(why, CONTROL_WHY_NO_SUCH_PROCESS) == 0 ? 1 : 0;
 }
