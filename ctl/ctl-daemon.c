@@ -13,6 +13,7 @@
 #include "cleanup.h"
 #include "ctl-daemon.h"
 #include "json-parse.h"
+#include "pagesize.h"
 
 /* The daemon answers from its event loop between ticks; a tick that migrates can take
  * a while, so wait generously. */
@@ -183,8 +184,10 @@ static void print_status(const struct jv *d) {
         printf("  Watching:          %" PRIu64 " cgroup%s, %" PRIu64 " process%s\n",
                jv_u64(jv_get(d, "cgroups_watched"), 0), jv_u64(jv_get(d, "cgroups_watched"), 0) == 1 ? "" : "s",
                jv_u64(jv_get(d, "processes_watched"), 0), jv_u64(jv_get(d, "processes_watched"), 0) == 1 ? "" : "es");
-        printf("  Pages (4 KiB):     moved %" PRIu64 ", busy %" PRIu64 ", gone %" PRIu64 ", refused %" PRIu64
-               ", already in place %" PRIu64 "\n",
+        /* The daemon counts base pages, and runs on this machine. */
+        snprintf(b1, sizeof(b1), "Pages (%zu KiB):", page_size() / 1024);
+        printf("  %-18s moved %" PRIu64 ", busy %" PRIu64 ", gone %" PRIu64 ", refused %" PRIu64
+               ", already in place %" PRIu64 "\n", b1,
                jv_u64(jv_get(pages, "moved"), 0), jv_u64(jv_get(pages, "busy"), 0), jv_u64(jv_get(pages, "gone"), 0),
                jv_u64(jv_get(pages, "refused"), 0), jv_u64(jv_get(pages, "already"), 0));
         printf("  Moved, last min:   %s\n", bytes(jv_u64(jv_get(d, "moved_bytes_last_minute"), 0), b1, sizeof(b1)));
