@@ -130,7 +130,7 @@ static void conn_reply(struct conn *k) {
                 return;
         }
         if (sd_event_source_set_io_events(k->io, EPOLLOUT) < 0 ||
-            sd_event_source_set_time_relative(k->timer, CONTROL_REPLY_TIMEOUT_USEC) < 0 ||
+            sd_event_source_set_time_relative(k->timer, CONTROL_REPLY_READ_TIMEOUT_USEC) < 0 ||
             sd_event_source_set_enabled(k->timer, SD_EVENT_ONESHOT) < 0)
                 conn_free(k);
 }

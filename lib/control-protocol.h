@@ -14,11 +14,11 @@
  * where <pid> is a decimal number from 1 to INT32_MAX.
  *
  * Reply: one JSON object (docs/ctl-json.md), then the daemon ends its side of the
- * connection; the client must read it within CONTROL_REPLY_TIMEOUT_USEC. A request
- * the daemon refuses (unknown command, bad pid, a line too long, nothing in time,
- * too many connections) gets {CONTROL_KEY_ERROR: "why"} instead, which the client can
- * still read. An explain of a process the requester may not see, or that does not
- * exist, is a reply (not an error) whose CONTROL_KEY_WHY says which. */
+ * connection; the client must read it within CONTROL_REPLY_READ_TIMEOUT_USEC. A
+ * request the daemon refuses (unknown command, bad pid, a line too long, nothing in
+ * time, too many connections) gets {CONTROL_KEY_ERROR: "why"} instead, which the
+ * client can still read. An explain of a process the requester may not see, or that
+ * does not exist, is a reply (not an error) whose CONTROL_KEY_WHY says which. */
 #pragma once
 #include <stdint.h>
 
@@ -47,7 +47,7 @@ static inline const char *control_cmd_name(enum control_cmd c) {
 #define CONTROL_REQUEST_MAX 256
 #define CONTROL_REQUEST_TIMEOUT_SEC 2
 #define CONTROL_REQUEST_TIMEOUT_USEC (CONTROL_REQUEST_TIMEOUT_SEC * UINT64_C(1000000))
-#define CONTROL_REPLY_TIMEOUT_USEC (10 * UINT64_C(1000000))
+#define CONTROL_REPLY_READ_TIMEOUT_USEC (10 * UINT64_C(1000000))
 
 /* Keys of the reply the client acts on. */
 #define CONTROL_KEY_ERROR "error"
