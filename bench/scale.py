@@ -63,7 +63,7 @@ def run(build, n, settle, measure):
         c0, t0 = cpu_seconds(daemon.pid), time.monotonic()
         time.sleep(measure)
         c1, t1 = cpu_seconds(daemon.pid), time.monotonic()
-        st = subprocess.run([os.path.join(build, "daemon", "numabalancectl"), "--socket", sock, "--json", "list"],
+        st = subprocess.run([os.path.join(build, "ctl", "numabalancectl"), "--socket", sock, "--json", "list"],
                             capture_output=True, text=True)
         try:
             watched = len(json.loads(st.stdout)["processes"])

@@ -12,11 +12,11 @@ int control_parse_request(const char *buf, size_t len, struct control_request *r
         if (len && buf[len - 1] == '\r')
                 len--;
         if (len == 0) {
-                *ret_error = "empty request (accepted: status, list, explain PID)";
+                *ret_error = CONTROL_ERROR_EMPTY;
                 return -EINVAL;
         }
         if (len > CONTROL_REQUEST_MAX - 1) {
-                *ret_error = "request too long (at most 256 bytes with its newline)";
+                *ret_error = CONTROL_ERROR_TOO_LONG;
                 return -EINVAL;
         }
         for (size_t i = 0; i < len; i++)

@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The control protocol's request line: one of
+/* The daemon's parser of the control protocol's request line (control-protocol.h):
  *     status | list | explain <pid>
- * at most CONTROL_REQUEST_MAX bytes with its newline. Pure (no socket, no manager):
- * fuzzed on its own (tests/fuzz/fuzz-control.c). */
+ * Pure (no socket, no manager): fuzzed on its own (tests/fuzz/fuzz-control.c). */
 #pragma once
 #include <stddef.h>
 #include <sys/types.h>
 
-#define CONTROL_REQUEST_MAX 256
-
-enum control_cmd { CONTROL_STATUS, CONTROL_LIST, CONTROL_EXPLAIN };
+#include "control-protocol.h"
 
 struct control_request {
         enum control_cmd cmd;
         pid_t pid;                 /* explain */
 };
+
+/* The replies to a request that is not one: also sent by control.c, which sees an
+ * empty or overlong line before any parsing. */
+#define CONTROL_ERROR_EMPTY "empty request (accepted: status, list, explain PID)"
+#define CONTROL_ERROR_TOO_LONG \
+        "request too long (at most " CONTROL_STRINGIFY(CONTROL_REQUEST_MAX) " bytes with its newline)"
 
 /* Parses one request line (buf[0..len), the newline excluded; a trailing '\r' is
  * accepted). Returns 0, or -EINVAL with *ret_error set to a static message; *ret is

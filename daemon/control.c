@@ -49,9 +49,6 @@ struct control {
         unsigned n_conns;
 };
 
-/* ---- the request ---------------------------------------------------------------- */
-
-
 /* ---- connections ------------------------------------------------------------------ */
 
 static void source_free(sd_event_source **s) {
@@ -105,7 +102,7 @@ static void conn_drain(struct conn *k) {
         k->draining = true;
         if (shutdown(k->fd, SHUT_WR) < 0 ||
             sd_event_source_set_io_events(k->io, EPOLLIN) < 0 ||
-            sd_event_source_set_time_relative(k->timer, CONTROL_TIMEOUT_USEC) < 0 ||
+            sd_event_source_set_time_relative(k->timer, CONTROL_REQUEST_TIMEOUT_USEC) < 0 ||
             sd_event_source_set_enabled(k->timer, SD_EVENT_ONESHOT) < 0)
                 conn_free(k);
 }
@@ -133,7 +130,7 @@ static void conn_reply(struct conn *k) {
                 return;
         }
         if (sd_event_source_set_io_events(k->io, EPOLLOUT) < 0 ||
-            sd_event_source_set_time_relative(k->timer, CONTROL_WRITE_TIMEOUT_USEC) < 0 ||
+            sd_event_source_set_time_relative(k->timer, CONTROL_REPLY_READ_TIMEOUT_USEC) < 0 ||
             sd_event_source_set_enabled(k->timer, SD_EVENT_ONESHOT) < 0)
                 conn_free(k);
 }
@@ -210,7 +207,7 @@ static void conn_read(struct conn *k) {
         if (n == 0) {
                 /* The peer closed its side: what came is the request (or nothing). */
                 if (k->in_len == 0) {
-                        conn_reply_error(k, "empty request (accepted: status, list, explain PID)");
+                        conn_reply_error(k, CONTROL_ERROR_EMPTY);
                         return;
                 }
                 conn_handle(k, k->in, k->in_len);
@@ -223,7 +220,7 @@ static void conn_read(struct conn *k) {
                 return;
         }
         if (k->in_len == sizeof(k->in))
-                conn_reply_error(k, "request too long (at most 256 bytes with its newline)");
+                conn_reply_error(k, CONTROL_ERROR_TOO_LONG);
 }
 
 static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -256,12 +253,12 @@ static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         }
         log_debug("control: pid %d sent no complete request in time", (int) k->peer_pid);
-        conn_reply_error(k, "timeout: no complete request within 2 s");
+        conn_reply_error(k, "timeout: no complete request within " CONTROL_STRINGIFY(CONTROL_REQUEST_TIMEOUT_SEC) " s");
         return 0;
 }
 
 static void refuse_busy(int fd) {
-        static const char msg[] = "{\"error\":\"busy: too many connections, try again\"}\n";
+        static const char msg[] = "{\"" CONTROL_KEY_ERROR "\":\"busy: too many connections, try again\"}\n";
         (void) send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         close(fd);
 }
@@ -303,8 +300,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 c->n_conns++;
                 r = sd_event_add_io(c->event, &k->io, cfd, EPOLLIN, on_conn_io, k);
                 if (r >= 0)
-                        r = sd_event_add_time_relative(c->event, &k->timer, CLOCK_MONOTONIC, CONTROL_TIMEOUT_USEC, 0,
-                                                       on_conn_timeout, k);
+                        r = sd_event_add_time_relative(c->event, &k->timer, CLOCK_MONOTONIC,
+                                                       CONTROL_REQUEST_TIMEOUT_USEC, 0, on_conn_timeout, k);
                 if (r < 0) {
                         log_debug_errno(r, "control: cannot watch a connection, closing: %m");
                         conn_free(k);

@@ -1,33 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* control: the Unix stream socket numabalancectl talks to.
+/* control: the daemon's end of the control socket numabalancectl talks to. The
+ * protocol (the request line, the reply, the limits and timeouts both ends keep) is
+ * control-protocol.h; the request parser control-request.h; the replies report.h.
  *
- * Protocol: one request per connection, a single line of at most CONTROL_REQUEST_MAX
- * bytes including its newline:
- *     status | list | explain <pid>
- * The reply is one JSON document (report.h), then the daemon closes the connection.
- * Anything else (unknown command, bad pid, a line too long, nothing within
- * CONTROL_TIMEOUT_USEC) gets {"error": "..."} where the client can still read it.
- *
- * The socket is mode 0666: anyone may ask, and the answer is filtered by the peer's
- * uid (SO_PEERCRED) as report.h describes. Everything runs on the event loop without
- * blocking it: the socket and the connections are non-blocking, replies are buffered
- * and written as the peer reads them, and at most CONTROL_CONNECTIONS_MAX connections
- * are served at a time (more are answered "busy" and closed). */
+ * Everything runs on the event loop without blocking it: the socket and the
+ * connections are non-blocking, replies are buffered and written as the peer reads
+ * them, and at most CONTROL_CONNECTIONS_MAX connections are served at a time (more
+ * are answered "busy" and closed). */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "control-protocol.h"
 #include "control-request.h"
 
-#define CONTROL_SOCKET_DEFAULT "/run/numabalanced/control"
-
 #define CONTROL_CONNECTIONS_MAX 16
-/* A client must send its request within this, and read the reply within
- * CONTROL_WRITE_TIMEOUT_USEC. */
-#define CONTROL_TIMEOUT_USEC (2 * UINT64_C(1000000))
-#define CONTROL_WRITE_TIMEOUT_USEC (10 * UINT64_C(1000000))
 
 struct manager;
 struct control;

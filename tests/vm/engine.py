@@ -60,7 +60,7 @@ class Env:
         self.build = build
         self.out = out
         self.daemon_bin = os.path.join(build, "daemon", "numabalanced")
-        self.ctl = os.path.join(build, "daemon", "numabalancectl")
+        self.ctl = os.path.join(build, "ctl", "numabalancectl")
         self.workload = os.path.join(build, "tests", "vm", "workload")
         self.procs = []
         self.daemon = None

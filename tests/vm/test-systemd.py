@@ -140,7 +140,7 @@ def diagnose():
 
 def run(build):
     daemon = os.path.join(build, "daemon", "numabalanced")
-    ctl = os.path.join(build, "daemon", "numabalancectl")
+    ctl = os.path.join(build, "ctl", "numabalancectl")
     workload = os.path.join(build, "tests", "vm", "workload")
     unit_src = os.path.join(build, "systemd", UNIT)
 

@@ -6,17 +6,21 @@
  *   status       the daemon: sources, service CPUs, kernel balancing, totals;
  *   list         the cgroups and processes it watches, with locality and costs;
  *   explain PID  why a process is or is not being moved.
- *                These three ask the daemon over its control socket (control.h).
+ *                These three ask the daemon over its control socket
+ *                (lib/control-protocol.h).
  *
  * Exit status: 0 on success, 1 when the request failed (one line on stderr naming
  * the pid and the reason), 2 on a usage error. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "build-config.h"
-#include "control.h"
+#include "cleanup.h"
+#include "control-protocol.h"
 #include "ctl-daemon.h"
 #include "ctl-show.h"
 #include "log.h"
@@ -46,7 +50,20 @@ static void usage(FILE *f) {
                 "  --version       Version\n");
 }
 
-int main(int argc, char **argv) {
+/* The commands that ask the daemon, and the request each sends. */
+static const struct {
+        const char *name;
+        enum control_cmd cmd;
+        bool takes_pid;
+} daemon_commands[] = {
+        { "status", CONTROL_STATUS, false },
+        { "list", CONTROL_LIST, false },
+        { "explain", CONTROL_EXPLAIN, true },
+};
+
+/* The options into *a and *da. Returns -1 to go on to the command, or the exit
+ * status (--help, --version, a usage error). */
+static int parse_options(int argc, char **argv, struct show_args *a, struct daemon_args *da) {
         enum { OPT_JSON = 256, OPT_PRETTY, OPT_ALL, OPT_PROC, OPT_SYS, OPT_VERSION, OPT_SOCKET };
         static const struct option opts[] = {
                 { "json", no_argument, NULL, OPT_JSON },
@@ -59,24 +76,57 @@ int main(int argc, char **argv) {
                 { "version", no_argument, NULL, OPT_VERSION },
                 {}
         };
-        struct show_args a = { .proc_root = "/proc", .sys_root = "/sys" };
-        struct daemon_args da = { .socket = CONTROL_SOCKET_DEFAULT };
-        const char *cmd;
         int c;
 
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
                 switch (c) {
-                case OPT_JSON: a.json = true; break;
-                case OPT_PRETTY: a.json = a.pretty = true; break;
-                case OPT_ALL: a.all = true; break;
-                case OPT_PROC: a.proc_root = optarg; break;
-                case OPT_SYS: a.sys_root = optarg; break;
-                case OPT_SOCKET: da.socket = optarg; break;
+                case OPT_JSON: a->json = true; break;
+                case OPT_PRETTY: a->json = a->pretty = true; break;
+                case OPT_ALL: a->all = true; break;
+                case OPT_PROC: a->proc_root = optarg; break;
+                case OPT_SYS: a->sys_root = optarg; break;
+                case OPT_SOCKET: da->socket = optarg; break;
                 case OPT_VERSION: printf("numabalancectl %s\n", PACKAGE_VERSION); return 0;
                 case 'h': usage(stdout); return 0;
                 default: usage(stderr); return 2;
                 }
         }
+        da->json = a->json;
+        return -1;
+}
+
+/* The n arguments after the command cmd: one PID, or none when pid is NULL. Returns
+ * 0, or 2 (the usage exit status) after one line on stderr. */
+static int command_args(const char *cmd, int n, char **args, pid_t *pid) {
+        uint64_t v;
+
+        if (!pid) {
+                if (n == 0)
+                        return 0;
+                fprintf(stderr, "numabalancectl: %s takes no argument\n", cmd);
+                return 2;
+        }
+        if (n != 1) {
+                fprintf(stderr, "numabalancectl: %s takes exactly one PID\n", cmd);
+                return 2;
+        }
+        if (parse_u64(args[0], 1, INT32_MAX, &v) < 0) {
+                fprintf(stderr, "numabalancectl: '%s' is not a valid pid\n", args[0]);
+                return 2;
+        }
+        *pid = (pid_t) v;
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        struct show_args a = { .proc_root = "/proc", .sys_root = "/sys" };
+        struct daemon_args da = { .socket = CONTROL_SOCKET_DEFAULT };
+        const char *cmd;
+        int r;
+
+        r = parse_options(argc, argv, &a, &da);
+        if (r >= 0)
+                return r;
         if (optind >= argc) {
                 usage(stderr);
                 return 2;
@@ -84,40 +134,18 @@ int main(int argc, char **argv) {
         cmd = argv[optind++];
 
         if (strcmp(cmd, "show") == 0) {
-                uint64_t pid;
-                if (argc - optind != 1) {
-                        fprintf(stderr, "numabalancectl: show takes exactly one PID\n");
-                        return 2;
-                }
-                if (parse_u64(argv[optind], 1, INT32_MAX, &pid) < 0) {
-                        fprintf(stderr, "numabalancectl: '%s' is not a valid pid\n", argv[optind]);
-                        return 2;
-                }
-                a.pid = (pid_t) pid;
+                r = command_args(cmd, argc - optind, argv + optind, &a.pid);
+                if (r)
+                        return r;
                 return ctl_show(&a) < 0 ? 1 : 0;
         }
-        if (strcmp(cmd, "status") == 0 || strcmp(cmd, "list") == 0) {
-                if (argc - optind != 0) {
-                        fprintf(stderr, "numabalancectl: %s takes no argument\n", cmd);
-                        return 2;
-                }
-                da.command = cmd;
-                da.json = a.json;
-                return ctl_daemon(&da);
-        }
-        if (strcmp(cmd, "explain") == 0) {
-                uint64_t pid;
-                if (argc - optind != 1) {
-                        fprintf(stderr, "numabalancectl: explain takes exactly one PID\n");
-                        return 2;
-                }
-                if (parse_u64(argv[optind], 1, INT32_MAX, &pid) < 0) {
-                        fprintf(stderr, "numabalancectl: '%s' is not a valid pid\n", argv[optind]);
-                        return 2;
-                }
-                da.command = cmd;
-                da.json = a.json;
-                da.pid = (pid_t) pid;
+        for (size_t i = 0; i < ELEMENTSOF(daemon_commands); i++) {
+                if (strcmp(cmd, daemon_commands[i].name) != 0)
+                        continue;
+                r = command_args(cmd, argc - optind, argv + optind, daemon_commands[i].takes_pid ? &da.pid : NULL);
+                if (r)
+                        return r;
+                da.cmd = daemon_commands[i].cmd;
                 return ctl_daemon(&da);
         }
         fprintf(stderr, "numabalancectl: unknown command '%s' (try --help)\n", cmd);

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* numabalancectl status, list, explain: ask the running daemon over its control
- * socket (control.h) and print its JSON reply as is (--json) or as tables. */
+ * socket (lib/control-protocol.h) and print its JSON reply as is (--json) or as
+ * tables. */
 #pragma once
 #include <stdbool.h>
 #include <sys/types.h>
+#include "control-protocol.h"
 
 struct daemon_args {
         const char *socket;        /* CONTROL_SOCKET_DEFAULT */
         bool json;
-        const char *command;       /* "status", "list", "explain" */
+        enum control_cmd cmd;
         pid_t pid;                 /* explain */
 };
 

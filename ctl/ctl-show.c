@@ -9,6 +9,7 @@
 #include "json.h"
 #include "locality.h"
 #include "numa_maps.h"
+#include "pagesize.h"
 #include "policy.h"
 #include "proc.h"
 #include "topology.h"
@@ -145,6 +146,96 @@ static void policy_string(const struct mempolicy *p, char *buf, size_t size) {
                 strcat(buf, "...");
 }
 
+/* Nodes that hold some of the memory, run some of the threads, or have memory. */
+static void json_nodes(struct json *j, const struct snapshot *s) {
+        const struct locality *l = &s->loc;
+
+        json_array_begin(j);
+        for (unsigned i = 0; i < s->topo->n_nodes; i++) {
+                if (!l->bytes[i] && !l->threads[i] && !s->topo->nodes[i].has_memory)
+                        continue;
+                json_object_begin(j);
+                json_key(j, "node"); json_u64(j, s->topo->nodes[i].id);
+                json_key(j, "pages"); json_u64(j, l->bytes[i] / page_size());
+                json_key(j, "bytes"); json_u64(j, l->bytes[i]);
+                json_key(j, "share");
+                json_double(j, l->total_bytes ? (double) l->bytes[i] / (double) l->total_bytes : 0.0);
+                json_key(j, "threads"); json_u64(j, l->threads[i]);
+                json_object_end(j);
+        }
+        json_array_end(j);
+}
+
+static void json_threads(struct json *j, const struct snapshot *s) {
+        json_array_begin(j);
+        for (size_t i = 0; i < s->n_threads; i++) {
+                int node = topology_cpu_node(s->topo, (unsigned) s->threads[i].cpu);
+                json_object_begin(j);
+                json_key(j, "tid"); json_i64(j, s->threads[i].tid);
+                json_key(j, "comm"); json_string(j, s->threads[i].comm);
+                json_key(j, "cpu"); json_i64(j, s->threads[i].cpu);
+                json_key(j, "node");
+                if (node >= 0)
+                        json_i64(j, node);
+                else
+                        json_null(j);
+                json_object_end(j);
+        }
+        json_array_end(j);
+}
+
+/* The VMA's memory policy, as numa_maps states it. */
+static void json_vma_policy(struct json *j, const struct vma *v) {
+        char list[NODEMASK_STRMAX];
+
+        json_key(j, "policy"); json_string(j, mpol_mode_name(v->policy.mode));
+        json_key(j, "policy_flags");
+        json_array_begin(j);
+        if (v->policy.flags & MPOL_FLAG_STATIC) json_string(j, "static");
+        if (v->policy.flags & MPOL_FLAG_RELATIVE) json_string(j, "relative");
+        if (v->policy.flags & MPOL_FLAG_BALANCING) json_string(j, "balancing");
+        json_array_end(j);
+        nodemask_format(&v->policy.nodes, list, sizeof(list));
+        json_key(j, "policy_nodes"); json_string(j, list);
+        json_key(j, "policy_truncated"); json_bool(j, v->policy.nodes_truncated);
+}
+
+static void json_vma(struct json *j, const struct snapshot *s, const struct vma *v) {
+        const struct node_pages *np = vma_node_pages(s->maps, v);
+        nb_nodemask allowed;
+        enum policy_verdict verdict;
+        char addr[32], list[NODEMASK_STRMAX];
+
+        vma_allowed(s, v, &allowed, &verdict);
+        json_object_begin(j);
+        snprintf(addr, sizeof(addr), "0x%" PRIx64, v->start);
+        json_key(j, "start"); json_string(j, addr);
+        json_key(j, "kind"); json_string(j, vma_kind_name(v->kind));
+        json_key(j, "hugetlb"); json_bool(j, v->hugetlb);
+        json_key(j, "path"); json_string(j, v->path);
+        json_vma_policy(j, v);
+        nodemask_format(&allowed, list, sizeof(list));
+        json_key(j, "allowed_nodes"); json_string(j, list);
+        json_key(j, "verdict"); json_string(j, policy_verdict_name(verdict));
+        json_key(j, "page_size_kb"); json_u64(j, v->page_size_kb);
+        json_key(j, "pages"); json_u64(j, v->pages);
+        json_key(j, "bytes"); json_u64(j, vma_bytes(v, v->pages));
+        json_key(j, "anon"); json_u64(j, v->anon);
+        json_key(j, "dirty"); json_u64(j, v->dirty);
+        json_key(j, "mapmax"); json_u64(j, v->mapmax);
+        json_key(j, "node_pages");
+        json_object_begin(j);
+        for (size_t k = 0; k < v->np_count; k++) {
+                char key[16];
+                snprintf(key, sizeof(key), "%u", np[k].node);
+                json_key(j, key);
+                json_u64(j, np[k].pages);
+        }
+        json_object_end(j);
+        json_object_end(j);
+}
+
+/* The schema is docs/show-json.md; "pages" outside the VMAs count base pages. */
 static void print_json(const struct show_args *a, const struct snapshot *s) {
         const struct locality *l = &s->loc;
         char list[CPUMASK_STRMAX];
@@ -159,42 +250,10 @@ static void print_json(const struct show_args *a, const struct snapshot *s) {
         json_key(&j, "cpus_allowed"); json_string(&j, list);
         nodemask_format(&s->status.mems_allowed, list, sizeof(list));
         json_key(&j, "mems_allowed"); json_string(&j, list);
-        json_key(&j, "total_pages"); json_u64(&j, l->total_bytes / 4096);
+        json_key(&j, "total_pages"); json_u64(&j, l->total_bytes / page_size());
         json_key(&j, "total_bytes"); json_u64(&j, l->total_bytes);
-
-        json_key(&j, "nodes");
-        json_array_begin(&j);
-        for (unsigned i = 0; i < s->topo->n_nodes; i++) {
-                if (!l->bytes[i] && !l->threads[i] && !s->topo->nodes[i].has_memory)
-                        continue;
-                json_object_begin(&j);
-                json_key(&j, "node"); json_u64(&j, s->topo->nodes[i].id);
-                json_key(&j, "pages"); json_u64(&j, l->bytes[i] / 4096);
-                json_key(&j, "bytes"); json_u64(&j, l->bytes[i]);
-                json_key(&j, "share");
-                json_double(&j, l->total_bytes ? (double) l->bytes[i] / (double) l->total_bytes : 0.0);
-                json_key(&j, "threads"); json_u64(&j, l->threads[i]);
-                json_object_end(&j);
-        }
-        json_array_end(&j);
-
-        json_key(&j, "threads");
-        json_array_begin(&j);
-        for (size_t i = 0; i < s->n_threads; i++) {
-                int node = topology_cpu_node(s->topo, (unsigned) s->threads[i].cpu);
-                json_object_begin(&j);
-                json_key(&j, "tid"); json_i64(&j, s->threads[i].tid);
-                json_key(&j, "comm"); json_string(&j, s->threads[i].comm);
-                json_key(&j, "cpu"); json_i64(&j, s->threads[i].cpu);
-                json_key(&j, "node");
-                if (node >= 0)
-                        json_i64(&j, node);
-                else
-                        json_null(&j);
-                json_object_end(&j);
-        }
-        json_array_end(&j);
-
+        json_key(&j, "nodes"); json_nodes(&j, s);
+        json_key(&j, "threads"); json_threads(&j, s);
         nodemask_format(&l->thread_nodes, list, sizeof(list));
         json_key(&j, "thread_nodes"); json_string(&j, list);
         json_key(&j, "local_bytes"); json_u64(&j, l->local_bytes);
@@ -203,50 +262,9 @@ static void print_json(const struct show_args *a, const struct snapshot *s) {
         json_key(&j, "vmas");
         json_array_begin(&j);
         for (size_t i = 0; i < s->maps->n_vmas; i++) {
-                const struct vma *v = &s->maps->vmas[i];
-                const struct node_pages *np = vma_node_pages(s->maps, v);
-                nb_nodemask allowed;
-                enum policy_verdict verdict;
-                char addr[32];
-
-                if (!a->all && v->pages == 0)
+                if (!a->all && s->maps->vmas[i].pages == 0)
                         continue;
-                vma_allowed(s, v, &allowed, &verdict);
-                json_object_begin(&j);
-                snprintf(addr, sizeof(addr), "0x%" PRIx64, v->start);
-                json_key(&j, "start"); json_string(&j, addr);
-                json_key(&j, "kind"); json_string(&j, vma_kind_name(v->kind));
-                json_key(&j, "hugetlb"); json_bool(&j, v->hugetlb);
-                json_key(&j, "path"); json_string(&j, v->path);
-                json_key(&j, "policy"); json_string(&j, mpol_mode_name(v->policy.mode));
-                json_key(&j, "policy_flags");
-                json_array_begin(&j);
-                if (v->policy.flags & MPOL_FLAG_STATIC) json_string(&j, "static");
-                if (v->policy.flags & MPOL_FLAG_RELATIVE) json_string(&j, "relative");
-                if (v->policy.flags & MPOL_FLAG_BALANCING) json_string(&j, "balancing");
-                json_array_end(&j);
-                nodemask_format(&v->policy.nodes, list, sizeof(list));
-                json_key(&j, "policy_nodes"); json_string(&j, list);
-                json_key(&j, "policy_truncated"); json_bool(&j, v->policy.nodes_truncated);
-                nodemask_format(&allowed, list, sizeof(list));
-                json_key(&j, "allowed_nodes"); json_string(&j, list);
-                json_key(&j, "verdict"); json_string(&j, policy_verdict_name(verdict));
-                json_key(&j, "page_size_kb"); json_u64(&j, v->page_size_kb);
-                json_key(&j, "pages"); json_u64(&j, v->pages);
-                json_key(&j, "bytes"); json_u64(&j, vma_bytes(v, v->pages));
-                json_key(&j, "anon"); json_u64(&j, v->anon);
-                json_key(&j, "dirty"); json_u64(&j, v->dirty);
-                json_key(&j, "mapmax"); json_u64(&j, v->mapmax);
-                json_key(&j, "node_pages");
-                json_object_begin(&j);
-                for (size_t k = 0; k < v->np_count; k++) {
-                        char key[16];
-                        snprintf(key, sizeof(key), "%u", np[k].node);
-                        json_key(&j, key);
-                        json_u64(&j, np[k].pages);
-                }
-                json_object_end(&j);
-                json_object_end(&j);
+                json_vma(&j, s, &s->maps->vmas[i]);
         }
         json_array_end(&j);
 
@@ -284,9 +302,52 @@ static void print_safe(const char *s) {
                         putchar(*p);
 }
 
+/* Pages here are base pages; a VMA's own page size shows in its size column. */
+static void print_human_nodes(const struct snapshot *s) {
+        const struct locality *l = &s->loc;
+        char b1[32], head[32];
+
+        snprintf(head, sizeof(head), "pages(%zuK)", page_size() / 1024);
+        printf("%5s %12s %12s %7s %8s\n", "node", head, "bytes", "share", "threads");
+        for (unsigned i = 0; i < s->topo->n_nodes; i++) {
+                if (!l->bytes[i] && !l->threads[i] && !s->topo->nodes[i].has_memory)
+                        continue;
+                printf("%5u %12" PRIu64 " %12s %6.1f%% %8u\n", s->topo->nodes[i].id, l->bytes[i] / page_size(),
+                       human_bytes(l->bytes[i], b1, sizeof(b1)),
+                       l->total_bytes ? 100.0 * (double) l->bytes[i] / (double) l->total_bytes : 0.0,
+                       l->threads[i]);
+        }
+        if (l->other_bytes)
+                printf("%5s %12" PRIu64 " %12s\n", "other", l->other_bytes / page_size(),
+                       human_bytes(l->other_bytes, b1, sizeof(b1)));
+}
+
+static void print_human_vma(const struct snapshot *s, const struct vma *v) {
+        const struct node_pages *np = vma_node_pages(s->maps, v);
+        char b1[32], list[NODEMASK_STRMAX], pol[NODEMASK_STRMAX + 64];
+        nb_nodemask allowed;
+        enum policy_verdict verdict;
+
+        vma_allowed(s, v, &allowed, &verdict);
+        policy_string(&v->policy, pol, sizeof(pol));
+        nodemask_format(&allowed, list, sizeof(list));
+        if (verdict != POLICY_MOVABLE)
+                snprintf(list, sizeof(list), "(%s)", policy_verdict_name(verdict));
+        printf("%-14" PRIx64 " %-6s %-22s %-8s %10s ", v->start,
+               v->hugetlb ? "huge" : vma_kind_name(v->kind), pol, list,
+               human_bytes(vma_bytes(v, v->pages), b1, sizeof(b1)));
+        for (size_t k = 0; k < v->np_count; k++)
+                printf(" N%u=%" PRIu64, np[k].node, np[k].pages);
+        if (v->path) {
+                printf("  ");
+                print_safe(v->path);
+        }
+        putchar('\n');
+}
+
 static void print_human(const struct show_args *a, const struct snapshot *s) {
         const struct locality *l = &s->loc;
-        char b1[32], list[CPUMASK_STRMAX], pol[NODEMASK_STRMAX + 64];
+        char b1[32], list[CPUMASK_STRMAX];
         size_t shown = 0;
 
         printf("pid %d (", (int) s->status.tgid);
@@ -298,45 +359,14 @@ static void print_human(const struct show_args *a, const struct snapshot *s) {
         nodemask_format(&l->thread_nodes, list, sizeof(list));
         printf("memory %s, %.1f%% local to the nodes its threads last ran on (%s)\n\n",
                human_bytes(l->total_bytes, b1, sizeof(b1)), 100.0 * locality_share(l), list[0] ? list : "none");
-
-        printf("%5s %12s %12s %7s %8s\n", "node", "pages(4K)", "bytes", "share", "threads");
-        for (unsigned i = 0; i < s->topo->n_nodes; i++) {
-                if (!l->bytes[i] && !l->threads[i] && !s->topo->nodes[i].has_memory)
-                        continue;
-                printf("%5u %12" PRIu64 " %12s %6.1f%% %8u\n", s->topo->nodes[i].id, l->bytes[i] / 4096,
-                       human_bytes(l->bytes[i], b1, sizeof(b1)),
-                       l->total_bytes ? 100.0 * (double) l->bytes[i] / (double) l->total_bytes : 0.0,
-                       l->threads[i]);
-        }
-        if (l->other_bytes)
-                printf("%5s %12" PRIu64 " %12s\n", "other", l->other_bytes / 4096,
-                       human_bytes(l->other_bytes, b1, sizeof(b1)));
+        print_human_nodes(s);
 
         printf("\n%-14s %-6s %-22s %-8s %10s  %s\n", "start", "kind", "policy", "allowed", "size", "pages per node");
         for (size_t i = 0; i < s->maps->n_vmas; i++) {
-                const struct vma *v = &s->maps->vmas[i];
-                const struct node_pages *np = vma_node_pages(s->maps, v);
-                nb_nodemask allowed;
-                enum policy_verdict verdict;
-
-                if (!a->all && v->pages == 0)
+                if (!a->all && s->maps->vmas[i].pages == 0)
                         continue;
+                print_human_vma(s, &s->maps->vmas[i]);
                 shown++;
-                vma_allowed(s, v, &allowed, &verdict);
-                policy_string(&v->policy, pol, sizeof(pol));
-                nodemask_format(&allowed, list, sizeof(list));
-                if (verdict != POLICY_MOVABLE)
-                        snprintf(list, sizeof(list), "(%s)", policy_verdict_name(verdict));
-                printf("%-14" PRIx64 " %-6s %-22s %-8s %10s ", v->start,
-                       v->hugetlb ? "huge" : vma_kind_name(v->kind), pol, list,
-                       human_bytes(vma_bytes(v, v->pages), b1, sizeof(b1)));
-                for (size_t k = 0; k < v->np_count; k++)
-                        printf(" N%u=%" PRIu64, np[k].node, np[k].pages);
-                if (v->path) {
-                        printf("  ");
-                        print_safe(v->path);
-                }
-                putchar('\n');
         }
         if (!shown)
                 printf("(no VMA holds pages)\n");

@@ -13,6 +13,7 @@
 #include "cleanup.h"
 #include "ctl-daemon.h"
 #include "json-parse.h"
+#include "pagesize.h"
 
 /* The daemon answers from its event loop between ticks; a tick that migrates can take
  * a while, so wait generously. */
@@ -183,8 +184,10 @@ static void print_status(const struct jv *d) {
         printf("  Watching:          %" PRIu64 " cgroup%s, %" PRIu64 " process%s\n",
                jv_u64(jv_get(d, "cgroups_watched"), 0), jv_u64(jv_get(d, "cgroups_watched"), 0) == 1 ? "" : "s",
                jv_u64(jv_get(d, "processes_watched"), 0), jv_u64(jv_get(d, "processes_watched"), 0) == 1 ? "" : "es");
-        printf("  Pages (4 KiB):     moved %" PRIu64 ", busy %" PRIu64 ", gone %" PRIu64 ", refused %" PRIu64
-               ", already in place %" PRIu64 "\n",
+        /* The daemon counts base pages, and runs on this machine. */
+        snprintf(b1, sizeof(b1), "Pages (%zu KiB):", page_size() / 1024);
+        printf("  %-18s moved %" PRIu64 ", busy %" PRIu64 ", gone %" PRIu64 ", refused %" PRIu64
+               ", already in place %" PRIu64 "\n", b1,
                jv_u64(jv_get(pages, "moved"), 0), jv_u64(jv_get(pages, "busy"), 0), jv_u64(jv_get(pages, "gone"), 0),
                jv_u64(jv_get(pages, "refused"), 0), jv_u64(jv_get(pages, "already"), 0));
         printf("  Moved, last min:   %s\n", bytes(jv_u64(jv_get(d, "moved_bytes_last_minute"), 0), b1, sizeof(b1)));
@@ -294,10 +297,10 @@ int ctl_daemon(const struct daemon_args *a) {
         const char *why;
         int r;
 
-        if (strcmp(a->command, "explain") == 0)
-                snprintf(request, sizeof(request), "explain %d\n", (int) a->pid);
+        if (a->cmd == CONTROL_EXPLAIN)
+                snprintf(request, sizeof(request), "%s %d\n", control_cmd_name(a->cmd), (int) a->pid);
         else
-                snprintf(request, sizeof(request), "%s\n", a->command);
+                snprintf(request, sizeof(request), "%s\n", control_cmd_name(a->cmd));
         r = ask(a, request, &reply, &len, &connected);
         if (r < 0 && !connected)
                 return fail_reach(a, r);
@@ -310,25 +313,25 @@ int ctl_daemon(const struct daemon_args *a) {
                 fprintf(stderr, "numabalancectl: the reply from %s is not a JSON object (at byte %zu)\n", a->socket, off);
                 return 1;
         }
-        if (jv_get(d, "error")) {
+        if (jv_get(d, CONTROL_KEY_ERROR)) {
                 char b[512];
                 if (a->json)
                         fwrite(reply, 1, len, stdout);
                 fprintf(stderr, "numabalancectl: numabalanced refused the request: %s\n",
-                        safe(jv_str(jv_get(d, "error"), "?"), b, sizeof(b)));
+                        safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
                 return 1;
         }
-        why = jv_str(jv_get(d, "why"), "");
+        why = jv_str(jv_get(d, CONTROL_KEY_WHY), "");
         if (a->json)
                 fwrite(reply, 1, len, stdout);
-        else if (strcmp(a->command, "status") == 0)
+        else if (a->cmd == CONTROL_STATUS)
                 print_status(d);
-        else if (strcmp(a->command, "list") == 0)
+        else if (a->cmd == CONTROL_LIST)
                 print_list(d);
         else
                 print_explain(d);
         if (fflush(stdout) != 0)
                 return 1;
         /* explain of a process one may not see, or that does not exist, fails. */
-        return strcmp(why, "not-visible") == 0 || strcmp(why, "no-such-process") == 0 ? 1 : 0;
+        return strcmp(why, CONTROL_WHY_NOT_VISIBLE) == 0 || strcmp(why, CONTROL_WHY_NO_SUCH_PROCESS) == 0 ? 1 : 0;
 }

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""numabalancectl show on a stored process (tests/data/proc/root/263) as a machine
+with 64 KiB base pages would show it: sysconf(_SC_PAGESIZE) is 65536
+(pagesize-preload.c) and numa_maps counts in 64 KiB pages. The page counts of the
+whole process and of each node are its bytes over the base page size, as
+docs/show-json.md says, not over 4096; the text output names the unit it counts in.
+
+Usage: test-show.py NUMABALANCECTL PRELOAD_SO TEST_DATA_DIR
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
+
+ctl, preload, data = sys.argv[1:4]
+PAGE = 65536
+
+# Pid 263 with a numa_maps of 64 KiB pages: 8 on node 0 (heap), 24 on node 1 (anon),
+# and one 512 MiB huge page on node 1 (arm64's PMD size with 64 KiB pages).
+root = nbtest.tmpdir('test-show-')
+shutil.copytree(os.path.join(data, 'proc', 'root', '263'), os.path.join(root, '263'))
+with open(os.path.join(root, '263', 'numa_maps'), 'w') as f:
+    f.write('aaaac0000000 default heap anon=8 dirty=8 active=0 N0=8 kernelpagesize_kB=64\n'
+            'ffff80000000 default anon=24 dirty=24 active=0 N1=24 kernelpagesize_kB=64\n'
+            'ffffa0000000 default file=/anon_hugepage\\040(deleted) huge anon=1 dirty=1 N1=1 '
+            'kernelpagesize_kB=524288\n')
+env = dict(os.environ, LD_PRELOAD=preload, NUMABALANCED_TEST_PAGE_SIZE=str(PAGE),
+           # An ASan build: the preloaded library comes before the sanitizer's runtime.
+           ASAN_OPTIONS=os.environ.get('ASAN_OPTIONS', '') + ':verify_asan_link_order=0')
+
+
+def show(*args):
+    return subprocess.run([ctl, '--proc-root', root, '--sys-root', os.path.join(data, 'sys', '2n2c'), *args],
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+r = show('--json', 'show', '263')
+check(r.returncode == 0, f'show --json: exit {r.returncode}: {r.stderr}')
+got = json.loads(r.stdout) if r.returncode == 0 else {}
+huge = 512 << 20
+want_bytes = {0: 8 * PAGE, 1: 24 * PAGE + huge}
+check(got.get('total_bytes') == sum(want_bytes.values()), f'total_bytes: {got.get("total_bytes")}')
+check(got.get('total_pages') == sum(want_bytes.values()) // PAGE,
+      f'total_pages is total_bytes over 64 KiB ({sum(want_bytes.values()) // PAGE}): {got.get("total_pages")}')
+for n in got.get('nodes', []):
+    check(n['pages'] == want_bytes.get(n['node'], 0) // PAGE and n['bytes'] == want_bytes.get(n['node'], 0),
+          f'node {n["node"]}: {want_bytes.get(n["node"], 0) // PAGE} pages of 64 KiB: {n}')
+check(len(got.get('nodes', [])) == 2, f'two nodes listed: {got.get("nodes")}')
+vmas = {v['start']: v for v in got.get('vmas', [])}
+check(vmas.get('0xffff80000000', {}).get('pages') == 24 and vmas['0xffff80000000'].get('bytes') == 24 * PAGE,
+      f'the anon VMA: 24 pages, {24 * PAGE} bytes: {vmas.get("0xffff80000000")}')
+
+r = show('show', '263')
+check(r.returncode == 0, f'show: exit {r.returncode}: {r.stderr}')
+check(re.search(r'^\s*node\s+pages\(64K\)\s', r.stdout, re.M) is not None,
+      f'the node table counts pages(64K):\n{r.stdout}')
+check(re.search(r'^\s*0\s+8\s+512\.0 KiB\s', r.stdout, re.M) is not None, f'node 0: 8 pages, 512 KiB:\n{r.stdout}')
+check(re.search(rf'^\s*1\s+{(24 * PAGE + huge) // PAGE}\s', r.stdout, re.M) is not None,
+      f'node 1: {(24 * PAGE + huge) // PAGE} pages:\n{r.stdout}')
+
+nbtest.finish()
