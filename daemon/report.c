@@ -19,6 +19,7 @@
 #include "proc.h"
 #include "report.h"
 #include "caps.h"
+#include "control-protocol.h"
 #include "source.h"
 
 static const char *const stage_names[_STAGE_MAX] = {
@@ -130,7 +131,7 @@ void report_error(FILE *f, const char *msg) {
         struct json j;
         json_init(&j, f, false);
         json_object_begin(&j);
-        json_key(&j, "error");
+        json_key(&j, CONTROL_KEY_ERROR);
         json_string(&j, msg);
         json_object_end(&j);
         json_finish(&j);
@@ -344,7 +345,7 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
 
         json_key(j, "watched"); json_bool(j, false);
         if (pid == getpid()) {
-                json_key(j, "why"); json_string(j, "self");
+                json_key(j, CONTROL_KEY_WHY); json_string(j, "self");
                 json_key(j, "explanation"); json_string(j, "this is numabalanced itself: it does not balance itself");
                 return 0;
         }
@@ -352,12 +353,12 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
         if (r >= 0)
                 r = proc_read_status(m->proc_root, pid, &status);
         if (r == -ENOENT || r == -ESRCH) {
-                json_key(j, "why"); json_string(j, "no-such-process");
+                json_key(j, CONTROL_KEY_WHY); json_string(j, CONTROL_WHY_NO_SUCH_PROCESS);
                 json_key(j, "explanation"); json_string(j, "no such process");
                 return 0;
         }
         if (r < 0) {
-                json_key(j, "why"); json_string(j, "unreadable");
+                json_key(j, CONTROL_KEY_WHY); json_string(j, "unreadable");
                 json_key(j, "explanation"); json_string(j, "numabalanced cannot read this process");
                 return 0;
         }
@@ -366,7 +367,7 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
                 return r;
         if (uid != 0 && status.uid_real != uid && !(cg && owns_cgroup_dir(m, cg, uid))) {
                 json_key(j, "visible"); json_bool(j, false);
-                json_key(j, "why"); json_string(j, "not-visible");
+                json_key(j, CONTROL_KEY_WHY); json_string(j, CONTROL_WHY_NOT_VISIBLE);
                 json_key(j, "explanation");
                 json_string(j, "not your process: only root may ask about another user's processes");
                 return 0;
@@ -399,7 +400,7 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
                 text = NULL;
                 return -ENOMEM;
         }
-        json_key(j, "why"); json_string(j, why);
+        json_key(j, CONTROL_KEY_WHY); json_string(j, why);
         json_key(j, "explanation"); json_string(j, text);
         return 0;
 }
@@ -520,7 +521,7 @@ int report_explain(struct manager *m, uid_t uid, pid_t pid, FILE *f) {
         if (p && !report_proc_visible(p, uid)) {
                 json_key(&j, "watched"); json_null(&j);
                 json_key(&j, "visible"); json_bool(&j, false);
-                json_key(&j, "why"); json_string(&j, "not-visible");
+                json_key(&j, CONTROL_KEY_WHY); json_string(&j, CONTROL_WHY_NOT_VISIBLE);
                 json_key(&j, "explanation");
                 json_string(&j, "not your process: only root may ask about another user's processes");
                 r = 0;
