@@ -238,7 +238,10 @@ int jobs_run(struct manager *m, const struct scan *scans, size_t n_scans, uint64
                 return r;
         }
         split_jobs(m, &jobs, &n_jobs);
-        r = migrator_run(m->migrator, jobs, n_jobs);
+        if (m->run_jobs)
+                r = m->run_jobs(m->run_jobs_userdata, jobs, n_jobs);
+        else
+                r = migrator_run(m->migrator, jobs, n_jobs);
         if (r < 0)
                 log_error_errno(r, "Failed to run migration jobs: %m");
         account_jobs(m, scans, n_scans, jobs, n_jobs, now);

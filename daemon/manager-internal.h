@@ -130,6 +130,14 @@ struct manager {
         void (*while_moving)(void *userdata);  /* serves the control socket mid-run */
         void *while_moving_userdata;
         volatile int cancel;
+
+        /* Where the tick meets the kernel, replaced by tests/unit/test-manager.c (the
+         * tick on stored inputs); NULL: the real thing. open_pidfd: pidfd_open(2), a
+         * descriptor that polls readable once pid has exited, or -errno. run_jobs:
+         * migrator_run() (the results go into the jobs). */
+        int (*open_pidfd)(pid_t pid);
+        int (*run_jobs)(void *userdata, struct migrate_job *jobs, size_t n_jobs);
+        void *run_jobs_userdata;
 };
 
 /* Bytes moved in the last 60 s. */

@@ -154,13 +154,18 @@ static void mark_exited(struct manager *m) {
                 m->procs[i]->exited = r < 0 || pfd[i].revents != 0;
 }
 
+static int pidfd_open_sys(pid_t pid) {
+        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        return fd < 0 ? -errno : fd;
+}
+
 /* Opens a pidfd and checks that it names the process we read (same start time):
  * from then on the pidfd tells us if that process exits, whatever its pid becomes. */
 static int open_checked_pidfd(struct manager *m, pid_t pid, uint64_t starttime) {
         struct proc_stat st;
-        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        int fd = m->open_pidfd ? m->open_pidfd(pid) : pidfd_open_sys(pid);
         if (fd < 0)
-                return -errno;
+                return fd;
         if (proc_read_stat(m->proc_root, pid, &st) < 0 || st.starttime != starttime) {
                 close(fd);
                 return -ESRCH;
