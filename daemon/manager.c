@@ -400,18 +400,21 @@ static void select_cgroups(struct manager *m, struct cgroup_selection *sel) {
 static void forget_departed(struct manager *m) {
         size_t w = 0;
 
+        /* First stop watching them, while every record is there to ask: pid_current()
+         * reads them all, and the loop below frees as it goes. If a new record holds
+         * the pid (reused), its next sample() watches it again from a new baseline. */
         for (size_t i = 0; i < m->n_procs; i++) {
                 if (m->procs[i]->seen_tick == m->tick)
-                        m->procs[w++] = m->procs[i];
-                else {
-                        /* If a new record holds the pid (reused), its next
-                         * sample() watches it again from a new baseline. */
-                        placement_source_unwatch(m->source, m->procs[i]->pid);
-                        if (m->pages && !pid_current(m, m->procs[i]->pid))
-                                page_sampler_unwatch(m->pages, m->procs[i]->pid);
-                        proc_rec_free(m->procs[i]);
-                }
+                        continue;
+                placement_source_unwatch(m->source, m->procs[i]->pid);
+                if (m->pages && !pid_current(m, m->procs[i]->pid))
+                        page_sampler_unwatch(m->pages, m->procs[i]->pid);
         }
+        for (size_t i = 0; i < m->n_procs; i++)
+                if (m->procs[i]->seen_tick == m->tick)
+                        m->procs[w++] = m->procs[i];
+                else
+                        proc_rec_free(m->procs[i]);
         m->n_procs = w;
 }
 

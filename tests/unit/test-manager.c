@@ -497,6 +497,26 @@ TEST(forgets_processes_that_left) {
         env_done();
 }
 
+/* Both records are dropped in the same tick, with page sampling on: the sampler stops
+ * watching both (the forgetting once read a record it had already freed). */
+TEST(forgets_two_processes_that_exit_in_one_tick) {
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        put_proc(WEB, WEB);
+        set_procs("3001\n3002\n");
+        CHECK_INT(tick(), 0);
+        CHECK(env.m->n_procs == 2 && watched(DB) && watched(WEB));
+
+        exit_proc(DB);
+        exit_proc(WEB);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 0);
+        CHECK(!watched(DB) && !watched(WEB));
+        CHECK(source_unwatched_pid(DB) && source_unwatched_pid(WEB));
+        env_done();
+}
+
 TEST(reused_pid_is_a_new_process) {
         struct proc_rec *p;
 
