@@ -401,9 +401,10 @@ TEST(plans_memory_to_the_node_its_threads_run_on) {
 
         if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
                 TEST_SKIP("no CPU of 0-3 to run the service on");
+        /* web as pid 3000: scanned first, with less to move. */
         put_proc(DB, DB);
-        put_proc(WEB, WEB);
-        set_procs("3001\n3002\n");
+        put_proc(WEB, 3000);
+        set_procs("3001\n3000\n");
         CHECK_INT(tick(), 0);
         CHECK_INT(env.m->n_procs, 2);
 
@@ -411,6 +412,7 @@ TEST(plans_memory_to_the_node_its_threads_run_on) {
          * bound, interleaved and shared ones stay. The largest job comes first. */
         CHECK_INT(env.n_jobs, 2);
         CHECK_INT(env.jobs[0].pid, DB);
+        CHECK_INT(env.jobs[1].pid, 3000);
         j = job(DB);
         CHECK(j && j->target == 0 && j->n_ranges == 2);
         CHECK(has_range(j, 0x7f3a00000000, 0x7f3a02000000));
@@ -425,10 +427,10 @@ TEST(plans_memory_to_the_node_its_threads_run_on) {
         CHECK(p && strcmp(p->comm, "db") == 0 && p->uid == 1000 && p->scans == 1);
 
         /* web: the other way round. */
-        j = job(WEB);
+        j = job(3000);
         CHECK(j && j->target == 1 && j->n_ranges == 1);
         CHECK(has_range(j, 0x7f5000000000, 0x7f5001000000));
-        p = rec(WEB);
+        p = rec(3000);
         CHECK(p && p->hot_node == 1 && p->target_node == 1 && p->planned_bytes == 16 * MIB);
 
         CHECK_INT(env.m->n_cgs, 1);
@@ -595,10 +597,12 @@ TEST(moves_are_counted_and_remembered) {
 }
 
 TEST(settled_processes_are_scanned_less_often) {
+        /* Minutes, so that "not due yet" holds however slow the machine (valgrind). */
+        const uint64_t min = 600000, max = 4 * min;
         struct proc_rec *p;
         uint64_t last;
 
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = 1000, .scan_max_ms = 4000 }))
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = min, .scan_max_ms = max }))
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         put_proc(DB, DB);
         set_procs("3001\n");
@@ -609,25 +613,26 @@ TEST(settled_processes_are_scanned_less_often) {
                 env_done();
                 return;
         }
-        CHECK(p->scans == 1 && p->interval_ms == 1000 && p->next_scan_ms == p->last_scan_ms + 1000);
+        CHECK(p->scans == 1 && p->interval_ms == min && p->next_scan_ms == p->last_scan_ms + min);
         /* Not due yet: seen, not scanned. */
         CHECK_INT(tick(), 0);
         CHECK(rec(DB) == p && p->scans == 1);
 
-        /* Due, and idle since (its threads did not run): half as often each time. */
-        for (uint64_t want = 2000; want <= 8000; want *= 2) {
+        /* Due, and idle since (its threads did not run): half as often each time, down
+         * to scan_max_ms. */
+        for (uint64_t want = 2 * min; want <= 2 * max; want *= 2) {
                 p->next_scan_ms = 0;
                 last = p->scans;
                 CHECK_INT(tick(), 0);
                 CHECK(p->scans == last + 1 && p->reason == REASON_NO_CPU_TIME);
-                CHECK_INT(p->interval_ms, want < 4000 ? want : 4000);
+                CHECK_INT(p->interval_ms, want < max ? want : max);
         }
         /* Running again, with memory to move: scanned often again. */
         add_cpu_time(DB, 3003, 500000000);
         p->next_scan_ms = 0;
         CHECK_INT(tick(), 0);
         CHECK(p->reason == REASON_NONE && p->target_node == 0);
-        CHECK_INT(p->interval_ms, 1000);
+        CHECK_INT(p->interval_ms, min);
         env_done();
 }
 
