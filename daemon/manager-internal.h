@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The manager's state, shared by the modules that report on it (control socket,
- * metrics). Only manager.c changes it; the others read it on the event-loop thread,
- * between ticks. */
+ * metrics). Only the tick changes it (manager.c, and for it scan.c and jobs.c); the
+ * others read it on the event-loop thread, between ticks. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
+#include <time.h>
 #include "cgroup.h"
 #include "config.h"
 #include "manager.h"
@@ -34,6 +35,15 @@
 #define TRIM_EVERY_TICKS 16
 /* Invalid cgroup settings remembered so that each is logged once. */
 #define INVALID_SEEN_MAX 1024
+
+static inline uint64_t now_ns(clockid_t c) {
+        struct timespec ts;
+        clock_gettime(c, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* Due times and the tick's clock: CLOCK_MONOTONIC, in ms. */
+static inline uint64_t now_ms(void) { return now_ns(CLOCK_MONOTONIC) / 1000000; }
 
 /* Where the daemon's CPU time goes, per cgroup and process. */
 enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, _STAGE_MAX };
@@ -120,6 +130,14 @@ struct manager {
         void (*while_moving)(void *userdata);  /* serves the control socket mid-run */
         void *while_moving_userdata;
         volatile int cancel;
+
+        /* Where the tick meets the kernel, replaced by tests/unit/test-manager.c (the
+         * tick on stored inputs); NULL: the real thing. open_pidfd: pidfd_open(2), a
+         * descriptor that polls readable once pid has exited, or -errno. run_jobs:
+         * migrator_run() (the results go into the jobs). */
+        int (*open_pidfd)(pid_t pid);
+        int (*run_jobs)(void *userdata, struct migrate_job *jobs, size_t n_jobs);
+        void *run_jobs_userdata;
 };
 
 /* Bytes moved in the last 60 s. */

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* From plans to moves (jobs.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "jobs.h"
+#include "log.h"
+#include "pagesize.h"
+
+/* Remembers that the range at start moved to target (the cooldown's history). */
+static void history_note(struct proc_rec *p, uint64_t start, int target, uint64_t when) {
+        for (size_t i = 0; i < p->n_hist; i++)
+                if (p->hist[i].start == start) {
+                        p->hist[i].target = target;
+                        p->hist[i].when_ms = when;
+                        return;
+                }
+        if (p->n_hist == p->cap_hist && p->cap_hist < HISTORY_MAX) {
+                size_t nc = p->cap_hist ? p->cap_hist * 2 : 4;
+                struct plan_history *n = realloc(p->hist, (nc < HISTORY_MAX ? nc : HISTORY_MAX) * sizeof(*n));
+                if (n) {
+                        p->hist = n;
+                        p->cap_hist = nc < HISTORY_MAX ? nc : HISTORY_MAX;
+                }
+        }
+        if (p->n_hist == p->cap_hist) {
+                if (p->n_hist == 0)
+                        return; /* out of memory: no cooldown for this range */
+                /* Drop the oldest. */
+                size_t old = 0;
+                for (size_t i = 1; i < p->n_hist; i++)
+                        if (p->hist[i].when_ms < p->hist[old].when_ms)
+                                old = i;
+                p->hist[old] = p->hist[--p->n_hist];
+        }
+        p->hist[p->n_hist++] = (struct plan_history) { start, target, when };
+}
+
+static void count_moved(struct manager *m, uint64_t bytes) {
+        uint64_t sec = now_ms() / 1000;
+        size_t slot = sec % ELEMENTSOF(m->moved_ring);
+        if (m->ring_sec[slot] != sec) {
+                m->ring_sec[slot] = sec;
+                m->moved_ring[slot] = 0;
+        }
+        m->moved_ring[slot] += bytes;
+}
+
+uint64_t manager_moved_last_minute(struct manager *m) {
+        uint64_t sec = now_ms() / 1000, sum = 0;
+        for (size_t i = 0; i < ELEMENTSOF(m->moved_ring); i++)
+                if (m->ring_sec[i] + ELEMENTSOF(m->moved_ring) > sec)
+                        sum += m->moved_ring[i];
+        return sum;
+}
+
+/* More pages to move first; then by pid and target, so that the order is fixed. */
+static int cmp_job_size(const void *a, const void *b) {
+        const struct migrate_job *x = a, *y = b;
+
+        if (x->max_pages != y->max_pages)
+                return x->max_pages > y->max_pages ? -1 : 1;
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return (x->target_node > y->target_node) - (x->target_node < y->target_node);
+}
+
+static void jobs_free(struct migrate_job *jobs, size_t n_jobs) {
+        for (size_t q = 0; q < n_jobs; q++)
+                free(jobs[q].ranges);
+        free(jobs);
+}
+
+/* Adds pl's moves of scan i to the jobs, one job per (scan, target node). */
+static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs, size_t i, const struct scan *sc,
+                     const struct plan *pl, bool move_all, size_t ranges_cap) {
+        struct proc_rec *p = sc->rec;
+
+        for (size_t k = 0; k < pl->n_moves; k++) {
+                struct migrate_job *j = NULL;
+                for (size_t q = 0; q < *n_jobs; q++)
+                        if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target)
+                                j = &jobs[q];
+                if (!j) {
+                        j = &jobs[*n_jobs];
+                        job_scan[(*n_jobs)++] = i;
+                        *j = (struct migrate_job) {
+                                .pid = p->pid,
+                                .pidfd = p->pidfd,
+                                .starttime = p->starttime,
+                                .target_node = pl->moves[k].target,
+                                .move_all = move_all,
+                                .cgroup = p->cg->path,
+                                .userdata = p,
+                        };
+                        j->ranges = calloc(ranges_cap, sizeof(*j->ranges));
+                        if (!j->ranges)
+                                return -ENOMEM;
+                }
+                j->ranges[j->n_ranges++] = (struct migrate_range) {
+                        .start = pl->moves[k].start,
+                        .end = pl->moves[k].end,
+                        .page_size = pl->moves[k].page_size ? pl->moves[k].page_size : page_size(),
+                };
+                j->max_pages += pl->moves[k].bytes / page_size();
+        }
+        return 0;
+}
+
+/* One job per (process, target node) from the plans of the processes in balance
+ * mode, largest first. Returns 0 with *ret (NULL when there is nothing to move). */
+static int build_jobs(struct manager *m, const struct scan *scans, size_t n_scans, struct migrate_job **ret,
+                      size_t *ret_n) {
+        struct migrate_job *jobs;
+        _cleanup_free_ size_t *job_scan = NULL;
+        size_t n_jobs = 0, cap = 0;
+        int r;
+
+        *ret = NULL;
+        *ret_n = 0;
+        for (size_t i = 0; i < n_scans; i++)
+                cap += scans[i].plan.n_moves + scans[i].pages.n_moves;
+        if (cap == 0)
+                return 0;
+        jobs = calloc(cap, sizeof(*jobs));
+        job_scan = calloc(cap, sizeof(*job_scan));
+        if (!jobs || !job_scan) {
+                free(jobs);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_scans; i++) {
+                const struct proc_rec *p = scans[i].rec;
+                size_t n = scans[i].plan.n_moves + scans[i].pages.n_moves;
+
+                if (!n || p->cg->mode != CG_MODE_BALANCE || m->opts.dry_run)
+                        continue;
+                r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, m->cfg.move_shared, n);
+                if (r >= 0)
+                        r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, m->cfg.move_shared, n);
+                if (r < 0) {
+                        jobs_free(jobs, n_jobs);
+                        return r;
+                }
+        }
+        /* Largest gain first across processes too: the workers take jobs in order and
+         * the tick waits for all, so a long-lived process with much to move must not
+         * queue behind small, often short-lived ones (bench churn). */
+        qsort(jobs, n_jobs, sizeof(*jobs), cmp_job_size);
+        *ret = jobs;
+        *ret_n = n_jobs;
+        return 0;
+}
+
+/* One large job would keep one service CPU busy while the others wait: each job is
+ * split among the workers (parts of at least SPLIT_MIN_BYTES), so that several service
+ * CPUs copy one process's memory in parallel. Out of memory, the jobs run whole. */
+static void split_jobs(struct manager *m, struct migrate_job **jobs, size_t *n_jobs) {
+        unsigned workers = migrator_n_workers(m->migrator);
+        struct migrate_job *all = NULL;
+        size_t n_all = 0;
+        int r = 0;
+
+        if (workers <= 1)
+                return;
+        for (size_t q = 0; q < *n_jobs; q++) {
+                _cleanup_free_ struct migrate_job *parts = NULL;
+                struct migrate_job *na;
+                size_t n_parts = 0;
+
+                r = migrate_job_split(&(*jobs)[q], workers, SPLIT_MIN_BYTES, &parts, &n_parts);
+                if (r < 0)
+                        break;
+                na = realloc(all, (n_all + n_parts) * sizeof(*na));
+                if (!na) {
+                        for (size_t k = 0; k < n_parts; k++)
+                                free(parts[k].ranges);
+                        r = -ENOMEM;
+                        break;
+                }
+                all = na;
+                memcpy(all + n_all, parts, n_parts * sizeof(*parts));
+                n_all += n_parts;
+        }
+        if (r < 0) {
+                jobs_free(all, n_all);
+                return;
+        }
+        jobs_free(*jobs, *n_jobs);
+        *jobs = all;
+        *n_jobs = n_all;
+}
+
+/* A range moved whole is remembered for the cooldown; single pages are not (their
+ * evidence is fresh samples, and they would crowd the VMAs out of the history). */
+static bool is_page_range(const struct scan *scans, size_t n_scans, const struct proc_rec *p,
+                          const struct migrate_range *r) {
+        for (size_t i = 0; i < n_scans; i++)
+                if (scans[i].rec == p)
+                        for (size_t k = 0; k < scans[i].pages.n_moves; k++)
+                                if (r->start >= scans[i].pages.moves[k].start && r->start < scans[i].pages.moves[k].end)
+                                        return true;
+        return false;
+}
+
+/* The results: counts per process, per cgroup and in total; ranges moved into the
+ * process's history. */
+static void account_jobs(struct manager *m, const struct scan *scans, size_t n_scans,
+                         const struct migrate_job *jobs, size_t n_jobs, uint64_t now) {
+        for (size_t q = 0; q < n_jobs; q++) {
+                const struct migrate_job *j = &jobs[q];
+                struct proc_rec *p = j->userdata;
+
+                for (int c = 0; c < _MIG_CLASS_MAX; c++) {
+                        p->pages[c] += j->pages[c];
+                        p->cg->pages[c] += j->pages[c];
+                        m->total_pages[c] += j->pages[c];
+                }
+                p->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
+                p->cg->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
+                count_moved(m, j->pages[MIG_MOVED] * page_size());
+                if (j->error)
+                        log_info_errno(j->error, "cgroup=%s pid=%d: migration stopped: %m", j->cgroup, (int) j->pid);
+                if (j->pages[MIG_MOVED])
+                        for (size_t k = 0; k < j->n_ranges; k++)
+                                if (!is_page_range(scans, n_scans, p, &j->ranges[k]))
+                                        history_note(p, j->ranges[k].start, j->target_node, now);
+        }
+}
+
+int jobs_run(struct manager *m, const struct scan *scans, size_t n_scans, uint64_t now) {
+        struct migrate_job *jobs = NULL;
+        size_t n_jobs = 0;
+        int r;
+
+        r = build_jobs(m, scans, n_scans, &jobs, &n_jobs);
+        if (r < 0 || n_jobs == 0) {
+                free(jobs);
+                return r;
+        }
+        split_jobs(m, &jobs, &n_jobs);
+        if (m->run_jobs)
+                r = m->run_jobs(m->run_jobs_userdata, jobs, n_jobs);
+        else
+                r = migrator_run(m->migrator, jobs, n_jobs);
+        if (r < 0)
+                log_error_errno(r, "Failed to run migration jobs: %m");
+        account_jobs(m, scans, n_scans, jobs, n_jobs, now);
+        jobs_free(jobs, n_jobs);
+        return 0;
+}

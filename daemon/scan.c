@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The per-process scan (scan.h): sample, read, decide, locality, next scan. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "locality.h"
+#include "log.h"
+#include "maps.h"
+#include "pagesize.h"
+#include "proc.h"
+#include "scan.h"
+
+/* The two-sample rule (docs/DESIGN.md): a page seen fewer times from its one node is
+ * not evidence yet. */
+#define PAGE_MIN_SAMPLES 2
+
+static bool changed(uint64_t a, uint64_t b) {
+        uint64_t d = a > b ? a - b : b - a, base = a > b ? a : b;
+        return base && d * 100 > base * CHANGE_PCT;
+}
+
+static void charge(struct proc_rec *p, enum stage stage, uint64_t ns) {
+        p->cost_ns[stage] += ns;
+        p->cg->cost_ns[stage] += ns;
+}
+
+/* The back-off: scan often while misplaced or changing (active), half as often each
+ * time once settled, down to scan_max_ms. */
+static void schedule_next(struct manager *m, struct proc_rec *p, uint64_t now, bool active) {
+        if (active || p->interval_ms == 0)
+                p->interval_ms = m->cfg.scan_min_ms;
+        else
+                p->interval_ms *= BACKOFF_FACTOR;
+        if (p->interval_ms > m->cfg.scan_max_ms)
+                p->interval_ms = m->cfg.scan_max_ms;
+        p->next_scan_ms = now + p->interval_ms;
+}
+
+/* CPU time of p's threads per node since its last scan, into cpu. Returns 1, or 0 at
+ * first sight (the source has a baseline only: cpu then says where the threads are
+ * now, placement.h, rather than wait a whole tick), or -errno. */
+static int sample_cpu(struct manager *m, struct proc_rec *p, uint64_t *cpu) {
+        int primed = m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, cpu);
+        int r;
+
+        if (primed == 0) {
+                r = placement_first_estimate(m->proc_root, p->pid, m->topo, cpu);
+                if (r < 0)
+                        return r;
+        }
+        return primed;
+}
+
+/* Its threads did not run since the last scan: the decision is "no CPU time" whatever
+ * its maps say (plan_decide needs CPU time to choose a node), so they are not read
+ * again. Idle processes (most of a server's) cost one sample per scan; the locality
+ * shown is that of the last full read. Returns true when p was idle (and is done). */
+static bool scan_idle(struct manager *m, struct proc_rec *p, int primed, const uint64_t *cpu, uint64_t now) {
+        uint64_t total = 0;
+
+        /* Sampled pages are evidence even without CPU time. */
+        if (primed == 0 || p->seen || p->scans == 0)
+                return false;
+        for (unsigned i = 0; i < m->topo->n_nodes; i++)
+                total += cpu[i];
+        if (total)
+                return false;
+        p->reason = REASON_NO_CPU_TIME;
+        p->planned_bytes = 0;
+        p->last_scan_ms = now;
+        p->scans++;
+        schedule_next(m, p, now, false);
+        return true;
+}
+
+static int read_status(struct manager *m, struct proc_rec *p, struct proc_status *status) {
+        struct proc_stat st;
+        int r = proc_read_status(m->proc_root, p->pid, status);
+
+        if (r < 0)
+                return r;
+        p->uid = status->uid_real;
+        /* The tick does not re-read stat for a live known process; its name may have
+         * changed (exec, prctl) since: refresh it here. */
+        if (proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime)
+                snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+        return 0;
+}
+
+/* What p maps where: its numa_maps, and each VMA's end from its maps. */
+static int read_layout(struct manager *m, struct proc_rec *p, struct numa_maps **ret_maps, uint64_t **ret_ends) {
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ struct vma_range *ranges = NULL;
+        _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
+        uint64_t *ends;
+        size_t len = 0, n_ranges = 0;
+        int r;
+
+        r = proc_read_numa_maps(m->proc_root, p->pid, &buf, &len);
+        if (r < 0)
+                return r;
+        r = numa_maps_parse(buf, len, &maps);
+        if (r < 0)
+                return r;
+        if (maps->n_bad_lines)
+                log_debug("pid=%d: %u numa_maps line(s) did not parse (first: %u), ignoring", (int) p->pid,
+                          maps->n_bad_lines, maps->bad_lines[0]);
+        r = proc_read_maps(m->proc_root, p->pid, &ranges, &n_ranges);
+        if (r < 0)
+                return r;
+        ends = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*ends));
+        if (!ends)
+                return -ENOMEM;
+        for (size_t i = 0; i < maps->n_vmas; i++)
+                ends[i] = maps_end_of(ranges, n_ranges, maps->vmas[i].start);
+        *ret_maps = TAKE_PTR(maps);
+        *ret_ends = ends;
+        return 0;
+}
+
+static struct plan_params plan_params_of(const struct nb_config *c) {
+        return (struct plan_params) {
+                .min_cpu_share_pct = c->min_cpu_share_pct,
+                .cooldown_ms = c->cooldown_ms,
+                .free_floor_pct = c->free_floor_pct,
+                .move_shared = c->move_shared,
+                .move_preferred = c->move_preferred,
+                .min_misplaced_kb = c->min_misplaced_kb,
+                .max_bytes = c->batch_pages * page_size() * BATCHES_PER_PROCESS_PER_TICK,
+        };
+}
+
+static bool advise_only(const struct manager *m, const struct proc_rec *p) {
+        return p->cg->mode == CG_MODE_ADVISE || m->opts.dry_run;
+}
+
+/* Page-level evidence since the last scan: pages touched from one node only go there,
+ * within their VMA's allowed set (plan_pages). The evidence is used once: what counts
+ * is where pages are touched now. */
+static int decide_pages(struct manager *m, struct proc_rec *p, const struct plan_input *in,
+                        const struct plan_params *pp, uint64_t *reserved, struct scan *s) {
+        struct page_decision d;
+        int r;
+
+        if (!p->seen) {
+                p->page_planned_bytes = 0;
+                return 0;
+        }
+        r = page_agg_decide(p->seen, PAGE_MIN_SAMPLES, &d);
+        if (r < 0)
+                return r;
+        r = plan_pages(m->topo, in, pp, &d, &s->plan, reserved, &s->pages);
+        p->pages_seen = d.pages;
+        p->pages_shared = d.shared;
+        page_decision_done(&d);
+        if (r < 0)
+                return r;
+        page_agg_free(p->seen);
+        p->seen = NULL;
+        p->page_planned_bytes = s->pages.bytes;
+        if (s->pages.n_moves)
+                log_debug("cgroup=%s pid=%d: page-level: %zu page(s) sampled, %zu shared, %s %" PRIu64
+                          " KiB in %zu range(s)", p->cg->path, (int) p->pid, p->pages_seen, p->pages_shared,
+                          advise_only(m, p) ? "would move" : "moving", s->pages.bytes / 1024, s->pages.n_moves);
+        return 0;
+}
+
+/* For the reports: p's locality against the nodes its threads ran on in the window.
+ * Returns whether its size or its local share changed notably (CHANGE_PCT). */
+static bool update_locality(struct manager *m, struct proc_rec *p, const struct numa_maps *maps,
+                            const uint64_t *cpu) {
+        struct locality loc;
+        uint64_t local = 0;
+        bool changing;
+
+        if (locality_compute(m->topo, maps, NULL, 0, &loc) < 0)
+                return false;
+        for (unsigned i = 0; i < m->topo->n_nodes; i++)
+                if (cpu[i])
+                        local += loc.bytes[i];
+        changing = changed(p->total_bytes, loc.total_bytes) || changed(p->local_bytes, local);
+        p->total_bytes = loc.total_bytes;
+        p->local_bytes = local;
+        if (!p->node_bytes)
+                p->node_bytes = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*p->node_bytes));
+        if (p->node_bytes)
+                memcpy(p->node_bytes, loc.bytes, m->topo->n_nodes * sizeof(*p->node_bytes));
+        locality_done(&loc);
+        return changing;
+}
+
+/* One line when the decision changed (its reason, or in advise mode the amount). */
+static void log_decision(struct manager *m, const struct proc_rec *p, const struct plan *plan) {
+        struct log_fields lf = {};
+
+        if (plan->reason == p->reason &&
+            !(plan->n_moves && p->cg->mode == CG_MODE_ADVISE && changed(p->planned_bytes, plan->bytes)))
+                return;
+        log_fields_str(&lf, "NUMABALANCED_CGROUP", p->cg->path);
+        log_fields_i64(&lf, "NUMABALANCED_PID", p->pid);
+        log_fields_str(&lf, "NUMABALANCED_REASON", plan_reason_name(plan->reason));
+        if (plan->n_moves) {
+                log_fields_u64(&lf, "NUMABALANCED_PAGES", plan->bytes / page_size());
+                log_fields_i64(&lf, "NUMABALANCED_TO", plan->moves[0].target);
+                log_full_errno_fields(LOG_LVL_INFO, 0, &lf,
+                                      "cgroup=%s pid=%d comm=%s: %s %" PRIu64 " KiB in %zu VMA(s) to node %d",
+                                      p->cg->path, (int) p->pid, p->comm,
+                                      advise_only(m, p) ? "advise: would move" : "moving",
+                                      plan->bytes / 1024, plan->n_moves, plan->moves[0].target);
+        } else
+                log_full_errno_fields(LOG_LVL_INFO, 0, &lf, "cgroup=%s pid=%d comm=%s: not moving: %s (reason=%s)",
+                                      p->cg->path, (int) p->pid, p->comm, plan_reason_text(plan->reason),
+                                      plan_reason_name(plan->reason));
+}
+
+/* What the reports show of this scan. */
+static void remember(struct proc_rec *p, const struct plan *plan, const struct plan_input *in,
+                     const struct proc_status *status, uint64_t now) {
+        p->reason = plan->reason;
+        p->planned_bytes = plan->bytes;
+        p->hot_node = plan->hot_node;
+        p->target_node = plan->n_moves ? plan->moves[0].target : -1;
+        memcpy(p->skipped_bytes, plan->skipped_bytes, sizeof(p->skipped_bytes));
+        p->last_scan_ms = now;
+        p->scans++;
+        p->mems_allowed = in->mems_allowed;
+        p->uid = status->uid_real;
+}
+
+int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s) {
+        _cleanup_free_ uint64_t *cpu = NULL, *ends = NULL;
+        _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
+        struct proc_status status;
+        struct plan_input in;
+        struct plan_params pp = plan_params_of(&m->cfg);
+        uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t1, t2;
+        bool changing;
+        int r, primed;
+
+        p->react_due_ms = 0;
+        cpu = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*cpu));
+        if (!cpu)
+                return -ENOMEM;
+        primed = sample_cpu(m, p, cpu);
+        if (primed < 0)
+                return primed;
+        if (scan_idle(m, p, primed, cpu, now)) {
+                charge(p, STAGE_READ, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
+                return 0;
+        }
+        r = read_status(m, p, &status);
+        if (r < 0)
+                return r;
+        if (status.vm_rss_kb < m->cfg.min_rss_kb) {
+                p->reason = REASON_TOO_SMALL;
+                p->interval_ms = m->cfg.scan_max_ms;
+                p->next_scan_ms = now + p->interval_ms;
+                return 0;
+        }
+        r = read_layout(m, p, &maps, &ends);
+        if (r < 0)
+                return r;
+        t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+
+        in = (struct plan_input) {
+                .maps = maps,
+                .vma_end = ends,
+                .mems_allowed = status.has_mems_allowed ? status.mems_allowed : m->topo->with_memory,
+                .cpu_ns = cpu,
+                .history = p->hist,
+                .n_history = p->n_hist,
+                .now_ms = now,
+        };
+        r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
+        if (r < 0)
+                return r;
+        r = decide_pages(m, p, &in, &pp, reserved, s);
+        if (r < 0)
+                return r;
+        changing = update_locality(m, p, maps, cpu);
+        t2 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        charge(p, STAGE_READ, t1 - t0);
+        charge(p, STAGE_DECIDE, t2 - t1);
+
+        log_decision(m, p, &s->plan);
+        remember(p, &s->plan, &in, &status, now);
+        schedule_next(m, p, now, s->plan.n_moves || s->pages.n_moves || primed == 0 || changing);
+        s->maps = TAKE_PTR(maps);
+        return 1;
+}
+
+void scan_done(struct scan *s) {
+        plan_done(&s->plan);
+        plan_done(&s->pages);
+        numa_maps_free(s->maps);
+        s->maps = NULL;
+}

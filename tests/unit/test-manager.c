@@ -1,0 +1,694 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The tick (manager_tick) on stored inputs: the processes of tests/data/manager/proc
+ * copied into a temporary proc root, the 2n2c topology (tests/data/sys/2n2c: CPUs 0-1
+ * on node 0, 2-3 on node 1), and a temporary cgroup directory whose cgroup.procs each
+ * case writes. What a tick plans comes out as migration jobs (the manager's run_jobs
+ * seam takes them: nothing is moved) and in the process records the reports read;
+ * what it forgets shows in the records and in what the samplers still watch.
+ *
+ * The pids need not be real: the manager's open_pidfd seam gives each process a pipe
+ * whose write end the case holds, and closing it is the process exiting (a pidfd
+ * polls readable then). valgrind 3.19 does not know pidfd_open(2); one case runs a
+ * real child with a real pidfd where pidfd_open works.
+ *
+ * Page-level sampling needs BPF and a PMU, so the manager's whole interface to the
+ * samplers, source.h, is implemented here: the /proc placement source (unwatch
+ * recorded), and a page sampler that hands over the samples a case queues. */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+#include "manager-internal.h"
+#include "pagesize.h"
+#include "source.h"
+#include "test.h"
+
+/* tests/data/manager/proc: see the README there. */
+#define DB 3001    /* threads on node 0; 32 + 8 MiB of private memory on node 1 */
+#define WEB 3002   /* threads on node 1; 16 MiB of private memory on node 0 */
+#define MIB (UINT64_C(1) << 20)
+
+/* --- source.h, faked ---------------------------------------------------------- */
+
+struct page_sampler {
+        pid_t watched[32];
+        size_t n_watched;
+};
+
+struct queued_sample {
+        pid_t tgid;
+        uint64_t addr;
+        unsigned node;
+        uint64_t count;
+};
+
+static struct page_sampler sampler;
+static bool sampler_on;                  /* page_sampler_choose() gives one */
+static struct queued_sample queued[16];  /* handed over at the next drain */
+static size_t n_queued;
+static pid_t source_unwatched[32];       /* placement_source_unwatch() calls */
+static size_t n_source_unwatched;
+
+static int fake_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
+                       const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
+        return placement_source_proc.sample(&placement_source_proc, proc_root, pid, t, st, ns_by_node);
+}
+
+static void fake_unwatch(const struct placement_source *s, pid_t pid) {
+        if (n_source_unwatched < ELEMENTSOF(source_unwatched))
+                source_unwatched[n_source_unwatched++] = pid;
+}
+
+static const struct placement_source fake_source = { .name = "proc", .sample = fake_sample, .unwatch = fake_unwatch };
+
+int placement_source_choose(enum sample_source want, const struct topology *t,
+                            const struct placement_source **ret) {
+        *ret = &fake_source;
+        return 0;
+}
+
+int page_sampler_choose(const struct nb_config *cfg, const char *sys_root, const struct topology *t,
+                        const struct placement_source *placement, struct page_sampler **ret) {
+        sampler = (struct page_sampler) {};
+        *ret = sampler_on ? &sampler : NULL;
+        return 0;
+}
+
+const char *page_sampler_name(const struct page_sampler *s) { return s ? "fake" : NULL; }
+
+static bool watched(pid_t pid) {
+        for (size_t i = 0; i < sampler.n_watched; i++)
+                if (sampler.watched[i] == pid)
+                        return true;
+        return false;
+}
+
+int page_sampler_watch(struct page_sampler *s, pid_t pid) {
+        if (!watched(pid) && s->n_watched < ELEMENTSOF(s->watched))
+                s->watched[s->n_watched++] = pid;
+        return 0;
+}
+
+void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
+        for (size_t i = 0; i < s->n_watched; i++)
+                if (s->watched[i] == pid)
+                        s->watched[i--] = s->watched[--s->n_watched];
+}
+
+int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata) {
+        size_t n = n_queued;
+
+        for (size_t i = 0; i < n_queued; i++)
+                fn(userdata, queued[i].tgid, queued[i].addr, queued[i].node, queued[i].count);
+        n_queued = 0;
+        return (int) n;
+}
+
+void page_sampler_free(struct page_sampler *s) {}
+
+const char *sampling_chain(const struct placement_source *placement, const struct page_sampler *s) {
+        return s ? "pmu+proc" : "proc";
+}
+
+static void queue_sample(pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
+        queued[n_queued++] = (struct queued_sample) { tgid, addr, node, count };
+}
+
+static bool source_unwatched_pid(pid_t pid) {
+        for (size_t i = 0; i < n_source_unwatched; i++)
+                if (source_unwatched[i] == pid)
+                        return true;
+        return false;
+}
+
+/* --- files --------------------------------------------------------------------- */
+
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "w");
+        if (!f) {
+                perror(path);
+                abort();
+        }
+        fputs(text, f);
+        fclose(f);
+}
+
+static void copy_file(const char *from, const char *to) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = fopen(from, "r");
+
+        if (!f || getdelim(&text, &len, 0, f) < 0) {
+                perror(from);
+                abort();
+        }
+        fclose(f);
+        write_file(to, text);
+        free(text);
+}
+
+static void copy_tree(const char *from, const char *to) {
+        DIR *d = opendir(from);
+        struct dirent *de;
+
+        if (!d || mkdir(to, 0755) < 0) {
+                perror(to);
+                abort();
+        }
+        while ((de = readdir(d))) {
+                char f[PATH_MAX], t[PATH_MAX];
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(f, sizeof(f), "%s/%s", from, de->d_name);
+                snprintf(t, sizeof(t), "%s/%s", to, de->d_name);
+                if (de->d_type == DT_DIR)
+                        copy_tree(f, t);
+                else
+                        copy_file(f, t);
+        }
+        closedir(d);
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static void remove_tree(const char *path) {
+        (void) nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* --- the manager under test ---------------------------------------------------- */
+
+struct env_opts {
+        enum cg_mode mode;         /* of /app.slice, the one cgroup */
+        bool dry_run;
+        bool page_sampling;
+        uint64_t scan_min_ms, scan_max_ms;  /* 0, 0: every process is due at every tick */
+};
+
+struct sunk_job {
+        pid_t pid;
+        int target;
+        struct migrate_range ranges[8];
+        size_t n_ranges;
+        uint64_t max_pages;
+};
+
+static struct {
+        char dir[64];              /* the temporary directory */
+        char proc[96];             /* <dir>/proc: the proc root */
+        char cgroup[96];           /* <dir>/cg: the cgroup root, with /app.slice */
+        sd_event *event;
+        struct manager *m;
+        int pidfd_w[64];           /* by slot: the write end of each process's pidfd */
+        pid_t pidfd_pid[64];
+        size_t n_pidfds;
+        struct sunk_job jobs[16];  /* what the last tick would have moved */
+        size_t n_jobs;
+        bool jobs_move;            /* the sink reports every page moved */
+} env;
+
+/* open_pidfd: a pipe; its write end closed is the process exiting. */
+static int fake_pidfd(pid_t pid) {
+        int p[2];
+
+        if (env.n_pidfds == ELEMENTSOF(env.pidfd_w) || pipe2(p, O_CLOEXEC) < 0)
+                return -EMFILE;
+        env.pidfd_w[env.n_pidfds] = p[1];
+        env.pidfd_pid[env.n_pidfds++] = pid;
+        return p[0];
+}
+
+/* run_jobs: records the jobs (and, with jobs_move, says every page moved). */
+static int sink(void *userdata, struct migrate_job *jobs, size_t n_jobs) {
+        env.n_jobs = 0;
+        for (size_t q = 0; q < n_jobs && env.n_jobs < ELEMENTSOF(env.jobs); q++) {
+                struct sunk_job *s = &env.jobs[env.n_jobs++];
+                *s = (struct sunk_job) { .pid = jobs[q].pid, .target = jobs[q].target_node,
+                                         .max_pages = jobs[q].max_pages };
+                for (size_t k = 0; k < jobs[q].n_ranges && s->n_ranges < ELEMENTSOF(s->ranges); k++)
+                        s->ranges[s->n_ranges++] = jobs[q].ranges[k];
+                if (env.jobs_move)
+                        jobs[q].pages[MIG_MOVED] = jobs[q].max_pages;
+        }
+        return 0;
+}
+
+/* The first CPU of the stored topology (0-3) this test may run on: the service CPU. */
+static int service_cpu(void) {
+        cpu_set_t set;
+
+        if (sched_getaffinity(0, sizeof(set), &set) < 0)
+                return -1;
+        for (int c = 0; c < 4; c++)
+                if (CPU_ISSET(c, &set))
+                        return c;
+        return -1;
+}
+
+static bool env_start(const struct env_opts *o) {
+        char slice[PATH_MAX];
+        struct nb_config cfg;
+        int cpu = service_cpu(), r;
+
+        if (cpu < 0)
+                return false;
+        env = (typeof(env)) { .dir = "/tmp/test-manager-XXXXXX" };
+        if (!mkdtemp(env.dir))
+                abort();
+        snprintf(env.proc, sizeof(env.proc), "%s/proc", env.dir);
+        snprintf(env.cgroup, sizeof(env.cgroup), "%s/cg", env.dir);
+        snprintf(slice, sizeof(slice), "%s/app.slice", env.cgroup);
+        if (mkdir(env.proc, 0755) < 0 || mkdir(env.cgroup, 0755) < 0 || mkdir(slice, 0755) < 0)
+                abort();
+
+        config_defaults(&cfg);
+        free(cfg.cgroup_root);
+        cfg.cgroup_root = strdup(env.cgroup);
+        cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
+        cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), o->mode };
+        cfg.n_cgroups = 1;
+        cfg.source = SOURCE_PROC;
+        cfg.scan_min_ms = o->scan_min_ms;
+        cfg.scan_max_ms = o->scan_max_ms;
+        cfg.service_cpus = (nb_cpumask) {};
+        cpumask_set(&cfg.service_cpus, (unsigned) cpu);
+
+        sampler_on = o->page_sampling;
+        n_queued = n_source_unwatched = 0;
+        if (sd_event_new(&env.event) < 0)
+                abort();
+        r = manager_new(env.event, &cfg, &(struct manager_opts) {
+                                .dry_run = o->dry_run,
+                                .proc_root = env.proc,
+                                .sys_root = TEST_DATA_DIR "/sys/2n2c",
+                        }, &env.m);
+        config_done(&cfg);
+        if (r < 0) {
+                fprintf(stderr, "manager_new: %s\n", strerror(-r));
+                abort();
+        }
+        env.m->open_pidfd = fake_pidfd;
+        env.m->run_jobs = sink;
+        return true;
+}
+
+static void env_done(void) {
+        manager_free(env.m);
+        sd_event_unref(env.event);
+        for (size_t i = 0; i < env.n_pidfds; i++)
+                if (env.pidfd_w[i] >= 0)
+                        close(env.pidfd_w[i]);
+        remove_tree(env.dir);
+}
+
+/* The stored process fixture, as process pid. */
+static void put_proc(int fixture, pid_t pid) {
+        char from[PATH_MAX], to[PATH_MAX];
+
+        snprintf(from, sizeof(from), "%s/manager/proc/%d", TEST_DATA_DIR, fixture);
+        snprintf(to, sizeof(to), "%s/%d", env.proc, (int) pid);
+        remove_tree(to);
+        copy_tree(from, to);
+}
+
+/* Process pid exits: its pidfd polls readable, its /proc directory goes. */
+static void exit_proc(pid_t pid) {
+        char path[PATH_MAX];
+
+        for (size_t i = 0; i < env.n_pidfds; i++)
+                if (env.pidfd_pid[i] == pid && env.pidfd_w[i] >= 0) {
+                        close(env.pidfd_w[i]);
+                        env.pidfd_w[i] = -1;
+                }
+        snprintf(path, sizeof(path), "%s/%d", env.proc, (int) pid);
+        remove_tree(path);
+}
+
+/* /app.slice's cgroup.procs. */
+static void set_procs(const char *pids) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/app.slice/cgroup.procs", env.cgroup);
+        write_file(path, pids);
+}
+
+/* More CPU time for thread tid of pid (its schedstat run time grows by ns). */
+static void add_cpu_time(pid_t pid, pid_t tid, uint64_t ns) {
+        char path[PATH_MAX], text[64];
+        unsigned long long run = 0, wait = 0, slices = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%d/task/%d/schedstat", env.proc, (int) pid, (int) tid);
+        f = fopen(path, "r");
+        if (!f || fscanf(f, "%llu %llu %llu", &run, &wait, &slices) != 3)
+                abort();
+        fclose(f);
+        snprintf(text, sizeof(text), "%llu %llu %llu\n", run + ns, wait, slices + 1);
+        write_file(path, text);
+}
+
+static int tick(void) {
+        env.n_jobs = 0;
+        return manager_tick(env.m);
+}
+
+static struct proc_rec *rec(pid_t pid) {
+        for (size_t i = 0; i < env.m->n_procs; i++)
+                if (env.m->procs[i]->pid == pid)
+                        return env.m->procs[i];
+        return NULL;
+}
+
+static const struct sunk_job *job(pid_t pid) {
+        for (size_t i = 0; i < env.n_jobs; i++)
+                if (env.jobs[i].pid == pid)
+                        return &env.jobs[i];
+        return NULL;
+}
+
+static bool has_range(const struct sunk_job *j, uint64_t start, uint64_t end) {
+        for (size_t k = 0; j && k < j->n_ranges; k++)
+                if (j->ranges[k].start == start && j->ranges[k].end == end)
+                        return true;
+        return false;
+}
+
+/* Log lines, to check what an operator reads. */
+static char logged[8192];
+
+static void log_to_buffer(int level, int error, const struct log_fields *fields, const char *msg) {
+        size_t n = strlen(logged);
+        snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
+}
+
+/* --- cases --------------------------------------------------------------------- */
+
+TEST(plans_memory_to_the_node_its_threads_run_on) {
+        const struct sunk_job *j;
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        /* web as pid 3000: scanned first, with less to move. */
+        put_proc(DB, DB);
+        put_proc(WEB, 3000);
+        set_procs("3001\n3000\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 2);
+
+        /* db: its two private VMAs on node 1 go to node 0, where its threads run; the
+         * bound, interleaved and shared ones stay. The largest job comes first. */
+        CHECK_INT(env.n_jobs, 2);
+        CHECK_INT(env.jobs[0].pid, DB);
+        CHECK_INT(env.jobs[1].pid, 3000);
+        j = job(DB);
+        CHECK(j && j->target == 0 && j->n_ranges == 2);
+        CHECK(has_range(j, 0x7f3a00000000, 0x7f3a02000000));
+        CHECK(has_range(j, 0x7f3a04000000, 0x7f3a04800000));
+        CHECK(j && j->max_pages * page_size() == 40 * MIB);
+        p = rec(DB);
+        CHECK(p && p->reason == REASON_NONE && p->hot_node == 0 && p->target_node == 0);
+        CHECK(p && p->planned_bytes == 40 * MIB);
+        CHECK(p && p->skipped_bytes[REASON_SHARED] == 4 * MIB + 40 * 4096);
+        CHECK(p && p->total_bytes == 13420 * UINT64_C(4096));
+        CHECK(p && p->local_bytes == (512 + 256 + 60 + 8) * UINT64_C(4096));
+        CHECK(p && strcmp(p->comm, "db") == 0 && p->uid == 1000 && p->scans == 1);
+
+        /* web: the other way round. */
+        j = job(3000);
+        CHECK(j && j->target == 1 && j->n_ranges == 1);
+        CHECK(has_range(j, 0x7f5000000000, 0x7f5001000000));
+        p = rec(3000);
+        CHECK(p && p->hot_node == 1 && p->target_node == 1 && p->planned_bytes == 16 * MIB);
+
+        CHECK_INT(env.m->n_cgs, 1);
+        CHECK(env.m->n_cgs == 1 && env.m->cgs[0]->seen && env.m->cgs[0]->n_procs == 2);
+        env_done();
+}
+
+TEST(advise_mode_plans_and_says_so_but_moves_nothing) {
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        logged[0] = '\0';
+        log_set_sink(log_to_buffer);
+        CHECK_INT(tick(), 0);
+        log_set_sink(NULL);
+        CHECK_INT(env.n_jobs, 0);
+        p = rec(DB);
+        CHECK(p && p->target_node == 0 && p->planned_bytes == 40 * MIB);
+        CHECK(strstr(logged, "cgroup=/app.slice pid=3001 comm=db: advise: would move 40960 KiB in 2 VMA(s) to node 0"));
+        env_done();
+}
+
+TEST(dry_run_plans_but_moves_nothing) {
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .dry_run = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(WEB, WEB);
+        set_procs("3002\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.n_jobs, 0);
+        p = rec(WEB);
+        CHECK(p && p->target_node == 1 && p->planned_bytes == 16 * MIB);
+        env_done();
+}
+
+TEST(forgets_processes_that_left) {
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        put_proc(WEB, WEB);
+        put_proc(DB, 3005);
+        set_procs("3001\n3002\n3005\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 3);
+
+        /* web exits (still listed: the list was read before it went); 3005 leaves the
+         * cgroup, alive. */
+        exit_proc(WEB);
+        set_procs("3001\n3002\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 1);
+        CHECK(rec(DB) && !rec(WEB) && !rec(3005));
+        CHECK(source_unwatched_pid(WEB) && source_unwatched_pid(3005) && !source_unwatched_pid(DB));
+        CHECK(env.m->cgs[0]->n_procs == 1);
+
+        /* db stays the same record, and nothing else comes back. */
+        p = rec(DB);
+        CHECK_INT(tick(), 0);
+        CHECK(env.m->n_procs == 1 && rec(DB) == p);
+        env_done();
+}
+
+/* Both records are dropped in the same tick, with page sampling on: the sampler stops
+ * watching both (the forgetting once read a record it had already freed). */
+TEST(forgets_two_processes_that_exit_in_one_tick) {
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        put_proc(WEB, WEB);
+        set_procs("3001\n3002\n");
+        CHECK_INT(tick(), 0);
+        CHECK(env.m->n_procs == 2 && watched(DB) && watched(WEB));
+
+        exit_proc(DB);
+        exit_proc(WEB);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 0);
+        CHECK(!watched(DB) && !watched(WEB));
+        CHECK(source_unwatched_pid(DB) && source_unwatched_pid(WEB));
+        env_done();
+}
+
+TEST(reused_pid_is_a_new_process) {
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK(watched(DB));
+
+        /* db exits and a new process (web's files) gets its pid. */
+        exit_proc(DB);
+        put_proc(WEB, DB);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 1);
+        p = rec(DB);
+        CHECK(p && p->starttime == 5100 && strcmp(p->comm, "web") == 0 && p->target_node == 1);
+        /* The old record is forgotten, but the page sampler keeps watching the pid:
+         * it is the new process's now. */
+        CHECK(source_unwatched_pid(DB));
+        CHECK(watched(DB));
+        env_done();
+}
+
+TEST(page_samples_move_pages_to_the_node_that_touches_them) {
+        const struct sunk_job *j;
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(WEB, WEB);
+        set_procs("3002\n");
+        CHECK_INT(tick(), 0);
+        CHECK(watched(WEB));
+
+        /* In web's heap (node 1): a page touched only from node 0, three times; one
+         * touched once (not evidence yet); one touched from both nodes (shared). */
+        queue_sample(WEB, 0x5601a0001234, 0, 3);
+        queue_sample(WEB, 0x5601a0002000, 0, 1);
+        queue_sample(WEB, 0x5601a0003000, 0, 2);
+        queue_sample(WEB, 0x5601a0003008, 1, 2);
+        env.jobs_move = true;
+        CHECK_INT(tick(), 0);
+        /* No CPU time since the first scan: the VMA-level plan moves nothing. */
+        CHECK_INT(env.n_jobs, 1);
+        j = job(WEB);
+        CHECK(j && j->target == 0 && j->n_ranges == 1 && has_range(j, 0x5601a0001000, 0x5601a0002000));
+        p = rec(WEB);
+        CHECK(p && p->reason == REASON_NO_CPU_TIME);
+        CHECK(p && p->pages_seen == 3 && p->pages_shared == 1 && p->page_planned_bytes == 4096);
+        /* Single pages moved are not remembered for the cooldown. */
+        CHECK(p && p->n_hist == 0 && p->pages[MIG_MOVED] == 1);
+        env_done();
+}
+
+TEST(moves_are_counted_and_remembered) {
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        env.jobs_move = true;
+        CHECK_INT(tick(), 0);
+        p = rec(DB);
+        CHECK(p && p->pages[MIG_MOVED] * page_size() == 40 * MIB);
+        CHECK(p && p->cg->pages[MIG_MOVED] == p->pages[MIG_MOVED]);
+        CHECK(env.m->total_pages[MIG_MOVED] * page_size() == 40 * MIB);
+        CHECK(manager_moved_last_minute(env.m) == 40 * MIB);
+        /* Both ranges, for the cooldown. */
+        CHECK(p && p->n_hist == 2);
+        for (size_t i = 0; p && i < p->n_hist; i++)
+                CHECK(p->hist[i].target == 0 &&
+                      (p->hist[i].start == 0x7f3a00000000 || p->hist[i].start == 0x7f3a04000000));
+        env_done();
+}
+
+TEST(settled_processes_are_scanned_less_often) {
+        /* Minutes, so that "not due yet" holds however slow the machine (valgrind). */
+        const uint64_t min = 600000, max = 4 * min;
+        struct proc_rec *p;
+        uint64_t last;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = min, .scan_max_ms = max }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        p = rec(DB);
+        if (!p) {
+                CHECK(p);
+                env_done();
+                return;
+        }
+        CHECK(p->scans == 1 && p->interval_ms == min && p->next_scan_ms == p->last_scan_ms + min);
+        /* Not due yet: seen, not scanned. */
+        CHECK_INT(tick(), 0);
+        CHECK(rec(DB) == p && p->scans == 1);
+
+        /* Due, and idle since (its threads did not run): half as often each time, down
+         * to scan_max_ms. */
+        for (uint64_t want = 2 * min; want <= 2 * max; want *= 2) {
+                p->next_scan_ms = 0;
+                last = p->scans;
+                CHECK_INT(tick(), 0);
+                CHECK(p->scans == last + 1 && p->reason == REASON_NO_CPU_TIME);
+                CHECK_INT(p->interval_ms, want < max ? want : max);
+        }
+        /* Running again, with memory to move: scanned often again. */
+        add_cpu_time(DB, 3003, 500000000);
+        p->next_scan_ms = 0;
+        CHECK_INT(tick(), 0);
+        CHECK(p->reason == REASON_NONE && p->target_node == 0);
+        CHECK_INT(p->interval_ms, min);
+        env_done();
+}
+
+TEST(skips_what_is_not_a_process_to_watch) {
+        char path[PATH_MAX], list[128];
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        /* A zombie, a kernel thread, the daemon itself, a pid without /proc. */
+        snprintf(path, sizeof(path), "%s/4001", env.proc);
+        mkdir(path, 0755);
+        strcat(path, "/stat");
+        copy_file(TEST_DATA_DIR "/proc/zombie.stat", path);
+        snprintf(path, sizeof(path), "%s/4002", env.proc);
+        mkdir(path, 0755);
+        strcat(path, "/stat");
+        copy_file(TEST_DATA_DIR "/proc/kthread.stat", path);
+        put_proc(DB, getpid());
+        snprintf(list, sizeof(list), "4001\n4002\n4003\n%d\n", (int) getpid());
+        set_procs(list);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 0);
+        CHECK_INT(env.n_jobs, 0);
+        env_done();
+}
+
+TEST(a_real_process_is_watched_through_its_pidfd) {
+        char list[32];
+        pid_t child;
+        int fd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+
+        if (fd < 0)
+                TEST_SKIP("pidfd_open(2): %s (valgrind 3.19 does not know it)", strerror(errno));
+        close(fd);
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        env.m->open_pidfd = NULL;
+        child = fork();
+        if (child == 0) {
+                for (;;)
+                        pause();
+        }
+        CHECK(child > 0);
+        put_proc(DB, child);
+        snprintf(list, sizeof(list), "%d\n", (int) child);
+        set_procs(list);
+        CHECK_INT(tick(), 0);
+        CHECK(rec(child) && rec(child)->pidfd >= 0);
+        CHECK(job(child) && job(child)->target == 0);
+
+        kill(child, SIGKILL);
+        (void) waitpid(child, NULL, 0);
+        exit_proc(child);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 0);
+        env_done();
+}
+
+DEFINE_TEST_MAIN()
