@@ -321,37 +321,34 @@ static char *child_path(const char *parent, const char *name) {
         return p;
 }
 
-/* Visits the directory open as fd (at path, stat'ed as st), then its subdirectories.
- * Returns 0, or -ENOMEM (the only error that ends the walk). */
-static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
-                    unsigned depth, const struct inherited *parent) {
-        char tv[CGROUP_XATTR_VALUE_MAX + 1], uv[CGROUP_XATTR_VALUE_MAX + 1];
-        size_t tlen = 0, ulen = 0, n_names = 0;
-        bool user_counts, t_valid, u_valid, more;
-        struct inherited here;
-        enum cg_mode own, cfg;
-        enum cg_source src;
-        char **names = NULL;
-        int rt, ru, r;
-
-        w->n_seen++;
-
-        /* The ownership rule for user.* (systemd-oomd's for user.oomd_*): a root-owned
-         * directory, or one owned by the owner of every ancestor up to the first
-         * root-owned one, i.e. by the user the subtree was delegated to. The root of the
-         * walk counts as root-owned whoever owns it. */
-        here.owner_uid = 0;
+/* Where a directory stands for the ownership rule for user.* (systemd-oomd's for
+ * user.oomd_*): it counts on a root-owned directory, or on one owned by the owner of
+ * every ancestor up to the first root-owned one, i.e. by the user the subtree was
+ * delegated to. The root of the walk counts as root-owned whoever owns it. */
+static void dir_owner(unsigned depth, const struct stat *st, const struct inherited *parent,
+                      struct inherited *here) {
+        here->owner_uid = 0;
         if (depth == 0 || st->st_uid == 0)
-                here.owner = OWNER_ROOT;
+                here->owner = OWNER_ROOT;
         else if (parent->owner == OWNER_ROOT) {
-                here.owner = OWNER_SUBTREE;
-                here.owner_uid = st->st_uid;
+                here->owner = OWNER_SUBTREE;
+                here->owner_uid = st->st_uid;
         } else if (parent->owner == OWNER_SUBTREE && parent->owner_uid == st->st_uid) {
-                here.owner = OWNER_SUBTREE;
-                here.owner_uid = st->st_uid;
+                here->owner = OWNER_SUBTREE;
+                here->owner_uid = st->st_uid;
         } else
-                here.owner = OWNER_BROKEN;
-        user_counts = here.owner != OWNER_BROKEN;
+                here->owner = OWNER_BROKEN;
+}
+
+/* The directory's own setting, from the config file and its two xattrs (reporting the
+ * values that cannot count): *ret_mode is CG_MODE_UNSET when it has none. Returns 0
+ * or -ENOMEM. */
+static int own_setting(struct walk *w, int fd, const char *path, bool user_counts,
+                       enum cg_mode *ret_mode, enum cg_source *ret_source) {
+        char tv[CGROUP_XATTR_VALUE_MAX + 1], uv[CGROUP_XATTR_VALUE_MAX + 1];
+        size_t tlen = 0, ulen = 0;
+        bool t_valid, u_valid;
+        int rt, ru, r;
 
         rt = read_setting(fd, path, XATTR_TRUSTED, tv, &tlen);
         ru = read_setting(fd, path, XATTR_USER, uv, &ulen);
@@ -361,38 +358,80 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
         r = check_value(w, path, XATTR_USER, ru, uv, ulen, user_counts, &u_valid);
         if (r < 0)
                 return r;
+        *ret_mode = cgroup_dir_setting(config_mode(w, path), t_valid ? tv : NULL, tlen, u_valid ? uv : NULL,
+                                       ulen, user_counts, ret_source);
+        return 0;
+}
 
-        cfg = config_mode(w, path);
-        own = cgroup_dir_setting(cfg, t_valid ? tv : NULL, tlen, u_valid ? uv : NULL, ulen,
-                                 user_counts, &src);
+/* What applies to the directory at path, given its own setting: the nearest setting
+ * wins, its own for itself and below, else its parent's (none at the root). */
+static void effective_setting(const char *path, enum cg_mode own, enum cg_source src,
+                              const struct inherited *parent, struct inherited *here) {
         if (own != CG_MODE_UNSET) {
-                /* The nearest setting wins: this one, for this directory and below. */
-                here.mode = own;
-                here.source = src;
-                here.decided_by = path;
+                here->mode = own;
+                here->source = src;
+                here->decided_by = path;
         } else {
-                here.mode = parent ? parent->mode : CG_MODE_UNSET;
-                here.source = parent ? parent->source : CG_FROM_NONE;
-                here.decided_by = parent ? parent->decided_by : path;
+                here->mode = parent ? parent->mode : CG_MODE_UNSET;
+                here->source = parent ? parent->source : CG_FROM_NONE;
+                here->decided_by = parent ? parent->decided_by : path;
         }
-        if (here.mode == CG_MODE_ADVISE || here.mode == CG_MODE_BALANCE) {
-                r = add_entry(w, path, &here);
-                if (r < 0)
-                        return r;
-        }
+}
 
-        if (depth >= CGROUP_WALK_MAX_DEPTH) {
-                /* Only to know whether something was left out. */
-                r = list_subdirs(fd, path, 1, &names, &n_names, &more);
-                if (r < 0)
-                        return r;
-                if (n_names > 0) {
-                        w->sel.truncated = true;
-                        log_debug("cgroup: %s: deeper than %u levels, not walked", path, CGROUP_WALK_MAX_DEPTH);
-                }
-                free_names(names, n_names);
-                return 0;
+/* At the depth bound: the directory's subdirectories are not walked, and whether
+ * there are any decides whether the selection is truncated. Returns 0 or -ENOMEM. */
+static int note_too_deep(struct walk *w, int fd, const char *path) {
+        char **names = NULL;
+        size_t n_names = 0;
+        bool more;
+        int r;
+
+        r = list_subdirs(fd, path, 1, &names, &n_names, &more);
+        if (r < 0)
+                return r;
+        if (n_names > 0) {
+                w->sel.truncated = true;
+                log_debug("cgroup: %s: deeper than %u levels, not walked", path, CGROUP_WALK_MAX_DEPTH);
         }
+        free_names(names, n_names);
+        return 0;
+}
+
+/* Opens the subdirectory name of the directory open as fd (at path) for the walk.
+ * Returns its fd (and *ret_st), or -1 when it is not walked: gone, not a directory, a
+ * symlink, unreadable, or on another file system. */
+static int open_child(const struct walk *w, int fd, const char *path, const char *name, struct stat *ret_st) {
+        _cleanup_close_ int cfd = -1;
+
+        /* Relative to the parent's fd, never by path string: a rename or a symlink
+         * swapped in cannot redirect the walk. O_NOFOLLOW|O_DIRECTORY refuses symlinks
+         * (ELOOP/ENOTDIR) and files. */
+        cfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cfd < 0) {
+                /* ENOENT: removed since the listing (rmdir race), silently. */
+                if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+                        log_debug_errno(-errno, "cgroup: %s/%s: cannot open, ignoring: %m", path, name);
+                return -1;
+        }
+        if (fstat(cfd, ret_st) < 0 || !S_ISDIR(ret_st->st_mode))
+                return -1;
+        /* Stay on the root's file system: another mount below is not a cgroup. */
+        if (ret_st->st_dev != w->dev)
+                return -1;
+        return TAKE_FD(cfd);
+}
+
+static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
+                    unsigned depth, const struct inherited *parent);
+
+/* Walks the subdirectories of the directory open as fd (at path, passing here down),
+ * in name order, as far as the count bound allows. Returns 0 or -ENOMEM. */
+static int walk_children(struct walk *w, int fd, const char *path, unsigned depth,
+                         const struct inherited *here) {
+        char **names = NULL;
+        size_t n_names = 0;
+        bool more;
+        int r;
 
         r = list_subdirs(fd, path, CGROUP_WALK_MAX_CGROUPS - w->n_seen, &names, &n_names, &more);
         if (r < 0)
@@ -411,31 +450,44 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
                         w->sel.truncated = true;
                         break;
                 }
-                /* Relative to the parent's fd, never by path string: a rename or a
-                 * symlink swapped in cannot redirect the walk. O_NOFOLLOW|O_DIRECTORY
-                 * refuses symlinks (ELOOP/ENOTDIR) and files. */
-                cfd = openat(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (cfd < 0) {
-                        /* ENOENT: removed since the listing (rmdir race), silently. */
-                        if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
-                                log_debug_errno(-errno, "cgroup: %s/%s: cannot open, ignoring: %m",
-                                                path, names[i]);
-                        continue;
-                }
-                if (fstat(cfd, &cst) < 0 || !S_ISDIR(cst.st_mode))
-                        continue;
-                /* Stay on the root's file system: another mount below is not a cgroup. */
-                if (cst.st_dev != w->dev)
+                cfd = open_child(w, fd, path, names[i], &cst);
+                if (cfd < 0)
                         continue;
                 cpath = child_path(path, names[i]);
                 if (!cpath) {
                         r = -ENOMEM;
                         break;
                 }
-                r = walk_dir(w, cfd, cpath, &cst, depth + 1, &here);
+                r = walk_dir(w, cfd, cpath, &cst, depth + 1, here);
         }
         free_names(names, n_names);
         return r;
+}
+
+/* Visits the directory open as fd (at path, stat'ed as st), then its subdirectories.
+ * Returns 0, or -ENOMEM (the only error that ends the walk). */
+static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
+                    unsigned depth, const struct inherited *parent) {
+        struct inherited here;
+        enum cg_mode own;
+        enum cg_source src;
+        int r;
+
+        w->n_seen++;
+        dir_owner(depth, st, parent, &here);
+        r = own_setting(w, fd, path, here.owner != OWNER_BROKEN, &own, &src);
+        if (r < 0)
+                return r;
+        effective_setting(path, own, src, parent, &here);
+        if (here.mode == CG_MODE_ADVISE || here.mode == CG_MODE_BALANCE) {
+                r = add_entry(w, path, &here);
+                if (r < 0)
+                        return r;
+        }
+
+        if (depth >= CGROUP_WALK_MAX_DEPTH)
+                return note_too_deep(w, fd, path);
+        return walk_children(w, fd, path, depth, &here);
 }
 
 int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,

@@ -123,12 +123,28 @@ static enum plan_reason main_reason(const struct plan *pl) {
         return reason;
 }
 
-int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
-                uint64_t *reserved_bytes, struct plan *ret) {
-        struct plan pl = { .hot_node = -1 };
-        _cleanup_free_ struct plan_move *cand = NULL;
-        size_t n_cand = 0;
-        uint64_t total_cpu = 0, best_cpu = 0, misplaced_total = 0, cap;
+/* Adds bytes to what is left alone for reason r. */
+static void skip(struct plan *pl, enum plan_reason r, uint64_t bytes) {
+        pl->skipped_bytes[r] = sat_add(pl->skipped_bytes[r], bytes);
+}
+
+/* Counts bytes as planned to node this tick: its room above the floor shrinks. */
+static void reserve(const struct topology *t, uint64_t *reserved_bytes, unsigned node, uint64_t bytes) {
+        int idx = topology_node_index(t, node);
+
+        reserved_bytes[idx] = sat_add(reserved_bytes[idx], bytes);
+}
+
+/* The reason for a policy that is neither movable nor interleaved. */
+static enum plan_reason policy_reason(enum policy_verdict verdict) {
+        return verdict == POLICY_NO_NODES ? REASON_NO_ALLOWED_NODE : REASON_POLICY;
+}
+
+/* The hot node: the one with the largest share of the window's CPU time (ties: the
+ * first in topology order). Returns its id, or -1 and *ret_reason when there is none. */
+static int hot_node(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                    enum plan_reason *ret_reason) {
+        uint64_t total_cpu = 0, best_cpu = 0;
         int hot = -1;
 
         for (unsigned i = 0; i < t->n_nodes; i++) {
@@ -139,129 +155,187 @@ int plan_decide(const struct topology *t, const struct plan_input *in, const str
                 }
         }
         if (total_cpu == 0) {
-                pl.reason = REASON_NO_CPU_TIME;
-                goto out;
+                *ret_reason = REASON_NO_CPU_TIME;
+                return -1;
         }
         /* Hysteresis: a node must clearly dominate, or the pages would chase threads. */
         if ((double) best_cpu * 100.0 < (double) total_cpu * p->min_cpu_share_pct) {
-                pl.reason = REASON_CPU_SPREAD;
-                goto out;
+                *ret_reason = REASON_CPU_SPREAD;
+                return -1;
         }
-        pl.hot_node = hot;
+        return hot;
+}
+
+/* The node v's pages belong on: the hot node if v's allowed set (*ret_allowed) holds
+ * it, else the allowed node nearest to it. -1 when v stays where it is: interleaved
+ * (spread on purpose: not misplaced, not counted); a policy that asks to be left
+ * alone or allows no node (what sits away from the hot node is counted as skipped);
+ * no allowed node at a known distance (all of v is counted). */
+static int vma_target(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                      const struct vma *v, struct plan *pl, nb_nodemask *ret_allowed) {
+        unsigned hot = (unsigned) pl->hot_node;
+        enum policy_verdict verdict;
+        int target;
+
+        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
+                                       ret_allowed);
+        if (verdict == POLICY_INTERLEAVED)
+                return -1;
+        if (verdict != POLICY_MOVABLE) {
+                /* Report what sits away from the hot node, but never plan it. */
+                skip(pl, policy_reason(verdict), vma_bytes(v, v->pages - vma_pages_on(in->maps, v, hot)));
+                return -1;
+        }
+        target = nearest_allowed(t, pl->hot_node, ret_allowed);
+        if (target < 0)
+                skip(pl, REASON_NO_ALLOWED_NODE, vma_bytes(v, v->pages));
+        return target;
+}
+
+/* v's misplaced bytes: those on a node farther from hot than target is, and those
+ * outside the allowed set. *ret_gain: their bytes x distance saved. */
+static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps *maps, const struct vma *v,
+                                unsigned hot, int target, const nb_nodemask *allowed, uint64_t *ret_gain) {
+        const struct node_pages *np = vma_node_pages(maps, v);
+        int dt = topology_distance(t, hot, (unsigned) target);
+        uint64_t misplaced = 0, gain = 0;
+
+        for (size_t k = 0; k < v->np_count; k++) {
+                int d = topology_distance(t, hot, np[k].node);
+                uint64_t b = vma_bytes(v, np[k].pages);
+                bool outside = !nodemask_test(allowed, np[k].node);
+
+                if ((int) np[k].node == target)
+                        continue;
+                if (!outside && (d < 0 || dt < 0 || d <= dt))
+                        continue; /* as close as the target: nothing to gain */
+                misplaced = sat_add(misplaced, b);
+                /* Pages outside the allowed set move even without a distance gain. */
+                gain = sat_add(gain, sat_mul(b, (d > dt && dt >= 0) ? (uint64_t) (d - dt) : 1));
+        }
+        *ret_gain = gain;
+        return misplaced;
+}
+
+/* Why VMA i's misplaced pages stay this tick although they have a target, or
+ * REASON_NONE when they may move. */
+static enum plan_reason vma_held_back(const struct plan_input *in, const struct plan_params *p, size_t i,
+                                      int target) {
+        const struct vma *v = &in->maps->vmas[i];
+        const struct plan_history *h;
+
+        if (v->mapmax > 1 && !p->move_shared)
+                return REASON_SHARED;
+        if (vma_sparse(in, i, v))
+                return REASON_SPARSE;
+        /* Moved to another node moments ago: do not ping-pong. */
+        h = find_history(in, v->start);
+        if (h && h->target != target && in->now_ms - h->when_ms < p->cooldown_ms)
+                return REASON_COOLDOWN;
+        return REASON_NONE;
+}
+
+/* VMA i's move towards pl->hot_node, if it has misplaced pages that may move now.
+ * Returns true with *ret set; what may not move is counted in pl->skipped_bytes. */
+static bool vma_candidate(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                          size_t i, struct plan *pl, struct plan_move *ret) {
+        const struct vma *v = &in->maps->vmas[i];
+        uint64_t misplaced, gain;
+        enum plan_reason held;
+        nb_nodemask allowed;
+        int target;
+
+        if (v->pages == 0)
+                return false;
+        target = vma_target(t, in, p, v, pl, &allowed);
+        if (target < 0)
+                return false;
+        misplaced = misplaced_bytes(t, in->maps, v, (unsigned) pl->hot_node, target, &allowed, &gain);
+        if (misplaced == 0)
+                return false;
+        held = vma_held_back(in, p, i, target);
+        if (held != REASON_NONE) {
+                skip(pl, held, misplaced);
+                return false;
+        }
+        *ret = (struct plan_move) {
+                .vma = i,
+                .start = v->start,
+                .end = in->vma_end ? in->vma_end[i] : 0,
+                .page_size = v->page_size_kb * 1024,
+                .target = target,
+                .bytes = misplaced,
+                .gain = gain,
+        };
+        return true;
+}
+
+/* Takes the candidates, in their order, into pl->moves as far as the cap and each
+ * target's room above its floor (reserved_bytes, updated) allow. */
+static int take_moves(const struct topology *t, const struct plan_params *p, const struct plan_move *cand,
+                      size_t n_cand, uint64_t *reserved_bytes, struct plan *pl) {
+        uint64_t cap = p->max_bytes ? p->max_bytes : UINT64_MAX;
+
+        pl->moves = calloc(n_cand ? n_cand : 1, sizeof(*pl->moves));
+        if (!pl->moves)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_cand && pl->bytes < cap; i++) {
+                struct plan_move m = cand[i];
+                uint64_t room = room_on(t, m.target, p, reserved_bytes);
+
+                if (m.end <= m.start)
+                        continue; /* the VMA changed between numa_maps and maps: next tick */
+                if (room < m.page_size) {
+                        skip(pl, REASON_TARGET_FULL, m.bytes);
+                        continue;
+                }
+                /* A move may be partial (room, cap): the executor stops after that many
+                 * pages and the next tick goes on. */
+                if (m.bytes > room) {
+                        skip(pl, REASON_TARGET_FULL, m.bytes - room);
+                        m.bytes = room;
+                }
+                if (m.bytes > cap - pl->bytes)
+                        m.bytes = cap - pl->bytes;
+                reserve(t, reserved_bytes, (unsigned) m.target, m.bytes);
+                pl->bytes = sat_add(pl->bytes, m.bytes);
+                pl->moves[pl->n_moves++] = m;
+        }
+        return 0;
+}
+
+int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                uint64_t *reserved_bytes, struct plan *ret) {
+        struct plan pl = { .hot_node = -1 };
+        _cleanup_free_ struct plan_move *cand = NULL;
+        uint64_t misplaced_total = 0;
+        size_t n_cand = 0;
+        int r;
+
+        pl.hot_node = hot_node(t, in, p, &pl.reason);
+        if (pl.hot_node < 0) {
+                *ret = pl;
+                return 0;
+        }
 
         cand = calloc(in->maps->n_vmas ? in->maps->n_vmas : 1, sizeof(*cand));
         if (!cand)
                 return -ENOMEM;
-
-        for (size_t i = 0; i < in->maps->n_vmas; i++) {
-                const struct vma *v = &in->maps->vmas[i];
-                const struct node_pages *np = vma_node_pages(in->maps, v);
-                const struct plan_history *h;
-                enum policy_verdict verdict;
-                nb_nodemask allowed;
-                uint64_t misplaced = 0, gain = 0;
-                int target, dt;
-
-                if (v->pages == 0)
-                        continue;
-                verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
-                                               &allowed);
-                if (verdict == POLICY_INTERLEAVED)
-                        continue; /* spread on purpose: not misplaced */
-                if (verdict != POLICY_MOVABLE) {
-                        /* Report what sits away from the hot node, but never plan it. */
-                        uint64_t away = vma_bytes(v, v->pages - vma_pages_on(in->maps, v, (unsigned) hot));
-                        enum plan_reason r = verdict == POLICY_NO_NODES ? REASON_NO_ALLOWED_NODE : REASON_POLICY;
-                        pl.skipped_bytes[r] = sat_add(pl.skipped_bytes[r], away);
-                        continue;
+        for (size_t i = 0; i < in->maps->n_vmas; i++)
+                if (vma_candidate(t, in, p, i, &pl, &cand[n_cand])) {
+                        misplaced_total = sat_add(misplaced_total, cand[n_cand].bytes);
+                        n_cand++;
                 }
-                target = nearest_allowed(t, hot, &allowed);
-                if (target < 0) {
-                        pl.skipped_bytes[REASON_NO_ALLOWED_NODE] =
-                                sat_add(pl.skipped_bytes[REASON_NO_ALLOWED_NODE], vma_bytes(v, v->pages));
-                        continue;
-                }
-                dt = topology_distance(t, (unsigned) hot, (unsigned) target);
-
-                for (size_t k = 0; k < v->np_count; k++) {
-                        int d = topology_distance(t, (unsigned) hot, np[k].node);
-                        uint64_t b = vma_bytes(v, np[k].pages);
-                        bool outside = !nodemask_test(&allowed, np[k].node);
-
-                        if ((int) np[k].node == target)
-                                continue;
-                        if (!outside && (d < 0 || dt < 0 || d <= dt))
-                                continue; /* as close as the target: nothing to gain */
-                        misplaced = sat_add(misplaced, b);
-                        /* Pages outside the allowed set move even without a distance gain. */
-                        gain = sat_add(gain, sat_mul(b, (d > dt && dt >= 0) ? (uint64_t) (d - dt) : 1));
-                }
-                if (misplaced == 0)
-                        continue;
-                if (v->mapmax > 1 && !p->move_shared) {
-                        pl.skipped_bytes[REASON_SHARED] = sat_add(pl.skipped_bytes[REASON_SHARED], misplaced);
-                        continue;
-                }
-                if (vma_sparse(in, i, v)) {
-                        pl.skipped_bytes[REASON_SPARSE] = sat_add(pl.skipped_bytes[REASON_SPARSE], misplaced);
-                        continue;
-                }
-                h = find_history(in, v->start);
-                if (h && h->target != target && in->now_ms - h->when_ms < p->cooldown_ms) {
-                        pl.skipped_bytes[REASON_COOLDOWN] = sat_add(pl.skipped_bytes[REASON_COOLDOWN], misplaced);
-                        continue;
-                }
-                cand[n_cand++] = (struct plan_move) {
-                        .vma = i,
-                        .start = v->start,
-                        .end = in->vma_end ? in->vma_end[i] : 0,
-                        .page_size = v->page_size_kb * 1024,
-                        .target = target,
-                        .bytes = misplaced,
-                        .gain = gain,
-                };
-                misplaced_total = sat_add(misplaced_total, misplaced);
-        }
-
         if (n_cand > 0 && misplaced_total < sat_mul(p->min_misplaced_kb, 1024)) {
                 pl.skipped_bytes[REASON_BELOW_THRESHOLD] = misplaced_total;
                 n_cand = 0;
         }
 
         qsort(cand, n_cand, sizeof(*cand), cmp_gain);
-        cap = p->max_bytes ? p->max_bytes : UINT64_MAX;
-        pl.moves = calloc(n_cand ? n_cand : 1, sizeof(*pl.moves));
-        if (!pl.moves)
-                return -ENOMEM;
-        for (size_t i = 0; i < n_cand && pl.bytes < cap; i++) {
-                struct plan_move m = cand[i];
-                uint64_t room = room_on(t, m.target, p, reserved_bytes);
-                int idx = topology_node_index(t, (unsigned) m.target);
-
-                if (m.end <= m.start) {
-                        /* The VMA changed between numa_maps and maps: next tick. */
-                        continue;
-                }
-                if (room < m.page_size) {
-                        pl.skipped_bytes[REASON_TARGET_FULL] = sat_add(pl.skipped_bytes[REASON_TARGET_FULL], m.bytes);
-                        continue;
-                }
-                /* A move may be partial (room, cap): the executor stops after that many
-                 * pages and the next tick goes on. */
-                if (m.bytes > room) {
-                        pl.skipped_bytes[REASON_TARGET_FULL] =
-                                sat_add(pl.skipped_bytes[REASON_TARGET_FULL], m.bytes - room);
-                        m.bytes = room;
-                }
-                if (m.bytes > cap - pl.bytes)
-                        m.bytes = cap - pl.bytes;
-                reserved_bytes[idx] = sat_add(reserved_bytes[idx], m.bytes);
-                pl.bytes = sat_add(pl.bytes, m.bytes);
-                pl.moves[pl.n_moves++] = m;
-        }
-
+        r = take_moves(t, p, cand, n_cand, reserved_bytes, &pl);
+        if (r < 0)
+                return r;
         pl.reason = main_reason(&pl);
-out:
         *ret = pl;
         return 0;
 }
@@ -290,13 +364,87 @@ static ssize_t vma_of(const struct plan_input *in, uint64_t addr) {
         return (ssize_t) (lo - 1);
 }
 
+/* What the page moves may take: max_bytes less what the VMA plan takes. */
+static uint64_t pages_cap(const struct plan_params *p, const struct plan *vma_plan) {
+        uint64_t cap = p->max_bytes ? p->max_bytes : UINT64_MAX;
+
+        if (!vma_plan)
+                return cap;
+        return vma_plan->bytes < cap ? cap - vma_plan->bytes : 0;
+}
+
+static bool vma_planned_whole(const struct plan *vma_plan, size_t vma) {
+        for (size_t k = 0; vma_plan && k < vma_plan->n_moves; k++)
+                if (vma_plan->moves[k].vma == vma)
+                        return true;
+        return false;
+}
+
+/* Whether a page of VMA vma (size bytes) may go to node under the VMA's policy and
+ * sharing; never outside its allowed set, and not when the VMA plan moves the whole
+ * VMA (its target wins). What may not is counted in pl->skipped_bytes. */
+static bool page_may_move(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                          const struct plan *vma_plan, size_t vma, unsigned node, uint64_t size,
+                          struct plan *pl) {
+        const struct vma *v = &in->maps->vmas[vma];
+        enum policy_verdict verdict;
+        nb_nodemask allowed;
+
+        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
+                                       &allowed);
+        if (verdict == POLICY_INTERLEAVED)
+                return false; /* spread on purpose */
+        if (verdict != POLICY_MOVABLE) {
+                skip(pl, policy_reason(verdict), size);
+                return false;
+        }
+        if (!nodemask_test(&allowed, node)) {
+                /* Touched from a node it may not live on: it stays in the set. */
+                skip(pl, REASON_NO_ALLOWED_NODE, size);
+                return false;
+        }
+        if (v->mapmax > 1 && !p->move_shared) {
+                skip(pl, REASON_SHARED, size);
+                return false;
+        }
+        return !vma_planned_whole(vma_plan, vma);
+}
+
+/* Whether the last move already holds page (the same huge page sampled again). */
+static bool page_taken(const struct plan *pl, size_t vma, uint64_t page) {
+        const struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
+
+        return last && page < last->end && last->vma == vma;
+}
+
+/* Adds the page as a move, or to the last move when it ends where the page starts, in
+ * the same VMA and to the same node. */
+static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, unsigned node) {
+        struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
+
+        if (last && last->end == page && last->target == (int) node && last->vma == vma) {
+                last->end += size;
+                last->bytes += size;
+                last->gain += size;
+                return;
+        }
+        pl->moves[pl->n_moves++] = (struct plan_move) {
+                .vma = vma,
+                .start = page,
+                .end = page + size,
+                .page_size = size,
+                .target = (int) node,
+                .bytes = size,
+                .gain = size,
+        };
+}
+
 int plan_pages(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                const struct page_decision *d, const struct plan *vma_plan, uint64_t *reserved_bytes,
                struct plan *ret) {
         struct plan pl = { .hot_node = -1 };
-        uint64_t cap = p->max_bytes ? p->max_bytes : UINT64_MAX;
+        uint64_t cap = pages_cap(p, vma_plan);
 
-        cap = vma_plan && vma_plan->bytes < cap ? cap - vma_plan->bytes : vma_plan ? 0 : cap;
         pl.moves = calloc(d->n_moves ? d->n_moves : 1, sizeof(*pl.moves));
         if (!pl.moves)
                 return -ENOMEM;
@@ -305,11 +453,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 const struct page_move *pm = &d->moves[i];
                 ssize_t vi = vma_of(in, pm->page);
                 const struct vma *v;
-                enum policy_verdict verdict;
-                nb_nodemask allowed;
-                uint64_t size, page, room;
-                bool whole = false;
-                int idx;
+                uint64_t size, page;
 
                 if (vi < 0)
                         continue; /* unmapped since it was sampled */
@@ -318,61 +462,19 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                  * or the huge page size of a hugetlb VMA. */
                 size = v->page_size_kb ? v->page_size_kb * 1024 : page_size();
                 page = pm->page & ~(size - 1);
-                verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
-                                               &allowed);
-                if (verdict == POLICY_INTERLEAVED)
-                        continue; /* spread on purpose */
-                if (verdict != POLICY_MOVABLE) {
-                        enum plan_reason r = verdict == POLICY_NO_NODES ? REASON_NO_ALLOWED_NODE : REASON_POLICY;
-                        pl.skipped_bytes[r] = sat_add(pl.skipped_bytes[r], size);
+                if (!page_may_move(t, in, p, vma_plan, (size_t) vi, pm->node, size, &pl))
                         continue;
-                }
-                if (!nodemask_test(&allowed, pm->node)) {
-                        /* Touched from a node it may not live on: it stays in the set. */
-                        pl.skipped_bytes[REASON_NO_ALLOWED_NODE] = sat_add(pl.skipped_bytes[REASON_NO_ALLOWED_NODE], size);
+                if (page_taken(&pl, (size_t) vi, page))
                         continue;
-                }
-                if (v->mapmax > 1 && !p->move_shared) {
-                        pl.skipped_bytes[REASON_SHARED] = sat_add(pl.skipped_bytes[REASON_SHARED], size);
-                        continue;
-                }
-                for (size_t k = 0; vma_plan && k < vma_plan->n_moves; k++)
-                        whole |= vma_plan->moves[k].vma == (size_t) vi;
-                if (whole)
-                        continue;
-                if (pl.n_moves) {
-                        struct plan_move *last = &pl.moves[pl.n_moves - 1];
-                        if (page < last->end && last->vma == (size_t) vi)
-                                continue; /* the same huge page again */
-                }
-                room = room_on(t, (int) pm->node, p, reserved_bytes);
-                if (room < size) {
-                        pl.skipped_bytes[REASON_TARGET_FULL] = sat_add(pl.skipped_bytes[REASON_TARGET_FULL], size);
+                if (room_on(t, (int) pm->node, p, reserved_bytes) < size) {
+                        skip(&pl, REASON_TARGET_FULL, size);
                         continue;
                 }
                 if (size > cap - pl.bytes)
                         break;
-                idx = topology_node_index(t, pm->node);
-                reserved_bytes[idx] = sat_add(reserved_bytes[idx], size);
+                reserve(t, reserved_bytes, pm->node, size);
                 pl.bytes = sat_add(pl.bytes, size);
-                if (pl.n_moves) {
-                        struct plan_move *last = &pl.moves[pl.n_moves - 1];
-                        if (last->end == page && last->target == (int) pm->node && last->vma == (size_t) vi) {
-                                last->end += size;
-                                last->bytes += size;
-                                last->gain += size;
-                                continue;
-                        }
-                }
-                pl.moves[pl.n_moves++] = (struct plan_move) {
-                        .vma = (size_t) vi,
-                        .start = page,
-                        .end = page + size,
-                        .page_size = size,
-                        .target = (int) pm->node,
-                        .bytes = size,
-                        .gain = size,
-                };
+                add_page_move(&pl, (size_t) vi, page, size, pm->node);
         }
         pl.reason = main_reason(&pl);
         *ret = pl;
