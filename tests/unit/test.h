@@ -22,6 +22,7 @@
  * intro() runs before the first case and returns 0 to go on, or the exit status to
  * end with at once (77: the whole file is skipped); outro() runs after the last. */
 #pragma once
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,10 +58,22 @@ static unsigned long test_checks;      /* CHECK*s evaluated in the case that run
                 test_failures++;                                                \
         } } while (0)
 
+/* A check whose failure says more than the condition: printf-style, what differed. */
+#define CHECK_MSG(cond, ...) do {                                               \
+        test_checks++;                                                          \
+        if (!(cond)) {                                                          \
+                fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                 \
+                fprintf(stderr, __VA_ARGS__);                                   \
+                fputc('\n', stderr);                                            \
+                test_failures++;                                                \
+        } } while (0)
+
 /* A failure found by the test's own logic (a comparison no CHECK* expresses):
  * printf-style, what differed. */
 #define TEST_FAIL(...) do {                                                     \
+        int _e = errno;         /* for a %m in the message */                   \
         fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                         \
+        errno = _e;                                                             \
         fprintf(stderr, __VA_ARGS__);                                           \
         fputc('\n', stderr);                                                    \
         test_failures++;                                                        \
