@@ -17,7 +17,6 @@ Importing it from a test: the tests put their parent directory (tests/) on sys.p
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 """
 import atexit
-import os
 import shutil
 import sys
 import tempfile
