@@ -94,38 +94,40 @@ TEST(defaults) {
         config_done(&c);        /* twice: a done config is empty */
 }
 
-/* Every key set to something other than its default, in every accepted spelling. */
+/* Every key, with values other than the defaults, in every accepted spelling. */
+static const char full_conf[] =
+        "; every key, with values other than the defaults\n"
+        "[daemon]\n"
+        "service_cpus = 0-1,8\n"
+        "tick_ms = 500   # inline comments are allowed\n"
+        "scan_min_ms = 500\n"
+        "scan_max_ms=60000\n"
+        "log_level = debug\n"
+        "kernel_numa_balancing = disable\n"
+        "\n"
+        "[Select]\n"
+        "cgroup_root = /tmp/cg\n"
+        "cgroups = /db.slice=balance, /batch.slice=advise\t/db.slice/backup.service=off\n"
+        "MIN_RSS = 1G\n"
+        "[sample]\n"
+        "source = proc\n"
+        "pmu = page-faults\n"
+        "pmu_sample_rate = 250\n"
+        "[decide]\n"
+        "min_cpu_share_pct = 75\n"
+        "cooldown_ms = 0\n"
+        "free_floor_pct = 10\n"
+        "move_shared = yes\n"
+        "move_preferred = On\n"
+        "min_misplaced = 1000\n"
+        "[migrate]\n"
+        "rate_limit_mb_s = 0\n"
+        "batch_pages = 512\n"
+        "[report]\n"
+        "metrics_path = \"/var/lib/node-exporter/numabalanced.prom\"\n";
+
 TEST(every_key_set) {
-        _cleanup_free_ char *path = write_conf("full.conf",
-                "; every key, with values other than the defaults\n"
-                "[daemon]\n"
-                "service_cpus = 0-1,8\n"
-                "tick_ms = 500   # inline comments are allowed\n"
-                "scan_min_ms = 500\n"
-                "scan_max_ms=60000\n"
-                "log_level = debug\n"
-                "kernel_numa_balancing = disable\n"
-                "\n"
-                "[Select]\n"
-                "cgroup_root = /tmp/cg\n"
-                "cgroups = /db.slice=balance, /batch.slice=advise\t/db.slice/backup.service=off\n"
-                "MIN_RSS = 1G\n"
-                "[sample]\n"
-                "source = proc\n"
-                "pmu = page-faults\n"
-                "pmu_sample_rate = 250\n"
-                "[decide]\n"
-                "min_cpu_share_pct = 75\n"
-                "cooldown_ms = 0\n"
-                "free_floor_pct = 10\n"
-                "move_shared = yes\n"
-                "move_preferred = On\n"
-                "min_misplaced = 1000\n"
-                "[migrate]\n"
-                "rate_limit_mb_s = 0\n"
-                "batch_pages = 512\n"
-                "[report]\n"
-                "metrics_path = \"/var/lib/node-exporter/numabalanced.prom\"\n");
+        _cleanup_free_ char *path = write_conf("full.conf", full_conf);
         struct nb_config c = {};
         struct config_errors errs = {};
         nb_cpumask cpus = {};
