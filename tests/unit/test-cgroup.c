@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The select stage: the per-directory rule, a walk over a real directory tree with
  * user.* xattrs (what cgroupfs offers, on the test machine's own file system), and
- * cgroup.procs parsing. The walk part needs a file system with user xattrs: without
- * one the test is skipped (exit 77) and says so. */
+ * cgroup.procs parsing. The walk cases need a file system with user xattrs: without
+ * one they are skipped and say so; the trusted.* and ownership cases need root
+ * (they run in tests/vm/test-select too). */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -15,13 +16,13 @@
 
 /* ------------------------------------------------------------------ the pure rule */
 
+static char big[1000];
+
 struct val {
         const char *s;      /* NULL: absent */
         size_t len;
         enum cg_mode mode;  /* what it means when it counts; UNSET: invalid */
 };
-
-static char big[1000];
 
 static const struct val vals[] = {
         { NULL, 0, CG_MODE_UNSET },
@@ -44,50 +45,56 @@ static const struct val vals[] = {
         { big, sizeof(big), CG_MODE_UNSET },
 };
 
-static void test_rule(void) {
+/* The rule written the plain way: config, else a valid trusted.*, else a valid
+ * user.* that counts, else unset. */
+static enum cg_mode expected_setting(enum cg_mode cfg, const struct val *t, const struct val *u, bool counts,
+                                     enum cg_source *ret_source) {
+        if (cfg != CG_MODE_UNSET) {
+                *ret_source = CG_FROM_CONFIG;
+                return cfg;
+        }
+        if (t->mode != CG_MODE_UNSET) {
+                *ret_source = CG_FROM_TRUSTED;
+                return t->mode;
+        }
+        if (counts && u->mode != CG_MODE_UNSET) {
+                *ret_source = CG_FROM_USER;
+                return u->mode;
+        }
+        *ret_source = CG_FROM_NONE;
+        return CG_MODE_UNSET;
+}
+
+/* Every combination of config, trusted.* and user.* values against the rule. */
+TEST(rule_every_combination) {
         static const enum cg_mode cfgs[] = { CG_MODE_UNSET, CG_MODE_OFF, CG_MODE_ADVISE, CG_MODE_BALANCE };
         unsigned n = 0;
 
         memset(big, 'a', sizeof(big));
         memcpy(big, "balance", 7);
 
-        /* Every combination against the rule written the plain way: config, else a
-         * valid trusted.*, else a valid user.* that counts, else unset. */
         for (size_t c = 0; c < ELEMENTSOF(cfgs); c++)
                 for (size_t t = 0; t < ELEMENTSOF(vals); t++)
                         for (size_t u = 0; u < ELEMENTSOF(vals); u++)
                                 for (int counts = 0; counts < 2; counts++) {
-                                        enum cg_mode exp_m;
                                         enum cg_source exp_s, src = (enum cg_source) 99;
-                                        enum cg_mode m;
+                                        enum cg_mode exp_m = expected_setting(cfgs[c], &vals[t], &vals[u], counts,
+                                                                              &exp_s);
+                                        enum cg_mode m = cgroup_dir_setting(cfgs[c], vals[t].s, vals[t].len,
+                                                                            vals[u].s, vals[u].len, counts, &src);
 
-                                        if (cfgs[c] != CG_MODE_UNSET) {
-                                                exp_m = cfgs[c];
-                                                exp_s = CG_FROM_CONFIG;
-                                        } else if (vals[t].mode != CG_MODE_UNSET) {
-                                                exp_m = vals[t].mode;
-                                                exp_s = CG_FROM_TRUSTED;
-                                        } else if (counts && vals[u].mode != CG_MODE_UNSET) {
-                                                exp_m = vals[u].mode;
-                                                exp_s = CG_FROM_USER;
-                                        } else {
-                                                exp_m = CG_MODE_UNSET;
-                                                exp_s = CG_FROM_NONE;
-                                        }
-                                        m = cgroup_dir_setting(cfgs[c], vals[t].s, vals[t].len,
-                                                               vals[u].s, vals[u].len, counts, &src);
-                                        if (m != exp_m || src != exp_s) {
-                                                fprintf(stderr, "rule: config=%d trusted=#%zu user=#%zu counts=%d: "
-                                                        "got mode %d source %d, expected %d %d\n",
-                                                        (int) cfgs[c], t, u, counts, (int) m, (int) src,
-                                                        (int) exp_m, (int) exp_s);
-                                                test_failures++;
-                                        }
+                                        CHECK_MSG(m == exp_m && src == exp_s,
+                                                  "rule: config=%d trusted=#%zu user=#%zu counts=%d: "
+                                                  "got mode %d source %d, expected %d %d",
+                                                  (int) cfgs[c], t, u, counts, (int) m, (int) src,
+                                                  (int) exp_m, (int) exp_s);
                                         n++;
                                 }
         CHECK_INT(n, 4 * ELEMENTSOF(vals) * ELEMENTSOF(vals) * 2);
+}
 
-        /* A few spelled out, as an operator would ask them. */
+/* A few spelled out, as an operator would ask them. */
+TEST(rule_examples) {
         CHECK_INT(cgroup_dir_setting(CG_MODE_OFF, "balance", 7, "balance", 7, true, NULL), CG_MODE_OFF);
         CHECK_INT(cgroup_dir_setting(CG_MODE_UNSET, "advise", 6, "balance", 7, true, NULL), CG_MODE_ADVISE);
         CHECK_INT(cgroup_dir_setting(CG_MODE_UNSET, "Balance", 7, "advise", 6, true, NULL), CG_MODE_ADVISE);
@@ -96,8 +103,10 @@ static void test_rule(void) {
 
 /* ------------------------------------------------------------------ the walk */
 
+/* The temporary cgroup-like tree all walk and procs cases share, made by intro(). */
 static char root[4096];
 static bool is_root;
+static char no_xattrs[4096 + 256];     /* why the walk cases are skipped; "" when they run */
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
         return remove(p) < 0 ? -1 : 0;
@@ -111,28 +120,22 @@ static void rm_tree(void) {
 static void mk(const char *rel) {
         char p[8192];
         snprintf(p, sizeof(p), "%s%s", root, rel);
-        if (mkdir(p, 0755) < 0) {
-                fprintf(stderr, "mkdir %s: %m\n", p);
-                test_failures++;
-        }
+        if (mkdir(p, 0755) < 0)
+                TEST_FAIL("mkdir %s: %m", p);
 }
 
 static void setx(const char *rel, const char *name, const char *v, size_t len) {
         char p[8192];
         snprintf(p, sizeof(p), "%s%s", root, rel);
-        if (setxattr(p, name, v, len, 0) < 0) {
-                fprintf(stderr, "setxattr %s %s: %m\n", p, name);
-                test_failures++;
-        }
+        if (setxattr(p, name, v, len, 0) < 0)
+                TEST_FAIL("setxattr %s %s: %m", p, name);
 }
 
 static void own(const char *rel, uid_t uid) {
         char p[8192];
         snprintf(p, sizeof(p), "%s%s", root, rel);
-        if (chown(p, uid, uid) < 0) {
-                fprintf(stderr, "chown %s: %m\n", p);
-                test_failures++;
-        }
+        if (chown(p, uid, uid) < 0)
+                TEST_FAIL("chown %s: %m", p);
 }
 
 static void put_file(const char *rel, const char *content) {
@@ -141,69 +144,18 @@ static void put_file(const char *rel, const char *content) {
         snprintf(p, sizeof(p), "%s%s", root, rel);
         f = fopen(p, "we");
         if (!f) {
-                fprintf(stderr, "fopen %s: %m\n", p);
-                test_failures++;
+                TEST_FAIL("fopen %s: %m", p);
                 return;
         }
         fputs(content, f);
         fclose(f);
 }
 
-static const struct cgroup_entry *entry(const struct cgroup_selection *s, const char *path) {
-        for (size_t i = 0; i < s->n_entries; i++)
-                if (strcmp(s->entries[i].path, path) == 0)
-                        return &s->entries[i];
-        return NULL;
-}
-
-static const struct cgroup_invalid *invalid(const struct cgroup_selection *s, const char *path,
-                                            const char *xattr) {
-        for (size_t i = 0; i < s->n_invalid; i++)
-                if (strcmp(s->invalid[i].path, path) == 0 && strcmp(s->invalid[i].xattr, xattr) == 0)
-                        return &s->invalid[i];
-        return NULL;
-}
-
-#define EXPECT(s, p, m, src, by) do {                                           \
-        const struct cgroup_entry *_e = entry(s, p);                            \
-        CHECK(_e != NULL);                                                      \
-        if (_e) {                                                               \
-                CHECK_INT(_e->mode, m);                                         \
-                CHECK_INT(_e->source, src);                                     \
-                CHECK_STR(_e->decided_by, by);                                  \
-        } else                                                                  \
-                fprintf(stderr, "  (missing entry %s)\n", p);                   \
-        } while (0)
-
-#define EXPECT_NONE(s, p) do {                                                  \
-        if (entry(s, p)) {                                                      \
-                fprintf(stderr, "%s:%d: %s selected, expected not\n", __FILE__, __LINE__, p); \
-                test_failures++;                                                \
-        } } while (0)
-
-#define EXPECT_INVALID(s, p, x, val, reason) do {                               \
-        const struct cgroup_invalid *_i = invalid(s, p, x);                     \
-        CHECK(_i != NULL);                                                      \
-        if (_i) {                                                               \
-                CHECK_STR(_i->value, val);                                      \
-                CHECK_STR(_i->why, reason);                                     \
-        } else                                                                  \
-                fprintf(stderr, "  (missing invalid %s %s)\n", p, x);           \
-        } while (0)
-
-static void test_walk(void) {
-        struct cgroup_rule rules[] = {
-                { (char *) "/b/b1", CG_MODE_BALANCE },
-                { (char *) "/c", CG_MODE_OFF },
-                { (char *) "/a/a4/", CG_MODE_OFF },   /* not the exact path: no effect */
-        };
-        struct cgroup_selection s = {}, s0 = {};
-        char deep[4096] = "/deep";
+/* user.numabalanced values that count, that are invalid, and that inherit. */
+static void make_user_tree(void) {
         char longv[1000];
-        size_t n_deep = 0;
 
         memset(longv, 'x', sizeof(longv));
-
         mk("/a");           setx("/a", "user.numabalanced", "balance", 7);
         mk("/a/a1");        /* inherits balance from /a */
         mk("/a/a1/a1x");
@@ -233,158 +185,345 @@ static void test_walk(void) {
                 char t[8192], l[8192];
                 snprintf(t, sizeof(t), "%s/a", root);
                 snprintf(l, sizeof(l), "%s/zlink", root);
-                if (symlink(t, l) < 0) {
-                        fprintf(stderr, "symlink: %m\n");
-                        test_failures++;
-                }
+                if (symlink(t, l) < 0)
+                        TEST_FAIL("symlink: %m");
         }
-        /* 70 levels, balance at the top: the walk stops at CGROUP_WALK_MAX_DEPTH. */
+}
+
+/* 70 levels, balance at the top: the walk stops at CGROUP_WALK_MAX_DEPTH. */
+static void make_deep_chain(void) {
+        char deep[4096] = "/deep";
+
         mk(deep);
         setx(deep, "user.numabalanced", "balance", 7);
         for (int i = 0; i < 69; i++) {
                 strcat(deep, "/x");
                 mk(deep);
         }
+}
 
-        if (is_root) {
-                /* trusted.* (settable and readable only with CAP_SYS_ADMIN) wins over user.* */
-                mk("/t");    setx("/t", "trusted.numabalanced", "advise", 6);
-                             setx("/t", "user.numabalanced", "balance", 7);
-                mk("/t2");   setx("/t2", "trusted.numabalanced", "bogus", 5);
-                             setx("/t2", "user.numabalanced", "balance", 7);
-                /* A subtree delegated to uid 1000. */
-                mk("/o");    own("/o", 1000);  setx("/o", "user.numabalanced", "advise", 6);
-                mk("/o/o1"); own("/o/o1", 1000);
-                mk("/o/o2"); own("/o/o2", 1000); setx("/o/o2", "user.numabalanced", "balance", 7);
-                /* Owned by someone else inside it: its user.* does not count. */
-                mk("/o/o3"); own("/o/o3", 65534); setx("/o/o3", "user.numabalanced", "off", 3);
-                mk("/o/o3/o3x"); own("/o/o3/o3x", 65534);
-                setx("/o/o3/o3x", "user.numabalanced", "balance", 7);
-                /* Root-owned again below it (only root can make that): counts. */
-                mk("/o/o3/r");   setx("/o/o3/r", "user.numabalanced", "off", 3);
-                mk("/o/o3/r/n"); own("/o/o3/r/n", 65534); setx("/o/o3/r/n", "user.numabalanced", "balance", 7);
-                /* An unowned subtree of root with nobody's setting on a root-owned parent. */
-                mk("/p");    own("/p", 65534); setx("/p", "user.numabalanced", "balance", 7);
+/* What only root can make: trusted.* values and directories of other owners. */
+static void make_owner_tree(void) {
+        /* trusted.* (settable and readable only with CAP_SYS_ADMIN) wins over user.* */
+        mk("/t");    setx("/t", "trusted.numabalanced", "advise", 6);
+                     setx("/t", "user.numabalanced", "balance", 7);
+        mk("/t2");   setx("/t2", "trusted.numabalanced", "bogus", 5);
+                     setx("/t2", "user.numabalanced", "balance", 7);
+        /* A subtree delegated to uid 1000. */
+        mk("/o");    own("/o", 1000);  setx("/o", "user.numabalanced", "advise", 6);
+        mk("/o/o1"); own("/o/o1", 1000);
+        mk("/o/o2"); own("/o/o2", 1000); setx("/o/o2", "user.numabalanced", "balance", 7);
+        /* Owned by someone else inside it: its user.* does not count. */
+        mk("/o/o3"); own("/o/o3", 65534); setx("/o/o3", "user.numabalanced", "off", 3);
+        mk("/o/o3/o3x"); own("/o/o3/o3x", 65534);
+        setx("/o/o3/o3x", "user.numabalanced", "balance", 7);
+        /* Root-owned again below it (only root can make that): counts. */
+        mk("/o/o3/r");   setx("/o/o3/r", "user.numabalanced", "off", 3);
+        mk("/o/o3/r/n"); own("/o/o3/r/n", 65534); setx("/o/o3/r/n", "user.numabalanced", "balance", 7);
+        /* An unowned subtree of root with nobody's setting on a root-owned parent. */
+        mk("/p");    own("/p", 65534); setx("/p", "user.numabalanced", "balance", 7);
+}
+
+/* The tree in $TMPDIR (or /tmp), when its file system takes user.* xattrs; exit
+ * status 1 when it cannot be made. */
+static int intro(void) {
+        const char *tmp = getenv("TMPDIR");
+
+        is_root = geteuid() == 0;
+        snprintf(root, sizeof(root), "%s/test-cgroup.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(root)) {
+                fprintf(stderr, "mkdtemp %s: %m\n", root);
+                return 1;
         }
+        if (setxattr(root, "user.numabalanced.probe", "1", 1, 0) < 0) {
+                int e = errno;
+                if (e != EOPNOTSUPP && e != EPERM) {
+                        fprintf(stderr, "setxattr probe on %s: %s\n", root, strerror(e));
+                        rm_tree();
+                        return 1;
+                }
+                snprintf(no_xattrs, sizeof(no_xattrs),
+                         "the file system under %s refuses user.* xattrs (%s); "
+                         "set TMPDIR to a directory on ext4/xfs/btrfs/tmpfs>=6.6", root, strerror(e));
+                return 0;
+        }
+        removexattr(root, "user.numabalanced.probe");
+        make_user_tree();
+        make_deep_chain();
+        if (is_root)
+                make_owner_tree();
+        if (test_failures) {
+                rm_tree();
+                return 1;
+        }
+        return 0;
+}
 
-        CHECK_INT(cgroup_select(root, rules, ELEMENTSOF(rules), &s), 0);
+static const struct cgroup_entry *entry(const struct cgroup_selection *s, const char *path) {
+        for (size_t i = 0; i < s->n_entries; i++)
+                if (strcmp(s->entries[i].path, path) == 0)
+                        return &s->entries[i];
+        return NULL;
+}
 
-        for (size_t i = 0; i < s.n_entries; i++)
-                if (strncmp(s.entries[i].path, "/deep", 5) != 0)
-                        printf("entry %s %d %d %s\n", s.entries[i].path, s.entries[i].mode,
-                               s.entries[i].source, s.entries[i].decided_by);
-        for (size_t i = 0; i < s.n_invalid; i++)
-                printf("invalid %s %s \"%s\" %s\n", s.invalid[i].path, s.invalid[i].xattr,
-                       s.invalid[i].value, s.invalid[i].why);
+static const struct cgroup_invalid *invalid(const struct cgroup_selection *s, const char *path,
+                                            const char *xattr) {
+        for (size_t i = 0; i < s->n_invalid; i++)
+                if (strcmp(s->invalid[i].path, path) == 0 && strcmp(s->invalid[i].xattr, xattr) == 0)
+                        return &s->invalid[i];
+        return NULL;
+}
 
-        EXPECT_NONE(&s, "/");
-        EXPECT(&s, "/a", CG_MODE_BALANCE, CG_FROM_USER, "/a");
-        EXPECT(&s, "/a/a1", CG_MODE_BALANCE, CG_FROM_USER, "/a");
-        EXPECT(&s, "/a/a1/a1x", CG_MODE_BALANCE, CG_FROM_USER, "/a");
-        EXPECT_NONE(&s, "/a/a2");
-        EXPECT_NONE(&s, "/a/a2/a2x");
-        EXPECT(&s, "/a/a2/a2y", CG_MODE_ADVISE, CG_FROM_USER, "/a/a2/a2y");
-        EXPECT(&s, "/a/a3", CG_MODE_ADVISE, CG_FROM_USER, "/a/a3");
-        EXPECT(&s, "/a/a4", CG_MODE_BALANCE, CG_FROM_USER, "/a");
-        EXPECT_NONE(&s, "/b");
-        EXPECT(&s, "/b/b1", CG_MODE_BALANCE, CG_FROM_CONFIG, "/b/b1");
-        EXPECT(&s, "/b/b1/b1x", CG_MODE_BALANCE, CG_FROM_CONFIG, "/b/b1");
-        EXPECT_NONE(&s, "/b/b2");
-        EXPECT_NONE(&s, "/c");
-        EXPECT_NONE(&s, "/c/c1");
-        EXPECT_NONE(&s, "/d");
-        EXPECT_NONE(&s, "/d/d1");
-        EXPECT_NONE(&s, "/e");
-        EXPECT_NONE(&s, "/f");
-        EXPECT_NONE(&s, "/g");
-        EXPECT_NONE(&s, "/h");
-        EXPECT(&s, "/h/h1", CG_MODE_ADVISE, CG_FROM_USER, "/h/h1");
-        EXPECT_NONE(&s, "/zlink");
-        EXPECT_NONE(&s, "/cgroup.procs");
+#define EXPECT(s, p, m, src, by) do {                                           \
+        const struct cgroup_entry *_e = entry(s, p);                            \
+        CHECK(_e != NULL);                                                      \
+        if (_e) {                                                               \
+                CHECK_INT(_e->mode, m);                                         \
+                CHECK_INT(_e->source, src);                                     \
+                CHECK_STR(_e->decided_by, by);                                  \
+        } else                                                                  \
+                fprintf(stderr, "  (missing entry %s)\n", p);                   \
+        } while (0)
 
-        EXPECT_INVALID(&s, "/d", "user.numabalanced", "Balance", "unknown value");
-        EXPECT_INVALID(&s, "/e", "user.numabalanced", "balance\\n\\n", "unknown value");
-        EXPECT_INVALID(&s, "/f", "user.numabalanced", "\\x01\\xff\\\\x\\n", "unknown value");
-        EXPECT_INVALID(&s, "/g", "user.numabalanced",
+#define EXPECT_NONE(s, p) CHECK_MSG(!entry(s, p), "%s selected, expected not", p)
+
+#define EXPECT_INVALID(s, p, x, val, reason) do {                               \
+        const struct cgroup_invalid *_i = invalid(s, p, x);                     \
+        CHECK(_i != NULL);                                                      \
+        if (_i) {                                                               \
+                CHECK_STR(_i->value, val);                                      \
+                CHECK_STR(_i->why, reason);                                     \
+        } else                                                                  \
+                fprintf(stderr, "  (missing invalid %s %s)\n", p, x);           \
+        } while (0)
+
+static struct cgroup_selection walked;
+static bool walk_done;
+
+/* The walk of the whole tree with three config rules, made once: the first case
+ * that asks checks that it succeeded and prints what it found. */
+static const struct cgroup_selection *walk(void) {
+        static const struct cgroup_rule rules[] = {
+                { (char *) "/b/b1", CG_MODE_BALANCE },
+                { (char *) "/c", CG_MODE_OFF },
+                { (char *) "/a/a4/", CG_MODE_OFF },   /* not the exact path: no effect */
+        };
+        const struct cgroup_selection *s = &walked;
+
+        if (walk_done)
+                return s;
+        walk_done = true;
+        CHECK_INT(cgroup_select(root, rules, ELEMENTSOF(rules), &walked), 0);
+        for (size_t i = 0; i < s->n_entries; i++)
+                if (strncmp(s->entries[i].path, "/deep", 5) != 0)
+                        printf("entry %s %d %d %s\n", s->entries[i].path, s->entries[i].mode,
+                               s->entries[i].source, s->entries[i].decided_by);
+        for (size_t i = 0; i < s->n_invalid; i++)
+                printf("invalid %s %s \"%s\" %s\n", s->invalid[i].path, s->invalid[i].xattr,
+                       s->invalid[i].value, s->invalid[i].why);
+        return s;
+}
+
+#define NEED_XATTRS() do {                                                      \
+        if (no_xattrs[0])                                                       \
+                TEST_SKIP("%s", no_xattrs);                                     \
+        } while (0)
+
+#define NEED_ROOT() do {                                                        \
+        NEED_XATTRS();                                                          \
+        if (!is_root)                                                           \
+                TEST_SKIP("not root: trusted.* and ownership cases skipped (they run in tests/vm/test-select)"); \
+        } while (0)
+
+TEST(walk_user_setting_inherited) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT(s, "/a", CG_MODE_BALANCE, CG_FROM_USER, "/a");
+        EXPECT(s, "/a/a1", CG_MODE_BALANCE, CG_FROM_USER, "/a");
+        EXPECT(s, "/a/a1/a1x", CG_MODE_BALANCE, CG_FROM_USER, "/a");
+}
+
+/* off ends the inheritance; a setting below it starts again. */
+TEST(walk_off_and_its_subtree_not_selected) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT_NONE(s, "/a/a2");
+        EXPECT_NONE(s, "/a/a2/a2x");
+        EXPECT(s, "/a/a2/a2y", CG_MODE_ADVISE, CG_FROM_USER, "/a/a2/a2y");
+        EXPECT(s, "/a/a3", CG_MODE_ADVISE, CG_FROM_USER, "/a/a3");
+}
+
+/* A rule applies to its exact path and below: "/a/a4/" is not /a/a4. */
+TEST(walk_config_rule_on_its_exact_path) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT(s, "/a/a4", CG_MODE_BALANCE, CG_FROM_USER, "/a");
+        EXPECT_NONE(s, "/b");
+        EXPECT(s, "/b/b1", CG_MODE_BALANCE, CG_FROM_CONFIG, "/b/b1");
+        EXPECT(s, "/b/b1/b1x", CG_MODE_BALANCE, CG_FROM_CONFIG, "/b/b1");
+        EXPECT_NONE(s, "/b/b2");
+}
+
+TEST(walk_config_off_wins_over_user_setting) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT_NONE(s, "/c");
+        EXPECT_NONE(s, "/c/c1");
+}
+
+/* Invalid values select nothing, not even below them; a valid one below counts. */
+TEST(walk_invalid_values_not_selected) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT_NONE(s, "/d");
+        EXPECT_NONE(s, "/d/d1");
+        EXPECT_NONE(s, "/e");
+        EXPECT_NONE(s, "/f");
+        EXPECT_NONE(s, "/g");
+        EXPECT_NONE(s, "/h");
+        EXPECT(s, "/h/h1", CG_MODE_ADVISE, CG_FROM_USER, "/h/h1");
+}
+
+/* ... and are reported, escaped and cut to CGROUP_XATTR_VALUE_MAX. */
+TEST(walk_invalid_values_reported) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT_INVALID(s, "/d", "user.numabalanced", "Balance", "unknown value");
+        EXPECT_INVALID(s, "/e", "user.numabalanced", "balance\\n\\n", "unknown value");
+        EXPECT_INVALID(s, "/f", "user.numabalanced", "\\x01\\xff\\\\x\\n", "unknown value");
+        EXPECT_INVALID(s, "/g", "user.numabalanced",
                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...", "too long");
-        EXPECT_INVALID(&s, "/h", "user.numabalanced", "", "unknown value");
-        /* The NUL is part of the value: not "balance", and shown escaped. */
-        EXPECT_NONE(&s, "/i");
-        EXPECT_NONE(&s, "/i/i1");
-        EXPECT_INVALID(&s, "/i", "user.numabalanced", "balance\\x00", "unknown value");
-        for (size_t i = 0; i < s.n_invalid; i++)
-                CHECK(strlen(s.invalid[i].value) <= CGROUP_XATTR_VALUE_MAX);
+        EXPECT_INVALID(s, "/h", "user.numabalanced", "", "unknown value");
+        for (size_t i = 0; i < s->n_invalid; i++)
+                CHECK(strlen(s->invalid[i].value) <= CGROUP_XATTR_VALUE_MAX);
+}
 
-        /* The deep chain: /deep is at depth 1, so depths 1..64 are seen, not deeper. */
-        for (size_t i = 0; i < s.n_entries; i++)
-                if (strncmp(s.entries[i].path, "/deep", 5) == 0) {
+/* The NUL is part of the value: not "balance", and shown escaped. */
+TEST(walk_value_with_nul_invalid) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT_NONE(s, "/i");
+        EXPECT_NONE(s, "/i/i1");
+        EXPECT_INVALID(s, "/i", "user.numabalanced", "balance\\x00", "unknown value");
+}
+
+/* The root without a rule, files and symbolic links are not cgroups to select. */
+TEST(walk_root_files_and_links_not_selected) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT_NONE(s, "/");
+        EXPECT_NONE(s, "/zlink");
+        EXPECT_NONE(s, "/cgroup.procs");
+}
+
+/* The deep chain: /deep is at depth 1, so depths 1..64 are seen, not deeper. */
+TEST(walk_stops_at_max_depth) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+        size_t n_deep = 0;
+
+        for (size_t i = 0; i < s->n_entries; i++)
+                if (strncmp(s->entries[i].path, "/deep", 5) == 0) {
                         n_deep++;
-                        CHECK_STR(s.entries[i].decided_by, "/deep");
+                        CHECK_STR(s->entries[i].decided_by, "/deep");
                 }
         CHECK_INT(n_deep, CGROUP_WALK_MAX_DEPTH);
-        CHECK(s.truncated);
+        CHECK(s->truncated);
+}
 
-        if (is_root) {
-                EXPECT(&s, "/t", CG_MODE_ADVISE, CG_FROM_TRUSTED, "/t");
-                EXPECT(&s, "/t2", CG_MODE_BALANCE, CG_FROM_USER, "/t2");
-                EXPECT_INVALID(&s, "/t2", "trusted.numabalanced", "bogus", "unknown value");
-                EXPECT(&s, "/o", CG_MODE_ADVISE, CG_FROM_USER, "/o");
-                EXPECT(&s, "/o/o1", CG_MODE_ADVISE, CG_FROM_USER, "/o");
-                EXPECT(&s, "/o/o2", CG_MODE_BALANCE, CG_FROM_USER, "/o/o2");
-                /* o3's "off" does not count: it inherits advise from /o; o3x's balance
-                 * does not count either. */
-                EXPECT(&s, "/o/o3", CG_MODE_ADVISE, CG_FROM_USER, "/o");
-                EXPECT(&s, "/o/o3/o3x", CG_MODE_ADVISE, CG_FROM_USER, "/o");
-                EXPECT_INVALID(&s, "/o/o3", "user.numabalanced", "off", "not owned by the subtree's owner");
-                EXPECT_INVALID(&s, "/o/o3/o3x", "user.numabalanced", "balance",
-                               "not owned by the subtree's owner");
-                EXPECT_NONE(&s, "/o/o3/r");
-                EXPECT(&s, "/o/o3/r/n", CG_MODE_BALANCE, CG_FROM_USER, "/o/o3/r/n");
-                EXPECT(&s, "/p", CG_MODE_BALANCE, CG_FROM_USER, "/p");
-                CHECK(!invalid(&s, "/o/o2", "user.numabalanced"));
-                CHECK(!invalid(&s, "/t", "user.numabalanced"));
-        } else
-                printf("not root: trusted.* and ownership cases skipped (they run in tests/vm/test-select)\n");
+TEST(walk_trusted_wins_over_user) {
+        NEED_ROOT();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT(s, "/t", CG_MODE_ADVISE, CG_FROM_TRUSTED, "/t");
+        EXPECT(s, "/t2", CG_MODE_BALANCE, CG_FROM_USER, "/t2");
+        EXPECT_INVALID(s, "/t2", "trusted.numabalanced", "bogus", "unknown value");
+        CHECK(!invalid(s, "/t", "user.numabalanced"));
+}
+
+/* In a subtree delegated to uid 1000, only directories it owns set anything. */
+TEST(walk_user_setting_counts_for_the_subtree_owner) {
+        NEED_ROOT();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT(s, "/o", CG_MODE_ADVISE, CG_FROM_USER, "/o");
+        EXPECT(s, "/o/o1", CG_MODE_ADVISE, CG_FROM_USER, "/o");
+        EXPECT(s, "/o/o2", CG_MODE_BALANCE, CG_FROM_USER, "/o/o2");
+        /* o3's "off" does not count: it inherits advise from /o; o3x's balance
+         * does not count either. */
+        EXPECT(s, "/o/o3", CG_MODE_ADVISE, CG_FROM_USER, "/o");
+        EXPECT(s, "/o/o3/o3x", CG_MODE_ADVISE, CG_FROM_USER, "/o");
+        EXPECT_INVALID(s, "/o/o3", "user.numabalanced", "off", "not owned by the subtree's owner");
+        EXPECT_INVALID(s, "/o/o3/o3x", "user.numabalanced", "balance",
+                       "not owned by the subtree's owner");
+        EXPECT_NONE(s, "/o/o3/r");
+        EXPECT(s, "/o/o3/r/n", CG_MODE_BALANCE, CG_FROM_USER, "/o/o3/r/n");
+        EXPECT(s, "/p", CG_MODE_BALANCE, CG_FROM_USER, "/p");
+        CHECK(!invalid(s, "/o/o2", "user.numabalanced"));
+}
+
+/* Last of the cases on the shared walk: it frees it. */
+TEST(walk_selection_done_empties_it) {
+        NEED_XATTRS();
+        walk();
+        cgroup_selection_done(&walked);
+        CHECK(walked.entries == NULL && walked.n_entries == 0 && walked.invalid == NULL);
+}
+
+/* The walk root is the root whoever owns it; a config rule on "/" applies. */
+TEST(walk_config_rule_on_the_root) {
+        NEED_XATTRS();
+        struct cgroup_rule r1[] = { { (char *) "/", CG_MODE_ADVISE } };
+        struct cgroup_selection s = {};
+
+        CHECK_INT(cgroup_select(root, r1, 1, &s), 0);
+        EXPECT(&s, "/", CG_MODE_ADVISE, CG_FROM_CONFIG, "/");
+        EXPECT(&s, "/b/b2", CG_MODE_ADVISE, CG_FROM_CONFIG, "/");
+        EXPECT(&s, "/a", CG_MODE_BALANCE, CG_FROM_USER, "/a");
         cgroup_selection_done(&s);
-        CHECK(s.entries == NULL && s.n_entries == 0 && s.invalid == NULL);
+}
 
-        /* The walk root is the root whoever owns it; a config rule on "/" applies. */
-        {
-                struct cgroup_rule r1[] = { { (char *) "/", CG_MODE_ADVISE } };
-                CHECK_INT(cgroup_select(root, r1, 1, &s), 0);
-                EXPECT(&s, "/", CG_MODE_ADVISE, CG_FROM_CONFIG, "/");
-                EXPECT(&s, "/b/b2", CG_MODE_ADVISE, CG_FROM_CONFIG, "/");
-                EXPECT(&s, "/a", CG_MODE_BALANCE, CG_FROM_USER, "/a");
-                cgroup_selection_done(&s);
-        }
-        /* A walk below the top starts there. */
-        {
-                char sub[8192];
-                snprintf(sub, sizeof(sub), "%s/a", root);
-                CHECK_INT(cgroup_select(sub, NULL, 0, &s), 0);
-                EXPECT(&s, "/", CG_MODE_BALANCE, CG_FROM_USER, "/");
-                EXPECT(&s, "/a1", CG_MODE_BALANCE, CG_FROM_USER, "/");
-                EXPECT_NONE(&s, "/a2");
-                CHECK(!s.truncated);
-                cgroup_selection_done(&s);
-        }
+/* A walk below the top starts there. */
+TEST(walk_from_a_subdirectory) {
+        NEED_XATTRS();
+        struct cgroup_selection s = {};
+        char sub[8192];
 
-        /* A root that cannot be opened: -errno, *ret untouched. */
-        {
-                char missing[8192];
-                s0.n_entries = 12345;
-                snprintf(missing, sizeof(missing), "%s/nonexistent", root);
-                CHECK_INT(cgroup_select(missing, NULL, 0, &s0), -ENOENT);
-                snprintf(missing, sizeof(missing), "%s/cgroup.procs", root);
-                CHECK_INT(cgroup_select(missing, NULL, 0, &s0), -ENOTDIR);
-                CHECK_INT(s0.n_entries, 12345);
-        }
+        snprintf(sub, sizeof(sub), "%s/a", root);
+        CHECK_INT(cgroup_select(sub, NULL, 0, &s), 0);
+        EXPECT(&s, "/", CG_MODE_BALANCE, CG_FROM_USER, "/");
+        EXPECT(&s, "/a1", CG_MODE_BALANCE, CG_FROM_USER, "/");
+        EXPECT_NONE(&s, "/a2");
+        CHECK(!s.truncated);
+        cgroup_selection_done(&s);
+}
+
+/* A root that cannot be opened: -errno, *ret untouched. */
+TEST(walk_unopenable_root_fails_untouched) {
+        NEED_XATTRS();
+        struct cgroup_selection s0 = { .n_entries = 12345 };
+        char missing[8192];
+
+        snprintf(missing, sizeof(missing), "%s/nonexistent", root);
+        CHECK_INT(cgroup_select(missing, NULL, 0, &s0), -ENOENT);
+        snprintf(missing, sizeof(missing), "%s/cgroup.procs", root);
+        CHECK_INT(cgroup_select(missing, NULL, 0, &s0), -ENOTDIR);
+        CHECK_INT(s0.n_entries, 12345);
 }
 
 /* ------------------------------------------------------------------ cgroup.procs */
 
-static void test_procs(void) {
-        pid_t *pids = NULL, *untouched = (pid_t *) &root;
+/* Only valid PIDs, sorted, each once. */
+TEST(procs_valid_sorted_unique) {
+        pid_t *pids = NULL;
         size_t n = 77;
 
         mk("/procs");
@@ -398,6 +537,11 @@ static void test_procs(void) {
                 CHECK_INT(pids[3], 2147483647);
         }
         free(pids);
+}
+
+TEST(procs_of_the_root_cgroup) {
+        pid_t *pids = NULL;
+        size_t n = 77;
 
         put_file("/cgroup.procs", "1\n");
         CHECK_INT(cgroup_read_procs(root, "/", &pids, &n), 0);
@@ -405,55 +549,37 @@ static void test_procs(void) {
         if (n == 1)
                 CHECK_INT(pids[0], 1);
         free(pids);
+}
 
-        mk("/procs/empty");
-        put_file("/procs/empty/cgroup.procs", "");
-        CHECK_INT(cgroup_read_procs(root, "/procs/empty", &pids, &n), 0);
+TEST(procs_empty_or_junk_none) {
+        pid_t *pids = NULL;
+        size_t n = 77;
+
+        mk("/procs-empty");
+        put_file("/procs-empty/cgroup.procs", "");
+        CHECK_INT(cgroup_read_procs(root, "/procs-empty", &pids, &n), 0);
         CHECK_INT(n, 0);
         CHECK(pids == NULL);
 
-        put_file("/procs/empty/cgroup.procs", "junk\nmore junk\n");
-        CHECK_INT(cgroup_read_procs(root, "/procs/empty", &pids, &n), 0);
+        put_file("/procs-empty/cgroup.procs", "junk\nmore junk\n");
+        CHECK_INT(cgroup_read_procs(root, "/procs-empty", &pids, &n), 0);
         CHECK_INT(n, 0);
+}
 
-        /* A cgroup that is gone: -ENOENT and the outputs untouched. */
-        pids = untouched;
-        n = 77;
-        CHECK_INT(cgroup_read_procs(root, "/procs/gone", &pids, &n), -ENOENT);
+/* A cgroup that is gone: -ENOENT and the outputs untouched; a relative path: -EINVAL. */
+TEST(procs_gone_or_relative_fails_untouched) {
+        pid_t *untouched = (pid_t *) &root, *pids = untouched;
+        size_t n = 77;
+
+        CHECK_INT(cgroup_read_procs(root, "/procs-gone", &pids, &n), -ENOENT);
         CHECK(pids == untouched);
         CHECK_INT(n, 77);
         CHECK_INT(cgroup_read_procs(root, "relative", &pids, &n), -EINVAL);
 }
 
-int main(void) {
-        const char *tmp = getenv("TMPDIR");
-
-        test_rule();
-
-        is_root = geteuid() == 0;
-        snprintf(root, sizeof(root), "%s/test-cgroup.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(root)) {
-                fprintf(stderr, "mkdtemp %s: %m\n", root);
-                return 1;
-        }
-        if (setxattr(root, "user.numabalanced.probe", "1", 1, 0) < 0) {
-                int e = errno;
-                rmdir(root);
-                if (e == EOPNOTSUPP || e == EPERM) {
-                        printf("SKIP walk and procs: the file system under %s refuses user.* xattrs (%s); "
-                               "set TMPDIR to a directory on ext4/xfs/btrfs/tmpfs>=6.6\n",
-                               root, strerror(e));
-                        if (test_failures)
-                                TEST_MAIN_END();
-                        return 77;
-                }
-                fprintf(stderr, "setxattr probe on %s: %s\n", root, strerror(e));
-                return 1;
-        }
-        removexattr(root, "user.numabalanced.probe");
-
-        test_walk();
-        test_procs();
+static void outro(void) {
+        cgroup_selection_done(&walked);
         rm_tree();
-        TEST_MAIN_END();
 }
+
+DEFINE_TEST_MAIN_FULL(intro, outro)

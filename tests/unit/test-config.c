@@ -15,7 +15,7 @@
 #error "CONF_FILE (conf/numabalanced.conf) must be defined"
 #endif
 
-static char tmpdir[] = "/tmp/test-config-XXXXXX";
+static char tmpdir[] = "/tmp/test-config-XXXXXX";   /* made by intro() */
 
 static char *write_conf(const char *name, const char *text) {
         char *path;
@@ -47,16 +47,13 @@ static void check_errors(const char *name, const char *text, const char *const *
         CHECK_INT(errs.n, n);
         for (size_t i = 0; i < errs.n && i < n; i++) {
                 const char *m = errs.msgs[i];
-                if (strncmp(m, path, plen) != 0) {
-                        fprintf(stderr, "%s: error does not start with the path: %s\n", name, m);
-                        test_failures++;
+                bool has_path = strncmp(m, path, plen) == 0;
+
+                CHECK_MSG(has_path, "%s: error does not start with the path: %s", name, m);
+                if (!has_path)
                         continue;
-                }
-                if (strncmp(expected[i], "FILE", 4) != 0 || strcmp(m + plen, expected[i] + 4) != 0) {
-                        fprintf(stderr, "%s: got      \"FILE%s\"\n%s: expected \"%s\"\n", name, m + plen,
-                                name, expected[i]);
-                        test_failures++;
-                }
+                CHECK_MSG(strncmp(expected[i], "FILE", 4) == 0 && strcmp(m + plen, expected[i] + 4) == 0,
+                          "%s: got      \"FILE%s\"\n%s: expected \"%s\"", name, m + plen, name, expected[i]);
         }
         for (size_t i = n; i < errs.n; i++)
                 fprintf(stderr, "%s: unexpected error: %s\n", name, errs.msgs[i]);
@@ -67,7 +64,7 @@ static void check_errors(const char *name, const char *text, const char *const *
 
 #define ERRORS(name, text, ...) check_errors(name, text, (const char *const[]) { __VA_ARGS__, NULL })
 
-static void test_defaults(void) {
+TEST(defaults) {
         struct nb_config c;
         nb_cpumask empty = {};
 
@@ -97,37 +94,40 @@ static void test_defaults(void) {
         config_done(&c);        /* twice: a done config is empty */
 }
 
-static void test_full(void) {
-        _cleanup_free_ char *path = write_conf("full.conf",
-                "; every key, with values other than the defaults\n"
-                "[daemon]\n"
-                "service_cpus = 0-1,8\n"
-                "tick_ms = 500   # inline comments are allowed\n"
-                "scan_min_ms = 500\n"
-                "scan_max_ms=60000\n"
-                "log_level = debug\n"
-                "kernel_numa_balancing = disable\n"
-                "\n"
-                "[Select]\n"
-                "cgroup_root = /tmp/cg\n"
-                "cgroups = /db.slice=balance, /batch.slice=advise\t/db.slice/backup.service=off\n"
-                "MIN_RSS = 1G\n"
-                "[sample]\n"
-                "source = proc\n"
-                "pmu = page-faults\n"
-                "pmu_sample_rate = 250\n"
-                "[decide]\n"
-                "min_cpu_share_pct = 75\n"
-                "cooldown_ms = 0\n"
-                "free_floor_pct = 10\n"
-                "move_shared = yes\n"
-                "move_preferred = On\n"
-                "min_misplaced = 1000\n"
-                "[migrate]\n"
-                "rate_limit_mb_s = 0\n"
-                "batch_pages = 512\n"
-                "[report]\n"
-                "metrics_path = \"/var/lib/node-exporter/numabalanced.prom\"\n");
+/* Every key, with values other than the defaults, in every accepted spelling. */
+static const char full_conf[] =
+        "; every key, with values other than the defaults\n"
+        "[daemon]\n"
+        "service_cpus = 0-1,8\n"
+        "tick_ms = 500   # inline comments are allowed\n"
+        "scan_min_ms = 500\n"
+        "scan_max_ms=60000\n"
+        "log_level = debug\n"
+        "kernel_numa_balancing = disable\n"
+        "\n"
+        "[Select]\n"
+        "cgroup_root = /tmp/cg\n"
+        "cgroups = /db.slice=balance, /batch.slice=advise\t/db.slice/backup.service=off\n"
+        "MIN_RSS = 1G\n"
+        "[sample]\n"
+        "source = proc\n"
+        "pmu = page-faults\n"
+        "pmu_sample_rate = 250\n"
+        "[decide]\n"
+        "min_cpu_share_pct = 75\n"
+        "cooldown_ms = 0\n"
+        "free_floor_pct = 10\n"
+        "move_shared = yes\n"
+        "move_preferred = On\n"
+        "min_misplaced = 1000\n"
+        "[migrate]\n"
+        "rate_limit_mb_s = 0\n"
+        "batch_pages = 512\n"
+        "[report]\n"
+        "metrics_path = \"/var/lib/node-exporter/numabalanced.prom\"\n";
+
+TEST(every_key_set) {
+        _cleanup_free_ char *path = write_conf("full.conf", full_conf);
         struct nb_config c = {};
         struct config_errors errs = {};
         nb_cpumask cpus = {};
@@ -176,14 +176,14 @@ static void test_full(void) {
         unlink(path);
 }
 
-static void test_missing(void) {
+TEST(missing_file_enoent_and_no_message) {
         struct nb_config c = {};
         struct config_errors errs = {};
         CHECK_INT(config_load("/nonexistent/numabalanced.conf", &c, &errs), -ENOENT);
         CHECK_INT(errs.n, 0);
 }
 
-static void test_errors(void) {
+TEST(errors_unknown_section_key_or_none) {
         ERRORS("unknown-section.conf",
                "[daemon]\ntick_ms = 1000\n\n[sampling]\nsource = proc\n",
                "FILE:4: [sampling]: unknown section (accepted: [daemon], [select], [sample], [decide], [migrate], [report])");
@@ -193,6 +193,10 @@ static void test_errors(void) {
         ERRORS("no-section.conf",
                "tick_ms = 1000\n[daemon]\n",
                "FILE:1: tick_ms: key outside of any section (accepted: a section header first: [daemon], [select], [sample], [decide], [migrate], [report])");
+}
+
+/* Numbers: not a number, negative, out of range, overflowing, with junk, empty. */
+TEST(errors_numbers) {
         ERRORS("bad-number.conf",
                "[daemon]\ntick_ms = fast\n",
                "FILE:2: [daemon] tick_ms: \"fast\" is not a number (accepted: 100..60000)");
@@ -215,6 +219,9 @@ static void test_errors(void) {
         ERRORS("empty-number.conf",
                "[daemon]\ntick_ms =\n",
                "FILE:2: [daemon] tick_ms: empty value (accepted: 100..60000)");
+}
+
+TEST(errors_booleans_and_enums) {
         ERRORS("bad-bool.conf",
                "[decide]\nmove_shared = yesterday\n",
                "FILE:2: [decide] move_shared: \"yesterday\" is not a boolean (accepted: yes, no, true, false, on, off, 1, 0)");
@@ -223,6 +230,9 @@ static void test_errors(void) {
                "FILE:2: [daemon] log_level: \"Debug\" is not a known value (accepted: err, warning, notice, info, debug)",
                "FILE:3: [daemon] kernel_numa_balancing: \"off\" is not a known value (accepted: leave, disable)",
                "FILE:5: [sample] source: \"perf\" is not a known value (accepted: auto, proc, bpf)");
+}
+
+TEST(errors_cpu_lists) {
         ERRORS("bad-cpus.conf",
                "[daemon]\nservice_cpus = 0-x\n",
                "FILE:2: [daemon] service_cpus: \"0-x\" is not a CPU list "
@@ -239,7 +249,10 @@ static void test_errors(void) {
                "[daemon]\nservice_cpus = 9000\n",
                "FILE:2: [daemon] service_cpus: \"9000\" names a CPU beyond the limit "
                "(accepted: a CPU list such as 0-1,8 with CPUs below 8192, or empty for the lowest-numbered online CPU)");
+}
+
 #define CG_ACCEPTED "(accepted: /PATH=balance|advise|off, separated by spaces or commas; PATH without . or .. components)"
+TEST(errors_cgroup_rules) {
         ERRORS("cg-relative.conf",
                "[select]\ncgroups = /a=balance db.slice=balance\n",
                "FILE:2: [select] cgroups: \"db.slice=balance\": path must start with '/' " CG_ACCEPTED);
@@ -258,32 +271,51 @@ static void test_errors(void) {
         ERRORS("cg-slash.conf",
                "[select]\ncgroups = /a//b=off /c/=off\n",
                "FILE:2: [select] cgroups: \"/a//b=off\": path has an empty component (\"//\" or a trailing '/') " CG_ACCEPTED);
+}
+
+TEST(errors_relative_paths) {
         ERRORS("path.conf",
                "[select]\ncgroup_root = sys/fs/cgroup\n[report]\nmetrics_path = metrics.prom\n",
                "FILE:2: [select] cgroup_root: \"sys/fs/cgroup\" is not an absolute path (accepted: an absolute path)",
                "FILE:4: [report] metrics_path: \"metrics.prom\" is not an absolute path (accepted: an absolute path, or empty for none)");
-        /* iniparser lower-cases keys: a duplicate in other case is still a duplicate. */
+}
+
+/* iniparser lower-cases keys: a duplicate in other case is still a duplicate. */
+TEST(errors_duplicate_key_in_other_case) {
         ERRORS("duplicate.conf",
                "[decide]\ncooldown_ms = 100\n[daemon]\ntick_ms = 200\n[decide]\nCooldown_MS = 300\n",
                "FILE:6: [decide] cooldown_ms: duplicate key, already set on line 2 (accepted: one setting per key)");
+}
+
+/* scan_min_ms <= scan_max_ms, with either of them left at its default. */
+TEST(errors_scan_order) {
         ERRORS("scan-order.conf",
                "[daemon]\nscan_max_ms = 2000\nscan_min_ms = 5000\n",
                "FILE:3: [daemon] scan_min_ms: 5000 is above scan_max_ms 2000 (accepted: scan_min_ms <= scan_max_ms)");
         ERRORS("scan-order2.conf",
                "[daemon]\nscan_max_ms = 500\n",
                "FILE:2: [daemon] scan_min_ms: 1000 is above scan_max_ms 500 (accepted: scan_min_ms <= scan_max_ms)");
+}
+
+TEST(errors_syntax) {
         ERRORS("syntax.conf",
                "[daemon\ntick_ms 1000\n= 5\n",
                "FILE:1: syntax error (accepted: [section], key = value, or a comment starting with # or ;)",
                "FILE:2: syntax error (accepted: [section], key = value, or a comment starting with # or ;)",
                "FILE:3: syntax error: no key before '=' (accepted: key = value)");
-        /* A continued line counts from its first line; the next entry keeps its own number. */
+}
+
+/* A continued line counts from its first line; the next entry keeps its own number. */
+TEST(errors_line_numbers_of_continued_lines) {
         ERRORS("continued.conf",
                "[select]\ncgroups = /a=balance \\\n   /b=bogus\nmin_rss = 1X\n",
                "FILE:2: [select] cgroups: \"/b=bogus\": unknown mode " CG_ACCEPTED,
                "FILE:4: [select] min_rss: \"1X\" has junk after the number (or an unknown unit) "
                "(accepted: 0..1T bytes, with an optional K, M, G or T suffix)");
-        /* All errors are reported, not just the first. */
+}
+
+/* All errors are reported, not just the first. */
+TEST(errors_all_reported) {
         ERRORS("many.conf",
                "[daemon]\ntick_ms = 0\nbogus = 1\n[nope]\nx = 1\n[decide]\nmove_shared = maybe\n",
                "FILE:2: [daemon] tick_ms: \"0\" is out of range (accepted: 100..60000)",
@@ -293,7 +325,7 @@ static void test_errors(void) {
 }
 
 /* An earlier value keeps its place: a failed load leaves *cfg as it was. */
-static void test_untouched(void) {
+TEST(failed_load_leaves_config_untouched) {
         _cleanup_free_ char *path = write_conf("untouched.conf", "[daemon]\ntick_ms = 1\n");
         struct nb_config c;
         struct config_errors errs = {};
@@ -309,9 +341,9 @@ static void test_untouched(void) {
         unlink(path);
 }
 
-static void test_cg_mode(void) {
+/* The cgroup mode as an xattr holds it: one trailing newline allowed. */
+TEST(cg_mode_parse_valid) {
         enum cg_mode m = CG_MODE_UNSET;
-        char huge[4096];
 
         CHECK_INT(cg_mode_parse("balance", 7, &m), 0);
         CHECK_INT(m, CG_MODE_BALANCE);
@@ -319,7 +351,13 @@ static void test_cg_mode(void) {
         CHECK_INT(m, CG_MODE_ADVISE);
         CHECK_INT(cg_mode_parse("off", 3, &m), 0);
         CHECK_INT(m, CG_MODE_OFF);
-        m = CG_MODE_UNSET;
+}
+
+/* Anything else is -EINVAL and leaves the output alone. */
+TEST(cg_mode_parse_invalid_untouched) {
+        enum cg_mode m = CG_MODE_UNSET;
+        char huge[4096];
+
         CHECK_INT(cg_mode_parse("", 0, &m), -EINVAL);
         CHECK_INT(cg_mode_parse("\n", 1, &m), -EINVAL);
         CHECK_INT(cg_mode_parse("off\n\n", 5, &m), -EINVAL);
@@ -337,27 +375,31 @@ static void test_cg_mode(void) {
         CHECK_INT(cg_mode_parse(huge, sizeof(huge), &m), -EINVAL);
         CHECK_INT(cg_mode_parse(NULL, 0, &m), -EINVAL);
         CHECK_INT(m, CG_MODE_UNSET);
+}
+
+TEST(cg_mode_names) {
         CHECK_STR(cg_mode_name(CG_MODE_BALANCE), "balance");
         CHECK_STR(cg_mode_name(CG_MODE_ADVISE), "advise");
         CHECK_STR(cg_mode_name(CG_MODE_OFF), "off");
         CHECK_STR(cg_mode_name((enum cg_mode) 42), "?");
 }
 
-/* The shipped file documents every key, in its own section, with its default: with
- * the "#key = value" lines uncommented it must load, and give exactly the defaults. */
-static void test_shipped_conf(void) {
-        _cleanup_free_ char *text = NULL, *uncommented = NULL, *path = NULL;
-        const char *const *keys = config_keys();
-        struct nb_config c = {}, d;
-        struct config_errors errs = {};
-        size_t len, o = 0, n_keys = 0;
-        int r;
+static char *shipped_text(size_t *ret_len) {
+        char *text = NULL;
+        int r = read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &text, ret_len);
 
-        r = read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &text, &len);
         CHECK_INT(r, 0);
-        if (r < 0)
-                return;
+        return r < 0 ? NULL : text;
+}
 
+/* The shipped file documents every key, in its own section, as "#key = DEFAULT". */
+TEST(shipped_conf_lists_every_key) {
+        _cleanup_free_ char *text = shipped_text(NULL);
+        const char *const *keys = config_keys();
+        size_t n_keys = 0;
+
+        if (!text)
+                return;
         for (; keys[n_keys]; n_keys++) {
                 const char *k = keys[n_keys], *dot = strchr(k, '.');
                 char header[64], setting[80];
@@ -371,32 +413,51 @@ static void test_shipped_conf(void) {
                 sec = strstr(text, header);
                 next = sec ? strstr(sec + 1, "\n[") : NULL;
                 at = sec ? strstr(sec, setting) : NULL;
-                if (!sec || !at || (next && at > next)) {
-                        fprintf(stderr, "%s: \"#%s = DEFAULT\" not found in section %s\n", CONF_FILE, dot + 1, header + 1);
-                        test_failures++;
-                }
+                CHECK_MSG(sec && at && !(next && at > next), "%s: \"#%s = DEFAULT\" not found in section %s",
+                          CONF_FILE, dot + 1, header + 1);
         }
         CHECK_INT(n_keys, 22);
+}
 
-        uncommented = malloc(len + 1);
-        if (!uncommented)
+/* The text with its "#key = value" lines (no space after '#') uncommented; "# text"
+ * is prose and stays. */
+static char *uncomment(const char *text, size_t len) {
+        char *out = malloc(len + 1);
+        size_t o = 0;
+
+        if (!out)
                 abort();
         for (const char *p = text; *p;) {
-                /* "#key = value" (no space after '#') is a setting; "# text" is prose. */
                 if (p[0] == '#' && p[1] >= 'a' && p[1] <= 'z')
                         p++;
                 while (*p && *p != '\n')
-                        uncommented[o++] = *p++;
+                        out[o++] = *p++;
                 if (*p)
-                        uncommented[o++] = *p++;
+                        out[o++] = *p++;
         }
-        uncommented[o] = 0;
+        out[o] = 0;
+        return out;
+}
+
+/* With the "#key = value" lines uncommented it loads, and gives exactly the defaults. */
+TEST(shipped_conf_uncommented_gives_the_defaults) {
+        _cleanup_free_ char *text = NULL, *uncommented = NULL, *path = NULL;
+        struct nb_config c = {}, d;
+        struct config_errors errs = {};
+        size_t len;
+        int r;
+
+        text = shipped_text(&len);
+        if (!text)
+                return;
+        uncommented = uncomment(text, len);
         path = write_conf("uncommented.conf", uncommented);
         r = config_load(path, &c, &errs);
         CHECK_INT(r, 0);
         for (size_t i = 0; i < errs.n; i++)
                 fprintf(stderr, "shipped config, uncommented: %s\n", errs.msgs[i]);
         config_errors_done(&errs);
+        unlink(path);
         if (r < 0)
                 return;
 
@@ -424,26 +485,28 @@ static void test_shipped_conf(void) {
         CHECK_STR(c.metrics_path, d.metrics_path);
         config_done(&c);
         config_done(&d);
-        unlink(path);
+}
 
-        /* And the shipped file as it is, all commented out, is valid. */
+/* And the shipped file as it is, all commented out, is valid. */
+TEST(shipped_conf_loads_as_is) {
+        struct nb_config c = {};
+        struct config_errors errs = {};
+
         CHECK_INT(config_load(CONF_FILE, &c, &errs), 0);
         CHECK_INT(errs.n, 0);
         config_done(&c);
 }
 
-int main(void) {
+static int intro(void) {
         if (!mkdtemp(tmpdir)) {
                 perror("mkdtemp");
                 return 1;
         }
-        test_defaults();
-        test_full();
-        test_missing();
-        test_errors();
-        test_untouched();
-        test_cg_mode();
-        test_shipped_conf();
-        rmdir(tmpdir);
-        TEST_MAIN_END();
+        return 0;
 }
+
+static void outro(void) {
+        rmdir(tmpdir);
+}
+
+DEFINE_TEST_MAIN_FULL(intro, outro)

@@ -18,25 +18,16 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
 import promparse  # noqa: E402
+from nbtest import check  # noqa: E402
 
 daemon_exe, ctl_exe = sys.argv[1], sys.argv[2]
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        print('FAIL: ' + what, file=sys.stderr)
-        failures += 1
-    return cond
-
-
-tmp = tempfile.mkdtemp(prefix='test-control-')
+tmp = nbtest.tmpdir('test-control-')
 cg = os.path.join(tmp, 'cg')
 sock = os.path.join(tmp, 'run', 'control')     # the daemon creates run/
 metrics = os.path.join(tmp, 'numabalanced.prom')
@@ -126,8 +117,8 @@ try:
                 listed = d
                 break
         time.sleep(0.2)
-    if not check(listed is not None, f'the daemon did not list the workload within 20 s:\n{daemon_log()}'):
-        raise SystemExit
+    # (Without it nothing below can be checked: the test ends here, failed.)
+    nbtest.require(listed is not None, f'the daemon did not list the workload within 20 s:\n{daemon_log()}')
     check(oct(os.stat(sock).st_mode & 0o777) == '0o666', 'control socket mode is not 0666')
 
     # --- status
@@ -273,6 +264,6 @@ finally:
         w.kill()
         w.wait()
 
-if failures:
+if nbtest.failures():
     print(daemon_log()[-3000:], file=sys.stderr)
-sys.exit(1 if failures else 0)
+nbtest.finish()

@@ -107,10 +107,8 @@ static size_t man_keys(const char *text, struct man_key *keys, size_t max) {
                         plain(p, len, buf, sizeof(buf));
                         if (buf[0] == '[' && buf[strlen(buf) - 1] == ']')
                                 snprintf(section, sizeof(section), "%.*s", (int) strlen(buf) - 2, buf + 1);
-                        else {
-                                fprintf(stderr, "%s: subsection \"%s\" is not [section]\n", MAN_CONF_FILE, buf);
-                                test_failures++;
-                        }
+                        else
+                                TEST_FAIL("%s: subsection \"%s\" is not [section]", MAN_CONF_FILE, buf);
                         cur = NULL;
                 } else if (in_options && len == 3 && strncmp(p, ".TP", 3) == 0) {
                         after_tp = true;
@@ -143,80 +141,121 @@ static size_t man_keys(const char *text, struct man_key *keys, size_t max) {
         return n;
 }
 
-static void test_docs(void) {
-        _cleanup_free_ char *conf = NULL, *man = NULL;
-        const char *const *keys = config_keys();
+/* The two files, and the keys the man page describes. */
+struct docs {
+        char *conf, *man;
         struct man_key mk[128];
-        size_t n_man, n_keys = 0;
+        size_t n_man;
+};
 
-        CHECK_INT(read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &conf, NULL), 0);
-        CHECK_INT(read_file_at(AT_FDCWD, MAN_CONF_FILE, 1 << 20, &man, NULL), 0);
-        if (!conf || !man)
+static bool docs_load(struct docs *d) {
+        *d = (struct docs) {};
+        CHECK_INT(read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &d->conf, NULL), 0);
+        CHECK_INT(read_file_at(AT_FDCWD, MAN_CONF_FILE, 1 << 20, &d->man, NULL), 0);
+        if (!d->conf || !d->man)
+                return false;
+        d->n_man = man_keys(d->man, d->mk, ELEMENTSOF(d->mk));
+        return true;
+}
+
+static void docs_done(struct docs *d) {
+        free(d->conf);
+        free(d->man);
+}
+
+/* "section.key" split: the section into buf, the key returned; NULL without a dot. */
+static const char *split_key(const char *k, char *section, size_t size) {
+        const char *dot = strchr(k, '.');
+
+        CHECK(dot != NULL);
+        if (!dot)
+                return NULL;
+        snprintf(section, size, "%.*s", (int) (dot - k), k);
+        return dot + 1;
+}
+
+static const struct man_key *man_key(const struct docs *d, const char *section, const char *key) {
+        const struct man_key *m = NULL;
+
+        for (size_t i = 0; i < d->n_man; i++)
+                if (strcmp(d->mk[i].section, section) == 0 && strcmp(d->mk[i].key, key) == 0)
+                        m = &d->mk[i];
+        return m;
+}
+
+/* Every key of the parser is in the shipped file as "#key = DEFAULT" in its section. */
+TEST(conf_lists_every_key) {
+        const char *const *keys = config_keys();
+        _cleanup_(docs_done) struct docs d = {};
+
+        if (!docs_load(&d))
                 return;
-        n_man = man_keys(man, mk, ELEMENTSOF(mk));
-
-        for (; keys[n_keys]; n_keys++) {
-                const char *k = keys[n_keys], *dot = strchr(k, '.');
+        for (size_t n = 0; keys[n]; n++) {
                 char section[32];
+                const char *key = split_key(keys[n], section, sizeof(section));
                 _cleanup_free_ char *def = NULL;
-                const struct man_key *m = NULL;
 
-                CHECK(dot != NULL);
-                if (!dot)
+                if (!key)
                         continue;
-                snprintf(section, sizeof(section), "%.*s", (int) (dot - k), k);
-                def = conf_default(conf, section, dot + 1);
-                if (!def) {
-                        fprintf(stderr, "%s: \"#%s = DEFAULT\" not found in [%s]\n", CONF_FILE, dot + 1, section);
-                        test_failures++;
-                }
-                for (size_t i = 0; i < n_man; i++)
-                        if (strcmp(mk[i].section, section) == 0 && strcmp(mk[i].key, dot + 1) == 0)
-                                m = &mk[i];
-                if (!m) {
-                        fprintf(stderr, "%s: key %s not described in section [%s]\n", MAN_CONF_FILE, dot + 1, section);
-                        test_failures++;
-                        continue;
-                }
-                if (!m->has_range) {
-                        fprintf(stderr, "%s: [%s] %s has no \"Range:\" line\n", MAN_CONF_FILE, section, dot + 1);
-                        test_failures++;
-                }
-                if (!m->has_def) {
-                        fprintf(stderr, "%s: [%s] %s has no \"Default:\" line\n", MAN_CONF_FILE, section, dot + 1);
-                        test_failures++;
-                } else if (def) {
-                        /* An empty default is written "empty" in the man page. */
-                        const char *want = def[0] ? def : "empty";
-                        if (strcmp(m->def, want) != 0) {
-                                fprintf(stderr, "%s: [%s] %s: default \"%s\", but %s has \"%s\"\n", MAN_CONF_FILE,
-                                        section, dot + 1, m->def, CONF_FILE, def);
-                                test_failures++;
-                        }
-                }
+                def = conf_default(d.conf, section, key);
+                CHECK_MSG(def, "%s: \"#%s = DEFAULT\" not found in [%s]", CONF_FILE, key, section);
         }
+}
 
-        /* Nothing described that the parser does not know (a renamed or removed key). */
-        for (size_t i = 0; i < n_man; i++) {
+/* ... and described in the man page, in its section, with a "Range:" line and the
+ * shipped file's default on its "Default:" line ("empty" for an empty one). */
+TEST(man_page_describes_every_key) {
+        const char *const *keys = config_keys();
+        _cleanup_(docs_done) struct docs d = {};
+
+        if (!docs_load(&d))
+                return;
+        for (size_t n = 0; keys[n]; n++) {
+                char section[32];
+                const char *key = split_key(keys[n], section, sizeof(section));
+                _cleanup_free_ char *def = NULL;
+                const struct man_key *m;
+
+                if (!key)
+                        continue;
+                def = conf_default(d.conf, section, key);
+                m = man_key(&d, section, key);
+                CHECK_MSG(m, "%s: key %s not described in section [%s]", MAN_CONF_FILE, key, section);
+                if (!m)
+                        continue;
+                CHECK_MSG(m->has_range, "%s: [%s] %s has no \"Range:\" line", MAN_CONF_FILE, section, key);
+                CHECK_MSG(m->has_def, "%s: [%s] %s has no \"Default:\" line", MAN_CONF_FILE, section, key);
+                if (m->has_def && def)
+                        CHECK_MSG(strcmp(m->def, def[0] ? def : "empty") == 0,
+                                  "%s: [%s] %s: default \"%s\", but %s has \"%s\"", MAN_CONF_FILE,
+                                  section, key, m->def, CONF_FILE, def);
+        }
+}
+
+/* Nothing described that the parser does not know (a renamed or removed key). */
+TEST(man_page_describes_only_known_keys) {
+        const char *const *keys = config_keys();
+        size_t n_keys = 0;
+        _cleanup_(docs_done) struct docs d = {};
+
+        if (!docs_load(&d))
+                return;
+        while (keys[n_keys])
+                n_keys++;
+        for (size_t i = 0; i < d.n_man; i++) {
                 bool known = false;
                 for (size_t j = 0; keys[j]; j++) {
                         const char *dot = strchr(keys[j], '.');
-                        if (dot && strlen(mk[i].section) == (size_t) (dot - keys[j]) &&
-                            strncmp(keys[j], mk[i].section, (size_t) (dot - keys[j])) == 0 &&
-                            strcmp(dot + 1, mk[i].key) == 0)
+                        if (dot && strlen(d.mk[i].section) == (size_t) (dot - keys[j]) &&
+                            strncmp(keys[j], d.mk[i].section, (size_t) (dot - keys[j])) == 0 &&
+                            strcmp(dot + 1, d.mk[i].key) == 0)
                                 known = true;
                 }
-                if (!known) {
-                        fprintf(stderr, "%s: [%s] %s is not a key the parser knows\n", MAN_CONF_FILE,
-                                mk[i].section, mk[i].key);
-                        test_failures++;
-                }
+                CHECK_MSG(known, "%s: [%s] %s is not a key the parser knows", MAN_CONF_FILE,
+                          d.mk[i].section, d.mk[i].key);
         }
-        CHECK_INT(n_man, n_keys);
+        CHECK_INT(d.n_man, n_keys);
         CHECK(n_keys > 0);
 }
 
-int main(void) {
-        test_docs();
-        TEST_MAIN_END();
-}
+DEFINE_TEST_MAIN()

@@ -16,22 +16,16 @@ import filecmp
 import os
 import subprocess
 import sys
-import tempfile
 
-failures = 0
-
-
-def fail(msg):
-    global failures
-    print(f"FAIL: {msg}")
-    failures += 1
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
 
 
 def install(meson, build, destdir):
     r = subprocess.run([meson, "install", "-C", build, "--no-rebuild", "--destdir", destdir],
                        capture_output=True, text=True)
-    if r.returncode != 0:
-        fail(f"meson install --destdir {destdir} exited {r.returncode}:\n{r.stdout}{r.stderr}")
+    check(r.returncode == 0, f"meson install --destdir {destdir} exited {r.returncode}:\n{r.stdout}{r.stderr}")
     return r.stdout + r.stderr
 
 
@@ -60,42 +54,36 @@ def main():
     }
     conf = p(sysconfdir) + "/numabalanced.conf"
 
-    with tempfile.TemporaryDirectory(prefix="test-install-") as dest:
-        install(meson, build, dest)
-        got = tree(dest)
-        for f in sorted(expected - got):
-            fail(f"not installed: {f}")
-        for f in sorted(got - expected):
-            fail(f"installed but not expected: {f}")
-        if failures:
-            return 1
-        print("ok: installed exactly:\n  " + "\n  ".join(sorted(got)))
+    dest = nbtest.tmpdir("test-install-")
+    install(meson, build, dest)
+    got = tree(dest)
+    for f in sorted(expected | got):
+        check(f in got, f"not installed: {f}")
+        check(f in expected, f"installed but not expected: {f}")
+    if nbtest.failures():
+        nbtest.finish()
+    print("ok: installed exactly:\n  " + "\n  ".join(sorted(got)))
 
-        for f in (p(bindir) + "/numabalancectl", p(sbindir) + "/numabalanced"):
-            if not os.access(dest + f, os.X_OK):
-                fail(f"{f} is not executable")
-        if not filecmp.cmp(dest + conf, os.path.join(src, "conf", "numabalanced.conf"), shallow=False):
-            fail(f"{conf} differs from conf/numabalanced.conf")
-        unit = open(dest + os.path.normpath(unitdir) + "/numabalanced.service").read()
-        if f"\nExecStart={p(sbindir)}/numabalanced\n" not in unit:
-            fail(f"the installed unit's ExecStart does not name {p(sbindir)}/numabalanced")
-        for page in ("man8/numabalanced.8", "man5/numabalanced.conf.5", "man8/numabalancectl.8"):
-            if not filecmp.cmp(dest + p(mandir) + "/" + page, os.path.join(src, "man", os.path.basename(page)),
-                               shallow=False):
-                fail(f"{page} differs from man/{os.path.basename(page)}")
+    for f in (p(bindir) + "/numabalancectl", p(sbindir) + "/numabalanced"):
+        check(os.access(dest + f, os.X_OK), f"{f} is not executable")
+    check(filecmp.cmp(dest + conf, os.path.join(src, "conf", "numabalanced.conf"), shallow=False),
+          f"{conf} differs from conf/numabalanced.conf")
+    unit = open(dest + os.path.normpath(unitdir) + "/numabalanced.service").read()
+    check(f"\nExecStart={p(sbindir)}/numabalanced\n" in unit,
+          f"the installed unit's ExecStart does not name {p(sbindir)}/numabalanced")
+    for page in ("man8/numabalanced.8", "man5/numabalanced.conf.5", "man8/numabalancectl.8"):
+        check(filecmp.cmp(dest + p(mandir) + "/" + page, os.path.join(src, "man", os.path.basename(page)),
+                          shallow=False), f"{page} differs from man/{os.path.basename(page)}")
 
-        # An operator's edits survive a reinstall (and an upgrade).
-        edited = "# edited by the operator\n[daemon]\ntick_ms = 2000\n"
-        with open(dest + conf, "w") as f:
-            f.write(edited)
-        install(meson, build, dest)
-        if open(dest + conf).read() != edited:
-            fail(f"a second install replaced the edited {conf}")
-        else:
-            print(f"ok: a second install kept the edited {conf}")
-        if tree(dest) != expected:
-            fail(f"after the second install: {sorted(tree(dest) ^ expected)}")
-    return 1 if failures else 0
+    # An operator's edits survive a reinstall (and an upgrade).
+    edited = "# edited by the operator\n[daemon]\ntick_ms = 2000\n"
+    with open(dest + conf, "w") as f:
+        f.write(edited)
+    install(meson, build, dest)
+    if check(open(dest + conf).read() == edited, f"a second install replaced the edited {conf}"):
+        print(f"ok: a second install kept the edited {conf}")
+    check(tree(dest) == expected, f"after the second install: {sorted(tree(dest) ^ expected)}")
+    nbtest.finish()
 
 
 if __name__ == "__main__":

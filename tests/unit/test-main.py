@@ -10,17 +10,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
 
 exe, data = sys.argv[1], sys.argv[2]
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        print('FAIL: ' + what, file=sys.stderr)
-        failures += 1
 
 
 def run(*args, timeout=20):
@@ -28,7 +23,7 @@ def run(*args, timeout=20):
     return p.returncode, p.stdout, p.stderr
 
 
-tmp = tempfile.mkdtemp(prefix='test-main-')
+tmp = nbtest.tmpdir('test-main-')
 
 
 def conf(name, text):
@@ -117,7 +112,9 @@ sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 sock.bind(sock_path)
 sock.settimeout(20)
 env = dict(os.environ, NOTIFY_SOCKET=sock_path)
-p = subprocess.Popen([exe, '--foreground', '--config', disable, '--proc-root', proc],
+# Its own control socket: the default one may belong to a daemon already running.
+p = subprocess.Popen([exe, '--foreground', '--config', disable, '--proc-root', proc,
+                      '--control-socket', os.path.join(tmp, 'control')],
                      stderr=subprocess.PIPE, text=True, env=env)
 try:
     while True:
@@ -137,7 +134,4 @@ check('Set kernel.numa_balancing=0 (was 1)' in err and 'Restored kernel.numa_bal
 rc, out, err = run('--config', disable, '--proc-root', proc, '--once', '--dry-run')
 check(rc == 0 and knb_value() == '1' and 'dry run, not setting it to 0' in err, 'disable --dry-run: %d %r' % (rc, err))
 
-subprocess.run(['rm', '-rf', tmp])
-if failures:
-    print('%d check(s) failed' % failures, file=sys.stderr)
-sys.exit(1 if failures else 0)
+nbtest.finish()

@@ -14,7 +14,9 @@ import shutil
 import subprocess
 import sys
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
 
 
 def main():
@@ -24,28 +26,24 @@ def main():
         return 2
     groff, man = shutil.which("groff"), shutil.which("man")
     if not groff or not man:
-        print("SKIP: groff or man not installed (Debian: groff-base, man-db)")
-        return SKIP
+        nbtest.skip("groff or man not installed (Debian: groff-base, man-db)")
     env = dict(os.environ, LC_ALL="C.UTF-8", MANWIDTH="80")
     env.pop("MANROFFOPT", None)
-    failures = 0
     for page in pages:
         name = os.path.basename(page).rsplit(".", 1)[0]
         for cmd in ([groff, "-man", "-ww", "-z", "-Tutf8", page],
                     [man, "--warnings", "-l", "-Tutf8", page]):
             r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if r.returncode != 0 or r.stderr.strip():
-                print(f"FAIL: {' '.join(cmd)} (exit {r.returncode}):\n{r.stderr}")
-                failures += 1
-            elif cmd[0] == man:
+            if not check(r.returncode == 0 and not r.stderr.strip(),
+                         f"{' '.join(cmd)} (exit {r.returncode}):\n{r.stderr}"):
+                continue
+            if cmd[0] == man:
                 text = subprocess.run(["col", "-b"], input=r.stdout, capture_output=True, text=True).stdout \
                     if shutil.which("col") else r.stdout
-                if f"{name} -" not in text and f"{name} \u2010" not in text:
-                    print(f"FAIL: {page}: no \"{name} - ...\" NAME line in the rendered page")
-                    failures += 1
-                else:
+                if check(f"{name} -" in text or f"{name} \u2010" in text,
+                         f"{page}: no \"{name} - ...\" NAME line in the rendered page"):
                     print(f"ok: {page} renders without warnings ({len(text.splitlines())} lines)")
-    return 1 if failures else 0
+    nbtest.finish()
 
 
 if __name__ == "__main__":

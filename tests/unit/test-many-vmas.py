@@ -13,16 +13,12 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
+
 ctl, helper = sys.argv[1], sys.argv[2]
 N = 30000
-failures = []
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL:", msg)
-
 
 p = subprocess.Popen([helper, str(N)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 pid = int(p.stdout.readline())
@@ -32,7 +28,7 @@ try:
     check(n_maps >= N, f"the helper has {n_maps} VMAs, expected at least {N}")
     # Through a shell that reports its own children's peak RSS: numabalancectl's alone.
     t0 = time.monotonic()
-    out_path = f"/tmp/nb-many-vmas.{os.getpid()}.json"
+    out_path = os.path.join(nbtest.tmpdir("nb-many-vmas-"), "show.json")
     c = subprocess.run([sys.executable, "-c",
                         "import resource, subprocess, sys\n"
                         "r = subprocess.run(sys.argv[1:5], stdout=open(sys.argv[5], 'wb'))\n"
@@ -43,7 +39,6 @@ try:
     check(rc == 0, f"show exited {rc}: {c.stderr[-500:]}")
     with open(out_path, "rb") as f:
         out = f.read()
-    os.unlink(out_path)
     doc = json.loads(out)
     vmas = doc.get("vmas", [])
     check(len(vmas) >= N, f"show listed {len(vmas)} VMAs, expected at least {N}")
@@ -54,5 +49,4 @@ finally:
 
 print(f"peak RSS of numabalancectl: {peak_kb / 1024:.1f} MiB")
 check(peak_kb < 64 * 1024, f"peak RSS {peak_kb} KiB is not bounded (over 64 MiB for {N} VMAs)")
-print("failures:", failures)
-sys.exit(1 if failures else 0)
+nbtest.finish()

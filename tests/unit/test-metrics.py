@@ -7,23 +7,15 @@
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
 import promparse  # noqa: E402
+from nbtest import check  # noqa: E402
 
 exe = sys.argv[1]
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        print('FAIL: ' + what, file=sys.stderr)
-        failures += 1
-
-
-tmp = tempfile.mkdtemp(prefix='test-metrics-')
+tmp = nbtest.tmpdir('test-metrics-')
 path = os.path.join(tmp, 'numabalanced.prom')
 r = subprocess.run([exe, '--metrics', path], capture_output=True, text=True)
 check(r.returncode == 0, f'test-report --metrics: {r.returncode} {r.stderr}')
@@ -33,8 +25,7 @@ check(oct(os.stat(path).st_mode & 0o777) == '0o644', 'metrics file mode')
 try:
     fam = promparse.parse(text)
 except ValueError as e:
-    check(False, f'metrics do not parse: {e}\n{text}')
-    sys.exit(1)
+    nbtest.require(False, f'metrics do not parse: {e}\n{text}')
 
 for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_pages_total', 'counter'),
                   ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_tick_duration_seconds', 'gauge'),
@@ -80,8 +71,8 @@ bad = [
 for b in bad:
     try:
         promparse.parse(b)
-        check(False, f'the parser accepted {b!r}')
+        nbtest.fail(f'the parser accepted {b!r}')
     except ValueError:
-        pass
+        check(True, 'the parser refused it')
 
-sys.exit(1 if failures else 0)
+nbtest.finish()

@@ -16,21 +16,14 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
+
 exe = sys.argv[1]
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        print('FAIL: ' + what, file=sys.stderr)
-        failures += 1
-
-
-tmp = tempfile.mkdtemp(prefix='test-notify-')
+tmp = nbtest.tmpdir('test-notify-')
 conf = os.path.join(tmp, 'numabalanced.conf')
 
 
@@ -62,7 +55,7 @@ def receive_until(pred, what):
         messages.append((time.monotonic_ns() // 1000, fields))
         if pred(fields):
             return fields
-    check(False, 'timed out waiting for ' + what)
+    nbtest.fail('timed out waiting for ' + what)
     return None
 
 
@@ -71,7 +64,10 @@ env.pop('WATCHDOG_PID', None)
 env.pop('JOURNAL_STREAM', None)
 err_path = os.path.join(tmp, 'stderr')
 with open(err_path, 'w') as err_file:
-    p = subprocess.Popen([exe, '--foreground', '--dry-run', '--config', conf],
+    # Its own control socket: the default one belongs to whichever daemon runs
+    # alongside (test-main's, or the machine's).
+    p = subprocess.Popen([exe, '--foreground', '--dry-run', '--config', conf,
+                          '--control-socket', os.path.join(tmp, 'control')],
                          stderr=err_file, env=env)
 try:
     receive_until(lambda f: f.get('READY') == '1', 'READY=1 at start')
@@ -108,7 +104,7 @@ finally:
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait()
-        check(False, 'no exit within 20 s of SIGTERM')
+        nbtest.fail('no exit within 20 s of SIGTERM')
 receive_until(lambda f: f.get('STOPPING') == '1', 'STOPPING=1')
 check(p.returncode == 0, 'exit status %r after SIGTERM' % p.returncode)
 
@@ -129,11 +125,7 @@ with open(err_path) as f:
 check(conf + ':2: [daemon] tick_ms: "fast" is not a number (accepted: 100..60000)' in err,
       'the refused reload does not say why: %r' % err)
 check('Reload refused, keeping the running configuration' in err, 'no "Reload refused" in %r' % err)
-if failures:
+if nbtest.failures():
     print(err, file=sys.stderr)
     print('messages: %r' % messages, file=sys.stderr)
-
-subprocess.run(['rm', '-rf', tmp])
-if failures:
-    print('%d check(s) failed' % failures, file=sys.stderr)
-sys.exit(1 if failures else 0)
+nbtest.finish()

@@ -32,23 +32,25 @@ static char *load(const char *name, size_t *len) {
         snprintf(path, sizeof(path), "%s/numa_maps/%s", TEST_DATA_DIR, name);
         r = read_file_at(AT_FDCWD, path, 64 << 20, &buf, len);
         if (r < 0) {
-                fprintf(stderr, "cannot read %s: %s\n", path, strerror(-r));
-                exit(2);
+                TEST_FAIL("cannot read %s: %s", path, strerror(-r));
+                return NULL;
         }
         return buf;
 }
 
+/* The parsed file; NULL (and a failure) when it cannot be read or parsed. */
 static struct numa_maps *parse_file(const char *name) {
         size_t len;
         char *buf = load(name, &len);
         struct numa_maps *m = NULL;
-        int r = numa_maps_parse(buf, len, &m);
+        int r;
 
+        if (!buf)
+                return NULL;
+        r = numa_maps_parse(buf, len, &m);
         free(buf);
         CHECK_INT(r, 0);
-        if (r < 0)
-                exit(2);
-        return m;
+        return r < 0 ? NULL : m;
 }
 
 static void check_vma(const char *file, const struct numa_maps *m, const struct vma *v, const struct exp *e) {
@@ -91,6 +93,8 @@ static void check_file(const char *file, const struct exp *e, size_t n_exp,
                        const unsigned *bad, unsigned n_bad) {
         struct numa_maps *m = parse_file(file);
 
+        if (!m)
+                return;
         CHECK_INT(m->n_vmas, n_exp);
         for (size_t i = 0; i < m->n_vmas && i < n_exp; i++)
                 check_vma(file, m, &m->vmas[i], &e[i]);
@@ -282,10 +286,69 @@ static const unsigned path_traps_bad[] = { 5 };
 #define CHECK_FILE(name, exp, bad) check_file(name, exp, ELEMENTSOF(exp), bad, ELEMENTSOF(bad))
 #define CHECK_FILE_NOBAD(name, exp) check_file(name, exp, ELEMENTSOF(exp), NULL, 0)
 
-static void test_long_lines(void) {
+TEST(file_captured_2_nodes) {
+        check_file("qemu-6.1-2node.txt", two_node, ELEMENTSOF(two_node), NULL, 0);
+}
+
+TEST(file_captured_32_nodes) {
+        check_file("qemu-6.1-32node.txt", wide_node, ELEMENTSOF(wide_node), NULL, 0);
+}
+
+TEST(file_hostile_truncated_policies) {
+        CHECK_FILE("hostile-truncated.txt", truncated, truncated_bad);
+}
+
+TEST(file_hostile_weighted_interleave) {
+        CHECK_FILE("hostile-weighted.txt", weighted, weighted_bad);
+}
+
+TEST(file_hostile_unknown_tokens) {
+        CHECK_FILE("hostile-unknown-tokens.txt", unknown, unknown_bad);
+}
+
+TEST(file_hostile_bad_tokens) {
+        check_file("hostile-bad-tokens.txt", bad_tokens, ELEMENTSOF(bad_tokens), bad_tokens_bad, 33);
+}
+
+TEST(file_hostile_huge_numbers) {
+        CHECK_FILE("hostile-huge-numbers.txt", huge_numbers, huge_numbers_bad);
+}
+
+TEST(file_hostile_no_final_newline) {
+        CHECK_FILE_NOBAD("hostile-no-newline.txt", no_newline);
+}
+
+TEST(file_hostile_binary) {
+        CHECK_FILE("hostile-binary.txt", binary, binary_bad);
+}
+
+TEST(file_hostile_path_traps) {
+        CHECK_FILE("hostile-path-traps.txt", path_traps, path_traps_bad);
+}
+
+TEST(file_empty) {
+        check_file("hostile-empty.txt", NULL, 0, NULL, 0);
+}
+
+/* The trap file name of the capture never adds a count on node 0. */
+TEST(file_name_with_n0_adds_no_count) {
+        struct numa_maps *m = parse_file("qemu-6.1-2node.txt");
+
+        if (!m)
+                return;
+        for (size_t i = 0; i < m->n_vmas; i++)
+                if (m->vmas[i].path && strstr(m->vmas[i].path, "N0\\075999"))
+                        CHECK_INT(vma_pages_on(m, &m->vmas[i], 0), 0);
+        numa_maps_free(m);
+}
+
+/* A 4,000-byte path, a line with all 1,024 nodes, and a line too long to keep. */
+TEST(file_hostile_long_lines) {
         struct numa_maps *m = parse_file("hostile-long-lines.txt");
         const struct vma *v;
 
+        if (!m)
+                return;
         CHECK_INT(m->n_vmas, 3);
         CHECK_INT(m->n_bad_lines, 1);
         CHECK_INT(m->bad_lines[0], 2);
@@ -347,7 +410,7 @@ static void policy_bad(const char *s) {
         policy_bad_err(s, -EINVAL);
 }
 
-static void test_policies(void) {
+TEST(policy_valid) {
         policy_ok("default", MODE_DEFAULT, 0, "", false);
         policy_ok("local", MODE_LOCAL, 0, "", false);
         policy_ok("prefer:1", MODE_PREFERRED, 0, "1", false);
@@ -361,7 +424,9 @@ static void test_policies(void) {
         policy_ok("weighted interleave:0-3", MODE_WEIGHTED_INTERLEAVE, 0, "0-3", false);
         policy_ok("weighted interleave=static", MODE_WEIGHTED_INTERLEAVE, STATIC, "", false);
         policy_ok("bind", MODE_BIND, 0, "", false);
+}
 
+TEST(policy_invalid_untouched) {
         policy_bad("");
         policy_bad("Bind:1");
         policy_bad("bind ");
@@ -389,40 +454,51 @@ static void test_policies(void) {
         policy_bad("default:0");
         policy_bad("local:0");
         policy_bad("unknown");
-
-        /* 63 characters with a list: the kernel's cut. */
-        {
-                const char *s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36,391";
-                const char *certain = "1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36";
-                CHECK_INT(strlen(s), 63);
-                /* "391" may be the start of "3910": dropped. */
-                policy_ok(s, MODE_INTERLEAVE, 0, certain, true);
-                /* "36-370": 36 was followed by '-', so it is whole; the end is not. */
-                s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36-370";
-                CHECK_INT(strlen(s), 63);
-                policy_ok(s, MODE_INTERLEAVE, 0, certain, true);
-                /* Cut or not, junk is junk. */
-                s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36-37x";
-                CHECK_INT(strlen(s), 63);
-                policy_bad(s);
-                s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36,3 1";
-                CHECK_INT(strlen(s), 63);
-                policy_bad(s);
-                /* 62 characters: whole. */
-                s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36-39";
-                CHECK_INT(strlen(s), 62);
-                policy_ok(s, MODE_INTERLEAVE, 0, "1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36-39", false);
-        }
-        {
-                /* The length given counts, not the NUL: "bind:1" then junk. */
-                struct mempolicy p;
-                CHECK_INT(mempolicy_parse("bind:1xyz", 6, &p), 0);
-                CHECK_INT(nodemask_weight(&p.nodes), 1);
-                CHECK_INT(mempolicy_parse(NULL, 0, &p), -EINVAL);
-        }
 }
 
-static void test_names(void) {
+/* 63 characters with a list: the kernel's cut. What may be cut is dropped. */
+TEST(policy_cut_at_63_characters_drops_the_uncertain_tail) {
+        const char *certain = "1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36";
+        const char *s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36,391";
+
+        CHECK_INT(strlen(s), 63);
+        /* "391" may be the start of "3910": dropped. */
+        policy_ok(s, MODE_INTERLEAVE, 0, certain, true);
+        /* "36-370": 36 was followed by '-', so it is whole; the end is not. */
+        s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36-370";
+        CHECK_INT(strlen(s), 63);
+        policy_ok(s, MODE_INTERLEAVE, 0, certain, true);
+}
+
+/* Cut or not, junk is junk. */
+TEST(policy_cut_at_63_characters_junk_still_invalid) {
+        const char *s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36-37x";
+
+        CHECK_INT(strlen(s), 63);
+        policy_bad(s);
+        s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36,3 1";
+        CHECK_INT(strlen(s), 63);
+        policy_bad(s);
+}
+
+/* 62 characters: whole. */
+TEST(policy_of_62_characters_whole) {
+        const char *s = "interleave:1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36-39";
+
+        CHECK_INT(strlen(s), 62);
+        policy_ok(s, MODE_INTERLEAVE, 0, "1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,36-39", false);
+}
+
+/* The length given counts, not the NUL: "bind:1" then junk. */
+TEST(policy_length_counts) {
+        struct mempolicy p;
+
+        CHECK_INT(mempolicy_parse("bind:1xyz", 6, &p), 0);
+        CHECK_INT(nodemask_weight(&p.nodes), 1);
+        CHECK_INT(mempolicy_parse(NULL, 0, &p), -EINVAL);
+}
+
+TEST(mode_and_kind_names) {
         CHECK_STR(mpol_mode_name(MODE_DEFAULT), "default");
         CHECK_STR(mpol_mode_name(MODE_LOCAL), "local");
         CHECK_STR(mpol_mode_name(MODE_PREFERRED), "prefer");
@@ -439,9 +515,9 @@ static void test_names(void) {
         CHECK_STR(vma_kind_name(_VMA_KIND_MAX), "unknown");
 }
 
-static void test_buffers(void) {
-        struct numa_maps *m = NULL;
-        /* The length counts, not a NUL: the parse stops at "N0=1". */
+/* The length counts, not a NUL: the parse stops at "N0=1". */
+TEST(buffer_length_counts) {
+        _cleanup_(numa_maps_freep) struct numa_maps *m = NULL;
         static const char buf[] = "7f00 default N0=12345 kernelpagesize_kB=8";
 
         CHECK_INT(numa_maps_parse(buf, strlen("7f00 default N0=1"), &m), 0);
@@ -449,56 +525,33 @@ static void test_buffers(void) {
         CHECK_INT(m->vmas[0].pages, 1);
         CHECK_INT(m->vmas[0].page_size_kb, 4);
         CHECK_INT(m->vmas[0].line, 1);
-        numa_maps_free(m);
-        m = NULL;
+}
 
-        /* Only newlines: no VMA, nothing bad. */
+/* Only newlines: no VMA, nothing bad; nothing at all: no VMA. */
+TEST(buffer_empty_or_only_newlines) {
+        struct numa_maps *m = NULL;
+
         CHECK_INT(numa_maps_parse("\n\n\n", 3, &m), 0);
         CHECK_INT(m->n_vmas, 0);
         CHECK_INT(m->n_bad_lines, 0);
         numa_maps_free(m);
         m = NULL;
 
-        /* Nothing at all. */
         CHECK_INT(numa_maps_parse(NULL, 0, &m), 0);
         CHECK_INT(m->n_vmas, 0);
         numa_maps_free(m);
-
         numa_maps_free(NULL);
-        {
-                _cleanup_(numa_maps_freep) struct numa_maps *c = NULL;
-                CHECK_INT(numa_maps_parse("1 default\n\n2 bind:0\n", 20, &c), 0);
-                CHECK_INT(c->n_vmas, 2);
-                CHECK_INT(c->n_bad_lines, 1);
-                CHECK_INT(c->bad_lines[0], 2);
-                CHECK_INT(c->vmas[1].line, 3);
-        }
 }
 
-int main(void) {
-        check_file("qemu-6.1-2node.txt", two_node, ELEMENTSOF(two_node), NULL, 0);
-        check_file("qemu-6.1-32node.txt", wide_node, ELEMENTSOF(wide_node), NULL, 0);
-        CHECK_FILE("hostile-truncated.txt", truncated, truncated_bad);
-        CHECK_FILE("hostile-weighted.txt", weighted, weighted_bad);
-        CHECK_FILE("hostile-unknown-tokens.txt", unknown, unknown_bad);
-        check_file("hostile-bad-tokens.txt", bad_tokens, ELEMENTSOF(bad_tokens), bad_tokens_bad, 33);
-        CHECK_FILE("hostile-huge-numbers.txt", huge_numbers, huge_numbers_bad);
-        CHECK_FILE_NOBAD("hostile-no-newline.txt", no_newline);
-        CHECK_FILE("hostile-binary.txt", binary, binary_bad);
-        CHECK_FILE("hostile-path-traps.txt", path_traps, path_traps_bad);
-        check_file("hostile-empty.txt", NULL, 0, NULL, 0);
-        test_long_lines();
-        test_policies();
-        test_names();
-        test_buffers();
+/* An empty line is a bad line; line numbers count it. */
+TEST(buffer_bad_line_numbered) {
+        _cleanup_(numa_maps_freep) struct numa_maps *c = NULL;
 
-        /* The trap file name never adds a count on node 0. */
-        {
-                struct numa_maps *m = parse_file("qemu-6.1-2node.txt");
-                for (size_t i = 0; i < m->n_vmas; i++)
-                        if (m->vmas[i].path && strstr(m->vmas[i].path, "N0\\075999"))
-                                CHECK_INT(vma_pages_on(m, &m->vmas[i], 0), 0);
-                numa_maps_free(m);
-        }
-        TEST_MAIN_END();
+        CHECK_INT(numa_maps_parse("1 default\n\n2 bind:0\n", 20, &c), 0);
+        CHECK_INT(c->n_vmas, 2);
+        CHECK_INT(c->n_bad_lines, 1);
+        CHECK_INT(c->bad_lines[0], 2);
+        CHECK_INT(c->vmas[1].line, 3);
 }
+
+DEFINE_TEST_MAIN()

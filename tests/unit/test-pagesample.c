@@ -15,7 +15,7 @@
 #include "test.h"
 #include "topology.h"
 
-static struct topology *topo;
+static struct topology *topo;  /* tests/data/sys/2n2c, read by intro() */
 
 static int replay(const char *name, uint64_t page_size, unsigned min_samples, struct page_decision *ret) {
         _cleanup_free_ char *buf = NULL;
@@ -45,7 +45,14 @@ static int replay(const char *name, uint64_t page_size, unsigned min_samples, st
         return page_agg_decide(a, min_samples, ret);
 }
 
-static void test_private(void) {
+/* The samples are for the stored 2n2c machine: CPU 3 is on node 1. */
+TEST(topology_of_the_samples) {
+        CHECK_INT(topology_cpu_node(topo, 3), 1);
+}
+
+/* private.samples: thread 101 touches 64 pages from node 0, thread 202 64 others
+ * from node 1, each page 2 to 5 times. */
+TEST(private_pages_to_their_threads_node) {
         struct page_decision d;
         unsigned to0 = 0, to1 = 0;
 
@@ -74,14 +81,22 @@ static void test_private(void) {
         CHECK_INT(to0, 64);
         CHECK_INT(to1, 64);
         page_decision_done(&d);
+}
 
-        /* One sample is not evidence: with min_samples 6 nothing moves. */
+/* One sample is not evidence: with min_samples 6 nothing moves. */
+TEST(private_too_few_samples_no_move) {
+        struct page_decision d;
+
         CHECK_INT(replay("private.samples", 4096, 6, &d), 0);
         CHECK_INT(d.n_moves, 0);
         CHECK_INT(d.too_few, 128);
         page_decision_done(&d);
+}
 
-        /* Per 2 MiB huge page: the 64 pages of each thread fall in one huge page. */
+/* Per 2 MiB huge page: the 64 pages of each thread fall in one huge page. */
+TEST(private_per_huge_page) {
+        struct page_decision d;
+
         CHECK_INT(replay("private.samples", 2u << 20, 2, &d), 0);
         CHECK_INT(d.pages, 2);
         CHECK_INT(d.n_moves, 2);
@@ -91,7 +106,8 @@ static void test_private(void) {
         page_decision_done(&d);
 }
 
-static void test_mixed(void) {
+/* Pages touched from both nodes are shared; seen once, too few; from no known CPU, no node. */
+TEST(mixed_samples_classified) {
         struct page_decision d;
 
         CHECK_INT(replay("mixed.samples", 4096, 2, &d), 0);
@@ -103,6 +119,11 @@ static void test_mixed(void) {
         for (size_t i = 0; i < d.n_moves; i++)
                 CHECK(d.moves[i].page >> 36 == 0x7f0 || d.moves[i].page >> 36 == 0x7f1);
         page_decision_done(&d);
+}
+
+/* One page touched from each node in turn: shared, never moved. */
+TEST(pingpong_page_shared) {
+        struct page_decision d;
 
         CHECK_INT(replay("pingpong.samples", 4096, 2, &d), 0);
         CHECK_INT(d.pages, 1);
@@ -111,11 +132,11 @@ static void test_mixed(void) {
         page_decision_done(&d);
 }
 
-static void test_counts(void) {
+/* What the BPF map hands over: (page, node, count). */
+TEST(counts_from_the_bpf_map) {
         _cleanup_(page_agg_freep) struct page_agg *a = NULL;
         struct page_decision d;
 
-        /* What the BPF map hands over: (page, node, count). */
         CHECK_INT(page_agg_new(topo, 4096, &a), 0);
         CHECK_INT(page_agg_add_counts(a, 0x1000, 1, 3), 0);
         CHECK_INT(page_agg_add_counts(a, 0x2000, 0, 1), 0);
@@ -137,16 +158,13 @@ static void test_counts(void) {
         CHECK_INT(page_agg_decide(a, 0, &d), -EINVAL);
 }
 
-static void test_parse(void) {
-        static const char *const bad[] = {
-                "1 0\n", "1 0 0x10 4\n", "x 0 0x10\n", "1 0 16\n", "1 9000 0x10\n", "0 0 0x10\n", "1 0 0x\n",
-                "1 -1 0x10\n", "1 0 0xg\n",
-        };
+/* "TID CPU 0xADDR", comments and blank lines allowed. */
+TEST(parse_samples) {
+        static const char good[] = "# c\n\n 5\t1 0xABC # tail\n";
         struct page_sample *s = NULL;
         size_t n = 0;
         unsigned line = 0;
 
-        static const char good[] = "# c\n\n 5\t1 0xABC # tail\n";
         CHECK_INT(page_samples_parse(good, strlen(good), &s, &n, &line), 0);
         CHECK_INT(n, 1);
         if (n == 1) {
@@ -155,6 +173,21 @@ static void test_parse(void) {
                 CHECK_INT(s[0].addr, 0xabc);
         }
         free(s);
+        CHECK_INT(page_samples_parse("", 0, &s, &n, &line), 0);
+        CHECK_INT(n, 0);
+        free(s);
+}
+
+/* Refused, with the line number, and nothing returned. */
+TEST(parse_samples_malformed) {
+        static const char *const bad[] = {
+                "1 0\n", "1 0 0x10 4\n", "x 0 0x10\n", "1 0 16\n", "1 9000 0x10\n", "0 0 0x10\n", "1 0 0x\n",
+                "1 -1 0x10\n", "1 0 0xg\n",
+        };
+        struct page_sample *s = NULL;
+        size_t n = 0;
+        unsigned line = 0;
+
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 s = NULL;
                 line = 0;
@@ -162,41 +195,57 @@ static void test_parse(void) {
                 CHECK_INT(line, 1);
                 CHECK(s == NULL);
         }
-        CHECK_INT(page_samples_parse("", 0, &s, &n, &line), 0);
-        CHECK_INT(n, 0);
-        free(s);
 }
 
-static void test_pmu(void) {
-        struct pmu_info p;
-        char root[4096];
+/* The /sys tree of a PMU model, tests/data/sys-pmu/NAME. */
+static const char *pmu_root(const char *name) {
+        static char root[4096];
 
-        snprintf(root, sizeof(root), "%s/sys-pmu/intel", TEST_DATA_DIR);
+        snprintf(root, sizeof(root), "%s/sys-pmu/%s", TEST_DATA_DIR, name);
+        return root;
+}
+
+TEST(pmu_detect_intel_pebs) {
+        struct pmu_info p;
+        const char *root = pmu_root("intel");
+
         CHECK_INT(pmu_detect(root, &p), 0);
         CHECK_STR(pmu_kind_name(p.kind), "intel-pebs");
         CHECK_STR(p.device, "cpu");
         CHECK_INT(p.type, 4);
         CHECK_STR(p.event, "event=0xcd,umask=0x1,ldlat=3");
+}
 
-        snprintf(root, sizeof(root), "%s/sys-pmu/amd", TEST_DATA_DIR);
-        CHECK_INT(pmu_detect(root, &p), 0);
+TEST(pmu_detect_amd_ibs) {
+        struct pmu_info p;
+
+        CHECK_INT(pmu_detect(pmu_root("amd"), &p), 0);
         CHECK_STR(pmu_kind_name(p.kind), "amd-ibs");
         CHECK_INT(p.type, 11);
+}
 
-        snprintf(root, sizeof(root), "%s/sys-pmu/spe", TEST_DATA_DIR);
-        CHECK_INT(pmu_detect(root, &p), 0);
+TEST(pmu_detect_arm_spe) {
+        struct pmu_info p;
+
+        CHECK_INT(pmu_detect(pmu_root("spe"), &p), 0);
         CHECK_STR(pmu_kind_name(p.kind), "arm-spe");
         CHECK_STR(p.device, "arm_spe_0");
         CHECK_INT(p.type, 9);
+}
 
-        /* The test bed's guests: software and tracepoint events only. */
-        snprintf(root, sizeof(root), "%s/sys-pmu/none", TEST_DATA_DIR);
-        CHECK_INT(pmu_detect(root, &p), 0);
+/* The test bed's guests: software and tracepoint events only. */
+TEST(pmu_detect_none) {
+        struct pmu_info p;
+
+        CHECK_INT(pmu_detect(pmu_root("none"), &p), 0);
         CHECK_INT(p.kind, PMU_NONE);
         CHECK_STR(pmu_kind_name(p.kind), "none");
+}
 
-        snprintf(root, sizeof(root), "%s/sys-pmu/missing", TEST_DATA_DIR);
-        CHECK_INT(pmu_detect(root, &p), -ENOENT);
+TEST(pmu_detect_missing_tree) {
+        struct pmu_info p;
+
+        CHECK_INT(pmu_detect(pmu_root("missing"), &p), -ENOENT);
 }
 
 /* mixed.samples through plan_pages() against a process's numa_maps: page-level moves
@@ -229,13 +278,14 @@ static void page_plan(const char *maps_text, const char *mems, const struct plan
         page_decision_done(&d);
 }
 
-static void test_plan_pages(void) {
-        const struct plan_params pp = { .free_floor_pct = 5 };
+static const struct plan_params pp_default = { .free_floor_pct = 5 };
+
+/* Both default: A's 16 pages to node 0, B's to node 1, each as one merged move. */
+TEST(plan_pages_merged_per_vma) {
         struct plan pl;
 
-        /* Both default: A's 16 pages to node 0, B's to node 1, each as one merged move. */
         page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n"
-                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp_default, NULL, &pl);
         CHECK_INT(pl.n_moves, 2);
         if (pl.n_moves == 2) {
                 CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
@@ -247,75 +297,100 @@ static void test_plan_pages(void) {
         }
         CHECK_INT(pl.bytes, 32 * 4096);
         plan_done(&pl);
+}
 
-        /* A bound to node 1: its pages are touched from node 0, which it may not use. */
+/* A bound to node 1: its pages are touched from node 0, which it may not use. */
+TEST(plan_pages_never_outside_the_policy) {
+        struct plan pl;
+
         page_plan("7f0000000000 bind:1 anon=16 N1=16 kernelpagesize_kB=4\n"
-                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp_default, NULL, &pl);
         CHECK_INT(pl.n_moves, 1);
         CHECK_INT(pl.moves[0].target, 1);
         CHECK_INT(pl.skipped_bytes[REASON_NO_ALLOWED_NODE], 16 * 4096);
         plan_done(&pl);
+}
 
-        /* The cpuset allows node 1 only: A's evidence for node 0 is not acted on. */
+/* The cpuset allows node 1 only: A's evidence for node 0 is not acted on. */
+TEST(plan_pages_never_outside_the_cpuset) {
+        struct plan pl;
+
         page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n"
-                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "1", &pp, NULL, &pl);
+                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "1", &pp_default, NULL, &pl);
         CHECK_INT(pl.n_moves, 1);
         CHECK_INT(pl.moves[0].target, 1);
         plan_done(&pl);
+}
 
-        /* Interleaved: never; preferred: not unless move_preferred; shared: not unless move_shared. */
+/* Interleaved: never; preferred: not unless move_preferred. */
+TEST(plan_pages_interleave_and_preferred_left_alone) {
+        struct plan pl;
+
         page_plan("7f0000000000 interleave:0-1 anon=16 N1=16 kernelpagesize_kB=4\n"
-                  "7f1000000000 prefer:0 anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+                  "7f1000000000 prefer:0 anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp_default, NULL, &pl);
         CHECK_INT(pl.n_moves, 0);
         CHECK_INT(pl.skipped_bytes[REASON_POLICY], 16 * 4096);
         plan_done(&pl);
-        page_plan("7f0000000000 default anon=16 mapmax=2 N1=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+}
+
+/* Shared: not unless move_shared. */
+TEST(plan_pages_shared_only_when_configured) {
+        struct plan_params shared = pp_default;
+        struct plan pl;
+
+        page_plan("7f0000000000 default anon=16 mapmax=2 N1=16 kernelpagesize_kB=4\n", "0-1", &pp_default, NULL, &pl);
         CHECK_INT(pl.n_moves, 0);
         CHECK_INT(pl.reason, REASON_SHARED);
         plan_done(&pl);
-        {
-                struct plan_params shared = pp;
-                shared.move_shared = true;
-                page_plan("7f0000000000 default anon=16 mapmax=2 N1=16 kernelpagesize_kB=4\n", "0-1", &shared, NULL,
-                          &pl);
-                CHECK_INT(pl.n_moves, 1);
-                plan_done(&pl);
-        }
+        shared.move_shared = true;
+        page_plan("7f0000000000 default anon=16 mapmax=2 N1=16 kernelpagesize_kB=4\n", "0-1", &shared, NULL, &pl);
+        CHECK_INT(pl.n_moves, 1);
+        plan_done(&pl);
+}
 
-        /* A VMA the VMA-level plan moves whole is left to it. */
-        {
-                struct plan_move whole = { .vma = 1, .start = 0x7f1000000000ull, .target = 0, .bytes = 1 << 20 };
-                struct plan vp = { .moves = &whole, .n_moves = 1, .bytes = 1 << 20 };
-                page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n"
-                          "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp, &vp, &pl);
-                CHECK_INT(pl.n_moves, 1);
-                CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
-                plan_done(&pl);
-        }
+/* A VMA the VMA-level plan moves whole is left to it. */
+TEST(plan_pages_leave_a_vma_moved_whole) {
+        struct plan_move whole = { .vma = 1, .start = 0x7f1000000000ull, .target = 0, .bytes = 1 << 20 };
+        struct plan vp = { .moves = &whole, .n_moves = 1, .bytes = 1 << 20 };
+        struct plan pl;
 
-        /* The floor: a node with no room above it takes nothing. */
-        {
-                struct plan_params full = pp;
-                full.free_floor_pct = 100;
-                page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &full, NULL, &pl);
-                CHECK_INT(pl.n_moves, 0);
-                CHECK_INT(pl.reason, REASON_TARGET_FULL);
-                plan_done(&pl);
-        }
+        page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n"
+                  "7f1000000000 default anon=16 N0=16 kernelpagesize_kB=4\n", "0-1", &pp_default, &vp, &pl);
+        CHECK_INT(pl.n_moves, 1);
+        CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
+        plan_done(&pl);
+}
 
-        /* The cap: 5 pages per tick; the rest next time. */
-        {
-                struct plan_params capped = pp;
-                capped.max_bytes = 5 * 4096;
-                page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &capped, NULL, &pl);
-                CHECK_INT(pl.bytes, 5 * 4096);
-                CHECK_INT(pl.n_moves, 1);
-                plan_done(&pl);
-        }
+/* The floor: a node with no room above it takes nothing. */
+TEST(plan_pages_free_floor) {
+        struct plan_params full = pp_default;
+        struct plan pl;
 
-        /* A hugetlb VMA: one move of the whole 2 MiB page, not 16 of 4 KiB. */
-        page_plan("7f0000000000 default file=/dev/hugepages/x huge dirty=1 N1=1 kernelpagesize_kB=2048\n", "0-1", &pp,
-                  NULL, &pl);
+        full.free_floor_pct = 100;
+        page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &full, NULL, &pl);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.reason, REASON_TARGET_FULL);
+        plan_done(&pl);
+}
+
+/* The cap: 5 pages per tick; the rest next time. */
+TEST(plan_pages_cap) {
+        struct plan_params capped = pp_default;
+        struct plan pl;
+
+        capped.max_bytes = 5 * 4096;
+        page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &capped, NULL, &pl);
+        CHECK_INT(pl.bytes, 5 * 4096);
+        CHECK_INT(pl.n_moves, 1);
+        plan_done(&pl);
+}
+
+/* A hugetlb VMA: one move of the whole 2 MiB page, not 16 of 4 KiB. */
+TEST(plan_pages_hugetlb_page_whole) {
+        struct plan pl;
+
+        page_plan("7f0000000000 default file=/dev/hugepages/x huge dirty=1 N1=1 kernelpagesize_kB=2048\n", "0-1",
+                  &pp_default, NULL, &pl);
         CHECK_INT(pl.n_moves, 1);
         if (pl.n_moves == 1) {
                 CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
@@ -323,11 +398,15 @@ static void test_plan_pages(void) {
                 CHECK_INT(pl.moves[0].page_size, 2 << 20);
         }
         plan_done(&pl);
+}
 
-        /* A kernel with 64 KiB base pages (arm64): the unit is the VMA's own page
-         * size, whatever the machine running the test uses. The 16 sampled 4 KiB
-         * addresses are all in the first 64 KiB page: one move of that page. */
-        page_plan("7f0000000000 default anon=1 N1=1 kernelpagesize_kB=64\n", "0-1", &pp, NULL, &pl);
+/* A kernel with 64 KiB base pages (arm64): the unit is the VMA's own page size,
+ * whatever the machine running the test uses. The 16 sampled 4 KiB addresses are
+ * all in the first 64 KiB page: one move of that page. */
+TEST(plan_pages_unit_is_the_vma_page_size) {
+        struct plan pl;
+
+        page_plan("7f0000000000 default anon=1 N1=1 kernelpagesize_kB=64\n", "0-1", &pp_default, NULL, &pl);
         CHECK_INT(pl.n_moves, 1);
         if (pl.n_moves == 1) {
                 CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
@@ -335,9 +414,13 @@ static void test_plan_pages(void) {
                 CHECK_INT(pl.moves[0].page_size, 64 << 10);
         }
         plan_done(&pl);
+}
 
-        /* Pages outside every VMA (unmapped since sampled): nothing. */
-        page_plan("7f5000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &pp, NULL, &pl);
+/* Pages outside every VMA (unmapped since sampled): nothing. */
+TEST(plan_pages_unmapped_since_sampled) {
+        struct plan pl;
+
+        page_plan("7f5000000000 default anon=16 N1=16 kernelpagesize_kB=4\n", "0-1", &pp_default, NULL, &pl);
         CHECK_INT(pl.n_moves, 0);
         plan_done(&pl);
 }
@@ -345,13 +428,11 @@ static void test_plan_pages(void) {
 /* The perf_event_attr each PMU is opened with: what perf's own parser would build from
  * the same sysfs files (perf stat -e cpu/mem-loads/ -vv on an Intel machine prints
  * config 0x1cd, config1 0x3). */
-static void test_pmu_attr(void) {
+TEST(pmu_attr_intel_pebs) {
         struct perf_event_attr a;
         struct pmu_info p;
-        const char *why = NULL;
-        char root[4096];
+        const char *why = NULL, *root = pmu_root("intel");
 
-        snprintf(root, sizeof(root), "%s/sys-pmu/intel", TEST_DATA_DIR);
         CHECK_INT(pmu_detect(root, &p), 0);
         CHECK_INT(pmu_attr(root, &p, 500, &a, &why), 0);
         CHECK_INT(a.type, 4);
@@ -362,8 +443,15 @@ static void test_pmu_attr(void) {
         CHECK_INT(a.sample_type, PERF_SAMPLE_ADDR);
         CHECK_INT(a.precise_ip, 2);
         CHECK_INT(a.exclude_kernel, 1);
+}
 
-        /* A term without a format file, a value wider than its bits, junk. */
+/* A term without a format file, a value wider than its bits, junk; a bare term is a flag. */
+TEST(pmu_attr_event_terms) {
+        struct perf_event_attr a;
+        struct pmu_info p;
+        const char *why = NULL, *root = pmu_root("intel");
+
+        CHECK_INT(pmu_detect(root, &p), 0);
         snprintf(p.event, sizeof(p.event), "event=0xcd,frob=1");
         CHECK_INT(pmu_attr(root, &p, 500, &a, &why), -EINVAL);
         snprintf(p.event, sizeof(p.event), "event=0x1cd");
@@ -374,25 +462,36 @@ static void test_pmu_attr(void) {
         snprintf(p.event, sizeof(p.event), "event=0xcd,inv");
         CHECK_INT(pmu_attr(root, &p, 500, &a, &why), 0);
         CHECK_INT(a.config, 0xcd | 1 << 23);
+}
 
-        snprintf(root, sizeof(root), "%s/sys-pmu/amd", TEST_DATA_DIR);
+TEST(pmu_attr_amd_ibs) {
+        struct perf_event_attr a;
+        struct pmu_info p;
+        const char *why = NULL, *root = pmu_root("amd");
+
         CHECK_INT(pmu_detect(root, &p), 0);
         CHECK_INT(pmu_attr(root, &p, 1000, &a, &why), 0);
         CHECK_INT(a.type, 11);
         CHECK_INT(a.config, 0);
         CHECK_INT(a.sample_freq, 1000);
+}
 
-        snprintf(root, sizeof(root), "%s/sys-pmu/spe", TEST_DATA_DIR);
+/* Arm SPE records come through an AUX buffer: not usable, and why; no PMU: not usable. */
+TEST(pmu_attr_unsupported) {
+        struct perf_event_attr a;
+        struct pmu_info p;
+        const char *why = NULL, *root = pmu_root("spe");
+
         CHECK_INT(pmu_detect(root, &p), 0);
         CHECK_INT(pmu_attr(root, &p, 1000, &a, &why), -EOPNOTSUPP);
         CHECK(why && strstr(why, "AUX"));
 
-        snprintf(root, sizeof(root), "%s/sys-pmu/none", TEST_DATA_DIR);
+        root = pmu_root("none");
         CHECK_INT(pmu_detect(root, &p), 0);
         CHECK_INT(pmu_attr(root, &p, 1000, &a, &why), -EOPNOTSUPP);
 }
 
-int main(void) {
+static int intro(void) {
         char root[4096];
 
         snprintf(root, sizeof(root), "%s/sys/2n2c", TEST_DATA_DIR);
@@ -400,14 +499,11 @@ int main(void) {
                 fprintf(stderr, "cannot read %s\n", root);
                 return 1;
         }
-        CHECK_INT(topology_cpu_node(topo, 3), 1);
-        test_private();
-        test_mixed();
-        test_counts();
-        test_parse();
-        test_pmu();
-        test_pmu_attr();
-        test_plan_pages();
-        topology_free(topo);
-        return test_failures;
+        return 0;
 }
+
+static void outro(void) {
+        topology_free(topo);
+}
+
+DEFINE_TEST_MAIN_FULL(intro, outro)

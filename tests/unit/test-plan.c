@@ -7,6 +7,7 @@
 #include "numa_maps.h"
 #include "plan.h"
 #include "policy.h"
+#include "topology.h"
 #include "test.h"
 
 /* A topology built by hand: n nodes, node i has CPU i, memory per has_mem[i],
@@ -50,12 +51,10 @@ struct run {
         struct numa_maps *maps;
         struct plan plan;
         uint64_t ends[64];
+        uint64_t vma_span;      /* the size of every VMA; 0: 1 GiB */
 };
 
-/* The size every VMA is given by decide(): 1 GiB unless a test says otherwise. */
-static uint64_t vma_span = 1ull << 30;
-
-/* Parses numa_maps text, gives every VMA a vma_span range, and decides. */
+/* Parses numa_maps text, gives every VMA a range of rn->vma_span bytes, and decides. */
 static int decide(struct run *rn, const struct topology *t, const char *text, const char *mems,
                   const uint64_t *cpu, const struct plan_params *p, const struct plan_history *h, size_t nh,
                   uint64_t now, uint64_t *reserved) {
@@ -65,7 +64,7 @@ static int decide(struct run *rn, const struct topology *t, const char *text, co
         if (r < 0)
                 return r;
         for (size_t i = 0; i < rn->maps->n_vmas && i < 64; i++)
-                rn->ends[i] = rn->maps->vmas[i].start + vma_span;
+                rn->ends[i] = rn->maps->vmas[i].start + (rn->vma_span ?: 1ull << 30);
         in.maps = rn->maps;
         in.vma_end = rn->ends;
         nodemask_parse(mems, &in.mems_allowed);
@@ -82,279 +81,397 @@ static int decide(struct run *rn, const struct topology *t, const char *text, co
         return 0;
 }
 
+/* decide() with the default parameters, no history, nothing reserved. */
+static int decide_default(struct run *rn, const struct topology *t, const char *text, const char *mems,
+                          const uint64_t *cpu) {
+        return decide(rn, t, text, mems, cpu, &defaults, NULL, 0, 0, NULL);
+}
+
 static void done(struct run *rn) {
         plan_done(&rn->plan);
         numa_maps_free(rn->maps);
         *rn = (struct run) {};
 }
 
-int main(void) {
-        const bool mem2[] = { true, true }, mem4[] = { true, true, true, true };
-        struct topology *t2 = make_topo(2, mem2, dist2, 900 * 1024);
-        struct topology *t4 = make_topo(4, mem4, dist4, 900 * 1024);
+static const bool mem2[] = { true, true }, mem4[] = { true, true, true, true };
+
+/* The two machines: 2 nodes at distance 20, and a ring of 4 (16 to the neighbours,
+ * 22 across); every node with 1 GiB of memory, 900 MiB of it free. */
+static struct topology *topo2(void) {
+        return make_topo(2, mem2, dist2, 900 * 1024);
+}
+
+static struct topology *topo4(void) {
+        return make_topo(4, mem4, dist4, 900 * 1024);
+}
+
+/* (a) default policy, 512 MiB on node 0, threads on node 1: all to node 1. */
+TEST(default_policy_moves_to_the_threads_node) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 1000000 };
         struct run rn = {};
 
-        /* (a) default policy, 512 MiB on node 0, threads on node 1: all to node 1. */
-        {
-                const uint64_t cpu[] = { 0, 1000000 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 dirty=131072 N0=131072 kernelpagesize_kB=4\n",
-                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                CHECK_INT(rn.plan.hot_node, 1);
-                CHECK_INT(rn.plan.moves[0].target, 1);
-                CHECK_INT(rn.plan.moves[0].bytes, 512ull << 20);
-                CHECK_INT(rn.plan.moves[0].start, 0x7f0000000000ull);
-                CHECK_INT(rn.plan.reason, REASON_NONE);
-                done(&rn);
-        }
-        /* Sparse mappings (an ASan shadow, a heap reservation): a 16 TiB VMA with 4 MiB in
-         * it is left alone (the executor would walk 16 TiB), with its bytes counted;
-         * 64 GiB with exactly 1/64 resident, and 63 GiB with almost nothing, are planned. */
-        {
-                const uint64_t cpu[] = { 0, 1000000 };
-                vma_span = 16ull << 40;
-                CHECK_INT(decide(&rn, t2, "100000000000 default anon=1024 dirty=1024 N0=1024 kernelpagesize_kB=4\n",
-                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_SPARSE);
-                CHECK_INT(rn.plan.skipped_bytes[REASON_SPARSE], 4ull << 20);
-                CHECK_STR(plan_reason_name(rn.plan.reason), "sparse");
-                done(&rn);
-                vma_span = 64ull << 30;
-                CHECK_INT(decide(&rn, t2, "100000000000 default anon=262144 N0=262144 kernelpagesize_kB=4\n",
-                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                CHECK_INT(rn.plan.moves[0].target, 1); /* (bytes: what node 1 has room for) */
-                done(&rn);
-                CHECK_INT(decide(&rn, t2, "100000000000 default anon=262143 N0=262143 kernelpagesize_kB=4\n",
-                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_SPARSE);
-                done(&rn);
-                vma_span = 63ull << 30;
-                CHECK_INT(decide(&rn, t2, "100000000000 default anon=1024 N0=1024 kernelpagesize_kB=4\n",
-                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                done(&rn);
-                vma_span = 1ull << 30;
-        }
-        /* Already local: nothing, reason local. */
-        {
-                const uint64_t cpu[] = { 5, 0 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=100 N0=100 kernelpagesize_kB=4\n", "0-1", cpu,
-                                 &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_LOCAL);
-                done(&rn);
-        }
-        /* Hysteresis: 55% on node 1 is not enough at 60%. */
-        {
-                const uint64_t cpu[] = { 45, 55 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
-                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_CPU_SPREAD);
-                done(&rn);
-        }
-        /* No CPU time: nothing. */
-        {
-                const uint64_t cpu[] = { 0, 0 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
-                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.reason, REASON_NO_CPU_TIME);
-                done(&rn);
-        }
-        /* (b) bind to {0,1}: balanced to node 1. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 bind:0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
-                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                CHECK_INT(rn.plan.moves[0].target, 1);
-                done(&rn);
-        }
-        /* (c) 4 nodes, bind {1,3}, memory on 1, threads on 3: to 3, never 0 or 2. */
-        {
-                const uint64_t cpu[] = { 0, 0, 0, 9 };
-                CHECK_INT(decide(&rn, t4, "7f0000000000 bind:1,3 anon=131072 N1=131072 kernelpagesize_kB=4\n", "0-3",
-                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                CHECK_INT(rn.plan.moves[0].target, 3);
-                done(&rn);
-        }
-        /* bind {0,2}, threads on 1: both allowed nodes are as far as each other from 1
-         * (16 vs 16): memory on 0 stays. Threads on 3: distance 16 to 0 and to 2, stays. */
-        {
-                const uint64_t cpu[] = { 0, 9, 0, 0 };
-                CHECK_INT(decide(&rn, t4, "7f0000000000 bind:0,2 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-3",
-                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_LOCAL);
-                done(&rn);
-        }
-        /* bind {0,1}, threads on 2: nearest allowed to 2 is 1 (16) over 0 (22): to 1. */
-        {
-                const uint64_t cpu[] = { 0, 0, 9, 0 };
-                CHECK_INT(decide(&rn, t4, "7f0000000000 bind:0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-3",
-                                 cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                CHECK_INT(rn.plan.moves[0].target, 1);
-                done(&rn);
-        }
-        /* (d) cpuset allows node 0 only, threads on node 1: nothing. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0", cpu,
-                                 &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                done(&rn);
-        }
-        /* Pages outside the allowed set (cpuset shrank to {1}) move into it. */
-        {
-                const uint64_t cpu[] = { 9, 0 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "1", cpu,
-                                 &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                CHECK_INT(rn.plan.moves[0].target, 1);
-                done(&rn);
-        }
-        /* (e) interleave: untouched, and not even counted as misplaced. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 interleave:0-1 anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n",
-                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_LOCAL);
-                done(&rn);
-        }
-        /* prefer: left alone unless configured. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                struct plan_params p = defaults;
-                const char *text = "7f0000000000 prefer:0 anon=131072 N0=131072 kernelpagesize_kB=4\n";
-                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_POLICY);
-                done(&rn);
-                /* prefer:0 allows only node 0: even when configured, nothing to gain. */
-                p.move_preferred = true;
-                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                done(&rn);
-                CHECK_INT(decide(&rn, t2, "7f0000000000 prefer (many):0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n",
-                                 "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                done(&rn);
-        }
-        /* Shared pages: left alone unless configured. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                struct plan_params p = defaults;
-                const char *text = "7f0000000000 default anon=131072 mapmax=2 N0=131072 kernelpagesize_kB=4\n";
-                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_SHARED);
-                done(&rn);
-                p.move_shared = true;
-                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                done(&rn);
-        }
-        /* Below the threshold: 1 MiB misplaced < 2 MiB. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=256 N0=256 kernelpagesize_kB=4\n", "0-1", cpu,
-                                 &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_BELOW_THRESHOLD);
-                done(&rn);
-        }
-        /* Cooldown: moved to node 0 10 s ago; now node 1 is hot: wait. Same target: go on. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                const char *text = "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n";
-                struct plan_history h = { .start = 0x7f0000000000ull, .target = 0, .when_ms = 100000 };
-                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_COOLDOWN);
-                done(&rn);
-                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &defaults, &h, 1, 140000, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                done(&rn);
-                h.target = 1;
-                CHECK_INT(decide(&rn, t2, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                done(&rn);
-        }
-        /* (i) free-memory floor: node 1 has 40 MiB free of 1 GiB, floor 5% = 51.2 MiB. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                t2->nodes[1].mem_free_kb = 40 * 1024;
-                CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1", cpu,
-                                 &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                CHECK_INT(rn.plan.reason, REASON_TARGET_FULL);
-                done(&rn);
-                /* 300 MiB free: room for 300 - 51.2 MiB, the rest waits. */
-                t2->nodes[1].mem_free_kb = 300 * 1024;
-                {
-                        uint64_t reserved[2] = {};
-                        uint64_t room = 300ull * 1024 * 1024 - (1024ull * 1024 * 1024) / 100 * 5;
-                        CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n",
-                                         "0-1", cpu, &defaults, NULL, 0, 0, reserved), 0);
-                        CHECK_INT(rn.plan.n_moves, 1);
-                        CHECK_INT(rn.plan.moves[0].bytes, room);
-                        CHECK_INT(reserved[1], room);
-                        done(&rn);
-                        /* A second process the same tick finds the node full. */
-                        CHECK_INT(decide(&rn, t2, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n",
-                                         "0-1", cpu, &defaults, NULL, 0, 0, reserved), 0);
-                        CHECK_INT(rn.plan.n_moves, 0);
-                        CHECK_INT(rn.plan.reason, REASON_TARGET_FULL);
-                        done(&rn);
-                }
-                t2->nodes[1].mem_free_kb = 900 * 1024;
-        }
-        /* Largest gain first, and the cap. 4 nodes, threads on 0: memory on 2 (22) before 1 (16). */
-        {
-                const uint64_t cpu[] = { 9, 0, 0, 0 };
-                struct plan_params p = defaults;
-                const char *text =
-                        "7f0000000000 default anon=1024 N1=1024 kernelpagesize_kB=4\n"
-                        "7f1000000000 default anon=1024 N2=1024 kernelpagesize_kB=4\n"
-                        "7f2000000000 default anon=1024 N0=1024 kernelpagesize_kB=4\n";
-                CHECK_INT(decide(&rn, t4, text, "0-3", cpu, &p, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 2);
-                CHECK_INT(rn.plan.moves[0].start, 0x7f1000000000ull);
-                CHECK_INT(rn.plan.moves[1].start, 0x7f0000000000ull);
-                CHECK_INT(rn.plan.bytes, 8ull << 20);
-                done(&rn);
-                p.max_bytes = 6ull << 20;
-                CHECK_INT(decide(&rn, t4, text, "0-3", cpu, &p, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.bytes, 6ull << 20);
-                CHECK_INT(rn.plan.moves[1].bytes, 2ull << 20);
-                done(&rn);
-        }
-        /* hugetlb: page size carried to the move. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                CHECK_INT(decide(&rn, t2, "7f0000000000 default huge anon=8 dirty=8 N0=8 kernelpagesize_kB=2048\n",
-                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 1);
-                CHECK_INT(rn.plan.moves[0].page_size, 2048 * 1024);
-                CHECK_INT(rn.plan.moves[0].bytes, 16ull << 20);
-                done(&rn);
-        }
-        /* A truncated bind list is not trusted. */
-        {
-                const uint64_t cpu[] = { 0, 9 };
-                CHECK_INT(decide(&rn, t2,
-                                 "7f0000000000 bind=static|balancing:0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,3 anon=131072 N0=131072 kernelpagesize_kB=4\n",
-                                 "0-1", cpu, &defaults, NULL, 0, 0, NULL), 0);
-                CHECK_INT(rn.plan.n_moves, 0);
-                done(&rn);
-        }
-        topology_free(t2);
-        topology_free(t4);
-        TEST_MAIN_END();
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=131072 dirty=131072 N0=131072 kernelpagesize_kB=4\n",
+                                 "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.hot_node, 1);
+        CHECK_INT(rn.plan.moves[0].target, 1);
+        CHECK_INT(rn.plan.moves[0].bytes, 512ull << 20);
+        CHECK_INT(rn.plan.moves[0].start, 0x7f0000000000ull);
+        CHECK_INT(rn.plan.reason, REASON_NONE);
+        done(&rn);
 }
+
+/* Sparse mappings (an ASan shadow, a heap reservation): a 16 TiB VMA with 4 MiB in
+ * it is left alone (the executor would walk 16 TiB), with its bytes counted. */
+TEST(sparse_16tib_vma_left_alone) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 1000000 };
+        struct run rn = { .vma_span = 16ull << 40 };
+
+        CHECK_INT(decide_default(&rn, t, "100000000000 default anon=1024 dirty=1024 N0=1024 kernelpagesize_kB=4\n",
+                                 "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_SPARSE);
+        CHECK_INT(rn.plan.skipped_bytes[REASON_SPARSE], 4ull << 20);
+        CHECK_STR(plan_reason_name(rn.plan.reason), "sparse");
+        done(&rn);
+}
+
+/* 64 GiB with exactly 1/64 resident is planned; one page less is sparse. */
+TEST(sparse_64gib_vma_planned_from_1_64th_resident) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 1000000 };
+        struct run rn = { .vma_span = 64ull << 30 };
+
+        CHECK_INT(decide_default(&rn, t, "100000000000 default anon=262144 N0=262144 kernelpagesize_kB=4\n",
+                                 "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 1); /* (bytes: what node 1 has room for) */
+        done(&rn);
+        rn.vma_span = 64ull << 30;
+        CHECK_INT(decide_default(&rn, t, "100000000000 default anon=262143 N0=262143 kernelpagesize_kB=4\n",
+                                 "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_SPARSE);
+        done(&rn);
+}
+
+/* Below 64 GiB a VMA is never sparse: 63 GiB with almost nothing is planned. */
+TEST(sparse_rule_not_below_64gib) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 1000000 };
+        struct run rn = { .vma_span = 63ull << 30 };
+
+        CHECK_INT(decide_default(&rn, t, "100000000000 default anon=1024 N0=1024 kernelpagesize_kB=4\n",
+                                 "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        done(&rn);
+}
+
+TEST(already_local_nothing_to_do) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 5, 0 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=100 N0=100 kernelpagesize_kB=4\n", "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_LOCAL);
+        done(&rn);
+}
+
+/* Hysteresis: 55% on node 1 is not enough at 60%. */
+TEST(cpu_share_below_threshold_no_move) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 45, 55 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_CPU_SPREAD);
+        done(&rn);
+}
+
+TEST(no_cpu_time_no_move) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 0 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.reason, REASON_NO_CPU_TIME);
+        done(&rn);
+}
+
+/* (b) bind to {0,1}: balanced to node 1. */
+TEST(bind_to_both_nodes_moves_to_the_hot_one) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 bind:0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 1);
+        done(&rn);
+}
+
+/* (c) 4 nodes, bind {1,3}, memory on 1, threads on 3: to 3, never 0 or 2. */
+TEST(bind_subset_moves_within_it) {
+        _cleanup_(topology_freep) struct topology *t = topo4();
+        const uint64_t cpu[] = { 0, 0, 0, 9 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 bind:1,3 anon=131072 N1=131072 kernelpagesize_kB=4\n", "0-3",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 3);
+        done(&rn);
+}
+
+/* bind {0,2}, threads on 1: both allowed nodes are as far as each other from 1
+ * (16 vs 16): memory on 0 stays. */
+TEST(bind_equidistant_nodes_memory_stays) {
+        _cleanup_(topology_freep) struct topology *t = topo4();
+        const uint64_t cpu[] = { 0, 9, 0, 0 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 bind:0,2 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-3",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_LOCAL);
+        done(&rn);
+}
+
+/* bind {0,1}, threads on 2: nearest allowed to 2 is 1 (16) over 0 (22): to 1. */
+TEST(bind_moves_to_the_nearest_allowed_node) {
+        _cleanup_(topology_freep) struct topology *t = topo4();
+        const uint64_t cpu[] = { 0, 0, 9, 0 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 bind:0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-3",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 1);
+        done(&rn);
+}
+
+/* (d) cpuset allows node 0 only, threads on node 1: nothing. */
+TEST(cpuset_without_the_hot_node_no_move) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0", cpu),
+                  0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        done(&rn);
+}
+
+/* Pages outside the allowed set (cpuset shrank to {1}) move into it. */
+TEST(pages_outside_the_cpuset_move_into_it) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 9, 0 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "1", cpu),
+                  0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 1);
+        done(&rn);
+}
+
+/* (e) interleave: untouched, and not even counted as misplaced. */
+TEST(interleave_untouched) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t,
+                                 "7f0000000000 interleave:0-1 anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n",
+                                 "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_LOCAL);
+        done(&rn);
+}
+
+TEST(preferred_left_alone_by_default) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 prefer:0 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_POLICY);
+        done(&rn);
+}
+
+/* move_preferred: prefer:0 allows only node 0, nothing to gain; prefer (many) over
+ * both nodes moves. */
+TEST(preferred_moved_when_configured) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct plan_params p = defaults;
+        struct run rn = {};
+
+        p.move_preferred = true;
+        CHECK_INT(decide(&rn, t, "7f0000000000 prefer:0 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1", cpu, &p,
+                         NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        done(&rn);
+        CHECK_INT(decide(&rn, t, "7f0000000000 prefer (many):0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n",
+                         "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        done(&rn);
+}
+
+TEST(shared_left_alone_unless_configured) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        const char *text = "7f0000000000 default anon=131072 mapmax=2 N0=131072 kernelpagesize_kB=4\n";
+        struct plan_params p = defaults;
+        struct run rn = {};
+
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_SHARED);
+        done(&rn);
+        p.move_shared = true;
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        done(&rn);
+}
+
+/* 1 MiB misplaced < 2 MiB. */
+TEST(below_min_misplaced_no_move) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=256 N0=256 kernelpagesize_kB=4\n", "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_BELOW_THRESHOLD);
+        done(&rn);
+}
+
+/* Moved to node 0 10 s ago; now node 1 is hot: wait. After the 30 s: go. Moved to
+ * the same target: go on at once. */
+TEST(cooldown_holds_a_change_of_target) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        const char *text = "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n";
+        struct plan_history h = { .start = 0x7f0000000000ull, .target = 0, .when_ms = 100000 };
+        struct run rn = {};
+
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_COOLDOWN);
+        done(&rn);
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &defaults, &h, 1, 140000, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        done(&rn);
+        h.target = 1;
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        done(&rn);
+}
+
+/* (i) free-memory floor: node 1 has 40 MiB free of 1 GiB, floor 5% = 51.2 MiB. */
+TEST(free_floor_target_full) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct run rn = {};
+
+        t->nodes[1].mem_free_kb = 40 * 1024;
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_TARGET_FULL);
+        done(&rn);
+}
+
+/* 300 MiB free: room for 300 - 51.2 MiB, the rest waits; the room is reserved, and
+ * a second process the same tick finds the node full. */
+TEST(free_floor_room_reserved_for_the_tick) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        uint64_t reserved[2] = {};
+        uint64_t room = 300ull * 1024 * 1024 - (1024ull * 1024 * 1024) / 100 * 5;
+        struct run rn = {};
+
+        t->nodes[1].mem_free_kb = 300 * 1024;
+        CHECK_INT(decide(&rn, t, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n",
+                         "0-1", cpu, &defaults, NULL, 0, 0, reserved), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].bytes, room);
+        CHECK_INT(reserved[1], room);
+        done(&rn);
+        CHECK_INT(decide(&rn, t, "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n",
+                         "0-1", cpu, &defaults, NULL, 0, 0, reserved), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_TARGET_FULL);
+        done(&rn);
+}
+
+/* 4 nodes, threads on 0: memory on 2 (22) before 1 (16). */
+static const char *const three_vmas =
+        "7f0000000000 default anon=1024 N1=1024 kernelpagesize_kB=4\n"
+        "7f1000000000 default anon=1024 N2=1024 kernelpagesize_kB=4\n"
+        "7f2000000000 default anon=1024 N0=1024 kernelpagesize_kB=4\n";
+
+TEST(largest_gain_first) {
+        _cleanup_(topology_freep) struct topology *t = topo4();
+        const uint64_t cpu[] = { 9, 0, 0, 0 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, three_vmas, "0-3", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 2);
+        CHECK_INT(rn.plan.moves[0].start, 0x7f1000000000ull);
+        CHECK_INT(rn.plan.moves[1].start, 0x7f0000000000ull);
+        CHECK_INT(rn.plan.bytes, 8ull << 20);
+        done(&rn);
+}
+
+TEST(max_bytes_caps_the_plan) {
+        _cleanup_(topology_freep) struct topology *t = topo4();
+        const uint64_t cpu[] = { 9, 0, 0, 0 };
+        struct plan_params p = defaults;
+        struct run rn = {};
+
+        p.max_bytes = 6ull << 20;
+        CHECK_INT(decide(&rn, t, three_vmas, "0-3", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.bytes, 6ull << 20);
+        CHECK_INT(rn.plan.moves[1].bytes, 2ull << 20);
+        done(&rn);
+}
+
+/* hugetlb: page size carried to the move. */
+TEST(hugetlb_page_size_carried_to_the_move) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default huge anon=8 dirty=8 N0=8 kernelpagesize_kB=2048\n",
+                                 "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].page_size, 2048 * 1024);
+        CHECK_INT(rn.plan.moves[0].bytes, 16ull << 20);
+        done(&rn);
+}
+
+TEST(truncated_bind_list_not_trusted) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct run rn = {};
+
+        CHECK_INT(decide_default(&rn, t,
+                                 "7f0000000000 bind=static|balancing:0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,3 "
+                                 "anon=131072 N0=131072 kernelpagesize_kB=4\n",
+                                 "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        done(&rn);
+}
+
+DEFINE_TEST_MAIN()

@@ -20,8 +20,8 @@ static char *load(const char *name, size_t *len) {
         snprintf(path, sizeof(path), "%s/%s", PROC_DIR, name);
         r = read_file_at(AT_FDCWD, path, 1 << 20, &buf, len);
         if (r < 0) {
-                fprintf(stderr, "cannot read %s: %s\n", path, strerror(-r));
-                exit(2);
+                TEST_FAIL("cannot read %s: %s", path, strerror(-r));
+                return NULL;
         }
         return buf;
 }
@@ -106,22 +106,29 @@ static void check_status(const struct exp_status *e, const struct proc_status *s
                 fprintf(stderr, "  ^ in %s\n", e->file);
 }
 
-static void test_files(void) {
+TEST(stat_captured_files) {
         for (size_t i = 0; i < ELEMENTSOF(stats); i++) {
                 struct proc_stat st;
                 size_t len;
-                char *buf = load(stats[i].file, &len);
+                _cleanup_free_ char *buf = load(stats[i].file, &len);
+
+                if (!buf)
+                        continue;
                 CHECK_INT(proc_stat_parse(buf, len, &st), 0);
                 check_stat(&stats[i], &st);
-                free(buf);
         }
+}
+
+TEST(status_captured_files) {
         for (size_t i = 0; i < ELEMENTSOF(statuses); i++) {
                 struct proc_status st;
                 size_t len;
-                char *buf = load(statuses[i].file, &len);
+                _cleanup_free_ char *buf = load(statuses[i].file, &len);
+
+                if (!buf)
+                        continue;
                 CHECK_INT(proc_status_parse(buf, len, &st), 0);
                 check_status(&statuses[i], &st);
-                free(buf);
         }
 }
 
@@ -139,39 +146,50 @@ static void stat_bad(const char *s) {
         CHECK_INT(st.pid, 4242); /* untouched */
 }
 
-static void test_stat_hostile(void) {
+/* Parentheses and spaces in comm, even a fake ") R 1 2 ..." inside it; or none. */
+TEST(stat_comm_ends_at_the_last_paren) {
         struct proc_stat st;
 
-        /* Parentheses and spaces in comm, even a fake ") R 1 2 ..." inside it. */
         CHECK_INT(proc_stat_parse("7 ()) R 1 ((a)" TAIL, strlen("7 ()) R 1 ((a)" TAIL), &st), 0);
         CHECK_STR(st.comm, ")) R 1 ((a");
         CHECK_INT(st.state, 'S');
         CHECK_INT(st.starttime, 1667);
         CHECK_INT(st.processor, 1);
-        /* Empty comm. */
         CHECK_INT(proc_stat_parse("7 ()" TAIL, strlen("7 ()" TAIL), &st), 0);
         CHECK_STR(st.comm, "");
-        /* No newline at the end. */
-        {
-                char b[512];
-                snprintf(b, sizeof(b), "%s", "7 (x)" TAIL);
-                b[strlen(b) - 1] = 0;
-                CHECK_INT(proc_stat_parse(b, strlen(b), &st), 0);
-                CHECK_INT(st.rss_pages, 1479);
-        }
-        /* A comm longer than the field is cut, not overrun. */
-        {
-                char b[1024];
-                snprintf(b, sizeof(b), "9 (%0200d)%s", 0, TAIL);
-                CHECK_INT(proc_stat_parse(b, strlen(b), &st), 0);
-                CHECK_INT(strlen(st.comm), sizeof(st.comm) - 1);
-                CHECK_INT(st.pid, 9);
-        }
-        /* The length counts: a buffer cut before field 39 is short. */
-        {
-                const char *s = "7 (x)" TAIL;
-                CHECK_INT(proc_stat_parse(s, strlen(s) - 40, &st), -EINVAL);
-        }
+}
+
+TEST(stat_without_final_newline) {
+        struct proc_stat st;
+        char b[512];
+
+        snprintf(b, sizeof(b), "%s", "7 (x)" TAIL);
+        b[strlen(b) - 1] = 0;
+        CHECK_INT(proc_stat_parse(b, strlen(b), &st), 0);
+        CHECK_INT(st.rss_pages, 1479);
+}
+
+/* A comm longer than the field is cut, not overrun. */
+TEST(stat_long_comm_cut) {
+        struct proc_stat st;
+        char b[1024];
+
+        snprintf(b, sizeof(b), "9 (%0200d)%s", 0, TAIL);
+        CHECK_INT(proc_stat_parse(b, strlen(b), &st), 0);
+        CHECK_INT(strlen(st.comm), sizeof(st.comm) - 1);
+        CHECK_INT(st.pid, 9);
+}
+
+/* The length counts: a buffer cut before field 39 is short. */
+TEST(stat_length_counts) {
+        struct proc_stat st;
+        const char *s = "7 (x)" TAIL;
+
+        CHECK_INT(proc_stat_parse(s, strlen(s) - 40, &st), -EINVAL);
+}
+
+TEST(stat_malformed_rejected_untouched) {
+        struct proc_stat st;
 
         stat_bad("");
         stat_bad("7");
@@ -217,10 +235,10 @@ static void status_bad(const char *s) {
         CHECK_INT(st.pid, 4242);
 }
 
-static void test_status_hostile(void) {
+/* The minimum: Tgid and Pid. No lists: has_* false; no Uid: not root. */
+TEST(status_minimum) {
         struct proc_status st;
 
-        /* The minimum: Tgid and Pid. No lists: has_* false; no Uid: not root. */
         CHECK_INT(status_parse_s("Tgid:\t5\nPid:\t6\n", &st), 0);
         CHECK_INT(st.tgid, 5);
         CHECK_INT(st.pid, 6);
@@ -230,8 +248,12 @@ static void test_status_hostile(void) {
         CHECK_INT(st.uid_effective, (uid_t) -1);
         CHECK_INT(st.vm_rss_kb, 0);
         CHECK_STR(st.name, "");
+}
 
-        /* No final newline; unknown lines and lines without ':' are skipped. */
+/* No final newline; unknown lines and lines without ':' are skipped. */
+TEST(status_unknown_lines_skipped) {
+        struct proc_status st;
+
         CHECK_INT(status_parse_s("Name:\ta\\nb\nwhatever\nSpeculation_Store_Bypass:\tthread vulnerable\n"
                                  "Tgid:\t5\nPid:\t5\nUid:\t1000\t1001\t1000\t1000\nMems_allowed_list:\t",
                                  &st), 0);
@@ -240,14 +262,19 @@ static void test_status_hostile(void) {
         CHECK_INT(st.uid_effective, 1001);
         CHECK(st.has_mems_allowed);
         CHECK(nodemask_empty(&st.mems_allowed));
+}
 
-        /* A long Name is cut. */
-        {
-                char b[512];
-                snprintf(b, sizeof(b), "Name:\t%0300d\nTgid:\t1\nPid:\t1\n", 0);
-                CHECK_INT(status_parse_s(b, &st), 0);
-                CHECK_INT(strlen(st.name), sizeof(st.name) - 1);
-        }
+TEST(status_long_name_cut) {
+        struct proc_status st;
+        char b[512];
+
+        snprintf(b, sizeof(b), "Name:\t%0300d\nTgid:\t1\nPid:\t1\n", 0);
+        CHECK_INT(status_parse_s(b, &st), 0);
+        CHECK_INT(strlen(st.name), sizeof(st.name) - 1);
+}
+
+TEST(status_malformed_rejected_untouched) {
+        struct proc_status st;
 
         status_bad("");
         status_bad("Pid:\t6\n");
@@ -271,28 +298,32 @@ static void test_status_hostile(void) {
         CHECK_INT(proc_status_parse(NULL, 0, &st), -EINVAL);
 }
 
-static void test_readers(void) {
-        const char *root = PROC_DIR "/root";
+#define PROC_ROOT PROC_DIR "/root"
+
+/* The stored proc root: a process and a kernel thread, as the captured files say. */
+TEST(readers_stat_and_status) {
         struct proc_status status;
+        struct proc_stat st;
+
+        CHECK_INT(proc_read_status(PROC_ROOT, 263, &status), 0);
+        check_status(&statuses[0], &status);
+        CHECK_INT(proc_read_stat(PROC_ROOT, 263, &st), 0);
+        check_stat(&stats[0], &st);
+        CHECK_INT(proc_read_stat(PROC_ROOT, 2, &st), 0);
+        check_stat(&stats[1], &st);
+}
+
+TEST(readers_tasks) {
         struct proc_stat st;
         pid_t *tids = NULL;
         size_t n = 0;
-        char *buf = NULL;
-        size_t len = 0;
 
-        CHECK_INT(proc_read_status(root, 263, &status), 0);
-        check_status(&statuses[0], &status);
-        CHECK_INT(proc_read_stat(root, 263, &st), 0);
-        check_stat(&stats[0], &st);
-        CHECK_INT(proc_read_stat(root, 2, &st), 0);
-        check_stat(&stats[1], &st);
-
-        CHECK_INT(proc_read_task_stat(root, 263, 1000, &st), 0);
+        CHECK_INT(proc_read_task_stat(PROC_ROOT, 263, 1000, &st), 0);
         CHECK_INT(st.pid, 1000);
         CHECK_STR(st.comm, "worker 2");
         CHECK_INT(st.state, 'R');
 
-        CHECK_INT(proc_list_tasks(root, 263, &tids, &n), 0);
+        CHECK_INT(proc_list_tasks(PROC_ROOT, 263, &tids, &n), 0);
         CHECK_INT(n, 3);
         if (n == 3) {
                 CHECK_INT(tids[0], 263);
@@ -300,54 +331,62 @@ static void test_readers(void) {
                 CHECK_INT(tids[2], 1000);
         }
         free(tids);
+}
 
-        CHECK_INT(proc_read_numa_maps(root, 263, &buf, &len), 0);
-        {
-                _cleanup_(numa_maps_freep) struct numa_maps *m = NULL;
-                CHECK_INT(numa_maps_parse(buf, len, &m), 0);
-                CHECK_INT(m->n_vmas, 42);
-                CHECK_INT(m->n_bad_lines, 0);
-        }
+/* A process's numa_maps parses whole; a kernel thread's is empty. */
+TEST(readers_numa_maps) {
+        _cleanup_(numa_maps_freep) struct numa_maps *m = NULL;
+        char *buf = NULL;
+        size_t len = 0;
+
+        CHECK_INT(proc_read_numa_maps(PROC_ROOT, 263, &buf, &len), 0);
+        CHECK_INT(numa_maps_parse(buf, len, &m), 0);
+        CHECK_INT(m->n_vmas, 42);
+        CHECK_INT(m->n_bad_lines, 0);
         free(buf);
         buf = NULL;
-        /* A kernel thread's numa_maps is empty. */
-        CHECK_INT(proc_read_numa_maps(root, 2, &buf, &len), 0);
+        CHECK_INT(proc_read_numa_maps(PROC_ROOT, 2, &buf, &len), 0);
         CHECK_INT(len, 0);
         free(buf);
+}
 
-        /* Gone, refused, wrong. */
-        st.pid = 4242;
-        CHECK_INT(proc_read_stat(root, 999, &st), -ESRCH);
-        CHECK_INT(proc_read_status(root, 999, &status), -ESRCH);
-        CHECK_INT(proc_read_task_stat(root, 263, 265, &st), -ESRCH);
-        CHECK_INT(proc_list_tasks(root, 999, &tids, &n), -ESRCH);
-        CHECK_INT(proc_read_numa_maps(root, 999, &buf, &len), -ESRCH);
-        CHECK_INT(proc_read_stat(root, 0, &st), -EINVAL);
-        CHECK_INT(proc_read_stat(root, -1, &st), -EINVAL);
-        CHECK_INT(proc_read_task_stat(root, 263, 0, &st), -EINVAL);
-        CHECK_INT(proc_read_status(root, 0, &status), -EINVAL);
-        CHECK_INT(proc_list_tasks(root, 0, &tids, &n), -EINVAL);
-        CHECK_INT(proc_read_numa_maps(root, 0, &buf, &len), -EINVAL);
+/* Gone: -ESRCH; a PID that cannot be: -EINVAL; the outputs untouched either way. */
+TEST(readers_gone_or_invalid_pid) {
+        struct proc_status status;
+        struct proc_stat st = { .pid = 4242 };
+        pid_t *tids = NULL;
+        char *buf = NULL;
+        size_t n = 0, len = 0;
+
+        CHECK_INT(proc_read_stat(PROC_ROOT, 999, &st), -ESRCH);
+        CHECK_INT(proc_read_status(PROC_ROOT, 999, &status), -ESRCH);
+        CHECK_INT(proc_read_task_stat(PROC_ROOT, 263, 265, &st), -ESRCH);
+        CHECK_INT(proc_list_tasks(PROC_ROOT, 999, &tids, &n), -ESRCH);
+        CHECK_INT(proc_read_numa_maps(PROC_ROOT, 999, &buf, &len), -ESRCH);
+        CHECK_INT(proc_read_stat(PROC_ROOT, 0, &st), -EINVAL);
+        CHECK_INT(proc_read_stat(PROC_ROOT, -1, &st), -EINVAL);
+        CHECK_INT(proc_read_task_stat(PROC_ROOT, 263, 0, &st), -EINVAL);
+        CHECK_INT(proc_read_status(PROC_ROOT, 0, &status), -EINVAL);
+        CHECK_INT(proc_list_tasks(PROC_ROOT, 0, &tids, &n), -EINVAL);
+        CHECK_INT(proc_read_numa_maps(PROC_ROOT, 0, &buf, &len), -EINVAL);
         CHECK_INT(st.pid, 4242);
-
-        /* The live /proc: ourselves. */
-        {
-                pid_t me = getpid();
-                CHECK_INT(proc_read_stat("/proc", me, &st), 0);
-                CHECK_INT(st.pid, me);
-                CHECK_INT(proc_read_status("/proc", me, &status), 0);
-                CHECK_INT(status.tgid, me);
-                CHECK(status.has_cpus_allowed);
-                CHECK_INT(proc_list_tasks("/proc", me, &tids, &n), 0);
-                CHECK_INT(n, 1);
-                free(tids);
-        }
 }
 
-int main(void) {
-        test_files();
-        test_stat_hostile();
-        test_status_hostile();
-        test_readers();
-        TEST_MAIN_END();
+/* The live /proc: ourselves. */
+TEST(readers_live_proc_self) {
+        struct proc_status status;
+        struct proc_stat st;
+        pid_t me = getpid(), *tids = NULL;
+        size_t n = 0;
+
+        CHECK_INT(proc_read_stat("/proc", me, &st), 0);
+        CHECK_INT(st.pid, me);
+        CHECK_INT(proc_read_status("/proc", me, &status), 0);
+        CHECK_INT(status.tgid, me);
+        CHECK(status.has_cpus_allowed);
+        CHECK_INT(proc_list_tasks("/proc", me, &tids, &n), 0);
+        CHECK_INT(n, 1);
+        free(tids);
 }
+
+DEFINE_TEST_MAIN()

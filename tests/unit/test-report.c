@@ -20,6 +20,7 @@
 #include "test.h"
 
 static char tmpdir[] = "/tmp/test-report-XXXXXX";
+static struct manager mgr;      /* the state every case reports on, made by intro() */
 
 static void write_file(const char *dir, const char *name, const char *text) {
         char path[4096];
@@ -158,8 +159,8 @@ static struct jv *explain(struct manager *m, uid_t uid, pid_t pid) {
         return doc(explain_fn, m, uid);
 }
 
-static void test_status(struct manager *m) {
-        struct jv *d = doc(report_status, m, 0);
+TEST(status_counts) {
+        struct jv *d = doc(report_status, &mgr, 0);
         CHECK_STR(jv_str(jv_get(d, "sampling_source"), NULL), "proc");
         CHECK_INT(jv_u64(jv_get(d, "ticks"), 0), 42);
         CHECK_INT(jv_u64(jv_get(d, "last_tick_ns"), 0), 1234567);
@@ -170,14 +171,23 @@ static void test_status(struct manager *m) {
         /* The sum over cgroups, the inactive one included. */
         CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "read"), 0), 1500000010);
         CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "total"), 0), 1500005010);
-        /* No sys/kernel/numa_balancing in the fake /proc. */
+        jv_free(d);
+}
+
+/* null without sys/kernel/numa_balancing in the fake /proc; its value with it. */
+TEST(status_kernel_numa_balancing) {
+        char path[4096];
+        struct jv *d = doc(report_status, &mgr, 0);
+
         CHECK(jv_is_null(jv_get(d, "kernel_numa_balancing")) && jv_get(d, "kernel_numa_balancing"));
         jv_free(d);
 
         write_file(tmpdir, "proc/sys/kernel/numa_balancing", "3\n");
-        d = doc(report_status, m, 1000);
+        d = doc(report_status, &mgr, 1000);
         CHECK_INT(jv_u64(jv_get(d, "kernel_numa_balancing"), 99), 3);
         jv_free(d);
+        snprintf(path, sizeof(path), "%s/proc/sys/kernel/numa_balancing", tmpdir);
+        unlink(path);
 }
 
 static bool has_pid(const struct jv *procs, int64_t pid) {
@@ -187,8 +197,9 @@ static bool has_pid(const struct jv *procs, int64_t pid) {
         return false;
 }
 
-static void test_list(struct manager *m) {
-        struct jv *d = doc(report_list, m, 0);
+/* As root: every cgroup (the inactive one too) and every process. */
+TEST(list_as_root) {
+        struct jv *d = doc(report_list, &mgr, 0);
         const struct jv *cgs = jv_get(d, "cgroups"), *procs = jv_get(d, "processes"), *c, *p;
 
         CHECK(cgs && cgs->n == 3);
@@ -216,10 +227,14 @@ static void test_list(struct manager *m) {
         CHECK_INT(jv_i64(jv_get(p, "hot_node"), -1), 1);
         CHECK(jv_is_null(jv_get(&procs->items[2], "reason")));
         jv_free(d);
+}
 
-        /* uid 1000: its own cgroup (b) only; its processes p2 (in b) and p3 (its uid,
-         * in root's cgroup); never root's p1 nor root's cgroups. */
-        d = doc(report_list, m, 1000);
+/* uid 1000: its own cgroup (b) only; its processes p2 (in b) and p3 (its uid, in
+ * root's cgroup); never root's p1 nor root's cgroups. */
+TEST(list_as_a_user) {
+        struct jv *d = doc(report_list, &mgr, 1000);
+        const struct jv *cgs, *procs;
+
         cgs = jv_get(d, "cgroups");
         procs = jv_get(d, "processes");
         CHECK(cgs && cgs->n == 1);
@@ -227,19 +242,20 @@ static void test_list(struct manager *m) {
         CHECK(procs && procs->n == 2);
         CHECK(!has_pid(procs, 100) && has_pid(procs, 200) && has_pid(procs, 300));
         jv_free(d);
+}
 
-        /* uid 2000: nothing. */
-        d = doc(report_list, m, 2000);
+TEST(list_as_a_user_with_nothing) {
+        struct jv *d = doc(report_list, &mgr, 2000);
+
         CHECK(jv_get(d, "cgroups") && jv_get(d, "cgroups")->n == 0);
         CHECK(jv_get(d, "processes") && jv_get(d, "processes")->n == 0);
         jv_free(d);
 }
 
-static void test_explain(struct manager *m) {
-        struct jv *d;
+TEST(explain_a_process_being_moved) {
+        struct jv *d = explain(&mgr, 0, 100);
         const struct jv *sk;
 
-        d = explain(m, 0, 100);
         CHECK(jv_bool(jv_get(d, "watched"), false));
         CHECK_STR(jv_str(jv_get(d, "mode"), NULL), "balance");
         CHECK_STR(jv_str(jv_get(d, "mems_allowed"), NULL), "0-1");
@@ -253,76 +269,100 @@ static void test_explain(struct manager *m) {
         CHECK(jv_u64(jv_get(jv_get(d, "cooldown"), "remaining_ms"), 0) > 25000);
         CHECK(jv_u64(jv_get(d, "next_scan_in_ms"), 9999) <= 400);
         jv_free(d);
+}
 
-        d = explain(m, 0, 200);
+TEST(explain_why_not_moving) {
+        struct jv *d = explain(&mgr, 0, 200);
+
         CHECK_STR(jv_str(jv_get(d, "reason_text"), NULL), plan_reason_text(REASON_SHARED));
         CHECK_STR(jv_str(jv_get(d, "explanation"), NULL),
                   "not moving: the misplaced pages are shared with other processes (move_shared=no)");
         jv_free(d);
-
-        d = explain(m, 0, 300);
+        d = explain(&mgr, 0, 300);
         CHECK_STR(jv_str(jv_get(d, "explanation"), NULL), "watched, not scanned yet");
         jv_free(d);
+}
 
-        /* Visibility. */
-        d = explain(m, 1000, 100);
+/* uid 1000 asks: root's process is not visible, and nothing about it told; its own is. */
+TEST(explain_visibility) {
+        struct jv *d = explain(&mgr, 1000, 100);
+
         CHECK(!jv_bool(jv_get(d, "visible"), true));
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-visible");
         CHECK(!jv_get(d, "comm") && !jv_get(d, "cgroup"));
         jv_free(d);
-        d = explain(m, 1000, 300);
+        d = explain(&mgr, 1000, 300);
         CHECK(jv_bool(jv_get(d, "watched"), false));
         jv_free(d);
+}
 
-        /* Not watched: the fake /proc says why. */
-        d = explain(m, 0, 400);
+/* Not watched: the fake /proc says why. */
+TEST(explain_why_not_watched) {
+        struct jv *d = explain(&mgr, 0, 400);
+
         CHECK(!jv_bool(jv_get(d, "watched"), true));
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-opted-in");
         CHECK_STR(jv_str(jv_get(d, "cgroup"), NULL), "/other.slice/x.service");
         CHECK(strstr(jv_str(jv_get(d, "explanation"), ""), "its cgroup /other.slice/x.service is not opted in"));
         jv_free(d);
-        d = explain(m, 0, 401);
+        d = explain(&mgr, 0, 401);
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-yet-seen");
         jv_free(d);
-        d = explain(m, 0, 402);
+        d = explain(&mgr, 0, 402);
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "kernel-thread");
         jv_free(d);
-        d = explain(m, 0, 403);
+        d = explain(&mgr, 0, 403);
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "zombie");
         jv_free(d);
-        d = explain(m, 0, 404);
+        d = explain(&mgr, 0, 404);
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "no-cgroup");
         jv_free(d);
-        d = explain(m, 0, 999);
+        d = explain(&mgr, 0, 999);
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "no-such-process");
         jv_free(d);
-        /* A root process, asked by uid 1000: not visible, and nothing about it told. */
-        d = explain(m, 1000, 400);
+}
+
+/* A root process, asked by uid 1000: not visible, and nothing about it told. */
+TEST(explain_unwatched_root_process_hidden) {
+        struct jv *d = explain(&mgr, 1000, 400);
+
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-visible");
         CHECK(!jv_get(d, "cgroup") && !jv_get(d, "comm"));
         jv_free(d);
-        /* ... unless it sits in a cgroup whose directory uid 1000 owns: the fake cgroup
-         * tree's directory is ours, so ask as our own uid. */
-        if (getuid() != 0) {
-                d = explain(m, getuid(), 405);
-                CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-opted-in");
-                jv_free(d);
-        }
 }
 
-static void test_requests(void) {
-        struct control_request q;
-        const char *err = NULL;
-        char big[300];
+/* ... unless it sits in a cgroup whose directory the asking uid owns: the fake cgroup
+ * tree's directory is ours, so ask as our own uid (not root, who sees everything). */
+TEST(explain_unwatched_process_in_the_users_cgroup) {
+        struct jv *d;
+
+        if (getuid() == 0)
+                TEST_SKIP("run as root: the cgroup owner cannot be another user");
+        d = explain(&mgr, getuid(), 405);
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-opted-in");
+        jv_free(d);
+}
 
 #define OK(s, c, p) do { q = (struct control_request) {}; CHECK_INT(control_parse_request(s, strlen(s), &q, &err), 0); \
                          CHECK_INT(q.cmd, c); CHECK_INT(q.pid, p); } while (0)
 #define BAD(s) do { err = NULL; CHECK_INT(control_parse_request(s, sizeof(s) - 1, &q, &err), -EINVAL); CHECK(err); } while (0)
+
+TEST(control_requests_valid) {
+        struct control_request q;
+        const char *err = NULL;
+
         OK("status", CONTROL_STATUS, 0);
         OK("list", CONTROL_LIST, 0);
         OK("list\r", CONTROL_LIST, 0);
         OK("explain 1", CONTROL_EXPLAIN, 1);
         OK("explain 4194304", CONTROL_EXPLAIN, 4194304);
+}
+
+/* Refused with a reason: no near misses, no PID that is not a PID, no control bytes. */
+TEST(control_requests_invalid) {
+        struct control_request q;
+        const char *err = NULL;
+
         BAD("");
         BAD("\r");
         BAD("stat");
@@ -343,16 +383,25 @@ static void test_requests(void) {
         BAD("sta\0tus");
         BAD("status\n");
         BAD("st\xc3\xa9tus");
+}
+
+#undef OK
+#undef BAD
+
+/* 255 bytes is an unknown command; 256 is too long. */
+TEST(control_request_too_long) {
+        struct control_request q;
+        const char *err = NULL;
+        char big[300];
+
         memset(big, 'a', sizeof(big));
         CHECK_INT(control_parse_request(big, 255, &q, &err), -EINVAL);
         CHECK(strstr(err, "unknown"));
         CHECK_INT(control_parse_request(big, 256, &q, &err), -EINVAL);
         CHECK(strstr(err, "too long"));
-#undef OK
-#undef BAD
 }
 
-static void test_json_parse(void) {
+TEST(json_parse_strict) {
         static const char *const good[] = {
                 "{}", "[]", " 0 ", "-0.5e+3", "\"\\u00e9\\ud83d\\ude00\"", "[1,[2,{\"a\":null}],true,false]",
                 "{\"a\":1,\"a\":2}",
@@ -362,21 +411,24 @@ static void test_json_parse(void) {
                 "\"\\ud800\"", "\"\\udc00\"", "\"\\u0000\"", "nul", "[1] 2", "{a:1}", "{\"a\" 1}", "'a'", "\"abc",
                 "\"\\", "tru", "[1 2]", "+1", "NaN",
         };
-        char deep[200];
         struct jv *v;
 
         for (size_t i = 0; i < ELEMENTSOF(good); i++) {
                 v = NULL;
-                if (jv_parse(good[i], strlen(good[i]), &v, NULL) != 0)
-                        fprintf(stderr, "rejected valid JSON: %s\n", good[i]), test_failures++;
+                CHECK_MSG(jv_parse(good[i], strlen(good[i]), &v, NULL) == 0, "rejected valid JSON: %s", good[i]);
                 jv_free(v);
         }
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 v = NULL;
-                if (jv_parse(bad[i], strlen(bad[i]), &v, NULL) != -EINVAL)
-                        fprintf(stderr, "accepted invalid JSON: %s\n", bad[i]), test_failures++;
+                CHECK_MSG(jv_parse(bad[i], strlen(bad[i]), &v, NULL) == -EINVAL, "accepted invalid JSON: %s", bad[i]);
                 jv_free(v);
         }
+}
+
+TEST(json_parse_values) {
+        char deep[200];
+        struct jv *v;
+
         CHECK_INT(jv_parse("\"\\u00e9\\ud83d\\ude00\"", 20, &v, NULL), 0);
         CHECK_STR(jv_str(v, NULL), "\xc3\xa9\xf0\x9f\x98\x80");
         jv_free(v);
@@ -387,7 +439,7 @@ static void test_json_parse(void) {
         CHECK_INT(jv_parse(deep, sizeof(deep), &v, NULL), -EINVAL);
 }
 
-static void test_label_escape(void) {
+TEST(metrics_label_escape) {
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
@@ -397,66 +449,71 @@ static void test_label_escape(void) {
         free(buf);
 }
 
-int main(int argc, char **argv) {
-        struct manager m;
+/* The metrics file: written atomically, mode 0644, no temporary file left. */
+TEST(metrics_file_written_atomically) {
+        struct stat st;
+        char file[4096];
+
+        snprintf(file, sizeof(file), "%s/m.prom", tmpdir);
+        CHECK_INT(report_write_metrics(&mgr, file), 0);
+        CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0644);
+        snprintf(file, sizeof(file), "%s/nodir/m.prom", tmpdir);
+        CHECK_INT(report_write_metrics(&mgr, file), -ENOENT);
+}
+
+/* The fake /proc (processes that are not watched, each for another reason) and the
+ * cgroup tree in tmpdir, and the manager state. */
+static int intro(void) {
+        static const char *const dirs[] = { "proc", "proc/sys", "proc/sys/kernel", "cg", "cg/mine" };
         char path[4096];
 
         if (!mkdtemp(tmpdir)) {
                 perror("mkdtemp");
                 return 1;
         }
-        snprintf(path, sizeof(path), "%s/proc", tmpdir);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/proc/sys", tmpdir);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/proc/sys/kernel", tmpdir);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/cg", tmpdir);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/cg/mine", tmpdir);
-        mkdir(path, 0755);
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                snprintf(path, sizeof(path), "%s/%s", tmpdir, dirs[i]);
+                mkdir(path, 0755);
+        }
         fake_proc(400, "normal", "0::/other.slice/x.service\n");
         fake_proc(401, "normal", "0::/a.slice\n");
         fake_proc(402, "kthread", "0::/\n");
         fake_proc(403, "zombie", "0::/a.slice\n");
         fake_proc(404, "normal", "1:name=systemd:/\n");
         fake_proc(405, "normal", "0::/mine\n");
-        build(&m);
+        build(&mgr);
+        return 0;
+}
 
-        if (argc == 3 && strcmp(argv[1], "--metrics") == 0) {
-                int r = report_write_metrics(&m, argv[2]);
-                if (r < 0)
-                        fprintf(stderr, "report_write_metrics: %s\n", strerror(-r));
-                config_done(&m.cfg);
-                free(m.proc_root);
-                topology_free(m.topo);
-                return r < 0;
-        }
-        test_status(&m);
-        test_list(&m);
-        test_explain(&m);
-        test_requests();
-        test_json_parse();
-        test_label_escape();
-        /* The metrics file: written atomically, mode 0644, no temporary file left. */
-        {
-                struct stat st;
-                char file[4096];
-                snprintf(file, sizeof(file), "%s/m.prom", tmpdir);
-                CHECK_INT(report_write_metrics(&m, file), 0);
-                CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0644);
-                snprintf(file, sizeof(file), "%s/nodir/m.prom", tmpdir);
-                CHECK_INT(report_write_metrics(&m, file), -ENOENT);
-        }
-        {
-                char cmd[8192];
-                snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-                if (system(cmd) != 0)
-                        fprintf(stderr, "could not remove %s\n", tmpdir);
-        }
-        /* What build() allocated (the records themselves are static). */
-        config_done(&m.cfg);
-        free(m.proc_root);
-        topology_free(m.topo);
-        TEST_MAIN_END();
+/* What build() allocated (the records themselves are static), and tmpdir. */
+static void outro(void) {
+        char cmd[8192];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+                fprintf(stderr, "could not remove %s\n", tmpdir);
+        config_done(&mgr.cfg);
+        free(mgr.proc_root);
+        topology_free(mgr.topo);
+}
+
+static int write_metrics(const char *path) {
+        int r = report_write_metrics(&mgr, path);
+
+        if (r < 0)
+                fprintf(stderr, "report_write_metrics: %s\n", strerror(-r));
+        return r < 0;
+}
+
+int main(int argc, char **argv) {
+        int r = intro();
+
+        if (r != 0)
+                return r;
+        if (argc == 3 && strcmp(argv[1], "--metrics") == 0)
+                r = write_metrics(argv[2]);
+        else
+                r = test_run_all(argc, argv);
+        outro();
+        return r;
 }

@@ -13,25 +13,21 @@
   - the sampling chain ([sample] pmu), said once, on stored /sys trees (the 2n2c
     topology with the PMU devices of tests/data/sys-pmu): no PMU, pmu = off, an Intel
     PEBS PMU without the BPF capabilities (page-level sampling off, and why), Arm SPE
-    (found, not usable: AUX buffer).
+    (found, not usable: AUX buffer). The daemon pins itself to the lowest CPU it may
+    run on, which must be in that topology (CPUs 0-3): when it is not, these cases
+    cannot run and the test is a skip (77) once the others passed.
 The BPF source itself is tested in the VM (tests/vm/test-bpf.py, engine-source)."""
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
 
 daemon, have_bpf, data = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
-failures = []
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL:", msg)
-
-
-tmp = tempfile.mkdtemp(prefix="nb-source-")
+tmp = nbtest.tmpdir("nb-source-")
 cpu = min(os.sched_getaffinity(0))
 
 
@@ -55,8 +51,7 @@ check(lines == ["Sampling where threads run from /proc (source proc): [sample] s
       f"source = proc: {lines}")
 
 if os.geteuid() == 0 and not shutil.which("setpriv"):
-    print("SKIP: root without setpriv: cannot drop the BPF capabilities")
-    sys.exit(77)
+    nbtest.skip("root without setpriv: cannot drop the BPF capabilities")
 
 rc, lines, out = run("auto", True)
 check(rc == 0, f"auto, unprivileged: exit {rc}: {out}")
@@ -75,7 +70,6 @@ check(any(ln.startswith("[sample] source = bpf, but ") for ln in lines),
       f"source = bpf, unprivileged: no error naming the cause: {out}")
 check(not any("Sampling where threads run" in ln for ln in lines),
       f"source = bpf, unprivileged: it claims a source: {lines}")
-
 
 
 def chain(pmu, pmu_tree, unprivileged):
@@ -99,26 +93,25 @@ def chain(pmu, pmu_tree, unprivileged):
 
 
 # The stored 2n2c topology has CPUs 0-3: the daemon pins itself to one of ours.
-if cpu < 4:
-    rc, lines, out = chain("auto", "none", False)
-    check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: no PMU with precise memory "
-                                "sampling (cpu/events/mem-loads, ibs_op, arm_spe_*)"], f"chain, no PMU: {rc} {out}")
-    rc, lines, out = chain("off", "intel", False)
-    check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: [sample] pmu = off"],
-          f"chain, pmu = off: {rc} {out}")
-    rc, lines, out = chain("auto", "spe", False)
-    check(rc == 0 and len(lines) == 1 and "arm-spe (arm_spe_0) found, but Arm SPE records come through a perf AUX "
-          "buffer" in lines[0], f"chain, SPE: {rc} {out}")
-    rc, lines, out = chain("auto", "intel", True)
-    if have_bpf:
-        check(rc == 0 and len(lines) == 1 and lines[0].startswith("Sampling chain: /proc only: page-level sampling "
-              "off: intel-pebs: ") and "CAP_PERFMON" in lines[0], f"chain, PEBS without capabilities: {rc} {out}")
-    else:
-        check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: intel-pebs found, but "
-                                    "numabalanced was built without BPF (-Dbpf)"], f"chain, no BPF: {rc} {out}")
-else:
-    print(f"note: CPU {cpu} is not in the stored 2n2c topology: sampling chain cases not run")
+if cpu >= 4:
+    nbtest.skip(f"CPU {cpu}, the lowest this test may run on, is not in the stored 2n2c topology (CPUs 0-3): "
+                "the sampling chain cases cannot run")
 
-shutil.rmtree(tmp, ignore_errors=True)
-print("failures:", failures)
-sys.exit(1 if failures else 0)
+rc, lines, out = chain("auto", "none", False)
+check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: no PMU with precise memory "
+                            "sampling (cpu/events/mem-loads, ibs_op, arm_spe_*)"], f"chain, no PMU: {rc} {out}")
+rc, lines, out = chain("off", "intel", False)
+check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: [sample] pmu = off"],
+      f"chain, pmu = off: {rc} {out}")
+rc, lines, out = chain("auto", "spe", False)
+check(rc == 0 and len(lines) == 1 and "arm-spe (arm_spe_0) found, but Arm SPE records come through a perf AUX "
+      "buffer" in lines[0], f"chain, SPE: {rc} {out}")
+rc, lines, out = chain("auto", "intel", True)
+if have_bpf:
+    check(rc == 0 and len(lines) == 1 and lines[0].startswith("Sampling chain: /proc only: page-level sampling "
+          "off: intel-pebs: ") and "CAP_PERFMON" in lines[0], f"chain, PEBS without capabilities: {rc} {out}")
+else:
+    check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: intel-pebs found, but "
+                                "numabalanced was built without BPF (-Dbpf)"], f"chain, no BPF: {rc} {out}")
+
+nbtest.finish()

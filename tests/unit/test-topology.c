@@ -43,7 +43,8 @@ static void check_mask(const nb_nodemask *m, const char *expect) {
         CHECK_STR(buf, expect);
 }
 
-static void test_2n2c(void) {
+/* 2 nodes of 2 CPUs and 1 GiB each. */
+TEST(captured_2n2c) {
         _cleanup_(topology_freep) struct topology *t = load("2n2c");
         if (!t)
                 return;
@@ -70,7 +71,7 @@ static void test_2n2c(void) {
         CHECK(t->nodes[0].has_memory && t->nodes[0].has_cpus);
 }
 
-static void test_4n1c(void) {
+TEST(captured_4n1c_ring) {
         /* A ring: neighbours at 16, the opposite node at 22. */
         static const int expect[4][4] = {
                 { 10, 16, 22, 16 },
@@ -94,7 +95,8 @@ static void test_4n1c(void) {
         }
 }
 
-static void test_2n1m(void) {
+/* 2 nodes with a CPU each, and a third with memory only. */
+TEST(captured_2n1m_memory_only_node) {
         _cleanup_(topology_freep) struct topology *t = load("2n1m");
         const struct topo_node *n2;
         if (!t)
@@ -120,7 +122,8 @@ static void test_2n1m(void) {
         CHECK_INT(topology_distance(t, 2, 2), 10);
 }
 
-static void test_sparse(void) {
+/* Nodes 0 and 2: the node index is not the node id. */
+TEST(sparse_node_ids) {
         _cleanup_(topology_freep) struct topology *t = load("sparse");
         if (!t)
                 return;
@@ -215,29 +218,41 @@ static void expect_error(const char *path, const char *content, int error) {
         CHECK(t == (struct topology *) 0x1);
 }
 
-static void test_broken(void) {
+/* The stored one: node 2's distance row has one number for two nodes. */
+TEST(broken_stored_tree) {
         struct topology *t = NULL;
         char root[PATH_MAX];
 
-        /* The stored one: node 2's distance row has one number for two nodes. */
         snprintf(root, sizeof(root), "%s/sys/broken", TEST_DATA_DIR);
         CHECK_INT(topology_read(root, &t), -EINVAL);
         CHECK(t == NULL);
+}
 
-        /* The unchanged variant reads: the harness itself works. */
+/* The unchanged variant reads: the broken_* cases below test what they change. */
+TEST(broken_variant_unchanged_reads) {
+        struct topology *t = NULL;
+
         CHECK_INT(read_variant("", NULL, &t), 0);
         topology_free(t);
+}
 
+TEST(broken_node_and_cpu_lists) {
         expect_error("devices/system/node/online", "0,x\n", -EINVAL);
         expect_error("devices/system/node/online", "\n", -EINVAL);            /* no node */
         expect_error("devices/system/node/has_memory", "0-1\n", -EINVAL);     /* 1 is not online */
         expect_error("devices/system/node/has_cpu", "0,,2\n", -EINVAL);
         expect_error("devices/system/cpu/online", "3-1\n", -EINVAL);
         expect_error("devices/system/node/node2/cpulist", "1-2\n", -EINVAL);  /* CPU 1 in two nodes */
+}
+
+TEST(broken_distances) {
         expect_error("devices/system/node/node0/distance", "10 20 30\n", -EINVAL);
         expect_error("devices/system/node/node0/distance", "10 -20\n", -EINVAL);
         expect_error("devices/system/node/node0/distance", "10 999\n", -EINVAL);
         expect_error("devices/system/node/node0/distance", "", -EINVAL);
+}
+
+TEST(broken_meminfo) {
         expect_error("devices/system/node/node0/meminfo",
                      "Node 0 MemTotal:        1030480 kB\n", -EINVAL);           /* no MemFree */
         expect_error("devices/system/node/node0/meminfo",
@@ -250,15 +265,23 @@ static void test_broken(void) {
                      "Node 0 MemTotal:  10 kB\nNode 0 MemFree:  5 kB\nNode 0 MemFree:  5 kB\n", -EINVAL);
         expect_error("devices/system/node/node0/meminfo",
                      "Node 0 MemTotal:  99999999999999999999999 kB\nNode 0 MemFree:  5 kB\n", -EINVAL);
-        /* A missing file is the error of the read, passed on. */
+}
+
+/* A missing file is the error of the read, passed on. */
+TEST(missing_file_error_passed_on) {
         expect_error("devices/system/node/node2/distance", NULL, -ENOENT);
         expect_error("devices/system/node/online", NULL, -ENOENT);
+}
 
-        /* No node directory at all (no CONFIG_NUMA): -ENOENT. */
+/* No node directory at all (no CONFIG_NUMA): -ENOENT. */
+TEST(no_node_directory) {
+        struct topology *t = NULL;
+
         CHECK_INT(topology_read("/nonexistent-sys-root", &t), -ENOENT);
 }
 
-static void test_refresh_free(void) {
+/* Only MemFree is read again; a bad file changes nothing. */
+TEST(refresh_free) {
         char root[] = "/tmp/test-topology-XXXXXX";
         struct topology *t = NULL;
 
@@ -292,12 +315,4 @@ static void test_refresh_free(void) {
         nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int main(void) {
-        test_2n2c();
-        test_4n1c();
-        test_2n1m();
-        test_sparse();
-        test_broken();
-        test_refresh_free();
-        TEST_MAIN_END();
-}
+DEFINE_TEST_MAIN()

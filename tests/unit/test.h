@@ -8,12 +8,21 @@
  *   DEFINE_TEST_MAIN()
  *
  * Each TEST registers itself; DEFINE_TEST_MAIN() runs them in the order they are
- * written (or only those named on the command line), prints "ok NAME" or
- * "FAIL NAME" for each, and a last line "N passed, N failed". Each failed check
- * prints file:line and what differed. The exit status is 0 when every case passed,
- * 1 otherwise (never the count: an exit status is taken modulo 256), and 77 (meson's
- * "skipped") when every case that ran called TEST_SKIP(). */
+ * written (or only those named on the command line), prints "ok NAME (N checks)" or
+ * "FAIL NAME" for each, and a last line "N passed, N failed, N skipped (N checks)".
+ * Each failed check prints file:line and what differed. The exit status is 0 when
+ * every case passed, 1 otherwise (never the count: an exit status is taken modulo
+ * 256), and 77 (meson's "skipped") when every case that ran called TEST_SKIP().
+ *
+ * A file whose cases share a fixture that is costly or may be missing (a temporary
+ * tree, a stored topology) sets it up once with
+ *
+ *   DEFINE_TEST_MAIN_FULL(intro, outro)
+ *
+ * intro() runs before the first case and returns 0 to go on, or the exit status to
+ * end with at once (77: the whole file is skipped); outro() runs after the last. */
 #pragma once
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,8 +31,10 @@
 
 static int test_failures;      /* failed checks in the case that runs now */
 static bool test_skipped;      /* the case that runs now called TEST_SKIP() */
+static unsigned long test_checks;      /* CHECK*s evaluated in the case that runs now */
 
 #define CHECK(cond) do {                                                        \
+        test_checks++;                                                          \
         if (!(cond)) {                                                          \
                 fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
                 test_failures++;                                                \
@@ -31,6 +42,7 @@ static bool test_skipped;      /* the case that runs now called TEST_SKIP() */
 
 #define CHECK_INT(a, b) do {                                                    \
         long long _a = (long long) (a), _b = (long long) (b);                   \
+        test_checks++;                                                          \
         if (_a != _b) {                                                         \
                 fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n",     \
                         __FILE__, __LINE__, #a, _a, #b, _b);                    \
@@ -39,11 +51,33 @@ static bool test_skipped;      /* the case that runs now called TEST_SKIP() */
 
 #define CHECK_STR(a, b) do {                                                    \
         const char *_a = (a), *_b = (b);                                        \
+        test_checks++;                                                          \
         if (!_a || !_b || strcmp(_a, _b) != 0) {                                \
                 fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n",       \
                         __FILE__, __LINE__, #a, _a ? _a : "(null)", _b ? _b : "(null)"); \
                 test_failures++;                                                \
         } } while (0)
+
+/* A check whose failure says more than the condition: printf-style, what differed. */
+#define CHECK_MSG(cond, ...) do {                                               \
+        test_checks++;                                                          \
+        if (!(cond)) {                                                          \
+                fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                 \
+                fprintf(stderr, __VA_ARGS__);                                   \
+                fputc('\n', stderr);                                            \
+                test_failures++;                                                \
+        } } while (0)
+
+/* A failure found by the test's own logic (a comparison no CHECK* expresses):
+ * printf-style, what differed. */
+#define TEST_FAIL(...) do {                                                     \
+        int _e = errno;         /* for a %m in the message */                   \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                         \
+        errno = _e;                                                             \
+        fprintf(stderr, __VA_ARGS__);                                           \
+        fputc('\n', stderr);                                                    \
+        test_failures++;                                                        \
+        } while (0)
 
 /* Ends the running case as skipped, saying why. */
 #define TEST_SKIP(...) do {                                                     \
@@ -89,13 +123,16 @@ static inline bool test_selected(int argc, char **argv, const char *name) {
 /* Runs the registered cases; see the top of this file. */
 static inline int test_run_all(int argc, char **argv) {
         unsigned passed = 0, failed = 0, skipped = 0;
+        unsigned long checks = 0;
 
         for (unsigned i = 0; i < test_n_cases; i++) {
                 if (!test_selected(argc, argv, test_cases[i].name))
                         continue;
                 test_failures = 0;
                 test_skipped = false;
+                test_checks = 0;
                 test_cases[i].fn();
+                checks += test_checks;
                 if (test_failures) {
                         printf("FAIL %s (%d check(s) failed)\n", test_cases[i].name, test_failures);
                         failed++;
@@ -103,11 +140,13 @@ static inline int test_run_all(int argc, char **argv) {
                         printf("skip %s\n", test_cases[i].name);
                         skipped++;
                 } else {
-                        printf("ok %s\n", test_cases[i].name);
+                        printf("ok %s (%lu checks)\n", test_cases[i].name, test_checks);
                         passed++;
                 }
+                /* In order with the failures' lines on stderr. */
+                fflush(stdout);
         }
-        printf("%u passed, %u failed, %u skipped\n", passed, failed, skipped);
+        printf("%u passed, %u failed, %u skipped (%lu checks)\n", passed, failed, skipped, checks);
         fflush(stdout);
         if (failed)
                 return 1;
@@ -118,16 +157,23 @@ static inline int test_run_all(int argc, char **argv) {
         return passed == 0 ? 77 : 0;
 }
 
-#define DEFINE_TEST_MAIN()                                                      \
-        int main(int argc, char **argv) { return test_run_all(argc, argv); }
+/* intro: 0 to run the cases, else the exit status; see the top of this file. */
+static inline int test_main(int argc, char **argv, int (*intro)(void), void (*outro)(void)) {
+        int r = intro ? intro() : 0;
 
-/* The old style (one main() with checks in it) until every file is converted:
- * exits 1 when any check failed. */
-#define TEST_MAIN_END() do {                                                    \
-        if (test_failures)                                                      \
-                fprintf(stderr, "%d check(s) failed\n", test_failures);         \
-        return test_failures ? 1 : 0;                                           \
-        } while (0)
+        if (r != 0)
+                return r;
+        r = test_run_all(argc, argv);
+        if (outro)
+                outro();
+        return r;
+}
+
+#define DEFINE_TEST_MAIN()                                                      \
+        int main(int argc, char **argv) { return test_main(argc, argv, NULL, NULL); }
+
+#define DEFINE_TEST_MAIN_FULL(intro, outro)                                     \
+        int main(int argc, char **argv) { return test_main(argc, argv, intro, outro); }
 
 /* Directory of stored fixtures, passed by meson as TEST_DATA_DIR. */
 #ifndef TEST_DATA_DIR
