@@ -30,9 +30,6 @@ import nbtest  # noqa: E402
 import scenario  # noqa: E402
 from scenario import Env, Fail  # noqa: E402
 
-# bench/bench.py imports these from engine (as engine.Env, engine.warm_memory, ...);
-# they live in scenario.py now.
-from scenario import cpu_nodes, local_share_direct, sysctl_numa_balancing, warm_memory  # noqa: F401,E402
 
 
 def run_one(env, name, out):
