@@ -53,6 +53,7 @@ struct cg_rec {
         enum cg_mode mode;
         enum cg_source source;
         uid_t owner;               /* owner of the cgroup directory */
+        uid_t covers_uid;          /* whose processes its opt-in covers (cgroup_entry), this tick */
         unsigned n_procs;
         uint64_t pages[_MIG_CLASS_MAX];
         uint64_t cost_ns[_STAGE_MAX];
@@ -81,6 +82,7 @@ struct proc_rec {
         uint64_t scans;
         nb_nodemask mems_allowed;
         uid_t uid;                 /* real uid, for the control socket's filter */
+        uid_t covered_for;         /* the cgroup's covers_uid its ids were last checked against */
         uint64_t total_bytes, local_bytes;
         uint64_t *node_bytes;      /* bytes per topology node index, last scan; NULL before */
         uint64_t seen_tick;

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "config.h"
 #include "log.h"
@@ -195,6 +196,7 @@ struct env_opts {
         bool dry_run;
         bool page_sampling;
         uint64_t scan_min_ms, scan_max_ms;  /* 0, 0: every process is due at every tick */
+        uid_t user;                /* not 0: /app.slice is this user's, opted in with its user.* */
 };
 
 struct sunk_job {
@@ -276,9 +278,15 @@ static bool env_start(const struct env_opts *o) {
         config_defaults(&cfg);
         free(cfg.cgroup_root);
         cfg.cgroup_root = strdup(env.cgroup);
-        cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
-        cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), o->mode };
-        cfg.n_cgroups = 1;
+        if (o->user) {
+                const char *v = cg_mode_name(o->mode);
+                if (chown(slice, o->user, o->user) < 0 || setxattr(slice, "user.numabalanced", v, strlen(v), 0) < 0)
+                        abort();
+        } else {
+                cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
+                cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), o->mode };
+                cfg.n_cgroups = 1;
+        }
         cfg.source = SOURCE_PROC;
         cfg.scan_min_ms = o->scan_min_ms;
         cfg.scan_max_ms = o->scan_max_ms;
@@ -656,6 +664,77 @@ TEST(skips_what_is_not_a_process_to_watch) {
         CHECK_INT(tick(), 0);
         CHECK_INT(env.m->n_procs, 0);
         CHECK_INT(env.n_jobs, 0);
+        env_done();
+}
+
+/* Process pid's ids ("Uid:" and "Gid:" lines) become uids and gids, and its /proc
+ * files belong to owner (root: not dumpable). */
+static void set_ids(pid_t pid, const char *uids, const char *gids, uid_t owner) {
+        char path[PATH_MAX], *text = NULL, *u, *g;
+        size_t len = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%d/status", env.proc, (int) pid);
+        f = fopen(path, "r");
+        if (!f || getdelim(&text, &len, 0, f) < 0 || !(u = strstr(text, "Uid:")) || !(g = strstr(text, "Gid:")))
+                abort();
+        fclose(f);
+        f = fopen(path, "w");
+        *u = *g = 0;
+        fprintf(f, "%sUid:\t%s\nGid:\t%s\n%s", text, uids, gids, strchr(g + 1, '\n') + 1);
+        fclose(f);
+        free(text);
+        snprintf(path, sizeof(path), "%s/%d/stat", env.proc, (int) pid);
+        if (chown(path, owner, owner) < 0)
+                abort();
+}
+
+/* Under uid 1000's own opt-in: its dumpable process with all ids 1000 is watched;
+ * one that is not dumpable, and one with a root euid (sudo), are not. */
+TEST(a_users_opt_in_covers_that_users_processes_only) {
+        if (geteuid() != 0)
+                TEST_SKIP("not root: the cgroup and the /proc files must belong to uid 1000");
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .user = 1000 }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_ids(DB, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", 1000);
+        put_proc(DB, 3005);
+        set_ids(3005, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", 0);
+        put_proc(DB, 3006);
+        set_ids(3006, "1000\t0\t0\t0", "1000\t1000\t1000\t1000", 1000);
+        put_proc(DB, 3007);
+        set_ids(3007, "1000\t1000\t1000\t1000", "1000\t0\t1000\t1000", 1000);
+        set_procs("3001\n3005\n3006\n3007\n");
+        CHECK_INT(tick(), 0);
+        CHECK(env.m->n_cgs == 1 && env.m->cgs[0]->covers_uid == 1000);
+        CHECK_INT(env.m->n_procs, 1);
+        CHECK(rec(DB) && !rec(3005) && !rec(3006) && !rec(3007));
+        CHECK(job(DB) && !job(3005) && !job(3006) && !job(3007));
+
+        /* db execs sudo: at its next scan it is not watched any more. */
+        set_ids(DB, "1000\t0\t0\t0", "1000\t1000\t1000\t1000", 0);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 0);
+        CHECK_INT(env.n_jobs, 0);
+        env_done();
+}
+
+/* The same processes under root's opt-in (the config): all of them are watched. */
+TEST(roots_opt_in_covers_every_process) {
+        if (geteuid() != 0)
+                TEST_SKIP("not root: the /proc files must belong to uid 1000");
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_ids(DB, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", 1000);
+        put_proc(DB, 3005);
+        set_ids(3005, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", 0);
+        put_proc(DB, 3006);
+        set_ids(3006, "1000\t0\t0\t0", "1000\t1000\t1000\t1000", 1000);
+        set_procs("3001\n3005\n3006\n");
+        CHECK_INT(tick(), 0);
+        CHECK(env.m->n_cgs == 1 && env.m->cgs[0]->covers_uid == CGROUP_COVERS_ALL);
+        CHECK_INT(env.m->n_procs, 3);
         env_done();
 }
 
