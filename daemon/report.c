@@ -442,7 +442,28 @@ static char *watched_explanation(const struct manager *m, const struct proc_rec 
                 r = asprintf(&text, "nothing to move");
         else
                 r = asprintf(&text, "not moving: %s", plan_reason_text(p->reason));
+        /* Its moves since the last scan were stopped by the check before moving. */
+        if (r >= 0 && p->move_stop && p->scans && p->move_stop_ms >= p->last_scan_ms) {
+                char *more;
+                r = asprintf(&more, "%s; stopped before moving it all: %s", text, p->move_stop->text);
+                free(text);
+                text = r < 0 ? NULL : more;
+        }
         return r < 0 ? NULL : text;
+}
+
+/* move_stopped: why the check before moving last stopped its moves (move-check.h). */
+static void put_move_stop(struct json *j, const struct proc_rec *p, uint64_t now) {
+        json_key(j, "move_stopped");
+        if (!p->move_stop) {
+                json_null(j);
+                return;
+        }
+        json_object_begin(j);
+        json_key(j, "reason"); json_string(j, p->move_stop->name);
+        json_key(j, "explanation"); json_string(j, p->move_stop->text);
+        json_key(j, "ago_ms"); json_u64(j, now > p->move_stop_ms ? now - p->move_stop_ms : 0);
+        json_object_end(j);
 }
 
 /* page_level and skipped_bytes: what page-level sampling saw, what was left alone. */
@@ -511,6 +532,7 @@ static int explain_watched(struct manager *m, const struct proc_rec *p, struct j
         if (!text)
                 return -ENOMEM;
         json_key(j, "explanation"); json_string(j, text);
+        put_move_stop(j, p, now);
         put_page_level(j, p);
         put_cooldown(j, m, p, now);
 

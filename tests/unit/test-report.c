@@ -17,6 +17,7 @@
 #include "control.h"
 #include "json-parse.h"
 #include "manager-internal.h"
+#include "move-check.h"
 #include "report.h"
 #include "test.h"
 
@@ -188,6 +189,8 @@ static void build(struct manager *m) {
         p1.n_hist = p1.cap_hist = 1;
         p1.next_scan_ms = mono_ms() + 400;
         p1.last_scan_ms = mono_ms() - 100;
+        p1.move_stop = &move_stop_policy;
+        p1.move_stop_ms = mono_ms() - 50;
         nodemask_parse("0-1", &p1.mems_allowed);
 }
 
@@ -351,6 +354,10 @@ TEST(explain_a_process_being_moved) {
         CHECK_INT(jv_i64(jv_get(d, "target_node"), -1), 1);
         CHECK_STR(jv_str(jv_get(d, "reason"), NULL), "none");
         CHECK(strstr(jv_str(jv_get(d, "explanation"), ""), "moving its misplaced memory to node 1"));
+        /* The check before moving stopped its moves since the scan: why. */
+        CHECK(strstr(jv_str(jv_get(d, "explanation"), ""), "; stopped before moving it all: a memory policy"));
+        CHECK_STR(jv_str(jv_get(jv_get(d, "move_stopped"), "reason"), NULL), "policy-changed");
+        CHECK(jv_u64(jv_get(jv_get(d, "move_stopped"), "ago_ms"), 0) >= 50);
         sk = jv_get(d, "skipped_bytes");
         CHECK(sk && sk->n == 1 && jv_u64(jv_get(sk, "shared"), 0) == 8192);
         CHECK_INT(jv_u64(jv_get(jv_get(d, "cooldown"), "ranges"), 0), 1);
@@ -365,6 +372,7 @@ TEST(explain_why_not_moving) {
         CHECK_STR(jv_str(jv_get(d, "reason_text"), NULL), plan_reason_text(REASON_SHARED));
         CHECK_STR(jv_str(jv_get(d, "explanation"), NULL),
                   "not moving: the misplaced pages are shared with other processes (move_shared=no)");
+        CHECK(jv_is_null(jv_get(d, "move_stopped")) && jv_get(d, "move_stopped"));
         jv_free(d);
         d = explain(&mgr, 0, 300);
         CHECK_STR(jv_str(jv_get(d, "explanation"), NULL), "watched, not scanned yet");
