@@ -84,8 +84,11 @@ static int read_status(struct manager *m, struct proc_rec *p, struct proc_status
         p->uid = status->uid_real;
         /* The tick does not re-read stat for a live known process; its name may have
          * changed (exec, prctl) since: refresh it here. */
-        if (proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime)
+        if (proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime) {
                 snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+                /* Before numa_maps: an exec after this shows at the check before moving. */
+                p->layout = st.layout;
+        }
         return 0;
 }
 
