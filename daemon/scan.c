@@ -120,6 +120,23 @@ static int read_layout(struct manager *m, struct proc_rec *p, struct numa_maps *
         return 0;
 }
 
+/* The policies of p's threads (thread-policy.h): read again at every scan, since threads
+ * come and go and set their own. A single-threaded process costs nothing more. */
+static int read_thread_policies(struct manager *m, struct proc_rec *p, const struct proc_status *status,
+                                const struct numa_maps *maps, struct thread_policies *ret) {
+        int r;
+
+        if (status->threads <= 1)
+                return thread_policies_single(maps, ret);
+        r = thread_policies_read(m->proc_root, p->pid, maps, ret);
+        if (r < 0)
+                return r;
+        if (ret->unknown)
+                log_debug("pid=%d: the policy of some of its %zu threads is not known: memory without a VMA "
+                          "policy stays", (int) p->pid, ret->n_threads);
+        return 0;
+}
+
 static struct plan_params plan_params_of(const struct nb_config *c) {
         return (struct plan_params) {
                 .min_cpu_share_pct = c->min_cpu_share_pct,
@@ -232,6 +249,7 @@ static void remember(struct proc_rec *p, const struct plan *plan, const struct p
 int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s) {
         _cleanup_free_ uint64_t *cpu = NULL, *ends = NULL;
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
+        _cleanup_(thread_policies_done) struct thread_policies threads = {};
         struct proc_status status;
         struct plan_input in;
         struct plan_params pp = plan_params_of(&m->cfg);
@@ -262,6 +280,9 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         r = read_layout(m, p, &maps, &ends);
         if (r < 0)
                 return r;
+        r = read_thread_policies(m, p, &status, maps, &threads);
+        if (r < 0)
+                return r;
         t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 
         in = (struct plan_input) {
@@ -272,6 +293,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
                 .history = p->hist,
                 .n_history = p->n_hist,
                 .now_ms = now,
+                .threads = &threads,
         };
         r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)

@@ -21,6 +21,7 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_TARGET_FULL] = "target-full",
         [REASON_TOO_SMALL] = "too-small",
         [REASON_SPARSE] = "sparse",
+        [REASON_THREAD_POLICY] = "thread-policy",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -36,6 +37,8 @@ static const char *const reason_texts[_REASON_MAX] = {
         [REASON_TARGET_FULL] = "the target node is at its free-memory floor (free_floor_pct)",
         [REASON_TOO_SMALL] = "its resident memory is below min_rss",
         [REASON_SPARSE] = "the misplaced pages sit in huge mappings that are mostly empty (at least 64 GiB, under 1/64 resident)",
+        [REASON_THREAD_POLICY] = "a thread's own memory policy (set_mempolicy: interleave, prefer, none in common with the "
+                                 "others, or not readable) covers memory without a VMA policy",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -137,7 +140,44 @@ static void reserve(const struct topology *t, uint64_t *reserved_bytes, unsigned
 
 /* The reason for a policy that is neither movable nor interleaved. */
 static enum plan_reason policy_reason(enum policy_verdict verdict) {
-        return verdict == POLICY_NO_NODES ? REASON_NO_ALLOWED_NODE : REASON_POLICY;
+        switch (verdict) {
+        case POLICY_NO_NODES: return REASON_NO_ALLOWED_NODE;
+        case POLICY_THREAD: return REASON_THREAD_POLICY;
+        default: return REASON_POLICY;
+        }
+}
+
+/* Where v's pages may go (policy.h): *ret_allowed, its policy's allowed set, within
+ * every thread's when v shows the main thread's policy (thread-policy.h). *ret_own
+ * (may be NULL): the set of the policy v shows; pages outside it are misplaced whatever
+ * the distance, while pages outside only a thread's set may have been placed there by
+ * another thread's policy: they are not, but nothing moves there either. */
+static enum policy_verdict vma_allowed(const struct topology *t, const struct plan_input *in,
+                                       const struct plan_params *p, const struct vma *v, nb_nodemask *ret_allowed,
+                                       nb_nodemask *ret_own) {
+        enum policy_verdict verdict;
+        nb_nodemask threads;
+
+        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
+                                       ret_allowed);
+        if (ret_own)
+                *ret_own = *ret_allowed;
+        if (verdict != POLICY_MOVABLE || !thread_policies_govern(in->threads, &v->policy))
+                return verdict;
+        if (in->threads->unknown)
+                return POLICY_THREAD;
+        verdict = policy_allowed_nodes_threads(in->threads->policies, in->threads->n_policies, &in->mems_allowed,
+                                               &t->with_memory, p->move_preferred, &threads);
+        if (verdict != POLICY_MOVABLE)
+                return verdict;
+        nodemask_and(ret_allowed, ret_allowed, &threads);
+        return nodemask_empty(ret_allowed) ? POLICY_THREAD : POLICY_MOVABLE;
+}
+
+/* Whether moves of v must be checked against the threads' policies before they run:
+ * v may have no VMA policy (it shows the main thread's, or they were not read). */
+static bool vma_thread_policy(const struct plan_input *in, const struct vma *v) {
+        return !in->threads || thread_policies_govern(in->threads, &v->policy);
 }
 
 /* The hot node: the one with the largest share of the window's CPU time (ties: the
@@ -166,19 +206,18 @@ static int hot_node(const struct topology *t, const struct plan_input *in, const
         return hot;
 }
 
-/* The node v's pages belong on: the hot node if v's allowed set (*ret_allowed) holds
- * it, else the allowed node nearest to it. -1 when v stays where it is: interleaved
+/* The node v's pages belong on: the hot node if v's allowed set (*ret_allowed; *ret_own:
+ * vma_allowed()) holds it, else the allowed node nearest to it. -1 when v stays where it is: interleaved
  * (spread on purpose: not misplaced, not counted); a policy that asks to be left
  * alone or allows no node (what sits away from the hot node is counted as skipped);
  * no allowed node at a known distance (all of v is counted). */
 static int vma_target(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
-                      const struct vma *v, struct plan *pl, nb_nodemask *ret_allowed) {
+                      const struct vma *v, struct plan *pl, nb_nodemask *ret_allowed, nb_nodemask *ret_own) {
         unsigned hot = (unsigned) pl->hot_node;
         enum policy_verdict verdict;
         int target;
 
-        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
-                                       ret_allowed);
+        verdict = vma_allowed(t, in, p, v, ret_allowed, ret_own);
         if (verdict == POLICY_INTERLEAVED)
                 return -1;
         if (verdict != POLICY_MOVABLE) {
@@ -193,9 +232,9 @@ static int vma_target(const struct topology *t, const struct plan_input *in, con
 }
 
 /* v's misplaced bytes: those on a node farther from hot than target is, and those
- * outside the allowed set. *ret_gain: their bytes x distance saved. */
+ * outside the set of v's policy (own). *ret_gain: their bytes x distance saved. */
 static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps *maps, const struct vma *v,
-                                unsigned hot, int target, const nb_nodemask *allowed, uint64_t *ret_gain) {
+                                unsigned hot, int target, const nb_nodemask *own, uint64_t *ret_gain) {
         const struct node_pages *np = vma_node_pages(maps, v);
         int dt = topology_distance(t, hot, (unsigned) target);
         uint64_t misplaced = 0, gain = 0;
@@ -203,7 +242,7 @@ static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps
         for (size_t k = 0; k < v->np_count; k++) {
                 int d = topology_distance(t, hot, np[k].node);
                 uint64_t b = vma_bytes(v, np[k].pages);
-                bool outside = !nodemask_test(allowed, np[k].node);
+                bool outside = !nodemask_test(own, np[k].node);
 
                 if ((int) np[k].node == target)
                         continue;
@@ -242,15 +281,15 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
         const struct vma *v = &in->maps->vmas[i];
         uint64_t misplaced, gain;
         enum plan_reason held;
-        nb_nodemask allowed;
+        nb_nodemask allowed, own;
         int target;
 
         if (v->pages == 0)
                 return false;
-        target = vma_target(t, in, p, v, pl, &allowed);
+        target = vma_target(t, in, p, v, pl, &allowed, &own);
         if (target < 0)
                 return false;
-        misplaced = misplaced_bytes(t, in->maps, v, (unsigned) pl->hot_node, target, &allowed, &gain);
+        misplaced = misplaced_bytes(t, in->maps, v, (unsigned) pl->hot_node, target, &own, &gain);
         if (misplaced == 0)
                 return false;
         held = vma_held_back(in, p, i, target);
@@ -266,6 +305,7 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
                 .target = target,
                 .bytes = misplaced,
                 .gain = gain,
+                .thread_policy = vma_thread_policy(in, v),
         };
         return true;
 }
@@ -390,8 +430,7 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
         enum policy_verdict verdict;
         nb_nodemask allowed;
 
-        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
-                                       &allowed);
+        verdict = vma_allowed(t, in, p, v, &allowed, NULL);
         if (verdict == POLICY_INTERLEAVED)
                 return false; /* spread on purpose */
         if (verdict != POLICY_MOVABLE) {
@@ -419,7 +458,8 @@ static bool page_taken(const struct plan *pl, size_t vma, uint64_t page) {
 
 /* Adds the page as a move, or to the last move when it ends where the page starts, in
  * the same VMA and to the same node. */
-static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, unsigned node) {
+static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, unsigned node,
+                          bool thread_policy) {
         struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
 
         if (last && last->end == page && last->target == (int) node && last->vma == vma) {
@@ -436,6 +476,7 @@ static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t s
                 .target = (int) node,
                 .bytes = size,
                 .gain = size,
+                .thread_policy = thread_policy,
         };
 }
 
@@ -474,7 +515,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                         break;
                 reserve(t, reserved_bytes, pm->node, size);
                 pl.bytes = sat_add(pl.bytes, size);
-                add_page_move(&pl, (size_t) vi, page, size, pm->node);
+                add_page_move(&pl, (size_t) vi, page, size, pm->node, vma_thread_policy(in, v));
         }
         pl.reason = main_reason(&pl);
         *ret = pl;

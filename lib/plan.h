@@ -6,7 +6,8 @@
  * The rule, per process:
  *   1. The hot node H is the node with the largest share of the window's CPU time; it
  *      must have at least min_cpu_share_pct of it (hysteresis), or nothing moves.
- *   2. Per VMA, the allowed set (policy.h). The target T is H if allowed, else the
+ *   2. Per VMA, the allowed set (policy.h; for memory without a VMA policy, that of
+ *      every thread's policy: thread-policy.h). The target T is H if allowed, else the
  *      allowed node nearest to H (distance table; ties: lower id).
  *   3. Pages on a node farther from H than T is are misplaced; pages outside the
  *      allowed set are always misplaced. Gain = pages x (distance saved).
@@ -21,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "numa_maps.h"
+#include "thread-policy.h"
 #include "topology.h"
 
 /* Why a process (or a VMA) is not being moved: what `explain` reports. */
@@ -37,6 +39,7 @@ enum plan_reason {
         REASON_TARGET_FULL,       /* the target node is at its free-memory floor */
         REASON_TOO_SMALL,         /* resident memory below min_rss (set by the manager) */
         REASON_SPARSE,            /* a huge mapping with little in it (PLAN_SPARSE_*) */
+        REASON_THREAD_POLICY,     /* a thread's own policy (interleave, prefer, unknown): left alone */
         _REASON_MAX,
 };
 
@@ -74,6 +77,7 @@ struct plan_input {
         const struct plan_history *history;
         size_t n_history;
         uint64_t now_ms;
+        const struct thread_policies *threads; /* its threads' policies, NULL = not read */
 };
 
 struct plan_move {
@@ -82,6 +86,10 @@ struct plan_move {
         int target;
         uint64_t bytes;               /* misplaced bytes expected to move */
         uint64_t gain;                /* bytes x distance saved, for ordering */
+        bool thread_policy;           /* the VMA shows the main thread's policy: taken to have
+                                       * no VMA policy, so its allowed set is that of the
+                                       * threads' policies (thread_policies_allow() says
+                                       * whether it still is, before moving) */
 };
 
 struct plan {

@@ -16,6 +16,8 @@ struct proc_status {
         pid_t tgid, pid, ppid;
         uid_t uid_real, uid_effective;
         uint64_t vm_rss_kb;        /* VmRSS, 0 if absent (kernel threads, zombies) */
+        uint64_t vm_lck_kb;        /* VmLck (mlocked), 0 if absent */
+        unsigned threads;          /* Threads, 0 if absent */
         bool has_cpus_allowed, has_mems_allowed;
         nb_cpumask cpus_allowed;   /* Cpus_allowed_list */
         nb_nodemask mems_allowed;  /* Mems_allowed_list */
