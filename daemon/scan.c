@@ -11,6 +11,7 @@
 #include "pagesize.h"
 #include "proc.h"
 #include "scan.h"
+#include "smaps.h"
 
 /* The two-sample rule (docs/DESIGN.md): a page seen fewer times from its one node is
  * not evidence yet. */
@@ -137,6 +138,30 @@ static int read_thread_policies(struct manager *m, struct proc_rec *p, const str
         return 0;
 }
 
+/* Which of maps' VMAs are locked (mlock): smaps is read only when status shows locked
+ * memory and it matters (move_mlocked = no). *ret stays NULL when none is. */
+static int read_locked(struct manager *m, struct proc_rec *p, const struct proc_status *status,
+                       const struct numa_maps *maps, bool **ret) {
+        _cleanup_free_ uint64_t *starts = NULL;
+        size_t n = 0;
+        bool *locked;
+        int r;
+
+        *ret = NULL;
+        if (status->vm_lck_kb == 0 || m->cfg.move_mlocked)
+                return 0;
+        r = proc_read_locked(m->proc_root, p->pid, &starts, &n);
+        if (r < 0)
+                return r;
+        locked = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*locked));
+        if (!locked)
+                return -ENOMEM;
+        for (size_t i = 0; i < maps->n_vmas; i++)
+                locked[i] = smaps_locked_has(starts, n, maps->vmas[i].start);
+        *ret = locked;
+        return 0;
+}
+
 static struct plan_params plan_params_of(const struct nb_config *c) {
         return (struct plan_params) {
                 .min_cpu_share_pct = c->min_cpu_share_pct,
@@ -144,6 +169,7 @@ static struct plan_params plan_params_of(const struct nb_config *c) {
                 .free_floor_pct = c->free_floor_pct,
                 .move_shared = c->move_shared,
                 .move_preferred = c->move_preferred,
+                .move_mlocked = c->move_mlocked,
                 .min_misplaced_kb = c->min_misplaced_kb,
                 .max_bytes = c->batch_pages * page_size() * BATCHES_PER_PROCESS_PER_TICK,
         };
@@ -250,6 +276,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         _cleanup_free_ uint64_t *cpu = NULL, *ends = NULL;
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
         _cleanup_(thread_policies_done) struct thread_policies threads = {};
+        _cleanup_free_ bool *locked = NULL;
         struct proc_status status;
         struct plan_input in;
         struct plan_params pp = plan_params_of(&m->cfg);
@@ -283,6 +310,9 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         r = read_thread_policies(m, p, &status, maps, &threads);
         if (r < 0)
                 return r;
+        r = read_locked(m, p, &status, maps, &locked);
+        if (r < 0)
+                return r;
         t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 
         in = (struct plan_input) {
@@ -294,6 +324,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
                 .n_history = p->n_hist,
                 .now_ms = now,
                 .threads = &threads,
+                .vma_mlocked = locked,
         };
         r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)

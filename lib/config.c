@@ -462,6 +462,8 @@ static const struct conf_key conf_keys[] = {
           "also move pages mapped by more than one process" },
         { KEY("decide", "move_preferred"), &type_bool, 0, 0, F(move_preferred), "no",
           "also move memory with a preferred policy, within its preferred nodes" },
+        { KEY("decide", "move_mlocked"), &type_bool, 0, 0, F(move_mlocked), "no",
+          "also move memory locked with mlock(2)" },
         { KEY("decide", "min_misplaced"), &type_size_kb, 0, TIB, F(min_misplaced_kb), "2M",
           "a memory range with less misplaced memory is left alone" },
 

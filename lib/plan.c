@@ -22,6 +22,7 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_TOO_SMALL] = "too-small",
         [REASON_SPARSE] = "sparse",
         [REASON_THREAD_POLICY] = "thread-policy",
+        [REASON_MLOCKED] = "mlocked",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -39,6 +40,7 @@ static const char *const reason_texts[_REASON_MAX] = {
         [REASON_SPARSE] = "the misplaced pages sit in huge mappings that are mostly empty (at least 64 GiB, under 1/64 resident)",
         [REASON_THREAD_POLICY] = "a thread's own memory policy (set_mempolicy: interleave, prefer, none in common with the "
                                  "others, or not readable) covers memory without a VMA policy",
+        [REASON_MLOCKED] = "the misplaced pages are locked in memory (mlock) (move_mlocked=no)",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -75,6 +77,12 @@ static const struct plan_history *find_history(const struct plan_input *in, uint
                 if (in->history[i].start == start)
                         return &in->history[i];
         return NULL;
+}
+
+/* Locked memory (mlock) is left where it is: real-time workloads lock it so that
+ * nothing touches it, and a migration takes its pages away for the copy. */
+static bool vma_locked(const struct plan_input *in, const struct plan_params *p, size_t i) {
+        return in->vma_mlocked && in->vma_mlocked[i] && !p->move_mlocked;
 }
 
 /* See PLAN_SPARSE_MIN_MAPPED. */
@@ -265,6 +273,8 @@ static enum plan_reason vma_held_back(const struct plan_input *in, const struct 
 
         if (v->mapmax > 1 && !p->move_shared)
                 return REASON_SHARED;
+        if (vma_locked(in, p, i))
+                return REASON_MLOCKED;
         if (vma_sparse(in, i, v))
                 return REASON_SPARSE;
         /* Moved to another node moments ago: do not ping-pong. */
@@ -444,6 +454,10 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
         }
         if (v->mapmax > 1 && !p->move_shared) {
                 skip(pl, REASON_SHARED, size);
+                return false;
+        }
+        if (vma_locked(in, p, vma)) {
+                skip(pl, REASON_MLOCKED, size);
                 return false;
         }
         return !vma_planned_whole(vma_plan, vma);

@@ -12,7 +12,8 @@
  *   3. Pages on a node farther from H than T is are misplaced; pages outside the
  *      allowed set are always misplaced. Gain = pages x (distance saved).
  *   4. Left alone: interleaved and (unless configured) preferred VMAs, VMAs with
- *      shared pages (mapmax > 1, unless configured), VMAs moved to another node less
+ *      shared pages (mapmax > 1, unless configured), locked VMAs (mlock, unless
+ *      configured), VMAs moved to another node less
  *      than cooldown_ms ago (ping-pong), a process with less misplaced memory than
  *      min_misplaced_kb, and anything that would take a target node below its
  *      free-memory floor.
@@ -40,6 +41,7 @@ enum plan_reason {
         REASON_TOO_SMALL,         /* resident memory below min_rss (set by the manager) */
         REASON_SPARSE,            /* a huge mapping with little in it (PLAN_SPARSE_*) */
         REASON_THREAD_POLICY,     /* a thread's own policy (interleave, prefer, unknown): left alone */
+        REASON_MLOCKED,           /* locked VMA (mlock), unless move_mlocked */
         _REASON_MAX,
 };
 
@@ -58,6 +60,7 @@ struct plan_params {
         unsigned free_floor_pct;
         bool move_shared;
         bool move_preferred;
+        bool move_mlocked;
         uint64_t min_misplaced_kb;
         uint64_t max_bytes;           /* per process per tick, 0 = no cap */
 };
@@ -78,6 +81,7 @@ struct plan_input {
         size_t n_history;
         uint64_t now_ms;
         const struct thread_policies *threads; /* its threads' policies, NULL = not read */
+        const bool *vma_mlocked;      /* per VMA of maps: locked (smaps.h), NULL = none */
 };
 
 struct plan_move {
@@ -113,6 +117,7 @@ void plan_done(struct plan *p);
  *   - it lies in a VMA of in->maps (in->vma_end known) whose policy is movable
  *     (policy.h) and whose allowed set contains the node: never outside it;
  *   - the VMA has no shared pages (mapmax > 1), unless move_shared;
+ *   - the VMA is not locked, unless move_mlocked;
  *   - the VMA is not moved whole by vma_plan this tick (its target wins);
  *   - the node has room above its free-memory floor (reserved_bytes, updated).
  * A hugetlb page moves whole (its address aligned to its size). Consecutive pages to
