@@ -23,6 +23,7 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_SPARSE] = "sparse",
         [REASON_THREAD_POLICY] = "thread-policy",
         [REASON_MLOCKED] = "mlocked",
+        [REASON_HUGE_POOL] = "hugetlb-pool",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -41,6 +42,7 @@ static const char *const reason_texts[_REASON_MAX] = {
         [REASON_THREAD_POLICY] = "a thread's own memory policy (set_mempolicy: interleave, prefer, none in common with the "
                                  "others, or not readable) covers memory without a VMA policy",
         [REASON_MLOCKED] = "the misplaced pages are locked in memory (mlock) (move_mlocked=no)",
+        [REASON_HUGE_POOL] = "the target node has no free huge page of their size (hugetlb pool)",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -102,14 +104,37 @@ static int cmp_gain(const void *a, const void *b) {
         return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Bytes the target node can still take this tick above its floor. */
-static uint64_t room_on(const struct topology *t, int node, const struct plan_params *p, const uint64_t *reserved) {
-        int idx = topology_node_index(t, (unsigned) node);
+size_t plan_reserved_len(const struct topology *t) {
+        return (size_t) t->n_nodes + t->n_huge_slots;
+}
+
+/* Where the bytes planned to node this tick are counted: its index, or for hugetlb
+ * pages of huge_kb (non-zero) its pool's slot after the nodes; -1 if it has none. */
+static int reserved_slot(const struct topology *t, unsigned node, uint64_t huge_kb) {
+        unsigned slot;
+
+        if (!huge_kb)
+                return topology_node_index(t, node);
+        if (!topology_hugepages(t, node, huge_kb, &slot))
+                return -1;
+        return (int) (t->n_nodes + slot);
+}
+
+/* Bytes the target node can still take this tick: above its MemFree floor, or for
+ * hugetlb pages of huge_kb (non-zero) in its free huge pages of that size (a hugetlb
+ * move takes one from the target's pool; MemFree says nothing about it). */
+static uint64_t room_on(const struct topology *t, int node, uint64_t huge_kb, const struct plan_params *p,
+                        const uint64_t *reserved) {
+        int idx = topology_node_index(t, (unsigned) node), slot = reserved_slot(t, (unsigned) node, huge_kb);
         const struct topo_node *n;
         uint64_t free_b, floor_b;
 
-        if (idx < 0)
+        if (idx < 0 || slot < 0)
                 return 0;
+        if (huge_kb) {
+                free_b = sat_mul(topology_hugepages(t, (unsigned) node, huge_kb, NULL)->free, huge_kb * 1024);
+                return free_b > reserved[slot] ? free_b - reserved[slot] : 0;
+        }
         n = &t->nodes[idx];
         free_b = sat_mul(n->mem_free_kb, 1024);
         floor_b = sat_mul(n->mem_total_kb, 1024) / 100 * p->free_floor_pct;
@@ -139,11 +164,18 @@ static void skip(struct plan *pl, enum plan_reason r, uint64_t bytes) {
         pl->skipped_bytes[r] = sat_add(pl->skipped_bytes[r], bytes);
 }
 
-/* Counts bytes as planned to node this tick: its room above the floor shrinks. */
-static void reserve(const struct topology *t, uint64_t *reserved_bytes, unsigned node, uint64_t bytes) {
-        int idx = topology_node_index(t, node);
+/* Counts bytes as planned to node this tick (room_on()): its room shrinks. */
+static void reserve(const struct topology *t, uint64_t *reserved_bytes, unsigned node, uint64_t huge_kb,
+                    uint64_t bytes) {
+        int slot = reserved_slot(t, node, huge_kb);
 
-        reserved_bytes[idx] = sat_add(reserved_bytes[idx], bytes);
+        if (slot >= 0)
+                reserved_bytes[slot] = sat_add(reserved_bytes[slot], bytes);
+}
+
+/* Why a move does not fit on its target. */
+static enum plan_reason full_reason(uint64_t huge_kb) {
+        return huge_kb ? REASON_HUGE_POOL : REASON_TARGET_FULL;
 }
 
 /* The reason for a policy that is neither movable nor interleaved. */
@@ -316,6 +348,7 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
                 .bytes = misplaced,
                 .gain = gain,
                 .thread_policy = vma_thread_policy(in, v),
+                .hugetlb = v->hugetlb,
         };
         return true;
 }
@@ -331,23 +364,24 @@ static int take_moves(const struct topology *t, const struct plan_params *p, con
                 return -ENOMEM;
         for (size_t i = 0; i < n_cand && pl->bytes < cap; i++) {
                 struct plan_move m = cand[i];
-                uint64_t room = room_on(t, m.target, p, reserved_bytes);
+                uint64_t huge_kb = m.hugetlb ? m.page_size / 1024 : 0;
+                uint64_t room = room_on(t, m.target, huge_kb, p, reserved_bytes);
 
                 if (m.end <= m.start)
                         continue; /* the VMA changed between numa_maps and maps: next tick */
                 if (room < m.page_size) {
-                        skip(pl, REASON_TARGET_FULL, m.bytes);
+                        skip(pl, full_reason(huge_kb), m.bytes);
                         continue;
                 }
                 /* A move may be partial (room, cap): the executor stops after that many
                  * pages and the next tick goes on. */
                 if (m.bytes > room) {
-                        skip(pl, REASON_TARGET_FULL, m.bytes - room);
+                        skip(pl, full_reason(huge_kb), m.bytes - room);
                         m.bytes = room;
                 }
                 if (m.bytes > cap - pl->bytes)
                         m.bytes = cap - pl->bytes;
-                reserve(t, reserved_bytes, (unsigned) m.target, m.bytes);
+                reserve(t, reserved_bytes, (unsigned) m.target, huge_kb, m.bytes);
                 pl->bytes = sat_add(pl->bytes, m.bytes);
                 pl->moves[pl->n_moves++] = m;
         }
@@ -498,7 +532,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                const struct page_decision *d, const struct plan *vma_plan, uint64_t *reserved_bytes,
                struct plan *ret) {
         struct plan pl = { .hot_node = -1 };
-        uint64_t cap = pages_cap(p, vma_plan);
+        uint64_t cap = pages_cap(p, vma_plan), last_full = UINT64_MAX;
 
         pl.moves = calloc(d->n_moves ? d->n_moves : 1, sizeof(*pl.moves));
         if (!pl.moves)
@@ -508,7 +542,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 const struct page_move *pm = &d->moves[i];
                 ssize_t vi = vma_of(in, pm->page);
                 const struct vma *v;
-                uint64_t size, page;
+                uint64_t size, page, huge_kb;
 
                 if (vi < 0)
                         continue; /* unmapped since it was sampled */
@@ -521,13 +555,17 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                         continue;
                 if (page_taken(&pl, (size_t) vi, page))
                         continue;
-                if (room_on(t, (int) pm->node, p, reserved_bytes) < size) {
-                        skip(&pl, REASON_TARGET_FULL, size);
+                huge_kb = v->hugetlb ? v->page_size_kb : 0;
+                if (room_on(t, (int) pm->node, huge_kb, p, reserved_bytes) < size) {
+                        /* A huge page sampled at several addresses is counted once. */
+                        if (page != last_full)
+                                skip(&pl, full_reason(huge_kb), size);
+                        last_full = page;
                         continue;
                 }
                 if (size > cap - pl.bytes)
                         break;
-                reserve(t, reserved_bytes, pm->node, size);
+                reserve(t, reserved_bytes, pm->node, huge_kb, size);
                 pl.bytes = sat_add(pl.bytes, size);
                 add_page_move(&pl, (size_t) vi, page, size, pm->node, vma_thread_policy(in, v));
         }

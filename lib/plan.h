@@ -16,7 +16,7 @@
  *      configured), VMAs moved to another node less
  *      than cooldown_ms ago (ping-pong), a process with less misplaced memory than
  *      min_misplaced_kb, and anything that would take a target node below its
- *      free-memory floor.
+ *      free-memory floor (hugetlb pages: more than its free huge pages of their size).
  *   5. Moves are ordered by gain, largest first, and capped by max_bytes. */
 #pragma once
 #include <stdbool.h>
@@ -42,6 +42,7 @@ enum plan_reason {
         REASON_SPARSE,            /* a huge mapping with little in it (PLAN_SPARSE_*) */
         REASON_THREAD_POLICY,     /* a thread's own policy (interleave, prefer, unknown): left alone */
         REASON_MLOCKED,           /* locked VMA (mlock), unless move_mlocked */
+        REASON_HUGE_POOL,         /* hugetlb: no free huge page of that size on the target */
         _REASON_MAX,
 };
 
@@ -94,6 +95,8 @@ struct plan_move {
                                        * no VMA policy, so its allowed set is that of the
                                        * threads' policies (thread_policies_allow() says
                                        * whether it still is, before moving) */
+        bool hugetlb;                 /* hugetlb pages of page_size: they take the target's
+                                       * free huge pages, not its MemFree */
 };
 
 struct plan {
@@ -105,8 +108,11 @@ struct plan {
         uint64_t skipped_bytes[_REASON_MAX]; /* misplaced bytes left alone, by reason */
 };
 
-/* reserved_bytes: per topology node index, bytes already planned to that node by
- * earlier processes in this tick (the floor is shared); updated with this plan. */
+/* reserved_bytes (plan_reserved_len() entries): per topology node index, bytes
+ * already planned to that node by earlier processes in this tick (the floor is
+ * shared), then per hugetlb pool (topology_hugepages()'s slot) the bytes already
+ * planned into it; updated with this plan. */
+size_t plan_reserved_len(const struct topology *t);
 int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                 uint64_t *reserved_bytes, struct plan *ret);
 void plan_done(struct plan *p);
