@@ -24,6 +24,7 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_THREAD_POLICY] = "thread-policy",
         [REASON_MLOCKED] = "mlocked",
         [REASON_HUGE_POOL] = "hugetlb-pool",
+        [REASON_SHARED_UNVERIFIED] = "shared-unverified",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -43,6 +44,9 @@ static const char *const reason_texts[_REASON_MAX] = {
                                  "others, or not readable) covers memory without a VMA policy",
         [REASON_MLOCKED] = "the misplaced pages are locked in memory (mlock) (move_mlocked=no)",
         [REASON_HUGE_POOL] = "the target node has no free huge page of their size (hugetlb pool)",
+        [REASON_SHARED_UNVERIFIED] = "the misplaced pages are shared with other processes, and the daemon cannot "
+                                     "establish that each of them allows the target node: move_shared moves nothing "
+                                     "shared",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -79,6 +83,15 @@ static const struct plan_history *find_history(const struct plan_input *in, uint
                 if (in->history[i].start == start)
                         return &in->history[i];
         return NULL;
+}
+
+/* Pages other processes map too (page cache, shmem, copy-on-write after fork, KSM)
+ * could be pulled out of *their* cpuset or policy: the kernel would move them with
+ * MPOL_MF_MOVE_ALL without asking, and nothing the daemon can read cheaply names the
+ * other mappers. So a VMA with shared pages is never planned; move_shared = yes only
+ * changes the reason explain gives (docs/DESIGN.md). */
+static enum plan_reason shared_reason(const struct plan_params *p) {
+        return p->move_shared ? REASON_SHARED_UNVERIFIED : REASON_SHARED;
 }
 
 /* Locked memory (mlock) is left where it is: real-time workloads lock it so that
@@ -303,8 +316,8 @@ static enum plan_reason vma_held_back(const struct plan_input *in, const struct 
         const struct vma *v = &in->maps->vmas[i];
         const struct plan_history *h;
 
-        if (v->mapmax > 1 && !p->move_shared)
-                return REASON_SHARED;
+        if (v->mapmax > 1)
+                return shared_reason(p);
         if (vma_locked(in, p, i))
                 return REASON_MLOCKED;
         if (vma_sparse(in, i, v))
@@ -486,8 +499,8 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
                 skip(pl, REASON_NO_ALLOWED_NODE, size);
                 return false;
         }
-        if (v->mapmax > 1 && !p->move_shared) {
-                skip(pl, REASON_SHARED, size);
+        if (v->mapmax > 1) {
+                skip(pl, shared_reason(p), size);
                 return false;
         }
         if (vma_locked(in, p, vma)) {

@@ -12,7 +12,8 @@
  *   3. Pages on a node farther from H than T is are misplaced; pages outside the
  *      allowed set are always misplaced. Gain = pages x (distance saved).
  *   4. Left alone: interleaved and (unless configured) preferred VMAs, VMAs with
- *      shared pages (mapmax > 1, unless configured), locked VMAs (mlock, unless
+ *      shared pages (mapmax > 1: with move_shared too, since nothing here can tell
+ *      that every other process mapping them allows the target), locked VMAs (mlock, unless
  *      configured), VMAs moved to another node less
  *      than cooldown_ms ago (ping-pong), a process with less misplaced memory than
  *      min_misplaced_kb, and anything that would take a target node below its
@@ -43,6 +44,7 @@ enum plan_reason {
         REASON_THREAD_POLICY,     /* a thread's own policy (interleave, prefer, unknown): left alone */
         REASON_MLOCKED,           /* locked VMA (mlock), unless move_mlocked */
         REASON_HUGE_POOL,         /* hugetlb: no free huge page of that size on the target */
+        REASON_SHARED_UNVERIFIED, /* shared pages with move_shared: their other mappers unknown */
         _REASON_MAX,
 };
 
@@ -59,7 +61,7 @@ struct plan_params {
         unsigned min_cpu_share_pct;
         uint64_t cooldown_ms;
         unsigned free_floor_pct;
-        bool move_shared;
+        bool move_shared;             /* says only which reason shared VMAs get */
         bool move_preferred;
         bool move_mlocked;
         uint64_t min_misplaced_kb;
@@ -122,7 +124,7 @@ void plan_done(struct plan *p);
  * that node when, under the same rules as plan_decide():
  *   - it lies in a VMA of in->maps (in->vma_end known) whose policy is movable
  *     (policy.h) and whose allowed set contains the node: never outside it;
- *   - the VMA has no shared pages (mapmax > 1), unless move_shared;
+ *   - the VMA has no shared pages (mapmax > 1);
  *   - the VMA is not locked, unless move_mlocked;
  *   - the VMA is not moved whole by vma_plan this tick (its target wins);
  *   - the node has room above its free-memory floor (reserved_bytes, updated).

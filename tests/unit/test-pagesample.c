@@ -333,8 +333,8 @@ TEST(plan_pages_interleave_and_preferred_left_alone) {
         plan_done(&pl);
 }
 
-/* Shared: not unless move_shared. */
-TEST(plan_pages_shared_only_when_configured) {
+/* Shared: never, move_shared or not (it changes the reason only). */
+TEST(plan_pages_shared_never) {
         struct plan_params shared = pp_default;
         struct plan pl;
 
@@ -344,7 +344,8 @@ TEST(plan_pages_shared_only_when_configured) {
         plan_done(&pl);
         shared.move_shared = true;
         page_plan("7f0000000000 default anon=16 mapmax=2 N1=16 kernelpagesize_kB=4\n", "0-1", &shared, NULL, &pl);
-        CHECK_INT(pl.n_moves, 1);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.reason, REASON_SHARED_UNVERIFIED);
         plan_done(&pl);
 }
 

@@ -327,7 +327,10 @@ TEST(preferred_moved_when_configured) {
         done(&rn);
 }
 
-TEST(shared_left_alone_unless_configured) {
+/* Shared pages are never planned: the other processes that map them may not allow
+ * the target, and nothing tells who they are. move_shared = yes says so ("shared-
+ * unverified") instead of moving them with MPOL_MF_MOVE_ALL as it once did. */
+TEST(shared_left_alone_even_when_configured) {
         _cleanup_(topology_freep) struct topology *t = topo2();
         const uint64_t cpu[] = { 0, 9 };
         const char *text = "7f0000000000 default anon=131072 mapmax=2 N0=131072 kernelpagesize_kB=4\n";
@@ -340,7 +343,10 @@ TEST(shared_left_alone_unless_configured) {
         done(&rn);
         p.move_shared = true;
         CHECK_INT(decide(&rn, t, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
-        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_SHARED_UNVERIFIED);
+        CHECK_INT(rn.plan.skipped_bytes[REASON_SHARED_UNVERIFIED], 512ull << 20);
+        CHECK_STR(plan_reason_name(rn.plan.reason), "shared-unverified");
         done(&rn);
 }
 
