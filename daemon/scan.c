@@ -162,6 +162,35 @@ static int read_locked(struct manager *m, struct proc_rec *p, const struct proc_
         return 0;
 }
 
+/* What a scan reads of a process besides its status: its layout, the policies of its
+ * threads and which VMAs are locked. */
+struct reading {
+        struct numa_maps *maps;
+        uint64_t *ends;
+        struct thread_policies threads;
+        bool *locked;
+};
+
+static void reading_done(struct reading *rd) {
+        numa_maps_free(rd->maps);
+        free(rd->ends);
+        thread_policies_done(&rd->threads);
+        free(rd->locked);
+}
+
+static int read_process(struct manager *m, struct proc_rec *p, const struct proc_status *status,
+                        struct reading *rd) {
+        int r;
+
+        r = read_layout(m, p, &rd->maps, &rd->ends);
+        if (r < 0)
+                return r;
+        r = read_thread_policies(m, p, status, rd->maps, &rd->threads);
+        if (r < 0)
+                return r;
+        return read_locked(m, p, status, rd->maps, &rd->locked);
+}
+
 static struct plan_params plan_params_of(const struct nb_config *c) {
         return (struct plan_params) {
                 .min_cpu_share_pct = c->min_cpu_share_pct,
@@ -273,10 +302,8 @@ static void remember(struct proc_rec *p, const struct plan *plan, const struct p
 }
 
 int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s) {
-        _cleanup_free_ uint64_t *cpu = NULL, *ends = NULL;
-        _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
-        _cleanup_(thread_policies_done) struct thread_policies threads = {};
-        _cleanup_free_ bool *locked = NULL;
+        _cleanup_free_ uint64_t *cpu = NULL;
+        _cleanup_(reading_done) struct reading rd = {};
         struct proc_status status;
         struct plan_input in;
         struct plan_params pp = plan_params_of(&m->cfg);
@@ -304,27 +331,21 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
                 p->next_scan_ms = now + p->interval_ms;
                 return 0;
         }
-        r = read_layout(m, p, &maps, &ends);
-        if (r < 0)
-                return r;
-        r = read_thread_policies(m, p, &status, maps, &threads);
-        if (r < 0)
-                return r;
-        r = read_locked(m, p, &status, maps, &locked);
+        r = read_process(m, p, &status, &rd);
         if (r < 0)
                 return r;
         t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 
         in = (struct plan_input) {
-                .maps = maps,
-                .vma_end = ends,
+                .maps = rd.maps,
+                .vma_end = rd.ends,
                 .mems_allowed = status.has_mems_allowed ? status.mems_allowed : m->topo->with_memory,
                 .cpu_ns = cpu,
                 .history = p->hist,
                 .n_history = p->n_hist,
                 .now_ms = now,
-                .threads = &threads,
-                .vma_mlocked = locked,
+                .threads = &rd.threads,
+                .vma_mlocked = rd.locked,
         };
         r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)
@@ -332,7 +353,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         r = decide_pages(m, p, &in, &pp, reserved, s);
         if (r < 0)
                 return r;
-        changing = update_locality(m, p, maps, cpu);
+        changing = update_locality(m, p, rd.maps, cpu);
         t2 = now_ns(CLOCK_THREAD_CPUTIME_ID);
         charge(p, STAGE_READ, t1 - t0);
         charge(p, STAGE_DECIDE, t2 - t1);
@@ -340,7 +361,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         log_decision(m, p, &s->plan);
         remember(p, &s->plan, &in, &status, now);
         schedule_next(m, p, now, s->plan.n_moves || s->pages.n_moves || primed == 0 || changing);
-        s->maps = TAKE_PTR(maps);
+        s->maps = TAKE_PTR(rd.maps);
         return 1;
 }
 
