@@ -135,9 +135,11 @@ static int build_jobs(struct manager *m, const struct scan *scans, size_t n_scan
 
                 if (!n || p->cg->mode != CG_MODE_BALANCE || m->opts.dry_run)
                         continue;
-                r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, m->cfg.move_shared, n);
+                /* Never MPOL_MF_MOVE_ALL: a page that became shared since the scan is
+                 * refused by the kernel (lib/plan plans no shared VMA, docs/DESIGN.md). */
+                r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, false, n);
                 if (r >= 0)
-                        r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, m->cfg.move_shared, n);
+                        r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, false, n);
                 if (r < 0) {
                         jobs_free(jobs, n_jobs);
                         return r;

@@ -475,7 +475,7 @@ int manager_tick(struct manager *m) {
                 return 0;
         }
         tick_prepare(m);
-        reserved = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*reserved));
+        reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
         if (!reserved)
                 return log_error_errno(-ENOMEM, "Out of memory");
         mark_exited(m);

@@ -182,8 +182,15 @@ static int status_id(const char *s, size_t len, uint64_t min, uint64_t max, uint
 enum {
         S_NAME = 1u << 0, S_STATE = 1u << 1, S_TGID = 1u << 2, S_PID = 1u << 3,
         S_PPID = 1u << 4, S_UID = 1u << 5, S_VMRSS = 1u << 6, S_CPUS = 1u << 7, S_MEMS = 1u << 8,
-        S_GID = 1u << 9,
+        S_GID = 1u << 9, S_VMLCK = 1u << 10, S_THREADS = 1u << 11,
 };
+
+/* "VmRSS:	   1234 kB" and the like. */
+static int status_kb(const char *val, size_t vl, uint64_t *ret) {
+        if (vl < 3 || memcmp(val + vl - 3, " kB", 3) != 0)
+                return -EINVAL;
+        return status_id(val, vl - 3, 0, UINT64_MAX, ret);
+}
 
 /* "Uid:" and "Gid:" hold the real, effective, saved and fs ids, tab separated: the
  * first two are required; missing ones stay (uid_t) -1. */
@@ -264,9 +271,14 @@ static int status_field(struct proc_status *st, const char *key, size_t kl, cons
                 r = status_gid(val, vl, st);
         } else if (KEY("VmRSS")) {
                 *ret_bit = S_VMRSS;
-                if (vl < 3 || memcmp(val + vl - 3, " kB", 3) != 0)
-                        return -EINVAL;
-                r = status_id(val, vl - 3, 0, UINT64_MAX, &st->vm_rss_kb);
+                r = status_kb(val, vl, &st->vm_rss_kb);
+        } else if (KEY("VmLck")) {
+                *ret_bit = S_VMLCK;
+                r = status_kb(val, vl, &st->vm_lck_kb);
+        } else if (KEY("Threads")) {
+                *ret_bit = S_THREADS;
+                r = status_id(val, vl, 1, INT_MAX, &v);
+                st->threads = (unsigned) v;
         } else if (KEY("Cpus_allowed_list")) {
                 *ret_bit = S_CPUS;
                 r = idlist_parse_n(val, vl, st->cpus_allowed.w, NB_CPUS_MAX);

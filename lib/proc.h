@@ -18,6 +18,8 @@ struct proc_status {
         uid_t uid_saved, uid_fs;   /* (uid_t) -1 when the line lacks them: never root by mistake */
         gid_t gid_real, gid_effective, gid_saved, gid_fs;  /* Gid:, (gid_t) -1 when absent */
         uint64_t vm_rss_kb;        /* VmRSS, 0 if absent (kernel threads, zombies) */
+        uint64_t vm_lck_kb;        /* VmLck (mlocked), 0 if absent */
+        unsigned threads;          /* Threads, 0 if absent */
         bool has_cpus_allowed, has_mems_allowed;
         nb_cpumask cpus_allowed;   /* Cpus_allowed_list */
         nb_nodemask mems_allowed;  /* Mems_allowed_list */

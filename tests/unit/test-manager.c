@@ -621,6 +621,95 @@ TEST(page_samples_move_pages_to_the_node_that_touches_them) {
         env_done();
 }
 
+/* db's numa_maps as its worker 3003 shows it after binding itself: its own policy
+ * where db's has none (lib/thread-policy). */
+static void bind_worker(const char *policy) {
+        char from[PATH_MAX], path[PATH_MAX], line[256], text[4096] = "";
+        FILE *f;
+
+        snprintf(from, sizeof(from), "%s/%d/numa_maps", env.proc, DB);
+        f = fopen(from, "re");
+        if (!f)
+                abort();
+        while (fgets(line, sizeof(line), f)) {
+                char *sp = strchr(line, ' ');
+                if (sp && strncmp(sp + 1, "default", 7) == 0) {
+                        *sp = 0;
+                        snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s %s%s", line, policy, sp + 8);
+                } else
+                        snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s", line);
+        }
+        fclose(f);
+        snprintf(path, sizeof(path), "%s/%d/task/3003/numa_maps", env.proc, DB);
+        write_file(path, text);
+}
+
+/* db's worker bound itself to node 1, where db's private memory is: it stays there
+ * although the threads run on node 0 (before: 40 MiB to node 0). A worker that
+ * interleaves keeps it there too, and explain says why. */
+TEST(a_threads_own_policy_is_obeyed) {
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        bind_worker("bind:1");
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.n_jobs, 0);
+        p = rec(DB);
+        CHECK(p && p->planned_bytes == 0 && p->reason == REASON_LOCAL);
+        env_done();
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        bind_worker("interleave:0-1");
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.n_jobs, 0);
+        p = rec(DB);
+        CHECK(p && p->reason == REASON_THREAD_POLICY && p->skipped_bytes[REASON_THREAD_POLICY] >= 40 * MIB);
+        env_done();
+}
+
+/* db locked its 32 MiB VMA (VmLck, smaps "lo"): only the 8 MiB one moves. */
+TEST(mlocked_memory_is_left_alone) {
+        char path[PATH_MAX], status[PATH_MAX], buf[8192], *at;
+        const struct sunk_job *j;
+        struct proc_rec *p;
+        size_t n;
+        FILE *f;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        snprintf(path, sizeof(path), "%s/%d/smaps", env.proc, DB);
+        write_file(path, "7f3a00000000-7f3a02000000 rw-p 00000000 00:00 0 \nSize:  32768 kB\n"
+                         "VmFlags: rd wr mr mw me lo ac \n"
+                         "7f3a04000000-7f3a04800000 rw-p 00000000 00:00 0 \nVmFlags: rd wr mr mw me ac \n");
+        /* VmLck: 0 kB -> 32768 kB (smaps is read only then). */
+        snprintf(status, sizeof(status), "%s/%d/status", env.proc, DB);
+        f = fopen(status, "re");
+        if (!f)
+                abort();
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        at = strstr(buf, "VmLck:\t       0 kB");
+        if (!at)
+                abort();
+        memcpy(at, "VmLck:\t   32768 kB", strlen("VmLck:\t   32768 kB"));
+        write_file(status, buf);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        j = job(DB);
+        CHECK(j && j->n_ranges == 1 && has_range(j, 0x7f3a04000000, 0x7f3a04800000));
+        p = rec(DB);
+        CHECK(p && p->skipped_bytes[REASON_MLOCKED] == 32 * MIB);
+        env_done();
+}
+
 TEST(moves_are_counted_and_remembered) {
         struct proc_rec *p;
 

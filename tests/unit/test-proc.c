@@ -319,6 +319,30 @@ TEST(status_long_name_cut) {
         CHECK_INT(strlen(st.name), sizeof(st.name) - 1);
 }
 
+/* Threads: and VmLck: (thread policies are read only for several threads; mlocked
+ * memory is looked for only when VmLck is not 0). */
+TEST(status_threads_and_locked) {
+        struct proc_status st;
+        size_t len;
+        _cleanup_free_ char *one = load("normal.status", &len);
+        _cleanup_free_ char *three = NULL;
+
+        if (one) {
+                CHECK_INT(proc_status_parse(one, len, &st), 0);
+                CHECK_INT(st.threads, 1);
+                CHECK_INT(st.vm_lck_kb, 0);
+        }
+        CHECK_INT(read_file_at(AT_FDCWD, TEST_DATA_DIR "/threads/qemu-6.1-2node/worker-bind/100/status", 1 << 20,
+                               &three, &len), 0);
+        CHECK_INT(proc_status_parse(three, len, &st), 0);
+        CHECK_INT(st.threads, 3);
+        CHECK_INT(status_parse_s("Tgid:\t5\nPid:\t5\nVmLck:\t    2048 kB\nThreads:\t12\n", &st), 0);
+        CHECK_INT(st.vm_lck_kb, 2048);
+        CHECK_INT(st.threads, 12);
+        CHECK_INT(status_parse_s("Tgid:\t5\nPid:\t5\n", &st), 0);
+        CHECK_INT(st.threads, 0);   /* absent: not known */
+}
+
 TEST(status_malformed_rejected_untouched) {
         struct proc_status st;
 
@@ -333,6 +357,9 @@ TEST(status_malformed_rejected_untouched) {
         status_bad("Tgid:\t5\nPid:\t\n");
         status_bad("Tgid:\t5\nPid:\t6\nVmRSS:\t  12 MB\n");
         status_bad("Tgid:\t5\nPid:\t6\nVmRSS:\t  kB\n");
+        status_bad("Tgid:\t5\nPid:\t6\nVmLck:\t  1 MB\n");
+        status_bad("Tgid:\t5\nPid:\t6\nThreads:\t0\n");
+        status_bad("Tgid:\t5\nPid:\t6\nThreads:\t1\nThreads:\t1\n");
         status_bad("Tgid:\t5\nPid:\t6\nUid:\t0\n");
         status_bad("Tgid:\t5\nPid:\t6\nUid:\tx\t0\t0\t0\n");
         status_bad("Tgid:\t5\nPid:\t6\nUid:\t4294967295\t0\t0\t0\n");
