@@ -104,6 +104,7 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
                         .page_size = pl->moves[k].page_size ? pl->moves[k].page_size : page_size(),
                 };
                 j->max_pages += pl->moves[k].bytes / page_size();
+                j->thread_policy |= pl->moves[k].thread_policy;
         }
         return 0;
 }

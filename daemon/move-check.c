@@ -13,6 +13,7 @@
 #include "numa_maps.h"
 #include "policy.h"
 #include "proc.h"
+#include "thread-policy.h"
 
 const struct migrate_stop
         move_stop_exited = { "exited", "the process exited" },
@@ -25,6 +26,8 @@ const struct migrate_stop
                                   "dumpable state changed)" },
         move_stop_policy = { "policy-changed",
                              "a memory policy (mbind, or the cpuset) no longer allows the target node" },
+        move_stop_thread_policy = { "thread-policy-changed",
+                                    "a thread's own memory policy no longer allows the target node" },
         move_stop_unreadable = { "unreadable", "the process's /proc files could not be read" };
 
 /* What every job of the run shares: copied before the run, read-only while it runs. */
@@ -183,15 +186,31 @@ static int check_policy(struct check_job *cj, struct check_state *st, const stru
         return 0;
 }
 
+/* Memory without a VMA policy of its own may go only where every thread's own policy
+ * allows (lib/thread-policy): read again, one small read per thread, for the jobs
+ * that hold such memory. */
+static int check_thread_policy(struct check_job *cj, struct check_state *st, const struct migrate_stop **ret_stop) {
+        const struct migrate_job *job = st->job;
+        const nb_nodemask *mems = st->creds.status.has_mems_allowed ? &st->creds.status.mems_allowed
+                                                                     : &cj->run->with_memory;
+        int r;
+
+        if (!job->thread_policy)
+                return 0;
+        r = thread_policies_allow(cj->run->proc_root, job->pid, mems, &cj->run->with_memory,
+                                  cj->run->move_preferred, (unsigned) job->target_node);
+        if (r > 0)
+                return 0;
+        *ret_stop = r == -ESRCH ? &move_stop_exited : r < 0 ? &move_stop_unreadable : &move_stop_thread_policy;
+        return r == -ENOMEM ? r : -ESTALE;
+}
+
 /* In this order: each may use what the ones before it read (check_state). */
 static const check_fn checks[] = {
         check_process,
         check_cgroup,
         check_policy,
-        /* Threads' own policies (issue 14, item 1) plug in here: a check_fn that reads
-         * each thread's policy and refuses a target outside a thread's bind for the
-         * job's VMAs without a policy of their own (st->job has the ranges and target;
-         * st->creds the process's status). */
+        check_thread_policy,
 };
 
 int move_check_job(void *ctx, const struct migrate_job *job, const struct migrate_stop **ret_stop) {

@@ -341,6 +341,26 @@ static void env_done(void) {
 }
 
 /* The stored process fixture, as process pid. */
+/* Each thread's task/TID/numa_maps shows the process's, as the kernel's does while no
+ * thread has a policy of its own (bind_worker() gives one its own). */
+static void task_numa_maps(const char *procdir) {
+        char tasks[PATH_MAX + 16], from[PATH_MAX + 16], to[2 * PATH_MAX + 32];
+        struct dirent *de;
+        DIR *d;
+
+        snprintf(tasks, sizeof(tasks), "%s/task", procdir);
+        snprintf(from, sizeof(from), "%s/numa_maps", procdir);
+        d = opendir(tasks);
+        if (!d)
+                return;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        snprintf(to, sizeof(to), "%s/%s/numa_maps", tasks, de->d_name);
+                        copy_file(from, to);
+                }
+        closedir(d);
+}
+
 static void put_proc(int fixture, pid_t pid) {
         char from[PATH_MAX], to[PATH_MAX];
 
@@ -348,6 +368,7 @@ static void put_proc(int fixture, pid_t pid) {
         snprintf(to, sizeof(to), "%s/%d", env.proc, (int) pid);
         remove_tree(to);
         copy_tree(from, to);
+        task_numa_maps(to);
         strcat(to, "/cgroup");
         write_file(to, "0::/app.slice\n");
 }
@@ -930,6 +951,12 @@ static void cgroup_goes_advise(pid_t pid) {
                 abort();
 }
 
+/* db's worker binds itself to node 1 (set_mempolicy) after the scan: db's memory
+ * without a VMA policy may not go to node 0 any more. */
+static void worker_binds_to_node_1(pid_t pid) {
+        bind_worker("bind:1");
+}
+
 static void sudo(pid_t pid) {
         set_ids(pid, "1000\t0\t0\t0", "1000\t1000\t1000\t1000", 0);
 }
@@ -952,6 +979,7 @@ static const struct change changes[] = {
         { "mbind of half a VMA", bind_half_to_node_1, "policy-changed", 0 },
         { "interleave", interleave_all, "policy-changed", 0 },
         { "cpuset without the target", cpuset_to_node_1, "policy-changed", 0 },
+        { "a worker thread binds itself", worker_binds_to_node_1, "thread-policy-changed", 0 },
         { "exec", execs, "exec", 0 },
         { "exit", exits, "exited", 0 },
         { "pid reused", pid_reused, "exited", 0 },
