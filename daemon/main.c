@@ -358,7 +358,7 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         (void) caps_check(&d.cfg);
-        r = kernel_balancing_init(&d.knb, a.proc_root);
+        r = kernel_balancing_init(&d.knb, a.proc_root, NULL);
         if (r >= 0) {
                 kernel_balancing_apply(&d.knb, d.cfg.kernel_numa_balancing, a.dry_run);
                 r = run(&d);
