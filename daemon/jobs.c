@@ -218,7 +218,9 @@ static void account_jobs(struct manager *m, const struct scan *scans, size_t n_s
                 p->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
                 p->cg->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
                 count_moved(m, j->pages[MIG_MOVED] * page_size());
-                if (j->error)
+                /* -ECANCELED: the run's time budget (the next tick continues) or
+                 * SIGTERM, neither news about this process. */
+                if (j->error && j->error != -ECANCELED)
                         log_info_errno(j->error, "cgroup=%s pid=%d: migration stopped: %m", j->cgroup, (int) j->pid);
                 if (j->pages[MIG_MOVED])
                         for (size_t k = 0; k < j->n_ranges; k++)

@@ -196,6 +196,7 @@ static int run(struct daemon *d) {
         }
         manager_set_after_tick(d->manager, after_tick, d);
         manager_set_while_moving(d->manager, control_pump, d->control);
+        manager_set_keepalive(d->manager, lifecycle_keepalive, &d->life);
         r = manager_start(d->manager);
         if (r < 0)
                 return r;

@@ -26,6 +26,16 @@
 /* Each process moves at most this many batches' worth per tick, so that a tick (and
  * a SIGTERM waiting for it) stays bounded; the next tick continues. */
 #define BATCHES_PER_PROCESS_PER_TICK 4
+/* A tick's migration run ends after this long (the batches in flight finish, their
+ * counts exact) and the next tick continues: the bytes per process are bounded, not
+ * the processes (30 misplaced 1 GiB processes after a failover), nor the time (one at
+ * rate_limit_mb_s = 10 takes 100 s). Below half of the unit's WatchdogSec=30s, so the
+ * event loop's own pings come in time even without the ones sent during the run. */
+#define MIGRATE_RUN_BUDGET_MS 10000
+/* While a run lasts at most this long (its budget, then as long again for the batches
+ * in flight to finish), the watchdog is pinged from it; a run stuck past it (a
+ * move_pages(2) that never returns) stops the pings, and systemd sees a stuck daemon. */
+#define MIGRATE_RUN_KEEPALIVE_MS (2 * MIGRATE_RUN_BUDGET_MS)
 /* A migration job is split among the workers in parts of at least this many bytes:
  * below it, a second CPU saves less than it costs to set up. */
 #define SPLIT_MIN_BYTES (UINT64_C(64) << 20)
@@ -129,6 +139,8 @@ struct manager {
         void *after_tick_userdata;
         void (*while_moving)(void *userdata);  /* serves the control socket mid-run */
         void *while_moving_userdata;
+        void (*keepalive)(void *userdata);     /* WATCHDOG=1 mid-run */
+        void *keepalive_userdata;
         volatile int cancel;
 
         /* Where the tick meets the kernel, replaced by tests/unit/test-manager.c (the

@@ -561,6 +561,11 @@ void manager_set_while_moving(struct manager *m, void (*fn)(void *userdata), voi
         m->while_moving_userdata = userdata;
 }
 
+void manager_set_keepalive(struct manager *m, void (*fn)(void *userdata), void *userdata) {
+        m->keepalive = fn;
+        m->keepalive_userdata = userdata;
+}
+
 void manager_set_after_tick(struct manager *m, void (*fn)(struct manager *m, void *userdata), void *userdata) {
         m->after_tick = fn;
         m->after_tick_userdata = userdata;
@@ -603,15 +608,17 @@ void manager_status(struct manager *m, char *buf, size_t size) {
 }
 
 /* SIGTERM and SIGINT are blocked (sd-event takes them from a signalfd), so a pending
- * one shows in sigpending() while the event loop waits for the migration workers. */
-/* Called every 100 ms on the event-loop thread while the workers copy: also the only
- * chance for the control socket to be served during a long run. */
+ * one shows in sigpending() while the event loop waits for the migration workers.
+ * Called every 100 ms on the event-loop thread while the workers copy: also the only
+ * chance for the control socket to be served, and the watchdog pinged, during a run. */
 static bool stop_pending(void *ctx) {
         struct manager *m = ctx;
         sigset_t set;
 
         if (m->while_moving)
                 m->while_moving(m->while_moving_userdata);
+        if (m->keepalive && migrator_run_elapsed_ns(m->migrator) < MIGRATE_RUN_KEEPALIVE_MS * UINT64_C(1000000))
+                m->keepalive(m->keepalive_userdata);
         if (sigpending(&set) < 0)
                 return false;
         return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
@@ -664,6 +671,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 goto fail;
         }
         migrator_set_should_stop(m->migrator, stop_pending, m);
+        migrator_set_run_budget(m->migrator, MIGRATE_RUN_BUDGET_MS * UINT64_C(1000000));
         *ret = m;
         return 0;
 fail:

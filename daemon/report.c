@@ -174,6 +174,8 @@ int report_status(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "ticks"); json_u64(&j, m->tick);
         json_key(&j, "tick_interval_ms"); json_u64(&j, m->cfg.tick_ms);
         json_key(&j, "last_tick_ns"); json_u64(&j, m->last_tick_ns);
+        json_key(&j, "migration_run_budget_ms"); json_u64(&j, MIGRATE_RUN_BUDGET_MS);
+        json_key(&j, "migration_runs_cut"); json_u64(&j, migrator_runs_cut(m->migrator));
         json_key(&j, "cgroups_watched"); json_u64(&j, n_active_cgs(m));
         json_key(&j, "processes_watched"); json_u64(&j, m->n_procs);
         json_key(&j, "pages"); put_pages(&j, m->total_pages);
