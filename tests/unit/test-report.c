@@ -16,6 +16,7 @@
 #include "control.h"
 #include "json-parse.h"
 #include "manager-internal.h"
+#include "metrics.h"
 #include "report.h"
 #include "test.h"
 
@@ -439,26 +440,107 @@ TEST(json_parse_values) {
         CHECK_INT(jv_parse(deep, sizeof(deep), &v, NULL), -EINVAL);
 }
 
-TEST(metrics_label_escape) {
+/* metrics_put_label_value(s) as a string. */
+static const char *label(const char *s) {
+        static char out[256];
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
-        metrics_put_label_value(f, "a\\b\"c\nd\te");
+
+        metrics_put_label_value(f, s);
         fclose(f);
-        CHECK_STR(buf, "a\\\\b\\\"c\\nd\te");
+        snprintf(out, sizeof(out), "%s", buf);
         free(buf);
+        return out;
 }
 
-/* The metrics file: written atomically, mode 0644, no temporary file left. */
+#define FFFD "\xef\xbf\xbd"
+
+TEST(metrics_label_escape) {
+        CHECK_STR(label("a\\b\"c\nd\te"), "a\\\\b\\\"c\\nd\te");
+        /* Valid UTF-8 stays as it is: 2, 3 and 4 bytes, and the highest code point. */
+        CHECK_STR(label("/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80/\xf4\x8f\xbf\xbf"),
+                  "/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80/\xf4\x8f\xbf\xbf");
+        /* Invalid: one U+FFFD per byte that starts no valid sequence. */
+        CHECK_STR(label("a\xff" "b"), "a" FFFD "b");
+        CHECK_STR(label("\xc0\xaf"), FFFD FFFD);                  /* overlong '/' */
+        CHECK_STR(label("\xed\xa0\x80"), FFFD FFFD FFFD);         /* a surrogate */
+        CHECK_STR(label("\xf4\x90\x80\x80"), FFFD FFFD FFFD FFFD); /* above U+10FFFF */
+        CHECK_STR(label("x\xe2\x82"), "x" FFFD FFFD);               /* cut short */
+        CHECK_STR(label("\x80\"\xc3"), FFFD "\\\"" FFFD);
+        CHECK_STR(label(NULL), "");
+}
+
+/* The metrics file: written atomically, mode 0640 (it names every cgroup), no
+ * temporary file left; the group asked for, or the error if it cannot be set. */
 TEST(metrics_file_written_atomically) {
         struct stat st;
         char file[4096];
+        int group_error = 1;
 
         snprintf(file, sizeof(file), "%s/m.prom", tmpdir);
-        CHECK_INT(report_write_metrics(&mgr, file), 0);
-        CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0644);
+        CHECK_INT(metrics_write_file(&mgr, file, (gid_t) -1, &group_error), 0);
+        CHECK_INT(group_error, 0);
+        CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0640);
+        /* A group this process is a member of: no CAP_CHOWN needed. */
+        CHECK_INT(metrics_write_file(&mgr, file, getegid(), &group_error), 0);
+        CHECK_INT(group_error, 0);
+        CHECK(stat(file, &st) == 0 && st.st_gid == getegid() && (st.st_mode & 0777) == 0640);
+        if (geteuid() != 0) {
+                /* Another group: refused, and the file is written all the same. */
+                unlink(file);
+                CHECK_INT(metrics_write_file(&mgr, file, 0, &group_error), 0);
+                CHECK_INT(group_error, -EPERM);
+                CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0640);
+        }
         snprintf(file, sizeof(file), "%s/nodir/m.prom", tmpdir);
-        CHECK_INT(report_write_metrics(&mgr, file), -ENOENT);
+        CHECK_INT(metrics_write_file(&mgr, file, (gid_t) -1, NULL), -ENOENT);
+}
+
+/* Cgroups whose paths are not valid UTF-8: made valid, and where two become the same
+ * label, the one that was valid already is kept (write_metrics() adds them for
+ * test-metrics.py). */
+static struct cg_rec cg_bad1 = { .path = "/user.slice/odd\xff", .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
+                                 .owner = 1000, .pages = { 11 }, .seen = true };
+static struct cg_rec cg_bad2 = { .path = "/user.slice/odd\xfe", .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
+                                 .owner = 1000, .pages = { 22 }, .seen = true };
+static struct cg_rec cg_fffd = { .path = "/user.slice/odd" FFFD, .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
+                                 .owner = 1000, .pages = { 33 }, .seen = true };
+static struct cg_rec cg_bad3 = { .path = "/user.slice/\xc0\xaf" "etc", .mode = CG_MODE_ADVISE,
+                                 .source = CG_FROM_USER, .owner = 1000, .pages = { 44 }, .seen = true };
+
+static struct cg_rec **with_odd_names(struct manager *m, size_t *saved_n) {
+        static struct cg_rec *cgs[8];
+        struct cg_rec **saved = m->cgs;
+
+        *saved_n = m->n_cgs;
+        memcpy(cgs, m->cgs, m->n_cgs * sizeof(*cgs));
+        cgs[m->n_cgs] = &cg_bad1;
+        cgs[m->n_cgs + 1] = &cg_bad2;
+        cgs[m->n_cgs + 2] = &cg_fffd;
+        cgs[m->n_cgs + 3] = &cg_bad3;
+        m->cgs = cgs;
+        m->n_cgs += 4;
+        return saved;
+}
+
+TEST(metrics_odd_cgroup_names) {
+        size_t saved_n;
+        struct cg_rec **saved = with_odd_names(&mgr, &saved_n);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        CHECK_INT(metrics_write(&mgr, f), 0);
+        fclose(f);
+        mgr.cgs = saved;
+        mgr.n_cgs = saved_n;
+        CHECK(strstr(buf, "numabalanced_pages_total{cgroup=\"/user.slice/odd" FFFD "\",result=\"moved\"} 33\n"));
+        CHECK(!strstr(buf, "} 11\n") && !strstr(buf, "} 22\n"));
+        CHECK(strstr(buf, "numabalanced_pages_total{cgroup=\"/user.slice/" FFFD FFFD "etc\",result=\"moved\"} 44\n"));
+        CHECK(strstr(buf, "\nnumabalanced_metrics_cgroups_hidden 2\n"));
+        CHECK(!strstr(buf, "\xff") && !strstr(buf, "\xfe") && !strstr(buf, "\xc0"));
+        free(buf);
 }
 
 /* The fake /proc (processes that are not watched, each for another reason) and the
@@ -498,10 +580,14 @@ static void outro(void) {
 }
 
 static int write_metrics(const char *path) {
-        int r = report_write_metrics(&mgr, path);
+        size_t saved_n;
+        struct cg_rec **saved = with_odd_names(&mgr, &saved_n);
+        int r = metrics_write_file(&mgr, path, (gid_t) -1, NULL);
 
+        mgr.cgs = saved;
+        mgr.n_cgs = saved_n;
         if (r < 0)
-                fprintf(stderr, "report_write_metrics: %s\n", strerror(-r));
+                fprintf(stderr, "metrics_write_file: %s\n", strerror(-r));
         return r < 0;
 }
 
