@@ -55,8 +55,16 @@ static inline uint64_t now_ns(clockid_t c) {
 /* Due times and the tick's clock: CLOCK_MONOTONIC, in ms. */
 static inline uint64_t now_ms(void) { return now_ns(CLOCK_MONOTONIC) / 1000000; }
 
-/* Where the daemon's CPU time goes, per cgroup and process. */
-enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, _STAGE_MAX };
+/* Where the daemon's CPU time goes, per cgroup and process (cost.h). */
+enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, STAGE_WALK, STAGE_BOOKKEEPING, STAGE_REPORT, _STAGE_MAX };
+
+/* A top-level cgroup (or the root) walked but not opted in: the walk's CPU time on
+ * its directories (cost.h). Kept while the walk finds it. */
+struct subtree_rec {
+        char *path;
+        uint64_t walk_ns;
+        uint64_t seen_tick;
+};
 
 struct cg_rec {
         char *path;
@@ -142,6 +150,16 @@ struct manager {
         void (*keepalive)(void *userdata);     /* WATCHDOG=1 mid-run */
         void *keepalive_userdata;
         volatile int cancel;
+
+        /* The daemon's CPU time (cost.h): what was charged, to cgroups and subtrees,
+         * by stage; of the walk, the part on subtrees not opted in. */
+        uint64_t cost_ns[_STAGE_MAX];
+        uint64_t subtree_walk_ns;
+        struct subtree_rec **subtrees;     /* sorted by path */
+        size_t n_subtrees;
+        uint64_t startup_cpu_ns;           /* the process's CPU time when the ticks began */
+        uint64_t unattributed_ns;          /* the rest, as of the last tick (never down) */
+        uint64_t pump_ns;                  /* serving the control socket during runs: unattributed */
 
         /* Where the tick meets the kernel, replaced by tests/unit/test-manager.c (the
          * tick on stored inputs); NULL: the real thing. open_pidfd: pidfd_open(2), a

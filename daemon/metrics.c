@@ -265,7 +265,8 @@ static void metrics_skipped(const struct mtable *t, FILE *f) {
 /* Per cgroup: CPU time by stage, and the processes watched. */
 static void metrics_cgroup_costs(const struct mtable *t, FILE *f) {
         metric_head(f, "numabalanced_cpu_seconds_total", "counter",
-                    "CPU time the daemon spent on each cgroup, by stage (read, decide, migrate).");
+                    "CPU time the daemon spent on each cgroup, by stage (read, decide, migrate, walk, bookkeeping, "
+                    "report).");
         for (size_t i = 0; i < t->n; i++)
                 for (int s = 0; s < _STAGE_MAX && !t->v[i].hidden; s++) {
                         metric_cg(f, "numabalanced_cpu_seconds_total", &t->v[i]);
@@ -282,9 +283,46 @@ static void metrics_cgroup_costs(const struct mtable *t, FILE *f) {
         }
 }
 
+/* The daemon's CPU time that no opted-in cgroup carries: the walk of subtrees that
+ * did not opt in (by top-level cgroup; one whose path is not valid UTF-8 is left out
+ * and counted as hidden: only root makes top-level cgroups), its start, the rest. */
+static size_t metrics_daemon_costs(const struct manager *m, FILE *f) {
+        uint64_t process = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+        size_t hidden = 0;
+
+        metric_head(f, "numabalanced_walk_cpu_seconds_total", "counter",
+                    "CPU time of the cgroup tree walk on cgroups that did not opt in, by the top-level cgroup "
+                    "they lie in.");
+        for (size_t i = 0; i < m->n_subtrees; i++) {
+                bool exact;
+                _cleanup_free_ char *text = label_text(m->subtrees[i]->path, &exact);
+
+                if (!text || !exact) {
+                        hidden++;
+                        continue;
+                }
+                fputs("numabalanced_walk_cpu_seconds_total{subtree=\"", f);
+                metrics_put_label_value(f, text);
+                fputs("\"} ", f);
+                put_seconds(f, m->subtrees[i]->walk_ns);
+        }
+        metric_head(f, "numabalanced_daemon_cpu_seconds_total", "counter", "CPU time of the daemon in all.");
+        fputs("numabalanced_daemon_cpu_seconds_total ", f);
+        put_seconds(f, process);
+        metric_head(f, "numabalanced_startup_cpu_seconds", "gauge", "CPU time of the daemon's start.");
+        fputs("numabalanced_startup_cpu_seconds ", f);
+        put_seconds(f, m->startup_cpu_ns);
+        metric_head(f, "numabalanced_unattributed_cpu_seconds_total", "counter",
+                    "CPU time of the daemon charged to no cgroup since its start (the control socket, ticks with "
+                    "nothing opted in).");
+        fputs("numabalanced_unattributed_cpu_seconds_total ", f);
+        put_seconds(f, m->unattributed_ns);
+        return hidden;
+}
+
 /* The daemon as a whole: ticks, the sampling source and chain, page samples, the
  * cgroups left out of the file. */
-static void metrics_daemon(const struct manager *m, const struct mtable *t, FILE *f) {
+static void metrics_daemon(const struct manager *m, const struct mtable *t, size_t hidden, FILE *f) {
         metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
         fputs("numabalanced_tick_duration_seconds ", f);
         put_seconds(f, m->last_tick_ns);
@@ -305,7 +343,7 @@ static void metrics_daemon(const struct manager *m, const struct mtable *t, FILE
         fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", m->page_samples);
         metric_head(f, "numabalanced_metrics_cgroups_hidden", "gauge",
                     "Cgroups left out of this file: their path, made valid UTF-8, is another one's.");
-        fprintf(f, "numabalanced_metrics_cgroups_hidden %zu\n", t->n_hidden);
+        fprintf(f, "numabalanced_metrics_cgroups_hidden %zu\n", t->n_hidden + hidden);
 }
 
 int metrics_write(struct manager *m, FILE *f) {
@@ -319,7 +357,7 @@ int metrics_write(struct manager *m, FILE *f) {
         metrics_pages(&t, f);
         metrics_skipped(&t, f);
         metrics_cgroup_costs(&t, f);
-        metrics_daemon(m, &t, f);
+        metrics_daemon(m, &t, metrics_daemon_costs(m, f), f);
         mtable_done(&t);
         fflush(f);
         return ferror(f) ? -EIO : 0;

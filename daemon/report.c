@@ -26,6 +26,9 @@ static const char *const stage_names[_STAGE_MAX] = {
         [STAGE_READ] = "read",
         [STAGE_DECIDE] = "decide",
         [STAGE_MIGRATE] = "migrate",
+        [STAGE_WALK] = "walk",
+        [STAGE_BOOKKEEPING] = "bookkeeping",
+        [STAGE_REPORT] = "report",
 };
 
 static const char *const source_names[] = {
@@ -143,15 +146,28 @@ void report_error(FILE *f, const char *msg) {
 
 /* ---- status ------------------------------------------------------------------- */
 
+/* The daemon's CPU time: in all, at its start, what was charged to cgroups (by
+ * stage; of the walk, the part on subtrees not opted in), and the rest. */
+static void put_cpu(struct json *j, const struct manager *m) {
+        uint64_t process = process_cpu_ns(), charged = m->startup_cpu_ns, rest;
+
+        for (int s = 0; s < _STAGE_MAX; s++)
+                charged += m->cost_ns[s];
+        rest = process > charged ? process - charged : 0;
+        json_object_begin(j);
+        json_key(j, "process"); json_u64(j, process);
+        json_key(j, "startup"); json_u64(j, m->startup_cpu_ns);
+        json_key(j, "by_stage"); put_cost(j, m->cost_ns);
+        json_key(j, "walk_not_opted_in"); json_u64(j, m->subtree_walk_ns);
+        json_key(j, "unattributed"); json_u64(j, rest > m->unattributed_ns ? rest : m->unattributed_ns);
+        json_object_end(j);
+}
+
 int report_status(struct manager *m, uid_t uid, FILE *f) {
-        uint64_t cost[_STAGE_MAX] = {}, knb, now = mono_ms();
+        uint64_t knb, now = mono_ms();
         char cpus[CPUMASK_STRMAX];
         int r;
         BEGIN_DOC(j, mem, buf, len);
-
-        for (size_t i = 0; i < m->n_cgs; i++)
-                for (int s = 0; s < _STAGE_MAX; s++)
-                        cost[s] += m->cgs[i]->cost_ns[s];
 
         json_object_begin(&j);
         json_key(&j, "version"); json_string(&j, PACKAGE_VERSION);
@@ -184,11 +200,7 @@ int report_status(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "processes_watched"); json_u64(&j, m->n_procs);
         json_key(&j, "pages"); put_pages(&j, m->total_pages);
         json_key(&j, "moved_bytes_last_minute"); json_u64(&j, manager_moved_last_minute(m));
-        json_key(&j, "cpu_ns");
-        json_object_begin(&j);
-        json_key(&j, "process"); json_u64(&j, process_cpu_ns());
-        json_key(&j, "by_stage"); put_cost(&j, cost);
-        json_object_end(&j);
+        json_key(&j, "cpu_ns"); put_cpu(&j, m);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
 }
@@ -283,6 +295,17 @@ int report_list(struct manager *m, uid_t uid, FILE *f) {
         for (size_t k = 0; k < m->n_procs; k++)
                 if (report_proc_visible(m->procs[k], uid))
                         put_list_process(&j, m, m->procs[k]);
+        json_array_end(&j);
+
+        /* Walked, not opted in: the top-level cgroups' paths are root's to see. */
+        json_key(&j, "subtrees_walked");
+        json_array_begin(&j);
+        for (size_t i = 0; uid == 0 && i < m->n_subtrees; i++) {
+                json_object_begin(&j);
+                json_key(&j, "path"); json_string(&j, m->subtrees[i]->path);
+                json_key(&j, "walk_cpu_ns"); json_u64(&j, m->subtrees[i]->walk_ns);
+                json_object_end(&j);
+        }
         json_array_end(&j);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);

@@ -37,7 +37,12 @@ for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_pages
                   ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_tick_duration_seconds', 'gauge'),
                   ('numabalanced_sampling_source', 'gauge'), ('numabalanced_processes', 'gauge'),
                   ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),
-                  ('numabalanced_sampling_chain', 'gauge'), ('numabalanced_page_samples_total', 'counter')]:
+                  ('numabalanced_sampling_chain', 'gauge'), ('numabalanced_page_samples_total', 'counter'),
+                  ('numabalanced_walk_cpu_seconds_total', 'counter'),
+                  ('numabalanced_daemon_cpu_seconds_total', 'counter'),
+                  ('numabalanced_startup_cpu_seconds', 'gauge'),
+                  ('numabalanced_unattributed_cpu_seconds_total', 'counter'),
+                  ('numabalanced_metrics_cgroups_hidden', 'gauge')]:
     check(name in fam and fam[name]['type'] == typ, f'{name} missing or not a {typ}')
 
 hostile = '/user.slice/x"y\\z\nw'
@@ -52,6 +57,15 @@ check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='refused') ==
 check(g(fam, 'numabalanced_pages_total', cgroup='/gone.slice', result='moved') == 7, 'counters of an inactive cgroup kept')
 check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='read') - 1.5) < 1e-9, 'cpu read')
 check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='migrate') - 3e-6) < 1e-12, 'cpu migrate')
+# All of the daemon's CPU time has an owner: the walk, the bookkeeping and the report
+# of each cgroup, the walk of subtrees that did not opt in, the start, the rest.
+for stage, v in (('walk', 400e-9), ('bookkeeping', 500e-9), ('report', 600e-9)):
+    check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage=stage) - v) < 1e-12, f'cpu {stage}')
+check(abs(g(fam, 'numabalanced_walk_cpu_seconds_total', subtree='/user.slice') - 7e-6) < 1e-12,
+      'walk of a subtree not opted in')
+check(abs(g(fam, 'numabalanced_startup_cpu_seconds') - 0.002) < 1e-12, 'startup cpu')
+check(abs(g(fam, 'numabalanced_unattributed_cpu_seconds_total') - 0.005) < 1e-12, 'unattributed cpu')
+check(g(fam, 'numabalanced_daemon_cpu_seconds_total') > 0, 'daemon cpu')
 check(abs(g(fam, 'numabalanced_tick_duration_seconds') - 0.001234567) < 1e-12, 'tick duration')
 check(g(fam, 'numabalanced_sampling_source', source='proc') == 1, 'sampling source')
 check(g(fam, 'numabalanced_sampling_chain', chain='proc') == 1, 'sampling chain')
