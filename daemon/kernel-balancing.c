@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cleanup.h"
@@ -140,6 +141,28 @@ int kernel_balancing_read(const char *proc_root, uint64_t *ret) {
         return read_value(path, ret);
 }
 
+/* One daemon at a time holds the sysctl: a second one (started by hand beside the
+ * service) must neither take the saved value for its own nor restore it at its exit.
+ * The lock is on the state directory and goes with the process, however it dies.
+ * Returns false when another process holds it; a directory that cannot be made or
+ * opened is no lock (saving will fail the same way: nothing is changed then). */
+static bool take_lock(struct kernel_balancing *k) {
+        int fd;
+
+        if (mkdir(k->state_dir, 0755) < 0 && errno != EEXIST)
+                return true;
+        fd = open(k->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return true;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno;
+                close(fd);
+                return e != EWOULDBLOCK;
+        }
+        k->lock_fd = fd;
+        return true;
+}
+
 /* The first directory of $RUNTIME_DIRECTORY (systemd lists one per RuntimeDirectory=
  * entry, separated by colons), else the default. */
 static char *default_state_dir(void) {
@@ -153,7 +176,7 @@ static char *default_state_dir(void) {
 int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root, const char *state_dir) {
         int r;
 
-        *k = (struct kernel_balancing) {};
+        *k = (struct kernel_balancing) { .lock_fd = -1 };
         r = make_path(proc_root, &k->path);
         k->state_dir = state_dir ? strdup(state_dir) : default_state_dir();
         if (r < 0 || !k->state_dir ||
@@ -168,6 +191,11 @@ int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root, con
         }
         if (r < 0) {
                 log_warning_errno(r, "Failed to read %s, ignoring: %m", k->path);
+                return 0;
+        }
+        if (!take_lock(k)) {
+                log_warning("Another numabalanced holds kernel.numa_balancing (%s is locked): leaving it alone",
+                            k->state_dir);
                 return 0;
         }
         k->present = true;
@@ -238,6 +266,9 @@ void kernel_balancing_done(struct kernel_balancing *k) {
                 } else
                         restore(k);
         }
+        if (k->lock_fd >= 0)
+                close(k->lock_fd);
+        k->lock_fd = -1;
         free(k->path);
         free(k->state_dir);
         free(k->state_path);

@@ -17,7 +17,9 @@
  * At start, a saved value with the sysctl still at 0 means the previous daemon did
  * not restore it: that saved value is the operator's, not the 0 found. The file is
  * removed once the value is restored (or when someone changed the sysctl since).
- * /run is right for it because the sysctl itself starts afresh at each boot. */
+ * /run is right for it because the sysctl itself starts afresh at each boot. The
+ * state directory is locked (flock) while a daemon holds the sysctl: a second daemon
+ * leaves the sysctl and the saved value alone. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,7 +36,8 @@ struct kernel_balancing {
         char *path;                  /* <proc_root>/sys/kernel/numa_balancing */
         char *state_dir;             /* where the saved value lives */
         char *state_path;            /* <state_dir>/KERNEL_BALANCING_STATE_FILE */
-        bool present;                /* the kernel has it and we could read it */
+        int lock_fd;                 /* the state directory, locked: we are the one daemon that holds it */
+        bool present;                /* the kernel has it, we could read it, and no other daemon holds it */
         uint64_t found;              /* the operator's value: at start, or saved by a daemon that died */
         bool changed;                /* it is 0 because of us: found must be restored */
 };

@@ -128,8 +128,11 @@ static int n_state_files(void) {
         return n;
 }
 
-/* A daemon killed before its exit: its memory goes with it, nothing is restored. */
+/* A daemon killed before its exit: its memory and its lock go with it, nothing is
+ * restored. */
 static void killed(struct kernel_balancing *k) {
+        if (k->lock_fd >= 0)
+                close(k->lock_fd);
         free(k->path);
         free(k->state_dir);
         free(k->state_path);
@@ -443,6 +446,26 @@ TEST(unsaveable_value_is_not_changed) {
         CHECK(!k.changed);
         CHECK(strstr(logged, "<4>kernel.numa_balancing=1: not setting it to 0, because saving it to "));
         kernel_balancing_done(&k);
+        CHECK_STR(value(), "1\n");
+        teardown();
+}
+
+/* A second daemon beside the first (started by hand next to the service) neither takes
+ * the saved value for its own nor restores anything when it exits. */
+TEST(a_second_daemon_leaves_it_alone) {
+        struct kernel_balancing k1, k2;
+
+        setup("1\n");
+        CHECK_INT(kernel_balancing_init(&k1, root, state), 0);
+        kernel_balancing_apply(&k1, KNB_DISABLE, false);
+        CHECK_INT(kernel_balancing_init(&k2, root, state), 0);
+        CHECK(!k2.present && !k2.changed);
+        CHECK(strstr(logged, "<4>Another numabalanced holds kernel.numa_balancing ("));
+        kernel_balancing_apply(&k2, KNB_LEAVE, false);
+        kernel_balancing_done(&k2);
+        CHECK_STR(value(), "0\n");
+        CHECK_STR(saved_value(), "1\n");
+        kernel_balancing_done(&k1);
         CHECK_STR(value(), "1\n");
         teardown();
 }
