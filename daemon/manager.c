@@ -468,9 +468,13 @@ static uint64_t tick_cgroups(struct manager *m, const struct cgroup_selection *s
  * thread's part (building and accounting the jobs; not serving the control socket
  * meanwhile) in proportion to it. Adds what it charged to *charged. */
 static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t now, uint64_t *charged) {
-        uint64_t *before = cost_migrate_before(m), t = cost_thread_ns(), pump = m->pump_ns, main_ns;
+        uint64_t *before, t, pump = m->pump_ns, main_ns;
         int r;
 
+        if (scans->n == 0)
+                return 0;       /* nothing planned: no run (and no copy of every cgroup's cost) */
+        before = cost_migrate_before(m);
+        t = cost_thread_ns();
         r = jobs_run(m, scans->v, scans->n, now);
         main_ns = cost_thread_ns() - t - (m->pump_ns - pump);
         *charged += main_ns - cost_migrate_after(m, before, main_ns);
