@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cgroup.h"
+#include "cost.h"
 #include "creds.h"
 #include "jobs.h"
 #include "log.h"
@@ -264,6 +265,7 @@ struct scan_list {
  * tick (gone: forgotten then). */
 static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
                      struct scan_list *scans) {
+        uint64_t before[_STAGE_MAX], t;
         int r;
 
         if (scans->n == scans->cap) {
@@ -275,7 +277,10 @@ static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64
                 scans->cap = nc;
         }
         scans->v[scans->n] = (struct scan) { .rec = p };
+        memcpy(before, p->cost_ns, sizeof(before));
+        t = cost_thread_ns();
         r = scan_process(m, p, now, reserved, &scans->v[scans->n]);
+        cost_scanned(m, p, before, cost_thread_ns() - t);
         if (r > 0)
                 scans->n++;
         else if (r < 0 && r != -ESRCH && r != -ENOENT)
@@ -462,11 +467,67 @@ static void tick_prepare(struct manager *m) {
                 log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
 }
 
+/* The cgroups selected, each with its processes. Charged to each: the walk's time on
+ * its directory, and the time spent on it here (finding its record, cgroup.procs,
+ * admitting and scanning its processes). Returns the CPU time charged. */
+static uint64_t tick_cgroups(struct manager *m, const struct cgroup_selection *sel, uint64_t now,
+                             uint64_t *reserved, struct scan_list *scans) {
+        uint64_t charged = 0;
+
+        for (size_t e = 0; e < sel->n_entries; e++) {
+                uint64_t t = cost_thread_ns(), scanned, spent;
+                struct cg_rec *cg = get_cg(m, &sel->entries[e]);
+
+                if (!cg)
+                        continue;
+                cg->seen = true;
+                cg->covers_uid = sel->entries[e].covers_uid;
+                scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE];
+                tick_cgroup(m, cg, now, reserved, scans);
+                spent = cost_thread_ns() - t;
+                /* The scans charged read and decide themselves. */
+                scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE] - scanned;
+                cost_charge(m, cg, STAGE_WALK, sel->entries[e].walk_ns);
+                cost_charge(m, cg, STAGE_BOOKKEEPING, spent > scanned ? spent - scanned : 0);
+                charged += sel->entries[e].walk_ns + (spent > scanned ? spent : scanned);
+        }
+        return charged;
+}
+
+/* The tick's migration run: the workers' time is charged per job (jobs.c), and this
+ * thread's part (building and accounting the jobs; not serving the control socket
+ * meanwhile) in proportion to it. Adds what it charged to *charged. */
+static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t now, uint64_t *charged) {
+        uint64_t *before, t, pump = m->pump_ns, main_ns;
+        int r;
+
+        if (scans->n == 0)
+                return 0;       /* nothing planned: no run (and no copy of every cgroup's cost) */
+        before = cost_migrate_before(m);
+        t = cost_thread_ns();
+        r = jobs_run(m, scans->v, scans->n, now);
+        main_ns = cost_thread_ns() - t - (m->pump_ns - pump);
+        *charged += main_ns - cost_migrate_after(m, before, main_ns);
+        return r;
+}
+
+/* What the tick spent that no cgroup was charged for yet (the poll over every pidfd,
+ * page samples, forgetting, the walk outside directories, the heap trim): per-process
+ * work, shared among the cgroups in proportion to their processes. Control requests
+ * served during the run are not theirs. */
+static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, uint64_t charged) {
+        uint64_t spent = cost_thread_ns() - start, served = m->pump_ns - pump;
+
+        if (spent > charged + served)
+                (void) cost_share_by_procs(m, STAGE_BOOKKEEPING, spent - charged - served);
+}
+
 int manager_tick(struct manager *m) {
         struct cgroup_selection sel = {};
         struct scan_list scans = {};
         _cleanup_free_ uint64_t *reserved = NULL;
-        uint64_t now = now_ms(), t_start = now_ns(CLOCK_MONOTONIC);
+        uint64_t now = now_ms(), t_start = now_ns(CLOCK_MONOTONIC), cpu_start = cost_thread_ns(), pump = m->pump_ns;
+        uint64_t charged;
         int r;
 
         m->tick++;
@@ -480,17 +541,11 @@ int manager_tick(struct manager *m) {
                 return log_error_errno(-ENOMEM, "Out of memory");
         mark_exited(m);
         select_cgroups(m, &sel);
-        for (size_t e = 0; e < sel.n_entries; e++) {
-                struct cg_rec *cg = get_cg(m, &sel.entries[e]);
-                if (!cg)
-                        continue;
-                cg->seen = true;
-                cg->covers_uid = sel.entries[e].covers_uid;
-                tick_cgroup(m, cg, now, reserved, &scans);
-        }
+        charged = tick_cgroups(m, &sel, now, reserved, &scans);
+        charged += cost_walk_others(m, &sel);
         cgroup_selection_done(&sel);
 
-        r = jobs_run(m, scans.v, scans.n, now);
+        r = run_jobs(m, &scans, now, &charged);
         for (size_t i = 0; i < scans.n; i++)
                 scan_done(&scans.v[i]);
         free(scans.v);
@@ -501,6 +556,7 @@ int manager_tick(struct manager *m) {
          * most of it free). */
         if (m->tick % TRIM_EVERY_TICKS == 0)
                 (void) malloc_trim(0);
+        tick_charge_rest(m, cpu_start, pump, charged);
         m->last_tick_ns = now_ns(CLOCK_MONOTONIC) - t_start;
         return r;
 }
@@ -510,8 +566,13 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         uint64_t next, now;
 
         (void) manager_tick(m);
-        if (m->after_tick)
+        if (m->after_tick) {
+                /* The metrics file: each cgroup in it pays its share. */
+                uint64_t t = cost_thread_ns();
                 m->after_tick(m, m->after_tick_userdata);
+                (void) cost_share_even(m, STAGE_REPORT, cost_thread_ns() - t);
+        }
+        cost_update_unattributed(m);
         /* The next tick, or earlier if a node-change event asked for a scan sooner. */
         now = now_ms();
         next = now + m->cfg.tick_ms;
@@ -550,8 +611,11 @@ static void on_node_change(void *userdata, pid_t pid, int node) {
         log_debug("cgroup=%s pid=%d: a thread now runs on node %d, deciding again in %" PRIu64 " ms", p->cg->path,
                   (int) pid, node, m->cfg.react_ms);
         scratch = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*scratch));
-        if (scratch && p->pl.primed)
+        if (scratch && p->pl.primed) {
+                uint64_t t = cost_thread_ns();
                 (void) m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, scratch);
+                cost_charge_proc(m, p, STAGE_READ, cost_thread_ns() - t);
+        }
         p->interval_ms = 0; /* scan_min_ms after this scan */
         p->next_scan_ms = due;
         /* Bring the tick forward if it would come later. */
@@ -570,7 +634,11 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 }
 
 int manager_start(struct manager *m) {
-        int r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
+        int r;
+
+        /* What the start cost (the topology, loading BPF, ...): the daemon's own. */
+        m->startup_cpu_ns = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+        r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the tick timer: %m");
         /* sd-event's default accuracy (250 ms) would blur react_ms and the tick. */
@@ -589,6 +657,11 @@ int manager_start(struct manager *m) {
 void manager_set_while_moving(struct manager *m, void (*fn)(void *userdata), void *userdata) {
         m->while_moving = fn;
         m->while_moving_userdata = userdata;
+}
+
+void manager_set_keepalive(struct manager *m, void (*fn)(void *userdata), void *userdata) {
+        m->keepalive = fn;
+        m->keepalive_userdata = userdata;
 }
 
 void manager_set_after_tick(struct manager *m, void (*fn)(struct manager *m, void *userdata), void *userdata) {
@@ -633,15 +706,19 @@ void manager_status(struct manager *m, char *buf, size_t size) {
 }
 
 /* SIGTERM and SIGINT are blocked (sd-event takes them from a signalfd), so a pending
- * one shows in sigpending() while the event loop waits for the migration workers. */
-/* Called every 100 ms on the event-loop thread while the workers copy: also the only
- * chance for the control socket to be served during a long run. */
+ * one shows in sigpending() while the event loop waits for the migration workers.
+ * Called every 100 ms on the event-loop thread while the workers copy: also the only
+ * chance for the control socket to be served, and the watchdog pinged, during a run. */
 static bool stop_pending(void *ctx) {
         struct manager *m = ctx;
+        uint64_t t = cost_thread_ns();
         sigset_t set;
 
         if (m->while_moving)
                 m->while_moving(m->while_moving_userdata);
+        if (m->keepalive && migrator_run_elapsed_ns(m->migrator) < MIGRATE_RUN_KEEPALIVE_MS * UINT64_C(1000000))
+                m->keepalive(m->keepalive_userdata);
+        m->pump_ns += cost_thread_ns() - t;
         if (sigpending(&set) < 0)
                 return false;
         return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
@@ -694,6 +771,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 goto fail;
         }
         migrator_set_should_stop(m->migrator, stop_pending, m);
+        migrator_set_run_budget(m->migrator, MIGRATE_RUN_BUDGET_MS * UINT64_C(1000000));
         *ret = m;
         return 0;
 fail:
@@ -718,6 +796,7 @@ void manager_free(struct manager *m) {
         for (size_t i = 0; i < m->n_invalid_seen; i++)
                 free(m->invalid_seen[i]);
         free(m->invalid_seen);
+        cost_subtrees_free(m);
         page_sampler_free(m->pages);
         placement_source_free(m->source);
         topology_free(m->topo);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cleanup.h"
+#include "clock.h"
 #include "log.h"
 #include "self-job.h"
 #include "test.h"
@@ -186,6 +187,50 @@ TEST(repin_after_hotplug) {
         CHECK_INT(migrator_repin(m, &both), 0);
         CHECK(worker_cpus(cpus, sizeof(cpus)));
         CHECK_STR(cpus, "0");
+        migrator_free(m);
+}
+
+/* The run's time budget: a run of many slow jobs (one page per move_pages call) ends
+ * soon after its budget, the jobs not started yet cancelled, and the next run is not:
+ * the budget is per run, unlike migrator_cancel(). */
+TEST(run_budget_cuts_a_run_and_only_that_run) {
+        enum { N = 2000 };
+        struct migrator *m = one_worker();
+        _cleanup_free_ struct migrate_job *jobs = calloc(N, sizeof(*jobs));
+        _cleanup_free_ struct migrate_range (*rg)[2] = calloc(N, sizeof(*rg));
+        char *area = self_area();
+        unsigned done = 0, cancelled = 0;
+        uint64_t t0, took;
+
+        if (!m || !area || !jobs || !rg)
+                return migrator_free(m);
+        /* One address per call: each job is some 2,500 move_pages(2) calls, the run
+         * five million (1.6 s here without a budget). */
+        migrator_set_limits(m, 0, 1);
+        migrator_set_run_budget(m, 50 * NSEC_PER_MSEC);
+        CHECK_INT(migrator_runs_cut(m), 0);
+        for (int i = 0; i < N; i++)
+                setup_self_job(&jobs[i], rg[i], area);
+        t0 = now_ns(CLOCK_MONOTONIC);
+        CHECK_INT(migrator_run(m, jobs, N), 0);
+        took = now_ns(CLOCK_MONOTONIC) - t0;
+        for (int i = 0; i < N; i++) {
+                done += jobs[i].error == 0;
+                cancelled += jobs[i].error == -ECANCELED;
+        }
+        CHECK_INT(migrator_runs_cut(m), 1);
+        CHECK_MSG(cancelled > 0 && done + cancelled == N, "%u job(s) done, %u cancelled of %d", done, cancelled, N);
+        /* Polled every 100 ms, and the job in flight stops at its next call. */
+        CHECK_MSG(took < 2 * NSEC_PER_SEC, "the run took %" PRIu64 " ms with a budget of 50 ms", took / NSEC_PER_MSEC);
+        CHECK_INT(migrator_run_elapsed_ns(m), 0);
+
+        /* The next run is whole again. */
+        migrator_set_limits(m, 0, 0);
+        setup_self_job(&jobs[0], rg[0], area);
+        CHECK_INT(migrator_run(m, jobs, 1), 0);
+        CHECK_INT(jobs[0].error, 0);
+        CHECK_INT(jobs[0].pages[MIG_ALREADY], TOUCHED / page_size());
+        CHECK_INT(migrator_runs_cut(m), 1);
         migrator_free(m);
 }
 
