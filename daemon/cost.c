@@ -84,7 +84,8 @@ static struct subtree_rec *get_subtree(struct manager *m, const char *path) {
         struct subtree_rec **hit, *t, **n;
         size_t at = 0;
 
-        hit = bsearch(path, m->subtrees, m->n_subtrees, sizeof(*m->subtrees), cmp_subtree);
+        /* bsearch() must not be given a NULL array, even of no elements. */
+        hit = m->n_subtrees ? bsearch(path, m->subtrees, m->n_subtrees, sizeof(*m->subtrees), cmp_subtree) : NULL;
         if (hit)
                 return *hit;
         while (at < m->n_subtrees && strcmp(m->subtrees[at]->path, path) < 0)
