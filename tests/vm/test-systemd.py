@@ -358,7 +358,9 @@ def crash(ctl, workload, conf, wd_s, knb_before):
         pid, start = int(pid), int(start, 16)
         diag.update(pid=pid)
         before = node_pages(pid, start)
-        check(before.get(0, 0) > 0.9 * sum(before.values()), "the memory starts on node 0", str(before))
+        # The daemon watches the cgroup already and may have begun by this first look
+        # (a few MB at this rate): most of it, not all, is still to move.
+        check(before.get(0, 0) > 0.75 * sum(before.values()), "the memory starts on node 0", str(before))
         long_migration(ctl, pid, start, size, rate, wd_s, main_pid)
     finally:
         wl.kill()
