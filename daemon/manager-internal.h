@@ -122,6 +122,7 @@ struct manager {
         uint64_t node_events;      /* received, for the debug log and the tests */
         struct manager_opts opts;
         char *proc_root, *sys_root;
+        bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */
 
         /* A private copy of what the tick reads of the config. */
         struct nb_config cfg;

@@ -25,6 +25,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "manager.h"
+#include "kernel-balancing.h"
 #include "manager-internal.h"
 #include "migrate.h"
 #include "pagesize.h"
@@ -454,6 +455,21 @@ static void forget_departed(struct manager *m) {
 
 /* What the tick's decisions start from: the page-level samples since the last tick,
  * and the free memory of each node. */
+/* Whether the kernel's NUMA balancing is on now (bit 0, NUMA_BALANCING_NORMAL: bit 1 is
+ * memory tiering only): memory whose policy asks for it ("balancing") is then the
+ * kernel's (policy.h). Read every tick: the operator may switch it at any time. */
+static void kernel_balancing_watch(struct manager *m) {
+        uint64_t v = 0;
+        bool on;
+
+        on = kernel_balancing_read(m->proc_root, &v) >= 0 && (v & 1);
+        if (on != m->kernel_balances)
+                log_info("kernel.numa_balancing is %s: memory whose policy has the balancing flag "
+                         "(MPOL_F_NUMA_BALANCING) is %s", on ? "on" : "off",
+                         on ? "left to the kernel" : "balanced by numabalanced within its policy");
+        m->kernel_balances = on;
+}
+
 static void tick_prepare(struct manager *m) {
         int r;
 
@@ -465,6 +481,7 @@ static void tick_prepare(struct manager *m) {
         r = topology_refresh_free(m->topo, m->sys_root);
         if (r < 0)
                 log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
+        kernel_balancing_watch(m);
 }
 
 /* The cgroups selected, each with its processes. Charged to each: the walk's time on

@@ -36,7 +36,7 @@ struct check_run {
         struct cgroup_rule *rules;
         size_t n_rules;
         nb_nodemask with_memory;
-        bool move_preferred;
+        unsigned policy_rules;       /* policy_allowed_nodes()'s, as at the scan */
 };
 
 /* One job's (one part's: parts run side by side): the scan's facts, and when its
@@ -130,7 +130,7 @@ static bool range_allowed(const struct check_run *run, const struct numa_maps *m
         for (size_t i = vma_at(maps, start); i < maps->n_vmas && maps->vmas[i].start < end; i++) {
                 nb_nodemask allowed;
 
-                if (policy_allowed_nodes(&maps->vmas[i].policy, mems, &run->with_memory, run->move_preferred,
+                if (policy_allowed_nodes(&maps->vmas[i].policy, mems, &run->with_memory, run->policy_rules,
                                          &allowed) != POLICY_MOVABLE ||
                     !nodemask_test(&allowed, (unsigned) target))
                         return false;
@@ -198,7 +198,7 @@ static int check_thread_policy(struct check_job *cj, struct check_state *st, con
         if (!job->thread_policy)
                 return 0;
         r = thread_policies_allow(cj->run->proc_root, job->pid, mems, &cj->run->with_memory,
-                                  cj->run->move_preferred, (unsigned) job->target_node);
+                                  cj->run->policy_rules, (unsigned) job->target_node);
         if (r > 0)
                 return 0;
         *ret_stop = r == -ESRCH ? &move_stop_exited : r < 0 ? &move_stop_unreadable : &move_stop_thread_policy;
@@ -242,7 +242,8 @@ static int run_copy(const struct manager *m, struct check_run *run) {
                 .cgroup_root = strdup(m->cfg.cgroup_root),
                 .rules = calloc(m->cfg.n_cgroups ? m->cfg.n_cgroups : 1, sizeof(*run->rules)),
                 .with_memory = m->topo->with_memory,
-                .move_preferred = m->cfg.move_preferred,
+                .policy_rules = (m->cfg.move_preferred ? POLICY_MOVE_PREFERRED : 0) |
+                                (m->kernel_balances ? POLICY_KERNEL_BALANCES : 0),
         };
         if (!run->proc_root || !run->cgroup_root || !run->rules)
                 return -ENOMEM;

@@ -194,13 +194,16 @@ static int read_process(struct manager *m, struct proc_rec *p, const struct proc
         return read_locked(m, p, status, rd->maps, &rd->locked);
 }
 
-static struct plan_params plan_params_of(const struct nb_config *c) {
+static struct plan_params plan_params_of(const struct manager *m) {
+        const struct nb_config *c = &m->cfg;
+
         return (struct plan_params) {
                 .min_cpu_share_pct = c->min_cpu_share_pct,
                 .cooldown_ms = c->cooldown_ms,
                 .free_floor_pct = c->free_floor_pct,
                 .move_shared = c->move_shared,
                 .move_preferred = c->move_preferred,
+                .kernel_balances = m->kernel_balances,
                 .move_mlocked = c->move_mlocked,
                 .min_misplaced_kb = c->min_misplaced_kb,
                 .max_bytes = c->batch_pages * page_size() * BATCHES_PER_PROCESS_PER_TICK,
@@ -309,7 +312,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         _cleanup_(reading_done) struct reading rd = {};
         struct proc_status status;
         struct plan_input in;
-        struct plan_params pp = plan_params_of(&m->cfg);
+        struct plan_params pp = plan_params_of(m);
         uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t1, t2;
         bool changing;
         int r, primed;

@@ -25,6 +25,7 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_MLOCKED] = "mlocked",
         [REASON_HUGE_POOL] = "hugetlb-pool",
         [REASON_SHARED_UNVERIFIED] = "shared-unverified",
+        [REASON_KERNEL_BALANCED] = "kernel-balanced",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -47,6 +48,8 @@ static const char *const reason_texts[_REASON_MAX] = {
         [REASON_SHARED_UNVERIFIED] = "the misplaced pages are shared with other processes, and the daemon cannot "
                                      "establish that each of them allows the target node: move_shared moves nothing "
                                      "shared",
+        [REASON_KERNEL_BALANCED] = "its memory policy asks the kernel's NUMA balancing to balance it "
+                                   "(MPOL_F_NUMA_BALANCING), and kernel.numa_balancing is on",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -55,6 +58,10 @@ const char *plan_reason_name(enum plan_reason r) {
 
 const char *plan_reason_text(enum plan_reason r) {
         return r < _REASON_MAX ? reason_texts[r] : "unknown";
+}
+
+unsigned plan_policy_rules(const struct plan_params *p) {
+        return (p->move_preferred ? POLICY_MOVE_PREFERRED : 0) | (p->kernel_balances ? POLICY_KERNEL_BALANCES : 0);
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
@@ -196,6 +203,7 @@ static enum plan_reason policy_reason(enum policy_verdict verdict) {
         switch (verdict) {
         case POLICY_NO_NODES: return REASON_NO_ALLOWED_NODE;
         case POLICY_THREAD: return REASON_THREAD_POLICY;
+        case POLICY_KERNEL_BALANCED: return REASON_KERNEL_BALANCED;
         default: return REASON_POLICY;
         }
 }
@@ -211,7 +219,7 @@ static enum policy_verdict vma_allowed(const struct topology *t, const struct pl
         enum policy_verdict verdict;
         nb_nodemask threads;
 
-        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
+        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, plan_policy_rules(p),
                                        ret_allowed);
         if (ret_own)
                 *ret_own = *ret_allowed;
@@ -220,7 +228,7 @@ static enum policy_verdict vma_allowed(const struct topology *t, const struct pl
         if (in->threads->unknown)
                 return POLICY_THREAD;
         verdict = policy_allowed_nodes_threads(in->threads->policies, in->threads->n_policies, &in->mems_allowed,
-                                               &t->with_memory, p->move_preferred, &threads);
+                                               &t->with_memory, plan_policy_rules(p), &threads);
         if (verdict != POLICY_MOVABLE)
                 return verdict;
         nodemask_and(ret_allowed, ret_allowed, &threads);

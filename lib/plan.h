@@ -44,7 +44,8 @@ enum plan_reason {
         REASON_THREAD_POLICY,     /* a thread's own policy (interleave, prefer, unknown): left alone */
         REASON_MLOCKED,           /* locked VMA (mlock), unless move_mlocked */
         REASON_HUGE_POOL,         /* hugetlb: no free huge page of that size on the target */
-        REASON_SHARED_UNVERIFIED, /* shared pages with move_shared: their other mappers unknown */
+        REASON_SHARED_UNVERIFIED,
+        REASON_KERNEL_BALANCED,   /* "balancing" policy, kernel.numa_balancing on: the kernel's */ /* shared pages with move_shared: their other mappers unknown */
         _REASON_MAX,
 };
 
@@ -63,6 +64,7 @@ struct plan_params {
         unsigned free_floor_pct;
         bool move_shared;             /* says only which reason shared VMAs get */
         bool move_preferred;
+        bool kernel_balances;         /* kernel.numa_balancing is on now (policy.h) */
         bool move_mlocked;
         uint64_t min_misplaced_kb;
         uint64_t max_bytes;           /* per process per tick, 0 = no cap */
@@ -136,5 +138,7 @@ struct page_decision;
 int plan_pages(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                const struct page_decision *d, const struct plan *vma_plan, uint64_t *reserved_bytes,
                struct plan *ret);
+/* policy_allowed_nodes()'s rules for these parameters (policy.h). */
+unsigned plan_policy_rules(const struct plan_params *p);
 const char *plan_reason_name(enum plan_reason r);
 const char *plan_reason_text(enum plan_reason r);

@@ -2,12 +2,15 @@
 #include "policy.h"
 
 enum policy_verdict policy_allowed_nodes(const struct mempolicy *p, const nb_nodemask *mems_allowed,
-                                         const nb_nodemask *with_memory, bool move_preferred,
+                                         const nb_nodemask *with_memory, unsigned rules,
                                          nb_nodemask *ret_allowed) {
         nb_nodemask base;
 
         nodemask_and(&base, mems_allowed, with_memory);
         nodemask_zero(ret_allowed);
+        /* The kernel balances it itself (within its policy): one balancer per page. */
+        if ((p->flags & MPOL_FLAG_BALANCING) && (rules & POLICY_KERNEL_BALANCES))
+                return POLICY_KERNEL_BALANCED;
 
         switch (p->mode) {
         case MODE_DEFAULT:
@@ -24,7 +27,7 @@ enum policy_verdict policy_allowed_nodes(const struct mempolicy *p, const nb_nod
                  * and static cases are exact, so relative masks are intersected too
                  * (never widened): we may move less than allowed, never more. */
                 nodemask_and(ret_allowed, &p->nodes, &base);
-                if (p->mode != MODE_BIND && !move_preferred)
+                if (p->mode != MODE_BIND && !(rules & POLICY_MOVE_PREFERRED))
                         return POLICY_PREFERRED;
                 break;
         case MODE_INTERLEAVE:
@@ -39,7 +42,7 @@ enum policy_verdict policy_allowed_nodes(const struct mempolicy *p, const nb_nod
 
 enum policy_verdict policy_allowed_nodes_threads(const struct mempolicy *pols, size_t n,
                                                  const nb_nodemask *mems_allowed, const nb_nodemask *with_memory,
-                                                 bool move_preferred, nb_nodemask *ret_allowed) {
+                                                 unsigned rules, nb_nodemask *ret_allowed) {
         nb_nodemask all;
 
         nodemask_and(&all, mems_allowed, with_memory);
@@ -47,7 +50,7 @@ enum policy_verdict policy_allowed_nodes_threads(const struct mempolicy *pols, s
         for (size_t i = 0; i < n; i++) {
                 nb_nodemask one;
 
-                if (policy_allowed_nodes(&pols[i], mems_allowed, with_memory, move_preferred, &one) != POLICY_MOVABLE)
+                if (policy_allowed_nodes(&pols[i], mems_allowed, with_memory, rules, &one) != POLICY_MOVABLE)
                         return POLICY_THREAD;
                 nodemask_and(&all, &all, &one);
         }
@@ -65,6 +68,7 @@ const char *policy_verdict_name(enum policy_verdict v) {
         case POLICY_TRUNCATED: return "policy-truncated";
         case POLICY_NO_NODES: return "no-allowed-nodes";
         case POLICY_THREAD: return "thread-policy";
+        case POLICY_KERNEL_BALANCED: return "kernel-balanced";
         }
         return "unknown";
 }

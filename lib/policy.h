@@ -6,6 +6,9 @@
  *   prefer, prefer (many):   LIST within those, but left where they are unless the
  *                            config allows moving them (policy_movable)
  *   interleave, weighted:    never moved (the application asked for the spread)
+ *   any with "balancing":    (MPOL_F_NUMA_BALANCING: the application asked the kernel's
+ *                            NUMA balancing for it) left to the kernel while
+ *                            kernel.numa_balancing is on; otherwise as without the flag
  * A bind list cut by the kernel's 64-byte limit is not trusted: not movable.
  *
  * Memory without a VMA policy was placed by the policy of the thread that touched it
@@ -25,13 +28,21 @@ enum policy_verdict {
         POLICY_TRUNCATED,         /* node list cut by the kernel: unknown */
         POLICY_NO_NODES,          /* allowed set is empty */
         POLICY_THREAD,            /* a thread's own policy: not movable, or no node in common */
+        POLICY_KERNEL_BALANCED,   /* "balancing" flag while the kernel's balancing is on */
+};
+
+/* What the operator and the kernel allow beyond the policies' own rules. */
+enum {
+        POLICY_MOVE_PREFERRED = 1 << 0,   /* [decide] move_preferred = yes */
+        POLICY_KERNEL_BALANCES = 1 << 1,  /* kernel.numa_balancing is on (NUMA_BALANCING_NORMAL) */
 };
 
 /* Computes the allowed nodes of a VMA with policy p, for a process whose cpuset
  * allows mems_allowed, on a machine whose memory nodes are with_memory.
+ * rules: POLICY_MOVE_PREFERRED and POLICY_KERNEL_BALANCES, or 0.
  * Returns the verdict; *ret_allowed is always written (empty when none). */
 enum policy_verdict policy_allowed_nodes(const struct mempolicy *p, const nb_nodemask *mems_allowed,
-                                         const nb_nodemask *with_memory, bool move_preferred,
+                                         const nb_nodemask *with_memory, unsigned rules,
                                          nb_nodemask *ret_allowed);
 /* The allowed nodes of memory without a VMA policy in a process whose threads have
  * the policies pols[0..n) (the main thread's included): the intersection of each one's
@@ -39,5 +50,5 @@ enum policy_verdict policy_allowed_nodes(const struct mempolicy *p, const nb_nod
  * movable or they have no node in common (*ret_allowed is then empty). */
 enum policy_verdict policy_allowed_nodes_threads(const struct mempolicy *pols, size_t n,
                                                  const nb_nodemask *mems_allowed, const nb_nodemask *with_memory,
-                                                 bool move_preferred, nb_nodemask *ret_allowed);
+                                                 unsigned rules, nb_nodemask *ret_allowed);
 const char *policy_verdict_name(enum policy_verdict v);

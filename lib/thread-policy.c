@@ -194,7 +194,7 @@ int thread_policies_read(const char *proc_root, pid_t pid, const struct numa_map
 }
 
 int thread_policies_allow(const char *proc_root, pid_t pid, const nb_nodemask *mems_allowed,
-                          const nb_nodemask *with_memory, bool move_preferred, unsigned node) {
+                          const nb_nodemask *with_memory, unsigned rules, unsigned node) {
         _cleanup_(thread_policies_done) struct thread_policies tp = {};
         nb_nodemask allowed;
         int r;
@@ -206,7 +206,7 @@ int thread_policies_allow(const char *proc_root, pid_t pid, const nb_nodemask *m
                 return 0; /* the main thread's policy does not read: not established */
         if (tp.unknown)
                 return 0;
-        if (policy_allowed_nodes_threads(tp.policies, tp.n_policies, mems_allowed, with_memory, move_preferred,
+        if (policy_allowed_nodes_threads(tp.policies, tp.n_policies, mems_allowed, with_memory, rules,
                                          &allowed) != POLICY_MOVABLE)
                 return 0;
         return nodemask_test(&allowed, node);

@@ -72,9 +72,9 @@ bool thread_policies_govern(const struct thread_policies *tp, const struct mempo
 /* For the check before moving: whether memory without a VMA policy of process pid may
  * go to node now, by its threads' policies read again (one small read per thread, the
  * main thread's included; policy_allowed_nodes_threads()). mems_allowed, with_memory
- * and move_preferred as for policy_allowed_nodes(). Returns 1 (yes), 0 (no: a thread's
+ * and rules as for policy_allowed_nodes(). Returns 1 (yes), 0 (no: a thread's
  * policy does not allow it, or could not be established), or -errno (-ESRCH: gone). */
 int thread_policies_allow(const char *proc_root, pid_t pid, const nb_nodemask *mems_allowed,
-                          const nb_nodemask *with_memory, bool move_preferred, unsigned node);
+                          const nb_nodemask *with_memory, unsigned rules, unsigned node);
 
 void thread_policies_done(struct thread_policies *tp);

@@ -271,7 +271,7 @@ static void page_plan(const char *maps_text, const char *mems, const struct plan
         for (size_t i = 0; i < ret->n_moves; i++) {
                 const struct vma *v = &maps->vmas[ret->moves[i].vma];
                 nb_nodemask allowed;
-                policy_allowed_nodes(&v->policy, &in.mems_allowed, &topo->with_memory, pp->move_preferred, &allowed);
+                policy_allowed_nodes(&v->policy, &in.mems_allowed, &topo->with_memory, plan_policy_rules(pp), &allowed);
                 CHECK(nodemask_test(&allowed, (unsigned) ret->moves[i].target));
                 CHECK(ret->moves[i].start >= v->start && ret->moves[i].end <= ends[ret->moves[i].vma]);
         }

@@ -75,7 +75,7 @@ static int decide(struct run *rn, const struct topology *t, const char *text, co
         for (size_t i = 0; i < rn->plan.n_moves; i++) {
                 const struct vma *v = &rn->maps->vmas[rn->plan.moves[i].vma];
                 nb_nodemask allowed;
-                policy_allowed_nodes(&v->policy, &in.mems_allowed, &t->with_memory, p->move_preferred, &allowed);
+                policy_allowed_nodes(&v->policy, &in.mems_allowed, &t->with_memory, plan_policy_rules(p), &allowed);
                 CHECK(nodemask_test(&allowed, (unsigned) rn->plan.moves[i].target));
         }
         return 0;
@@ -323,6 +323,35 @@ TEST(preferred_moved_when_configured) {
         done(&rn);
         CHECK_INT(decide(&rn, t, "7f0000000000 prefer (many):0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n",
                          "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        done(&rn);
+}
+
+/* A policy with the balancing flag (MPOL_F_NUMA_BALANCING) asks the kernel's NUMA
+ * balancing for it: left to the kernel while kernel.numa_balancing is on, balanced
+ * within the bind set like any other when it is off. */
+TEST(balancing_flag_left_to_the_kernel_when_it_balances) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const char *text = "7f0000000000 bind=balancing:0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n";
+        const uint64_t cpu[] = { 0, 9 };
+        struct plan_params p = defaults;
+        struct run rn = {};
+
+        p.kernel_balances = true;
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_KERNEL_BALANCED);
+        CHECK_STR(plan_reason_name(rn.plan.reason), "kernel-balanced");
+        done(&rn);
+        p.kernel_balances = false;
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 1);
+        done(&rn);
+        /* Without the flag, the kernel's balancing never touches a bind policy. */
+        p.kernel_balances = true;
+        CHECK_INT(decide(&rn, t, "7f0000000000 bind:0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1", cpu, &p,
+                         NULL, 0, 0, NULL), 0);
         CHECK_INT(rn.plan.n_moves, 1);
         done(&rn);
 }
