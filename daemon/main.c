@@ -26,6 +26,7 @@
 #include "control.h"
 #include "journal-log.h"
 #include "kernel-balancing.h"
+#include "kernel-requirements.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "manager.h"
@@ -116,6 +117,11 @@ static int reload(void *userdata) {
         r = load_config(d->args, &cfg);
         if (r < 0)
                 return r;
+        r = cgroup_root_resolve(&cfg, strcmp(cfg.cgroup_root, d->cfg.cgroup_root) != 0);
+        if (r < 0) {
+                config_done(&cfg);
+                return r;
+        }
 
         /* The migration workers are pinned one per service CPU when they start; moving
          * them is a restart's job, and a half-applied set would be worse than none. */
@@ -352,6 +358,10 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         if (a.log_level < 0)
                 log_set_max_level(d.cfg.log_level);
+        if (kernel_requirements_check() < 0 || cgroup_root_resolve(&d.cfg, true) < 0) {
+                config_done(&d.cfg);
+                return EXIT_FAILURE;
+        }
 
         r = pin_to_service_cpus(&d);
         if (r < 0) {
