@@ -6,8 +6,11 @@
  * memory is placed, and runs until killed.
  *
  *   workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE [PAGES]
- *   POLICY: default | bind:LIST | interleave:LIST | prefer:N: the memory's VMA policy
- *           (mbind); thread-bind:LIST and the like: no VMA policy, the memory is mapped
+ *   POLICY: default | bind:LIST | interleave:LIST | prefer:N | weighted:LIST (weighted
+ *           interleave, 6.9+) | prefer-many:LIST (5.15+) | bind-balancing:LIST (MPOL_BIND
+ *           with MPOL_F_NUMA_BALANCING): the memory's VMA policy (mbind; a kernel
+ *           without the mode or flag refuses it: the workload exits 1 and says so);
+ *           thread-bind:LIST and the like: no VMA policy, the memory is mapped
  *           and touched by a thread that gave itself that policy (set_mempolicy(2))
  *           and then reads it on RUN with the others (the main thread keeps default)
  *   PAGES:  system (default: whatever the system's THP setting gives, which on Debian's
@@ -30,6 +33,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "pin.h"
+
+/* Newer than some numaif.h: the values are the kernel's (uapi/linux/mempolicy.h). */
+#ifndef MPOL_PREFERRED_MANY
+#define MPOL_PREFERRED_MANY 5          /* 5.15 */
+#endif
+#ifndef MPOL_WEIGHTED_INTERLEAVE
+#define MPOL_WEIGHTED_INTERLEAVE 6     /* 6.9 */
+#endif
+#ifndef MPOL_F_NUMA_BALANCING
+#define MPOL_F_NUMA_BALANCING (1 << 13) /* 5.12, with MPOL_BIND */
+#endif
 
 static char *mem;
 static size_t len;
@@ -71,10 +85,17 @@ static int parse_policy(const char *s, int *ret_mode, unsigned long *ret_mask) {
         }
         if (!colon)
                 return -1;
-        if (strncmp(s, "bind", 4) == 0)
+        /* Longer names first: "bind-balancing" before "bind", "prefer-many" before "prefer". */
+        if (strncmp(s, "bind-balancing:", 15) == 0)
+                *ret_mode = MPOL_BIND | MPOL_F_NUMA_BALANCING;
+        else if (strncmp(s, "bind", 4) == 0)
                 *ret_mode = MPOL_BIND;
         else if (strncmp(s, "interleave", 10) == 0)
                 *ret_mode = MPOL_INTERLEAVE;
+        else if (strncmp(s, "weighted", 8) == 0)
+                *ret_mode = MPOL_WEIGHTED_INTERLEAVE;
+        else if (strncmp(s, "prefer-many:", 12) == 0)
+                *ret_mode = MPOL_PREFERRED_MANY;
         else if (strncmp(s, "prefer", 6) == 0)
                 *ret_mode = MPOL_PREFERRED;
         else
