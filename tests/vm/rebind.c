@@ -66,6 +66,20 @@ static void write_ready(const char *path, const char *text) {
         rename(tmp, path);
 }
 
+/* The region, its own VMA between two inaccessible guard pages: an anonymous neighbour
+ * with the same flags would otherwise merge with it (6.12 merged the reader thread's
+ * stack, mapped just below it, into one VMA that started elsewhere), and the tests
+ * find the region in numa_maps by its start. at: where it must begin, or NULL. */
+static char *map_region(void *at) {
+        size_t pg = (size_t) sysconf(_SC_PAGESIZE);
+        char *g = at ? (char *) at - pg : NULL;
+
+        g = mmap(g, len + 2 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+        if (g == MAP_FAILED || mprotect(g + pg, len, PROT_READ | PROT_WRITE) < 0)
+                return MAP_FAILED;
+        return g + pg;
+}
+
 int main(int argc, char **argv) {
         struct sigaction sa = { .sa_handler = on_signal };
         int touch_node;
@@ -88,10 +102,10 @@ int main(int argc, char **argv) {
         if (getenv("REBIND_ADDR")) {
                 /* After the exec: where the old program had its region, run locally. */
                 void *at = (void *) (uintptr_t) strtoull(getenv("REBIND_ADDR"), NULL, 16);
-                mem = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+                mem = map_region(at);
                 run_node = touch_node;
         } else
-                mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                mem = map_region(NULL);
         if (mem == MAP_FAILED) {
                 perror("mmap");
                 return 1;
