@@ -33,6 +33,9 @@
 #define HISTORY_MAX 256
 /* malloc_trim(0) once every this many ticks. */
 #define TRIM_EVERY_TICKS 16
+/* Descriptors a process's pidfd may not take: the cgroup walk (one per level, 64),
+ * the control connections (at most 64), the BPF maps and the rest of the daemon. */
+#define PIDFD_RESERVE 256
 /* Invalid cgroup settings remembered so that each is logged once. */
 #define INVALID_SEEN_MAX 1024
 
@@ -62,7 +65,7 @@ struct cg_rec {
 struct proc_rec {
         pid_t pid;
         uint64_t starttime;
-        int pidfd;
+        int pidfd;                 /* -1 unless it is being balanced (update_pidfd) */
         char comm[64];
         struct cg_rec *cg;         /* valid for the current tick */
         struct placement_state pl;
@@ -112,10 +115,13 @@ struct manager {
 
         struct proc_rec **procs;   /* sorted by pid */
         size_t n_procs;
+        size_t n_pidfds;           /* held by the records (update_pidfd) */
+        uint64_t fd_limit;         /* RLIMIT_NOFILE's soft limit at start */
         struct cg_rec **cgs;
         size_t n_cgs;
 
         bool walk_truncated_logged; /* the walk's bounds were hit: warned once until they are not */
+        bool resources_short_logged; /* out of descriptors or memory: warned once until it passes (keep_all) */
         char **invalid_seen;
         size_t n_invalid_seen;
 

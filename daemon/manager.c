@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,11 +74,13 @@ oom:
 
 /* --- records ------------------------------------------------------------------ */
 
-static void proc_rec_free(struct proc_rec *p) {
+static void proc_rec_free(struct manager *m, struct proc_rec *p) {
         if (!p)
                 return;
-        if (p->pidfd >= 0)
+        if (p->pidfd >= 0) {
                 close(p->pidfd);
+                m->n_pidfds--;
+        }
         placement_state_done(&p->pl);
         page_agg_free(p->seen);
         free(p->hist);
@@ -150,8 +153,10 @@ static void mark_exited(struct manager *m) {
         do
                 r = pfd ? poll(pfd, m->n_procs, 0) : -1;
         while (r < 0 && errno == EINTR);
+        /* Without a pidfd (poll ignores -1), a record is re-identified when it is
+         * due for a scan instead (admit). */
         for (size_t i = 0; i < m->n_procs; i++)
-                m->procs[i]->exited = r < 0 || pfd[i].revents != 0;
+                m->procs[i]->exited = m->procs[i]->pidfd >= 0 && (r < 0 || pfd[i].revents != 0);
 }
 
 static int pidfd_open_sys(pid_t pid) {
@@ -253,6 +258,33 @@ static bool pid_current(struct manager *m, pid_t pid) {
         return false;
 }
 
+/* A process holds a pidfd only while it is being balanced: its cgroup in balance mode,
+ * not a dry run, and its last scan found it at least min_rss (numabalanced(8),
+ * LIMITS). The pidfd spares it a stat read per tick and names it to its migration
+ * jobs; a process without one is re-identified when due (admit), and its jobs open
+ * their own. Descriptors are held back for the rest of the daemon (PIDFD_RESERVE):
+ * past them a balanced process goes without. */
+static void update_pidfd(struct manager *m, struct proc_rec *p) {
+        bool want = p->cg->mode == CG_MODE_BALANCE && !m->opts.dry_run && p->scans > 0 &&
+                    p->reason != REASON_TOO_SMALL;
+        int fd;
+
+        if (!want && p->pidfd >= 0) {
+                close(p->pidfd);
+                p->pidfd = -1;
+                m->n_pidfds--;
+        }
+        if (!want || p->pidfd >= 0 || m->n_pidfds + PIDFD_RESERVE >= m->fd_limit)
+                return;
+        fd = open_checked_pidfd(m, p->pid, p->starttime);
+        if (fd < 0) {
+                log_debug_errno(fd, "pid=%d: no pidfd, its jobs open their own: %m", (int) p->pid);
+                return;
+        }
+        p->pidfd = fd;
+        m->n_pidfds++;
+}
+
 /* The tick's scans so far. */
 struct scan_list {
         struct scan *v;
@@ -285,23 +317,19 @@ static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64
  * cannot be watched (it exited, or out of memory): it is looked at again next tick. */
 static struct proc_rec *proc_rec_new(struct manager *m, pid_t pid, const struct proc_stat *st, uint64_t now) {
         struct proc_rec *p, **n;
-        int fd, r;
+        int r;
 
-        fd = open_checked_pidfd(m, pid, st->starttime);
-        if (fd < 0)
-                return NULL;
         p = calloc(1, sizeof(*p));
         n = realloc(m->procs, (m->n_procs + 1) * sizeof(*n));
         if (n)
                 m->procs = n;
         if (!p || !n) {
                 free(p);
-                close(fd);
                 return NULL;
         }
         p->pid = pid;
         p->starttime = st->starttime;
-        p->pidfd = fd;
+        p->pidfd = -1;             /* update_pidfd(), once it is being balanced */
         p->reason = _REASON_MAX;
         p->hot_node = p->target_node = -1;
         p->next_scan_ms = now;
@@ -328,7 +356,12 @@ static struct proc_rec *admit(struct manager *m, pid_t pid, uint64_t now) {
         /* Known and alive (its pidfd not readable): the pid still names the process we
          * opened, so its stat need not be read again: with a thousand settled
          * processes, this read was most of the tick. */
-        if (p && !p->exited)
+        if (p && p->pidfd >= 0 && !p->exited)
+                return p;
+        /* Known, without a pidfd (not being balanced): its start time is checked only
+         * when it is due for a scan. One that exited has left cgroup.procs by then;
+         * a pid reused in the same cgroup shows the old numbers until that scan. */
+        if (p && p->pidfd < 0 && now < p->next_scan_ms)
                 return p;
         if (proc_read_stat(m->proc_root, pid, &st) < 0)
                 return NULL; /* gone already */
@@ -347,17 +380,20 @@ static struct proc_rec *admit(struct manager *m, pid_t pid, uint64_t now) {
 }
 
 /* The processes of one selected cgroup: each is marked seen in this tick, and
- * scanned if it is due. */
-static void tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
-                        struct scan_list *scans) {
+ * scanned if it is due. Returns 0, or -EMFILE, -ENFILE, -ENOMEM when its list could
+ * not be read for lack of them. */
+static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
+                       struct scan_list *scans) {
         _cleanup_free_ pid_t *pids = NULL;
         size_t n_pids = 0;
         int r;
 
         r = cgroup_read_procs(m->cfg.cgroup_root, cg->path, &pids, &n_pids);
+        if (r == -EMFILE || r == -ENFILE || r == -ENOMEM)
+                return r;   /* not "no process": the caller keeps what it knew */
         if (r < 0) {
                 log_debug_errno(r, "cgroup=%s: cannot read cgroup.procs, ignoring: %m", cg->path);
-                return;
+                return 0;
         }
         for (size_t k = 0; k < n_pids; k++) {
                 struct proc_rec *p = admit(m, pids[k], now);
@@ -369,14 +405,42 @@ static void tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint
                 cg->n_procs++;
                 if (now >= p->next_scan_ms)
                         scan_due(m, p, now, reserved, scans);
+                update_pidfd(m, p);
         }
+        return 0;
+}
+
+static bool out_of_resources(int r) {
+        return r == -EMFILE || r == -ENFILE || r == -ENOMEM;
+}
+
+/* Out of descriptors or memory (a tenant's thousands of processes, before the limits
+ * held them): what could not be read is not what has gone. Every record stays, as
+ * seen in this tick, for the next tick to look again; warned once until it passes. */
+static void keep_all(struct manager *m, int r) {
+        if (!m->resources_short_logged)
+                log_warning_errno(r, "Cannot read the cgroup tree under %s: %m; keeping the processes and cgroups "
+                                  "already known until it can", m->cfg.cgroup_root);
+        m->resources_short_logged = true;
+        for (size_t i = 0; i < m->n_procs; i++)
+                if (m->procs[i]->cg && m->procs[i]->seen_tick != m->tick) {
+                        m->procs[i]->seen_tick = m->tick;
+                        m->procs[i]->cg->seen = true;
+                }
 }
 
 /* The cgroups opted in now (config, xattrs), with what is wrong with the tree logged
- * once. An unreadable root selects nothing. */
-static void select_cgroups(struct manager *m, struct cgroup_selection *sel) {
+ * once. An unreadable root selects nothing; running out of descriptors or memory
+ * returns the error (keep_all()). */
+static int select_cgroups(struct manager *m, struct cgroup_selection *sel) {
         int r = cgroup_select(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, sel);
 
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                m->cgs[i]->seen = false;
+                m->cgs[i]->n_procs = 0;
+        }
+        if (out_of_resources(r))
+                return r;
         if (r < 0) {
                 /* The cgroup root missing is not fatal: it may be mounted later. */
                 log_full_errno(m->tick == 1 ? LOG_LVL_ERR : LOG_LVL_DEBUG, r,
@@ -390,10 +454,7 @@ static void select_cgroups(struct manager *m, struct cgroup_selection *sel) {
                             "the rest was not looked at, ignoring it", m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH,
                             CGROUP_WALK_MAX_CGROUPS);
         m->walk_truncated_logged = sel->truncated;
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                m->cgs[i]->seen = false;
-                m->cgs[i]->n_procs = 0;
-        }
+        return 0;
 }
 
 /* Forgets the processes not seen in this tick (exited, or their cgroup opted out). */
@@ -414,7 +475,7 @@ static void forget_departed(struct manager *m) {
                 if (m->procs[i]->seen_tick == m->tick)
                         m->procs[w++] = m->procs[i];
                 else
-                        proc_rec_free(m->procs[i]);
+                        proc_rec_free(m, m->procs[i]);
         m->n_procs = w;
 }
 
@@ -450,15 +511,19 @@ int manager_tick(struct manager *m) {
         if (!reserved)
                 return log_error_errno(-ENOMEM, "Out of memory");
         mark_exited(m);
-        select_cgroups(m, &sel);
-        for (size_t e = 0; e < sel.n_entries; e++) {
+        r = select_cgroups(m, &sel);
+        for (size_t e = 0; r >= 0 && e < sel.n_entries; e++) {
                 struct cg_rec *cg = get_cg(m, &sel.entries[e]);
                 if (!cg)
                         continue;
                 cg->seen = true;
-                tick_cgroup(m, cg, now, reserved, &scans);
+                r = tick_cgroup(m, cg, now, reserved, &scans);
         }
         cgroup_selection_done(&sel);
+        if (r < 0)
+                keep_all(m, r);
+        else
+                m->resources_short_logged = false;
 
         r = jobs_run(m, scans.v, scans.n, now);
         for (size_t i = 0; i < scans.n; i++)
@@ -619,12 +684,14 @@ static bool stop_pending(void *ctx) {
 
 int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
         struct manager *m;
+        struct rlimit rl;
         nb_cpumask service;
         int r;
 
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
+        m->fd_limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (uint64_t) rl.rlim_cur : 1024;
         m->event = sd_event_ref(e);
         m->started_ms = now_ms();
         m->opts = *o;
@@ -678,7 +745,7 @@ void manager_free(struct manager *m) {
         sd_event_source_unref(m->events);
         migrator_free(m->migrator);
         for (size_t i = 0; i < m->n_procs; i++)
-                proc_rec_free(m->procs[i]);
+                proc_rec_free(m, m->procs[i]);
         free(m->procs);
         for (size_t i = 0; i < m->n_cgs; i++) {
                 free(m->cgs[i]->path);

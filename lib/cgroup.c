@@ -244,6 +244,12 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+/* The daemon ran out of descriptors or memory: the walk cannot go on, and skipping
+ * the directory would drop its cgroups from the selection as if they had gone. */
+static bool out_of_resources(int e) {
+        return e == EMFILE || e == ENFILE || e == ENOMEM;
+}
+
 static void free_names(char **names, size_t n) {
         for (size_t i = 0; i < n; i++)
                 free(names[i]);
@@ -264,13 +270,18 @@ static int list_subdirs(int fd, const char *path, size_t max, char ***ret, size_
         /* fdopendir takes the fd; a fresh open of "." gives it its own offset. */
         dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0) {
+                if (out_of_resources(errno))
+                        return log_debug_errno(-errno, "cgroup: %s: cannot list: %m", path);
                 log_debug_errno(-errno, "cgroup: %s: cannot list, ignoring: %m", path);
                 goto done;
         }
         d = fdopendir(dfd);
         if (!d) {
-                log_debug_errno(-errno, "cgroup: %s: cannot list, ignoring: %m", path);
+                int e = errno;
                 close(dfd);
+                if (out_of_resources(e))
+                        return log_debug_errno(-e, "cgroup: %s: cannot list: %m", path);
+                log_debug_errno(-e, "cgroup: %s: cannot list, ignoring: %m", path);
                 goto done;
         }
         for (;;) {
@@ -379,7 +390,8 @@ static void effective_setting(const char *path, enum cg_mode own, enum cg_source
 }
 
 /* At the depth bound: the directory's subdirectories are not walked, and whether
- * there are any decides whether the selection is truncated. Returns 0 or -ENOMEM. */
+ * there are any decides whether the selection is truncated. Returns 0 or -errno
+ * (out_of_resources()). */
 static int note_too_deep(struct walk *w, int fd, const char *path) {
         char **names = NULL;
         size_t n_names = 0;
@@ -398,8 +410,8 @@ static int note_too_deep(struct walk *w, int fd, const char *path) {
 }
 
 /* Opens the subdirectory name of the directory open as fd (at path) for the walk.
- * Returns its fd (and *ret_st), or -1 when it is not walked: gone, not a directory, a
- * symlink, unreadable, or on another file system. */
+ * Returns its fd (and *ret_st), -1 when it is not walked: gone, not a directory, a
+ * symlink, unreadable, or on another file system, or -errno (out_of_resources()). */
 static int open_child(const struct walk *w, int fd, const char *path, const char *name, struct stat *ret_st) {
         _cleanup_close_ int cfd = -1;
 
@@ -408,6 +420,8 @@ static int open_child(const struct walk *w, int fd, const char *path, const char
          * (ELOOP/ENOTDIR) and files. */
         cfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd < 0) {
+                if (out_of_resources(errno))
+                        return log_debug_errno(-errno, "cgroup: %s/%s: cannot open: %m", path, name);
                 /* ENOENT: removed since the listing (rmdir race), silently. */
                 if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
                         log_debug_errno(-errno, "cgroup: %s/%s: cannot open, ignoring: %m", path, name);
@@ -425,7 +439,8 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
                     unsigned depth, const struct inherited *parent);
 
 /* Walks the subdirectories of the directory open as fd (at path, passing here down),
- * in name order, as far as the count bound allows. Returns 0 or -ENOMEM. */
+ * in name order, as far as the count bound allows. Returns 0 or -errno
+ * (out_of_resources()). */
 static int walk_children(struct walk *w, int fd, const char *path, unsigned depth,
                          const struct inherited *here) {
         char **names = NULL;
@@ -451,6 +466,10 @@ static int walk_children(struct walk *w, int fd, const char *path, unsigned dept
                         break;
                 }
                 cfd = open_child(w, fd, path, names[i], &cst);
+                if (cfd < -1) {
+                        r = cfd;
+                        break;
+                }
                 if (cfd < 0)
                         continue;
                 cpath = child_path(path, names[i]);
@@ -465,7 +484,8 @@ static int walk_children(struct walk *w, int fd, const char *path, unsigned dept
 }
 
 /* Visits the directory open as fd (at path, stat'ed as st), then its subdirectories.
- * Returns 0, or -ENOMEM (the only error that ends the walk). */
+ * Returns 0, or -errno when the daemon ran out of descriptors or memory (the only
+ * errors that end the walk). */
 static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
                     unsigned depth, const struct inherited *parent) {
         struct inherited here;

@@ -54,8 +54,10 @@ enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, s
                                 enum cg_source *ret_source);
 
 /* Walks the cgroup v2 tree under root (e.g. /sys/fs/cgroup). Returns 0, or -errno if
- * the root cannot be opened (or -ENOMEM); unreadable subdirectories, and ones removed
- * during the walk, are skipped. */
+ * the root cannot be opened, or -EMFILE, -ENFILE or -ENOMEM when descriptors or memory
+ * ran out anywhere in the walk (a partial selection would look as if the cgroups not
+ * reached had gone); unreadable subdirectories, and ones removed during the walk, are
+ * skipped. */
 int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,
                   struct cgroup_selection *ret);
 void cgroup_selection_done(struct cgroup_selection *s);

@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -195,6 +196,7 @@ struct env_opts {
         bool dry_run;
         bool page_sampling;
         uint64_t scan_min_ms, scan_max_ms;  /* 0, 0: every process is due at every tick */
+        uint64_t min_rss_kb;       /* 0: the default */
 };
 
 struct sunk_job {
@@ -282,6 +284,8 @@ static bool env_start(const struct env_opts *o) {
         cfg.source = SOURCE_PROC;
         cfg.scan_min_ms = o->scan_min_ms;
         cfg.scan_max_ms = o->scan_max_ms;
+        if (o->min_rss_kb)
+                cfg.min_rss_kb = o->min_rss_kb;
         cfg.service_cpus = (nb_cpumask) {};
         cpumask_set(&cfg.service_cpus, (unsigned) cpu);
 
@@ -357,6 +361,23 @@ static void add_cpu_time(pid_t pid, pid_t tid, uint64_t ns) {
         fclose(f);
         snprintf(text, sizeof(text), "%llu %llu %llu\n", run + ns, wait, slices + 1);
         write_file(path, text);
+}
+
+/* /app.slice switched to mode, as a reload does it. */
+static void set_mode(enum cg_mode mode) {
+        struct nb_config cfg = env.m->cfg;
+
+        cfg.cgroups = &(struct cgroup_rule) { "/app.slice", mode };
+        if (manager_reload(env.m, &cfg) < 0)
+                abort();
+}
+
+/* The pidfds the records hold (fake_pidfd's pipes whose read end is still open). */
+static size_t pidfds_held(void) {
+        size_t n = 0;
+        for (size_t i = 0; i < env.m->n_procs; i++)
+                n += env.m->procs[i]->pidfd >= 0;
+        return n;
 }
 
 static int tick(void) {
@@ -688,6 +709,121 @@ TEST(a_real_process_is_watched_through_its_pidfd) {
         exit_proc(child);
         CHECK_INT(tick(), 0);
         CHECK_INT(env.m->n_procs, 0);
+        env_done();
+}
+
+/* A pidfd per process only while it is being balanced: none in advise mode, none
+ * below min_rss, none with --dry-run; given up when its cgroup leaves balance mode.
+ * (Every process of every opted-in cgroup had one, opened at first sight: 1,100
+ * sleeping processes in an advise cgroup ran the daemon out of descriptors.) */
+TEST(pidfds_only_for_processes_being_balanced) {
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        put_proc(WEB, WEB);
+        set_procs("3001\n3002\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 2);
+        CHECK_INT(env.n_pidfds, 0);
+
+        /* Without a pidfd, a reused pid is still a new process (checked when due). */
+        exit_proc(DB);
+        put_proc(WEB, DB);
+        CHECK_INT(tick(), 0);
+        p = rec(DB);
+        CHECK(p && p->starttime == 5100 && strcmp(p->comm, "web") == 0);
+
+        /* Balance mode: one each, after their scan. */
+        set_mode(CG_MODE_BALANCE);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(pidfds_held(), 2);
+        CHECK_INT(env.m->n_pidfds, 2);
+        /* Back to advise: given up. */
+        set_mode(CG_MODE_ADVISE);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(pidfds_held(), 0);
+        CHECK_INT(env.m->n_pidfds, 0);
+        env_done();
+
+        /* Balance mode, but smaller than min_rss (db has 53,680 kB resident). */
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .min_rss_kb = 1 << 20 }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(tick(), 0);
+        CHECK(rec(DB) && rec(DB)->reason == REASON_TOO_SMALL);
+        CHECK_INT(env.n_pidfds, 0);
+        env_done();
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .dry_run = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.n_pidfds, 0);
+        env_done();
+}
+
+/* Takes every free descriptor but `leave` (the soft limit lowered to 256 first, so
+ * that this stays quick); returns how many it holds in fds. */
+static size_t hog_fds(int *fds, size_t max, size_t leave) {
+        size_t n = 0;
+        int fd;
+
+        while (n < max && (fd = dup(0)) >= 0)
+                fds[n++] = fd;
+        for (; leave > 0 && n > 0; leave--)
+                close(fds[--n]);
+        return n;
+}
+
+/* Out of descriptors (a tenant's processes, before the limits), the cgroup walk, a
+ * listing or a cgroup.procs read fails: that is not the cgroups and their processes
+ * going away. The records stay; when descriptors are back, the tick goes on. (An
+ * unreadable tree used to select nothing and drop every record.) */
+TEST(out_of_descriptors_keeps_what_it_knew) {
+        struct rlimit saved, low;
+        struct proc_rec *db, *web;
+        int fds[512];
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        put_proc(WEB, WEB);
+        set_procs("3001\n3002\n");
+        CHECK_INT(tick(), 0);
+        db = rec(DB);
+        web = rec(WEB);
+        CHECK(db && web && env.m->n_cgs == 1);
+        if (getrlimit(RLIMIT_NOFILE, &saved) < 0)
+                abort();
+        low = saved;
+        if (low.rlim_cur > 256)
+                low.rlim_cur = 256;
+        CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+
+        /* No descriptor at all, then one, two, three free: the walk opens the root,
+         * lists it, opens /app.slice, lists it, reads its cgroup.procs. */
+        for (size_t leave = 0; leave <= 3; leave++) {
+                size_t n = hog_fds(fds, ELEMENTSOF(fds), leave);
+
+                tick();
+                while (n > 0)
+                        close(fds[--n]);
+                CHECK_INT(env.m->n_procs, 2);
+                CHECK(rec(DB) == db && rec(WEB) == web);
+                CHECK(env.m->n_cgs == 1 && env.m->cgs[0]->seen);
+        }
+        CHECK(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+
+        /* Descriptors back: web left the cgroup, and that is seen. */
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK(env.m->n_procs == 1 && rec(DB) == db);
         env_done();
 }
 
