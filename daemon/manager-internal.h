@@ -15,6 +15,7 @@
 #include "pagesample.h"
 #include "placement.h"
 #include "plan.h"
+#include "siphash.h"
 #include "topology.h"
 
 /* A process whose layout did not change is scanned half as often each time, down to
@@ -53,6 +54,8 @@ enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, _STAGE_MAX };
 
 struct cg_rec {
         char *path;
+        uint64_t hash;             /* of path (cg-records.c) */
+        struct cg_rec *hnext;      /* in its hash bucket */
         enum cg_mode mode;
         enum cg_source source;
         uid_t owner;               /* owner of the cgroup directory */
@@ -117,8 +120,12 @@ struct manager {
         size_t n_procs;
         size_t n_pidfds;           /* held by the records (update_pidfd) */
         uint64_t fd_limit;         /* RLIMIT_NOFILE's soft limit at start */
-        struct cg_rec **cgs;
-        size_t n_cgs;
+        struct cg_rec **cgs;       /* selected in the last tick (cg-records.h) */
+        size_t n_cgs, cap_cgs;
+        struct cg_rec **cg_buckets;
+        size_t n_cg_buckets;       /* a power of two, or 0 */
+        uint8_t cg_key[SIPHASH_KEY_SIZE];  /* of the buckets */
+        uint64_t departed_cost_ns[_STAGE_MAX];  /* of the cgroup records freed */
 
         bool walk_truncated_logged; /* the walk's bounds were hit: warned once until they are not */
         bool resources_short_logged; /* out of descriptors or memory: warned once until it passes (keep_all) */

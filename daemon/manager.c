@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "cg-records.h"
 #include "cgroup.h"
 #include "jobs.h"
 #include "log.h"
@@ -32,6 +33,7 @@
 #include "proc.h"
 #include "scan.h"
 #include "service-cpus.h"
+#include "siphash.h"
 #include "source.h"
 #include "topology.h"
 
@@ -105,40 +107,6 @@ static struct proc_rec *find_proc(struct manager *m, pid_t pid) {
                         hi = mid;
         }
         return NULL;
-}
-
-static struct cg_rec *get_cg(struct manager *m, const struct cgroup_entry *e) {
-        const char *path = e->path;
-        enum cg_mode mode = e->mode;
-        struct cg_rec *c, **n;
-        struct stat st;
-        char full[PATH_MAX];
-
-        for (size_t i = 0; i < m->n_cgs; i++)
-                if (strcmp(m->cgs[i]->path, path) == 0) {
-                        m->cgs[i]->mode = mode;
-                        m->cgs[i]->source = e->source;
-                        return m->cgs[i];
-                }
-        c = calloc(1, sizeof(*c));
-        if (!c)
-                return NULL;
-        c->path = strdup(path);
-        n = realloc(m->cgs, (m->n_cgs + 1) * sizeof(*n));
-        if (!c->path || !n) {
-                free(c->path);
-                free(c);
-                if (n)
-                        m->cgs = n;
-                return NULL;
-        }
-        m->cgs = n;
-        c->mode = mode;
-        c->source = e->source;
-        snprintf(full, sizeof(full), "%s%s", m->cfg.cgroup_root, strcmp(path, "/") == 0 ? "" : path);
-        c->owner = stat(full, &st) == 0 ? st.st_uid : 0;
-        m->cgs[m->n_cgs++] = c;
-        return c;
 }
 
 /* One poll(2) over every known process's pidfd at the start of a tick (rather than
@@ -513,7 +481,7 @@ int manager_tick(struct manager *m) {
         mark_exited(m);
         r = select_cgroups(m, &sel);
         for (size_t e = 0; r >= 0 && e < sel.n_entries; e++) {
-                struct cg_rec *cg = get_cg(m, &sel.entries[e]);
+                struct cg_rec *cg = cg_records_get(m, &sel.entries[e]);
                 if (!cg)
                         continue;
                 cg->seen = true;
@@ -530,6 +498,7 @@ int manager_tick(struct manager *m) {
                 scan_done(&scans.v[i]);
         free(scans.v);
         forget_departed(m);
+        cg_records_sweep(m);
         /* Each scan's buffers (numa_maps text, parsed VMAs) are freed between records
          * that stay: glibc keeps the freed pages in the middle of the heap resident.
          * Give them back now and then (measured: 25 MB of heap for 1,000 processes,
@@ -692,6 +661,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         if (!m)
                 return -ENOMEM;
         m->fd_limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (uint64_t) rl.rlim_cur : 1024;
+        siphash_random_key(m->cg_key);
         m->event = sd_event_ref(e);
         m->started_ms = now_ms();
         m->opts = *o;
@@ -747,11 +717,7 @@ void manager_free(struct manager *m) {
         for (size_t i = 0; i < m->n_procs; i++)
                 proc_rec_free(m, m->procs[i]);
         free(m->procs);
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                free(m->cgs[i]->path);
-                free(m->cgs[i]);
-        }
-        free(m->cgs);
+        cg_records_free(m);
         for (size_t i = 0; i < m->n_invalid_seen; i++)
                 free(m->invalid_seen[i]);
         free(m->invalid_seen);

@@ -145,6 +145,8 @@ int report_status(struct manager *m, uid_t uid, FILE *f) {
         int r;
         BEGIN_DOC(j, mem, buf, len);
 
+        /* The cgroups watched now, and those that went (their records are freed). */
+        memcpy(cost, m->departed_cost_ns, sizeof(cost));
         for (size_t i = 0; i < m->n_cgs; i++)
                 for (int s = 0; s < _STAGE_MAX; s++)
                         cost[s] += m->cgs[i]->cost_ns[s];
