@@ -419,7 +419,7 @@ static int select_cgroups(struct manager *m, struct cgroup_selection *sel) {
                 log_invalid_once(m, &sel->invalid[i]);
         if (sel->truncated && !m->walk_truncated_logged)
                 log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: "
-                            "the rest was not looked at, ignoring it", m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH,
+                            "those beyond a subtree's share of the walk were not looked at (numabalanced(8), LIMITS)", m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH,
                             CGROUP_WALK_MAX_CGROUPS);
         m->walk_truncated_logged = sel->truncated;
         return 0;

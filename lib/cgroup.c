@@ -389,10 +389,10 @@ static void effective_setting(const char *path, enum cg_mode own, enum cg_source
         }
 }
 
-/* At the depth bound: the directory's subdirectories are not walked, and whether
- * there are any decides whether the selection is truncated. Returns 0 or -errno
+/* At a bound (why): the directory's subdirectories are not walked, and whether there
+ * are any decides whether the selection is truncated. Returns 0 or -errno
  * (out_of_resources()). */
-static int note_too_deep(struct walk *w, int fd, const char *path) {
+static int note_cut(struct walk *w, int fd, const char *path, const char *why) {
         char **names = NULL;
         size_t n_names = 0;
         bool more;
@@ -403,10 +403,18 @@ static int note_too_deep(struct walk *w, int fd, const char *path) {
                 return r;
         if (n_names > 0) {
                 w->sel.truncated = true;
-                log_debug("cgroup: %s: deeper than %u levels, not walked", path, CGROUP_WALK_MAX_DEPTH);
+                log_debug("cgroup: %s: %s, subdirectories not walked", path, why);
         }
         free_names(names, n_names);
         return 0;
+}
+
+static int note_too_deep(struct walk *w, int fd, const char *path) {
+        return note_cut(w, fd, path, "at the depth bound");
+}
+
+static int note_too_many(struct walk *w, int fd, const char *path) {
+        return note_cut(w, fd, path, "its share of the cgroup count bound is used up");
 }
 
 /* Opens the subdirectory name of the directory open as fd (at path) for the walk.
@@ -436,32 +444,44 @@ static int open_child(const struct walk *w, int fd, const char *path, const char
 }
 
 static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
-                    unsigned depth, const struct inherited *parent);
+                    unsigned depth, const struct inherited *parent, size_t budget, size_t *ret_used);
 
 /* Walks the subdirectories of the directory open as fd (at path, passing here down),
- * in name order, as far as the count bound allows. Returns 0 or -errno
- * (out_of_resources()). */
+ * in name order, visiting at most budget cgroups among them and below. The budget is
+ * shared out, not first come first served: of k subdirectories, each gets an equal
+ * part of what is left when its turn comes, and what one does not use goes to those
+ * after it. So every subtree is walked as far as its fair share at least, and one
+ * user's 100,000 cgroups cannot leave the rest of the tree unvisited (depth first
+ * with one global count, the first subtree in name order took it all). *ret_used:
+ * the cgroups visited. Returns 0 or -errno (out_of_resources()). */
 static int walk_children(struct walk *w, int fd, const char *path, unsigned depth,
-                         const struct inherited *here) {
+                         const struct inherited *here, size_t budget, size_t *ret_used) {
         char **names = NULL;
-        size_t n_names = 0;
+        size_t n_names = 0, used = 0;
         bool more;
         int r;
 
-        r = list_subdirs(fd, path, CGROUP_WALK_MAX_CGROUPS - w->n_seen, &names, &n_names, &more);
+        *ret_used = 0;
+        if (budget == 0)
+                return note_too_many(w, fd, path);
+        r = list_subdirs(fd, path, budget, &names, &n_names, &more);
         if (r < 0)
                 return r;
         if (more) {
                 w->sel.truncated = true;
-                log_debug("cgroup: more than %u cgroups, not all walked", CGROUP_WALK_MAX_CGROUPS);
+                log_debug("cgroup: %s: more than %zu subdirectories for its share of the walk, not all walked",
+                          path, budget);
         }
 
         for (size_t i = 0; i < n_names && r >= 0; i++) {
                 _cleanup_close_ int cfd = -1;
                 _cleanup_free_ char *cpath = NULL;
+                size_t share = (budget - used) / (n_names - i), child_used = 0;
                 struct stat cst;
 
-                if (w->n_seen >= CGROUP_WALK_MAX_CGROUPS) {
+                /* Never 0 (at most budget names, each using at most its share), but a
+                 * walk_dir with no budget would go past the bound: checked. */
+                if (share == 0) {
                         w->sel.truncated = true;
                         break;
                 }
@@ -477,9 +497,11 @@ static int walk_children(struct walk *w, int fd, const char *path, unsigned dept
                         r = -ENOMEM;
                         break;
                 }
-                r = walk_dir(w, cfd, cpath, &cst, depth + 1, here);
+                r = walk_dir(w, cfd, cpath, &cst, depth + 1, here, share, &child_used);
+                used += child_used;
         }
         free_names(names, n_names);
+        *ret_used = used;
         return r;
 }
 
@@ -487,12 +509,16 @@ static int walk_children(struct walk *w, int fd, const char *path, unsigned dept
  * Returns 0, or -errno when the daemon ran out of descriptors or memory (the only
  * errors that end the walk). */
 static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
-                    unsigned depth, const struct inherited *parent) {
+                    unsigned depth, const struct inherited *parent, size_t budget, size_t *ret_used) {
         struct inherited here;
         enum cg_mode own;
         enum cg_source src;
+        size_t below = 0;
         int r;
 
+        /* budget >= 1: walk_children gives every subdirectory it visits a share of
+         * at least one (it lists no more names than its budget). */
+        *ret_used = 1;
         w->n_seen++;
         dir_owner(depth, st, parent, &here);
         r = own_setting(w, fd, path, here.owner != OWNER_BROKEN, &own, &src);
@@ -507,17 +533,25 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
 
         if (depth >= CGROUP_WALK_MAX_DEPTH)
                 return note_too_deep(w, fd, path);
-        return walk_children(w, fd, path, depth, &here);
+        r = walk_children(w, fd, path, depth, &here, budget - 1, &below);
+        *ret_used += below;
+        return r;
 }
 
 int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,
                   struct cgroup_selection *ret) {
+        return cgroup_select_max(root, rules, n_rules, CGROUP_WALK_MAX_CGROUPS, ret);
+}
+
+int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t n_rules, size_t max_cgroups,
+                      struct cgroup_selection *ret) {
         _cleanup_close_ int fd = -1;
         struct walk w = { .rules = rules, .n_rules = n_rules };
         struct stat st;
+        size_t used;
         int r;
 
-        if (!root || !ret)
+        if (!root || !ret || max_cgroups == 0)
                 return -EINVAL;
         fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
@@ -526,7 +560,7 @@ int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_ru
                 return log_debug_errno(-errno, "cgroup: cannot stat root %s: %m", root);
         w.dev = st.st_dev;
 
-        r = walk_dir(&w, fd, "/", &st, 0, NULL);
+        r = walk_dir(&w, fd, "/", &st, 0, NULL, max_cgroups, &used);
         if (r < 0) {
                 walk_done(&w);
                 return r;

@@ -39,9 +39,13 @@ struct cgroup_selection {
 };
 
 /* Bounds of the walk, so that a hostile or runaway tree cannot make a tick unbounded:
- * directories deeper than CGROUP_WALK_MAX_DEPTH below the root, and any beyond the
- * first CGROUP_WALK_MAX_CGROUPS visited, are not looked at (and truncated is set).
- * The walk stays on the root's file system and never follows symlinks. */
+ * directories deeper than CGROUP_WALK_MAX_DEPTH below the root are not looked at, nor
+ * more than CGROUP_WALK_MAX_CGROUPS in all (and truncated is set). The count is shared
+ * out fairly, depth first: of a directory's k subdirectories each may use an equal
+ * part of what the directory has left when its turn comes (name order), and what one
+ * leaves unused goes to those after it; so a subtree of 100,000 cgroups gets its share,
+ * not the whole count, and the rest of the tree is still walked. The walk stays on the
+ * root's file system and never follows symlinks. */
 #define CGROUP_WALK_MAX_DEPTH 64
 #define CGROUP_WALK_MAX_CGROUPS 65536
 /* Longest valid xattr value considered; a longer one is invalid ("too long"). */
@@ -60,6 +64,9 @@ enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, s
  * skipped. */
 int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,
                   struct cgroup_selection *ret);
+/* The same with max_cgroups instead of CGROUP_WALK_MAX_CGROUPS (for the tests). */
+int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t n_rules, size_t max_cgroups,
+                      struct cgroup_selection *ret);
 void cgroup_selection_done(struct cgroup_selection *s);
 
 /* Process ids in <root><path>/cgroup.procs, sorted and without duplicates; lines that
