@@ -259,8 +259,8 @@ struct scan_list {
         size_t n, cap;
 };
 
-/* Scans p (due) into the list; a process that cannot be read is left for the next
- * tick (gone: forgotten then). */
+/* Scans p (due) into the list; a process that cannot be read is tried again later
+ * (gone: forgotten at the next tick). */
 static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
                      struct scan_list *scans) {
         int r;
@@ -275,9 +275,17 @@ static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64
         }
         scans->v[scans->n] = (struct scan) { .rec = p };
         r = scan_process(m, p, now, reserved, &scans->v[scans->n]);
-        if (r > 0)
+        if (r > 0) {
                 scans->n++;
-        else if (r < 0 && r != -ESRCH && r != -ENOENT)
+                return;
+        }
+        scan_done(&scans->v[scans->n]);   /* a plan made before a later step failed */
+        if (r == 0)
+                return;
+        /* Backed off like a settled process: a process that cannot be read (one of a
+         * tenant's, unreadable or gone) is not read again at every tick. */
+        scan_backoff(m, p, now);
+        if (r != -ESRCH && r != -ENOENT)
                 log_debug_errno(r, "cgroup=%s pid=%d: cannot read, ignoring: %m", p->cg->path, (int) p->pid);
 }
 
