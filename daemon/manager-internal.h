@@ -10,6 +10,7 @@
 #include <time.h>
 #include "cgroup.h"
 #include "config.h"
+#include "log.h"
 #include "manager.h"
 #include "migrate.h"
 #include "pagesample.h"
@@ -37,8 +38,8 @@
 /* Descriptors a process's pidfd may not take: the cgroup walk (one per level, 64),
  * the control connections (at most 64), the BPF maps and the rest of the daemon. */
 #define PIDFD_RESERVE 256
-/* Invalid cgroup settings remembered so that each is logged once. */
-#define INVALID_SEEN_MAX 1024
+/* New invalid cgroup settings logged one by one per minute, at most. */
+#define INVALID_LOG_BURST 10
 
 static inline uint64_t now_ns(clockid_t c) {
         struct timespec ts;
@@ -129,8 +130,10 @@ struct manager {
 
         bool walk_truncated_logged; /* the walk's bounds were hit: warned once until they are not */
         bool resources_short_logged; /* out of descriptors or memory: warned once until it passes (keep_all) */
-        char **invalid_seen;
+        uint64_t *invalid_seen;    /* keyed hashes of the last walk's invalid settings, sorted */
         size_t n_invalid_seen;
+        struct log_ratelimit invalid_log, invalid_count_log;
+        uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
 
         uint64_t tick;
         uint64_t moved_ring[60];   /* bytes moved per second slot, for "last minute" */

@@ -146,23 +146,64 @@ static int open_checked_pidfd(struct manager *m, pid_t pid, uint64_t starttime) 
         return fd;
 }
 
-/* --- logging once ------------------------------------------------------------- */
+/* --- invalid settings, logged once ---------------------------------------------- */
 
-static void log_invalid_once(struct manager *m, const struct cgroup_invalid *inv) {
-        char key[1024];
-        snprintf(key, sizeof(key), "%s|%s|%s|%s", inv->path, inv->xattr, inv->value, inv->why);
-        for (size_t i = 0; i < m->n_invalid_seen; i++)
-                if (strcmp(m->invalid_seen[i], key) == 0)
-                        return;
-        log_warning("cgroup=%s: %s=\"%s\": %s, treating as unset", inv->path, inv->xattr, inv->value, inv->why);
-        if (m->n_invalid_seen < INVALID_SEEN_MAX) {
-                char **n = realloc(m->invalid_seen, (m->n_invalid_seen + 1) * sizeof(*n));
-                if (n) {
-                        m->invalid_seen = n;
-                        if ((m->invalid_seen[m->n_invalid_seen] = strdup(key)))
-                                m->n_invalid_seen++;
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return (x > y) - (x < y);
+}
+
+static uint64_t invalid_key(const struct manager *m, const struct cgroup_invalid *inv) {
+        char key[PATH_MAX + 512];
+        int n = snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", inv->path, 0, inv->xattr, 0, inv->value, 0, inv->why);
+
+        return siphash24(key, n < 0 ? 0 : (size_t) n < sizeof(key) ? (size_t) n : sizeof(key) - 1, m->cg_key);
+}
+
+/* Each invalid setting is logged once while it stays (it is remembered by a keyed
+ * hash for as long as the walk reports it: a setting fixed and broken again is news
+ * again), and at most INVALID_LOG_BURST new ones a minute, the rest counted in one
+ * line a minute: a user who writes junk on 20,000 cgroups cannot flood the journal, nor make
+ * the daemon log every tick (it remembered 1,024 settings, then logged the rest at
+ * every tick). Out of memory, nothing new is logged this tick. */
+static void log_invalid(struct manager *m, const struct cgroup_selection *sel) {
+        _cleanup_free_ uint64_t *keys = NULL;
+        size_t not_logged = 0;
+        uint64_t now = now_ms();
+
+        if (sel->n_invalid == 0 || !(keys = calloc(sel->n_invalid, sizeof(*keys)))) {
+                if (sel->n_invalid == 0) {
+                        free(m->invalid_seen);
+                        m->invalid_seen = NULL;
+                        m->n_invalid_seen = 0;
                 }
+                return;
         }
+        for (size_t i = 0; i < sel->n_invalid; i++) {
+                const struct cgroup_invalid *inv = &sel->invalid[i];
+
+                keys[i] = invalid_key(m, inv);
+                if (m->n_invalid_seen &&
+                    bsearch(&keys[i], m->invalid_seen, m->n_invalid_seen, sizeof(*keys), cmp_u64))
+                        continue;
+                if (log_ratelimit_ok(&m->invalid_log, now, NULL))
+                        log_warning("cgroup=%s: %s=\"%s\": %s, treating as unset", inv->path, inv->xattr, inv->value,
+                                    inv->why);
+                else
+                        not_logged++;
+        }
+        /* The count, too, once a minute at most (a user may change the values every
+         * tick). */
+        m->invalid_not_logged += not_logged;
+        if (m->invalid_not_logged && log_ratelimit_ok(&m->invalid_count_log, now, NULL)) {
+                log_warning("%" PRIu64 " more invalid cgroup setting(s) treated as unset, not logged one by one "
+                            "(at most %u a minute)", m->invalid_not_logged, INVALID_LOG_BURST);
+                m->invalid_not_logged = 0;
+        }
+        qsort(keys, sel->n_invalid, sizeof(*keys), cmp_u64);
+        free(m->invalid_seen);
+        m->invalid_seen = TAKE_PTR(keys);
+        m->n_invalid_seen = sel->n_invalid;
 }
 
 /* Service CPUs can go offline (hotplug): the kernel then lets the threads pinned to
@@ -423,8 +464,7 @@ static int select_cgroups(struct manager *m, struct cgroup_selection *sel) {
                                "Failed to walk the cgroup tree at %s, nothing selected: %m", m->cfg.cgroup_root);
                 *sel = (struct cgroup_selection) {};
         }
-        for (size_t i = 0; i < sel->n_invalid; i++)
-                log_invalid_once(m, &sel->invalid[i]);
+        log_invalid(m, sel);
         if (sel->truncated && !m->walk_truncated_logged)
                 log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: "
                             "those beyond a subtree's share of the walk were not looked at (numabalanced(8), LIMITS)", m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH,
@@ -670,6 +710,8 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 return -ENOMEM;
         m->fd_limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (uint64_t) rl.rlim_cur : 1024;
         siphash_random_key(m->cg_key);
+        m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
+        m->invalid_count_log = LOG_RATELIMIT(60000, 1);
         m->event = sd_event_ref(e);
         m->started_ms = now_ms();
         m->opts = *o;
@@ -726,8 +768,6 @@ void manager_free(struct manager *m) {
                 proc_rec_free(m, m->procs[i]);
         free(m->procs);
         cg_records_free(m);
-        for (size_t i = 0; i < m->n_invalid_seen; i++)
-                free(m->invalid_seen[i]);
         free(m->invalid_seen);
         page_sampler_free(m->pages);
         placement_source_free(m->source);

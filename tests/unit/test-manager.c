@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "cg-records.h"
 #include "config.h"
@@ -1000,6 +1001,54 @@ TEST(maps_freed_before_the_jobs_run) {
                after / 1024);
         if (!under_valgrind())
                 CHECK(env.heap_in_jobs < after + (1 << 20));
+        env_done();
+}
+
+static unsigned n_invalid_logged, n_count_logged;
+
+static void count_invalid_lines(int level, int error, const struct log_fields *fields, const char *msg) {
+        n_invalid_logged += strstr(msg, "treating as unset") != NULL;
+        n_count_logged += strstr(msg, "not logged one by one") != NULL;
+}
+
+/* Junk user.numabalanced values on 2,000 of a user's cgroups: each invalid setting is
+ * logged once at most, 10 a minute, the rest counted in one line; the next ticks log
+ * nothing. (1,024 were remembered, and the other 976 were logged again every tick.) A
+ * setting fixed and broken again is news again. */
+TEST(invalid_settings_logged_rate_limited) {
+        char path[PATH_MAX];
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        snprintf(path, sizeof(path), "%s/app.slice", env.cgroup);
+        if (setxattr(path, "user.numabalanced.probe", "1", 1, 0) < 0) {
+                env_done();
+                TEST_SKIP("%s takes no user.* xattrs: %m", env.dir);
+        }
+        for (unsigned i = 0; i < 2000; i++) {
+                snprintf(path, sizeof(path), "%s/app.slice/c%04u", env.cgroup, i);
+                if (mkdir(path, 0755) < 0 || setxattr(path, "user.numabalanced", "junk", 4, 0) < 0)
+                        abort();
+        }
+        n_invalid_logged = n_count_logged = 0;
+        log_set_sink(count_invalid_lines);
+        for (int t = 0; t < 3; t++)
+                CHECK_INT(tick(), 0);
+        CHECK_INT(n_invalid_logged, INVALID_LOG_BURST);
+        CHECK_INT(n_count_logged, 1);
+
+        /* A minute later (the limiter's interval restarted), c0001 is fixed, then
+         * broken again: logged again. */
+        env.m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
+        snprintf(path, sizeof(path), "%s/app.slice/c0001", env.cgroup);
+        CHECK(removexattr(path, "user.numabalanced") == 0);
+        CHECK_INT(tick(), 0);
+        CHECK(setxattr(path, "user.numabalanced", "junk2", 5, 0) == 0);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(tick(), 0);
+        log_set_sink(NULL);
+        CHECK_INT(n_invalid_logged, INVALID_LOG_BURST + 1);
+        CHECK_INT(env.m->n_invalid_seen, 2000);
         env_done();
 }
 
