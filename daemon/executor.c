@@ -392,7 +392,10 @@ static void flush_batch(struct job_run *jr) {
 
         if (jr->n == 0)
                 return;
-        if (cancelled(jr))
+        /* The calls-per-second bound may wait: before the checks that must be fresh. */
+        if (jr->job->call_gate && (call_error = jr->job->call_gate(jr->job->call_gate_ctx)) < 0)
+                job_stop(jr, call_error);
+        else if (cancelled(jr))
                 job_stop(jr, -ECANCELED);
         else if (pidfd_exited(jr->pidfd))
                 /* Right before the call: the process we verified is still alive, so the

@@ -32,6 +32,11 @@ struct migrate_range {
         uint64_t page_size;        /* bytes: the base page size, or the hugetlb page size */
 };
 
+/* Called before each move_pages(2) call that moves pages (with target nodes: every
+ * one runs lru_cache_disable(), which interrupts every CPU); may sleep; -errno
+ * (-ECANCELED) stops the job before the call. */
+typedef int (*migrate_call_gate_t)(void *ctx);
+
 struct migrate_job {
         /* in */
         pid_t pid;
@@ -43,6 +48,8 @@ struct migrate_job {
         size_t n_ranges;
         uint64_t max_pages;        /* stop after passing this many pages (0: no limit) */
         const char *cgroup;        /* for the log line of each batch */
+        migrate_call_gate_t call_gate;  /* NULL: calls not bounded (the worker pool sets its own) */
+        void *call_gate_ctx;
         void *userdata;            /* for the caller (manager): the process / cgroup */
         /* out */
         uint64_t pages[_MIG_CLASS_MAX];   /* in base pages (page_size()) */

@@ -653,6 +653,7 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
         if (r < 0)
                 return log_error_errno(r, "Failed to apply the new configuration: %m");
         migrator_set_limits(m->migrator, m->cfg.rate_limit_mb_s, m->cfg.batch_pages);
+        migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         /* New thresholds apply to everyone at the next scan. */
         for (size_t i = 0; i < m->n_procs; i++) {
                 m->procs[i]->interval_ms = m->cfg.scan_min_ms;
@@ -750,6 +751,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 log_error_errno(r, "Failed to start the migration workers: %m");
                 goto fail;
         }
+        migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         migrator_set_should_stop(m->migrator, stop_pending, m);
         *ret = m;
         return 0;

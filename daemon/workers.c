@@ -50,6 +50,7 @@ struct migrator {
 
         pthread_mutex_t tb_lock;   /* separate: throttling must not wait behind job picking */
         struct token_bucket tb;
+        struct token_bucket calls; /* move_pages(2) calls that move, under tb_lock too */
 };
 
 /* Called with m->lock held. The first pending job. Jobs of one process may run side
@@ -61,16 +62,8 @@ static size_t pick_job(struct migrator *m) {
         return m->first_pending < m->n_jobs ? m->first_pending : SIZE_MAX;
 }
 
-/* The executor's throttle: books the bytes in the shared bucket, then sleeps off any
- * debt outside the lock, so the other workers can book their own wait meanwhile. */
-static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {
-        struct migrator *m = ctx;
-        uint64_t wait;
-
-        pthread_mutex_lock(&m->tb_lock);
-        wait = token_bucket_take_busy(&m->tb, bytes, busy_since, now_ns(CLOCK_MONOTONIC));
-        pthread_mutex_unlock(&m->tb_lock);
-
+/* Sleeps wait ns in slices, unless the migrator is cancelled meanwhile. */
+static int throttle_sleep(struct migrator *m, uint64_t wait) {
         while (wait > 0) {
                 uint64_t slice = wait < THROTTLE_SLEEP_SLICE_NS ? wait : THROTTLE_SLEEP_SLICE_NS;
                 struct timespec ts = { .tv_sec = (time_t) (slice / NSEC_PER_SEC),
@@ -81,6 +74,29 @@ static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {
                 wait -= slice;
         }
         return 0;
+}
+
+/* The executor's throttle: books the bytes in the shared bucket, then sleeps off any
+ * debt outside the lock, so the other workers can book their own wait meanwhile. */
+static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {
+        struct migrator *m = ctx;
+        uint64_t wait;
+
+        pthread_mutex_lock(&m->tb_lock);
+        wait = token_bucket_take_busy(&m->tb, bytes, busy_since, now_ns(CLOCK_MONOTONIC));
+        pthread_mutex_unlock(&m->tb_lock);
+        return throttle_sleep(m, wait);
+}
+
+/* The executor's call gate: one token of the calls bucket per move call. */
+static int migrator_call_gate(void *ctx) {
+        struct migrator *m = ctx;
+        uint64_t wait;
+
+        pthread_mutex_lock(&m->tb_lock);
+        wait = token_bucket_take(&m->calls, 1, now_ns(CLOCK_MONOTONIC));
+        pthread_mutex_unlock(&m->tb_lock);
+        return throttle_sleep(m, wait);
 }
 
 static void *worker_main(void *arg) {
@@ -102,6 +118,8 @@ static void *worker_main(void *arg) {
                 batch = m->batch_pages;
                 pthread_mutex_unlock(&m->lock);
 
+                job->call_gate = migrator_call_gate;
+                job->call_gate_ctx = m;
                 (void) migrate_job_execute(job, batch, &m->cancel, migrator_throttle, m);
 
                 pthread_mutex_lock(&m->lock);
@@ -174,6 +192,7 @@ int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint6
         pthread_cond_init(&m->done_cond, NULL);
         m->batch_pages = batch_pages;
         token_bucket_init(&m->tb, rate_bytes(rate_limit_mb_s), now_ns(CLOCK_MONOTONIC));
+        token_bucket_init(&m->calls, 0, now_ns(CLOCK_MONOTONIC));
 
         /* Workers inherit this mask: signals are the main thread's business. */
         sigfillset(&all);
@@ -200,6 +219,12 @@ void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t 
         pthread_mutex_unlock(&m->lock);
         pthread_mutex_lock(&m->tb_lock);
         token_bucket_set_rate(&m->tb, rate_bytes(rate_limit_mb_s), now_ns(CLOCK_MONOTONIC));
+        pthread_mutex_unlock(&m->tb_lock);
+}
+
+void migrator_set_call_rate(struct migrator *m, uint64_t calls_per_s) {
+        pthread_mutex_lock(&m->tb_lock);
+        token_bucket_set_rate(&m->calls, calls_per_s, now_ns(CLOCK_MONOTONIC));
         pthread_mutex_unlock(&m->tb_lock);
 }
 

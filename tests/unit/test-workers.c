@@ -5,9 +5,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "cleanup.h"
 #include "log.h"
@@ -187,6 +190,91 @@ TEST(repin_after_hotplug) {
         CHECK(worker_cpus(cpus, sizeof(cpus)));
         CHECK_STR(cpus, "0");
         migrator_free(m);
+}
+
+/* --- a fake move_pages(2), for one case ------------------------------------------
+ * This machine may have one node: nothing can move. With fake_kernel set, every
+ * move_pages(2) query says the page is on node 1, and a move call (with nodes) moves
+ * every page to its target, its time recorded. Every other syscall(2) is the real one
+ * (linked with -Wl,--wrap=syscall). */
+static bool fake_kernel;
+static uint64_t move_call_ns[512];
+static unsigned n_move_calls;
+
+long __real_syscall(long number, ...);
+long __wrap_syscall(long number, ...);
+long __wrap_syscall(long number, ...) {
+        va_list ap;
+        long a[6];
+
+        va_start(ap, number);
+        for (int i = 0; i < 6; i++)
+                a[i] = va_arg(ap, long);
+        va_end(ap);
+        if (__atomic_load_n(&fake_kernel, __ATOMIC_RELAXED) && number == SYS_move_pages) {
+                unsigned long n = (unsigned long) a[1];
+                const int *nodes = (const int *) a[3];
+                int *status = (int *) a[4];
+                struct timespec ts;
+
+                for (unsigned long i = 0; i < n; i++)
+                        status[i] = nodes ? nodes[i] : 1;
+                if (nodes) {
+                        unsigned k = __atomic_fetch_add(&n_move_calls, 1, __ATOMIC_RELAXED);
+                        clock_gettime(CLOCK_MONOTONIC, &ts);
+                        if (k < ELEMENTSOF(move_call_ns))
+                                move_call_ns[k] = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+                }
+                return 0;
+        }
+        return __real_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* 60 pages in 60 ranges, one page per call (batch_pages = 1): 60 move calls, each of
+ * which would interrupt every CPU. At 50 calls a second (a burst of 5) they take 1.1 s
+ * at least, and no second holds more than 55; unbounded, they took a millisecond. */
+TEST(move_calls_per_second_bounded) {
+        struct migrator *m = NULL;
+        struct migrate_range rg[60];
+        struct migrate_job job;
+        nb_cpumask cpu0 = {};
+        uint64_t ps = page_size(), pmd = migrate_pmd_size(), elapsed;
+        unsigned most = 0;
+
+        cpumask_set(&cpu0, 0);
+        if (migrator_new(&cpu0, 0, 1, &m) < 0)
+                TEST_SKIP("no worker on CPU 0 (affinity)");
+        migrator_set_call_rate(m, 50);
+        for (size_t i = 0; i < ELEMENTSOF(rg); i++) {
+                uint64_t a = UINT64_C(0x100000000000) + i * pmd + ps;   /* no whole huge-page chunk */
+                rg[i] = (struct migrate_range) { a, a + ps, ps };
+        }
+        job = (struct migrate_job) {
+                .pid = getpid(), .pidfd = -1, .starttime = self_starttime(), .target_node = 0,
+                .ranges = rg, .n_ranges = ELEMENTSOF(rg), .cgroup = "/test.slice",
+        };
+        n_move_calls = 0;
+        __atomic_store_n(&fake_kernel, true, __ATOMIC_RELAXED);
+        CHECK_INT(migrator_run(m, &job, 1), 0);
+        __atomic_store_n(&fake_kernel, false, __ATOMIC_RELAXED);
+        migrator_free(m);
+
+        CHECK_INT(job.error, 0);
+        CHECK_INT(job.pages[MIG_MOVED], ELEMENTSOF(rg));
+        CHECK_INT(n_move_calls, ELEMENTSOF(rg));
+        if (n_move_calls != ELEMENTSOF(rg))
+                return;
+        elapsed = move_call_ns[n_move_calls - 1] - move_call_ns[0];
+        for (unsigned i = 0; i < n_move_calls; i++) {
+                unsigned in_window = 0;
+                for (unsigned k = i; k < n_move_calls && move_call_ns[k] < move_call_ns[i] + 1000000000u; k++)
+                        in_window++;
+                if (in_window > most)
+                        most = in_window;
+        }
+        printf("60 move calls in %.3f s, at most %u in one second\n", elapsed / 1e9, most);
+        CHECK(elapsed >= UINT64_C(1050000000));
+        CHECK(most <= 56);
 }
 
 DEFINE_TEST_MAIN()
