@@ -8,7 +8,7 @@ the guest and turns the results into docs/BENCHMARKS.md):
 Each scenario runs every mode (or those --mode names) in the same guest boot, modes
 alternating run by run (run 1: A B C..., run 2: ... C B A) so that a drift of the host
 is shared, and writes DIR/SCENARIO.json. Before the first run every node's free memory
-is touched once (engine.warm_memory: the host allocates a TCG guest's RAM on first
+is touched once (scenario.warm_memory: the host allocates a TCG guest's RAM on first
 touch, a cost only the first run would pay). --service-cpus: the daemon's
 service_cpus (default 0, what the shipped config picks on these guests). Modes:
   numabalanced  the daemon (shipped config, service CPU 0), the workload's cgroup opted in
@@ -54,7 +54,7 @@ import textwrap
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "vm"))
-import engine  # noqa: E402
+import scenario  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 DONE_AFTER_S = 3      # keep polling this long after 95%, for the locality at the end
@@ -88,7 +88,7 @@ class Balancer:
         self.env, self.mode, self.pid = env, mode, None
 
     def start(self, cgroup_name):
-        engine.sysctl_numa_balancing(1 if self.mode == "kernel" else 0)
+        scenario.sysctl_numa_balancing(1 if self.mode == "kernel" else 0)
         cg = self.env.cgroup(cgroup_name, "balance" if self.mode == "numabalanced" else None)
         if self.mode == "numabalanced":
             self.env.start_daemon(shipped_timing=True, service_cpus=SERVICE_CPUS)
@@ -118,7 +118,7 @@ class Balancer:
                 if not pidof("numad"):
                     break
                 time.sleep(0.1)
-        engine.sysctl_numa_balancing(0)
+        scenario.sysctl_numa_balancing(0)
         self.env.daemon_log = None
 
 
@@ -134,9 +134,9 @@ def start_workload(env, mode, cg, size_mb, touch, run, policy):
         deadline = time.time() + 120
         while not os.path.exists(ready):
             if p.poll() is not None:
-                raise engine.Fail(f"workload exited: {p.stderr.read().decode()}")
+                raise scenario.Fail(f"workload exited: {p.stderr.read().decode()}")
             if time.time() > deadline:
-                raise engine.Fail("workload did not get ready")
+                raise scenario.Fail("workload did not get ready")
             time.sleep(0.1)
         return p
     p, _, _ = env.start_workload(cg, size_mb, touch, run, policy=policy)
@@ -164,7 +164,7 @@ def follow_all(pids, limit_s, t0, interval=0.1):
         t = time.time() - t0
         try:
             for pid in pids:
-                last[pid] = engine.local_share_direct(pid)
+                last[pid] = scenario.local_share_direct(pid)
         except (FileNotFoundError, ProcessLookupError):
             break
         low = min(last.values())
@@ -232,7 +232,7 @@ def run_spread(env, mode, size_mb, limit_s):
     """spread: one process per node, each with its memory on the next node: every node
     is at once a source and a target, and every CPU runs a workload (the daemon shares
     CPU 0 with process 0's threads)."""
-    nodes = sorted(set(engine.cpu_nodes().values()))
+    nodes = sorted(set(scenario.cpu_nodes().values()))
     b = Balancer(env, mode)
     cg = b.start("bench-spread")
     try:
@@ -343,7 +343,7 @@ def run_churn(env, mode, size_mb, window_s):
         # processes about to exit, CPU) is counted over equal times.
         while time.time() - t0 < window_s:
             time.sleep(0.2)
-        share = engine.local_share_direct(p.pid)
+        share = scenario.local_share_direct(p.pid)
         u1, s1 = cpu_s(p.pid)
         churner.send_signal(signal.SIGTERM)
         out, _ = churner.communicate(timeout=30)
@@ -397,9 +397,9 @@ def run_stalls(env, mode, size_mb, limit_s):
         deadline = time.time() + 120
         while not os.path.exists(ready):
             if p.poll() is not None:
-                raise engine.Fail(f"stalls exited: {p.stderr.read().decode()}")
+                raise scenario.Fail(f"stalls exited: {p.stderr.read().decode()}")
             if time.time() > deadline:
-                raise engine.Fail("stalls did not get ready")
+                raise scenario.Fail("stalls did not get ready")
             time.sleep(0.1)
         u0, s0 = cpu_s(p.pid)
         t0 = time.time()
@@ -458,7 +458,7 @@ def run_moverate(env, size_mb):
                                check=True)
             res = json.loads(r.stdout)
             if res["error"] or res["moved"] < size_mb * 256 * 0.95:
-                raise engine.Fail(f"migrate-run --cpus {cpus} moved too little: {r.stdout.strip()}")
+                raise scenario.Fail(f"migrate-run --cpus {cpus} moved too little: {r.stdout.strip()}")
             out[key] = res["mb_s"]
     # migratepages(8): the same memory, timed from outside.
     with move_target(tool, size_mb) as (pid, _, _):
@@ -513,21 +513,21 @@ def main():
     SERVICE_CPUS = a.service_cpus
     if a.mode and a.scenario in MODES and not set(a.mode) <= set(MODES[a.scenario]):
         ap.error(f"{a.scenario} has the modes {', '.join(MODES[a.scenario])}")
-    env = engine.Env(a.build, a.out)
+    env = scenario.Env(a.build, a.out)
     doc = {"scenario": a.scenario, "topology": os.environ.get("NUMABALANCED_TOPOLOGY", TOPOLOGY[a.scenario]),
            "kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "runs": {}, "errors": []}
     limit = a.limit if a.limit is not None else LIMIT_S.get(a.scenario, 60)
     # Before anything is timed: the first run in a fresh guest would pay for the host's
-    # first touch of the guest's memory (engine.warm_memory).
-    engine.warm_memory(env)
+    # first touch of the guest's memory (scenario.warm_memory).
+    scenario.warm_memory(env)
     t_start = time.time()
     if a.scenario == "moverate":
         doc["runs"]["rounds"] = []
         for i in range(a.runs):
             try:
                 doc["runs"]["rounds"].append(run_moverate(env, 512))
-            except (engine.Fail, subprocess.CalledProcessError) as e:
+            except (scenario.Fail, subprocess.CalledProcessError) as e:
                 doc["errors"].append(f"round {i + 1}: {e}")
             print(json.dumps(doc["runs"]["rounds"][-1:]), flush=True)
     else:
@@ -546,7 +546,7 @@ def main():
                     else:
                         r = run_locality(env, mode, 512, "default" if a.scenario == "misplaced" else "bind:0-1",
                                          limit, a.scenario)
-                except (engine.Fail, subprocess.CalledProcessError, OSError) as e:
+                except (scenario.Fail, subprocess.CalledProcessError, OSError) as e:
                     doc["errors"].append(f"{mode} run {i + 1}: {e}")
                     print(f"{mode} run {i + 1}: FAILED: {e}", flush=True)
                     continue

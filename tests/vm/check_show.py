@@ -12,7 +12,8 @@
    allowed nodes (policy nodes within Mems_allowed and the nodes with memory), and
    exactly the kernel's pages per node; and per-node totals at least the regions'
    sums. The human form must work too (its output is printed).
-Every check is printed as OK/FAIL; the exit status is 1 if any failed.
+Checks go through tests/nbtest.py: a failed one is printed (FAIL: what: detail), the
+count of both closes the output, and the exit status is 1 if any failed.
 """
 import argparse
 import json
@@ -21,6 +22,9 @@ import re
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import nbtest  # noqa: E402
 
 # What each test-bed topology must look like (see vmrun's TOPOLOGIES).
 EXPECTED = {
@@ -40,14 +44,9 @@ REGIONS = {
     "2n1m": ["local:0", "local:1", "bind:2", "bind:1-2", "interleave:0-2", "preferred:2", "task:2"],
 }
 
-failures = []
-
-
 def check(ok, what, detail=""):
-    print(f"{'OK  ' if ok else 'FAIL'} {what}" + (f": {detail}" if detail and not ok else ""), flush=True)
-    if not ok:
-        failures.append(what)
-    return ok
+    """nbtest.check, with the detail (what was seen) added to a failure's line."""
+    return nbtest.check(ok, f"{what}: {detail}" if detail else what)
 
 
 def parse_list(s):
@@ -163,7 +162,7 @@ def check_show(name, touch, ctl, topo, regions, results):
                 check(False, "touch places its regions", "no output after 120 s")
                 return
             time.sleep(0.1)
-        check(True, f"touch places its regions ({time.monotonic() - t0:.1f} s)")
+        print(f"touch placed its regions in {time.monotonic() - t0:.1f} s", flush=True)
         with open(out) as f:
             want = json.load(f)
         print(json.dumps({r["name"]: r["node_pages"] for r in want["regions"]}))
@@ -249,13 +248,7 @@ def main():
         t1 = time.monotonic()
         check_show(a.topology, a.touch, a.ctl, topo, a.regions or REGIONS[a.topology], results)
         print(f"(show checks: {time.monotonic() - t1:.1f} s)")
-    if failures:
-        print(f"{len(failures)} check(s) failed:")
-        for f in failures:
-            print(f"  {f}")
-        return 1
-    print("all checks passed")
-    return 0
+    nbtest.finish()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
+
 WINDOW = 3
 
 
@@ -42,12 +46,8 @@ def main():
     spin = os.path.join(a.build, "tests", "vm", "spin")
     probe = os.path.join(a.build, "tests", "vm", "placement-probe")
     out = os.environ.get("NUMABALANCED_RESULTS", "/tmp")
-    failures, procs, res = [], [], {}
-
-    def check(cond, msg):
-        if not cond:
-            failures.append(msg)
-            print("FAIL:", msg, flush=True)
+    procs, res = [], {}
+    tmp = nbtest.tmpdir("bpf-")
 
     check(os.path.exists("/sys/kernel/btf/vmlinux"), "the guest kernel has no BTF")
     # Three threads per node on its two CPUs, so that C's two threads get alike shares
@@ -57,7 +57,7 @@ def main():
     pids = {}
     try:
         for name, nodes in layouts.items():
-            ready = f"/tmp/spin.{name}.{time.time_ns()}"
+            ready = os.path.join(tmp, f"spin.{name}")
             p = subprocess.Popen([spin, ready] + [str(n) for n in nodes])
             procs.append(p)
             deadline = time.time() + 60
@@ -108,11 +108,11 @@ def main():
         print(r.stdout, r.stderr, flush=True)
         res[f"memsample_node{node}"] = r.stdout.strip()
         check(r.returncode == 0, f"memsample-probe {node} ({r.returncode}): {r.stdout} {r.stderr}")
-    res["failures"] = failures
+    res["failed_checks"] = nbtest.failures()
     with open(os.path.join(out, "bpf-placement.json"), "w") as f:
         json.dump(res, f, indent=1)
     print(json.dumps(res), flush=True)
-    return 1 if failures else 0
+    nbtest.finish()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ second one in a cgroup that did not opt in. Once the daemon has fixed the first:
   - as uid 65534 (setpriv), `list` shows nothing of root's and `explain` of root's
     process is refused as not visible;
   - the tables print (exit 0).
-Uses engine.py's Env (cgroups, workload, daemon)."""
+Uses tests/vm/scenario.py (Env: cgroups, workload, daemon; checks through tests/nbtest.py)."""
 import argparse
 import json
 import os
@@ -23,10 +23,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "unit"))
-import engine  # noqa: E402
+import nbtest  # noqa: E402
 import promparse  # noqa: E402
-from engine import Fail, check  # noqa: E402
+import scenario  # noqa: E402
+from scenario import Fail, check, fail  # noqa: E402
 
 SOCK = "/tmp/nb-ctl/control"
 METRICS = "/tmp/nb-ctl.prom"
@@ -45,7 +47,7 @@ def ctl_json(env, *args, user=None, rc=0):
     try:
         return json.loads(r.stdout)
     except ValueError:
-        raise Fail(f"numabalancectl --json {' '.join(args)}: not JSON: {r.stdout!r}")
+        fail(f"numabalancectl --json {' '.join(args)}: not JSON: {r.stdout!r}")
 
 
 def stable_list_and_metrics(env, cgpath):
@@ -60,17 +62,17 @@ def stable_list_and_metrics(env, cgpath):
         if ca and cb and ca[0]["pages"] == cb[0]["pages"] and ca[0]["nodes"] == cb[0]["nodes"]:
             return b, fam
         time.sleep(0.3)
-    raise Fail("the moved counts and bytes per node never held still between two list calls")
+    fail("the moved counts and bytes per node never held still between two list calls")
 
 
 def run(env, res):
-    engine.sysctl_numa_balancing(0)
+    scenario.sysctl_numa_balancing(0)
     cg = env.cgroup("nb-ctl", "balance")
     p, start, _ = env.start_workload(cg, 256, 0, 1)
     cg_off = env.cgroup("nb-ctl-off")
     po, _, _ = env.start_workload(cg_off, 32, 0, 1)
     env.start_daemon(extra_conf=f"[report]\nmetrics_path = {METRICS}\n", args=("--control-socket", SOCK))
-    t = engine.wait_local(env, p.pid, 0.95, 150)
+    t = scenario.wait_local(env, p.pid, 0.95, 150)
     check(t is not None, "the workload was not made local within 150 s")
     res["seconds_to_95pct_local"] = t
     time.sleep(1.5)  # a tick after the last move: the metrics file has it
@@ -140,23 +142,25 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--out", default=os.environ.get("NUMABALANCED_RESULTS", "/tmp"))
     a = ap.parse_args()
-    env = engine.Env(a.build, a.out)
+    env = scenario.Env(a.build, a.out)
     res = {"scenario": "ctl"}
     t0 = time.time()
     try:
         run(env, res)
         res["result"] = "pass"
-    except Exception as e:  # Fail, or a bug in the test: both fail
+    except Exception as e:  # Fail (a check, counted already), or a bug in the test
         res["result"] = "fail"
         res["error"] = f"{type(e).__name__}: {e}"
         res["daemon_log_tail"] = env.log()[-4000:]
+        if not isinstance(e, Fail):
+            nbtest.check(False, res["error"])
     finally:
         env.cleanup()
     res["seconds"] = round(time.time() - t0, 1)
     print(json.dumps(res), flush=True)
     with open(os.path.join(a.out, "ctl.json"), "w") as f:
         json.dump(res, f, indent=1)
-    return 0 if res["result"] == "pass" else 1
+    nbtest.finish()
 
 
 if __name__ == "__main__":

@@ -29,18 +29,15 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
+
 MIB = 1 << 20
 PAGE = 4096
 ESRCH = 3
 
-failures = []
 results = {}
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def sh(cmd):
@@ -253,7 +250,7 @@ def main():
     print(nodes.splitlines()[0] if nodes else "no numactl", flush=True)
     if "available: 1 nodes" in nodes or not nodes:
         check(False, "the guest has at least two nodes")
-        return 1
+        nbtest.finish()
     # Our placement is the only one: the kernel's balancing would otherwise be a second
     # mover (it does not touch an idle process, but be explicit).
     open("/proc/sys/kernel/numa_balancing", "w").write("0")
@@ -266,11 +263,10 @@ def main():
         except Exception as e:  # a scenario that cannot run is a failure, not a skip
             check(False, f"{scenario.__name__}: {e!r}")
 
-    results["failures"] = failures
+    results["failed_checks"] = nbtest.failures()
     with open(os.path.join(RESULTS, "migrate.json"), "w") as f:
         json.dump(results, f, indent=1)
-    print(f"{len(failures)} failure(s)", flush=True)
-    return 1 if failures else 0
+    nbtest.finish()
 
 
 if __name__ == "__main__":

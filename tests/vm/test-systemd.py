@@ -33,6 +33,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import nbtest  # noqa: E402
+
 UNIT = "numabalanced.service"
 RUN_DIR = "/run/systemd/system"
 TEST_DIR = "/run/numabalanced-test"
@@ -44,14 +47,12 @@ out_dir = os.environ.get("NUMABALANCED_RESULTS", "/tmp")
 
 
 class Fail(Exception):
-    pass
+    """A check failed (counted and printed already): the steps after it need it."""
 
 
-def log(msg):
-    line = f"test-systemd: {msg}"
-    print(line, flush=True)
-    # Also to a file in the results: a guest whose console stops (one CI run went
-    # silent after the watchdog check) still leaves how far the test got.
+def progress(line):
+    # A file in the results: a guest whose console stops (one CI run went silent
+    # after the watchdog check) still leaves how far the test got.
     try:
         with open(os.path.join(out_dir, "progress.txt"), "a") as f:
             f.write(f"{time.monotonic():.1f} {line}\n")
@@ -59,17 +60,36 @@ def log(msg):
         pass
 
 
+def log(msg):
+    line = f"test-systemd: {msg}"
+    print(line, flush=True)
+    progress(line)
+
+
 def check(cond, what, detail=""):
+    """nbtest.check, recorded in systemd.json and the progress file; a failed one ends
+    the test (Fail): each step needs the one before."""
     results["checks"].append({"check": what, "ok": bool(cond), "detail": detail})
-    log(f"{'ok' if cond else 'FAIL'}: {what}{(' (' + detail + ')') if detail else ''}")
+    text = what + (f" ({detail})" if detail else "")
     if not cond:
-        raise Fail(what + (f": {detail}" if detail else ""))
+        failed(text)
+        raise Fail(text)
+    nbtest.check(True, text)
+    log(f"ok: {text}")
+
+
+def failed(text):
+    """A failure, counted and printed by nbtest, and in the progress file."""
+    progress(f"test-systemd: FAIL: {text}")
+    nbtest.check(False, text)
 
 
 def sh(*cmd, ok=True, timeout=180):
     r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
     if ok and r.returncode != 0:
-        raise Fail(f"{' '.join(cmd)} exited {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}")
+        text = f"{' '.join(cmd)} exited {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}"
+        failed(text)
+        raise Fail(text)
     return r
 
 
@@ -274,12 +294,9 @@ def main():
     # that never returns, a blocked write), the last stacks say where.
     stacks = open(os.path.join(out_dir, "stacks.txt"), "w")
     faulthandler.dump_traceback_later(60, repeat=True, file=stacks)
-    rc = 0
     try:
         run(os.path.abspath(a.build))
-    except Fail as e:
-        log(f"FAIL: {e}")
-        rc = 1
+    except Fail:
         try:
             d = diagnose()
             with open(os.path.join(out_dir, "diagnosis.txt"), "w") as f:
@@ -288,18 +305,17 @@ def main():
         except Exception as e2:
             log(f"(no diagnosis: {type(e2).__name__}: {e2})")
     except Exception as e:  # a crash of the test itself is a failure too, with its reason
-        log(f"FAIL: {type(e).__name__}: {e}")
-        rc = 1
+        failed(f"{type(e).__name__}: {e}")
     finally:
         try:
             with open(os.path.join(out_dir, "journal.txt"), "w") as f:
                 f.write(journal())
         except Exception:
             pass
-        results["passed"] = rc == 0
+        results["passed"] = nbtest.failures() == 0
         with open(os.path.join(out_dir, "systemd.json"), "w") as f:
             json.dump(results, f, indent=1)
-    return rc
+    nbtest.finish()
 
 
 if __name__ == "__main__":
