@@ -429,6 +429,19 @@ static int clear_stale(const struct sockaddr_un *sa, socklen_t sl) {
         return 0;
 }
 
+/* The listening socket on the event loop, and the timer that ends an accept pause
+ * (made now, off: a pause for lack of memory must not need any). */
+static int watch_socket(struct control *c) {
+        int r = sd_event_add_io(c->event, &c->listen_src, c->fd, EPOLLIN, on_accept, c);
+
+        if (r >= 0)
+                r = sd_event_add_time_relative(c->event, &c->resume_src, CLOCK_MONOTONIC, CONTROL_ACCEPT_PAUSE_USEC,
+                                               0, on_resume, c);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(c->resume_src, SD_EVENT_OFF);
+        return r;
+}
+
 int control_new(sd_event *e, const char *path, struct manager *m, struct control **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         socklen_t sl;
@@ -489,13 +502,7 @@ int control_new(sd_event *e, const char *path, struct manager *m, struct control
                 r = log_error_errno(-errno, "Failed to listen on %s: %m", path);
                 goto fail;
         }
-        r = sd_event_add_io(e, &c->listen_src, c->fd, EPOLLIN, on_accept, c);
-        /* Made now, off: a pause for lack of memory must not need any. */
-        if (r >= 0)
-                r = sd_event_add_time_relative(e, &c->resume_src, CLOCK_MONOTONIC, CONTROL_ACCEPT_PAUSE_USEC, 0,
-                                               on_resume, c);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(c->resume_src, SD_EVENT_OFF);
+        r = watch_socket(c);
         if (r < 0) {
                 log_error_errno(r, "Failed to watch the control socket: %m");
                 goto fail;
