@@ -35,6 +35,8 @@
 #define HISTORY_MAX 256
 /* malloc_trim(0) once every this many ticks. */
 #define TRIM_EVERY_TICKS 16
+/* How often a long tick serves the control socket (serve_meanwhile). */
+#define SERVE_EVERY_NS (100 * UINT64_C(1000000))
 /* Descriptors a process's pidfd may not take: the cgroup walk (one per level, 64),
  * the control connections (at most 64), the BPF maps and the rest of the daemon. */
 #define PIDFD_RESERVE 256
@@ -60,10 +62,12 @@ struct cg_rec {
         enum cg_mode mode;
         enum cg_source source;
         uid_t owner;               /* owner of the cgroup directory */
-        unsigned n_procs;
+        unsigned n_procs;          /* at the last tick */
         uint64_t pages[_MIG_CLASS_MAX];
         uint64_t cost_ns[_STAGE_MAX];
-        bool seen;
+        bool seen;                 /* selected at the last tick */
+        uint64_t seen_tick;        /* the tick that selected it last; during a tick: */
+        unsigned tick_procs;       /* its processes so far (n_procs at the end) */
 };
 
 struct proc_rec {
@@ -121,6 +125,7 @@ struct manager {
         size_t n_procs;
         size_t n_pidfds;           /* held by the records (update_pidfd) */
         uint64_t fd_limit;         /* RLIMIT_NOFILE's soft limit at start */
+        struct walker *walker;     /* the cgroup walk's thread; NULL: walked in the tick (tests, --once) */
         struct cg_rec **cgs;       /* selected in the last tick (cg-records.h) */
         size_t n_cgs, cap_cgs;
         struct cg_rec **cg_buckets;
@@ -143,7 +148,8 @@ struct manager {
         uint64_t started_ms;       /* CLOCK_MONOTONIC, for the uptime */
         void (*after_tick)(struct manager *m, void *userdata);  /* reports (metrics) */
         void *after_tick_userdata;
-        void (*while_moving)(void *userdata);  /* serves the control socket mid-run */
+        void (*while_moving)(void *userdata);  /* serves the control socket mid-run and mid-tick */
+        uint64_t last_served_ns;
         void *while_moving_userdata;
         volatile int cancel;
 

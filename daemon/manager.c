@@ -36,6 +36,7 @@
 #include "siphash.h"
 #include "source.h"
 #include "topology.h"
+#include "walker.h"
 
 /* --- config copy ------------------------------------------------------------- */
 
@@ -396,6 +397,20 @@ static struct proc_rec *admit(struct manager *m, pid_t pid, uint64_t now) {
         return p;
 }
 
+/* A tick with thousands of processes to read (a tenant's) takes seconds: the control
+ * socket is served every SERVE_EVERY_NS meanwhile, as during the migration jobs, so that
+ * `numabalancectl status` answers within a second whatever the tick does. Between two
+ * processes the state the replies read is whole: records sorted, every process's
+ * cgroup record alive (records are freed at the end of the tick only). */
+static void serve_meanwhile(struct manager *m) {
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+        if (!m->while_moving || now < m->last_served_ns + SERVE_EVERY_NS)
+                return;
+        m->last_served_ns = now;
+        m->while_moving(m->while_moving_userdata);
+}
+
 /* The processes of one selected cgroup: each is marked seen in this tick, and
  * scanned if it is due. Returns 0, or -EMFILE, -ENFILE, -ENOMEM when its list could
  * not be read for lack of them. */
@@ -413,13 +428,16 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 return 0;
         }
         for (size_t k = 0; k < n_pids; k++) {
-                struct proc_rec *p = admit(m, pids[k], now);
+                struct proc_rec *p;
+
+                serve_meanwhile(m);
+                p = admit(m, pids[k], now);
 
                 if (!p || p->seen_tick == m->tick)
                         continue; /* not ours, or listed twice */
                 p->seen_tick = m->tick;
                 p->cg = cg;
-                cg->n_procs++;
+                cg->tick_procs++;
                 if (now >= p->next_scan_ms)
                         scan_due(m, p, now, reserved, scans);
                 update_pidfd(m, p);
@@ -440,37 +458,88 @@ static void keep_all(struct manager *m, int r) {
                                   "already known until it can", m->cfg.cgroup_root);
         m->resources_short_logged = true;
         for (size_t i = 0; i < m->n_procs; i++)
-                if (m->procs[i]->cg && m->procs[i]->seen_tick != m->tick) {
+                if (m->procs[i]->cg)
                         m->procs[i]->seen_tick = m->tick;
-                        m->procs[i]->cg->seen = true;
-                }
+        /* Every cgroup record too (their process counts as they were). */
+        for (size_t i = 0; i < m->n_cgs; i++)
+                m->cgs[i]->seen_tick = m->tick;
 }
 
-/* The cgroups opted in now (config, xattrs), with what is wrong with the tree logged
- * once. An unreadable root selects nothing; running out of descriptors or memory
- * returns the error (keep_all()). */
-static int select_cgroups(struct manager *m, struct cgroup_selection *sel) {
-        int r = cgroup_select(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, sel);
+/* The cgroups opted in now (config, xattrs), into *sel, with what is wrong with the
+ * tree logged once: the walker's newest selection (none newer: *fresh is false, and
+ * the tick works from the records the last one left), or without a walker (the
+ * tests, --once) a walk now. An unreadable root selects nothing; an inline walk that
+ * runs out of descriptors or memory returns the error (keep_all()). */
+static int select_cgroups(struct manager *m, struct cgroup_selection *sel, bool *fresh) {
+        int r;
 
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                m->cgs[i]->seen = false;
-                m->cgs[i]->n_procs = 0;
+        *fresh = true;
+        if (m->walker)
+                *fresh = walker_take(m->walker, sel) > 0;
+        else {
+                r = cgroup_select(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, sel);
+                if (out_of_resources(r))
+                        return r;
+                if (r < 0) {
+                        /* The cgroup root missing is not fatal: it may be mounted later. */
+                        log_full_errno(m->tick == 1 ? LOG_LVL_ERR : LOG_LVL_DEBUG, r,
+                                       "Failed to walk the cgroup tree at %s, nothing selected: %m",
+                                       m->cfg.cgroup_root);
+                        *sel = (struct cgroup_selection) {};
+                }
         }
-        if (out_of_resources(r))
-                return r;
-        if (r < 0) {
-                /* The cgroup root missing is not fatal: it may be mounted later. */
-                log_full_errno(m->tick == 1 ? LOG_LVL_ERR : LOG_LVL_DEBUG, r,
-                               "Failed to walk the cgroup tree at %s, nothing selected: %m", m->cfg.cgroup_root);
-                *sel = (struct cgroup_selection) {};
-        }
+        if (!*fresh)
+                return 0;
         log_invalid(m, sel);
         if (sel->truncated && !m->walk_truncated_logged)
-                log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: "
-                            "those beyond a subtree's share of the walk were not looked at (numabalanced(8), LIMITS)", m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH,
-                            CGROUP_WALK_MAX_CGROUPS);
+                log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: those "
+                            "beyond a subtree's share of the walk were not looked at (numabalanced(8), LIMITS)",
+                            m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH, CGROUP_WALK_MAX_CGROUPS);
         m->walk_truncated_logged = sel->truncated;
         return 0;
+}
+
+/* A cgroup selected in this tick. Its seen and n_procs, which the replies read (the
+ * control socket is served mid-tick), change at the end of the tick only
+ * (publish_cgroups), so that a reply never shows a tick half done. */
+static void mark_seen(struct manager *m, struct cg_rec *cg) {
+        if (cg->seen_tick != m->tick)
+                cg->tick_procs = 0;
+        cg->seen_tick = m->tick;
+}
+
+static void publish_cgroups(struct manager *m) {
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                m->cgs[i]->seen = m->cgs[i]->seen_tick == m->tick;
+                m->cgs[i]->n_procs = m->cgs[i]->seen ? m->cgs[i]->tick_procs : 0;
+        }
+}
+
+/* The selected cgroups and their processes: those of a fresh selection (their records
+ * made or updated), or else those of the records as the last one left them. Returns
+ * 0, or -errno when a cgroup.procs could not be read for lack of resources. */
+static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, bool fresh, uint64_t now,
+                        uint64_t *reserved, struct scan_list *scans) {
+        int r = 0;
+
+        if (!fresh) {
+                for (size_t i = 0; r >= 0 && i < m->n_cgs; i++) {
+                        serve_meanwhile(m);
+                        mark_seen(m, m->cgs[i]);
+                        r = tick_cgroup(m, m->cgs[i], now, reserved, scans);
+                }
+                return r;
+        }
+        for (size_t e = 0; r >= 0 && e < sel->n_entries; e++) {
+                struct cg_rec *cg = cg_records_get(m, &sel->entries[e]);
+
+                serve_meanwhile(m);
+                if (!cg)
+                        continue;
+                mark_seen(m, cg);
+                r = tick_cgroup(m, cg, now, reserved, scans);
+        }
+        return r;
 }
 
 /* Forgets the processes not seen in this tick (exited, or their cgroup opted out). */
@@ -515,6 +584,7 @@ int manager_tick(struct manager *m) {
         struct scan_list scans = {};
         _cleanup_free_ uint64_t *reserved = NULL;
         uint64_t now = now_ms(), t_start = now_ns(CLOCK_MONOTONIC);
+        bool fresh;
         int r;
 
         m->tick++;
@@ -527,14 +597,9 @@ int manager_tick(struct manager *m) {
         if (!reserved)
                 return log_error_errno(-ENOMEM, "Out of memory");
         mark_exited(m);
-        r = select_cgroups(m, &sel);
-        for (size_t e = 0; r >= 0 && e < sel.n_entries; e++) {
-                struct cg_rec *cg = cg_records_get(m, &sel.entries[e]);
-                if (!cg)
-                        continue;
-                cg->seen = true;
-                r = tick_cgroup(m, cg, now, reserved, &scans);
-        }
+        r = select_cgroups(m, &sel, &fresh);
+        if (r >= 0)
+                r = tick_cgroups(m, &sel, fresh, now, reserved, &scans);
         cgroup_selection_done(&sel);
         if (r < 0)
                 keep_all(m, r);
@@ -546,6 +611,7 @@ int manager_tick(struct manager *m) {
                 scan_done(&scans.v[i]);
         free(scans.v);
         forget_departed(m);
+        publish_cgroups(m);
         cg_records_sweep(m);
         /* Each scan's buffers (numa_maps text, parsed VMAs) are freed between records
          * that stay: glibc keeps the freed pages in the middle of the heap resident.
@@ -625,6 +691,10 @@ int manager_start(struct manager *m) {
         int r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the tick timer: %m");
+        /* The cgroup walk runs beside the ticks from now on (walker.h). */
+        r = walker_new(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, m->cfg.tick_ms, &m->walker);
+        if (r < 0)
+                log_warning_errno(r, "Failed to start the cgroup walker, walking at every tick instead: %m");
         /* sd-event's default accuracy (250 ms) would blur react_ms and the tick. */
         (void) sd_event_source_set_time_accuracy(m->timer, 1000);
         if (m->source->events_fd && m->source->events_consume) {
@@ -654,6 +724,9 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
                 return log_error_errno(r, "Failed to apply the new configuration: %m");
         migrator_set_limits(m->migrator, m->cfg.rate_limit_mb_s, m->cfg.batch_pages);
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
+        if (m->walker && walker_set_config(m->walker, m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups,
+                                           m->cfg.tick_ms) < 0)
+                log_warning("The cgroup walker keeps the previous cgroup rules: out of memory");
         /* New thresholds apply to everyone at the next scan. */
         for (size_t i = 0; i < m->n_procs; i++) {
                 m->procs[i]->interval_ms = m->cfg.scan_min_ms;
@@ -763,6 +836,7 @@ fail:
 void manager_free(struct manager *m) {
         if (!m)
                 return;
+        walker_free(m->walker);
         sd_event_source_unref(m->timer);
         sd_event_source_unref(m->events);
         migrator_free(m->migrator);

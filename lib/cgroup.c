@@ -531,6 +531,11 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
                         return r;
         }
 
+        /* A directory's link count is 2 + its subdirectories on cgroupfs (kernfs), as on
+         * ext4 and tmpfs: 2 is a leaf, and most cgroups are; its listing (an open, two
+         * getdents and a close) is skipped. Other counts (btrfs says 1) are listed. */
+        if (st->st_nlink == 2)
+                return 0;
         if (depth >= CGROUP_WALK_MAX_DEPTH)
                 return note_too_deep(w, fd, path);
         r = walk_children(w, fd, path, depth, &here, budget - 1, &below);

@@ -164,6 +164,51 @@ def check_emfile():
             check(False, 'the second daemon did not stop')
 
 
+def check_long_tick():
+    """A daemon whose ticks take seconds (3,000 opted-in cgroups listing 1,500,000 pids
+    that do not exist, each looked up in /proc): status must still answer within a
+    second, since the tick serves the socket every 100 ms. It waited for the tick."""
+    root2 = os.path.join(tmp, 'cg-big')
+    for i in range(3000):
+        d = os.path.join(root2, 'big', f'c{i:04d}')
+        os.makedirs(d)
+        with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
+            f.write(''.join(f'{100000000 + i * 500 + k}\n' for k in range(500)))
+    conf2 = os.path.join(tmp, 'long.conf')
+    with open(conf2, 'w') as f:
+        f.write(f'[daemon]\nservice_cpus = {cpu}\ntick_ms = 100\n[select]\ncgroup_root = {root2}\n'
+                f'cgroups = /big=advise\n[sample]\nsource = proc\n')
+    sock3 = os.path.join(tmp, 'run', 'control3')
+    d3 = subprocess.Popen([daemon_exe, '--foreground', '--config', conf2, '--control-socket', sock3],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and not os.path.exists(sock3):
+            time.sleep(0.1)
+        slowest, longest_tick = 0.0, 0
+        t_end = time.time() + 5
+        while time.time() < t_end:
+            t0 = time.time()
+            r = subprocess.run([ctl_exe, '--socket', sock3, '--json', 'status'], capture_output=True, text=True,
+                               timeout=30)
+            slowest = max(slowest, time.time() - t0)
+            try:
+                longest_tick = max(longest_tick, json.loads(r.stdout)['last_tick_ns'])
+            except (ValueError, KeyError):
+                check(False, f'status during long ticks: {r.returncode} {r.stdout!r} {r.stderr!r}')
+            time.sleep(0.05)
+        print(f'long ticks: the longest {longest_tick / 1e9:.2f} s, the slowest status {slowest:.2f} s')
+        check(longest_tick > 1e9, f'the ticks were not long ({longest_tick / 1e9:.2f} s): nothing was tested')
+        check(slowest < 0.6, f'status took {slowest:.2f} s while ticks took up to {longest_tick / 1e9:.2f} s')
+    finally:
+        d3.send_signal(signal.SIGTERM)
+        try:
+            d3.wait(30)
+        except subprocess.TimeoutExpired:
+            d3.kill()
+            check(False, 'the long-tick daemon did not stop')
+
+
 try:
     # Ready: the socket exists and the workload has been scanned.
     deadline = time.time() + 20
@@ -326,6 +371,9 @@ try:
     # --- out of descriptors: accept(2) fails with EMFILE while connections wait; the
     # listening socket must be left alone for a while, not spin the event loop.
     check_emfile()
+
+    # --- ticks of seconds (a tenant's thousands of processes): status still answers
+    check_long_tick()
 
     # --- a second daemon on the same socket is refused
     r = subprocess.run([daemon_exe, '--foreground', '--config', conf, '--control-socket', sock],
