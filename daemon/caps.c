@@ -65,11 +65,9 @@ int caps_check(const struct nb_config *cfg) {
                         lost = false;
                 }
                 if (needed[i].cap == CAP_SYS_NICE) {
-                        without = cfg->move_shared ?
-                                "[decide] move_shared = yes cannot work: moving shared pages (MPOL_MF_MOVE_ALL) "
-                                "is refused with EPERM" :
-                                "[decide] move_shared = yes would be refused (not set now: nothing is lost)";
-                        lost = cfg->move_shared;
+                        /* MPOL_MF_MOVE_ALL is no longer used: shared pages are never moved. */
+                        without = "nothing is lost (shared pages are never moved, MPOL_MF_MOVE_ALL is not used)";
+                        lost = false;
                 }
                 log_full_errno(lost ? LOG_LVL_WARNING : LOG_LVL_NOTICE, 0, "Missing capability %s: %s",
                                needed[i].name, without);

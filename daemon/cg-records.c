@@ -97,6 +97,7 @@ struct cg_rec *cg_records_get(struct manager *m, const struct cgroup_entry *e) {
         if (c) {
                 c->mode = e->mode;
                 c->source = e->source;
+                c->covers_uid = e->covers_uid;
         }
         return c;
 }

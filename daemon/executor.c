@@ -190,6 +190,23 @@ static bool cancelled(const struct job_run *jr) {
         return jr->cancel && __atomic_load_n(jr->cancel, __ATOMIC_RELAXED);
 }
 
+/* The caller's predicate: false (and the job stopped, with why) when the job may no
+ * longer move. */
+static bool may_still_move(struct job_run *jr) {
+        struct migrate_job *job = jr->job;
+        const struct migrate_stop *why = NULL;
+        int r;
+
+        if (!job->may_move)
+                return true;
+        r = job->may_move(job->may_move_ctx, job, &why);
+        if (r >= 0)
+                return true;
+        job->stop = why;
+        job_stop(jr, r);
+        return false;
+}
+
 /* Charges moved base pages to the MB/s budget (it may sleep); a refusal stops the job. */
 static void charge(struct job_run *jr, uint64_t pages) {
         int r;
@@ -402,7 +419,8 @@ static void flush_batch(struct job_run *jr) {
                  * pid still names it. The pages of this batch were not passed: not
                  * counted. */
                 job_stop(jr, -ESRCH);
-        else {
+        else if (may_still_move(jr)) {
+                /* (When it may not, the job stopped: the batch is not passed, not counted.) */
                 call_error = move_batch(jr, res);
                 for (unsigned c = 0; c < _MIG_CLASS_MAX; c++)
                         jr->job->pages[c] += res[c];
@@ -740,6 +758,9 @@ static void job_body(struct job_run *jr) {
                 r = job_alloc(jr);
         if (r < 0)
                 return job_stop(jr, r);
+        /* Before anything: the job may have waited behind others for minutes. */
+        if (!may_still_move(jr))
+                return;
 
         for (size_t ri = 0; ri < job->n_ranges && !jr->stop; ri++) {
                 const struct migrate_range *rg = &job->ranges[ri];
@@ -775,6 +796,7 @@ int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile 
 
         memset(job->pages, 0, sizeof(job->pages));
         job->error = 0;
+        job->stop = NULL;
         job_body(&jr);
         job_run_free(&jr);
         job->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;

@@ -4,7 +4,9 @@
  *
  * Per job: the pid is re-checked through its pidfd (the process we sampled, same
  * start time) before the call, and the result is discarded if the pidfd has become
- * readable (the process exited, its pid may be reused) by the end. Pages are first
+ * readable (the process exited, its pid may be reused) by the end. The caller's
+ * may_move predicate (the daemon's is move-check.h) is asked before the job and
+ * before each move call: a plan read seconds or minutes ago must still hold. Pages are first
  * located in query mode (nodes == NULL) so only pages not on the target are passed,
  * one address per huge page (hugetlb: by its page size). Aligned 2 MiB chunks of base
  * pages go huge page first: one address moves a transparent huge page whole. Pages
@@ -37,6 +39,21 @@ struct migrate_range {
  * (-ECANCELED) stops the job before the call. */
 typedef int (*migrate_call_gate_t)(void *ctx);
 
+/* Why a job stopped because it may no longer move (migrate_may_move_t): a short name
+ * for logs, metrics and the control socket, and a sentence for a human. Static. */
+struct migrate_stop {
+        const char *name;
+        const char *text;
+};
+
+struct migrate_job;
+
+/* May the job still move? Asked once before the job starts and again before each move
+ * call, on the worker's thread: it may read /proc, never the manager's state. Returns
+ * 0, or -errno (the job's error) with *ret_stop saying why. ctx is the job's own: the
+ * parts of a split job run side by side, each with its own. */
+typedef int (*migrate_may_move_t)(void *ctx, const struct migrate_job *job, const struct migrate_stop **ret_stop);
+
 struct migrate_job {
         /* in */
         pid_t pid;
@@ -44,6 +61,7 @@ struct migrate_job {
         uint64_t starttime;        /* /proc/PID/stat field 22 when sampled */
         int target_node;
         bool move_all;             /* MPOL_MF_MOVE_ALL (needs CAP_SYS_NICE): shared pages too */
+        bool thread_policy;        /* some range has no VMA policy: its threads' policies govern it */
         struct migrate_range *ranges;
         size_t n_ranges;
         uint64_t max_pages;        /* stop after passing this many pages (0: no limit) */
@@ -51,9 +69,12 @@ struct migrate_job {
         migrate_call_gate_t call_gate;  /* NULL: calls not bounded (the worker pool sets its own) */
         void *call_gate_ctx;
         void *userdata;            /* for the caller (manager): the process / cgroup */
+        migrate_may_move_t may_move;  /* NULL: only the identity checks (pidfd, start time) */
+        void *may_move_ctx;
         /* out */
         uint64_t pages[_MIG_CLASS_MAX];   /* in base pages (page_size()) */
         int error;                 /* 0, or -errno that stopped the whole job (ESRCH, EPERM, EACCES...) */
+        const struct migrate_stop *stop;  /* when may_move stopped it: why; else NULL */
         uint64_t cpu_ns;           /* CPU time the worker spent on this job (CLOCK_THREAD_CPUTIME_ID) */
         uint64_t wall_ns;
 };

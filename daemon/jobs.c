@@ -5,6 +5,7 @@
 #include <string.h>
 #include "jobs.h"
 #include "log.h"
+#include "move-check.h"
 #include "pagesize.h"
 
 /* Remembers that the range at start moved to target (the cooldown's history). */
@@ -103,6 +104,7 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
                         .page_size = pl->moves[k].page_size ? pl->moves[k].page_size : page_size(),
                 };
                 j->max_pages += pl->moves[k].bytes / page_size();
+                j->thread_policy |= pl->moves[k].thread_policy;
         }
         return 0;
 }
@@ -134,9 +136,11 @@ static int build_jobs(struct manager *m, const struct scan *scans, size_t n_scan
 
                 if (!n || p->cg->mode != CG_MODE_BALANCE || m->opts.dry_run)
                         continue;
-                r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, m->cfg.move_shared, n);
+                /* Never MPOL_MF_MOVE_ALL: a page that became shared since the scan is
+                 * refused by the kernel (lib/plan plans no shared VMA, docs/DESIGN.md). */
+                r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, false, n);
                 if (r >= 0)
-                        r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, m->cfg.move_shared, n);
+                        r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, false, n);
                 if (r < 0) {
                         jobs_free(jobs, n_jobs);
                         return r;
@@ -202,6 +206,20 @@ static bool is_page_range(const struct scan *scans, size_t n_scans, const struct
         return false;
 }
 
+/* The check before moving stopped j (move-check.h): remembered for explain, and one
+ * line in the journal with the reason as a field. */
+static void note_stop(struct proc_rec *p, const struct migrate_job *j) {
+        struct log_fields lf = {};
+
+        p->move_stop = j->stop;
+        p->move_stop_ms = now_ms();
+        log_fields_str(&lf, "NUMABALANCED_CGROUP", j->cgroup);
+        log_fields_i64(&lf, "NUMABALANCED_PID", j->pid);
+        log_fields_str(&lf, "NUMABALANCED_REASON", j->stop->name);
+        (void) log_full_errno_fields(LOG_LVL_INFO, 0, &lf, "cgroup=%s pid=%d: migration stopped: %s (%s)",
+                                     j->cgroup, (int) j->pid, j->stop->text, j->stop->name);
+}
+
 /* The results: counts per process, per cgroup and in total; ranges moved into the
  * process's history. */
 static void account_jobs(struct manager *m, const struct scan *scans, size_t n_scans,
@@ -218,7 +236,9 @@ static void account_jobs(struct manager *m, const struct scan *scans, size_t n_s
                 p->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
                 p->cg->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
                 count_moved(m, j->pages[MIG_MOVED] * page_size());
-                if (j->error)
+                if (j->stop)
+                        note_stop(p, j);
+                else if (j->error)
                         log_info_errno(j->error, "cgroup=%s pid=%d: migration stopped: %m", j->cgroup, (int) j->pid);
                 if (j->pages[MIG_MOVED])
                         for (size_t k = 0; k < j->n_ranges; k++)
@@ -228,6 +248,7 @@ static void account_jobs(struct manager *m, const struct scan *scans, size_t n_s
 }
 
 int jobs_run(struct manager *m, const struct scan *scans, size_t n_scans, uint64_t now) {
+        struct move_check *check = NULL;
         struct migrate_job *jobs = NULL;
         size_t n_jobs = 0;
         int r;
@@ -238,6 +259,14 @@ int jobs_run(struct manager *m, const struct scan *scans, size_t n_scans, uint64
                 return r;
         }
         split_jobs(m, &jobs, &n_jobs);
+        /* Each job (each part: parts run side by side) checks again, before it starts
+         * and before each move call, that its plan still holds (move-check.h). */
+        r = move_check_prepare(m, jobs, n_jobs, &check);
+        if (r < 0) {
+                log_error_errno(r, "Failed to prepare the checks before moving, moving nothing this tick: %m");
+                jobs_free(jobs, n_jobs);
+                return 0;
+        }
         if (m->run_jobs)
                 r = m->run_jobs(m->run_jobs_userdata, jobs, n_jobs);
         else
@@ -246,5 +275,6 @@ int jobs_run(struct manager *m, const struct scan *scans, size_t n_scans, uint64
                 log_error_errno(r, "Failed to run migration jobs: %m");
         account_jobs(m, scans, n_scans, jobs, n_jobs, now);
         jobs_free(jobs, n_jobs);
+        move_check_free(check);
         return 0;
 }

@@ -17,6 +17,7 @@
 #include "placement.h"
 #include "plan.h"
 #include "siphash.h"
+#include "proc.h"
 #include "topology.h"
 
 /* A process whose layout did not change is scanned half as often each time, down to
@@ -62,6 +63,7 @@ struct cg_rec {
         enum cg_mode mode;
         enum cg_source source;
         uid_t owner;               /* owner of the cgroup directory */
+        uid_t covers_uid;          /* whose processes its opt-in covers (cgroup_entry), this tick */
         unsigned n_procs;          /* at the last tick */
         uint64_t pages[_MIG_CLASS_MAX];
         uint64_t cost_ns[_STAGE_MAX];
@@ -92,6 +94,10 @@ struct proc_rec {
         uint64_t scans;
         nb_nodemask mems_allowed;
         uid_t uid;                 /* real uid, for the control socket's filter */
+        uid_t covered_for;         /* the cgroup's covers_uid its ids were last checked against */
+        struct proc_mm_layout layout;  /* its exec layout at its last scan (move-check.h) */
+        const struct migrate_stop *move_stop;  /* why its last stopped job stopped, NULL: none */
+        uint64_t move_stop_ms;     /* when */
         uint64_t total_bytes, local_bytes;
         uint64_t *node_bytes;      /* bytes per topology node index, last scan; NULL before */
         uint64_t seen_tick;

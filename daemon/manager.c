@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "cg-records.h"
 #include "cgroup.h"
+#include "creds.h"
 #include "jobs.h"
 #include "log.h"
 #include "manager.h"
@@ -363,11 +364,32 @@ static struct proc_rec *proc_rec_new(struct manager *m, pid_t pid, const struct 
         return p;
 }
 
-/* The record of the process pid names now, made if it is new. NULL: not ours to
- * watch (the daemon itself, gone, a zombie, a kernel thread). */
-static struct proc_rec *admit(struct manager *m, pid_t pid, uint64_t now) {
+/* A user's opt-in covers only the processes that user may ptrace (lib/creds.h,
+ * docs/OPT-IN.md). A known process is checked again when it is due for a scan: its
+ * ids change at a setuid exec, and it can stop being dumpable; between scans it is
+ * not read (the executor checks again before moving anything). */
+static bool still_covered(struct manager *m, const struct cg_rec *cg, struct proc_rec *p, uint64_t now) {
+        struct proc_creds c;
+
+        if (cg->covers_uid == CGROUP_COVERS_ALL || (p->covered_for == cg->covers_uid && now < p->next_scan_ms))
+                return true;
+        if (proc_read_creds(m->proc_root, p->pid, &c) < 0 || c.stat.starttime != p->starttime ||
+            !creds_belong_to(&c, cg->covers_uid)) {
+                log_debug("cgroup=%s pid=%d: not uid %u's process any more, not watched", cg->path, (int) p->pid,
+                          (unsigned) cg->covers_uid);
+                return false;
+        }
+        p->covered_for = cg->covers_uid;
+        return true;
+}
+
+/* The record of the process pid names now in cg, made if it is new. NULL: not ours to
+ * watch (the daemon itself, gone, a zombie, a kernel thread, or another user's
+ * process under a user's opt-in). */
+static struct proc_rec *admit(struct manager *m, const struct cg_rec *cg, pid_t pid, uint64_t now) {
         struct proc_rec *p = find_proc(m, pid);
-        struct proc_stat st;
+        bool one_user = cg->covers_uid != CGROUP_COVERS_ALL;
+        struct proc_creds c;
 
         if (pid == getpid())
                 return NULL;
@@ -375,25 +397,32 @@ static struct proc_rec *admit(struct manager *m, pid_t pid, uint64_t now) {
          * opened, so its stat need not be read again: with a thousand settled
          * processes, this read was most of the tick. */
         if (p && p->pidfd >= 0 && !p->exited)
-                return p;
+                return still_covered(m, cg, p, now) ? p : NULL;
         /* Known, without a pidfd (not being balanced): its start time is checked only
          * when it is due for a scan. One that exited has left cgroup.procs by then;
          * a pid reused in the same cgroup shows the old numbers until that scan. */
         if (p && p->pidfd < 0 && now < p->next_scan_ms)
-                return p;
-        if (proc_read_stat(m->proc_root, pid, &st) < 0)
+                return still_covered(m, cg, p, now) ? p : NULL;
+        if ((one_user ? proc_read_creds(m->proc_root, pid, &c) : proc_read_stat(m->proc_root, pid, &c.stat)) < 0)
                 return NULL; /* gone already */
-        if (p && p->starttime != st.starttime) {
+        if (p && p->starttime != c.stat.starttime) {
                 /* The pid was reused: a different process. Forget the old one. */
                 p->seen_tick = 0;
                 p = NULL;
         }
-        if (st.state == 'Z' || st.state == 'X' || (st.flags & PF_KTHREAD_FLAG))
+        if (c.stat.state == 'Z' || c.stat.state == 'X' || (c.stat.flags & PF_KTHREAD_FLAG))
                 return NULL;
+        if (one_user && !creds_belong_to(&c, cg->covers_uid)) {
+                log_debug("cgroup=%s pid=%d: not uid %u's process (uids, gids or dumpable), not watched", cg->path,
+                          (int) pid, (unsigned) cg->covers_uid);
+                return NULL;
+        }
         if (!p)
-                p = proc_rec_new(m, pid, &st, now);
-        if (p)
-                snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+                p = proc_rec_new(m, pid, &c.stat, now);
+        if (p) {
+                snprintf(p->comm, sizeof(p->comm), "%s", c.stat.comm);
+                p->covered_for = cg->covers_uid;
+        }
         return p;
 }
 
@@ -431,7 +460,7 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 struct proc_rec *p;
 
                 serve_meanwhile(m);
-                p = admit(m, pids[k], now);
+                p = admit(m, cg, pids[k], now);
 
                 if (!p || p->seen_tick == m->tick)
                         continue; /* not ours, or listed twice */
@@ -593,7 +622,7 @@ int manager_tick(struct manager *m) {
                 return 0;
         }
         tick_prepare(m);
-        reserved = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*reserved));
+        reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
         if (!reserved)
                 return log_error_errno(-ENOMEM, "Out of memory");
         mark_exited(m);

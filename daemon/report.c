@@ -20,6 +20,7 @@
 #include "report.h"
 #include "caps.h"
 #include "control-protocol.h"
+#include "creds.h"
 #include "source.h"
 
 static const char *const stage_names[_STAGE_MAX] = {
@@ -56,15 +57,25 @@ bool report_cg_visible(const struct cg_rec *c, uid_t uid) {
         return uid == 0 || (c && c->owner == uid);
 }
 
-bool report_proc_visible(const struct proc_rec *p, uid_t uid) {
-        return uid == 0 || p->uid == uid || (p->cg && p->cg->owner == uid);
+/* Read now, not from the last scan: a process can become another user's since (a
+ * setuid exec) or stop being dumpable. Only the candidates (real uid uid at the last
+ * scan: the rule needs it) are read, and only for a request by a user, not root. */
+bool report_proc_visible(const struct manager *m, const struct proc_rec *p, uid_t uid) {
+        struct proc_creds c;
+
+        if (uid == 0)
+                return true;
+        if (p->uid != uid || proc_read_creds(m->proc_root, p->pid, &c) < 0)
+                return false;
+        return c.stat.starttime == p->starttime && creds_belong_to(&c, uid);
 }
 
-/* The cgroup records the tick of now refers to (opted in at the last tick). */
-static size_t n_active_cgs(const struct manager *m) {
+/* The cgroup records the tick of now refers to (opted in at the last tick) that uid
+ * may see. */
+static size_t n_active_cgs(const struct manager *m, uid_t uid) {
         size_t n = 0;
         for (size_t i = 0; i < m->n_cgs; i++)
-                n += m->cgs[i]->seen;
+                n += m->cgs[i]->seen && report_cg_visible(m->cgs[i], uid);
         return n;
 }
 
@@ -139,17 +150,44 @@ void report_error(FILE *f, const char *msg) {
 
 /* ---- status ------------------------------------------------------------------- */
 
+/* What status counts for uid: for root the daemon's totals, for another uid the sums
+ * over the cgroups and processes it may see, so that nothing tells it about another
+ * user's (how many there are, what moved there). */
+struct status_counts {
+        uint64_t cost[_STAGE_MAX];
+        uint64_t pages[_MIG_CLASS_MAX];
+        size_t n_cgs, n_procs;
+};
+
+static void status_counts(struct manager *m, uid_t uid, struct status_counts *c) {
+        *c = (struct status_counts) { .n_cgs = n_active_cgs(m, uid) };
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                if (!report_cg_visible(m->cgs[i], uid))
+                        continue;
+                for (int s = 0; s < _STAGE_MAX; s++)
+                        c->cost[s] += m->cgs[i]->cost_ns[s];
+                for (int k = 0; uid != 0 && k < _MIG_CLASS_MAX; k++)
+                        c->pages[k] += m->cgs[i]->pages[k];
+        }
+        if (uid == 0) {
+                /* And the cgroups that went (their records are freed). */
+                for (int s = 0; s < _STAGE_MAX; s++)
+                        c->cost[s] += m->departed_cost_ns[s];
+                memcpy(c->pages, m->total_pages, sizeof(c->pages));
+                c->n_procs = m->n_procs;
+        } else
+                for (size_t k = 0; k < m->n_procs; k++)
+                        c->n_procs += report_proc_visible(m, m->procs[k], uid);
+}
+
 int report_status(struct manager *m, uid_t uid, FILE *f) {
-        uint64_t cost[_STAGE_MAX] = {}, knb, now = mono_ms();
+        uint64_t knb, now = mono_ms();
+        struct status_counts sc;
         char cpus[CPUMASK_STRMAX];
         int r;
         BEGIN_DOC(j, mem, buf, len);
 
-        /* The cgroups watched now, and those that went (their records are freed). */
-        memcpy(cost, m->departed_cost_ns, sizeof(cost));
-        for (size_t i = 0; i < m->n_cgs; i++)
-                for (int s = 0; s < _STAGE_MAX; s++)
-                        cost[s] += m->cgs[i]->cost_ns[s];
+        status_counts(m, uid, &sc);
 
         json_object_begin(&j);
         json_key(&j, "version"); json_string(&j, PACKAGE_VERSION);
@@ -176,14 +214,15 @@ int report_status(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "ticks"); json_u64(&j, m->tick);
         json_key(&j, "tick_interval_ms"); json_u64(&j, m->cfg.tick_ms);
         json_key(&j, "last_tick_ns"); json_u64(&j, m->last_tick_ns);
-        json_key(&j, "cgroups_watched"); json_u64(&j, n_active_cgs(m));
-        json_key(&j, "processes_watched"); json_u64(&j, m->n_procs);
-        json_key(&j, "pages"); put_pages(&j, m->total_pages);
+        json_key(&j, "scope"); json_string(&j, uid == 0 ? "all" : "own");
+        json_key(&j, "cgroups_watched"); json_u64(&j, sc.n_cgs);
+        json_key(&j, "processes_watched"); json_u64(&j, sc.n_procs);
+        json_key(&j, "pages"); put_pages(&j, sc.pages);
         json_key(&j, "moved_bytes_last_minute"); json_u64(&j, manager_moved_last_minute(m));
         json_key(&j, "cpu_ns");
         json_object_begin(&j);
         json_key(&j, "process"); json_u64(&j, process_cpu_ns());
-        json_key(&j, "by_stage"); put_cost(&j, cost);
+        json_key(&j, "by_stage"); put_cost(&j, sc.cost);
         json_object_end(&j);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
@@ -277,7 +316,7 @@ int report_list(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "processes");
         json_array_begin(&j);
         for (size_t k = 0; k < m->n_procs; k++)
-                if (report_proc_visible(m->procs[k], uid))
+                if (report_proc_visible(m, m->procs[k], uid))
                         put_list_process(&j, m, m->procs[k]);
         json_array_end(&j);
         json_object_end(&j);
@@ -300,48 +339,56 @@ static struct cg_rec *lookup_cg(struct manager *m, const char *path) {
         return NULL;
 }
 
-/* The cgroup v2 path of pid ("0::/path" in <proc_root>/PID/cgroup), malloc'd.
- * -ENOENT/-ESRCH: gone; -ENODATA: no cgroup v2 line. */
-static int read_cgroup_path(const char *proc_root, pid_t pid, char **ret) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        size_t len;
-        int r;
-
-        if (asprintf(&path, "%s/%d/cgroup", proc_root, (int) pid) < 0)
-                return -ENOMEM;
-        r = read_file_at(AT_FDCWD, path, 65536, &text, &len);
-        if (r < 0)
-                return r;
-        for (char *line = text, *next; line && *line; line = next) {
-                char *nl = strchr(line, '\n');
-                next = nl ? nl + 1 : NULL;
-                if (nl)
-                        *nl = 0;
-                if (strncmp(line, "0::", 3) == 0) {
-                        char *p = strdup(line + 3);
-                        if (!p)
-                                return -ENOMEM;
-                        *ret = p;
-                        return 0;
-                }
-        }
-        return -ENODATA;
+/* What a user who may not see the process is told: the same as for a pid that does
+ * not exist, so that the answer says nothing about other users' processes. */
+static void put_hidden(struct json *j) {
+        json_key(j, "visible"); json_bool(j, false);
+        json_key(j, CONTROL_KEY_WHY); json_string(j, CONTROL_WHY_NOT_VISIBLE);
+        json_key(j, "explanation");
+        json_string(j, "no such process, or not yours: a user sees only the processes it may ptrace "
+                       "(only root may ask about others)");
 }
 
-/* Whether uid owns the directory of cgroup path under the cgroup root. */
-static bool owns_cgroup_dir(const struct manager *m, const char *cg, uid_t uid) {
-        _cleanup_free_ char *full = NULL;
-        struct stat st;
+/* Why a process that is not watched is not: *ret_why and a malloc'd sentence. */
+static int unwatched_why(struct manager *m, const struct proc_creds *c, const char *cg, const char **ret_why,
+                         char **ret_text) {
+        const struct cg_rec *rec = cg ? lookup_cg(m, cg) : NULL;
+        int r;
 
-        if (strstr(cg, "/../") || asprintf(&full, "%s%s", m->cfg.cgroup_root, strcmp(cg, "/") == 0 ? "" : cg) < 0)
-                return false;
-        return stat(full, &st) == 0 && st.st_uid == uid;
+        if (c->stat.flags & PF_KTHREAD_FLAG) {
+                *ret_why = "kernel-thread";
+                r = asprintf(ret_text, "a kernel thread: it has no memory of its own to move");
+        } else if (c->stat.state == 'Z' || c->stat.state == 'X') {
+                *ret_why = "zombie";
+                r = asprintf(ret_text, "a zombie: it has exited and holds no memory");
+        } else if (!cg) {
+                *ret_why = "no-cgroup";
+                r = asprintf(ret_text, "it is in no cgroup v2 cgroup (no single \"0::\" line in /proc/PID/cgroup)");
+        } else if (rec && rec->covers_uid != CGROUP_COVERS_ALL && !creds_belong_to(c, rec->covers_uid)) {
+                *ret_why = "not-covered";
+                r = asprintf(ret_text, "its cgroup %s is opted in by uid %u's user.numabalanced, which covers only "
+                             "the processes uid %u may ptrace; this one is not one of them (its uids, gids, or "
+                             "dumpable state say so)", cg, (unsigned) rec->covers_uid, (unsigned) rec->covers_uid);
+        } else if (rec) {
+                *ret_why = "not-yet-seen";
+                r = asprintf(ret_text, "its cgroup %s is opted in, but the process was not there at the last tick; "
+                             "it is picked up at the next one", cg);
+        } else {
+                *ret_why = "not-opted-in";
+                r = asprintf(ret_text, "its cgroup %s is not opted in: no trusted.numabalanced or user.numabalanced "
+                             "of balance or advise on it or a parent (or the nearest says off), and the "
+                             "configuration does not name it", cg);
+        }
+        if (r < 0) {
+                *ret_text = NULL;
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct json *j) {
         _cleanup_free_ char *cg = NULL, *text = NULL;
-        struct proc_status status;
-        struct proc_stat st;
+        struct proc_creds c;
         const char *why;
         int r;
 
@@ -351,9 +398,11 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
                 json_key(j, "explanation"); json_string(j, "this is numabalanced itself: it does not balance itself");
                 return 0;
         }
-        r = proc_read_stat(m->proc_root, pid, &st);
-        if (r >= 0)
-                r = proc_read_status(m->proc_root, pid, &status);
+        r = proc_read_creds(m->proc_root, pid, &c);
+        if (uid != 0 && (r < 0 || !creds_belong_to(&c, uid))) {
+                put_hidden(j);
+                return 0;
+        }
         if (r == -ENOENT || r == -ESRCH) {
                 json_key(j, CONTROL_KEY_WHY); json_string(j, CONTROL_WHY_NO_SUCH_PROCESS);
                 json_key(j, "explanation"); json_string(j, "no such process");
@@ -364,44 +413,16 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
                 json_key(j, "explanation"); json_string(j, "numabalanced cannot read this process");
                 return 0;
         }
-        r = read_cgroup_path(m->proc_root, pid, &cg);
+        r = proc_read_cgroup(m->proc_root, pid, &cg);
         if (r == -ENOMEM)
                 return r;
-        if (uid != 0 && status.uid_real != uid && !(cg && owns_cgroup_dir(m, cg, uid))) {
-                json_key(j, "visible"); json_bool(j, false);
-                json_key(j, CONTROL_KEY_WHY); json_string(j, CONTROL_WHY_NOT_VISIBLE);
-                json_key(j, "explanation");
-                json_string(j, "not your process: only root may ask about another user's processes");
-                return 0;
-        }
         json_key(j, "visible"); json_bool(j, true);
-        json_key(j, "comm"); json_string(j, st.comm);
-        json_key(j, "uid"); json_u64(j, status.uid_real);
+        json_key(j, "comm"); json_string(j, c.stat.comm);
+        json_key(j, "uid"); json_u64(j, c.status.uid_real);
         json_key(j, "cgroup"); json_string(j, cg);
-
-        if (st.flags & PF_KTHREAD_FLAG) {
-                why = "kernel-thread";
-                r = asprintf(&text, "a kernel thread: it has no memory of its own to move");
-        } else if (st.state == 'Z' || st.state == 'X') {
-                why = "zombie";
-                r = asprintf(&text, "a zombie: it has exited and holds no memory");
-        } else if (!cg) {
-                why = "no-cgroup";
-                r = asprintf(&text, "it is in no cgroup v2 cgroup (no \"0::\" line in /proc/PID/cgroup)");
-        } else if (lookup_cg(m, cg)) {
-                why = "not-yet-seen";
-                r = asprintf(&text, "its cgroup %s is opted in, but the process was not there at the last tick; "
-                             "it is picked up at the next one", cg);
-        } else {
-                why = "not-opted-in";
-                r = asprintf(&text, "its cgroup %s is not opted in: no trusted.numabalanced or user.numabalanced "
-                             "of balance or advise on it or a parent (or the nearest says off), and the "
-                             "configuration does not name it", cg);
-        }
-        if (r < 0) {
-                text = NULL;
-                return -ENOMEM;
-        }
+        r = unwatched_why(m, &c, cg, &why, &text);
+        if (r < 0)
+                return r;
         json_key(j, CONTROL_KEY_WHY); json_string(j, why);
         json_key(j, "explanation"); json_string(j, text);
         return 0;
@@ -424,7 +445,28 @@ static char *watched_explanation(const struct manager *m, const struct proc_rec 
                 r = asprintf(&text, "nothing to move");
         else
                 r = asprintf(&text, "not moving: %s", plan_reason_text(p->reason));
+        /* Its moves since the last scan were stopped by the check before moving. */
+        if (r >= 0 && p->move_stop && p->scans && p->move_stop_ms >= p->last_scan_ms) {
+                char *more;
+                r = asprintf(&more, "%s; stopped before moving it all: %s", text, p->move_stop->text);
+                free(text);
+                text = r < 0 ? NULL : more;
+        }
         return r < 0 ? NULL : text;
+}
+
+/* move_stopped: why the check before moving last stopped its moves (move-check.h). */
+static void put_move_stop(struct json *j, const struct proc_rec *p, uint64_t now) {
+        json_key(j, "move_stopped");
+        if (!p->move_stop) {
+                json_null(j);
+                return;
+        }
+        json_object_begin(j);
+        json_key(j, "reason"); json_string(j, p->move_stop->name);
+        json_key(j, "explanation"); json_string(j, p->move_stop->text);
+        json_key(j, "ago_ms"); json_u64(j, now > p->move_stop_ms ? now - p->move_stop_ms : 0);
+        json_object_end(j);
 }
 
 /* page_level and skipped_bytes: what page-level sampling saw, what was left alone. */
@@ -493,6 +535,7 @@ static int explain_watched(struct manager *m, const struct proc_rec *p, struct j
         if (!text)
                 return -ENOMEM;
         json_key(j, "explanation"); json_string(j, text);
+        put_move_stop(j, p, now);
         put_page_level(j, p);
         put_cooldown(j, m, p, now);
 
@@ -520,12 +563,10 @@ int report_explain(struct manager *m, uid_t uid, pid_t pid, FILE *f) {
         json_object_begin(&j);
         json_key(&j, "pid"); json_i64(&j, pid);
         json_key(&j, "requester_uid"); json_u64(&j, uid);
-        if (p && !report_proc_visible(p, uid)) {
-                json_key(&j, "watched"); json_null(&j);
-                json_key(&j, "visible"); json_bool(&j, false);
-                json_key(&j, CONTROL_KEY_WHY); json_string(&j, CONTROL_WHY_NOT_VISIBLE);
-                json_key(&j, "explanation");
-                json_string(&j, "not your process: only root may ask about another user's processes");
+        if (p && !report_proc_visible(m, p, uid)) {
+                /* Word for word what a pid that does not exist gets. */
+                json_key(&j, "watched"); json_bool(&j, false);
+                put_hidden(&j);
                 r = 0;
         } else if (p)
                 r = explain_watched(m, p, &j);

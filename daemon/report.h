@@ -7,8 +7,10 @@
  * system (comm, cgroup paths) are escaped by lib/json or by the metrics writer.
  *
  * Visibility (the control socket passes the peer's uid): uid 0 sees everything;
- * another uid sees the processes whose real uid is theirs or that sit in a cgroup
- * whose directory they own, and only the cgroups whose directory they own. */
+ * another uid sees the processes it may ptrace (lib/creds.h: all its ids are the uid's
+ * and it is dumpable, read when asked), and only the cgroups whose directory it owns.
+ * status counts for it only those; explain of a process it may not see answers as for
+ * a pid that does not exist. */
 #pragma once
 #include <stdio.h>
 #include <sys/types.h>
@@ -41,4 +43,4 @@ void metrics_put_label_value(FILE *f, const char *s);
 
 /* Visibility rules, for the tests. */
 bool report_cg_visible(const struct cg_rec *c, uid_t uid);
-bool report_proc_visible(const struct proc_rec *p, uid_t uid);
+bool report_proc_visible(const struct manager *m, const struct proc_rec *p, uid_t uid);

@@ -11,6 +11,7 @@
 #include "pagesize.h"
 #include "proc.h"
 #include "scan.h"
+#include "smaps.h"
 
 /* The two-sample rule (docs/DESIGN.md): a page seen fewer times from its one node is
  * not evidence yet. */
@@ -84,8 +85,11 @@ static int read_status(struct manager *m, struct proc_rec *p, struct proc_status
         p->uid = status->uid_real;
         /* The tick does not re-read stat for a live known process; its name may have
          * changed (exec, prctl) since: refresh it here. */
-        if (proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime)
+        if (proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime) {
                 snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+                /* Before numa_maps: an exec after this shows at the check before moving. */
+                p->layout = st.layout;
+        }
         return 0;
 }
 
@@ -120,6 +124,76 @@ static int read_layout(struct manager *m, struct proc_rec *p, struct numa_maps *
         return 0;
 }
 
+/* The policies of p's threads (thread-policy.h): read again at every scan, since threads
+ * come and go and set their own. A single-threaded process costs nothing more. */
+static int read_thread_policies(struct manager *m, struct proc_rec *p, const struct proc_status *status,
+                                const struct numa_maps *maps, struct thread_policies *ret) {
+        int r;
+
+        if (status->threads <= 1)
+                return thread_policies_single(maps, ret);
+        r = thread_policies_read(m->proc_root, p->pid, maps, ret);
+        if (r < 0)
+                return r;
+        if (ret->unknown)
+                log_debug("pid=%d: the policy of some of its %zu threads is not known: memory without a VMA "
+                          "policy stays", (int) p->pid, ret->n_threads);
+        return 0;
+}
+
+/* Which of maps' VMAs are locked (mlock): smaps is read only when status shows locked
+ * memory and it matters (move_mlocked = no). *ret stays NULL when none is. */
+static int read_locked(struct manager *m, struct proc_rec *p, const struct proc_status *status,
+                       const struct numa_maps *maps, bool **ret) {
+        _cleanup_free_ uint64_t *starts = NULL;
+        size_t n = 0;
+        bool *locked;
+        int r;
+
+        *ret = NULL;
+        if (status->vm_lck_kb == 0 || m->cfg.move_mlocked)
+                return 0;
+        r = proc_read_locked(m->proc_root, p->pid, &starts, &n);
+        if (r < 0)
+                return r;
+        locked = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*locked));
+        if (!locked)
+                return -ENOMEM;
+        for (size_t i = 0; i < maps->n_vmas; i++)
+                locked[i] = smaps_locked_has(starts, n, maps->vmas[i].start);
+        *ret = locked;
+        return 0;
+}
+
+/* What a scan reads of a process besides its status: its layout, the policies of its
+ * threads and which VMAs are locked. */
+struct reading {
+        struct numa_maps *maps;
+        uint64_t *ends;
+        struct thread_policies threads;
+        bool *locked;
+};
+
+static void reading_done(struct reading *rd) {
+        numa_maps_free(rd->maps);
+        free(rd->ends);
+        thread_policies_done(&rd->threads);
+        free(rd->locked);
+}
+
+static int read_process(struct manager *m, struct proc_rec *p, const struct proc_status *status,
+                        struct reading *rd) {
+        int r;
+
+        r = read_layout(m, p, &rd->maps, &rd->ends);
+        if (r < 0)
+                return r;
+        r = read_thread_policies(m, p, status, rd->maps, &rd->threads);
+        if (r < 0)
+                return r;
+        return read_locked(m, p, status, rd->maps, &rd->locked);
+}
+
 static struct plan_params plan_params_of(const struct nb_config *c) {
         return (struct plan_params) {
                 .min_cpu_share_pct = c->min_cpu_share_pct,
@@ -127,6 +201,7 @@ static struct plan_params plan_params_of(const struct nb_config *c) {
                 .free_floor_pct = c->free_floor_pct,
                 .move_shared = c->move_shared,
                 .move_preferred = c->move_preferred,
+                .move_mlocked = c->move_mlocked,
                 .min_misplaced_kb = c->min_misplaced_kb,
                 .max_bytes = c->batch_pages * page_size() * BATCHES_PER_PROCESS_PER_TICK,
         };
@@ -230,8 +305,8 @@ static void remember(struct proc_rec *p, const struct plan *plan, const struct p
 }
 
 int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s) {
-        _cleanup_free_ uint64_t *cpu = NULL, *ends = NULL;
-        _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
+        _cleanup_free_ uint64_t *cpu = NULL;
+        _cleanup_(reading_done) struct reading rd = {};
         struct proc_status status;
         struct plan_input in;
         struct plan_params pp = plan_params_of(&m->cfg);
@@ -259,19 +334,21 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
                 p->next_scan_ms = now + p->interval_ms;
                 return 0;
         }
-        r = read_layout(m, p, &maps, &ends);
+        r = read_process(m, p, &status, &rd);
         if (r < 0)
                 return r;
         t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 
         in = (struct plan_input) {
-                .maps = maps,
-                .vma_end = ends,
+                .maps = rd.maps,
+                .vma_end = rd.ends,
                 .mems_allowed = status.has_mems_allowed ? status.mems_allowed : m->topo->with_memory,
                 .cpu_ns = cpu,
                 .history = p->hist,
                 .n_history = p->n_hist,
                 .now_ms = now,
+                .threads = &rd.threads,
+                .vma_mlocked = rd.locked,
         };
         r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)
@@ -279,7 +356,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         r = decide_pages(m, p, &in, &pp, reserved, s);
         if (r < 0)
                 return r;
-        changing = update_locality(m, p, maps, cpu);
+        changing = update_locality(m, p, rd.maps, cpu);
         t2 = now_ns(CLOCK_THREAD_CPUTIME_ID);
         charge(p, STAGE_READ, t1 - t0);
         charge(p, STAGE_DECIDE, t2 - t1);

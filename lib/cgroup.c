@@ -149,6 +149,7 @@ struct inherited {
         enum cg_mode mode;
         enum cg_source source;
         const char *decided_by;   /* an ancestor's path, alive while the walk is below it */
+        uid_t covers_uid;         /* of the setting that applies (cgroup_entry) */
         enum owner_state owner;
         uid_t owner_uid;
 };
@@ -204,6 +205,7 @@ static int add_entry(struct walk *w, const char *path, const struct inherited *e
                 .mode = eff->mode,
                 .source = eff->source,
                 .decided_by = strdup(eff->decided_by),
+                .covers_uid = eff->covers_uid,
         };
         if (!e->path || !e->decided_by) {
                 free(e->path);
@@ -375,17 +377,22 @@ static int own_setting(struct walk *w, int fd, const char *path, bool user_count
 }
 
 /* What applies to the directory at path, given its own setting: the nearest setting
- * wins, its own for itself and below, else its parent's (none at the root). */
+ * wins, its own for itself and below, else its parent's (none at the root). Its owner
+ * state (dir_owner) is known. A user.* setting in a delegated subtree covers the
+ * subtree owner's processes only. */
 static void effective_setting(const char *path, enum cg_mode own, enum cg_source src,
                               const struct inherited *parent, struct inherited *here) {
         if (own != CG_MODE_UNSET) {
                 here->mode = own;
                 here->source = src;
                 here->decided_by = path;
+                here->covers_uid = src == CG_FROM_USER && here->owner == OWNER_SUBTREE ? here->owner_uid
+                                                                                        : CGROUP_COVERS_ALL;
         } else {
                 here->mode = parent ? parent->mode : CG_MODE_UNSET;
                 here->source = parent ? parent->source : CG_FROM_NONE;
                 here->decided_by = parent ? parent->decided_by : path;
+                here->covers_uid = parent ? parent->covers_uid : CGROUP_COVERS_ALL;
         }
 }
 
@@ -505,14 +512,29 @@ static int walk_children(struct walk *w, int fd, const char *path, unsigned dept
         return r;
 }
 
+/* The setting of the directory open as fd (at path, stat'ed as st, depth levels below
+ * the root), its parent's being parent (NULL at the root), into here. Returns 0 or
+ * -ENOMEM. */
+static int visit_dir(struct walk *w, int fd, const char *path, const struct stat *st, unsigned depth,
+                     const struct inherited *parent, struct inherited *here) {
+        enum cg_mode own;
+        enum cg_source src;
+        int r;
+
+        dir_owner(depth, st, parent, here);
+        r = own_setting(w, fd, path, here->owner != OWNER_BROKEN, &own, &src);
+        if (r < 0)
+                return r;
+        effective_setting(path, own, src, parent, here);
+        return 0;
+}
+
 /* Visits the directory open as fd (at path, stat'ed as st), then its subdirectories.
  * Returns 0, or -errno when the daemon ran out of descriptors or memory (the only
  * errors that end the walk). */
 static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
                     unsigned depth, const struct inherited *parent, size_t budget, size_t *ret_used) {
         struct inherited here;
-        enum cg_mode own;
-        enum cg_source src;
         size_t below = 0;
         int r;
 
@@ -520,11 +542,9 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
          * at least one (it lists no more names than its budget). */
         *ret_used = 1;
         w->n_seen++;
-        dir_owner(depth, st, parent, &here);
-        r = own_setting(w, fd, path, here.owner != OWNER_BROKEN, &own, &src);
+        r = visit_dir(w, fd, path, st, depth, parent, &here);
         if (r < 0)
                 return r;
-        effective_setting(path, own, src, parent, &here);
         if (here.mode == CG_MODE_ADVISE || here.mode == CG_MODE_BALANCE) {
                 r = add_entry(w, path, &here);
                 if (r < 0)
@@ -574,6 +594,101 @@ int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t 
                   w.n_seen, root, w.sel.n_entries, w.sel.n_invalid,
                   w.sel.truncated ? ", walk bound hit" : "");
         *ret = w.sel;
+        return 0;
+}
+
+/* The next component of the path at *p ("/a/b": "a", then "b"): its length, with *p
+ * past it; 0 at the end; -EINVAL for an empty, "." or ".." component. */
+static ssize_t next_component(const char **p, const char **ret_name) {
+        const char *s = *p, *e;
+
+        if (*s == 0)
+                return 0;
+        if (*s != '/')
+                return -EINVAL;
+        s++;
+        e = strchrnul(s, '/');
+        if (e == s || (e - s == 1 && s[0] == '.') || (e - s == 2 && s[0] == '.' && s[1] == '.') ||
+            e - s > NAME_MAX)
+                return -EINVAL;
+        *ret_name = s;
+        *p = e;
+        return e - s;
+}
+
+/* Goes down one level from fd (at parent_path) to its child name (at path): the
+ * child's setting into here. Returns the child's fd, or -errno. */
+static int descend(struct walk *w, int fd, const char *parent_path, const char *name, const char *path,
+                   unsigned depth, const struct inherited *parent, struct inherited *here) {
+        _cleanup_close_ int cfd = -1;
+        struct stat st;
+        int r;
+
+        cfd = open_child(w, fd, parent_path, name, &st);
+        if (cfd < 0)
+                return -ENOENT;
+        r = visit_dir(w, cfd, path, &st, depth, parent, here);
+        return r < 0 ? r : TAKE_FD(cfd);
+}
+
+int cgroup_setting_of(const char *root, const struct cgroup_rule *rules, size_t n_rules, const char *path,
+                      struct cgroup_setting *ret) {
+        _cleanup_free_ char *at = NULL, *below = NULL;
+        _cleanup_close_ int fd = -1;
+        struct walk w = { .rules = rules, .n_rules = n_rules };
+        struct inherited here = {}, parent;
+        const char *p = path, *name;
+        unsigned depth = 0;
+        struct stat st;
+        ssize_t l = 0;
+        int r;
+
+        if (!root || !path || path[0] != '/' || !ret)
+                return -EINVAL;
+        /* The path so far and one level further, as the walk names them (config rules
+         * match them). */
+        at = malloc(strlen(path) + 2);
+        below = malloc(strlen(path) + 2);
+        if (!at || !below)
+                return -ENOMEM;
+        strcpy(at, "/");
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        w.dev = st.st_dev;
+        r = visit_dir(&w, fd, at, &st, 0, NULL, &here);
+        if (strcmp(path, "/") == 0)
+                p++;    /* the root itself: no component */
+        while (r >= 0 && (l = next_component(&p, &name)) > 0) {
+                char cname[NAME_MAX + 1];
+                int cfd;
+
+                if (++depth > CGROUP_WALK_MAX_DEPTH) {
+                        here = (struct inherited) { .mode = CG_MODE_UNSET, .covers_uid = CGROUP_COVERS_ALL };
+                        break;
+                }
+                memcpy(cname, name, (size_t) l);
+                cname[l] = 0;
+                memcpy(below, path, (size_t) (p - path));
+                below[p - path] = 0;
+                parent = here;
+                cfd = descend(&w, fd, at, cname, below, depth, &parent, &here);
+                if (cfd < 0)
+                        r = cfd;
+                else {
+                        close(fd);
+                        fd = cfd;
+                        char *t = at;
+                        at = below;
+                        below = t;
+                }
+        }
+        walk_done(&w);
+        if (r >= 0 && l < 0)
+                r = (int) l;
+        if (r < 0)
+                return r;
+        *ret = (struct cgroup_setting) { here.mode, here.source, here.covers_uid };
         return 0;
 }
 

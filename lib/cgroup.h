@@ -21,6 +21,20 @@ struct cgroup_entry {
         enum cg_mode mode;         /* effective: advise or balance */
         enum cg_source source;     /* what decided it */
         char *decided_by;          /* the path whose setting applies (may be an ancestor) */
+        uid_t covers_uid;          /* whose processes it covers: CGROUP_COVERS_ALL, or for a user.*
+                                    * setting in a delegated subtree, the subtree's owner */
+};
+
+/* A setting from the config, trusted.* or a root-owned directory's user.* covers every
+ * process of the cgroup; a user's user.* covers only processes that user may ptrace
+ * (docs/OPT-IN.md; the daemon checks, lib/creds.h). */
+#define CGROUP_COVERS_ALL ((uid_t) -1)
+
+/* What applies to one cgroup (cgroup_setting_of). */
+struct cgroup_setting {
+        enum cg_mode mode;         /* CG_MODE_UNSET when nothing applies */
+        enum cg_source source;
+        uid_t covers_uid;
 };
 
 struct cgroup_invalid {
@@ -68,6 +82,15 @@ int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_ru
 int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t n_rules, size_t max_cgroups,
                       struct cgroup_selection *ret);
 void cgroup_selection_done(struct cgroup_selection *s);
+
+/* The setting of the one cgroup at path (as /proc/PID/cgroup names it), computed by the
+ * walk's rule from the root down to it, without looking at the rest of the tree: the
+ * re-check right before a move. It costs per level an openat, an fstat and two
+ * fgetxattr. Returns 0, -ENOENT when a directory on the path is gone (or is not one the
+ * walk would enter), -EINVAL for a path that is not absolute or has empty, "." or ".."
+ * components, -ENOMEM. Beyond CGROUP_WALK_MAX_DEPTH nothing applies, as in the walk. */
+int cgroup_setting_of(const char *root, const struct cgroup_rule *rules, size_t n_rules, const char *path,
+                      struct cgroup_setting *ret);
 
 /* Process ids in <root><path>/cgroup.procs, sorted and without duplicates; lines that
  * are not a pid are skipped. *ret is NULL when the cgroup has no process. */

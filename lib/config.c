@@ -459,9 +459,11 @@ static const struct conf_key conf_keys[] = {
         { KEY("decide", "free_floor_pct"), &type_uint, 0, 99, F(free_floor_pct), "5",
           "never move memory to a node with less than this share of its memory free" },
         { KEY("decide", "move_shared"), &type_bool, 0, 0, F(move_shared), "no",
-          "also move pages mapped by more than one process" },
+          "pages mapped by more than one process are never moved; yes only names them shared-unverified" },
         { KEY("decide", "move_preferred"), &type_bool, 0, 0, F(move_preferred), "no",
           "also move memory with a preferred policy, within its preferred nodes" },
+        { KEY("decide", "move_mlocked"), &type_bool, 0, 0, F(move_mlocked), "no",
+          "also move memory locked with mlock(2)" },
         { KEY("decide", "min_misplaced"), &type_size_kb, 0, TIB, F(min_misplaced_kb), "2M",
           "a memory range with less misplaced memory is left alone" },
 

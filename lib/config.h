@@ -56,6 +56,7 @@ struct nb_config {
         unsigned free_floor_pct;     /* never fill a target node below this % free */
         bool move_shared;            /* move pages with mapmax > 1 */
         bool move_preferred;         /* move prefer/prefer(many) VMAs within their nodes */
+        bool move_mlocked;           /* move locked (mlock) VMAs too */
         uint64_t min_misplaced_kb;   /* a VMA with less misplaced memory is left alone */
 
         /* [migrate] */

@@ -178,6 +178,11 @@ int mempolicy_parse(const char *s, size_t len, struct mempolicy *ret) {
         return 0;
 }
 
+bool mempolicy_equal(const struct mempolicy *a, const struct mempolicy *b) {
+        return a->mode == b->mode && a->flags == b->flags && a->nodes_truncated == b->nodes_truncated &&
+               nodemask_equal(&a->nodes, &b->nodes);
+}
+
 uint64_t vma_pages_on(const struct numa_maps *m, const struct vma *v, unsigned node) {
         const struct node_pages *np = vma_node_pages(m, v);
 
@@ -436,6 +441,54 @@ static int parse_line(struct parser *p, const char *s, size_t len, unsigned line
 
         v.path = TAKE_PTR(st.path);
         *ret = v;
+        return 0;
+}
+
+/* Where the policy of a record that starts at s ends: at the first space after the
+ * address and the mode name (two names hold one), or at the end when s[0..len) is a
+ * whole line (complete). NULL when the record was cut before it. */
+static const char *policy_end(const char *s, size_t len, bool complete) {
+        const char *sp = memchr(s, ' ', len), *pe;
+        size_t i, skip = 0;
+
+        if (!sp)
+                return NULL;
+        i = (size_t) (sp - s) + 1;
+        for (size_t k = 0; k < 2; k++) {
+                const char *name = k ? "weighted interleave" : "prefer (many)";
+                size_t name_len = strlen(name), have = len - i < name_len ? len - i : name_len;
+
+                if (memcmp(s + i, name, have) != 0)
+                        continue;
+                if (have < name_len && !complete)
+                        return NULL; /* cut inside a name that holds a space */
+                skip = have;
+        }
+        pe = memchr(s + i + skip, ' ', len - i - skip);
+        return pe ? pe : complete ? s + len : NULL;
+}
+
+int numa_maps_parse_head(const char *buf, size_t len, uint64_t *ret_start, struct mempolicy *ret_policy) {
+        const char *nl, *pe;
+        struct vma v = {};
+        size_t end;
+
+        if (!buf || len == 0)
+                return -EINVAL;
+        nl = memchr(buf, '\n', len);
+        if (nl)
+                len = (size_t) (nl - buf);
+        pe = policy_end(buf, len, nl != NULL);
+        if (!pe)
+                /* Address and policy fit in 16 + 1 + 63 bytes: past that, it is not the
+                 * kernel's. */
+                return nl || len > 16 + 1 + MPOL_STR_MAX ? -EINVAL : -EAGAIN;
+        if (memchr(buf, 0, (size_t) (pe - buf)))
+                return -EINVAL;
+        if (parse_start_and_policy(buf, (size_t) (pe - buf), &v, &end) < 0)
+                return -EINVAL;
+        *ret_start = v.start;
+        *ret_policy = v.policy;
         return 0;
 }
 

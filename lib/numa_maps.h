@@ -77,8 +77,14 @@ int numa_maps_parse(const char *buf, size_t len, struct numa_maps **ret);
 void numa_maps_free(struct numa_maps *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct numa_maps *, numa_maps_free);
 
+/* The start address and the policy of the first record of buf, which may be cut
+ * anywhere after the policy (a small read of numa_maps: thread-policy.h). Returns 0,
+ * -EAGAIN when buf ends before the policy does (read more), or -EINVAL. */
+int numa_maps_parse_head(const char *buf, size_t len, uint64_t *ret_start, struct mempolicy *ret_policy);
+
 /* Parses a policy token ("bind=static:0-3", "prefer (many):1,3", "default"). */
 int mempolicy_parse(const char *s, size_t len, struct mempolicy *ret);
+bool mempolicy_equal(const struct mempolicy *a, const struct mempolicy *b);
 /* "bind", "prefer (many)", ... */
 const char *mpol_mode_name(enum mpol_mode m);
 const char *vma_kind_name(enum vma_kind k);

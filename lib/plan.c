@@ -21,6 +21,10 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_TARGET_FULL] = "target-full",
         [REASON_TOO_SMALL] = "too-small",
         [REASON_SPARSE] = "sparse",
+        [REASON_THREAD_POLICY] = "thread-policy",
+        [REASON_MLOCKED] = "mlocked",
+        [REASON_HUGE_POOL] = "hugetlb-pool",
+        [REASON_SHARED_UNVERIFIED] = "shared-unverified",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -36,6 +40,13 @@ static const char *const reason_texts[_REASON_MAX] = {
         [REASON_TARGET_FULL] = "the target node is at its free-memory floor (free_floor_pct)",
         [REASON_TOO_SMALL] = "its resident memory is below min_rss",
         [REASON_SPARSE] = "the misplaced pages sit in huge mappings that are mostly empty (at least 64 GiB, under 1/64 resident)",
+        [REASON_THREAD_POLICY] = "a thread's own memory policy (set_mempolicy: interleave, prefer, none in common with the "
+                                 "others, or not readable) covers memory without a VMA policy",
+        [REASON_MLOCKED] = "the misplaced pages are locked in memory (mlock) (move_mlocked=no)",
+        [REASON_HUGE_POOL] = "the target node has no free huge page of their size (hugetlb pool)",
+        [REASON_SHARED_UNVERIFIED] = "the misplaced pages are shared with other processes, and the daemon cannot "
+                                     "establish that each of them allows the target node: move_shared moves nothing "
+                                     "shared",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -74,6 +85,21 @@ static const struct plan_history *find_history(const struct plan_input *in, uint
         return NULL;
 }
 
+/* Pages other processes map too (page cache, shmem, copy-on-write after fork, KSM)
+ * could be pulled out of *their* cpuset or policy: the kernel would move them with
+ * MPOL_MF_MOVE_ALL without asking, and nothing the daemon can read cheaply names the
+ * other mappers. So a VMA with shared pages is never planned; move_shared = yes only
+ * changes the reason explain gives (docs/DESIGN.md). */
+static enum plan_reason shared_reason(const struct plan_params *p) {
+        return p->move_shared ? REASON_SHARED_UNVERIFIED : REASON_SHARED;
+}
+
+/* Locked memory (mlock) is left where it is: real-time workloads lock it so that
+ * nothing touches it, and a migration takes its pages away for the copy. */
+static bool vma_locked(const struct plan_input *in, const struct plan_params *p, size_t i) {
+        return in->vma_mlocked && in->vma_mlocked[i] && !p->move_mlocked;
+}
+
 /* See PLAN_SPARSE_MIN_MAPPED. */
 static bool vma_sparse(const struct plan_input *in, size_t i, const struct vma *v) {
         uint64_t mapped;
@@ -91,14 +117,37 @@ static int cmp_gain(const void *a, const void *b) {
         return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Bytes the target node can still take this tick above its floor. */
-static uint64_t room_on(const struct topology *t, int node, const struct plan_params *p, const uint64_t *reserved) {
-        int idx = topology_node_index(t, (unsigned) node);
+size_t plan_reserved_len(const struct topology *t) {
+        return (size_t) t->n_nodes + t->n_huge_slots;
+}
+
+/* Where the bytes planned to node this tick are counted: its index, or for hugetlb
+ * pages of huge_kb (non-zero) its pool's slot after the nodes; -1 if it has none. */
+static int reserved_slot(const struct topology *t, unsigned node, uint64_t huge_kb) {
+        unsigned slot;
+
+        if (!huge_kb)
+                return topology_node_index(t, node);
+        if (!topology_hugepages(t, node, huge_kb, &slot))
+                return -1;
+        return (int) (t->n_nodes + slot);
+}
+
+/* Bytes the target node can still take this tick: above its MemFree floor, or for
+ * hugetlb pages of huge_kb (non-zero) in its free huge pages of that size (a hugetlb
+ * move takes one from the target's pool; MemFree says nothing about it). */
+static uint64_t room_on(const struct topology *t, int node, uint64_t huge_kb, const struct plan_params *p,
+                        const uint64_t *reserved) {
+        int idx = topology_node_index(t, (unsigned) node), slot = reserved_slot(t, (unsigned) node, huge_kb);
         const struct topo_node *n;
         uint64_t free_b, floor_b;
 
-        if (idx < 0)
+        if (idx < 0 || slot < 0)
                 return 0;
+        if (huge_kb) {
+                free_b = sat_mul(topology_hugepages(t, (unsigned) node, huge_kb, NULL)->free, huge_kb * 1024);
+                return free_b > reserved[slot] ? free_b - reserved[slot] : 0;
+        }
         n = &t->nodes[idx];
         free_b = sat_mul(n->mem_free_kb, 1024);
         floor_b = sat_mul(n->mem_total_kb, 1024) / 100 * p->free_floor_pct;
@@ -128,16 +177,60 @@ static void skip(struct plan *pl, enum plan_reason r, uint64_t bytes) {
         pl->skipped_bytes[r] = sat_add(pl->skipped_bytes[r], bytes);
 }
 
-/* Counts bytes as planned to node this tick: its room above the floor shrinks. */
-static void reserve(const struct topology *t, uint64_t *reserved_bytes, unsigned node, uint64_t bytes) {
-        int idx = topology_node_index(t, node);
+/* Counts bytes as planned to node this tick (room_on()): its room shrinks. */
+static void reserve(const struct topology *t, uint64_t *reserved_bytes, unsigned node, uint64_t huge_kb,
+                    uint64_t bytes) {
+        int slot = reserved_slot(t, node, huge_kb);
 
-        reserved_bytes[idx] = sat_add(reserved_bytes[idx], bytes);
+        if (slot >= 0)
+                reserved_bytes[slot] = sat_add(reserved_bytes[slot], bytes);
+}
+
+/* Why a move does not fit on its target. */
+static enum plan_reason full_reason(uint64_t huge_kb) {
+        return huge_kb ? REASON_HUGE_POOL : REASON_TARGET_FULL;
 }
 
 /* The reason for a policy that is neither movable nor interleaved. */
 static enum plan_reason policy_reason(enum policy_verdict verdict) {
-        return verdict == POLICY_NO_NODES ? REASON_NO_ALLOWED_NODE : REASON_POLICY;
+        switch (verdict) {
+        case POLICY_NO_NODES: return REASON_NO_ALLOWED_NODE;
+        case POLICY_THREAD: return REASON_THREAD_POLICY;
+        default: return REASON_POLICY;
+        }
+}
+
+/* Where v's pages may go (policy.h): *ret_allowed, its policy's allowed set, within
+ * every thread's when v shows the main thread's policy (thread-policy.h). *ret_own
+ * (may be NULL): the set of the policy v shows; pages outside it are misplaced whatever
+ * the distance, while pages outside only a thread's set may have been placed there by
+ * another thread's policy: they are not, but nothing moves there either. */
+static enum policy_verdict vma_allowed(const struct topology *t, const struct plan_input *in,
+                                       const struct plan_params *p, const struct vma *v, nb_nodemask *ret_allowed,
+                                       nb_nodemask *ret_own) {
+        enum policy_verdict verdict;
+        nb_nodemask threads;
+
+        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
+                                       ret_allowed);
+        if (ret_own)
+                *ret_own = *ret_allowed;
+        if (verdict != POLICY_MOVABLE || !thread_policies_govern(in->threads, &v->policy))
+                return verdict;
+        if (in->threads->unknown)
+                return POLICY_THREAD;
+        verdict = policy_allowed_nodes_threads(in->threads->policies, in->threads->n_policies, &in->mems_allowed,
+                                               &t->with_memory, p->move_preferred, &threads);
+        if (verdict != POLICY_MOVABLE)
+                return verdict;
+        nodemask_and(ret_allowed, ret_allowed, &threads);
+        return nodemask_empty(ret_allowed) ? POLICY_THREAD : POLICY_MOVABLE;
+}
+
+/* Whether moves of v must be checked against the threads' policies before they run:
+ * v may have no VMA policy (it shows the main thread's, or they were not read). */
+static bool vma_thread_policy(const struct plan_input *in, const struct vma *v) {
+        return !in->threads || thread_policies_govern(in->threads, &v->policy);
 }
 
 /* The hot node: the one with the largest share of the window's CPU time (ties: the
@@ -166,19 +259,18 @@ static int hot_node(const struct topology *t, const struct plan_input *in, const
         return hot;
 }
 
-/* The node v's pages belong on: the hot node if v's allowed set (*ret_allowed) holds
- * it, else the allowed node nearest to it. -1 when v stays where it is: interleaved
+/* The node v's pages belong on: the hot node if v's allowed set (*ret_allowed; *ret_own:
+ * vma_allowed()) holds it, else the allowed node nearest to it. -1 when v stays where it is: interleaved
  * (spread on purpose: not misplaced, not counted); a policy that asks to be left
  * alone or allows no node (what sits away from the hot node is counted as skipped);
  * no allowed node at a known distance (all of v is counted). */
 static int vma_target(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
-                      const struct vma *v, struct plan *pl, nb_nodemask *ret_allowed) {
+                      const struct vma *v, struct plan *pl, nb_nodemask *ret_allowed, nb_nodemask *ret_own) {
         unsigned hot = (unsigned) pl->hot_node;
         enum policy_verdict verdict;
         int target;
 
-        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
-                                       ret_allowed);
+        verdict = vma_allowed(t, in, p, v, ret_allowed, ret_own);
         if (verdict == POLICY_INTERLEAVED)
                 return -1;
         if (verdict != POLICY_MOVABLE) {
@@ -193,9 +285,9 @@ static int vma_target(const struct topology *t, const struct plan_input *in, con
 }
 
 /* v's misplaced bytes: those on a node farther from hot than target is, and those
- * outside the allowed set. *ret_gain: their bytes x distance saved. */
+ * outside the set of v's policy (own). *ret_gain: their bytes x distance saved. */
 static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps *maps, const struct vma *v,
-                                unsigned hot, int target, const nb_nodemask *allowed, uint64_t *ret_gain) {
+                                unsigned hot, int target, const nb_nodemask *own, uint64_t *ret_gain) {
         const struct node_pages *np = vma_node_pages(maps, v);
         int dt = topology_distance(t, hot, (unsigned) target);
         uint64_t misplaced = 0, gain = 0;
@@ -203,7 +295,7 @@ static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps
         for (size_t k = 0; k < v->np_count; k++) {
                 int d = topology_distance(t, hot, np[k].node);
                 uint64_t b = vma_bytes(v, np[k].pages);
-                bool outside = !nodemask_test(allowed, np[k].node);
+                bool outside = !nodemask_test(own, np[k].node);
 
                 if ((int) np[k].node == target)
                         continue;
@@ -224,8 +316,10 @@ static enum plan_reason vma_held_back(const struct plan_input *in, const struct 
         const struct vma *v = &in->maps->vmas[i];
         const struct plan_history *h;
 
-        if (v->mapmax > 1 && !p->move_shared)
-                return REASON_SHARED;
+        if (v->mapmax > 1)
+                return shared_reason(p);
+        if (vma_locked(in, p, i))
+                return REASON_MLOCKED;
         if (vma_sparse(in, i, v))
                 return REASON_SPARSE;
         /* Moved to another node moments ago: do not ping-pong. */
@@ -242,15 +336,15 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
         const struct vma *v = &in->maps->vmas[i];
         uint64_t misplaced, gain;
         enum plan_reason held;
-        nb_nodemask allowed;
+        nb_nodemask allowed, own;
         int target;
 
         if (v->pages == 0)
                 return false;
-        target = vma_target(t, in, p, v, pl, &allowed);
+        target = vma_target(t, in, p, v, pl, &allowed, &own);
         if (target < 0)
                 return false;
-        misplaced = misplaced_bytes(t, in->maps, v, (unsigned) pl->hot_node, target, &allowed, &gain);
+        misplaced = misplaced_bytes(t, in->maps, v, (unsigned) pl->hot_node, target, &own, &gain);
         if (misplaced == 0)
                 return false;
         held = vma_held_back(in, p, i, target);
@@ -266,6 +360,8 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
                 .target = target,
                 .bytes = misplaced,
                 .gain = gain,
+                .thread_policy = vma_thread_policy(in, v),
+                .hugetlb = v->hugetlb,
         };
         return true;
 }
@@ -281,23 +377,24 @@ static int take_moves(const struct topology *t, const struct plan_params *p, con
                 return -ENOMEM;
         for (size_t i = 0; i < n_cand && pl->bytes < cap; i++) {
                 struct plan_move m = cand[i];
-                uint64_t room = room_on(t, m.target, p, reserved_bytes);
+                uint64_t huge_kb = m.hugetlb ? m.page_size / 1024 : 0;
+                uint64_t room = room_on(t, m.target, huge_kb, p, reserved_bytes);
 
                 if (m.end <= m.start)
                         continue; /* the VMA changed between numa_maps and maps: next tick */
                 if (room < m.page_size) {
-                        skip(pl, REASON_TARGET_FULL, m.bytes);
+                        skip(pl, full_reason(huge_kb), m.bytes);
                         continue;
                 }
                 /* A move may be partial (room, cap): the executor stops after that many
                  * pages and the next tick goes on. */
                 if (m.bytes > room) {
-                        skip(pl, REASON_TARGET_FULL, m.bytes - room);
+                        skip(pl, full_reason(huge_kb), m.bytes - room);
                         m.bytes = room;
                 }
                 if (m.bytes > cap - pl->bytes)
                         m.bytes = cap - pl->bytes;
-                reserve(t, reserved_bytes, (unsigned) m.target, m.bytes);
+                reserve(t, reserved_bytes, (unsigned) m.target, huge_kb, m.bytes);
                 pl->bytes = sat_add(pl->bytes, m.bytes);
                 pl->moves[pl->n_moves++] = m;
         }
@@ -390,8 +487,7 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
         enum policy_verdict verdict;
         nb_nodemask allowed;
 
-        verdict = policy_allowed_nodes(&v->policy, &in->mems_allowed, &t->with_memory, p->move_preferred,
-                                       &allowed);
+        verdict = vma_allowed(t, in, p, v, &allowed, NULL);
         if (verdict == POLICY_INTERLEAVED)
                 return false; /* spread on purpose */
         if (verdict != POLICY_MOVABLE) {
@@ -403,8 +499,12 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
                 skip(pl, REASON_NO_ALLOWED_NODE, size);
                 return false;
         }
-        if (v->mapmax > 1 && !p->move_shared) {
-                skip(pl, REASON_SHARED, size);
+        if (v->mapmax > 1) {
+                skip(pl, shared_reason(p), size);
+                return false;
+        }
+        if (vma_locked(in, p, vma)) {
+                skip(pl, REASON_MLOCKED, size);
                 return false;
         }
         return !vma_planned_whole(vma_plan, vma);
@@ -419,7 +519,8 @@ static bool page_taken(const struct plan *pl, size_t vma, uint64_t page) {
 
 /* Adds the page as a move, or to the last move when it ends where the page starts, in
  * the same VMA and to the same node. */
-static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, unsigned node) {
+static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, unsigned node,
+                          bool thread_policy) {
         struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
 
         if (last && last->end == page && last->target == (int) node && last->vma == vma) {
@@ -436,6 +537,7 @@ static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t s
                 .target = (int) node,
                 .bytes = size,
                 .gain = size,
+                .thread_policy = thread_policy,
         };
 }
 
@@ -443,7 +545,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                const struct page_decision *d, const struct plan *vma_plan, uint64_t *reserved_bytes,
                struct plan *ret) {
         struct plan pl = { .hot_node = -1 };
-        uint64_t cap = pages_cap(p, vma_plan);
+        uint64_t cap = pages_cap(p, vma_plan), last_full = UINT64_MAX;
 
         pl.moves = calloc(d->n_moves ? d->n_moves : 1, sizeof(*pl.moves));
         if (!pl.moves)
@@ -453,7 +555,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 const struct page_move *pm = &d->moves[i];
                 ssize_t vi = vma_of(in, pm->page);
                 const struct vma *v;
-                uint64_t size, page;
+                uint64_t size, page, huge_kb;
 
                 if (vi < 0)
                         continue; /* unmapped since it was sampled */
@@ -466,15 +568,19 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                         continue;
                 if (page_taken(&pl, (size_t) vi, page))
                         continue;
-                if (room_on(t, (int) pm->node, p, reserved_bytes) < size) {
-                        skip(&pl, REASON_TARGET_FULL, size);
+                huge_kb = v->hugetlb ? v->page_size_kb : 0;
+                if (room_on(t, (int) pm->node, huge_kb, p, reserved_bytes) < size) {
+                        /* A huge page sampled at several addresses is counted once. */
+                        if (page != last_full)
+                                skip(&pl, full_reason(huge_kb), size);
+                        last_full = page;
                         continue;
                 }
                 if (size > cap - pl.bytes)
                         break;
-                reserve(t, reserved_bytes, pm->node, size);
+                reserve(t, reserved_bytes, pm->node, huge_kb, size);
                 pl.bytes = sat_add(pl.bytes, size);
-                add_page_move(&pl, (size_t) vi, page, size, pm->node);
+                add_page_move(&pl, (size_t) vi, page, size, pm->node, vma_thread_policy(in, v));
         }
         pl.reason = main_reason(&pl);
         *ret = pl;

@@ -6,21 +6,25 @@
  * The rule, per process:
  *   1. The hot node H is the node with the largest share of the window's CPU time; it
  *      must have at least min_cpu_share_pct of it (hysteresis), or nothing moves.
- *   2. Per VMA, the allowed set (policy.h). The target T is H if allowed, else the
+ *   2. Per VMA, the allowed set (policy.h; for memory without a VMA policy, that of
+ *      every thread's policy: thread-policy.h). The target T is H if allowed, else the
  *      allowed node nearest to H (distance table; ties: lower id).
  *   3. Pages on a node farther from H than T is are misplaced; pages outside the
  *      allowed set are always misplaced. Gain = pages x (distance saved).
  *   4. Left alone: interleaved and (unless configured) preferred VMAs, VMAs with
- *      shared pages (mapmax > 1, unless configured), VMAs moved to another node less
+ *      shared pages (mapmax > 1: with move_shared too, since nothing here can tell
+ *      that every other process mapping them allows the target), locked VMAs (mlock, unless
+ *      configured), VMAs moved to another node less
  *      than cooldown_ms ago (ping-pong), a process with less misplaced memory than
  *      min_misplaced_kb, and anything that would take a target node below its
- *      free-memory floor.
+ *      free-memory floor (hugetlb pages: more than its free huge pages of their size).
  *   5. Moves are ordered by gain, largest first, and capped by max_bytes. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "numa_maps.h"
+#include "thread-policy.h"
 #include "topology.h"
 
 /* Why a process (or a VMA) is not being moved: what `explain` reports. */
@@ -37,6 +41,10 @@ enum plan_reason {
         REASON_TARGET_FULL,       /* the target node is at its free-memory floor */
         REASON_TOO_SMALL,         /* resident memory below min_rss (set by the manager) */
         REASON_SPARSE,            /* a huge mapping with little in it (PLAN_SPARSE_*) */
+        REASON_THREAD_POLICY,     /* a thread's own policy (interleave, prefer, unknown): left alone */
+        REASON_MLOCKED,           /* locked VMA (mlock), unless move_mlocked */
+        REASON_HUGE_POOL,         /* hugetlb: no free huge page of that size on the target */
+        REASON_SHARED_UNVERIFIED, /* shared pages with move_shared: their other mappers unknown */
         _REASON_MAX,
 };
 
@@ -53,8 +61,9 @@ struct plan_params {
         unsigned min_cpu_share_pct;
         uint64_t cooldown_ms;
         unsigned free_floor_pct;
-        bool move_shared;
+        bool move_shared;             /* says only which reason shared VMAs get */
         bool move_preferred;
+        bool move_mlocked;
         uint64_t min_misplaced_kb;
         uint64_t max_bytes;           /* per process per tick, 0 = no cap */
 };
@@ -74,6 +83,8 @@ struct plan_input {
         const struct plan_history *history;
         size_t n_history;
         uint64_t now_ms;
+        const struct thread_policies *threads; /* its threads' policies, NULL = not read */
+        const bool *vma_mlocked;      /* per VMA of maps: locked (smaps.h), NULL = none */
 };
 
 struct plan_move {
@@ -82,6 +93,12 @@ struct plan_move {
         int target;
         uint64_t bytes;               /* misplaced bytes expected to move */
         uint64_t gain;                /* bytes x distance saved, for ordering */
+        bool thread_policy;           /* the VMA shows the main thread's policy: taken to have
+                                       * no VMA policy, so its allowed set is that of the
+                                       * threads' policies (thread_policies_allow() says
+                                       * whether it still is, before moving) */
+        bool hugetlb;                 /* hugetlb pages of page_size: they take the target's
+                                       * free huge pages, not its MemFree */
 };
 
 struct plan {
@@ -93,8 +110,11 @@ struct plan {
         uint64_t skipped_bytes[_REASON_MAX]; /* misplaced bytes left alone, by reason */
 };
 
-/* reserved_bytes: per topology node index, bytes already planned to that node by
- * earlier processes in this tick (the floor is shared); updated with this plan. */
+/* reserved_bytes (plan_reserved_len() entries): per topology node index, bytes
+ * already planned to that node by earlier processes in this tick (the floor is
+ * shared), then per hugetlb pool (topology_hugepages()'s slot) the bytes already
+ * planned into it; updated with this plan. */
+size_t plan_reserved_len(const struct topology *t);
 int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                 uint64_t *reserved_bytes, struct plan *ret);
 void plan_done(struct plan *p);
@@ -104,7 +124,8 @@ void plan_done(struct plan *p);
  * that node when, under the same rules as plan_decide():
  *   - it lies in a VMA of in->maps (in->vma_end known) whose policy is movable
  *     (policy.h) and whose allowed set contains the node: never outside it;
- *   - the VMA has no shared pages (mapmax > 1), unless move_shared;
+ *   - the VMA has no shared pages (mapmax > 1);
+ *   - the VMA is not locked, unless move_mlocked;
  *   - the VMA is not moved whole by vma_plan this tick (its target wins);
  *   - the node has room above its free-memory floor (reserved_bytes, updated).
  * A hugetlb page moves whole (its address aligned to its size). Consecutive pages to

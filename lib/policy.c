@@ -37,6 +37,26 @@ enum policy_verdict policy_allowed_nodes(const struct mempolicy *p, const nb_nod
         return nodemask_empty(ret_allowed) ? POLICY_NO_NODES : POLICY_MOVABLE;
 }
 
+enum policy_verdict policy_allowed_nodes_threads(const struct mempolicy *pols, size_t n,
+                                                 const nb_nodemask *mems_allowed, const nb_nodemask *with_memory,
+                                                 bool move_preferred, nb_nodemask *ret_allowed) {
+        nb_nodemask all;
+
+        nodemask_and(&all, mems_allowed, with_memory);
+        nodemask_zero(ret_allowed);
+        for (size_t i = 0; i < n; i++) {
+                nb_nodemask one;
+
+                if (policy_allowed_nodes(&pols[i], mems_allowed, with_memory, move_preferred, &one) != POLICY_MOVABLE)
+                        return POLICY_THREAD;
+                nodemask_and(&all, &all, &one);
+        }
+        if (nodemask_empty(&all))
+                return POLICY_THREAD;
+        *ret_allowed = all;
+        return POLICY_MOVABLE;
+}
+
 const char *policy_verdict_name(enum policy_verdict v) {
         switch (v) {
         case POLICY_MOVABLE: return "movable";
@@ -44,6 +64,7 @@ const char *policy_verdict_name(enum policy_verdict v) {
         case POLICY_PREFERRED: return "preferred";
         case POLICY_TRUNCATED: return "policy-truncated";
         case POLICY_NO_NODES: return "no-allowed-nodes";
+        case POLICY_THREAD: return "thread-policy";
         }
         return "unknown";
 }

@@ -60,6 +60,28 @@ static int stat_pid_comm(const char *buf, size_t len, struct proc_stat *st, cons
         (UINT64_C(1) << 3 | UINT64_C(1) << 9 | UINT64_C(1) << 14 | UINT64_C(1) << 15 | \
          UINT64_C(1) << 22 | UINT64_C(1) << 24 | UINT64_C(1) << 39)
 
+/* The exec signature's fields (proc_mm_layout): 1 if field is one, 0 if not, -EINVAL
+ * if it is malformed. */
+static int stat_layout_field(struct proc_mm_layout *l, unsigned field, const char *f, size_t fl) {
+        uint64_t *v;
+
+        switch (field) {
+        case 26: v = &l->start_code; break;
+        case 27: v = &l->end_code; break;
+        case 28: v = &l->start_stack; break;
+        case 45: v = &l->start_data; break;
+        case 46: v = &l->end_data; break;
+        case 47: v = &l->start_brk; break;
+        case 48: v = &l->arg_start; break;
+        case 49: v = &l->arg_end; break;
+        case 50: v = &l->env_start; break;
+        case 51: v = &l->env_end; break;
+        default:
+                return 0;
+        }
+        return field_u64(f, fl, UINT64_MAX, v) < 0 ? -EINVAL : 1;
+}
+
 /* Field number field (3...), f[0..fl), into st: 1 if it is one we keep, 0 if not,
  * -EINVAL if it is malformed. */
 static int stat_field(struct proc_stat *st, unsigned field, const char *f, size_t fl) {
@@ -95,7 +117,7 @@ static int stat_field(struct proc_stat *st, unsigned field, const char *f, size_
                         st->processor = (int) v;
                 break;
         default:
-                return 0;
+                return stat_layout_field(&st->layout, field, f, fl);
         }
         return r < 0 ? -EINVAL : 1;
 }
@@ -160,23 +182,55 @@ static int status_id(const char *s, size_t len, uint64_t min, uint64_t max, uint
 enum {
         S_NAME = 1u << 0, S_STATE = 1u << 1, S_TGID = 1u << 2, S_PID = 1u << 3,
         S_PPID = 1u << 4, S_UID = 1u << 5, S_VMRSS = 1u << 6, S_CPUS = 1u << 7, S_MEMS = 1u << 8,
+        S_GID = 1u << 9, S_VMLCK = 1u << 10, S_THREADS = 1u << 11,
 };
 
-/* "Uid:" holds real, effective, saved and fs uids, tab separated. */
-static int status_uid(const char *val, size_t vl, struct proc_status *st) {
-        const char *t = memchr(val, '\t', vl), *e2;
-        uint64_t real, eff;
+/* "VmRSS:	   1234 kB" and the like. */
+static int status_kb(const char *val, size_t vl, uint64_t *ret) {
+        if (vl < 3 || memcmp(val + vl - 3, " kB", 3) != 0)
+                return -EINVAL;
+        return status_id(val, vl - 3, 0, UINT64_MAX, ret);
+}
 
-        if (!t)
+/* "Uid:" and "Gid:" hold the real, effective, saved and fs ids, tab separated: the
+ * first two are required; missing ones stay (uid_t) -1. */
+static int status_ids(const char *val, size_t vl, uint32_t ids[static 4]) {
+        const char *p = val, *end = val + vl;
+        unsigned n = 0;
+
+        while (n < 4 && p < end) {
+                const char *t = memchr(p, '\t', (size_t) (end - p));
+                uint64_t v;
+
+                if (parse_u64_n(p, (size_t) ((t ? t : end) - p), 0, UINT32_MAX - 1, &v) < 0)
+                        return -EINVAL;
+                ids[n++] = (uint32_t) v;
+                p = t ? t + 1 : end;
+        }
+        return n >= 2 && p >= end ? 0 : -EINVAL;
+}
+
+static int status_uid(const char *val, size_t vl, struct proc_status *st) {
+        uint32_t ids[4] = { UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX };
+
+        if (status_ids(val, vl, ids) < 0)
                 return -EINVAL;
-        if (parse_u64_n(val, (size_t) (t - val), 0, UINT32_MAX - 1, &real) < 0)
+        st->uid_real = ids[0];
+        st->uid_effective = ids[1];
+        st->uid_saved = ids[2];
+        st->uid_fs = ids[3];
+        return 0;
+}
+
+static int status_gid(const char *val, size_t vl, struct proc_status *st) {
+        uint32_t ids[4] = { UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX };
+
+        if (status_ids(val, vl, ids) < 0)
                 return -EINVAL;
-        t++;
-        e2 = memchr(t, '\t', (size_t) (val + vl - t));
-        if (parse_u64_n(t, (size_t) ((e2 ? e2 : val + vl) - t), 0, UINT32_MAX - 1, &eff) < 0)
-                return -EINVAL;
-        st->uid_real = (uid_t) real;
-        st->uid_effective = (uid_t) eff;
+        st->gid_real = ids[0];
+        st->gid_effective = ids[1];
+        st->gid_saved = ids[2];
+        st->gid_fs = ids[3];
         return 0;
 }
 
@@ -212,11 +266,19 @@ static int status_field(struct proc_status *st, const char *key, size_t kl, cons
         } else if (KEY("Uid")) {
                 *ret_bit = S_UID;
                 r = status_uid(val, vl, st);
+        } else if (KEY("Gid")) {
+                *ret_bit = S_GID;
+                r = status_gid(val, vl, st);
         } else if (KEY("VmRSS")) {
                 *ret_bit = S_VMRSS;
-                if (vl < 3 || memcmp(val + vl - 3, " kB", 3) != 0)
-                        return -EINVAL;
-                r = status_id(val, vl - 3, 0, UINT64_MAX, &st->vm_rss_kb);
+                r = status_kb(val, vl, &st->vm_rss_kb);
+        } else if (KEY("VmLck")) {
+                *ret_bit = S_VMLCK;
+                r = status_kb(val, vl, &st->vm_lck_kb);
+        } else if (KEY("Threads")) {
+                *ret_bit = S_THREADS;
+                r = status_id(val, vl, 1, INT_MAX, &v);
+                st->threads = (unsigned) v;
         } else if (KEY("Cpus_allowed_list")) {
                 *ret_bit = S_CPUS;
                 r = idlist_parse_n(val, vl, st->cpus_allowed.w, NB_CPUS_MAX);
@@ -240,7 +302,8 @@ int proc_status_parse(const char *buf, size_t len, struct proc_status *ret) {
         if (!buf)
                 return -EINVAL;
         /* Unknown is not root: a missing Uid: line must not read as uid 0. */
-        st.uid_real = st.uid_effective = (uid_t) -1;
+        st.uid_real = st.uid_effective = st.uid_saved = st.uid_fs = (uid_t) -1;
+        st.gid_real = st.gid_effective = st.gid_saved = st.gid_fs = (gid_t) -1;
 
         while (pos < len) {
                 const char *line = buf + pos, *nl, *colon, *val;
@@ -388,6 +451,37 @@ int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n
         *ret = TAKE_PTR(tids);
         *ret_n = n;
         return 0;
+}
+
+int proc_read_cgroup(const char *proc_root, pid_t pid, char **ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        const char *found = NULL;
+        size_t len, found_len = 0;
+        int r;
+
+        if (!proc_root || pid <= 0 || !ret)
+                return -EINVAL;
+        if (asprintf(&path, "%s/%d/cgroup", proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        r = read_small(path, &text, &len, PROC_SMALL_FILE_MAX);
+        if (r < 0)
+                return r;
+        for (size_t pos = 0; pos < len;) {
+                const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
+                size_t ll = nl ? (size_t) (nl - line) : len - pos;
+
+                pos += ll + 1;
+                if (ll < 3 || memcmp(line, "0::", 3) != 0)
+                        continue;
+                if (found)
+                        return -ENODATA;
+                found = line + 3;
+                found_len = ll - 3;
+        }
+        if (!found || found_len == 0 || memchr(found, 0, found_len))
+                return -ENODATA;
+        *ret = strndup(found, found_len);
+        return *ret ? 0 : -ENOMEM;
 }
 
 int proc_read_numa_maps(const char *proc_root, pid_t pid, char **ret, size_t *ret_len) {

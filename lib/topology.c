@@ -6,6 +6,10 @@
  *   devices/system/node/nodeN/distance                  one number per online node,
  *                                                       in increasing node id order
  *   devices/system/node/nodeN/meminfo                   "Node N MemTotal:  X kB" ...
+ *   devices/system/node/nodeN/hugepages/hugepages-<kB>kB/free_hugepages
+ *                                                       free huge pages of that size
+ *                                                       (absent: no hugetlb, or a node
+ *                                                       without memory)
  *   devices/system/cpu/online                           CPU list
  *
  * Everything is read relative to a sys_root so that tests run on snapshots. A file
@@ -13,11 +17,14 @@
  * wrong length, a CPU in two nodes, a meminfo naming another node), is -EINVAL:
  * placement decisions made on a half-understood topology would be wrong silently. */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cleanup.h"
 #include "log.h"
 #include "parse.h"
 #include "topology.h"
@@ -207,6 +214,8 @@ static int read_distance_at(int dirfd, unsigned node, unsigned n, int *row) {
 void topology_free(struct topology *t) {
         if (!t)
                 return;
+        for (unsigned i = 0; t->nodes && i < t->n_nodes; i++)
+                free(t->nodes[i].huge);
         free(t->nodes);
         free(t->distance);
         free(t->cpu_node);
@@ -256,6 +265,73 @@ static int read_masks(int dirfd, struct topology *t) {
         return 0;
 }
 
+/* "hugepages-2048kB": 1 with the size, 0 for another name. */
+static int hugepages_dir_size(const char *name, uint64_t *ret_kb) {
+        size_t len = strlen(name);
+
+        if (len <= 12 || memcmp(name, "hugepages-", 10) != 0 || memcmp(name + len - 2, "kB", 2) != 0)
+                return 0;
+        return parse_u64_n(name + 10, len - 12, 1, UINT64_MAX / 1024, ret_kb) < 0 ? 0 : 1;
+}
+
+static int read_u64_at(int dirfd, const char *path, uint64_t *ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r;
+
+        r = read_at(dirfd, path, &buf, &len);
+        if (r < 0)
+                return r;
+        while (len > 0 && buf[len - 1] == '\n')
+                len--;
+        if (parse_u64_n(buf, len, 0, UINT64_MAX, ret) < 0)
+                return log_debug_errno(-EINVAL, "topology: %s: not a number", path);
+        return 0;
+}
+
+static int cmp_huge(const void *a, const void *b) {
+        const struct topo_hugepages *x = a, *y = b;
+        return (x->size_kb > y->size_kb) - (x->size_kb < y->size_kb);
+}
+
+/* The free huge pages of node id's pool, by size (tn->huge: ascending). */
+static int read_hugepages(int dirfd, struct topo_node *tn) {
+        _cleanup_closedir_ DIR *d = NULL;
+        char path[128];
+        struct dirent *de;
+        int fd;
+
+        snprintf(path, sizeof(path), "node/node%u/hugepages", tn->id);
+        fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : log_debug_errno(-errno, "topology: cannot open %s: %m", path);
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d))) {
+                struct topo_hugepages h = {}, *n;
+                char file[192];
+                int r;
+
+                if (!hugepages_dir_size(de->d_name, &h.size_kb))
+                        continue;
+                snprintf(file, sizeof(file), "%s/%.40s/free_hugepages", path, de->d_name);
+                r = read_u64_at(dirfd, file, &h.free);
+                if (r < 0)
+                        return r;
+                n = realloc(tn->huge, (tn->n_huge + 1) * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                tn->huge = n;
+                tn->huge[tn->n_huge++] = h;
+        }
+        if (tn->n_huge > 1)
+                qsort(tn->huge, tn->n_huge, sizeof(*tn->huge), cmp_huge);
+        return 0;
+}
+
 /* Node id, at index i of t->nodes: its CPUs, its row of the distance table and its
  * memory. Raises *max_cpu to its highest CPU. */
 static int read_node(int dirfd, struct topology *t, unsigned i, unsigned id, int *max_cpu) {
@@ -281,7 +357,15 @@ static int read_node(int dirfd, struct topology *t, unsigned i, unsigned id, int
         r = read_distance_at(dirfd, id, t->n_nodes, t->distance + (size_t) i * t->n_nodes);
         if (r < 0)
                 return r;
-        return read_meminfo_at(dirfd, id, &tn->mem_total_kb, &tn->mem_free_kb);
+        r = read_meminfo_at(dirfd, id, &tn->mem_total_kb, &tn->mem_free_kb);
+        if (r < 0)
+                return r;
+        r = read_hugepages(dirfd, tn);
+        if (r < 0)
+                return r;
+        tn->huge_slot = t->n_huge_slots;
+        t->n_huge_slots += tn->n_huge;
+        return 0;
 }
 
 /* t->cpu_node for CPUs 0..max_cpu (online or listed by a node); a CPU in two nodes
@@ -344,8 +428,24 @@ int topology_read(const char *sys_root, struct topology **ret) {
         return 0;
 }
 
+/* The free huge pages of every pool, into free_pages (by slot). */
+static int read_huge_free(int dirfd, const struct topology *t, uint64_t *free_pages) {
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                for (unsigned k = 0; k < t->nodes[i].n_huge; k++) {
+                        char path[160];
+                        int r;
+
+                        snprintf(path, sizeof(path), "node/node%u/hugepages/hugepages-%" PRIu64 "kB/free_hugepages",
+                                 t->nodes[i].id, t->nodes[i].huge[k].size_kb);
+                        r = read_u64_at(dirfd, path, &free_pages[t->nodes[i].huge_slot + k]);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
 int topology_refresh_free(struct topology *t, const char *sys_root) {
-        _cleanup_free_ uint64_t *free_kb = NULL;
+        _cleanup_free_ uint64_t *free_kb = NULL, *free_huge = NULL;
         _cleanup_close_ int dirfd = -1;
         int r;
 
@@ -355,7 +455,8 @@ int topology_refresh_free(struct topology *t, const char *sys_root) {
         if (dirfd < 0)
                 return dirfd;
         free_kb = calloc(t->n_nodes, sizeof(*free_kb));
-        if (!free_kb)
+        free_huge = calloc(t->n_huge_slots + 1, sizeof(*free_huge));
+        if (!free_kb || !free_huge)
                 return -ENOMEM;
 
         /* All or nothing: a tick must not see some nodes' new values and others' old. */
@@ -364,9 +465,28 @@ int topology_refresh_free(struct topology *t, const char *sys_root) {
                 if (r < 0)
                         return r;
         }
-        for (unsigned i = 0; i < t->n_nodes; i++)
+        r = read_huge_free(dirfd, t, free_huge);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < t->n_nodes; i++) {
                 t->nodes[i].mem_free_kb = free_kb[i];
+                for (unsigned k = 0; k < t->nodes[i].n_huge; k++)
+                        t->nodes[i].huge[k].free = free_huge[t->nodes[i].huge_slot + k];
+        }
         return 0;
+}
+
+const struct topo_hugepages *topology_hugepages(const struct topology *t, unsigned node, uint64_t size_kb,
+                                                unsigned *ret_slot) {
+        const struct topo_node *tn = topology_node(t, node);
+
+        for (unsigned k = 0; tn && k < tn->n_huge; k++)
+                if (tn->huge[k].size_kb == size_kb) {
+                        if (ret_slot)
+                                *ret_slot = tn->huge_slot + k;
+                        return &tn->huge[k];
+                }
+        return NULL;
 }
 
 int topology_node_index(const struct topology *t, unsigned node) {

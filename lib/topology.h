@@ -2,12 +2,19 @@
 /* The machine's NUMA topology, from <sys_root>/devices/system/node and
  * <sys_root>/devices/system/cpu: nodes (ids may be sparse), which have memory and
  * which have CPUs (either may be missing: memory-only nodes exist), the CPUs of
- * each node, the distance table and free memory per node. */
+ * each node, the distance table, free memory per node and its free huge pages per
+ * size (hugetlb moves take those, not MemFree). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include "cleanup.h"
 #include "nodemask.h"
+
+/* One huge page size of a node's hugetlb pool (nodeN/hugepages/hugepages-<kB>kB). */
+struct topo_hugepages {
+        uint64_t size_kb;
+        uint64_t free;             /* free_hugepages: what a hugetlb move to the node can take */
+};
 
 struct topo_node {
         unsigned id;
@@ -16,6 +23,9 @@ struct topo_node {
         nb_cpumask cpus;
         uint64_t mem_total_kb;
         uint64_t mem_free_kb;
+        struct topo_hugepages *huge;   /* by size, ascending; NULL when the node has none */
+        unsigned n_huge;
+        unsigned huge_slot;            /* the index of huge[0] among all nodes' sizes */
 };
 
 struct topology {
@@ -28,13 +38,15 @@ struct topology {
         int *distance;             /* n_nodes x n_nodes, by index in nodes[] */
         int *cpu_node;             /* node id of each CPU, -1 if none; n_cpus entries */
         unsigned n_cpus;           /* highest CPU id + 1 */
+        unsigned n_huge_slots;     /* sum of the nodes' n_huge */
 };
 
 /* sys_root is the directory that holds devices/ ("/sys" normally, or a snapshot).
  * Returns 0, -ENOENT if the node directory is missing (no CONFIG_NUMA), -EINVAL
  * for contents that do not parse, or another -errno. */
 int topology_read(const char *sys_root, struct topology **ret);
-/* Re-reads only the free memory of each node (cheap; done every tick). */
+/* Re-reads only the free memory of each node and its free huge pages (cheap; done
+ * every tick). */
 int topology_refresh_free(struct topology *t, const char *sys_root);
 /* Reads <sys_root>/devices/system/cpu/online now (CPUs come and go: hotplug). */
 int topology_read_online_cpus(const char *sys_root, nb_cpumask *ret);
@@ -46,5 +58,9 @@ int topology_node_index(const struct topology *t, unsigned node);
 const struct topo_node *topology_node(const struct topology *t, unsigned node);
 /* Distance from node a to node b, or -1 if either is unknown. */
 int topology_distance(const struct topology *t, unsigned a, unsigned b);
+/* The pool of huge pages of size_kb on node, or NULL (none of that size there). With
+ * *ret_slot (may be NULL): its index among all nodes' pools, 0..n_huge_slots. */
+const struct topo_hugepages *topology_hugepages(const struct topology *t, unsigned node, uint64_t size_kb,
+                                                unsigned *ret_slot);
 /* The node of CPU c, or -1. */
 int topology_cpu_node(const struct topology *t, unsigned cpu);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* numa_maps_parse and mempolicy_parse on arbitrary bytes. Besides memory errors
+/* numa_maps_parse, numa_maps_parse_head and mempolicy_parse on arbitrary bytes. Besides memory errors
  * (the sanitizers), it checks what callers rely on: counts add up, entries belong
  * to their VMA, no node twice, no impossible mode or flag, and a policy printed back
  * in the kernel's syntax parses to the same thing. */
@@ -55,6 +55,24 @@ static void roundtrip_policy(const struct mempolicy *p) {
                 FUZZ_ASSERT(!q.nodes_truncated && nodemask_equal(&q.nodes, &p->nodes));
 }
 
+/* The first record's start and policy as a small read sees them (thread-policy.h): a
+ * good first line gives its VMA's; a prefix that gives anything gives the same. */
+static void check_head(const char *s, size_t size, const struct numa_maps *m) {
+        struct mempolicy whole, part;
+        uint64_t start, pstart;
+        int r = numa_maps_parse_head(s, size, &start, &whole);
+
+        if (r == 0)
+                check_policy(&whole);
+        if (m->n_vmas > 0 && m->vmas[0].line == 1) {
+                FUZZ_ASSERT(r == 0);
+                FUZZ_ASSERT(start == m->vmas[0].start && mempolicy_equal(&whole, &m->vmas[0].policy));
+        }
+        for (size_t n = 1; r == 0 && n < size && n <= 96; n++)
+                if (numa_maps_parse_head(s, n, &pstart, &part) == 0)
+                        FUZZ_ASSERT(pstart == start && mempolicy_equal(&part, &whole));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *s = (const char *) data;
         struct numa_maps *m = NULL;
@@ -100,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 roundtrip_policy(&v->policy);
         }
         FUZZ_ASSERT(np_next == m->n_np);
+        check_head(s, size, m);
         numa_maps_free(m);
 
         /* The whole input as one policy token. */

@@ -299,21 +299,21 @@ static const struct cgroup_invalid *invalid(const struct cgroup_selection *s, co
 
 static struct cgroup_selection walked;
 static bool walk_done;
+static const struct cgroup_rule the_rules[] = {
+        { (char *) "/b/b1", CG_MODE_BALANCE },
+        { (char *) "/c", CG_MODE_OFF },
+        { (char *) "/a/a4/", CG_MODE_OFF },   /* not the exact path: no effect */
+};
 
 /* The walk of the whole tree with three config rules, made once: the first case
  * that asks checks that it succeeded and prints what it found. */
 static const struct cgroup_selection *walk(void) {
-        static const struct cgroup_rule rules[] = {
-                { (char *) "/b/b1", CG_MODE_BALANCE },
-                { (char *) "/c", CG_MODE_OFF },
-                { (char *) "/a/a4/", CG_MODE_OFF },   /* not the exact path: no effect */
-        };
         const struct cgroup_selection *s = &walked;
 
         if (walk_done)
                 return s;
         walk_done = true;
-        CHECK_INT(cgroup_select(root, rules, ELEMENTSOF(rules), &walked), 0);
+        CHECK_INT(cgroup_select(root, the_rules, ELEMENTSOF(the_rules), &walked), 0);
         for (size_t i = 0; i < s->n_entries; i++)
                 if (strncmp(s->entries[i].path, "/deep", 5) != 0)
                         printf("entry %s %d %d %s\n", s->entries[i].path, s->entries[i].mode,
@@ -468,6 +468,85 @@ TEST(walk_user_setting_counts_for_the_subtree_owner) {
         EXPECT(s, "/o/o3/r/n", CG_MODE_BALANCE, CG_FROM_USER, "/o/o3/r/n");
         EXPECT(s, "/p", CG_MODE_BALANCE, CG_FROM_USER, "/p");
         CHECK(!invalid(s, "/o/o2", "user.numabalanced"));
+}
+
+/* Whose processes a setting covers: a user.* in a delegated subtree, that subtree's
+ * owner's; anything else (config, trusted.*, a root-owned directory's user.*), all. */
+TEST(walk_user_setting_covers_the_owners_processes) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+        const struct cgroup_entry *e;
+
+        /* /a is the test's own (the walk root counts as root-owned). */
+        e = entry(s, "/a/a1");
+        CHECK(e && e->covers_uid == (geteuid() == 0 ? CGROUP_COVERS_ALL : geteuid()));
+        e = entry(s, "/b/b1");
+        CHECK(e && e->covers_uid == CGROUP_COVERS_ALL);
+        if (!is_root)
+                return;
+        e = entry(s, "/o/o3/o3x");
+        CHECK(e && e->covers_uid == 1000);
+        e = entry(s, "/o/o3/r/n");
+        CHECK(e && e->covers_uid == 65534);
+        e = entry(s, "/p");
+        CHECK(e && e->covers_uid == 65534);
+        e = entry(s, "/t");
+        CHECK(e && e->covers_uid == CGROUP_COVERS_ALL);
+}
+
+static unsigned n_compared;
+
+/* One directory of the tree: cgroup_setting_of says what the walk said. */
+static int compare_one(const char *fpath, const struct stat *st, int flag, struct FTW *f) {
+        const char *rel = fpath + strlen(root);
+        const struct cgroup_entry *e;
+        struct cgroup_setting cs;
+
+        if (flag != FTW_D || !*rel)
+                return 0;
+        if (f->level > CGROUP_WALK_MAX_DEPTH + 1)
+                return 0;
+        CHECK_INT(cgroup_setting_of(root, the_rules, ELEMENTSOF(the_rules), rel, &cs), 0);
+        e = entry(&walked, rel);
+        if (e)
+                CHECK_MSG(cs.mode == e->mode && cs.source == e->source && cs.covers_uid == e->covers_uid,
+                          "%s: setting_of says %d %d %u, the walk %d %d %u", rel, cs.mode, cs.source,
+                          (unsigned) cs.covers_uid, e->mode, e->source, (unsigned) e->covers_uid);
+        else
+                CHECK_MSG(cs.mode == CG_MODE_UNSET || cs.mode == CG_MODE_OFF, "%s: setting_of says %d, not selected",
+                          rel, cs.mode);
+        n_compared++;
+        return 0;
+}
+
+/* Every directory of the tree, one at a time, as the walk saw it. */
+TEST(setting_of_agrees_with_the_walk) {
+        NEED_XATTRS();
+        walk();
+        n_compared = 0;
+        CHECK_INT(nftw(root, compare_one, 16, FTW_PHYS), 0);
+        /* The user tree, /deep and its 64 levels seen (and the one beyond). */
+        CHECK(n_compared > 20 + CGROUP_WALK_MAX_DEPTH);
+}
+
+/* Paths that are no cgroup: refused, or gone. */
+TEST(setting_of_bad_paths) {
+        NEED_XATTRS();
+        struct cgroup_setting cs = { .mode = 77 };
+
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "a", &cs), -EINVAL);
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "/a//a1", &cs), -EINVAL);
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "/a/../b", &cs), -EINVAL);
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "/a/./a1", &cs), -EINVAL);
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "/a/", &cs), -EINVAL);
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "/nonexistent", &cs), -ENOENT);
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "/zlink", &cs), -ENOENT);
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "/cgroup.procs", &cs), -ENOENT);
+        CHECK_INT(cs.mode, 77);
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "/", &cs), 0);
+        CHECK_INT(cs.mode, CG_MODE_UNSET);
+        CHECK_INT(cgroup_setting_of(root, NULL, 0, "/a/a1/a1x", &cs), 0);
+        CHECK_INT(cs.mode, CG_MODE_BALANCE);
 }
 
 /* Last of the cases on the shared walk: it frees it. */

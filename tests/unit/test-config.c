@@ -86,6 +86,7 @@ TEST(defaults) {
         CHECK_INT(c.free_floor_pct, 5);
         CHECK(!c.move_shared);
         CHECK(!c.move_preferred);
+        CHECK(!c.move_mlocked);
         CHECK_INT(c.min_misplaced_kb, 2048);
         CHECK_INT(c.rate_limit_mb_s, 1024);
         CHECK_INT(c.batch_pages, 65536);
@@ -120,6 +121,7 @@ static const char full_conf[] =
         "free_floor_pct = 10\n"
         "move_shared = yes\n"
         "move_preferred = On\n"
+        "move_mlocked = yes\n"
         "min_misplaced = 1000\n"
         "[migrate]\n"
         "rate_limit_mb_s = 0\n"
@@ -170,6 +172,7 @@ TEST(every_key_set) {
         CHECK_INT(c.free_floor_pct, 10);
         CHECK(c.move_shared);
         CHECK(c.move_preferred);
+        CHECK(c.move_mlocked);
         CHECK_INT(c.min_misplaced_kb, 1);       /* 1000 bytes: rounded up to 1 kB */
         CHECK_INT(c.rate_limit_mb_s, 0);
         CHECK_INT(c.batch_pages, 512);
@@ -419,7 +422,7 @@ TEST(shipped_conf_lists_every_key) {
                 CHECK_MSG(sec && at && !(next && at > next), "%s: \"#%s = DEFAULT\" not found in section %s",
                           CONF_FILE, dot + 1, header + 1);
         }
-        CHECK_INT(n_keys, 23);
+        CHECK_INT(n_keys, 24);
 }
 
 /* The text with its "#key = value" lines (no space after '#') uncommented; "# text"
@@ -482,6 +485,7 @@ TEST(shipped_conf_uncommented_gives_the_defaults) {
         CHECK_INT(c.free_floor_pct, d.free_floor_pct);
         CHECK_INT(c.move_shared, d.move_shared);
         CHECK_INT(c.move_preferred, d.move_preferred);
+        CHECK_INT(c.move_mlocked, d.move_mlocked);
         CHECK_INT(c.min_misplaced_kb, d.min_misplaced_kb);
         CHECK_INT(c.rate_limit_mb_s, d.rate_limit_mb_s);
         CHECK_INT(c.batch_pages, d.batch_pages);

@@ -388,6 +388,17 @@ try:
         check(rc == 0 and d.get('processes') == [] and d.get('cgroups') == [], f'uid 65534 sees {d}')
         rc, ex = ctl_json('explain', str(work[0].pid), user=65534)
         check(rc == 1 and ex.get('why') == 'not-visible' and 'cgroup' not in ex, f'uid 65534 explain: {ex}')
+        # Root's process and a pid that does not exist get the same answer: nothing tells
+        # another user whether a pid it may not see exists.
+        rc2, none = ctl_json('explain', '2147483647', user=65534)
+        ex.pop('pid', None)
+        none.pop('pid', None)
+        check(rc2 == 1 and ex == none, f'uid 65534: explain of root\'s process {ex}, of no process {none}')
+        # status counts only what it may see: none of root's cgroups and processes.
+        rc, st = ctl_json('status', user=65534)
+        check(rc == 0 and st.get('scope') == 'own' and st.get('cgroups_watched') == 0 and
+              st.get('processes_watched') == 0 and st.get('pages', {}).get('already', 1) == 0,
+              f'uid 65534 status: {st}')
     else:
         print('note: not root, the second-user part is skipped (test-report covers the filter)')
 

@@ -150,6 +150,49 @@ TEST(cancelled_before_start) {
         CHECK_INT(job.pages[MIG_MOVED], 0);
 }
 
+static const struct migrate_stop test_stop = { "test", "the test says no" };
+static unsigned n_asked;
+
+static int refuse(void *ctx, const struct migrate_job *job, const struct migrate_stop **ret_stop) {
+        n_asked++;
+        CHECK(ctx == &n_asked && job->pid == getpid());
+        *ret_stop = &test_stop;
+        return -ESTALE;
+}
+
+static int allow(void *ctx, const struct migrate_job *job, const struct migrate_stop **ret_stop) {
+        n_asked++;
+        return 0;
+}
+
+/* The caller's check runs before the job: a no stops it before anything is looked at,
+ * with the check's reason; a yes lets it run (here nothing needs a move call, so it is
+ * asked once). */
+TEST(may_move_asked_before_the_job) {
+        struct migrate_job job;
+        struct migrate_range rg[2];
+        char *area = self_area();
+
+        if (!area)
+                return;
+        setup_self_job(&job, rg, area);
+        job.may_move = refuse;
+        job.may_move_ctx = &n_asked;
+        n_asked = 0;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -ESTALE);
+        CHECK_INT(n_asked, 1);
+        CHECK(job.stop == &test_stop);
+        CHECK_INT(job_total(&job), 0);
+
+        setup_self_job(&job, rg, area);
+        job.may_move = allow;
+        n_asked = 0;
+        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), 0);
+        CHECK_INT(n_asked, 1);
+        CHECK(job.stop == NULL);
+        CHECK_INT(job.pages[MIG_ALREADY], TOUCHED / page_size());
+}
+
 TEST(process_gone) {
         struct migrate_range rg = { 0x100000, 0x200000, page_size() };
         struct migrate_job job = {

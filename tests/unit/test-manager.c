@@ -200,6 +200,8 @@ struct env_opts {
         bool page_sampling;
         uint64_t scan_min_ms, scan_max_ms;  /* 0, 0: every process is due at every tick */
         uint64_t min_rss_kb;       /* 0: the default */
+        uid_t user;                /* not 0: /app.slice is this user's, opted in with its user.* */
+        bool xattr;                /* /app.slice opted in with user.* (the test's own directory) */
 };
 
 struct sunk_job {
@@ -208,6 +210,8 @@ struct sunk_job {
         struct migrate_range ranges[8];
         size_t n_ranges;
         uint64_t max_pages;
+        int checked;               /* its may_move check (after env.before_check), 1: none */
+        const char *stop;          /* and why it refused, NULL: it did not */
 };
 
 static struct {
@@ -223,6 +227,7 @@ static struct {
         size_t n_jobs;
         bool jobs_move;            /* the sink reports every page moved */
         size_t heap_in_jobs;       /* heap in use while the last tick's jobs ran */
+        void (*before_check)(pid_t pid);  /* what happens between the scan and the moves */
 } env;
 
 /* open_pidfd: a pipe; its write end closed is the process exiting. */
@@ -252,6 +257,20 @@ static int sink(void *userdata, struct migrate_job *jobs, size_t n_jobs) {
                                          .max_pages = jobs[q].max_pages };
                 for (size_t k = 0; k < jobs[q].n_ranges && s->n_ranges < ELEMENTSOF(s->ranges); k++)
                         s->ranges[s->n_ranges++] = jobs[q].ranges[k];
+                if (env.before_check)
+                        env.before_check(jobs[q].pid);
+                s->checked = 1;
+                if (jobs[q].may_move) {
+                        const struct migrate_stop *stop = NULL;
+                        s->checked = jobs[q].may_move(jobs[q].may_move_ctx, &jobs[q], &stop);
+                        s->stop = s->checked < 0 && stop ? stop->name : NULL;
+                        /* What the executor does with a no. */
+                        if (s->checked < 0) {
+                                jobs[q].error = s->checked;
+                                jobs[q].stop = stop;
+                                continue;
+                        }
+                }
                 if (env.jobs_move)
                         jobs[q].pages[MIG_MOVED] = jobs[q].max_pages;
         }
@@ -289,9 +308,16 @@ static bool env_start(const struct env_opts *o) {
         config_defaults(&cfg);
         free(cfg.cgroup_root);
         cfg.cgroup_root = strdup(env.cgroup);
-        cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
-        cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), o->mode };
-        cfg.n_cgroups = 1;
+        if (o->user || o->xattr) {
+                const char *v = cg_mode_name(o->mode);
+                if ((o->user && chown(slice, o->user, o->user) < 0) ||
+                    setxattr(slice, "user.numabalanced", v, strlen(v), 0) < 0)
+                        abort();
+        } else {
+                cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
+                cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), o->mode };
+                cfg.n_cgroups = 1;
+        }
         cfg.source = SOURCE_PROC;
         cfg.scan_min_ms = o->scan_min_ms;
         cfg.scan_max_ms = o->scan_max_ms;
@@ -329,6 +355,26 @@ static void env_done(void) {
 }
 
 /* The stored process fixture, as process pid. */
+/* Each thread's task/TID/numa_maps shows the process's, as the kernel's does while no
+ * thread has a policy of its own (bind_worker() gives one its own). */
+static void task_numa_maps(const char *procdir) {
+        char tasks[PATH_MAX + 16], from[PATH_MAX + 16], to[2 * PATH_MAX + 32];
+        struct dirent *de;
+        DIR *d;
+
+        snprintf(tasks, sizeof(tasks), "%s/task", procdir);
+        snprintf(from, sizeof(from), "%s/numa_maps", procdir);
+        d = opendir(tasks);
+        if (!d)
+                return;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        snprintf(to, sizeof(to), "%s/%s/numa_maps", tasks, de->d_name);
+                        copy_file(from, to);
+                }
+        closedir(d);
+}
+
 static void put_proc(int fixture, pid_t pid) {
         char from[PATH_MAX], to[PATH_MAX];
 
@@ -336,6 +382,27 @@ static void put_proc(int fixture, pid_t pid) {
         snprintf(to, sizeof(to), "%s/%d", env.proc, (int) pid);
         remove_tree(to);
         copy_tree(from, to);
+        task_numa_maps(to);
+        strcat(to, "/cgroup");
+        write_file(to, "0::/app.slice\n");
+}
+
+/* Replaces the first occurrence of what in process pid's file name by with. */
+static void edit_proc_file(pid_t pid, const char *name, const char *what, const char *with) {
+        char path[PATH_MAX], *text = NULL, *at;
+        size_t len = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%d/%s", env.proc, (int) pid, name);
+        f = fopen(path, "r");
+        if (!f || getdelim(&text, &len, 0, f) < 0 || !(at = strstr(text, what)))
+                abort();
+        fclose(f);
+        *at = 0;
+        f = fopen(path, "w");
+        fprintf(f, "%s%s%s", text, with, at + strlen(what));
+        fclose(f);
+        free(text);
 }
 
 /* Process pid exits: its pidfd polls readable, its /proc directory goes. */
@@ -607,6 +674,95 @@ TEST(page_samples_move_pages_to_the_node_that_touches_them) {
         env_done();
 }
 
+/* db's numa_maps as its worker 3003 shows it after binding itself: its own policy
+ * where db's has none (lib/thread-policy). */
+static void bind_worker(const char *policy) {
+        char from[PATH_MAX], path[PATH_MAX], line[256], text[4096] = "";
+        FILE *f;
+
+        snprintf(from, sizeof(from), "%s/%d/numa_maps", env.proc, DB);
+        f = fopen(from, "re");
+        if (!f)
+                abort();
+        while (fgets(line, sizeof(line), f)) {
+                char *sp = strchr(line, ' ');
+                if (sp && strncmp(sp + 1, "default", 7) == 0) {
+                        *sp = 0;
+                        snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s %s%s", line, policy, sp + 8);
+                } else
+                        snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s", line);
+        }
+        fclose(f);
+        snprintf(path, sizeof(path), "%s/%d/task/3003/numa_maps", env.proc, DB);
+        write_file(path, text);
+}
+
+/* db's worker bound itself to node 1, where db's private memory is: it stays there
+ * although the threads run on node 0 (before: 40 MiB to node 0). A worker that
+ * interleaves keeps it there too, and explain says why. */
+TEST(a_threads_own_policy_is_obeyed) {
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        bind_worker("bind:1");
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.n_jobs, 0);
+        p = rec(DB);
+        CHECK(p && p->planned_bytes == 0 && p->reason == REASON_LOCAL);
+        env_done();
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        bind_worker("interleave:0-1");
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.n_jobs, 0);
+        p = rec(DB);
+        CHECK(p && p->reason == REASON_THREAD_POLICY && p->skipped_bytes[REASON_THREAD_POLICY] >= 40 * MIB);
+        env_done();
+}
+
+/* db locked its 32 MiB VMA (VmLck, smaps "lo"): only the 8 MiB one moves. */
+TEST(mlocked_memory_is_left_alone) {
+        char path[PATH_MAX], status[PATH_MAX], buf[8192], *at;
+        const struct sunk_job *j;
+        struct proc_rec *p;
+        size_t n;
+        FILE *f;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        snprintf(path, sizeof(path), "%s/%d/smaps", env.proc, DB);
+        write_file(path, "7f3a00000000-7f3a02000000 rw-p 00000000 00:00 0 \nSize:  32768 kB\n"
+                         "VmFlags: rd wr mr mw me lo ac \n"
+                         "7f3a04000000-7f3a04800000 rw-p 00000000 00:00 0 \nVmFlags: rd wr mr mw me ac \n");
+        /* VmLck: 0 kB -> 32768 kB (smaps is read only then). */
+        snprintf(status, sizeof(status), "%s/%d/status", env.proc, DB);
+        f = fopen(status, "re");
+        if (!f)
+                abort();
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        at = strstr(buf, "VmLck:\t       0 kB");
+        if (!at)
+                abort();
+        memcpy(at, "VmLck:\t   32768 kB", strlen("VmLck:\t   32768 kB"));
+        write_file(status, buf);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        j = job(DB);
+        CHECK(j && j->n_ranges == 1 && has_range(j, 0x7f3a04000000, 0x7f3a04800000));
+        p = rec(DB);
+        CHECK(p && p->skipped_bytes[REASON_MLOCKED] == 32 * MIB);
+        env_done();
+}
+
 TEST(moves_are_counted_and_remembered) {
         struct proc_rec *p;
 
@@ -690,6 +846,222 @@ TEST(skips_what_is_not_a_process_to_watch) {
         CHECK_INT(env.m->n_procs, 0);
         CHECK_INT(env.n_jobs, 0);
         env_done();
+}
+
+/* Process pid's ids ("Uid:" and "Gid:" lines) become uids and gids, and its /proc
+ * files belong to owner (root: not dumpable). */
+static void set_ids(pid_t pid, const char *uids, const char *gids, uid_t owner) {
+        char path[PATH_MAX], *text = NULL, *u, *g;
+        size_t len = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%d/status", env.proc, (int) pid);
+        f = fopen(path, "r");
+        if (!f || getdelim(&text, &len, 0, f) < 0 || !(u = strstr(text, "Uid:")) || !(g = strstr(text, "Gid:")))
+                abort();
+        fclose(f);
+        f = fopen(path, "w");
+        *u = *g = 0;
+        fprintf(f, "%sUid:\t%s\nGid:\t%s\n%s", text, uids, gids, strchr(g + 1, '\n') + 1);
+        fclose(f);
+        free(text);
+        snprintf(path, sizeof(path), "%s/%d/stat", env.proc, (int) pid);
+        if (chown(path, owner, owner) < 0)
+                abort();
+}
+
+/* Under uid 1000's own opt-in: its dumpable process with all ids 1000 is watched;
+ * one that is not dumpable, and one with a root euid (sudo), are not. */
+TEST(a_users_opt_in_covers_that_users_processes_only) {
+        if (geteuid() != 0)
+                TEST_SKIP("not root: the cgroup and the /proc files must belong to uid 1000");
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .user = 1000 }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_ids(DB, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", 1000);
+        put_proc(DB, 3005);
+        set_ids(3005, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", 0);
+        put_proc(DB, 3006);
+        set_ids(3006, "1000\t0\t0\t0", "1000\t1000\t1000\t1000", 1000);
+        put_proc(DB, 3007);
+        set_ids(3007, "1000\t1000\t1000\t1000", "1000\t0\t1000\t1000", 1000);
+        set_procs("3001\n3005\n3006\n3007\n");
+        CHECK_INT(tick(), 0);
+        CHECK(env.m->n_cgs == 1 && env.m->cgs[0]->covers_uid == 1000);
+        CHECK_INT(env.m->n_procs, 1);
+        CHECK(rec(DB) && !rec(3005) && !rec(3006) && !rec(3007));
+        CHECK(job(DB) && !job(3005) && !job(3006) && !job(3007));
+
+        /* db execs sudo: at its next scan it is not watched any more. */
+        set_ids(DB, "1000\t0\t0\t0", "1000\t1000\t1000\t1000", 0);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->n_procs, 0);
+        CHECK_INT(env.n_jobs, 0);
+        env_done();
+}
+
+/* The same processes under root's opt-in (the config): all of them are watched. */
+TEST(roots_opt_in_covers_every_process) {
+        if (geteuid() != 0)
+                TEST_SKIP("not root: the /proc files must belong to uid 1000");
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_ids(DB, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", 1000);
+        put_proc(DB, 3005);
+        set_ids(3005, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", 0);
+        put_proc(DB, 3006);
+        set_ids(3006, "1000\t0\t0\t0", "1000\t1000\t1000\t1000", 1000);
+        set_procs("3001\n3005\n3006\n");
+        CHECK_INT(tick(), 0);
+        CHECK(env.m->n_cgs == 1 && env.m->cgs[0]->covers_uid == CGROUP_COVERS_ALL);
+        CHECK_INT(env.m->n_procs, 3);
+        env_done();
+}
+
+/* --- between the scan and the moves (move-check.h) ------------------------------ */
+
+static void no_change(pid_t pid) {}
+
+static void bind_to_node_1(pid_t pid) {
+        edit_proc_file(pid, "numa_maps", "7f3a00000000 default", "7f3a00000000 bind:1");
+}
+
+static void bind_to_node_0(pid_t pid) {
+        edit_proc_file(pid, "numa_maps", "7f3a00000000 default", "7f3a00000000 bind:0");
+}
+
+/* mbind() on the second half of the 32 MiB VMA: it is split in two. */
+static void bind_half_to_node_1(pid_t pid) {
+        edit_proc_file(pid, "numa_maps", "7f3a02000000 bind:1",
+                       "7f3a01000000 bind:1 anon=4096 dirty=4096 N1=4096 kernelpagesize_kB=4\n7f3a02000000 bind:1");
+}
+
+static void interleave_all(pid_t pid) {
+        edit_proc_file(pid, "numa_maps", "7f3a04000000 default", "7f3a04000000 interleave:0-1");
+}
+
+/* Its cpuset leaves node 0 (the target). */
+static void cpuset_to_node_1(pid_t pid) {
+        edit_proc_file(pid, "status", "Mems_allowed_list:\t0-1", "Mems_allowed_list:\t1");
+}
+
+/* An exec: another stack, so another start_stack and the rest. */
+static void execs(pid_t pid) {
+        edit_proc_file(pid, "stat", "140724397472928", "140724397999999");
+}
+
+static void exits(pid_t pid) {
+        exit_proc(pid);
+}
+
+static void pid_reused(pid_t pid) {
+        edit_proc_file(pid, "stat", " 5000 ", " 5007 ");
+}
+
+static void leaves_the_cgroup(pid_t pid) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/other.slice", env.cgroup);
+        mkdir(path, 0755);
+        edit_proc_file(pid, "cgroup", "0::/app.slice", "0::/other.slice");
+}
+
+static void cgroup_goes_off(pid_t pid) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/app.slice", env.cgroup);
+        if (setxattr(path, "user.numabalanced", "off", 3, 0) < 0)
+                abort();
+}
+
+static void cgroup_goes_advise(pid_t pid) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/app.slice", env.cgroup);
+        if (setxattr(path, "user.numabalanced", "advise", 6, 0) < 0)
+                abort();
+}
+
+/* db's worker binds itself to node 1 (set_mempolicy) after the scan: db's memory
+ * without a VMA policy may not go to node 0 any more. */
+static void worker_binds_to_node_1(pid_t pid) {
+        bind_worker("bind:1");
+}
+
+static void sudo(pid_t pid) {
+        set_ids(pid, "1000\t0\t0\t0", "1000\t1000\t1000\t1000", 0);
+}
+
+static void not_dumpable(pid_t pid) {
+        set_ids(pid, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", 0);
+}
+
+struct change {
+        const char *what;
+        void (*fn)(pid_t pid);
+        const char *stop;          /* what the check says, NULL: it lets the job move */
+        uid_t user;                /* the opt-in: 0, the config's; -1 the test's own user.*; else that user's */
+};
+
+static const struct change changes[] = {
+        { "nothing", no_change, NULL, 0 },
+        { "mbind to node 1", bind_to_node_1, "policy-changed", 0 },
+        { "mbind to node 0, the target", bind_to_node_0, NULL, 0 },
+        { "mbind of half a VMA", bind_half_to_node_1, "policy-changed", 0 },
+        { "interleave", interleave_all, "policy-changed", 0 },
+        { "cpuset without the target", cpuset_to_node_1, "policy-changed", 0 },
+        { "a worker thread binds itself", worker_binds_to_node_1, "thread-policy-changed", 0 },
+        { "exec", execs, "exec", 0 },
+        { "exit", exits, "exited", 0 },
+        { "pid reused", pid_reused, "exited", 0 },
+        { "moved out of the cgroup", leaves_the_cgroup, "cgroup-changed", 0 },
+        { "cgroup set to off", cgroup_goes_off, "cgroup-changed", (uid_t) -1 },
+        { "cgroup set to advise", cgroup_goes_advise, "cgroup-changed", (uid_t) -1 },
+        { "sudo exec under a user's opt-in", sudo, "not-covered", 1000 },
+        { "not dumpable under a user's opt-in", not_dumpable, "not-covered", 1000 },
+        { "nothing under a user's opt-in", no_change, NULL, 1000 },
+};
+
+/* The plan of the tick's scan, and one change before its job runs: the job's check
+ * says whether it may still move, and why not. */
+TEST(the_check_before_moving_sees_what_changed_since_the_scan) {
+        for (size_t i = 0; i < ELEMENTSOF(changes); i++) {
+                const struct change *c = &changes[i];
+                const struct sunk_job *j;
+
+                if (c->user != 0 && geteuid() != 0)
+                        continue;  /* only root can give the cgroup and /proc files away */
+                if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .user = c->user == (uid_t) -1 ? 0 : c->user,
+                                                    .xattr = c->user == (uid_t) -1 }))
+                        TEST_SKIP("no CPU of 0-3 to run the service on");
+                put_proc(DB, DB);
+                if (c->user && c->user != (uid_t) -1)
+                        set_ids(DB, "1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", c->user);
+                set_procs("3001\n");
+                env.before_check = c->fn;
+                logged[0] = '\0';
+                log_set_sink(log_to_buffer);
+                CHECK_INT(tick(), 0);
+                log_set_sink(NULL);
+                j = job(DB);
+                /* The record and the log say why. */
+                if (c->stop) {
+                        char line[256];
+
+                        CHECK(rec(DB) && rec(DB)->move_stop && strcmp(rec(DB)->move_stop->name, c->stop) == 0);
+                        snprintf(line, sizeof(line), "cgroup=/app.slice pid=3001: migration stopped: ");
+                        CHECK_MSG(strstr(logged, line) && strstr(strstr(logged, line), c->stop),
+                                  "%s: the log says %s", c->what, logged);
+                } else
+                        CHECK(rec(DB) && !rec(DB)->move_stop);
+                CHECK_MSG(j && (c->stop ? j->checked == -ESTALE && j->stop && strcmp(j->stop, c->stop) == 0
+                                        : j->checked == 0),
+                          "%s: the check said %d (%s), expected %s", c->what, j ? j->checked : 99,
+                          j && j->stop ? j->stop : "-", c->stop ? c->stop : "move");
+                env.before_check = NULL;
+                env_done();
+        }
 }
 
 TEST(a_real_process_is_watched_through_its_pidfd) {

@@ -554,4 +554,59 @@ TEST(buffer_bad_line_numbered) {
         CHECK_INT(c->vmas[1].line, 3);
 }
 
+/* The first record of a small read: the policy is whole once a space or the line's end
+ * follows it; before that, read more. */
+TEST(head_of_a_cut_record) {
+        struct mempolicy p, e;
+        uint64_t start = 0;
+        const char *full = "55cb565f7000 prefer (many)=static:0-1 file=/usr/bin/x mapped=1 N1=1 kernelpagesize_kB=4\n";
+
+        CHECK_INT(numa_maps_parse_head(full, strlen(full), &start, &p), 0);
+        CHECK_INT(start, 0x55cb565f7000ull);
+        CHECK_INT(mempolicy_parse("prefer (many)=static:0-1", 24, &e), 0);
+        CHECK(mempolicy_equal(&p, &e));
+        /* Cut anywhere up to the space after the policy: more is needed. */
+        for (size_t n = 1; n <= 37; n++)
+                CHECK_INT(numa_maps_parse_head(full, n, &start, &p), -EAGAIN);
+        CHECK_INT(numa_maps_parse_head(full, 38, &start, &p), 0);
+        CHECK(mempolicy_equal(&p, &e));
+        CHECK_INT(numa_maps_parse_head("7f00 weighted interleave:0-1\n", 29, &start, &p), 0);
+        CHECK_INT(p.mode, MODE_WEIGHTED_INTERLEAVE);
+        CHECK_INT(numa_maps_parse_head("7f00 default\n7f01 bind:1\n", 26, &start, &p), 0);
+        CHECK_INT(p.mode, MODE_DEFAULT);
+        CHECK_INT(start, 0x7f00);
+        CHECK_INT(numa_maps_parse_head("7f00 prefer:1 heap", 18, &start, &p), 0);
+        CHECK_INT(p.mode, MODE_PREFERRED);
+}
+
+TEST(head_malformed) {
+        struct mempolicy p;
+        uint64_t start;
+        char junk[200];
+
+        CHECK_INT(numa_maps_parse_head("", 0, &start, &p), -EINVAL);
+        CHECK_INT(numa_maps_parse_head("xyz default\n", 12, &start, &p), -EINVAL);
+        CHECK_INT(numa_maps_parse_head("7f00\n7f01 default\n", 19, &start, &p), -EINVAL);
+        CHECK_INT(numa_maps_parse_head("7f00 bogus:1 heap\n", 18, &start, &p), -EINVAL);
+        CHECK_INT(numa_maps_parse_head("7f00 def\0ult x\n", 16, &start, &p), -EINVAL);
+        memset(junk, 'a', sizeof(junk));
+        CHECK_INT(numa_maps_parse_head(junk, sizeof(junk), &start, &p), -EINVAL);
+        memcpy(junk, "7f00 ", 5);
+        CHECK_INT(numa_maps_parse_head(junk, sizeof(junk), &start, &p), -EINVAL);
+}
+
+TEST(mempolicy_equality) {
+        struct mempolicy a, b;
+
+        CHECK_INT(mempolicy_parse("bind:0-1", 8, &a), 0);
+        CHECK_INT(mempolicy_parse("bind:0,1", 8, &b), 0);
+        CHECK(mempolicy_equal(&a, &b));
+        CHECK_INT(mempolicy_parse("bind=static:0-1", 15, &b), 0);
+        CHECK(!mempolicy_equal(&a, &b));
+        CHECK_INT(mempolicy_parse("interleave:0-1", 14, &b), 0);
+        CHECK(!mempolicy_equal(&a, &b));
+        CHECK_INT(mempolicy_parse("bind:1", 6, &b), 0);
+        CHECK(!mempolicy_equal(&a, &b));
+}
+
 DEFINE_TEST_MAIN()

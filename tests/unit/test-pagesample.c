@@ -256,7 +256,7 @@ static void page_plan(const char *maps_text, const char *mems, const struct plan
                       const struct plan *vma_plan, struct plan *ret) {
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
         struct page_decision d;
-        uint64_t ends[8] = {}, reserved[2] = {};
+        uint64_t ends[8] = {}, reserved[4] = {};
         struct plan_input in = {};
 
         CHECK_INT(replay("mixed.samples", 4096, 2, &d), 0);
@@ -333,8 +333,8 @@ TEST(plan_pages_interleave_and_preferred_left_alone) {
         plan_done(&pl);
 }
 
-/* Shared: not unless move_shared. */
-TEST(plan_pages_shared_only_when_configured) {
+/* Shared: never, move_shared or not (it changes the reason only). */
+TEST(plan_pages_shared_never) {
         struct plan_params shared = pp_default;
         struct plan pl;
 
@@ -344,7 +344,8 @@ TEST(plan_pages_shared_only_when_configured) {
         plan_done(&pl);
         shared.move_shared = true;
         page_plan("7f0000000000 default anon=16 mapmax=2 N1=16 kernelpagesize_kB=4\n", "0-1", &shared, NULL, &pl);
-        CHECK_INT(pl.n_moves, 1);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.reason, REASON_SHARED_UNVERIFIED);
         plan_done(&pl);
 }
 
@@ -385,12 +386,25 @@ TEST(plan_pages_cap) {
         plan_done(&pl);
 }
 
-/* A hugetlb VMA: one move of the whole 2 MiB page, not 16 of 4 KiB. */
+/* A hugetlb VMA: one move of the whole 2 MiB page, not 16 of 4 KiB, into node 0's free
+ * huge pages; without any, none (MemFree does not count for hugetlb). */
 TEST(plan_pages_hugetlb_page_whole) {
+        static const char *const text = "7f0000000000 default file=/dev/hugepages/x huge dirty=1 N1=1 kernelpagesize_kB=2048\n";
+        struct topo_hugepages pool = { .size_kb = 2048, .free = 1 };
         struct plan pl;
 
-        page_plan("7f0000000000 default file=/dev/hugepages/x huge dirty=1 N1=1 kernelpagesize_kB=2048\n", "0-1",
-                  &pp_default, NULL, &pl);
+        page_plan(text, "0-1", &pp_default, NULL, &pl);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.skipped_bytes[REASON_HUGE_POOL], 2 << 20);
+        plan_done(&pl);
+
+        topo->nodes[0].huge = &pool;
+        topo->nodes[0].n_huge = 1;
+        topo->n_huge_slots = 1;
+        page_plan(text, "0-1", &pp_default, NULL, &pl);
+        topo->nodes[0].huge = NULL;
+        topo->nodes[0].n_huge = 0;
+        topo->n_huge_slots = 0;
         CHECK_INT(pl.n_moves, 1);
         if (pl.n_moves == 1) {
                 CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);

@@ -327,7 +327,10 @@ TEST(preferred_moved_when_configured) {
         done(&rn);
 }
 
-TEST(shared_left_alone_unless_configured) {
+/* Shared pages are never planned: the other processes that map them may not allow
+ * the target, and nothing tells who they are. move_shared = yes says so ("shared-
+ * unverified") instead of moving them with MPOL_MF_MOVE_ALL as it once did. */
+TEST(shared_left_alone_even_when_configured) {
         _cleanup_(topology_freep) struct topology *t = topo2();
         const uint64_t cpu[] = { 0, 9 };
         const char *text = "7f0000000000 default anon=131072 mapmax=2 N0=131072 kernelpagesize_kB=4\n";
@@ -340,7 +343,10 @@ TEST(shared_left_alone_unless_configured) {
         done(&rn);
         p.move_shared = true;
         CHECK_INT(decide(&rn, t, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
-        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_SHARED_UNVERIFIED);
+        CHECK_INT(rn.plan.skipped_bytes[REASON_SHARED_UNVERIFIED], 512ull << 20);
+        CHECK_STR(plan_reason_name(rn.plan.reason), "shared-unverified");
         done(&rn);
 }
 
@@ -447,17 +453,80 @@ TEST(max_bytes_caps_the_plan) {
         done(&rn);
 }
 
-/* hugetlb: page size carried to the move. */
+/* Gives node index i a hugetlb pool of free pages of size_kb (as topology_read() does
+ * from nodeN/hugepages/hugepages-<kB>kB/free_hugepages). */
+static void add_pool(struct topology *t, unsigned i, uint64_t size_kb, uint64_t free_pages) {
+        struct topo_node *n = &t->nodes[i];
+
+        n->huge = realloc(n->huge, (n->n_huge + 1) * sizeof(*n->huge));
+        n->huge[n->n_huge++] = (struct topo_hugepages) { .size_kb = size_kb, .free = free_pages };
+        t->n_huge_slots = 0;
+        for (unsigned k = 0; k < t->n_nodes; k++) {
+                t->nodes[k].huge_slot = t->n_huge_slots;
+                t->n_huge_slots += t->nodes[k].n_huge;
+        }
+}
+
+static const char *const huge8 = "7f0000000000 default huge anon=8 dirty=8 N0=8 kernelpagesize_kB=2048\n";
+
+/* hugetlb: page size carried to the move; the room is the target's free huge pages. */
 TEST(hugetlb_page_size_carried_to_the_move) {
         _cleanup_(topology_freep) struct topology *t = topo2();
         const uint64_t cpu[] = { 0, 9 };
         struct run rn = {};
 
-        CHECK_INT(decide_default(&rn, t, "7f0000000000 default huge anon=8 dirty=8 N0=8 kernelpagesize_kB=2048\n",
-                                 "0-1", cpu), 0);
+        add_pool(t, 1, 2048, 8);
+        CHECK_INT(plan_reserved_len(t), 3);
+        CHECK_INT(decide_default(&rn, t, huge8, "0-1", cpu), 0);
         CHECK_INT(rn.plan.n_moves, 1);
         CHECK_INT(rn.plan.moves[0].page_size, 2048 * 1024);
         CHECK_INT(rn.plan.moves[0].bytes, 16ull << 20);
+        CHECK(rn.plan.moves[0].hugetlb);
+        done(&rn);
+}
+
+/* Checked against the pool, not MemFree: plenty of free memory but 3 free huge pages
+ * of 2 MiB (and 1 GiB ones, which do not count) moves 3 pages; the rest waits, as
+ * "hugetlb-pool". With the floor reached, the pool still takes them. */
+TEST(hugetlb_checked_against_the_pool) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        uint64_t reserved[4] = {};
+        struct run rn = {};
+
+        add_pool(t, 1, 2048, 3);
+        add_pool(t, 1, 1048576, 4);
+        CHECK_INT(decide(&rn, t, huge8, "0-1", cpu, &defaults, NULL, 0, 0, reserved), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].bytes, 6ull << 20);
+        CHECK_INT(rn.plan.skipped_bytes[REASON_HUGE_POOL], 10ull << 20);
+        CHECK_INT(reserved[1], 0);              /* MemFree's room untouched */
+        CHECK_INT(reserved[2], 6ull << 20);     /* node 1's 2 MiB pool */
+        done(&rn);
+        /* The same tick, another process: the pool is taken. */
+        CHECK_INT(decide(&rn, t, huge8, "0-1", cpu, &defaults, NULL, 0, 0, reserved), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_HUGE_POOL);
+        CHECK_STR(plan_reason_name(rn.plan.reason), "hugetlb-pool");
+        done(&rn);
+
+        t->nodes[1].mem_free_kb = 1024;         /* below the floor */
+        CHECK_INT(decide_default(&rn, t, huge8, "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].bytes, 6ull << 20);
+        done(&rn);
+}
+
+/* No pool on the target (900 MiB of MemFree): nothing moves. */
+TEST(hugetlb_no_pool_no_move) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        struct run rn = {};
+
+        add_pool(t, 0, 2048, 100);              /* the source's pool does not count */
+        CHECK_INT(decide_default(&rn, t, huge8, "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_HUGE_POOL);
         done(&rn);
 }
 

@@ -132,6 +132,52 @@ TEST(status_captured_files) {
         }
 }
 
+/* The exec signature (fields 26-28, 45-51) of the captured process; a kernel thread
+ * has none. */
+TEST(stat_mm_layout) {
+        struct proc_stat st;
+        size_t len;
+        _cleanup_free_ char *buf = load("normal.stat", &len), *kt = load("kthread.stat", &len);
+        struct proc_mm_layout none = {};
+
+        if (!buf || !kt)
+                return;
+        CHECK_INT(proc_stat_parse(buf, strlen(buf), &st), 0);
+        CHECK_INT(st.layout.start_code, UINT64_C(93978048487424));
+        CHECK_INT(st.layout.end_code, UINT64_C(93978048490509));
+        CHECK_INT(st.layout.start_stack, UINT64_C(140724397472928));
+        CHECK_INT(st.layout.start_data, UINT64_C(93978048499152));
+        CHECK_INT(st.layout.end_data, UINT64_C(93978048499920));
+        CHECK_INT(st.layout.start_brk, UINT64_C(93978998317056));
+        CHECK_INT(st.layout.arg_start, UINT64_C(140724397477540));
+        CHECK_INT(st.layout.env_end, UINT64_C(140724397477832));
+        CHECK(!proc_mm_layout_equal(&st.layout, &none));
+        CHECK_INT(proc_stat_parse(kt, strlen(kt), &st), 0);
+        CHECK(proc_mm_layout_equal(&st.layout, &none));
+}
+
+/* Uid: and Gid: with their four ids; a short line leaves the rest unknown, not root. */
+TEST(status_all_ids) {
+        struct proc_status st;
+        const char *s = "Tgid:\t5\nPid:\t5\nUid:\t1000\t0\t1001\t1002\nGid:\t100\t101\t102\t103\n";
+        const char *two = "Tgid:\t5\nPid:\t5\nUid:\t1000\t1000\nGid:\t100\t100\n";
+
+        CHECK_INT(proc_status_parse(s, strlen(s), &st), 0);
+        CHECK_INT(st.uid_real, 1000);
+        CHECK_INT(st.uid_effective, 0);
+        CHECK_INT(st.uid_saved, 1001);
+        CHECK_INT(st.uid_fs, 1002);
+        CHECK_INT(st.gid_real, 100);
+        CHECK_INT(st.gid_effective, 101);
+        CHECK_INT(st.gid_saved, 102);
+        CHECK_INT(st.gid_fs, 103);
+        CHECK_INT(proc_status_parse(two, strlen(two), &st), 0);
+        CHECK_INT(st.uid_saved, (uid_t) -1);
+        CHECK_INT(st.uid_fs, (uid_t) -1);
+        CHECK_INT(st.gid_saved, (gid_t) -1);
+        CHECK_INT(st.gid_fs, (gid_t) -1);
+}
+
 /* A stat line with the given text after "(comm)": fields 3..52 of a normal process. */
 #define TAIL " S 255 254 254 0 -1 4194560 284 0 6 0 7 17 0 0 20 0 1 0 1667 15958016 1479 " \
         "18446744073709551615 1 2 3 0 0 0 65536 6 0 1 0 0 17 1 0 0 0 0 0 4 5 6 7 8 8 9 0\n"
@@ -273,6 +319,30 @@ TEST(status_long_name_cut) {
         CHECK_INT(strlen(st.name), sizeof(st.name) - 1);
 }
 
+/* Threads: and VmLck: (thread policies are read only for several threads; mlocked
+ * memory is looked for only when VmLck is not 0). */
+TEST(status_threads_and_locked) {
+        struct proc_status st;
+        size_t len;
+        _cleanup_free_ char *one = load("normal.status", &len);
+        _cleanup_free_ char *three = NULL;
+
+        if (one) {
+                CHECK_INT(proc_status_parse(one, len, &st), 0);
+                CHECK_INT(st.threads, 1);
+                CHECK_INT(st.vm_lck_kb, 0);
+        }
+        CHECK_INT(read_file_at(AT_FDCWD, TEST_DATA_DIR "/threads/qemu-6.1-2node/worker-bind/100/status", 1 << 20,
+                               &three, &len), 0);
+        CHECK_INT(proc_status_parse(three, len, &st), 0);
+        CHECK_INT(st.threads, 3);
+        CHECK_INT(status_parse_s("Tgid:\t5\nPid:\t5\nVmLck:\t    2048 kB\nThreads:\t12\n", &st), 0);
+        CHECK_INT(st.vm_lck_kb, 2048);
+        CHECK_INT(st.threads, 12);
+        CHECK_INT(status_parse_s("Tgid:\t5\nPid:\t5\n", &st), 0);
+        CHECK_INT(st.threads, 0);   /* absent: not known */
+}
+
 TEST(status_malformed_rejected_untouched) {
         struct proc_status st;
 
@@ -287,9 +357,16 @@ TEST(status_malformed_rejected_untouched) {
         status_bad("Tgid:\t5\nPid:\t\n");
         status_bad("Tgid:\t5\nPid:\t6\nVmRSS:\t  12 MB\n");
         status_bad("Tgid:\t5\nPid:\t6\nVmRSS:\t  kB\n");
+        status_bad("Tgid:\t5\nPid:\t6\nVmLck:\t  1 MB\n");
+        status_bad("Tgid:\t5\nPid:\t6\nThreads:\t0\n");
+        status_bad("Tgid:\t5\nPid:\t6\nThreads:\t1\nThreads:\t1\n");
         status_bad("Tgid:\t5\nPid:\t6\nUid:\t0\n");
         status_bad("Tgid:\t5\nPid:\t6\nUid:\tx\t0\t0\t0\n");
         status_bad("Tgid:\t5\nPid:\t6\nUid:\t4294967295\t0\t0\t0\n");
+        status_bad("Tgid:\t5\nPid:\t6\nUid:\t0\t0\t0\t0\t0\n");
+        status_bad("Tgid:\t5\nPid:\t6\nGid:\t0\n");
+        status_bad("Tgid:\t5\nPid:\t6\nGid:\t0\t-1\n");
+        status_bad("Tgid:\t5\nPid:\t6\nGid:\t0\t0\nGid:\t0\t0\n");
         status_bad("Tgid:\t5\nPid:\t6\nState:\t\n");
         status_bad("Tgid:\t5\nPid:\t6\nCpus_allowed_list:\t0-3,\n");
         status_bad("Tgid:\t5\nPid:\t6\nCpus_allowed_list:\t8192\n");

@@ -12,10 +12,12 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "cleanup.h"
 #include "config.h"
 #include "control.h"
 #include "json-parse.h"
 #include "manager-internal.h"
+#include "move-check.h"
 #include "report.h"
 #include "test.h"
 
@@ -63,6 +65,41 @@ static void fake_proc(int pid, const char *fixture, const char *cgroup_line) {
                 write_file(dir, "cgroup", cgroup_line);
 }
 
+/* The user the cases ask as: uid 1000 when the test runs as root (it can give files
+ * to anyone), else the runner itself (the fake /proc files are its own). */
+static uid_t user;
+
+/* Process pid of the fake /proc gets the ids uids and gids ("Uid:" and "Gid:" values)
+ * and its stat file belongs to owner (root: not dumpable). false when only root could
+ * do that. */
+static bool fake_ids(int pid, const char *uids, const char *gids, uid_t owner) {
+        char path[4096], *text = NULL, *u, *g;
+        size_t len = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/proc/%d/status", tmpdir, pid);
+        f = fopen(path, "r");
+        if (!f || getdelim(&text, &len, 0, f) < 0 || !(u = strstr(text, "Uid:")) || !(g = strstr(text, "Gid:")))
+                abort();
+        fclose(f);
+        *u = *g = 0;
+        f = fopen(path, "w");
+        fprintf(f, "%sUid:\t%s\nGid:\t%s\n%s", text, uids, gids, strchr(g + 1, '\n') + 1);
+        fclose(f);
+        free(text);
+        snprintf(path, sizeof(path), "%s/proc/%d/stat", tmpdir, pid);
+        return owner == geteuid() || chown(path, owner, owner) == 0;
+}
+
+/* All four ids, "U\tU\tU\tU". */
+static const char *ids4(uid_t u) {
+        static char b[4][64];
+        static unsigned k;
+        char *s = b[k++ % 4];
+        snprintf(s, 64, "%u\t%u\t%u\t%u", u, u, u, u);
+        return s;
+}
+
 static uint64_t mono_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -74,7 +111,7 @@ static struct cg_rec cg_a = { .path = "/a.slice", .mode = CG_MODE_BALANCE, .sour
                               .seen = true };
 /* A delegated cgroup with a hostile name: a quote, a backslash, a newline. */
 static struct cg_rec cg_b = { .path = "/user.slice/x\"y\\z\nw", .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
-                              .owner = 1000, .n_procs = 1, .seen = true };
+                              .owner = 1000, .n_procs = 1, .pages = { 7 }, .cost_ns = { 20 }, .seen = true };
 static struct cg_rec cg_old = { .path = "/gone.slice", .mode = CG_MODE_BALANCE, .source = CG_FROM_CONFIG,
                                 .pages = { 7 }, .cost_ns = { 10 }, .seen = false };
 static uint64_t nb1[2] = { 1000, 3000 }, nb2[2] = { 4096, 0 }, nb3[2] = { 0, 8192 };
@@ -88,10 +125,38 @@ static struct proc_rec p2 = { .pid = 200, .comm = "user-app", .uid = 1000, .cg =
 /* uid 1000's process in root's cgroup. */
 static struct proc_rec p3 = { .pid = 300, .comm = "user-in-root", .uid = 1000, .cg = &cg_a, .reason = _REASON_MAX,
                               .hot_node = -1, .target_node = -1, .node_bytes = nb3 };
+/* In uid 1000's cgroup, with its real uid: sudo (euid 0), and one that is not dumpable
+ * (root only, not made otherwise). */
+static struct proc_rec p4 = { .pid = 500, .comm = "sudo", .uid = 1000, .cg = &cg_b, .reason = _REASON_MAX,
+                              .hot_node = -1, .target_node = -1 };
+static struct proc_rec p5 = { .pid = 501, .comm = "agent", .uid = 1000, .cg = &cg_b, .reason = _REASON_MAX,
+                              .hot_node = -1, .target_node = -1 };
+
+/* The watched processes' /proc: all of the "normal" fixture (start time 1667), with the
+ * ids each has. */
+static void fake_watched(void) {
+        static struct proc_rec *all[] = { &p1, &p2, &p3, &p4, &p5 };
+        char sudo[64];
+        bool made;
+
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                fake_proc(all[i]->pid, "normal", "0::/a.slice\n");
+                all[i]->starttime = 1667;
+        }
+        p2.uid = p3.uid = p4.uid = p5.uid = cg_b.owner = user;
+        made = fake_ids(200, ids4(user), ids4(user), user) && fake_ids(300, ids4(user), ids4(user), user);
+        if (!made) {
+                fprintf(stderr, "cannot give the fake /proc files to uid %u\n", (unsigned) user);
+                abort();
+        }
+        snprintf(sudo, sizeof(sudo), "%u\t0\t0\t0", (unsigned) user);
+        (void) fake_ids(500, sudo, ids4(user), 0);
+        (void) fake_ids(501, ids4(user), ids4(user), 0);
+}
 
 static void build(struct manager *m) {
         static struct cg_rec *cgs[] = { &cg_a, &cg_b, &cg_old };
-        static struct proc_rec *procs[] = { &p1, &p2, &p3 };
+        static struct proc_rec *procs[] = { &p1, &p2, &p3, &p4, &p5 };
         char path[4096];
         int r;
 
@@ -124,6 +189,8 @@ static void build(struct manager *m) {
         p1.n_hist = p1.cap_hist = 1;
         p1.next_scan_ms = mono_ms() + 400;
         p1.last_scan_ms = mono_ms() - 100;
+        p1.move_stop = &move_stop_policy;
+        p1.move_stop_ms = mono_ms() - 50;
         nodemask_parse("0-1", &p1.mems_allowed);
 }
 
@@ -165,12 +232,13 @@ TEST(status_counts) {
         CHECK_INT(jv_u64(jv_get(d, "ticks"), 0), 42);
         CHECK_INT(jv_u64(jv_get(d, "last_tick_ns"), 0), 1234567);
         CHECK_INT(jv_u64(jv_get(d, "cgroups_watched"), 0), 2);
-        CHECK_INT(jv_u64(jv_get(d, "processes_watched"), 0), 3);
+        CHECK_INT(jv_u64(jv_get(d, "processes_watched"), 0), 5);
+        CHECK_STR(jv_str(jv_get(d, "scope"), NULL), "all");
         CHECK_INT(jv_u64(jv_get(jv_get(d, "pages"), "moved"), 0), 100);
         CHECK(jv_u64(jv_get(d, "uptime_ms"), 0) >= 5000);
         /* The sum over cgroups, the inactive one included. */
-        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "read"), 0), 1500000010);
-        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "total"), 0), 1500005010);
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "read"), 0), 1500000030);
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "total"), 0), 1500005030);
         jv_free(d);
 }
 
@@ -203,7 +271,7 @@ TEST(list_as_root) {
         const struct jv *cgs = jv_get(d, "cgroups"), *procs = jv_get(d, "processes"), *c, *p;
 
         CHECK(cgs && cgs->n == 3);
-        CHECK(procs && procs->n == 3);
+        CHECK(procs && procs->n == 5);
         c = cgs ? &cgs->items[0] : NULL;
         CHECK_STR(jv_str(jv_get(c, "path"), NULL), "/a.slice");
         CHECK_STR(jv_str(jv_get(c, "mode"), NULL), "balance");
@@ -230,17 +298,40 @@ TEST(list_as_root) {
 }
 
 /* uid 1000: its own cgroup (b) only; its processes p2 (in b) and p3 (its uid, in
- * root's cgroup); never root's p1 nor root's cgroups. */
+ * root's cgroup); never root's p1 nor root's cgroups, nor the processes in its cgroup
+ * that it may not ptrace: sudo (its real uid, euid 0) and, as root can make it, one
+ * that is not dumpable. */
 TEST(list_as_a_user) {
-        struct jv *d = doc(report_list, &mgr, 1000);
+        struct jv *d = doc(report_list, &mgr, user);
         const struct jv *cgs, *procs;
 
         cgs = jv_get(d, "cgroups");
         procs = jv_get(d, "processes");
         CHECK(cgs && cgs->n == 1);
         CHECK_STR(jv_str(jv_get(&cgs->items[0], "path"), NULL), "/user.slice/x\"y\\z\nw");
-        CHECK(procs && procs->n == 2);
-        CHECK(!has_pid(procs, 100) && has_pid(procs, 200) && has_pid(procs, 300));
+        CHECK(procs && procs->n == (geteuid() == 0 ? 2 : 3));
+        CHECK(!has_pid(procs, 100) && has_pid(procs, 200) && has_pid(procs, 300) && !has_pid(procs, 500));
+        if (geteuid() == 0)
+                CHECK(!has_pid(procs, 501));
+        jv_free(d);
+}
+
+/* A user's status counts what it may see: its one cgroup and two processes, its
+ * cgroup's pages and CPU time; root's are the daemon's totals. */
+TEST(status_as_a_user) {
+        struct jv *d = doc(report_status, &mgr, user);
+
+        CHECK_STR(jv_str(jv_get(d, "scope"), NULL), "own");
+        CHECK_INT(jv_u64(jv_get(d, "cgroups_watched"), 99), 1);
+        CHECK_INT(jv_u64(jv_get(d, "processes_watched"), 99), geteuid() == 0 ? 2 : 3);
+        CHECK_INT(jv_u64(jv_get(jv_get(d, "pages"), "moved"), 99), 7);
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "read"), 99), 20);
+        jv_free(d);
+        d = doc(report_status, &mgr, 2000);
+        CHECK_INT(jv_u64(jv_get(d, "cgroups_watched"), 99), 0);
+        CHECK_INT(jv_u64(jv_get(d, "processes_watched"), 99), 0);
+        CHECK_INT(jv_u64(jv_get(jv_get(d, "pages"), "moved"), 99), 0);
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "total"), 99), 0);
         jv_free(d);
 }
 
@@ -263,6 +354,10 @@ TEST(explain_a_process_being_moved) {
         CHECK_INT(jv_i64(jv_get(d, "target_node"), -1), 1);
         CHECK_STR(jv_str(jv_get(d, "reason"), NULL), "none");
         CHECK(strstr(jv_str(jv_get(d, "explanation"), ""), "moving its misplaced memory to node 1"));
+        /* The check before moving stopped its moves since the scan: why. */
+        CHECK(strstr(jv_str(jv_get(d, "explanation"), ""), "; stopped before moving it all: a memory policy"));
+        CHECK_STR(jv_str(jv_get(jv_get(d, "move_stopped"), "reason"), NULL), "policy-changed");
+        CHECK(jv_u64(jv_get(jv_get(d, "move_stopped"), "ago_ms"), 0) >= 50);
         sk = jv_get(d, "skipped_bytes");
         CHECK(sk && sk->n == 1 && jv_u64(jv_get(sk, "shared"), 0) == 8192);
         CHECK_INT(jv_u64(jv_get(jv_get(d, "cooldown"), "ranges"), 0), 1);
@@ -277,22 +372,54 @@ TEST(explain_why_not_moving) {
         CHECK_STR(jv_str(jv_get(d, "reason_text"), NULL), plan_reason_text(REASON_SHARED));
         CHECK_STR(jv_str(jv_get(d, "explanation"), NULL),
                   "not moving: the misplaced pages are shared with other processes (move_shared=no)");
+        CHECK(jv_is_null(jv_get(d, "move_stopped")) && jv_get(d, "move_stopped"));
         jv_free(d);
         d = explain(&mgr, 0, 300);
         CHECK_STR(jv_str(jv_get(d, "explanation"), NULL), "watched, not scanned yet");
         jv_free(d);
 }
 
-/* uid 1000 asks: root's process is not visible, and nothing about it told; its own is. */
-TEST(explain_visibility) {
-        struct jv *d = explain(&mgr, 1000, 100);
+/* The explain document, with its pid taken out: what two answers have in common. */
+static char *explain_text(uid_t uid, pid_t pid) {
+        char *buf = NULL, key[32], *at;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
 
-        CHECK(!jv_bool(jv_get(d, "visible"), true));
+        CHECK_INT(report_explain(&mgr, uid, pid, f), 0);
+        fclose(f);
+        snprintf(key, sizeof(key), "\"pid\":%d", (int) pid);
+        at = strstr(buf, key);
+        CHECK(at != NULL);
+        if (at)
+                memmove(at, at + strlen(key), strlen(at + strlen(key)) + 1);
+        return buf;
+}
+
+/* A user asks about a pid it may not see: root's watched process, root's process that
+ * is not watched, sudo with its real uid in its own cgroup, one that is not dumpable
+ * (root can make it): word for word the answer for a pid that does not exist. */
+TEST(explain_tells_a_user_nothing_about_what_it_may_not_see) {
+        static const pid_t hidden[] = { 100, 400, 500, 501 };
+        _cleanup_free_ char *none = explain_text(user, 999);
+        struct jv *d;
+
+        for (size_t i = 0; i < ELEMENTSOF(hidden); i++) {
+                _cleanup_free_ char *t = NULL;
+
+                if (hidden[i] == 501 && geteuid() != 0)
+                        continue;
+                t = explain_text(user, hidden[i]);
+                CHECK_MSG(strcmp(t, none) == 0, "pid %d: %s\nno such pid: %s", (int) hidden[i], t, none);
+        }
+        d = explain(&mgr, user, 999);
+        CHECK(!jv_bool(jv_get(d, "watched"), true) && !jv_bool(jv_get(d, "visible"), true));
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-visible");
-        CHECK(!jv_get(d, "comm") && !jv_get(d, "cgroup"));
+        CHECK(!jv_get(d, "comm") && !jv_get(d, "cgroup") && !jv_get(d, "uid"));
         jv_free(d);
-        d = explain(&mgr, 1000, 300);
+        /* Its own watched process, in root's cgroup: told. */
+        d = explain(&mgr, user, 300);
         CHECK(jv_bool(jv_get(d, "watched"), false));
+        CHECK_STR(jv_str(jv_get(d, "comm"), NULL), "user-in-root");
         jv_free(d);
 }
 
@@ -322,24 +449,30 @@ TEST(explain_why_not_watched) {
         jv_free(d);
 }
 
-/* A root process, asked by uid 1000: not visible, and nothing about it told. */
-TEST(explain_unwatched_root_process_hidden) {
-        struct jv *d = explain(&mgr, 1000, 400);
+/* A root process in a cgroup the user owns is still not the user's; the user's own
+ * unwatched process there is explained. */
+TEST(explain_unwatched_in_the_users_cgroup) {
+        struct jv *d = explain(&mgr, user, 405);
 
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-visible");
         CHECK(!jv_get(d, "cgroup") && !jv_get(d, "comm"));
         jv_free(d);
+        d = explain(&mgr, user, 406);
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-opted-in");
+        CHECK_STR(jv_str(jv_get(d, "cgroup"), NULL), "/mine");
+        jv_free(d);
 }
 
-/* ... unless it sits in a cgroup whose directory the asking uid owns: the fake cgroup
- * tree's directory is ours, so ask as our own uid (not root, who sees everything). */
-TEST(explain_unwatched_process_in_the_users_cgroup) {
+/* Root asks about a process that a user's opt-in does not cover (root's, in the
+ * user's opted-in cgroup): it says so. */
+TEST(explain_not_covered_by_a_users_opt_in) {
         struct jv *d;
 
-        if (getuid() == 0)
-                TEST_SKIP("run as root: the cgroup owner cannot be another user");
-        d = explain(&mgr, getuid(), 405);
-        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-opted-in");
+        cg_a.covers_uid = user;
+        d = explain(&mgr, 0, 401);
+        cg_a.covers_uid = 0;
+        CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-covered");
+        CHECK(strstr(jv_str(jv_get(d, "explanation"), ""), "covers only the processes uid"));
         jv_free(d);
 }
 
@@ -467,6 +600,7 @@ static int intro(void) {
         static const char *const dirs[] = { "proc", "proc/sys", "proc/sys/kernel", "cg", "cg/mine" };
         char path[4096];
 
+        user = geteuid() == 0 ? 1000 : geteuid();
         if (!mkdtemp(tmpdir)) {
                 perror("mkdtemp");
                 return 1;
@@ -481,6 +615,10 @@ static int intro(void) {
         fake_proc(403, "zombie", "0::/a.slice\n");
         fake_proc(404, "normal", "1:name=systemd:/\n");
         fake_proc(405, "normal", "0::/mine\n");
+        fake_proc(406, "normal", "0::/mine\n");
+        fake_watched();
+        if (!fake_ids(406, ids4(user), ids4(user), user))
+                return 1;
         build(&mgr);
         return 0;
 }

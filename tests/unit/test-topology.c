@@ -148,6 +148,34 @@ TEST(sparse_node_ids) {
         check_mask(&t->with_memory, "0");
 }
 
+/* 2n2c with hugetlb pools of 2 MiB pages, 2 on node 0 and 8 on node 1 (1 GiB pages:
+ * none), read by size; the trees without hugepages/ have no pools. */
+TEST(captured_2n2c_hugepages) {
+        _cleanup_(topology_freep) struct topology *t = load("2n2c-huge");
+        _cleanup_(topology_freep) struct topology *plain = load("2n2c");
+        const struct topo_hugepages *h;
+        unsigned slot = 99;
+
+        if (!t || !plain)
+                return;
+        CHECK_INT(t->nodes[0].n_huge, 2);
+        CHECK_INT(t->nodes[0].huge[0].size_kb, 2048);
+        CHECK_INT(t->nodes[0].huge[1].size_kb, 1048576);
+        CHECK_INT(t->n_huge_slots, 4);
+        h = topology_hugepages(t, 1, 2048, &slot);
+        CHECK(h && h->free == 8);
+        CHECK_INT(slot, 2);
+        h = topology_hugepages(t, 0, 2048, &slot);
+        CHECK(h && h->free == 2);
+        CHECK_INT(slot, 0);
+        h = topology_hugepages(t, 1, 1048576, NULL);
+        CHECK(h && h->free == 0);
+        CHECK(!topology_hugepages(t, 1, 4, NULL));
+        CHECK(!topology_hugepages(t, 5, 2048, NULL));
+        CHECK_INT(plain->n_huge_slots, 0);
+        CHECK(!topology_hugepages(plain, 1, 2048, NULL));
+}
+
 /* ---- broken trees: the sparse tree with one file replaced or removed ---- */
 
 struct file { const char *path, *content; };
@@ -280,7 +308,7 @@ TEST(no_node_directory) {
         CHECK_INT(topology_read("/nonexistent-sys-root", &t), -ENOENT);
 }
 
-/* Only MemFree is read again; a bad file changes nothing. */
+/* Only MemFree and free huge pages are read again; a bad file changes nothing. */
 TEST(refresh_free) {
         char root[] = "/tmp/test-topology-XXXXXX";
         struct topology *t = NULL;
@@ -304,11 +332,27 @@ TEST(refresh_free) {
                 CHECK_INT(t->nodes[0].mem_total_kb, 1030480);
                 CHECK_INT(topology_distance(t, 0, 2), 20);
 
+                /* Free huge pages are read again too. */
+                write_file(root, "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages", "3\n");
+                topology_free(t);
+                t = NULL;
+                CHECK_INT(topology_read(root, &t), 0);
+                CHECK_INT(t->nodes[0].n_huge, 1);
+                write_file(root, "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages", "1\n");
+                CHECK_INT(topology_refresh_free(t, root), 0);
+                CHECK_INT(t->nodes[0].huge[0].free, 1);
+
                 /* A bad file leaves every node's value as it was. */
                 write_file(root, "devices/system/node/node0/meminfo",
                            "Node 0 MemTotal:        2000000 kB\nNode 0 MemFree:          777 kB\n");
                 write_file(root, "devices/system/node/node2/meminfo", "garbage\n");
                 CHECK_INT(topology_refresh_free(t, root), -EINVAL);
+                CHECK_INT(t->nodes[0].mem_free_kb, 123456);
+                write_file(root, "devices/system/node/node2/meminfo",
+                           "Node 2 MemTotal:              0 kB\nNode 2 MemFree:               0 kB\n");
+                write_file(root, "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages", "x\n");
+                CHECK_INT(topology_refresh_free(t, root), -EINVAL);
+                CHECK_INT(t->nodes[0].huge[0].free, 1);
                 CHECK_INT(t->nodes[0].mem_free_kb, 123456);
                 topology_free(t);
         }

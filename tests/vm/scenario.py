@@ -173,9 +173,11 @@ class Env:
         return path
 
     # --- workloads -----------------------------------------------------------
-    def start_workload(self, cgroup, size_mb, touch, run, policy="default", threads=1, pages="system", env=None):
+    def start_workload(self, cgroup, size_mb, touch, run, policy="default", threads=1, pages="system", env=None,
+                       prefix=()):
         """tests/vm/workload in cgroup (None: where we are): size_mb first-touched on node
-        touch, its threads on node run. Returns (Popen, region start, region length)."""
+        touch, its threads on node run. prefix: a command it runs under (numactl ...).
+        Returns (Popen, region start, region length)."""
         ready = self.tmp_path(f"ready.{len(self.procs)}")
         procs_file = os.path.join(cgroup, "cgroup.procs") if cgroup else None
 
@@ -184,7 +186,7 @@ class Env:
                 with open(procs_file, "w") as f:
                     f.write(str(os.getpid()))
 
-        p = subprocess.Popen([self.workload, str(size_mb), str(touch), str(run), policy, str(threads), ready, pages],
+        p = subprocess.Popen([*prefix, self.workload, str(size_mb), str(touch), str(run), policy, str(threads), ready, pages],
                              preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env=dict(os.environ, **env) if env else None)
         self.procs.append(p)

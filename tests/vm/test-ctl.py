@@ -10,8 +10,9 @@ second one in a cgroup that did not opt in. Once the daemon has fixed the first:
     pages moved > 0 that agree with the metrics file (parsed strictly), and the
     daemon's CPU time on the cgroup > 0 in each stage (read, decide, migrate);
   - `explain` of the second process says its cgroup is not opted in;
-  - as uid 65534 (setpriv), `list` shows nothing of root's and `explain` of root's
-    process is refused as not visible;
+  - as uid 65534 (setpriv), `list` shows nothing of root's, `explain` of root's
+    process is refused as not visible, word for word as a pid that does not exist,
+    and `status` counts none of root's cgroups, processes or pages;
   - the tables print (exit 0).
 Uses tests/vm/scenario.py (Env: cgroups, workload, daemon; checks through tests/nbtest.py)."""
 import argparse
@@ -126,8 +127,16 @@ def run(env, res):
     ne = ctl_json(env, "explain", str(p.pid), user=True, rc=1)
     check(ne.get("visible") is False and ne.get("why") == "not-visible" and "cgroup" not in ne,
           f"uid 65534 explain of root's process: {ne}")
+    # ... and the same answer as for a pid that does not exist: nothing says it exists.
+    nn = ctl_json(env, "explain", "2147483647", user=True, rc=1)
+    ne.pop("pid")
+    nn.pop("pid")
+    check(ne == nn, f"uid 65534: explain of root's process {ne}, of no process {nn}")
     ns = ctl_json(env, "status", user=True)
     check(ns["requester_uid"] == 65534, "status as nobody")
+    # status counts for it only what it may see: none of root's.
+    check(ns["scope"] == "own" and ns["cgroups_watched"] == 0 and ns["processes_watched"] == 0 and
+          ns["pages"]["moved"] == 0 and ns["cpu_ns"]["by_stage"]["total"] == 0, f"status as nobody: {ns}")
 
     for cmd in (["status"], ["list"], ["explain", str(p.pid)]):
         r = ctl(env, *cmd)

@@ -6,18 +6,23 @@
  * memory is placed, and runs until killed.
  *
  *   workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE [PAGES]
- *   POLICY: default | bind:LIST | interleave:LIST | prefer:N
+ *   POLICY: default | bind:LIST | interleave:LIST | prefer:N: the memory's VMA policy
+ *           (mbind); thread-bind:LIST and the like: no VMA policy, the memory is mapped
+ *           and touched by a thread that gave itself that policy (set_mempolicy(2))
+ *           and then reads it on RUN with the others (the main thread keeps default)
  *   PAGES:  system (default: whatever the system's THP setting gives, which on Debian's
  *           kernel is "always"), 4k (MADV_NOHUGEPAGE), thp (MADV_HUGEPAGE)
  *
  * WORKLOAD_RESERVE_GIB=N in the environment also maps N GiB (MAP_NORESERVE) and touches
  * its first 4 MiB on TOUCH: a huge, mostly empty mapping like ASan's shadow or a heap
- * reservation. Its start goes to READY_FILE as a fourth field. */
+ * reservation. Its start goes to READY_FILE as a fourth field.
+ * WORKLOAD_MLOCK=1 locks the memory (mlock(2)) once it is placed. */
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +34,15 @@
 static char *mem;
 static size_t len;
 static int run_node;
+
+/* What place() needs, set by main. */
+static int touch_node, mode;
+static unsigned long mask;
+static const char *pages;
+static bool thread_policy;
+static int placed = -1;         /* place()'s result once it ran */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 
 static void *reader(void *arg) {
         volatile uint64_t sum = 0;
@@ -42,21 +56,27 @@ static void *reader(void *arg) {
         return NULL;
 }
 
-static int parse_policy(const char *s, int *mode, unsigned long *mask) {
-        const char *colon = strchr(s, ':');
-        *mask = 0;
+static int parse_policy(const char *s, int *ret_mode, unsigned long *ret_mask) {
+        const char *colon;
+
+        if (strncmp(s, "thread-", 7) == 0) {
+                thread_policy = true;
+                s += 7;
+        }
+        colon = strchr(s, ':');
+        *ret_mask = 0;
         if (strcmp(s, "default") == 0) {
-                *mode = MPOL_DEFAULT;
+                *ret_mode = MPOL_DEFAULT;
                 return 0;
         }
         if (!colon)
                 return -1;
         if (strncmp(s, "bind", 4) == 0)
-                *mode = MPOL_BIND;
+                *ret_mode = MPOL_BIND;
         else if (strncmp(s, "interleave", 10) == 0)
-                *mode = MPOL_INTERLEAVE;
+                *ret_mode = MPOL_INTERLEAVE;
         else if (strncmp(s, "prefer", 6) == 0)
-                *mode = MPOL_PREFERRED;
+                *ret_mode = MPOL_PREFERRED;
         else
                 return -1;
         /* Test-only input: a short list like "0-1" or "1,3" (trusted, from the test). */
@@ -72,7 +92,7 @@ static int parse_policy(const char *s, int *mode, unsigned long *mask) {
                                 return -1;
                 }
                 for (long x = a; x <= b; x++)
-                        *mask |= 1ul << x;
+                        *ret_mask |= 1ul << x;
                 p = *end == ',' ? end + 1 : end;
                 if (*end && *end != ',')
                         return -1;
@@ -80,15 +100,78 @@ static int parse_policy(const char *s, int *mode, unsigned long *mask) {
         return 0;
 }
 
+/* Maps len bytes, 2 MiB aligned, under the policy (a VMA policy, or with thread_policy
+ * the calling thread's own), and touches them on touch_node. 0 or 1 (said why). */
+static int place(void) {
+        char *raw;
+        size_t head;
+
+        if (thread_policy && mode != MPOL_DEFAULT && set_mempolicy(mode, &mask, 64) < 0) {
+                perror("set_mempolicy");
+                return 1;
+        }
+        /* 2 MiB aligned, as a large allocation from malloc would be, so that THP can
+         * back it when the system or PAGES says so. */
+        raw = mmap(NULL, len + (2u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (raw == MAP_FAILED) {
+                perror("mmap");
+                return 1;
+        }
+        /* Trim the slack so that the VMA starts where the test will look for it. */
+        mem = (char *) (((uintptr_t) raw + (2u << 20) - 1) & ~(uintptr_t) ((2u << 20) - 1));
+        head = (size_t) (mem - raw);
+        if (head)
+                munmap(raw, head);
+        munmap(mem + len, (2u << 20) - head);
+        if (strcmp(pages, "4k") == 0)
+                madvise(mem, len, MADV_NOHUGEPAGE);
+        else if (strcmp(pages, "thp") == 0)
+                madvise(mem, len, MADV_HUGEPAGE);
+        if (!thread_policy && mode != MPOL_DEFAULT && mbind(mem, len, mode, &mask, 64, 0) < 0) {
+                perror("mbind");
+                return 1;
+        }
+        pin_to_node(touch_node);
+        memset(mem, 1, len);
+        if (getenv("WORKLOAD_MLOCK") && mlock(mem, len) < 0) {
+                perror("mlock");
+                return 1;
+        }
+        return 0;
+}
+
+/* The thread that places the memory under its own policy, then reads it on RUN. */
+static void *placer(void *arg) {
+        int r = place();
+
+        pthread_mutex_lock(&lock);
+        placed = r;
+        pthread_cond_signal(&cond);
+        pthread_mutex_unlock(&lock);
+        if (r == 0)
+                reader(NULL);
+        return arg;
+}
+
+static int place_in_thread(void) {
+        pthread_t t;
+
+        if (pthread_create(&t, NULL, placer, NULL) != 0)
+                return 1;
+        pthread_mutex_lock(&lock);
+        while (placed < 0)
+                pthread_cond_wait(&cond, &lock);
+        pthread_mutex_unlock(&lock);
+        return placed;
+}
+
 int main(int argc, char **argv) {
-        int touch_node, threads, mode;
-        unsigned long mask;
+        int threads;
         pthread_t t;
         FILE *f;
         char tmp[4096], *reserve = NULL;
 
-        const char *pages = argc > 7 ? argv[7] : "system";
-
+        pages = argc > 7 ? argv[7] : "system";
         if (argc != 7 && argc != 8) {
                 fprintf(stderr, "usage: workload SIZE_MB TOUCH_NODE RUN_NODE POLICY THREADS READY_FILE [system|4k|thp]\n");
                 return 2;
@@ -101,38 +184,12 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "workload: bad arguments\n");
                 return 2;
         }
-
-        /* 2 MiB aligned, as a large allocation from malloc would be, so that THP can
-         * back it when the system or PAGES says so. */
-        mem = mmap(NULL, len + (2u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (mem == MAP_FAILED) {
-                perror("mmap");
-                return 1;
-        }
-        {
-                /* Trim the slack so that the VMA starts where the test will look for it. */
-                char *raw = mem;
-                size_t head;
-                mem = (char *) (((uintptr_t) raw + (2u << 20) - 1) & ~(uintptr_t) ((2u << 20) - 1));
-                head = (size_t) (mem - raw);
-                if (head)
-                        munmap(raw, head);
-                munmap(mem + len, (2u << 20) - head);
-        }
-        if (strcmp(pages, "4k") == 0)
-                madvise(mem, len, MADV_NOHUGEPAGE);
-        else if (strcmp(pages, "thp") == 0)
-                madvise(mem, len, MADV_HUGEPAGE);
-        else if (strcmp(pages, "system") != 0) {
+        if (strcmp(pages, "4k") != 0 && strcmp(pages, "thp") != 0 && strcmp(pages, "system") != 0) {
                 fprintf(stderr, "workload: PAGES must be system, 4k or thp\n");
                 return 2;
         }
-        if (mode != MPOL_DEFAULT && mbind(mem, len, mode, &mask, 64, 0) < 0) {
-                perror("mbind");
+        if (thread_policy ? place_in_thread() : place())
                 return 1;
-        }
-        pin_to_node(touch_node);
-        memset(mem, 1, len);
         if (getenv("WORKLOAD_RESERVE_GIB")) {
                 size_t rlen = (size_t) atol(getenv("WORKLOAD_RESERVE_GIB")) << 30;
                 reserve = mmap(NULL, rlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
