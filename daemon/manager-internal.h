@@ -36,6 +36,8 @@
 #define HISTORY_MAX 256
 /* malloc_trim(0) once every this many ticks. */
 #define TRIM_EVERY_TICKS 16
+/* A tick runs the jobs planned so far once it has read for this long (run_jobs_early). */
+#define JOBS_EARLY_NS (100 * UINT64_C(1000000))
 /* How often a long tick serves the control socket (serve_meanwhile). */
 #define SERVE_EVERY_NS (100 * UINT64_C(1000000))
 /* Descriptors a process's pidfd may not take: the cgroup walk (one per level, 64),
@@ -156,6 +158,7 @@ struct manager {
         void *after_tick_userdata;
         void (*while_moving)(void *userdata);  /* serves the control socket mid-run and mid-tick */
         uint64_t last_served_ns;
+        uint64_t jobs_ran_ns;      /* this tick's start, or its last early jobs (run_jobs_early) */
         void *while_moving_userdata;
         volatile int cancel;
 

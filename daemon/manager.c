@@ -23,6 +23,7 @@
 #include "cg-records.h"
 #include "cgroup.h"
 #include "creds.h"
+#include "interleave.h"
 #include "jobs.h"
 #include "log.h"
 #include "manager.h"
@@ -300,6 +301,7 @@ static void update_pidfd(struct manager *m, struct proc_rec *p) {
 struct scan_list {
         struct scan *v;
         size_t n, cap;
+        bool moves;                /* some plan of these has moves */
 };
 
 /* Scans p (due) into the list; a process that cannot be read is tried again later
@@ -319,6 +321,7 @@ static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64
         scans->v[scans->n] = (struct scan) { .rec = p };
         r = scan_process(m, p, now, reserved, &scans->v[scans->n]);
         if (r > 0) {
+                scans->moves |= scans->v[scans->n].plan.n_moves || scans->v[scans->n].pages.n_moves;
                 scans->n++;
                 return;
         }
@@ -544,29 +547,64 @@ static void publish_cgroups(struct manager *m) {
         }
 }
 
-/* The selected cgroups and their processes: those of a fresh selection (their records
- * made or updated), or else those of the records as the last one left them. Returns
- * 0, or -errno when a cgroup.procs could not be read for lack of resources. */
-static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, bool fresh, uint64_t now,
-                        uint64_t *reserved, struct scan_list *scans) {
-        int r = 0;
+/* The jobs planned so far run as soon as the tick has spent JOBS_EARLY_NS reading
+ * since it began or since the last ones ran, rather than after every cgroup: behind a
+ * tenant's 10,000 cgroups, a process planned early waited 1.5 s for its moves in the
+ * TCG guest. The free-memory floor holds across runs (reserved is the tick's). */
+static void run_jobs_early(struct manager *m, struct scan_list *scans, uint64_t now) {
+        if (!scans->moves || now_ns(CLOCK_MONOTONIC) < m->jobs_ran_ns + JOBS_EARLY_NS)
+                return;
+        (void) jobs_run(m, scans->v, scans->n, now);
+        for (size_t i = 0; i < scans->n; i++)
+                scan_done(&scans->v[i]);
+        scans->n = 0;
+        scans->moves = false;
+        m->jobs_ran_ns = now_ns(CLOCK_MONOTONIC);
+}
 
-        if (!fresh) {
-                for (size_t i = 0; r >= 0 && i < m->n_cgs; i++) {
-                        serve_meanwhile(m);
-                        mark_seen(m, m->cgs[i]);
-                        r = tick_cgroup(m, m->cgs[i], now, reserved, scans);
-                }
-                return r;
-        }
-        for (size_t e = 0; r >= 0 && e < sel->n_entries; e++) {
-                struct cg_rec *cg = cg_records_get(m, &sel->entries[e]);
+/* The cgroups of this tick: those of a fresh selection (their records made or
+ * updated), or else the records as the last one left them; each marked seen. In
+ * *ret, ordered so that their owners take turns (lib/interleave.h). */
+static int tick_list(struct manager *m, const struct cgroup_selection *sel, bool fresh, struct cg_rec ***ret,
+                     size_t *ret_n) {
+        size_t n_max = fresh ? sel->n_entries : m->n_cgs, n = 0;
+        _cleanup_free_ struct cg_rec **list = calloc(n_max ? n_max : 1, sizeof(*list));
+        _cleanup_free_ struct cg_rec **ordered = calloc(n_max ? n_max : 1, sizeof(*ordered));
+        _cleanup_free_ size_t *order = calloc(n_max ? n_max : 1, sizeof(*order));
+        _cleanup_free_ uid_t *owners = calloc(n_max ? n_max : 1, sizeof(*owners));
 
-                serve_meanwhile(m);
+        if (!list || !ordered || !order || !owners)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_max; i++) {
+                struct cg_rec *cg = fresh ? cg_records_get(m, &sel->entries[i]) : m->cgs[i];
                 if (!cg)
                         continue;
                 mark_seen(m, cg);
-                r = tick_cgroup(m, cg, now, reserved, scans);
+                owners[n] = cg->owner;
+                list[n++] = cg;
+        }
+        (void) interleave_by_owner(owners, n, order);
+        for (size_t i = 0; i < n; i++)
+                ordered[i] = list[order[i]];
+        *ret = TAKE_PTR(ordered);
+        *ret_n = n;
+        return 0;
+}
+
+/* The selected cgroups and their processes, owners taking turns, the jobs planned
+ * run early (run_jobs_early). Returns 0, or -errno when a cgroup.procs could not be
+ * read, or the list made, for lack of resources. */
+static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, bool fresh, uint64_t now,
+                        uint64_t *reserved, struct scan_list *scans) {
+        _cleanup_free_ struct cg_rec **list = NULL;
+        size_t n = 0;
+        int r;
+
+        r = tick_list(m, sel, fresh, &list, &n);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                serve_meanwhile(m);
+                r = tick_cgroup(m, list[i], now, reserved, scans);
+                run_jobs_early(m, scans, now);
         }
         return r;
 }
@@ -626,6 +664,7 @@ int manager_tick(struct manager *m) {
         if (!reserved)
                 return log_error_errno(-ENOMEM, "Out of memory");
         mark_exited(m);
+        m->jobs_ran_ns = t_start;
         r = select_cgroups(m, &sel, &fresh);
         if (r >= 0)
                 r = tick_cgroups(m, &sel, fresh, now, reserved, &scans);
