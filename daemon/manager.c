@@ -506,7 +506,9 @@ static int select_cgroups(struct manager *m, struct cgroup_selection *sel, bool 
         int r;
 
         *fresh = true;
-        if (m->walker)
+        /* Until the walker's first walk is done (the first tick, at start), the tick
+         * walks itself: nothing waits a tick longer than before to be selected. */
+        if (m->walker && (walker_walks(m->walker) > 0 || m->n_cgs > 0))
                 *fresh = walker_take(m->walker, sel) > 0;
         else {
                 r = cgroup_select(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, sel);
