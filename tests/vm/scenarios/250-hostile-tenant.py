@@ -134,7 +134,15 @@ def start_daemon(env):
 
 
 def status(env):
-    return json.loads(sh(env.ctl, "status", "--json").stdout)
+    """root's status; while the daemon starts (no socket yet), asked again for 60 s."""
+    deadline = time.time() + 60
+    while True:
+        r = sh(env.ctl, "status", "--json", check_rc=False)
+        if r.returncode == 0:
+            return json.loads(r.stdout)
+        if time.time() >= deadline or env.daemon.poll() is not None:
+            fail(f"numabalancectl status: {r.stderr.strip()}")
+        time.sleep(0.2)
 
 
 def wait_ticks(env, n):
