@@ -10,6 +10,7 @@
 #include <time.h>
 #include "cgroup.h"
 #include "config.h"
+#include "interleave.h"
 #include "log.h"
 #include "manager.h"
 #include "migrate.h"
@@ -36,6 +37,8 @@
 #define HISTORY_MAX 256
 /* malloc_trim(0) once every this many ticks. */
 #define TRIM_EVERY_TICKS 16
+/* A tick reads each owner's cgroups for this long at most (tick_cgroups). */
+#define OWNER_TURN_NS (200 * UINT64_C(1000000))
 /* A tick runs the jobs planned so far once it has read for this long (run_jobs_early). */
 #define JOBS_EARLY_NS (100 * UINT64_C(1000000))
 /* How often a long tick serves the control socket (serve_meanwhile). */
@@ -70,6 +73,7 @@ struct cg_rec {
         uint64_t pages[_MIG_CLASS_MAX];
         uint64_t cost_ns[_STAGE_MAX];
         bool seen;                 /* selected at the last tick */
+        uint64_t kept_tick;        /* a tick that did not read it (its owner's turn was over) */
         uint64_t seen_tick;        /* the tick that selected it last; during a tick: */
         unsigned tick_procs;       /* its processes so far (n_procs at the end) */
 };
@@ -134,6 +138,8 @@ struct manager {
         size_t n_pidfds;           /* held by the records (update_pidfd) */
         uint64_t fd_limit;         /* RLIMIT_NOFILE's soft limit at start */
         struct walker *walker;     /* the cgroup walk's thread; NULL: walked in the tick (tests, --once) */
+        struct owner_cursor *cursors;  /* where each owner's turn starts at the next tick */
+        size_t n_cursors;
         struct cg_rec **cgs;       /* selected in the last tick (cg-records.h) */
         size_t n_cgs, cap_cgs;
         struct cg_rec **cg_buckets;

@@ -564,50 +564,102 @@ static void run_jobs_early(struct manager *m, struct scan_list *scans, uint64_t 
         m->jobs_ran_ns = now_ns(CLOCK_MONOTONIC);
 }
 
-/* The cgroups of this tick: those of a fresh selection (their records made or
- * updated), or else the records as the last one left them; each marked seen. In
- * *ret, ordered so that their owners take turns (lib/interleave.h). */
+/* The cgroups of this tick, in path order: those of a fresh selection (their records
+ * made or updated), or else the records as the last one left them; each marked seen. */
 static int tick_list(struct manager *m, const struct cgroup_selection *sel, bool fresh, struct cg_rec ***ret,
                      size_t *ret_n) {
         size_t n_max = fresh ? sel->n_entries : m->n_cgs, n = 0;
-        _cleanup_free_ struct cg_rec **list = calloc(n_max ? n_max : 1, sizeof(*list));
-        _cleanup_free_ struct cg_rec **ordered = calloc(n_max ? n_max : 1, sizeof(*ordered));
-        _cleanup_free_ size_t *order = calloc(n_max ? n_max : 1, sizeof(*order));
-        _cleanup_free_ uid_t *owners = calloc(n_max ? n_max : 1, sizeof(*owners));
+        struct cg_rec **list = calloc(n_max ? n_max : 1, sizeof(*list));
 
-        if (!list || !ordered || !order || !owners)
+        if (!list)
                 return -ENOMEM;
         for (size_t i = 0; i < n_max; i++) {
                 struct cg_rec *cg = fresh ? cg_records_get(m, &sel->entries[i]) : m->cgs[i];
                 if (!cg)
                         continue;
                 mark_seen(m, cg);
-                owners[n] = cg->owner;
                 list[n++] = cg;
         }
-        (void) interleave_by_owner(owners, n, order);
-        for (size_t i = 0; i < n; i++)
-                ordered[i] = list[order[i]];
-        *ret = TAKE_PTR(ordered);
+        *ret = list;
         *ret_n = n;
         return 0;
 }
 
-/* The selected cgroups and their processes, owners taking turns, the jobs planned
- * run early (run_jobs_early). Returns 0, or -errno when a cgroup.procs could not be
- * read, or the list made, for lack of resources. */
+/* A cgroup not read in this tick (its owner's turn was over): it and its processes
+ * stay as the last read left them. */
+static void keep_cgroup(struct manager *m, struct cg_rec *cg) {
+        cg->kept_tick = m->tick;
+        cg->tick_procs = cg->n_procs;
+}
+
+static void keep_their_processes(struct manager *m) {
+        for (size_t i = 0; i < m->n_procs; i++)
+                if (m->procs[i]->cg && m->procs[i]->cg->kept_tick == m->tick && m->procs[i]->seen_tick != m->tick)
+                        m->procs[i]->seen_tick = m->tick;
+}
+
+/* Where each owner's next turn starts: after what it read now (lib/interleave.h). */
+static void remember_cursors(struct manager *m, const struct turns *t, const size_t *read) {
+        struct owner_cursor *c = calloc(t->n_groups ? t->n_groups : 1, sizeof(*c));
+
+        if (!c)
+                return;
+        for (size_t g = 0; g < t->n_groups; g++) {
+                size_t next = 0;
+                for (size_t i = 0; i < m->n_cursors; i++)
+                        if (m->cursors[i].owner == t->group_owner[g])
+                                next = m->cursors[i].next;
+                c[g] = (struct owner_cursor) { t->group_owner[g], (next + read[g]) % t->group_size[g] };
+        }
+        free(m->cursors);
+        m->cursors = c;
+        m->n_cursors = t->n_groups;
+}
+
+/* The selected cgroups and their processes, their owners taking turns, each owner's
+ * read for OWNER_TURN_NS at most per tick (the rest kept for the next ticks, which
+ * start where this one ended), the jobs planned run early (run_jobs_early). Returns 0,
+ * or -errno when a cgroup.procs could not be read, or the turns made, for lack of
+ * resources. */
 static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, bool fresh, uint64_t now,
                         uint64_t *reserved, struct scan_list *scans) {
         _cleanup_free_ struct cg_rec **list = NULL;
+        _cleanup_free_ uint64_t *spent = NULL;
+        _cleanup_free_ size_t *read = NULL;
+        _cleanup_free_ uid_t *owners = NULL;
+        struct turns t = {};
         size_t n = 0;
         int r;
 
         r = tick_list(m, sel, fresh, &list, &n);
-        for (size_t i = 0; r >= 0 && i < n; i++) {
+        if (r < 0)
+                return r;
+        owners = calloc(n + 1, sizeof(*owners));
+        spent = calloc(n + 1, sizeof(*spent));
+        read = calloc(n + 1, sizeof(*read));
+        for (size_t i = 0; owners && i < n; i++)
+                owners[i] = list[i]->owner;
+        if (!owners || !spent || !read || interleave_by_owner(owners, n, m->cursors, m->n_cursors, &t) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < t.n; i++) {
+                struct cg_rec *cg = list[t.order[i]];
+                size_t g = t.group[i];
+                uint64_t t0;
+
+                if (spent[g] >= OWNER_TURN_NS) {
+                        keep_cgroup(m, cg);
+                        continue;
+                }
                 serve_meanwhile(m);
-                r = tick_cgroup(m, list[i], now, reserved, scans);
+                t0 = now_ns(CLOCK_MONOTONIC);
+                r = tick_cgroup(m, cg, now, reserved, scans);
+                spent[g] += now_ns(CLOCK_MONOTONIC) - t0;
+                read[g]++;
                 run_jobs_early(m, scans, now);
         }
+        keep_their_processes(m);
+        remember_cursors(m, &t, read);
+        turns_done(&t);
         return r;
 }
 
@@ -907,6 +959,7 @@ void manager_free(struct manager *m) {
         if (!m)
                 return;
         walker_free(m->walker);
+        free(m->cursors);
         sd_event_source_unref(m->timer);
         sd_event_source_unref(m->events);
         migrator_free(m->migrator);

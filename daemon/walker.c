@@ -88,14 +88,16 @@ static void publish(struct walker *w, int r, struct cgroup_selection *sel, const
         w->walks++;
 }
 
-/* Waits interval_ms, or less if told to stop or given a new configuration. Called and
- * returns with the lock held. */
-static void pause_between_walks(struct walker *w, uint64_t generation) {
+/* Waits interval_ms, and WALKER_DUTY times as long as the walk took if that is more,
+ * or less if told to stop or given a new configuration. Called and returns with the
+ * lock held. */
+static void pause_between_walks(struct walker *w, uint64_t generation, uint64_t walk_ms) {
+        uint64_t ms = w->cfg.interval_ms > WALKER_DUTY * walk_ms ? w->cfg.interval_ms : WALKER_DUTY * walk_ms;
         struct timespec until;
 
         clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (time_t) (w->cfg.interval_ms / 1000);
-        until.tv_nsec += (long) (w->cfg.interval_ms % 1000) * 1000000L;
+        until.tv_sec += (time_t) (ms / 1000);
+        until.tv_nsec += (long) (ms % 1000) * 1000000L;
         if (until.tv_nsec >= (long) NSEC_PER_SEC) {
                 until.tv_sec++;
                 until.tv_nsec -= (long) NSEC_PER_SEC;
@@ -118,13 +120,15 @@ static void *walker_main(void *arg) {
                 struct walk_config c;
                 int r = config_copy(&c, w->cfg.root, w->cfg.rules, w->cfg.n_rules, w->cfg.interval_ms, generation);
 
+                uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
                 pthread_mutex_unlock(&w->lock);
                 if (r >= 0)
                         r = cgroup_select(c.root, c.rules, c.n_rules, &sel);
                 config_release(&c);
                 pthread_mutex_lock(&w->lock);
                 publish(w, r, &sel, w->cfg.root, generation);
-                pause_between_walks(w, generation);
+                pause_between_walks(w, generation, (now_ns(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC);
         }
         pthread_mutex_unlock(&w->lock);
         return NULL;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The cgroup walk off the event loop. A thread walks the cgroup tree (cgroup_select)
- * again and again, interval_ms after the end of each walk, at nice WALKER_NICE so that
- * the tick and the migration workers on the same service CPUs come first, and keeps
- * the newest complete selection for the tick to take. A user can make the tree large
+ * again and again, interval_ms after the end of each walk (or WALKER_DUTY times as long
+ * as the walk took, if that is more: a walk of seconds takes a quarter of a service
+ * CPU at most), at nice WALKER_NICE so that the tick and the migration workers on the
+ * same service CPUs come first, and keeps the newest complete selection for the tick
+ * to take. A user can make the tree large
  * (20,000 cgroups of one delegated subtree took 2.5 s to walk in the 2n2c TCG guest):
  * on the event loop, that was 2.5 s of every tick before any process was read or any
  * control request served. The tick works from the last selection it took (its cgroup
@@ -19,6 +21,7 @@
 #include "config.h"
 
 #define WALKER_NICE 10
+#define WALKER_DUTY 3
 
 struct walker;
 
