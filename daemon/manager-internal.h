@@ -37,6 +37,8 @@
 #define HISTORY_MAX 256
 /* malloc_trim(0) once every this many ticks. */
 #define TRIM_EVERY_TICKS 16
+/* Until the walker's first walk is done, the timer looks this often (on_timer). */
+#define FIRST_WALK_POLL_MS 10
 /* A tick reads each owner's cgroups for this long at most (tick_cgroups). */
 #define OWNER_TURN_NS (200 * UINT64_C(1000000))
 /* A tick runs the jobs planned so far once it has read for this long (run_jobs_early). */

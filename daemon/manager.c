@@ -506,9 +506,7 @@ static int select_cgroups(struct manager *m, struct cgroup_selection *sel, bool 
         int r;
 
         *fresh = true;
-        /* Until the walker's first walk is done (the first tick, at start), the tick
-         * walks itself: nothing waits a tick longer than before to be selected. */
-        if (m->walker && (walker_walks(m->walker) > 0 || m->n_cgs > 0))
+        if (m->walker)
                 *fresh = walker_take(m->walker, sel) > 0;
         else {
                 r = cgroup_select(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, sel);
@@ -749,6 +747,14 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
         uint64_t next, now;
 
+        /* Nothing is selected before the walker's first walk: rather than a whole tick
+         * later, the first tick comes as soon as it is done (and the event loop is not
+         * held meanwhile, as a walk of its own would hold it). */
+        if (m->walker && walker_walks(m->walker) == 0) {
+                sd_event_source_set_time(s, (now_ms() + FIRST_WALK_POLL_MS) * 1000);
+                sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                return 0;
+        }
         (void) manager_tick(m);
         if (m->after_tick)
                 m->after_tick(m, m->after_tick_userdata);

@@ -9,7 +9,7 @@
  * on the event loop, that was 2.5 s of every tick before any process was read or any
  * control request served. The tick works from the last selection it took (its cgroup
  * records) until a newer one is ready, so what a walk finds reaches the tick one walk
- * later at most (until the first walk is done, the tick walks itself).
+ * later at most (the first tick waits for the first walk).
  *
  * A walk that fails for lack of descriptors or memory publishes nothing (the last
  * selection stays, like keep_all()); one that fails otherwise (the root is not there)
