@@ -151,6 +151,17 @@ static const char *nodes(const struct jv *arr, char *buf, size_t size) {
         return buf;
 }
 
+/* What the cgroups were charged, by stage; of the walk, the subtrees not opted in. */
+static void print_stages(const struct jv *by, uint64_t not_opted_in) {
+        static const char *const stages[] = { "walk", "bookkeeping", "read", "decide", "migrate", "report" };
+        char b[32], n[32];
+
+        printf("  %-18s", "On cgroups:");
+        for (size_t i = 0; i < ELEMENTSOF(stages); i++)
+                printf("%s %s %s", i ? "," : "", stages[i], dur_ns(jv_u64(jv_get(by, stages[i]), 0), b, sizeof(b)));
+        printf(" (walking cgroups not opted in: %s)\n", dur_ns(not_opted_in, n, sizeof(n)));
+}
+
 static void print_status(const struct jv *d) {
         char b1[64], b2[64], b3[64], b4[64];
         const struct jv *pages = jv_get(d, "pages"), *cpu = jv_get(d, "cpu_ns"), *by = jv_get(cpu, "by_stage");
@@ -191,11 +202,12 @@ static void print_status(const struct jv *d) {
                jv_u64(jv_get(pages, "moved"), 0), jv_u64(jv_get(pages, "busy"), 0), jv_u64(jv_get(pages, "gone"), 0),
                jv_u64(jv_get(pages, "refused"), 0), jv_u64(jv_get(pages, "already"), 0));
         printf("  Moved, last min:   %s\n", bytes(jv_u64(jv_get(d, "moved_bytes_last_minute"), 0), b1, sizeof(b1)));
-        printf("  Daemon CPU time:   %s in all; on cgroups: read %s, decide %s, migrate %s\n",
+        printf("  Daemon CPU time:   %s in all: %s on cgroups, %s at start, %s unattributed\n",
                dur_ns(jv_u64(jv_get(cpu, "process"), 0), b1, sizeof(b1)),
-               dur_ns(jv_u64(jv_get(by, "read"), 0), b2, sizeof(b2)),
-               dur_ns(jv_u64(jv_get(by, "decide"), 0), b3, sizeof(b3)),
-               dur_ns(jv_u64(jv_get(by, "migrate"), 0), b4, sizeof(b4)));
+               dur_ns(jv_u64(jv_get(by, "total"), 0), b2, sizeof(b2)),
+               dur_ns(jv_u64(jv_get(cpu, "startup"), 0), b3, sizeof(b3)),
+               dur_ns(jv_u64(jv_get(cpu, "unattributed"), 0), b4, sizeof(b4)));
+        print_stages(by, jv_u64(jv_get(cpu, "walk_not_opted_in"), 0));
 }
 
 static void print_list(const struct jv *d) {
@@ -205,19 +217,22 @@ static void print_list(const struct jv *d) {
         if (!cgs || cgs->n == 0)
                 printf("No cgroup is watched%s.\n", jv_u64(jv_get(d, "requester_uid"), 0) ? " that you own" : "");
         else {
-                printf("%-32s %-8s %-20s %5s %9s %-24s %8s %6s %6s %7s  %s\n", "CGROUP", "MODE", "SOURCE", "PROCS", "RSS",
-                       "NODES", "MOVED", "BUSY", "GONE", "REFUSED", "CPU READ/DECIDE/MIGRATE");
+                printf("%-32s %-8s %-20s %5s %9s %-24s %8s %6s %6s %7s %9s  %s\n", "CGROUP", "MODE", "SOURCE", "PROCS",
+                       "RSS", "NODES", "MOVED", "BUSY", "GONE", "REFUSED", "CPU", "READ/DECIDE/MIGRATE");
                 for (size_t i = 0; i < cgs->n; i++) {
                         const struct jv *c = &cgs->items[i], *pg = jv_get(c, "pages");
+                        char all[32];
                         printf("%-32s %-8s %-20s %5" PRIu64 " %9s %-24s %8" PRIu64 " %6" PRIu64 " %6" PRIu64 " %7" PRIu64
-                               "  %s%s\n",
+                               " %9s  %s%s\n",
                                safe(jv_str(jv_get(c, "path"), NULL), b1, sizeof(b1)),
                                safe(jv_str(jv_get(c, "mode"), NULL), b2, 16),
                                safe(jv_str(jv_get(c, "source"), NULL), b2 + 16, 32),
                                jv_u64(jv_get(c, "processes"), 0), bytes(jv_u64(jv_get(c, "total_bytes"), 0), b3, sizeof(b3)),
                                nodes(jv_get(c, "nodes"), b5, sizeof(b5)), jv_u64(jv_get(pg, "moved"), 0),
                                jv_u64(jv_get(pg, "busy"), 0), jv_u64(jv_get(pg, "gone"), 0),
-                               jv_u64(jv_get(pg, "refused"), 0), cost(jv_get(c, "cpu_ns"), b4, sizeof(b4)),
+                               jv_u64(jv_get(pg, "refused"), 0),
+                               dur_ns(jv_u64(jv_get(jv_get(c, "cpu_ns"), "total"), 0), all, sizeof(all)),
+                               cost(jv_get(c, "cpu_ns"), b4, sizeof(b4)),
                                jv_bool(jv_get(c, "active"), true) ? "" : "  (no longer opted in)");
                 }
         }

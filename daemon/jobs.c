@@ -238,7 +238,9 @@ static void account_jobs(struct manager *m, const struct scan *scans, size_t n_s
                 count_moved(m, j->pages[MIG_MOVED] * page_size());
                 if (j->stop)
                         note_stop(p, j);
-                else if (j->error)
+                /* -ECANCELED: the run's time budget (the next tick continues) or
+                 * SIGTERM, neither news about this process. */
+                else if (j->error && j->error != -ECANCELED)
                         log_info_errno(j->error, "cgroup=%s pid=%d: migration stopped: %m", j->cgroup, (int) j->pid);
                 if (j->pages[MIG_MOVED])
                         for (size_t k = 0; k < j->n_ranges; k++)

@@ -4,7 +4,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include "cleanup.h"
 #include "kernel-balancing.h"
 #include "log.h"
 #include "parse.h"
@@ -30,18 +34,102 @@ static int read_value(const char *path, uint64_t *ret) {
         return parse_u64(text, 0, UINT32_MAX, ret);
 }
 
-static int write_value(const char *path, uint64_t v) {
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+static int write_fd_value(int fd, uint64_t v) {
         char buf[24];
-        int n;
+        int n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", v);
 
-        if (fd < 0)
-                return -errno;
-        n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", v);
+        errno = 0;
         if (write(fd, buf, (size_t) n) != n)
                 return errno ? -errno : -EIO;
         return 0;
 }
+
+static int write_value(const char *path, uint64_t v) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        return write_fd_value(fd, v);
+}
+
+/* --- the saved value ---------------------------------------------------------- */
+
+/* Saves k->found to the state file: written whole to a temporary file in the same
+ * directory and renamed over it, so that a daemon killed at any instant leaves
+ * either the old file or the new one, never half of one. */
+static int save(const struct kernel_balancing *k) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (mkdir(k->state_dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        if (asprintf(&tmp, "%s.XXXXXX", k->state_path) < 0) {
+                tmp = NULL;
+                return -ENOMEM;
+        }
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = write_fd_value(fd, k->found);
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, k->state_path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(tmp);
+        return r;
+}
+
+/* The value is the operator's again (restored, or changed by someone): nothing to
+ * keep for a next start. */
+static void forget_saved(const struct kernel_balancing *k) {
+        if (unlink(k->state_path) < 0 && errno != ENOENT)
+                log_warning_errno(-errno, "Failed to remove %s, ignoring: %m", k->state_path);
+}
+
+/* A value saved by a daemon that did not reach its exit: with the sysctl still at 0,
+ * the saved value is the operator's and we hold the sysctl for them now. */
+static void recover(struct kernel_balancing *k) {
+        uint64_t saved;
+        int r;
+
+        r = read_value(k->state_path, &saved);
+        if (r == -ENOENT)
+                return;
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read the saved kernel.numa_balancing from %s, ignoring it: %m",
+                                  k->state_path);
+                forget_saved(k);
+                return;
+        }
+        if (k->found != 0 || saved == 0) {
+                if (k->found != saved)
+                        log_info("%s says kernel.numa_balancing=%" PRIu64 ", but it was set to %" PRIu64
+                                 " since: keeping %" PRIu64, k->state_path, saved, k->found, k->found);
+                forget_saved(k);
+                return;
+        }
+        k->found = saved;
+        k->changed = true;
+        log_notice("kernel.numa_balancing=0 was left by a numabalanced that did not exit cleanly; the value it "
+                   "found, %" PRIu64 " (saved in %s), is restored at exit", saved, k->state_path);
+}
+
+/* Puts the operator's value back; the saved copy goes once it is back. */
+static void restore(struct kernel_balancing *k) {
+        int r = write_value(k->path, k->found);
+
+        if (r < 0) {
+                log_warning_errno(r, "Failed to restore kernel.numa_balancing=%" PRIu64 ", ignoring: %m "
+                                  "(it stays saved in %s for the next start)", k->found, k->state_path);
+                return;
+        }
+        log_notice("Restored kernel.numa_balancing=%" PRIu64, k->found);
+        forget_saved(k);
+}
+
+/* --- the interface ------------------------------------------------------------ */
 
 int kernel_balancing_read(const char *proc_root, uint64_t *ret) {
         _cleanup_free_ char *path = NULL;
@@ -53,13 +141,49 @@ int kernel_balancing_read(const char *proc_root, uint64_t *ret) {
         return read_value(path, ret);
 }
 
-int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root) {
+/* One daemon at a time holds the sysctl: a second one (started by hand beside the
+ * service) must neither take the saved value for its own nor restore it at its exit.
+ * The lock is on the state directory and goes with the process, however it dies.
+ * Returns false when another process holds it; a directory that cannot be made or
+ * opened is no lock (saving will fail the same way: nothing is changed then). */
+static bool take_lock(struct kernel_balancing *k) {
+        int fd;
+
+        if (mkdir(k->state_dir, 0755) < 0 && errno != EEXIST)
+                return true;
+        fd = open(k->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return true;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno;
+                close(fd);
+                return e != EWOULDBLOCK;
+        }
+        k->lock_fd = fd;
+        return true;
+}
+
+/* The first directory of $RUNTIME_DIRECTORY (systemd lists one per RuntimeDirectory=
+ * entry, separated by colons), else the default. */
+static char *default_state_dir(void) {
+        const char *env = getenv("RUNTIME_DIRECTORY");
+
+        if (!env || env[0] != '/')
+                return strdup(KERNEL_BALANCING_STATE_DIR);
+        return strndup(env, strcspn(env, ":"));
+}
+
+int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root, const char *state_dir) {
         int r;
 
-        *k = (struct kernel_balancing) {};
+        *k = (struct kernel_balancing) { .lock_fd = -1 };
         r = make_path(proc_root, &k->path);
-        if (r < 0)
-                return log_error_errno(r, "Out of memory");
+        k->state_dir = state_dir ? strdup(state_dir) : default_state_dir();
+        if (r < 0 || !k->state_dir ||
+            asprintf(&k->state_path, "%s/%s", k->state_dir, KERNEL_BALANCING_STATE_FILE) < 0) {
+                k->state_path = NULL;
+                return log_error_errno(-ENOMEM, "Out of memory");
+        }
         r = read_value(k->path, &k->found);
         if (r == -ENOENT) {
                 log_info("%s does not exist: this kernel has no NUMA balancing of its own", k->path);
@@ -69,7 +193,13 @@ int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root) {
                 log_warning_errno(r, "Failed to read %s, ignoring: %m", k->path);
                 return 0;
         }
+        if (!take_lock(k)) {
+                log_warning("Another numabalanced holds kernel.numa_balancing (%s is locked): leaving it alone",
+                            k->state_dir);
+                return 0;
+        }
         k->present = true;
+        recover(k);
         return 0;
 }
 
@@ -82,10 +212,20 @@ static void disable(struct kernel_balancing *k, bool dry_run) {
                 log_notice("kernel.numa_balancing=%" PRIu64 ": dry run, not setting it to 0", k->found);
                 return;
         }
+        /* Saved first: from the write of 0 on, a daemon that dies must leave the
+         * value where the next start finds it. */
+        r = save(k);
+        if (r < 0) {
+                log_warning_errno(r, "kernel.numa_balancing=%" PRIu64 ": not setting it to 0, because saving it to "
+                                  "%s failed (%m): a daemon killed before its exit could not restore it. "
+                                  "The kernel's own balancing can move pages back.", k->found, k->state_path);
+                return;
+        }
         r = write_value(k->path, 0);
         if (r < 0) {
                 log_warning_errno(r, "kernel.numa_balancing=%" PRIu64 " and setting it to 0 failed, ignoring: %m. "
                                   "The kernel's own balancing can move pages back.", k->found);
+                forget_saved(k);
                 return;
         }
         k->changed = true;
@@ -94,15 +234,8 @@ static void disable(struct kernel_balancing *k, bool dry_run) {
 
 /* A reload from disable to leave gives back what disable changed. */
 static void leave(struct kernel_balancing *k) {
-        int r;
-
         if (k->changed) {
-                r = write_value(k->path, k->found);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to restore kernel.numa_balancing=%" PRIu64 ", ignoring: %m",
-                                          k->found);
-                else
-                        log_notice("Restored kernel.numa_balancing=%" PRIu64, k->found);
+                restore(k);
                 k->changed = false;
         }
         if (k->found != 0)
@@ -124,21 +257,20 @@ void kernel_balancing_apply(struct kernel_balancing *k, enum knb_action action, 
 
 void kernel_balancing_done(struct kernel_balancing *k) {
         uint64_t now;
-        int r;
 
         if (k->changed) {
                 k->changed = false;
-                if (read_value(k->path, &now) == 0 && now != 0)
+                if (read_value(k->path, &now) == 0 && now != 0) {
                         log_notice("kernel.numa_balancing was changed to %" PRIu64 " while we ran, leaving it", now);
-                else {
-                        r = write_value(k->path, k->found);
-                        if (r < 0)
-                                log_warning_errno(r, "Failed to restore kernel.numa_balancing=%" PRIu64 ": %m",
-                                                  k->found);
-                        else
-                                log_notice("Restored kernel.numa_balancing=%" PRIu64, k->found);
-                }
+                        forget_saved(k);
+                } else
+                        restore(k);
         }
+        if (k->lock_fd >= 0)
+                close(k->lock_fd);
+        k->lock_fd = -1;
         free(k->path);
-        k->path = NULL;
+        free(k->state_dir);
+        free(k->state_path);
+        k->path = k->state_dir = k->state_path = NULL;
 }

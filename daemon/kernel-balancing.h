@@ -5,35 +5,59 @@
  * reload and exit go through struct kernel_balancing, status through
  * kernel_balancing_read().
  *
- * With kernel_numa_balancing=disable the daemon sets it to 0 at start, remembering
- * the value it found, and puts that value back at exit, unless someone set it to
- * something else than 0 in the meantime. With leave it changes nothing and warns when
- * the kernel's balancing is on. Nothing is written in a dry run. */
+ * With kernel_numa_balancing=disable the daemon sets it to 0 at start and puts the
+ * operator's value back at exit, unless someone set it to something else than 0 in
+ * the meantime. With leave it changes nothing and warns when the kernel's balancing
+ * is on. Nothing is written in a dry run.
+ *
+ * The operator's value must survive a daemon that never reaches its exit (SIGKILL,
+ * the watchdog, a crash, a stop that times out): before writing 0 it is saved to a
+ * file in the state directory (/run/numabalanced, the unit's RuntimeDirectory=, kept
+ * by RuntimeDirectoryPreserve=yes), written to a temporary file and renamed over it.
+ * At start, a saved value with the sysctl still at 0 means the previous daemon did
+ * not restore it: that saved value is the operator's, not the 0 found. The file is
+ * removed once the value is restored (or when someone changed the sysctl since).
+ * /run is right for it because the sysctl itself starts afresh at each boot. The
+ * state directory is locked (flock) while a daemon holds the sysctl: a second daemon
+ * leaves the sysctl and the saved value alone. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include "config.h"
 
+/* Where the operator's value is kept while the daemon holds the sysctl at 0, when
+ * systemd does not say ($RUNTIME_DIRECTORY). */
+#define KERNEL_BALANCING_STATE_DIR "/run/numabalanced"
+/* Its name in that directory. */
+#define KERNEL_BALANCING_STATE_FILE "kernel.numa_balancing"
+
 /* kernel.numa_balancing as we found it, and whether we changed it. */
 struct kernel_balancing {
         char *path;                  /* <proc_root>/sys/kernel/numa_balancing */
-        bool present;                /* the kernel has it and we could read it */
-        uint64_t found;              /* the value at start */
-        bool changed;                /* we wrote 0 and must restore found */
+        char *state_dir;             /* where the saved value lives */
+        char *state_path;            /* <state_dir>/KERNEL_BALANCING_STATE_FILE */
+        int lock_fd;                 /* the state directory, locked: we are the one daemon that holds it */
+        bool present;                /* the kernel has it, we could read it, and no other daemon holds it */
+        uint64_t found;              /* the operator's value: at start, or saved by a daemon that died */
+        bool changed;                /* it is 0 because of us: found must be restored */
 };
 
 /* The value of kernel.numa_balancing under proc_root: 0, -ENOENT if this kernel has
  * none, or another -errno (-EINVAL: not a number). Nothing is logged. */
 int kernel_balancing_read(const char *proc_root, uint64_t *ret);
 
-/* Reads the value at start into k. A kernel without the sysctl (logged at info) or
- * an unreadable one (a warning) leaves k not present: the other calls then do
- * nothing. Returns 0, or -ENOMEM (logged). */
-int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root);
+/* Reads the value at start into k, and the value a previous daemon saved in
+ * state_dir (NULL: the first directory of $RUNTIME_DIRECTORY, which systemd sets
+ * from RuntimeDirectory=, else KERNEL_BALANCING_STATE_DIR): if the sysctl is still 0 that
+ * value is the operator's and is restored at exit (logged at notice). A kernel
+ * without the sysctl (logged at info) or an unreadable one (a warning) leaves k not
+ * present: the other calls then do nothing. Returns 0, or -ENOMEM (logged). */
+int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root, const char *state_dir);
 
 /* Brings the sysctl in line with the configured action, at start and at each reload:
- * disable sets 0 (logged at notice; a failure is a warning and is not fatal), leave
- * restores what disable changed and warns if the kernel's balancing is on. */
+ * disable saves the value and sets 0 (logged at notice; a failure is a warning and
+ * is not fatal; a value that cannot be saved is not changed), leave restores what
+ * disable changed and warns if the kernel's balancing is on. */
 void kernel_balancing_apply(struct kernel_balancing *k, enum knb_action action, bool dry_run);
 
 /* At exit: restores what we changed, unless it was set to a value other than 0 while

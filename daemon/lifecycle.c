@@ -11,6 +11,9 @@
 
 /* How often STATUS= is refreshed from manager_status(). */
 #define STATUS_INTERVAL_USEC (5 * UINT64_C(1000000))
+/* The least time between two WATCHDOG=1 from lifecycle_keepalive(): far below any
+ * useful WatchdogSec=, and a datagram to PID 1 per second at most. */
+#define KEEPALIVE_INTERVAL_USEC UINT64_C(1000000)
 
 static uint64_t monotonic_usec(void) {
         struct timespec ts;
@@ -100,9 +103,25 @@ int lifecycle_ready(struct lifecycle *l, struct manager *m) {
         r = sd_event_set_watchdog(l->event, true);
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
-        else if (r > 0)
-                log_debug("Watchdog enabled");
+        else if (r > 0) {
+                if (sd_watchdog_enabled(false, &l->watchdog_usec) <= 0)
+                        l->watchdog_usec = 0;
+                log_debug("Watchdog enabled: WATCHDOG=1 every %" PRIu64 " ms", l->watchdog_usec / 2000);
+        }
         return 0;
+}
+
+void lifecycle_keepalive(void *userdata) {
+        struct lifecycle *l = userdata;
+        uint64_t now;
+
+        if (!l->watchdog_usec)
+                return;
+        now = monotonic_usec();
+        if (l->keepalive_usec && now - l->keepalive_usec < KEEPALIVE_INTERVAL_USEC)
+                return;
+        l->keepalive_usec = now;
+        sd_notify(false, "WATCHDOG=1");
 }
 
 void lifecycle_failed(int error) {

@@ -2,7 +2,8 @@
 /* The daemon's life as systemd sees it (Type=notify-reload): SIGTERM and SIGINT stop
  * it, SIGHUP reloads it, and the sd_notify messages that go with them: READY=1,
  * RELOADING=1 ... READY=1, STOPPING=1, STATUS= (refreshed every 5 s from
- * manager_status()) and WATCHDOG=1 from the event loop when the unit sets WatchdogSec=.
+ * manager_status()) and WATCHDOG=1 when the unit sets WatchdogSec=: from the event
+ * loop, and from lifecycle_keepalive() while a tick's migration run holds the loop.
  *
  * The signals are blocked before any thread exists and seen only through the loop's
  * signalfd; the timer and signal sources are floating (owned by the loop, freed with
@@ -21,6 +22,8 @@ struct lifecycle {
         const char *config;          /* the file reloaded, named in a refusal's STATUS= */
         lifecycle_reload_fn reload;
         void *userdata;              /* passed to reload */
+        uint64_t watchdog_usec;      /* WatchdogSec= as systemd passed it, 0: none (set by lifecycle_ready()) */
+        uint64_t keepalive_usec;     /* CLOCK_MONOTONIC of the last WATCHDOG=1 from lifecycle_keepalive() */
 };
 
 /* Blocks SIGTERM, SIGINT and SIGHUP and handles them on l->event (filled in by the
@@ -32,6 +35,11 @@ int lifecycle_init(struct lifecycle *l);
  * watchdog (enabled after READY=1, because enabling sends the first ping at once).
  * Returns 0 or -errno (logged). */
 int lifecycle_ready(struct lifecycle *l, struct manager *m);
+
+/* WATCHDOG=1 from outside the event loop: the manager calls it (manager_set_keepalive)
+ * while a tick waits for its migration run, during which the loop cannot send its
+ * own. At most once a second; nothing before lifecycle_ready() or without WatchdogSec=. */
+void lifecycle_keepalive(void *userdata);
 
 /* Tells systemd why the daemon is exiting with a failure (ERRNO=). */
 void lifecycle_failed(int error);

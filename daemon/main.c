@@ -31,8 +31,8 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "manager.h"
+#include "metrics.h"
 #include "nodemask.h"
-#include "report.h"
 #include "service-cpus.h"
 
 struct args {
@@ -52,7 +52,7 @@ struct daemon {
         struct manager *manager;
         struct control *control;
         struct lifecycle life;
-        int metrics_error;           /* the last failure to write metrics_path, logged once */
+        struct metrics_state metrics; /* the metrics file's last outcome, logged when it changes */
         struct nb_config cfg;        /* running; service_cpus resolved to the pinned set */
         nb_cpumask service_configured;  /* service_cpus as written in the config */
         struct kernel_balancing knb;
@@ -148,7 +148,7 @@ static int reload(void *userdata) {
 static void after_tick(struct manager *m, void *userdata) {
         struct daemon *d = userdata;
 
-        report_update_metrics_file(m, d->cfg.metrics_path, &d->metrics_error);
+        metrics_update_file(m, d->cfg.metrics_path, d->cfg.metrics_group, &d->metrics);
 }
 
 /* --once: one tick and the metrics file, no loop. */
@@ -198,6 +198,7 @@ static int run(struct daemon *d) {
         }
         manager_set_after_tick(d->manager, after_tick, d);
         manager_set_while_moving(d->manager, control_pump, d->control);
+        manager_set_keepalive(d->manager, lifecycle_keepalive, &d->life);
         r = manager_start(d->manager);
         if (r < 0)
                 return r;
@@ -382,7 +383,7 @@ int main(int argc, char **argv) {
         }
         (void) caps_check(&d.cfg);
         raise_nofile();
-        r = kernel_balancing_init(&d.knb, a.proc_root);
+        r = kernel_balancing_init(&d.knb, a.proc_root, NULL);
         if (r >= 0) {
                 kernel_balancing_apply(&d.knb, d.cfg.kernel_numa_balancing, a.dry_run);
                 r = run(&d);
@@ -391,6 +392,7 @@ int main(int argc, char **argv) {
         control_free(d.control);
         manager_free(d.manager);
         kernel_balancing_done(&d.knb);
+        metrics_state_done(&d.metrics);
         sd_event_unref(d.event);
         config_done(&d.cfg);
         if (r < 0)

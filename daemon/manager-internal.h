@@ -30,6 +30,16 @@
 /* Each process moves at most this many batches' worth per tick, so that a tick (and
  * a SIGTERM waiting for it) stays bounded; the next tick continues. */
 #define BATCHES_PER_PROCESS_PER_TICK 4
+/* A tick's migration run ends after this long (the batches in flight finish, their
+ * counts exact) and the next tick continues: the bytes per process are bounded, not
+ * the processes (30 misplaced 1 GiB processes after a failover), nor the time (one at
+ * rate_limit_mb_s = 10 takes 100 s). Below half of the unit's WatchdogSec=30s, so the
+ * event loop's own pings come in time even without the ones sent during the run. */
+#define MIGRATE_RUN_BUDGET_MS 10000
+/* While a run lasts at most this long (its budget, then as long again for the batches
+ * in flight to finish), the watchdog is pinged from it; a run stuck past it (a
+ * move_pages(2) that never returns) stops the pings, and systemd sees a stuck daemon. */
+#define MIGRATE_RUN_KEEPALIVE_MS (2 * MIGRATE_RUN_BUDGET_MS)
 /* A migration job is split among the workers in parts of at least this many bytes:
  * below it, a second CPU saves less than it costs to set up. */
 #define SPLIT_MIN_BYTES (UINT64_C(64) << 20)
@@ -60,8 +70,16 @@ static inline uint64_t now_ns(clockid_t c) {
 /* Due times and the tick's clock: CLOCK_MONOTONIC, in ms. */
 static inline uint64_t now_ms(void) { return now_ns(CLOCK_MONOTONIC) / 1000000; }
 
-/* Where the daemon's CPU time goes, per cgroup and process. */
-enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, _STAGE_MAX };
+/* Where the daemon's CPU time goes, per cgroup and process (cost.h). */
+enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, STAGE_WALK, STAGE_BOOKKEEPING, STAGE_REPORT, _STAGE_MAX };
+
+/* A top-level cgroup (or the root) walked but not opted in: the walk's CPU time on
+ * its directories (cost.h). Kept while the walk finds it. */
+struct subtree_rec {
+        char *path;
+        uint64_t walk_ns;
+        uint64_t seen_tick;
+};
 
 struct cg_rec {
         char *path;
@@ -168,7 +186,20 @@ struct manager {
         uint64_t last_served_ns;
         uint64_t jobs_ran_ns;      /* this tick's start, or its last early jobs (run_jobs_early) */
         void *while_moving_userdata;
+        void (*keepalive)(void *userdata);     /* WATCHDOG=1 mid-run */
+        void *keepalive_userdata;
         volatile int cancel;
+
+        /* The daemon's CPU time (cost.h): what was charged, to cgroups and subtrees,
+         * by stage; of the walk, the part on subtrees not opted in. */
+        uint64_t cost_ns[_STAGE_MAX];
+        uint64_t subtree_walk_ns;
+        struct subtree_rec **subtrees;     /* sorted by path */
+        size_t n_subtrees;
+        uint64_t startup_cpu_ns;           /* the process's CPU time when the ticks began */
+        uint64_t unattributed_ns;          /* the rest, as of the last tick (never down) */
+        uint64_t pump_ns;                  /* serving the control socket during runs and long ticks:
+                                            * unattributed */
 
         /* Where the tick meets the kernel, replaced by tests/unit/test-manager.c (the
          * tick on stored inputs); NULL: the real thing. open_pidfd: pidfd_open(2), a

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "cg-records.h"
 #include "cgroup.h"
+#include "cost.h"
 #include "creds.h"
 #include "interleave.h"
 #include "jobs.h"
@@ -308,6 +309,7 @@ struct scan_list {
  * (gone: forgotten at the next tick). */
 static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
                      struct scan_list *scans) {
+        uint64_t before[_STAGE_MAX], t;
         int r;
 
         if (scans->n == scans->cap) {
@@ -319,7 +321,10 @@ static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64
                 scans->cap = nc;
         }
         scans->v[scans->n] = (struct scan) { .rec = p };
+        memcpy(before, p->cost_ns, sizeof(before));
+        t = cost_thread_ns();
         r = scan_process(m, p, now, reserved, &scans->v[scans->n]);
+        cost_scanned(m, p, before, cost_thread_ns() - t);
         if (r > 0) {
                 scans->moves |= scans->v[scans->n].plan.n_moves || scans->v[scans->n].pages.n_moves;
                 scans->n++;
@@ -435,12 +440,14 @@ static struct proc_rec *admit(struct manager *m, const struct cg_rec *cg, pid_t 
  * processes the state the replies read is whole: records sorted, every process's
  * cgroup record alive (records are freed at the end of the tick only). */
 static void serve_meanwhile(struct manager *m) {
-        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        uint64_t now = now_ns(CLOCK_MONOTONIC), t;
 
         if (!m->while_moving || now < m->last_served_ns + SERVE_EVERY_NS)
                 return;
         m->last_served_ns = now;
+        t = cost_thread_ns();
         m->while_moving(m->while_moving_userdata);
+        m->pump_ns += cost_thread_ns() - t;
 }
 
 /* The processes of one selected cgroup: each is marked seen in this tick, and
@@ -547,14 +554,32 @@ static void publish_cgroups(struct manager *m) {
         }
 }
 
+/* The tick's migration run: the workers' time is charged per job (jobs.c), and this
+ * thread's part (building and accounting the jobs; not serving the control socket
+ * meanwhile) in proportion to it. Adds what it charged to *charged. */
+static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t now, uint64_t *charged) {
+        uint64_t *before, t, pump = m->pump_ns, main_ns;
+        int r;
+
+        if (scans->n == 0)
+                return 0;       /* nothing planned: no run (and no copy of every cgroup's cost) */
+        before = cost_migrate_before(m);
+        t = cost_thread_ns();
+        r = jobs_run(m, scans->v, scans->n, now);
+        main_ns = cost_thread_ns() - t - (m->pump_ns - pump);
+        *charged += main_ns - cost_migrate_after(m, before, main_ns);
+        return r;
+}
+
 /* The jobs planned so far run as soon as the tick has spent JOBS_EARLY_NS reading
  * since it began or since the last ones ran, rather than after every cgroup: behind a
  * tenant's 10,000 cgroups, a process planned early waited 1.5 s for its moves in the
- * TCG guest. The free-memory floor holds across runs (reserved is the tick's). */
-static void run_jobs_early(struct manager *m, struct scan_list *scans, uint64_t now) {
+ * TCG guest. The free-memory floor holds across runs (reserved is the tick's). Adds
+ * the CPU time it charged to *charged (run_jobs). */
+static void run_jobs_early(struct manager *m, struct scan_list *scans, uint64_t now, uint64_t *charged) {
         if (!scans->moves || now_ns(CLOCK_MONOTONIC) < m->jobs_ran_ns + JOBS_EARLY_NS)
                 return;
-        (void) jobs_run(m, scans->v, scans->n, now);
+        (void) run_jobs(m, scans, now, charged);
         for (size_t i = 0; i < scans->n; i++)
                 scan_done(&scans->v[i]);
         scans->n = 0;
@@ -614,13 +639,30 @@ static void remember_cursors(struct manager *m, const struct turns *t, const siz
         m->n_cursors = t->n_groups;
 }
 
+/* tick_cgroup(), its CPU time charged to cg: the scans charge read and decide
+ * themselves, the rest (cgroup.procs, admitting its processes) is bookkeeping; the
+ * control requests served meanwhile are nobody's. Adds what it charged to *charged. */
+static int read_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
+                       struct scan_list *scans, uint64_t *charged) {
+        uint64_t t = cost_thread_ns(), pump = m->pump_ns, scanned, spent;
+        int r;
+
+        scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE];
+        r = tick_cgroup(m, cg, now, reserved, scans);
+        spent = cost_thread_ns() - t - (m->pump_ns - pump);
+        scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE] - scanned;
+        cost_charge(m, cg, STAGE_BOOKKEEPING, spent > scanned ? spent - scanned : 0);
+        *charged += spent > scanned ? spent : scanned;
+        return r;
+}
+
 /* The selected cgroups and their processes, their owners taking turns, each owner's
  * read for OWNER_TURN_NS at most per tick (the rest kept for the next ticks, which
- * start where this one ended), the jobs planned run early (run_jobs_early). Returns 0,
- * or -errno when a cgroup.procs could not be read, or the turns made, for lack of
- * resources. */
+ * start where this one ended), the jobs planned run early (run_jobs_early). Adds the
+ * CPU time it charged to *charged. Returns 0, or -errno when a cgroup.procs could not
+ * be read, or the turns made, for lack of resources. */
 static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, bool fresh, uint64_t now,
-                        uint64_t *reserved, struct scan_list *scans) {
+                        uint64_t *reserved, struct scan_list *scans, uint64_t *charged) {
         _cleanup_free_ struct cg_rec **list = NULL;
         _cleanup_free_ uint64_t *spent = NULL;
         _cleanup_free_ size_t *read = NULL;
@@ -650,10 +692,10 @@ static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, b
                 }
                 serve_meanwhile(m);
                 t0 = now_ns(CLOCK_MONOTONIC);
-                r = tick_cgroup(m, cg, now, reserved, scans);
+                r = read_cgroup(m, cg, now, reserved, scans, charged);
                 spent[g] += now_ns(CLOCK_MONOTONIC) - t0;
                 read[g]++;
-                run_jobs_early(m, scans, now);
+                run_jobs_early(m, scans, now, charged);
         }
         keep_their_processes(m);
         remember_cursors(m, &t, read);
@@ -698,11 +740,42 @@ static void tick_prepare(struct manager *m) {
                 log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
 }
 
+/* The walk's CPU time, which a fresh selection carries (lib/cgroup.h): each opted-in
+ * cgroup's to its record, the rest to the subtrees (cost_walk_others). Returns the
+ * part of it that was this thread's: all when the tick walked, none when the walker
+ * did (measured on the walker's own clock, it is not part of the tick's time). */
+static uint64_t charge_walk(struct manager *m, const struct cgroup_selection *sel) {
+        uint64_t ns = 0;
+
+        for (size_t i = 0; i < sel->n_entries; i++) {
+                struct cg_rec *cg = cg_records_find(m, sel->entries[i].path);
+
+                if (!cg)
+                        continue;       /* no record (out of memory): unattributed */
+                cost_charge(m, cg, STAGE_WALK, sel->entries[i].walk_ns);
+                ns += sel->entries[i].walk_ns;
+        }
+        ns += cost_walk_others(m, sel);
+        return m->walker ? 0 : ns;
+}
+
+/* What the tick spent that no cgroup was charged for yet (the poll over every pidfd,
+ * page samples, forgetting, the walk outside directories, the heap trim): per-process
+ * work, shared among the cgroups in proportion to their processes. Control requests
+ * served during the run are not theirs. */
+static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, uint64_t charged) {
+        uint64_t spent = cost_thread_ns() - start, served = m->pump_ns - pump;
+
+        if (spent > charged + served)
+                (void) cost_share_by_procs(m, STAGE_BOOKKEEPING, spent - charged - served);
+}
+
 int manager_tick(struct manager *m) {
         struct cgroup_selection sel = {};
         struct scan_list scans = {};
         _cleanup_free_ uint64_t *reserved = NULL;
-        uint64_t now = now_ms(), t_start = now_ns(CLOCK_MONOTONIC);
+        uint64_t now = now_ms(), t_start = now_ns(CLOCK_MONOTONIC), cpu_start = cost_thread_ns(), pump = m->pump_ns;
+        uint64_t charged = 0;
         bool fresh;
         int r;
 
@@ -719,14 +792,16 @@ int manager_tick(struct manager *m) {
         m->jobs_ran_ns = t_start;
         r = select_cgroups(m, &sel, &fresh);
         if (r >= 0)
-                r = tick_cgroups(m, &sel, fresh, now, reserved, &scans);
+                r = tick_cgroups(m, &sel, fresh, now, reserved, &scans, &charged);
+        if (fresh)
+                charged += charge_walk(m, &sel);
         cgroup_selection_done(&sel);
         if (r < 0)
                 keep_all(m, r);
         else
                 m->resources_short_logged = false;
 
-        r = jobs_run(m, scans.v, scans.n, now);
+        r = run_jobs(m, &scans, now, &charged);
         for (size_t i = 0; i < scans.n; i++)
                 scan_done(&scans.v[i]);
         free(scans.v);
@@ -739,6 +814,7 @@ int manager_tick(struct manager *m) {
          * most of it free). */
         if (m->tick % TRIM_EVERY_TICKS == 0)
                 (void) malloc_trim(0);
+        tick_charge_rest(m, cpu_start, pump, charged);
         m->last_tick_ns = now_ns(CLOCK_MONOTONIC) - t_start;
         return r;
 }
@@ -756,8 +832,13 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         }
         (void) manager_tick(m);
-        if (m->after_tick)
+        if (m->after_tick) {
+                /* The metrics file: each cgroup in it pays its share. */
+                uint64_t t = cost_thread_ns();
                 m->after_tick(m, m->after_tick_userdata);
+                (void) cost_share_even(m, STAGE_REPORT, cost_thread_ns() - t);
+        }
+        cost_update_unattributed(m);
         /* The next tick, or earlier if a node-change event asked for a scan sooner. */
         now = now_ms();
         next = now + m->cfg.tick_ms;
@@ -796,8 +877,11 @@ static void on_node_change(void *userdata, pid_t pid, int node) {
         log_debug("cgroup=%s pid=%d: a thread now runs on node %d, deciding again in %" PRIu64 " ms", p->cg->path,
                   (int) pid, node, m->cfg.react_ms);
         scratch = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*scratch));
-        if (scratch && p->pl.primed)
+        if (scratch && p->pl.primed) {
+                uint64_t t = cost_thread_ns();
                 (void) m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, scratch);
+                cost_charge_proc(m, p, STAGE_READ, cost_thread_ns() - t);
+        }
         p->interval_ms = 0; /* scan_min_ms after this scan */
         p->next_scan_ms = due;
         /* Bring the tick forward if it would come later. */
@@ -816,7 +900,11 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 }
 
 int manager_start(struct manager *m) {
-        int r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
+        int r;
+
+        /* What the start cost (the topology, loading BPF, ...): the daemon's own. */
+        m->startup_cpu_ns = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+        r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the tick timer: %m");
         /* The cgroup walk runs beside the ticks from now on (walker.h). */
@@ -839,6 +927,11 @@ int manager_start(struct manager *m) {
 void manager_set_while_moving(struct manager *m, void (*fn)(void *userdata), void *userdata) {
         m->while_moving = fn;
         m->while_moving_userdata = userdata;
+}
+
+void manager_set_keepalive(struct manager *m, void (*fn)(void *userdata), void *userdata) {
+        m->keepalive = fn;
+        m->keepalive_userdata = userdata;
 }
 
 void manager_set_after_tick(struct manager *m, void (*fn)(struct manager *m, void *userdata), void *userdata) {
@@ -887,15 +980,19 @@ void manager_status(struct manager *m, char *buf, size_t size) {
 }
 
 /* SIGTERM and SIGINT are blocked (sd-event takes them from a signalfd), so a pending
- * one shows in sigpending() while the event loop waits for the migration workers. */
-/* Called every 100 ms on the event-loop thread while the workers copy: also the only
- * chance for the control socket to be served during a long run. */
+ * one shows in sigpending() while the event loop waits for the migration workers.
+ * Called every 100 ms on the event-loop thread while the workers copy: also the only
+ * chance for the control socket to be served, and the watchdog pinged, during a run. */
 static bool stop_pending(void *ctx) {
         struct manager *m = ctx;
+        uint64_t t = cost_thread_ns();
         sigset_t set;
 
         if (m->while_moving)
                 m->while_moving(m->while_moving_userdata);
+        if (m->keepalive && migrator_run_elapsed_ns(m->migrator) < MIGRATE_RUN_KEEPALIVE_MS * UINT64_C(1000000))
+                m->keepalive(m->keepalive_userdata);
+        m->pump_ns += cost_thread_ns() - t;
         if (sigpending(&set) < 0)
                 return false;
         return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
@@ -954,6 +1051,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         }
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         migrator_set_should_stop(m->migrator, stop_pending, m);
+        migrator_set_run_budget(m->migrator, MIGRATE_RUN_BUDGET_MS * UINT64_C(1000000));
         *ret = m;
         return 0;
 fail:
@@ -974,6 +1072,7 @@ void manager_free(struct manager *m) {
         free(m->procs);
         cg_records_free(m);
         free(m->invalid_seen);
+        cost_subtrees_free(m);
         page_sampler_free(m->pages);
         placement_source_free(m->source);
         topology_free(m->topo);

@@ -31,6 +31,11 @@ void manager_stop(struct manager *m);
  * while it reads thousands of processes, when the event loop cannot dispatch anything
  * (see control_pump). */
 void manager_set_while_moving(struct manager *m, void (*fn)(void *userdata), void *userdata);
+/* fn(userdata) is called every 100 ms while a tick waits for its migration jobs, as
+ * long as the run may legitimately last (MIGRATE_RUN_KEEPALIVE_MS: its time budget,
+ * then as long again for the batches in flight): lifecycle sends WATCHDOG=1 there. A
+ * run stuck past it stops the calls, so that the watchdog still sees a stuck daemon. */
+void manager_set_keepalive(struct manager *m, void (*fn)(void *userdata), void *userdata);
 /* Called after every tick of the timer (not for manager_tick() called directly). */
 void manager_set_after_tick(struct manager *m, void (*fn)(struct manager *m, void *userdata), void *userdata);
 /* One-line STATUS= summary. */

@@ -27,6 +27,9 @@ static const char *const stage_names[_STAGE_MAX] = {
         [STAGE_READ] = "read",
         [STAGE_DECIDE] = "decide",
         [STAGE_MIGRATE] = "migrate",
+        [STAGE_WALK] = "walk",
+        [STAGE_BOOKKEEPING] = "bookkeeping",
+        [STAGE_REPORT] = "report",
 };
 
 static const char *const source_names[] = {
@@ -47,6 +50,10 @@ static uint64_t process_cpu_ns(void) {
         if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
                 return 0;
         return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+const char *report_stage_name(enum stage s) {
+        return (unsigned) s < ELEMENTSOF(stage_names) ? stage_names[s] : "?";
 }
 
 static const char *source_name(enum cg_source s) {
@@ -180,6 +187,32 @@ static void status_counts(struct manager *m, uid_t uid, struct status_counts *c)
                         c->n_procs += report_proc_visible(m, m->procs[k], uid);
 }
 
+/* The daemon's CPU time: in all, at its start, what was charged to cgroups (by
+ * stage; of the walk, the part on subtrees not opted in), and the rest. Another uid
+ * gets the whole only, and by stage what was charged to the cgroups it may see
+ * (cost: status_counts). */
+static void put_cpu(struct json *j, const struct manager *m, uid_t uid, const uint64_t *cost) {
+        uint64_t process = process_cpu_ns(), charged = m->startup_cpu_ns, rest;
+
+        if (uid != 0) {
+                json_object_begin(j);
+                json_key(j, "process"); json_u64(j, process);
+                json_key(j, "by_stage"); put_cost(j, cost);
+                json_object_end(j);
+                return;
+        }
+        for (int s = 0; s < _STAGE_MAX; s++)
+                charged += m->cost_ns[s];
+        rest = process > charged ? process - charged : 0;
+        json_object_begin(j);
+        json_key(j, "process"); json_u64(j, process);
+        json_key(j, "startup"); json_u64(j, m->startup_cpu_ns);
+        json_key(j, "by_stage"); put_cost(j, m->cost_ns);
+        json_key(j, "walk_not_opted_in"); json_u64(j, m->subtree_walk_ns);
+        json_key(j, "unattributed"); json_u64(j, rest > m->unattributed_ns ? rest : m->unattributed_ns);
+        json_object_end(j);
+}
+
 int report_status(struct manager *m, uid_t uid, FILE *f) {
         uint64_t knb, now = mono_ms();
         struct status_counts sc;
@@ -214,16 +247,14 @@ int report_status(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "ticks"); json_u64(&j, m->tick);
         json_key(&j, "tick_interval_ms"); json_u64(&j, m->cfg.tick_ms);
         json_key(&j, "last_tick_ns"); json_u64(&j, m->last_tick_ns);
+        json_key(&j, "migration_run_budget_ms"); json_u64(&j, MIGRATE_RUN_BUDGET_MS);
+        json_key(&j, "migration_runs_cut"); json_u64(&j, migrator_runs_cut(m->migrator));
         json_key(&j, "scope"); json_string(&j, uid == 0 ? "all" : "own");
         json_key(&j, "cgroups_watched"); json_u64(&j, sc.n_cgs);
         json_key(&j, "processes_watched"); json_u64(&j, sc.n_procs);
         json_key(&j, "pages"); put_pages(&j, sc.pages);
         json_key(&j, "moved_bytes_last_minute"); json_u64(&j, manager_moved_last_minute(m));
-        json_key(&j, "cpu_ns");
-        json_object_begin(&j);
-        json_key(&j, "process"); json_u64(&j, process_cpu_ns());
-        json_key(&j, "by_stage"); put_cost(&j, sc.cost);
-        json_object_end(&j);
+        json_key(&j, "cpu_ns"); put_cpu(&j, m, uid, sc.cost);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
 }
@@ -318,6 +349,17 @@ int report_list(struct manager *m, uid_t uid, FILE *f) {
         for (size_t k = 0; k < m->n_procs; k++)
                 if (report_proc_visible(m, m->procs[k], uid))
                         put_list_process(&j, m, m->procs[k]);
+        json_array_end(&j);
+
+        /* Walked, not opted in: the top-level cgroups' paths are root's to see. */
+        json_key(&j, "subtrees_walked");
+        json_array_begin(&j);
+        for (size_t i = 0; uid == 0 && i < m->n_subtrees; i++) {
+                json_object_begin(&j);
+                json_key(&j, "path"); json_string(&j, m->subtrees[i]->path);
+                json_key(&j, "walk_cpu_ns"); json_u64(&j, m->subtrees[i]->walk_ns);
+                json_object_end(&j);
+        }
         json_array_end(&j);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
@@ -579,188 +621,4 @@ int report_explain(struct manager *m, uid_t uid, pid_t pid, FILE *f) {
         }
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
-}
-
-/* ---- metrics ------------------------------------------------------------------ */
-
-void metrics_put_label_value(FILE *f, const char *s) {
-        for (const char *c = s ? s : ""; *c; c++) {
-                if (*c == '\\')
-                        fputs("\\\\", f);
-                else if (*c == '"')
-                        fputs("\\\"", f);
-                else if (*c == '\n')
-                        fputs("\\n", f);
-                else
-                        fputc(*c, f);
-        }
-}
-
-static void metric_head(FILE *f, const char *name, const char *type, const char *help) {
-        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void metric_cg(FILE *f, const char *name, const struct cg_rec *c) {
-        fprintf(f, "%s{cgroup=\"", name);
-        metrics_put_label_value(f, c->path);
-        fputc('"', f);
-}
-
-/* Per cgroup and node: the resident bytes of its processes at their last scan. */
-static void metrics_locality(const struct manager *m, FILE *f) {
-        metric_head(f, "numabalanced_locality_bytes", "gauge",
-                    "Resident bytes of the watched processes of a cgroup on each NUMA node, at their last scan.");
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                const struct cg_rec *c = m->cgs[i];
-                if (!c->seen)
-                        continue;
-                for (unsigned n = 0; n < m->topo->n_nodes; n++) {
-                        uint64_t sum = 0;
-                        for (size_t k = 0; k < m->n_procs; k++)
-                                if (m->procs[k]->cg == c && m->procs[k]->node_bytes)
-                                        sum += m->procs[k]->node_bytes[n];
-                        metric_cg(f, "numabalanced_locality_bytes", c);
-                        fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", m->topo->nodes[n].id, sum);
-                }
-        }
-}
-
-static void metrics_pages(const struct manager *m, FILE *f) {
-        static const int results[] = { MIG_MOVED, MIG_BUSY, MIG_GONE, MIG_REFUSED };
-
-        metric_head(f, "numabalanced_pages_total", "counter",
-                    "Base pages (4 KiB) the daemon passed to move_pages(2), per cgroup and result.");
-        for (size_t i = 0; i < m->n_cgs; i++)
-                for (size_t r = 0; r < ELEMENTSOF(results); r++) {
-                        metric_cg(f, "numabalanced_pages_total", m->cgs[i]);
-                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", migrate_class_name(results[r]),
-                                m->cgs[i]->pages[results[r]]);
-                }
-}
-
-static void metrics_skipped(const struct manager *m, FILE *f) {
-        metric_head(f, "numabalanced_skipped_bytes", "gauge",
-                    "Misplaced bytes left alone at the last scan of each process, per cgroup and reason.");
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                const struct cg_rec *c = m->cgs[i];
-                if (!c->seen)
-                        continue;
-                for (int r = 0; r < _REASON_MAX; r++) {
-                        uint64_t sum = 0;
-                        if (r == REASON_NONE)
-                                continue;
-                        for (size_t k = 0; k < m->n_procs; k++)
-                                if (m->procs[k]->cg == c)
-                                        sum += m->procs[k]->skipped_bytes[r];
-                        metric_cg(f, "numabalanced_skipped_bytes", c);
-                        fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", plan_reason_name(r), sum);
-                }
-        }
-}
-
-/* Per cgroup: CPU time by stage, and the processes watched. */
-static void metrics_cgroup_costs(const struct manager *m, FILE *f) {
-        metric_head(f, "numabalanced_cpu_seconds_total", "counter",
-                    "CPU time the daemon spent on each cgroup, by stage (read, decide, migrate).");
-        for (size_t i = 0; i < m->n_cgs; i++)
-                for (int s = 0; s < _STAGE_MAX; s++) {
-                        metric_cg(f, "numabalanced_cpu_seconds_total", m->cgs[i]);
-                        fprintf(f, ",stage=\"%s\"} %" PRIu64 ".%09" PRIu64 "\n", stage_names[s],
-                                m->cgs[i]->cost_ns[s] / 1000000000u, m->cgs[i]->cost_ns[s] % 1000000000u);
-                }
-
-        metric_head(f, "numabalanced_processes", "gauge", "Processes watched in each opted-in cgroup.");
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                if (!m->cgs[i]->seen)
-                        continue;
-                metric_cg(f, "numabalanced_processes", m->cgs[i]);
-                fprintf(f, "} %u\n", m->cgs[i]->n_procs);
-        }
-}
-
-/* The daemon as a whole: ticks, the sampling source and chain, page samples. */
-static void metrics_daemon(const struct manager *m, FILE *f) {
-        metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
-        fprintf(f, "numabalanced_tick_duration_seconds %" PRIu64 ".%09" PRIu64 "\n", m->last_tick_ns / 1000000000u,
-                m->last_tick_ns % 1000000000u);
-        metric_head(f, "numabalanced_ticks_total", "counter", "Ticks run since the daemon started.");
-        fprintf(f, "numabalanced_ticks_total %" PRIu64 "\n", m->tick);
-        metric_head(f, "numabalanced_sampling_source", "gauge",
-                    "Where the daemon learns which node each thread runs on: 1 for the source in use.");
-        fputs("numabalanced_sampling_source{source=\"", f);
-        metrics_put_label_value(f, m->source ? m->source->name : "none");
-        fputs("\"} 1\n", f);
-        metric_head(f, "numabalanced_sampling_chain", "gauge",
-                    "The whole sampling chain in use (pmu+bpf, pmu+proc, bpf, proc): 1 for it.");
-        fputs("numabalanced_sampling_chain{chain=\"", f);
-        metrics_put_label_value(f, m->source ? sampling_chain(m->source, m->pages) : "none");
-        fputs("\"} 1\n", f);
-        metric_head(f, "numabalanced_page_samples_total", "counter",
-                    "Memory-access samples counted by page-level sampling (0 when it is off).");
-        fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", m->page_samples);
-}
-
-int report_metrics(struct manager *m, FILE *f) {
-        metrics_locality(m, f);
-        metrics_pages(m, f);
-        metrics_skipped(m, f);
-        metrics_cgroup_costs(m, f);
-        metrics_daemon(m, f);
-        fflush(f);
-        return ferror(f) ? -EIO : 0;
-}
-
-int report_write_metrics(struct manager *m, const char *path) {
-        _cleanup_free_ char *dir_copy = NULL, *base_copy = NULL, *tmp = NULL;
-        FILE *f;
-        int fd, r;
-
-        dir_copy = strdup(path);
-        base_copy = strdup(path);
-        if (!dir_copy || !base_copy)
-                return -ENOMEM;
-        if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dir_copy), basename(base_copy)) < 0) {
-                tmp = NULL;
-                return -ENOMEM;
-        }
-        fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (fchmod(fd, 0644) < 0) {
-                r = -errno;
-                close(fd);
-                goto fail;
-        }
-        f = fdopen(fd, "w");
-        if (!f) {
-                r = -errno;
-                close(fd);
-                goto fail;
-        }
-        r = report_metrics(m, f);
-        if (fclose(f) != 0 && r >= 0)
-                r = -errno;
-        if (r < 0)
-                goto fail;
-        if (rename(tmp, path) < 0) {
-                r = -errno;
-                goto fail;
-        }
-        return 0;
-fail:
-        (void) unlink(tmp);
-        return r;
-}
-
-void report_update_metrics_file(struct manager *m, const char *path, int *last_error) {
-        int r;
-
-        if (!path || !path[0])
-                return;
-        r = report_write_metrics(m, path);
-        if (r < 0 && r != *last_error)
-                log_warning_errno(r, "Failed to write the metrics to %s, ignoring: %m", path);
-        else if (r >= 0 && *last_error)
-                log_info("Writing the metrics to %s again", path);
-        *last_error = r < 0 ? r : 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* report: what the manager knows, as JSON for the control socket (status, list,
- * explain) and as Prometheus text for node_exporter's textfile collector.
+ * explain); metrics.h has it as Prometheus text for node_exporter.
  *
  * Everything here reads struct manager (manager-internal.h) on the event-loop thread,
  * between ticks, and changes nothing. Strings that come from processes or the file
@@ -24,22 +24,8 @@ int report_explain(struct manager *m, uid_t uid, pid_t pid, FILE *f);
 /* {"error": msg} */
 void report_error(FILE *f, const char *msg);
 
-/* The Prometheus text exposition format (version 0.0.4), every metric with HELP and
- * TYPE. Returns 0 or -EIO if writing to f failed. */
-int report_metrics(struct manager *m, FILE *f);
-/* Writes report_metrics() to path atomically: a temporary file in the same directory
- * (named ".<name>.XXXXXX", which the textfile collector ignores), mode 0644, renamed
- * over path. Returns 0 or -errno; nothing is logged. */
-int report_write_metrics(struct manager *m, const char *path);
-/* The metrics file after a tick: report_write_metrics() when path is set (not NULL or
- * ""). A failure is logged (warning) when it first happens and when it changes, not at
- * every tick, and so is the recovery (info); *last_error carries the last outcome
- * from one call to the next (0 at first). */
-void report_update_metrics_file(struct manager *m, const char *path, int *last_error);
-
-/* Label value escaping of the exposition format: backslash, double quote and newline
- * become \\, \" and \n. Written to f. */
-void metrics_put_label_value(FILE *f, const char *s);
+/* The name of a stage of the daemon's CPU time ("read", ...), as the reports say it. */
+const char *report_stage_name(enum stage s);
 
 /* Visibility rules, for the tests. */
 bool report_cg_visible(const struct cg_rec *c, uid_t uid);

@@ -26,7 +26,7 @@ struct walk_config {
 struct walker {
         pthread_t thread;
         pthread_mutex_t lock;
-        pthread_cond_t wake;       /* stop, or a new configuration */
+        pthread_cond_t wake;       /* stop, a new configuration, or the selection taken */
         bool stop;
         struct walk_config cfg;    /* under lock */
         struct cgroup_selection ready;
@@ -89,8 +89,10 @@ static void publish(struct walker *w, int r, struct cgroup_selection *sel, const
 }
 
 /* Waits interval_ms, and WALKER_DUTY times as long as the walk took if that is more,
- * or less if told to stop or given a new configuration. Called and returns with the
- * lock held. */
+ * then until the tick has taken the selection published last; or less if told to
+ * stop or given a new configuration. A walk replacing one never taken would drop its
+ * CPU time (the walk_ns in it) unattributed, and nobody needs it anyway. Called and
+ * returns with the lock held. */
 static void pause_between_walks(struct walker *w, uint64_t generation, uint64_t walk_ms) {
         uint64_t ms = w->cfg.interval_ms > WALKER_DUTY * walk_ms ? w->cfg.interval_ms : WALKER_DUTY * walk_ms;
         struct timespec until;
@@ -105,6 +107,8 @@ static void pause_between_walks(struct walker *w, uint64_t generation, uint64_t 
         while (!w->stop && generation == w->cfg.generation)
                 if (pthread_cond_timedwait(&w->wake, &w->lock, &until) == ETIMEDOUT)
                         break;
+        while (!w->stop && generation == w->cfg.generation && w->has_ready)
+                pthread_cond_wait(&w->wake, &w->lock);
 }
 
 static void *walker_main(void *arg) {
@@ -196,6 +200,7 @@ int walker_take(struct walker *w, struct cgroup_selection *ret) {
                 *ret = w->ready;
                 w->ready = (struct cgroup_selection) {};
                 w->has_ready = false;
+                pthread_cond_signal(&w->wake);
                 r = 1;
         }
         pthread_mutex_unlock(&w->lock);

@@ -9,7 +9,14 @@
  * on the event loop, that was 2.5 s of every tick before any process was read or any
  * control request served. The tick works from the last selection it took (its cgroup
  * records) until a newer one is ready, so what a walk finds reaches the tick one walk
- * later at most (the first tick waits for the first walk).
+ * later at most (the first tick waits for the first walk). It walks again only once
+ * the tick has taken the last selection.
+ *
+ * The walk's CPU time is measured on this thread (cgroup_select() reads the calling
+ * thread's clock) and travels in the selection (walk_ns of its entries and others):
+ * the tick that takes it charges it to the cgroups (cost.h). Nothing else crosses
+ * threads; a walk that is dropped (new rules, or out of descriptors or memory) leaves
+ * its time unattributed.
  *
  * A walk that fails for lack of descriptors or memory publishes nothing (the last
  * selection stays, like keep_all()); one that fails otherwise (the root is not there)

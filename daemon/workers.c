@@ -2,6 +2,7 @@
 /* The worker pool (workers.h): pinned threads, the job queue of one run, and the
  * budget they share. */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -45,8 +46,14 @@ struct migrator {
         struct migrate_job *jobs;
         uint8_t *state;
         size_t n_jobs, n_done, first_pending;
+        uint64_t run_start_ns;     /* CLOCK_MONOTONIC; 0: no run under way */
+        uint64_t run_budget_ns;    /* 0: unbounded */
+        uint64_t runs_cut;
 
+        /* cancel: for good (SIGTERM). run_cancel: what the jobs and the throttle look
+         * at; set with cancel, and by the budget for the current run only. */
         volatile int cancel;
+        volatile int run_cancel;
 
         pthread_mutex_t tb_lock;   /* separate: throttling must not wait behind job picking */
         struct token_bucket tb;
@@ -68,7 +75,7 @@ static int throttle_sleep(struct migrator *m, uint64_t wait) {
                 uint64_t slice = wait < THROTTLE_SLEEP_SLICE_NS ? wait : THROTTLE_SLEEP_SLICE_NS;
                 struct timespec ts = { .tv_sec = (time_t) (slice / NSEC_PER_SEC),
                                        .tv_nsec = (long) (slice % NSEC_PER_SEC) };
-                if (__atomic_load_n(&m->cancel, __ATOMIC_RELAXED))
+                if (__atomic_load_n(&m->run_cancel, __ATOMIC_RELAXED))
                         return -ECANCELED;
                 nanosleep(&ts, NULL);
                 wait -= slice;
@@ -118,9 +125,13 @@ static void *worker_main(void *arg) {
                 batch = m->batch_pages;
                 pthread_mutex_unlock(&m->lock);
 
+                /* A run cut by its budget may have left a debt in the bucket: paid
+                 * before the next batch of anyone, or every cut would let a batch
+                 * through unpaid. Cancelled meanwhile, the job stops at once. */
+                (void) migrator_throttle(m, 0, now_ns(CLOCK_MONOTONIC));
                 job->call_gate = migrator_call_gate;
                 job->call_gate_ctx = m;
-                (void) migrate_job_execute(job, batch, &m->cancel, migrator_throttle, m);
+                (void) migrate_job_execute(job, batch, &m->run_cancel, migrator_throttle, m);
 
                 pthread_mutex_lock(&m->lock);
                 m->state[i] = JOB_DONE;
@@ -228,6 +239,18 @@ void migrator_set_call_rate(struct migrator *m, uint64_t calls_per_s) {
         pthread_mutex_unlock(&m->tb_lock);
 }
 
+/* Called with m->lock held: ends the run under way once it has lasted its budget. */
+static void check_budget(struct migrator *m) {
+        uint64_t elapsed = now_ns(CLOCK_MONOTONIC) - m->run_start_ns;
+
+        if (m->run_budget_ns == 0 || elapsed < m->run_budget_ns || __atomic_load_n(&m->run_cancel, __ATOMIC_RELAXED))
+                return;
+        __atomic_store_n(&m->run_cancel, 1, __ATOMIC_RELAXED);
+        m->runs_cut++;
+        log_debug("Migration run cut at its budget of %" PRIu64 " ms, %zu of %zu job(s) done: the rest at the next tick",
+                  m->run_budget_ns / NSEC_PER_MSEC, m->n_done, m->n_jobs);
+}
+
 /* Called with m->lock held: waits up to POLL_STOP_NS for a job to finish, then asks
  * should_stop. The callback runs unlocked: it may do real work (the daemon serves its
  * control socket there), and the workers must not wait on the lock to report a
@@ -249,8 +272,9 @@ static void wait_done_or_poll(struct migrator *m) {
                 stop = m->should_stop(m->should_stop_ctx);
                 pthread_mutex_lock(&m->lock);
                 if (stop)
-                        __atomic_store_n(&m->cancel, 1, __ATOMIC_RELAXED);
+                        migrator_cancel(m);
         }
+        check_budget(m);
 }
 
 int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs) {
@@ -274,6 +298,9 @@ int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs) {
         m->n_jobs = n_jobs;
         m->n_done = 0;
         m->first_pending = 0;
+        m->run_start_ns = now_ns(CLOCK_MONOTONIC);
+        /* A budget cut ends with its run; a cancel for good does not. */
+        __atomic_store_n(&m->run_cancel, __atomic_load_n(&m->cancel, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
         pthread_cond_broadcast(&m->work_cond);
         /* Wake up now and then to ask whether to stop: the caller's event loop cannot
          * see a SIGTERM while it waits here. */
@@ -282,8 +309,24 @@ int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs) {
         m->jobs = NULL;
         m->state = NULL;
         m->n_jobs = 0;
+        m->run_start_ns = 0;
         pthread_mutex_unlock(&m->lock);
         return 0;
+}
+
+void migrator_set_run_budget(struct migrator *m, uint64_t budget_ns) {
+        pthread_mutex_lock(&m->lock);
+        m->run_budget_ns = budget_ns;
+        pthread_mutex_unlock(&m->lock);
+}
+
+uint64_t migrator_run_elapsed_ns(const struct migrator *m) {
+        /* Written by migrator_run() on this very thread: no lock needed. */
+        return m && m->run_start_ns ? now_ns(CLOCK_MONOTONIC) - m->run_start_ns : 0;
+}
+
+uint64_t migrator_runs_cut(const struct migrator *m) {
+        return m ? m->runs_cut : 0;
 }
 
 void migrator_set_should_stop(struct migrator *m, bool (*should_stop)(void *ctx), void *ctx) {
@@ -295,8 +338,10 @@ void migrator_set_should_stop(struct migrator *m, bool (*should_stop)(void *ctx)
 
 void migrator_cancel(struct migrator *m) {
         /* Sticky: a migrator that was told to stop does not start new batches any more. */
-        if (m)
+        if (m) {
                 __atomic_store_n(&m->cancel, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&m->run_cancel, 1, __ATOMIC_RELAXED);
+        }
 }
 
 void migrator_free(struct migrator *m) {

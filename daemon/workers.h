@@ -29,6 +29,18 @@ int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs);
 /* While migrator_run() waits, it calls should_stop(ctx) every 100 ms on the caller's
  * thread; true cancels like migrator_cancel(). */
 void migrator_set_should_stop(struct migrator *m, bool (*should_stop)(void *ctx), void *ctx);
+/* Bounds each run in time: once a run has lasted budget_ns, its jobs stop at the next
+ * batch boundary (a throttled worker at once), their counts exact, the jobs not
+ * started yet with -ECANCELED, and migrator_run() returns when the batches in flight
+ * are done. Unlike migrator_cancel() it is not sticky: the next run starts afresh
+ * (after the budget debt of the cut run is slept off: the MB/s limit holds across
+ * runs). 0: no bound (the default). */
+void migrator_set_run_budget(struct migrator *m, uint64_t budget_ns);
+/* How long the run under way has lasted (CLOCK_MONOTONIC), 0 when none is. From
+ * the thread that called migrator_run() only (its should_stop callback). */
+uint64_t migrator_run_elapsed_ns(const struct migrator *m);
+/* The runs that their budget cut, since the start. */
+uint64_t migrator_runs_cut(const struct migrator *m);
 /* Asks running jobs to stop at the next batch boundary (SIGTERM); their counts stay
  * exact. Only an atomic store: callable from a signal handler. */
 void migrator_cancel(struct migrator *m);

@@ -3,12 +3,14 @@
  * rule; docs/OPT-IN.md says it for operators. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <linux/limits.h>
+#include <time.h>
 #include <unistd.h>
 #include "cgroup.h"
 #include "cleanup.h"
@@ -141,7 +143,9 @@ struct walk {
         dev_t dev;
         size_t n_seen;
         struct cgroup_selection sel;
-        size_t a_entries, a_invalid;
+        size_t a_entries, a_invalid, a_others;
+        long account;              /* where the walk's time goes now (see struct inherited) */
+        uint64_t clock;            /* the thread's CPU time when it began going there */
 };
 
 /* What a directory passes down to its children. */
@@ -152,7 +156,84 @@ struct inherited {
         uid_t covers_uid;         /* of the setting that applies (cgroup_entry) */
         enum owner_state owner;
         uid_t owner_uid;
+        long account;             /* the directory's CPU time: entry i (>= 0) or other -1 - i */
+        long top;                 /* the other of the top-level cgroup it lies in, 0: none yet */
+        const char *top_path;     /* that cgroup's path, alive while the walk is below it */
 };
+
+/* ---- the walk's CPU time ----------------------------------------------------- */
+
+static uint64_t thread_cpu_ns(void) {
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+                return 0;
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* No account: the time goes to the next one. */
+#define NO_ACCOUNT LONG_MIN
+
+/* From now on the walk's time goes to account: what it spent since the last switch
+ * goes to the previous one. No clock read while the account stays the same. */
+static void walk_charge_to(struct walk *w, long account) {
+        uint64_t now;
+
+        if (account == w->account)
+                return;
+        if (w->account == NO_ACCOUNT) {
+                w->account = account;
+                return;
+        }
+        now = thread_cpu_ns();
+        if (w->account >= 0)
+                w->sel.entries[w->account].walk_ns += now - w->clock;
+        else
+                w->sel.others[-1 - w->account].walk_ns += now - w->clock;
+        w->account = account;
+        w->clock = now;
+}
+
+/* A new other, for the top-level cgroup at path (or the root): its account. */
+static int add_other(struct walk *w, const char *path, long *ret) {
+        if (w->sel.n_others == w->a_others) {
+                size_t na = w->a_others ? w->a_others * 2 : 16;
+                struct cgroup_walk_cost *p = reallocarray(w->sel.others, na, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                w->sel.others = p;
+                w->a_others = na;
+        }
+        w->sel.others[w->sel.n_others] = (struct cgroup_walk_cost) { .path = strdup(path) };
+        if (!w->sel.others[w->sel.n_others].path)
+                return -ENOMEM;
+        *ret = -1 - (long) w->sel.n_others++;
+        return 0;
+}
+
+/* Where the time of the directory at path goes from now on (its setting decided, its
+ * entry added if it is one): itself when it is opted in, else the top-level cgroup it
+ * lies in, made when first needed (a top-level cgroup that is opted in, with a child
+ * that opted out, may get more than one other: they have the same path). */
+static int dir_account(struct walk *w, const char *path, unsigned depth, bool entry, const struct inherited *parent,
+                       struct inherited *here) {
+        int r;
+
+        here->top_path = depth <= 1 || !parent ? path : parent->top_path;
+        here->top = depth <= 1 || !parent ? 0 : parent->top;
+        if (entry)
+                here->account = (long) w->sel.n_entries - 1;
+        else {
+                if (here->top == 0) {
+                        r = add_other(w, here->top_path, &here->top);
+                        if (r < 0)
+                                return r;
+                }
+                here->account = here->top;
+        }
+        walk_charge_to(w, here->account);
+        return 0;
+}
 
 static void walk_done(struct walk *w) {
         cgroup_selection_done(&w->sel);
@@ -506,6 +587,7 @@ static int walk_children(struct walk *w, int fd, const char *path, unsigned dept
                 }
                 r = walk_dir(w, cfd, cpath, &cst, depth + 1, here, share, &child_used);
                 used += child_used;
+                walk_charge_to(w, here->account);
         }
         free_names(names, n_names);
         *ret_used = used;
@@ -536,6 +618,7 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
                     unsigned depth, const struct inherited *parent, size_t budget, size_t *ret_used) {
         struct inherited here;
         size_t below = 0;
+        bool entry;
         int r;
 
         /* budget >= 1: walk_children gives every subdirectory it visits a share of
@@ -545,11 +628,15 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
         r = visit_dir(w, fd, path, st, depth, parent, &here);
         if (r < 0)
                 return r;
-        if (here.mode == CG_MODE_ADVISE || here.mode == CG_MODE_BALANCE) {
+        entry = here.mode == CG_MODE_ADVISE || here.mode == CG_MODE_BALANCE;
+        if (entry) {
                 r = add_entry(w, path, &here);
                 if (r < 0)
                         return r;
         }
+        r = dir_account(w, path, depth, entry, parent, &here);
+        if (r < 0)
+                return r;
 
         /* A directory's link count is 2 + its subdirectories on cgroupfs (kernfs), as on
          * ext4 and tmpfs: 2 is a leaf, and most cgroups are; its listing (an open, two
@@ -571,7 +658,7 @@ int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_ru
 int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t n_rules, size_t max_cgroups,
                       struct cgroup_selection *ret) {
         _cleanup_close_ int fd = -1;
-        struct walk w = { .rules = rules, .n_rules = n_rules };
+        struct walk w = { .rules = rules, .n_rules = n_rules, .account = NO_ACCOUNT, .clock = thread_cpu_ns() };
         struct stat st;
         size_t used;
         int r;
@@ -590,6 +677,7 @@ int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t 
                 walk_done(&w);
                 return r;
         }
+        walk_charge_to(&w, NO_ACCOUNT);
         log_debug("cgroup: %zu cgroup(s) walked under %s, %zu opted in, %zu invalid setting(s)%s",
                   w.n_seen, root, w.sel.n_entries, w.sel.n_invalid,
                   w.sel.truncated ? ", walk bound hit" : "");
@@ -706,6 +794,9 @@ void cgroup_selection_done(struct cgroup_selection *s) {
                 free(s->invalid[i].value);
         }
         free(s->invalid);
+        for (size_t i = 0; i < s->n_others; i++)
+                free(s->others[i].path);
+        free(s->others);
         *s = (struct cgroup_selection) {};
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "config.h"
 
@@ -23,6 +24,7 @@ struct cgroup_entry {
         char *decided_by;          /* the path whose setting applies (may be an ancestor) */
         uid_t covers_uid;          /* whose processes it covers: CGROUP_COVERS_ALL, or for a user.*
                                     * setting in a delegated subtree, the subtree's owner */
+        uint64_t walk_ns;          /* CPU time the walk spent on this directory (and listing it) */
 };
 
 /* A setting from the config, trusted.* or a root-owned directory's user.* covers every
@@ -37,6 +39,14 @@ struct cgroup_setting {
         uid_t covers_uid;
 };
 
+/* The walk's CPU time on directories that are not opted in, charged to the top-level
+ * cgroup they lie in (the root's own time to "/"): whoever made a tree of a million
+ * cgroups carries the cost of walking it. */
+struct cgroup_walk_cost {
+        char *path;                /* a child of the root, or "/" */
+        uint64_t walk_ns;
+};
+
 struct cgroup_invalid {
         char *path;
         char *xattr;               /* "user.numabalanced", ... */
@@ -49,6 +59,8 @@ struct cgroup_selection {
         size_t n_entries;
         struct cgroup_invalid *invalid;
         size_t n_invalid;
+        struct cgroup_walk_cost *others;   /* in walk order, "/" first when there */
+        size_t n_others;
         bool truncated;                /* a walk bound below was hit: some cgroups were not looked at */
 };
 
@@ -75,7 +87,10 @@ enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, s
  * the root cannot be opened, or -EMFILE, -ENFILE or -ENOMEM when descriptors or memory
  * ran out anywhere in the walk (a partial selection would look as if the cgroups not
  * reached had gone); unreadable subdirectories, and ones removed during the walk, are
- * skipped. */
+ * skipped. The walk's CPU time (CLOCK_THREAD_CPUTIME_ID, so the calling thread's: the
+ * walker's when the walker walks) is in the entries and others: read when the
+ * directory charged changes, so a subtree that is not opted in costs two clock reads,
+ * not two per directory. */
 int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,
                   struct cgroup_selection *ret);
 /* The same with max_cgroups instead of CGROUP_WALK_MAX_CGROUPS (for the tests). */

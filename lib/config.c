@@ -271,6 +271,34 @@ static void accepted_path(const struct conf_key *k, char *buf, size_t size) {
         snprintf(buf, size, k->min ? "an absolute path" : "an absolute path, or empty for none");
 }
 
+/* A group name (the portable set: letters, digits, '_', '-', '.', not starting with
+ * '-', at most 32 bytes) or a number, or empty. Resolved when the file is written:
+ * the group may be created after the daemon starts. */
+static int parse_group_field(const struct conf_key *k, const char *value, void *field,
+                             char *problem, size_t size) {
+        size_t len = strlen(value);
+        char q[80];
+        char *copy;
+
+        if (len > 32 || value[0] == '-' ||
+            strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != len) {
+                snprintf(problem, size, "%s is not a group name or number", quote(value, q, sizeof(q)));
+                return -EINVAL;
+        }
+        copy = strdup(value);
+        if (!copy) {
+                snprintf(problem, size, "out of memory");
+                return -ENOMEM;
+        }
+        free_string(field);
+        *(char **) field = copy;
+        return 0;
+}
+
+static void accepted_group(const struct conf_key *k, char *buf, size_t size) {
+        snprintf(buf, size, "a group name or number, or empty for the group the file is created with");
+}
+
 static void rules_free(struct cgroup_rule *rules, size_t n) {
         for (size_t i = 0; i < n; i++)
                 free(rules[i].path);
@@ -398,6 +426,7 @@ static const struct conf_type type_bool = { parse_bool_field, accepted_bool, NUL
 static const struct conf_type type_enum = { parse_enum_field, accepted_enum, NULL };
 static const struct conf_type type_cpus = { parse_cpus_field, accepted_cpus, NULL };
 static const struct conf_type type_path = { parse_path_field, accepted_path, free_string };
+static const struct conf_type type_group = { parse_group_field, accepted_group, free_string };
 static const struct conf_type type_cgroups = { parse_cgroups_field, accepted_cgroups, free_cgroups };
 
 /* ---- the table -------------------------------------------------------------- */
@@ -476,6 +505,8 @@ static const struct conf_key conf_keys[] = {
 
         { KEY("report", "metrics_path"), &type_path, 0, 0, F(metrics_path), "",
           "Prometheus textfile written every tick; empty: none" },
+        { KEY("report", "metrics_group"), &type_group, 0, 0, F(metrics_group), "",
+          "group that may read the metrics file (mode 0640): node_exporter's; empty: root's" },
 };
 
 static const char *const sections[] = { "daemon", "select", "sample", "decide", "migrate", "report" };

@@ -66,6 +66,7 @@ struct nb_config {
 
         /* [report] */
         char *metrics_path;          /* Prometheus textfile, "" = none */
+        char *metrics_group;         /* group (name or number) that may read it, "" = as created */
 };
 
 struct config_errors {

@@ -64,7 +64,9 @@ static void check_head(const char *s, size_t size, const struct numa_maps *m) {
 
         if (r == 0)
                 check_policy(&whole);
-        if (m->n_vmas > 0 && m->vmas[0].line == 1) {
+        /* The head parser waits for the record's newline (a small read may end inside
+         * it: -EAGAIN; read_head() adds one at end of file), the whole parser does not. */
+        if (m->n_vmas > 0 && m->vmas[0].line == 1 && memchr(s, '\n', size)) {
                 FUZZ_ASSERT(r == 0);
                 FUZZ_ASSERT(start == m->vmas[0].start && mempolicy_equal(&whole, &m->vmas[0].policy));
         }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 #include "cgroup.h"
 #include "test.h"
@@ -708,6 +709,42 @@ TEST(procs_gone_or_relative_fails_untouched) {
 static void outro(void) {
         cgroup_selection_done(&walked);
         rm_tree();
+}
+
+/* The walk's CPU time, all of it charged: each opted-in cgroup its own, the others to
+ * the top-level cgroup they lie in ("/a" is opted in, its child /a/a2 opted out: "/a"
+ * is also an other; "/b" is not opted in, its child /b/b1 is). */
+TEST(walk_cpu_time_charged) {
+        static const struct cgroup_rule rules[] = { { (char *) "/b/b1", CG_MODE_BALANCE } };
+        struct cgroup_selection s = {};
+        uint64_t t0, took, sum = 0;
+        struct timespec ts;
+        size_t zero = 0;
+        bool root_other = false, a_other = false, b_other = false, a2_other = false;
+
+        NEED_XATTRS();
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        t0 = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+        CHECK_INT(cgroup_select(root, rules, ELEMENTSOF(rules), &s), 0);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        took = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec - t0;
+        for (size_t i = 0; i < s.n_entries; i++) {
+                sum += s.entries[i].walk_ns;
+                zero += s.entries[i].walk_ns == 0;
+        }
+        for (size_t i = 0; i < s.n_others; i++) {
+                sum += s.others[i].walk_ns;
+                root_other |= strcmp(s.others[i].path, "/") == 0;
+                a_other |= strcmp(s.others[i].path, "/a") == 0;
+                b_other |= strcmp(s.others[i].path, "/b") == 0;
+                a2_other |= strcmp(s.others[i].path, "/a/a2") == 0;
+        }
+        CHECK_MSG(zero == 0, "%zu of %zu opted-in cgroups were charged nothing", zero, s.n_entries);
+        /* All but the walk's first and last steps (opening the root, returning). */
+        CHECK_MSG(sum <= took && sum * 10 >= took * 9, "charged %" PRIu64 " ns of %" PRIu64, sum, took);
+        CHECK(root_other && a_other && b_other && !a2_other);
+        CHECK(!entry(&s, "/b") && entry(&s, "/b/b1") && entry(&s, "/a") && !entry(&s, "/a/a2"));
+        cgroup_selection_done(&s);
 }
 
 DEFINE_TEST_MAIN_FULL(intro, outro)

@@ -128,7 +128,8 @@ static const char full_conf[] =
         "batch_pages = 512\n"
         "rate_limit_calls_s = 0\n"
         "[report]\n"
-        "metrics_path = \"/var/lib/node-exporter/numabalanced.prom\"\n";
+        "metrics_path = \"/var/lib/node-exporter/numabalanced.prom\"\n"
+        "metrics_group = prometheus\n";
 
 TEST(every_key_set) {
         _cleanup_free_ char *path = write_conf("full.conf", full_conf);
@@ -178,6 +179,7 @@ TEST(every_key_set) {
         CHECK_INT(c.batch_pages, 512);
         CHECK_INT(c.rate_limit_calls_s, 0);
         CHECK_STR(c.metrics_path, "/var/lib/node-exporter/numabalanced.prom");
+        CHECK_STR(c.metrics_group, "prometheus");
         config_done(&c);
         unlink(path);
 }
@@ -284,6 +286,17 @@ TEST(errors_relative_paths) {
                "[select]\ncgroup_root = sys/fs/cgroup\n[report]\nmetrics_path = metrics.prom\n",
                "FILE:2: [select] cgroup_root: \"sys/fs/cgroup\" is not an absolute path (accepted: an absolute path)",
                "FILE:4: [report] metrics_path: \"metrics.prom\" is not an absolute path (accepted: an absolute path, or empty for none)");
+}
+
+TEST(errors_metrics_group) {
+        ERRORS("group.conf",
+               "[report]\nmetrics_group = -x\n",
+               "FILE:2: [report] metrics_group: \"-x\" is not a group name or number (accepted: a group name or "
+               "number, or empty for the group the file is created with)");
+        ERRORS("group2.conf",
+               "[report]\nmetrics_group = a b\n",
+               "FILE:2: [report] metrics_group: \"a b\" is not a group name or number (accepted: a group name or "
+               "number, or empty for the group the file is created with)");
 }
 
 /* iniparser lower-cases keys: a duplicate in other case is still a duplicate. */
@@ -422,7 +435,7 @@ TEST(shipped_conf_lists_every_key) {
                 CHECK_MSG(sec && at && !(next && at > next), "%s: \"#%s = DEFAULT\" not found in section %s",
                           CONF_FILE, dot + 1, header + 1);
         }
-        CHECK_INT(n_keys, 24);
+        CHECK_INT(n_keys, 25);
 }
 
 /* The text with its "#key = value" lines (no space after '#') uncommented; "# text"
@@ -491,6 +504,7 @@ TEST(shipped_conf_uncommented_gives_the_defaults) {
         CHECK_INT(c.batch_pages, d.batch_pages);
         CHECK_INT(c.rate_limit_calls_s, d.rate_limit_calls_s);
         CHECK_STR(c.metrics_path, d.metrics_path);
+        CHECK_STR(c.metrics_group, d.metrics_group);
         config_done(&c);
         config_done(&d);
 }

@@ -184,8 +184,10 @@ def check_long_tick():
         while time.time() < deadline and not os.path.exists(sock3):
             time.sleep(0.1)
         slowest, longest_tick = 0.0, 0
-        t_end = time.time() + 5
-        while time.time() < t_end:
+        # 5 s of requests, and on until the first tick is over (under the load of the
+        # whole suite a tick took over 5 s; before it ends, last_tick_ns says 0).
+        t_end, t_give_up = time.time() + 5, time.time() + 30
+        while time.time() < t_end or (longest_tick == 0 and time.time() < t_give_up):
             t0 = time.time()
             r = subprocess.run([ctl_exe, '--socket', sock3, '--json', 'status'], capture_output=True, text=True,
                                timeout=30)

@@ -3,7 +3,7 @@
 # numabalanced's own behaviour that needs no root: --check-config (exit status and
 # the exact messages), the refusal to start when service_cpus names no online CPU,
 # and kernel_numa_balancing=disable against a fake /proc (set to 0 while running,
-# restored at exit).
+# restored at exit, and restored by the next start after a SIGKILL).
 # Usage: test-main.py NUMABALANCED TESTS_DATA_DIR
 import os
 import resource
@@ -19,12 +19,17 @@ from nbtest import check  # noqa: E402
 exe, data = sys.argv[1], sys.argv[2]
 
 
+tmp = nbtest.tmpdir('test-main-')
+# The state directory (where the operator's kernel.numa_balancing is saved), as systemd
+# passes it from RuntimeDirectory=: not /run/numabalanced, which may not be ours.
+state = os.path.join(tmp, 'run')
+os.environ['RUNTIME_DIRECTORY'] = state
+
+
 def run(*args, timeout=20):
     p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
 
-
-tmp = nbtest.tmpdir('test-main-')
 
 
 def conf(name, text):
@@ -108,6 +113,7 @@ check('kernel.numa_balancing=1: the kernel\'s own NUMA balancing is on' in err, 
 check(knb_value() == '1', 'leave: changed to %r' % knb_value())
 
 disable = conf('disable.conf', '[daemon]\nkernel_numa_balancing = disable\n')
+saved = os.path.join(state, 'kernel.numa_balancing')
 sock_path = os.path.join(tmp, 'notify')
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 sock.bind(sock_path)
@@ -130,18 +136,36 @@ def nofile_limits(pid):
     return None
 
 
-# Its own control socket: the default one may belong to a daemon already running.
-p = subprocess.Popen([exe, '--foreground', '--config', disable, '--proc-root', proc,
-                      '--control-socket', os.path.join(tmp, 'control')],
-                     stderr=subprocess.PIPE, text=True, env=env, preexec_fn=low_nofile)
+def start_disable():
+    """The daemon with kernel_numa_balancing = disable, once it said READY=1."""
+    # Its own control socket: the default one may belong to a daemon already running.
+    p = subprocess.Popen([exe, '--foreground', '--config', disable, '--proc-root', proc,
+                          '--control-socket', os.path.join(tmp, 'control')],
+                         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=low_nofile)
+    try:
+        while True:
+            msg = sock.recv(4096).decode()
+            if 'READY=1' in msg.split('\n'):
+                return p
+    except BaseException:
+        p.kill()
+        raise
+
+
+def saved_value():
+    try:
+        with open(saved) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+p = start_disable()
 try:
-    while True:
-        msg = sock.recv(4096).decode()
-        if 'READY=1' in msg.split('\n'):
-            break
     check(knb_value() == '0', 'disable: while running, %r' % knb_value())
     check(nofile_limits(p.pid) == [nofile_hard, nofile_hard],
           f'open file limit not raised to the hard limit {nofile_hard}: {nofile_limits(p.pid)}')
+    check(saved_value() == '1', 'disable: the value found is not saved in %s: %r' % (state, saved_value()))
 finally:
     p.send_signal(signal.SIGTERM)
     err = p.communicate(timeout=20)[1]
@@ -149,6 +173,23 @@ check(p.returncode == 0, 'disable: exit %d, %r' % (p.returncode, err))
 check(knb_value() == '1', 'disable: not restored at exit: %r' % knb_value())
 check('Set kernel.numa_balancing=0 (was 1)' in err and 'Restored kernel.numa_balancing=1' in err,
       'disable: messages %r' % err)
+check(saved_value() is None, 'disable: the saved value outlived the exit: %r' % saved_value())
+
+# Killed (SIGKILL: the watchdog's last resort, the OOM killer) while it holds the
+# sysctl at 0: the next start finds the operator's 1 saved and restores it at its exit,
+# rather than take the 0 as the operator's value for good.
+p = start_disable()
+p.kill()
+p.communicate(timeout=20)
+check(knb_value() == '0' and saved_value() == '1', 'SIGKILL: sysctl %r, saved %r' % (knb_value(), saved_value()))
+p = start_disable()
+p.send_signal(signal.SIGTERM)
+err = p.communicate(timeout=20)[1]
+check(p.returncode == 0 and knb_value() == '1', 'restart after SIGKILL: exit %d, sysctl %r, %r' %
+      (p.returncode, knb_value(), err))
+check('was left by a numabalanced that did not exit cleanly; the value it found, 1' in err,
+      'restart after SIGKILL: messages %r' % err)
+check(saved_value() is None, 'restart after SIGKILL: the saved value outlived the exit')
 
 # --dry-run changes no sysctl.
 rc, out, err = run('--config', disable, '--proc-root', proc, '--once', '--dry-run')

@@ -37,6 +37,7 @@
 #include "pagesize.h"
 #include "source.h"
 #include "test.h"
+#include "walker.h"
 
 /* tests/data/manager/proc: see the README there. */
 #define DB 3001    /* threads on node 0; 32 + 8 MiB of private memory on node 1 */
@@ -1064,6 +1065,101 @@ TEST(the_check_before_moving_sees_what_changed_since_the_scan) {
                 env.before_check = NULL;
                 env_done();
         }
+}
+
+/* All of a tick's CPU time goes to cgroups: the walk (the opted-in cgroup its own
+ * directory, the rest to the top-level cgroup they lie in), the bookkeeping, the
+ * scans; only the tick's first and last steps are left. */
+TEST(the_tick_charges_its_cpu_time) {
+        uint64_t before = 0, after = 0, t0, took;
+        struct subtree_rec *other = NULL;
+        char dir[PATH_MAX];
+        struct cg_rec *cg;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        /* A subtree that did not opt in: 50 cgroups to walk. */
+        snprintf(dir, sizeof(dir), "%s/other.slice", env.cgroup);
+        mkdir(dir, 0755);
+        for (int i = 0; i < 50; i++) {
+                snprintf(dir, sizeof(dir), "%s/other.slice/c%d", env.cgroup, i);
+                mkdir(dir, 0755);
+        }
+        put_proc(DB, DB);
+        put_proc(WEB, 3000);
+        set_procs("3001\n3000\n");
+        for (int s = 0; s < _STAGE_MAX; s++)
+                before += env.m->cost_ns[s];
+        t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        CHECK_INT(tick(), 0);
+        took = now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+        for (int s = 0; s < _STAGE_MAX; s++)
+                after += env.m->cost_ns[s];
+        CHECK_MSG(after - before <= took && (after - before) * 100 >= took * 95,
+                  "charged %" PRIu64 " ns of the tick's %" PRIu64, after - before, took);
+
+        cg = env.m->n_cgs == 1 ? env.m->cgs[0] : NULL;
+        CHECK(cg != NULL);
+        for (int s = 0; cg && s < _STAGE_MAX; s++)
+                CHECK_MSG(cg->cost_ns[s] > 0 || s == STAGE_MIGRATE || s == STAGE_REPORT,
+                          "/app.slice: nothing charged to stage %d", s);
+        CHECK(rec(DB) && rec(DB)->cost_ns[STAGE_READ] > 0 && rec(DB)->cost_ns[STAGE_DECIDE] > 0);
+        for (size_t i = 0; i < env.m->n_subtrees; i++)
+                if (strcmp(env.m->subtrees[i]->path, "/other.slice") == 0)
+                        other = env.m->subtrees[i];
+        CHECK(other && other->walk_ns > 0 && env.m->subtree_walk_ns >= other->walk_ns);
+        /* The totals are the records' sums. */
+        CHECK_INT(env.m->cost_ns[STAGE_WALK], (cg ? cg->cost_ns[STAGE_WALK] : 0) + env.m->subtree_walk_ns);
+        CHECK_INT(env.m->cost_ns[STAGE_READ], cg ? cg->cost_ns[STAGE_READ] : 0);
+        env_done();
+}
+
+/* With the walk in the walker thread (as the daemon runs), its CPU time is measured
+ * there and still charged to the cgroups walked, when the tick takes the selection:
+ * /app.slice its own directory, /other.slice's 200 directories to that subtree. The
+ * tick's own time is charged as before, without the walk's counted in it. */
+TEST(the_walkers_walk_is_charged_to_the_cgroups) {
+        uint64_t before = 0, after = 0, t0, took;
+        struct subtree_rec *other = NULL;
+        struct cg_rec *cg;
+        char dir[PATH_MAX];
+        int r;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        snprintf(dir, sizeof(dir), "%s/other.slice", env.cgroup);
+        mkdir(dir, 0755);
+        for (int i = 0; i < 200; i++) {
+                snprintf(dir, sizeof(dir), "%s/other.slice/c%d", env.cgroup, i);
+                mkdir(dir, 0755);
+        }
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        r = walker_new(env.m->cfg.cgroup_root, env.m->cfg.cgroups, env.m->cfg.n_cgroups, 20, &env.m->walker);
+        CHECK_INT(r, 0);
+        if (r < 0)
+                return env_done();
+        for (int i = 0; i < 1000 && walker_walks(env.m->walker) == 0; i++)
+                usleep(10000);
+        CHECK(walker_walks(env.m->walker) > 0);
+        t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        CHECK_INT(tick(), 0);
+        took = now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+        for (int s = 0; s < _STAGE_MAX; s++)
+                after += s == STAGE_WALK ? 0 : env.m->cost_ns[s];
+        CHECK_MSG(after - before <= took && (after - before) * 100 >= took * 95,
+                  "charged %" PRIu64 " ns besides the walk, of the tick's %" PRIu64, after - before, took);
+
+        cg = env.m->n_cgs == 1 ? env.m->cgs[0] : NULL;
+        CHECK(cg && cg->cost_ns[STAGE_WALK] > 0);
+        for (size_t i = 0; i < env.m->n_subtrees; i++)
+                if (strcmp(env.m->subtrees[i]->path, "/other.slice") == 0)
+                        other = env.m->subtrees[i];
+        CHECK(other && other->walk_ns > 0);
+        CHECK_INT(env.m->cost_ns[STAGE_WALK], (cg ? cg->cost_ns[STAGE_WALK] : 0) + env.m->subtree_walk_ns);
+        printf("walk charged: %" PRIu64 " us (walker thread), tick: %" PRIu64 " us\n",
+               env.m->cost_ns[STAGE_WALK] / 1000, took / 1000);
+        env_done();
 }
 
 TEST(a_real_process_is_watched_through_its_pidfd) {

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The metrics file of a hand-built manager state (test-report --metrics), parsed with
 # the strict parser in promparse.py: every family, HELP/TYPE, the escaping of a
-# hostile cgroup name, and the values. Also: the parser itself rejects what it must.
+# hostile cgroup name, cgroup names that are not valid UTF-8 (the file must still
+# be, or node_exporter drops it whole), its mode, and the values. Also: the parser
+# itself rejects what it must.
 # Usage: test-metrics.py TEST-REPORT
 import os
 import subprocess
@@ -19,9 +21,13 @@ tmp = nbtest.tmpdir('test-metrics-')
 path = os.path.join(tmp, 'numabalanced.prom')
 r = subprocess.run([exe, '--metrics', path], capture_output=True, text=True)
 check(r.returncode == 0, f'test-report --metrics: {r.returncode} {r.stderr}')
-text = open(path).read()
+raw = open(path, 'rb').read()
+try:
+    text = raw.decode('utf-8', errors='strict')
+except UnicodeDecodeError as e:
+    nbtest.require(False, f'the metrics file is not valid UTF-8: {e}')
 check(os.listdir(tmp) == ['numabalanced.prom'], f'temporary files left: {os.listdir(tmp)}')
-check(oct(os.stat(path).st_mode & 0o777) == '0o644', 'metrics file mode')
+check(oct(os.stat(path).st_mode & 0o777) == '0o640', 'metrics file mode: %o' % (os.stat(path).st_mode & 0o777))
 try:
     fam = promparse.parse(text)
 except ValueError as e:
@@ -31,7 +37,12 @@ for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_pages
                   ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_tick_duration_seconds', 'gauge'),
                   ('numabalanced_sampling_source', 'gauge'), ('numabalanced_processes', 'gauge'),
                   ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),
-                  ('numabalanced_sampling_chain', 'gauge'), ('numabalanced_page_samples_total', 'counter')]:
+                  ('numabalanced_sampling_chain', 'gauge'), ('numabalanced_page_samples_total', 'counter'),
+                  ('numabalanced_walk_cpu_seconds_total', 'counter'),
+                  ('numabalanced_daemon_cpu_seconds_total', 'counter'),
+                  ('numabalanced_startup_cpu_seconds', 'gauge'),
+                  ('numabalanced_unattributed_cpu_seconds_total', 'counter'),
+                  ('numabalanced_metrics_cgroups_hidden', 'gauge')]:
     check(name in fam and fam[name]['type'] == typ, f'{name} missing or not a {typ}')
 
 hostile = '/user.slice/x"y\\z\nw'
@@ -46,11 +57,28 @@ check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='refused') ==
 check(g(fam, 'numabalanced_pages_total', cgroup='/gone.slice', result='moved') == 7, 'counters of an inactive cgroup kept')
 check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='read') - 1.5) < 1e-9, 'cpu read')
 check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='migrate') - 3e-6) < 1e-12, 'cpu migrate')
+# All of the daemon's CPU time has an owner: the walk, the bookkeeping and the report
+# of each cgroup, the walk of subtrees that did not opt in, the start, the rest.
+for stage, v in (('walk', 400e-9), ('bookkeeping', 500e-9), ('report', 600e-9)):
+    check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage=stage) - v) < 1e-12, f'cpu {stage}')
+check(abs(g(fam, 'numabalanced_walk_cpu_seconds_total', subtree='/user.slice') - 7e-6) < 1e-12,
+      'walk of a subtree not opted in')
+check(abs(g(fam, 'numabalanced_startup_cpu_seconds') - 0.002) < 1e-12, 'startup cpu')
+check(abs(g(fam, 'numabalanced_unattributed_cpu_seconds_total') - 0.005) < 1e-12, 'unattributed cpu')
+check(g(fam, 'numabalanced_daemon_cpu_seconds_total') > 0, 'daemon cpu')
 check(abs(g(fam, 'numabalanced_tick_duration_seconds') - 0.001234567) < 1e-12, 'tick duration')
 check(g(fam, 'numabalanced_sampling_source', source='proc') == 1, 'sampling source')
 check(g(fam, 'numabalanced_sampling_chain', chain='proc') == 1, 'sampling chain')
 check(g(fam, 'numabalanced_processes', cgroup='/a.slice') == 2, 'processes')
 check(g(fam, 'numabalanced_skipped_bytes', cgroup='/a.slice', reason='shared') == 8192, 'skipped shared')
+# Paths that were not valid UTF-8: each bad byte is U+FFFD; of the two that become the
+# same label, neither is shown: the path that was U+FFFD already (valid) is kept.
+check(g(fam, 'numabalanced_pages_total', cgroup='/user.slice/odd\ufffd', result='moved') == 33,
+      'the valid path is kept over the ones made the same')
+check(g(fam, 'numabalanced_pages_total', cgroup='/user.slice/\ufffd\ufffdetc', result='moved') == 44,
+      'an overlong sequence: two U+FFFD')
+check(g(fam, 'numabalanced_metrics_cgroups_hidden') == 2, 'hidden cgroups counted')
+check(fam['numabalanced_metrics_cgroups_hidden']['type'] == 'gauge', 'hidden cgroups: a gauge')
 check(('numabalanced_processes', (('cgroup', '/gone.slice'),)) not in
       [(k, s) for k in fam for s in fam[k]['samples']], 'an inactive cgroup has no processes gauge')
 

@@ -17,6 +17,7 @@
 #include "control.h"
 #include "json-parse.h"
 #include "manager-internal.h"
+#include "metrics.h"
 #include "move-check.h"
 #include "report.h"
 #include "test.h"
@@ -107,13 +108,17 @@ static uint64_t mono_ms(void) {
 }
 
 static struct cg_rec cg_a = { .path = "/a.slice", .mode = CG_MODE_BALANCE, .source = CG_FROM_TRUSTED, .owner = 0,
-                              .n_procs = 2, .pages = { 100, 5, 3, 2, 1 }, .cost_ns = { 1500000000, 2000, 3000 },
+                              .n_procs = 2, .pages = { 100, 5, 3, 2, 1 },
+                              .cost_ns = { [STAGE_READ] = 1500000000, [STAGE_DECIDE] = 2000, [STAGE_MIGRATE] = 3000,
+                                           [STAGE_WALK] = 400, [STAGE_BOOKKEEPING] = 500, [STAGE_REPORT] = 600 },
                               .seen = true };
 /* A delegated cgroup with a hostile name: a quote, a backslash, a newline. */
 static struct cg_rec cg_b = { .path = "/user.slice/x\"y\\z\nw", .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
                               .owner = 1000, .n_procs = 1, .pages = { 7 }, .cost_ns = { 20 }, .seen = true };
 static struct cg_rec cg_old = { .path = "/gone.slice", .mode = CG_MODE_BALANCE, .source = CG_FROM_CONFIG,
-                                .pages = { 7 }, .cost_ns = { 10 }, .seen = false };
+                                .pages = { 7 }, .cost_ns = { [STAGE_READ] = 10 }, .seen = false };
+/* Walked, not opted in. */
+static struct subtree_rec st_user = { .path = "/user.slice", .walk_ns = 7000 };
 static uint64_t nb1[2] = { 1000, 3000 }, nb2[2] = { 4096, 0 }, nb3[2] = { 0, 8192 };
 static struct proc_rec p1 = { .pid = 100, .comm = "db\x01\xff", .uid = 0, .cg = &cg_a, .reason = REASON_NONE,
                               .hot_node = 1, .target_node = 1, .pages = { 100, 5, 3, 2, 1 },
@@ -157,6 +162,7 @@ static void fake_watched(void) {
 static void build(struct manager *m) {
         static struct cg_rec *cgs[] = { &cg_a, &cg_b, &cg_old };
         static struct proc_rec *procs[] = { &p1, &p2, &p3, &p4, &p5 };
+        static struct subtree_rec *subtrees[] = { &st_user };
         char path[4096];
         int r;
 
@@ -178,6 +184,17 @@ static void build(struct manager *m) {
         m->n_cgs = ELEMENTSOF(cgs);
         m->procs = procs;
         m->n_procs = ELEMENTSOF(procs);
+        m->subtrees = subtrees;
+        m->n_subtrees = ELEMENTSOF(subtrees);
+        /* What was charged: the records' (a record that left would still count here),
+         * and the subtree's walk. */
+        for (size_t i = 0; i < ELEMENTSOF(cgs); i++)
+                for (int s = 0; s < _STAGE_MAX; s++)
+                        m->cost_ns[s] += cgs[i]->cost_ns[s];
+        m->cost_ns[STAGE_WALK] += st_user.walk_ns;
+        m->subtree_walk_ns = st_user.walk_ns;
+        m->startup_cpu_ns = 2000000;
+        m->unattributed_ns = 5000000;
         m->tick = 42;
         m->last_tick_ns = 1234567;
         m->total_pages[MIG_MOVED] = 100;
@@ -236,9 +253,18 @@ TEST(status_counts) {
         CHECK_STR(jv_str(jv_get(d, "scope"), NULL), "all");
         CHECK_INT(jv_u64(jv_get(jv_get(d, "pages"), "moved"), 0), 100);
         CHECK(jv_u64(jv_get(d, "uptime_ms"), 0) >= 5000);
-        /* The sum over cgroups, the inactive one included. */
+        /* All that was charged, the inactive cgroup and the subtree walked included. */
         CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "read"), 0), 1500000030);
-        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "total"), 0), 1500005030);
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "walk"), 0), 7400);
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "bookkeeping"), 0), 500);
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "report"), 0), 600);
+        CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "total"), 0), 1500013530);
+        CHECK_INT(jv_u64(jv_get(jv_get(d, "cpu_ns"), "walk_not_opted_in"), 0), 7000);
+        CHECK_INT(jv_u64(jv_get(jv_get(d, "cpu_ns"), "startup"), 0), 2000000);
+        /* At least what the last tick found (this process's own CPU time is less than
+         * the 1.5 s charged by hand: the stored value it is). */
+        CHECK(jv_u64(jv_get(jv_get(d, "cpu_ns"), "unattributed"), 0) >= 5000000);
+        CHECK(jv_u64(jv_get(jv_get(d, "cpu_ns"), "process"), 0) > 0);
         jv_free(d);
 }
 
@@ -282,6 +308,14 @@ TEST(list_as_root) {
         CHECK_INT(jv_u64(jv_get(&jv_get(c, "nodes")->items[1], "bytes"), 0), 3000 + 8192);
         CHECK_INT(jv_u64(jv_get(jv_get(c, "pages"), "refused"), 0), 1);
         CHECK_INT(jv_u64(jv_get(jv_get(c, "cpu_ns"), "read"), 0), 1500000000);
+        CHECK_INT(jv_u64(jv_get(jv_get(c, "cpu_ns"), "walk"), 0), 400);
+        CHECK_INT(jv_u64(jv_get(jv_get(c, "cpu_ns"), "bookkeeping"), 0), 500);
+        CHECK_INT(jv_u64(jv_get(jv_get(c, "cpu_ns"), "report"), 0), 600);
+        CHECK_INT(jv_u64(jv_get(jv_get(c, "cpu_ns"), "total"), 0), 1500006500);
+        /* The subtrees walked but not opted in, for root. */
+        CHECK(jv_get(d, "subtrees_walked") && jv_get(d, "subtrees_walked")->n == 1);
+        CHECK_STR(jv_str(jv_get(&jv_get(d, "subtrees_walked")->items[0], "path"), NULL), "/user.slice");
+        CHECK_INT(jv_u64(jv_get(&jv_get(d, "subtrees_walked")->items[0], "walk_cpu_ns"), 0), 7000);
         /* The hostile path comes back exactly. */
         CHECK_STR(jv_str(jv_get(&cgs->items[1], "path"), NULL), "/user.slice/x\"y\\z\nw");
         CHECK(!jv_bool(jv_get(&cgs->items[2], "active"), true));
@@ -313,6 +347,8 @@ TEST(list_as_a_user) {
         CHECK(!has_pid(procs, 100) && has_pid(procs, 200) && has_pid(procs, 300) && !has_pid(procs, 500));
         if (geteuid() == 0)
                 CHECK(!has_pid(procs, 501));
+        /* Root's top-level cgroups are not a user's to see. */
+        CHECK(jv_get(d, "subtrees_walked") && jv_get(d, "subtrees_walked")->n == 0);
         jv_free(d);
 }
 
@@ -572,26 +608,107 @@ TEST(json_parse_values) {
         CHECK_INT(jv_parse(deep, sizeof(deep), &v, NULL), -EINVAL);
 }
 
-TEST(metrics_label_escape) {
+/* metrics_put_label_value(s) as a string. */
+static const char *label(const char *s) {
+        static char out[256];
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
-        metrics_put_label_value(f, "a\\b\"c\nd\te");
+
+        metrics_put_label_value(f, s);
         fclose(f);
-        CHECK_STR(buf, "a\\\\b\\\"c\\nd\te");
+        snprintf(out, sizeof(out), "%s", buf);
         free(buf);
+        return out;
 }
 
-/* The metrics file: written atomically, mode 0644, no temporary file left. */
+#define FFFD "\xef\xbf\xbd"
+
+TEST(metrics_label_escape) {
+        CHECK_STR(label("a\\b\"c\nd\te"), "a\\\\b\\\"c\\nd\te");
+        /* Valid UTF-8 stays as it is: 2, 3 and 4 bytes, and the highest code point. */
+        CHECK_STR(label("/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80/\xf4\x8f\xbf\xbf"),
+                  "/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80/\xf4\x8f\xbf\xbf");
+        /* Invalid: one U+FFFD per byte that starts no valid sequence. */
+        CHECK_STR(label("a\xff" "b"), "a" FFFD "b");
+        CHECK_STR(label("\xc0\xaf"), FFFD FFFD);                  /* overlong '/' */
+        CHECK_STR(label("\xed\xa0\x80"), FFFD FFFD FFFD);         /* a surrogate */
+        CHECK_STR(label("\xf4\x90\x80\x80"), FFFD FFFD FFFD FFFD); /* above U+10FFFF */
+        CHECK_STR(label("x\xe2\x82"), "x" FFFD FFFD);               /* cut short */
+        CHECK_STR(label("\x80\"\xc3"), FFFD "\\\"" FFFD);
+        CHECK_STR(label(NULL), "");
+}
+
+/* The metrics file: written atomically, mode 0640 (it names every cgroup), no
+ * temporary file left; the group asked for, or the error if it cannot be set. */
 TEST(metrics_file_written_atomically) {
         struct stat st;
         char file[4096];
+        int group_error = 1;
 
         snprintf(file, sizeof(file), "%s/m.prom", tmpdir);
-        CHECK_INT(report_write_metrics(&mgr, file), 0);
-        CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0644);
+        CHECK_INT(metrics_write_file(&mgr, file, (gid_t) -1, &group_error), 0);
+        CHECK_INT(group_error, 0);
+        CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0640);
+        /* A group this process is a member of: no CAP_CHOWN needed. */
+        CHECK_INT(metrics_write_file(&mgr, file, getegid(), &group_error), 0);
+        CHECK_INT(group_error, 0);
+        CHECK(stat(file, &st) == 0 && st.st_gid == getegid() && (st.st_mode & 0777) == 0640);
+        if (geteuid() != 0) {
+                /* Another group: refused, and the file is written all the same. */
+                unlink(file);
+                CHECK_INT(metrics_write_file(&mgr, file, 0, &group_error), 0);
+                CHECK_INT(group_error, -EPERM);
+                CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0640);
+        }
         snprintf(file, sizeof(file), "%s/nodir/m.prom", tmpdir);
-        CHECK_INT(report_write_metrics(&mgr, file), -ENOENT);
+        CHECK_INT(metrics_write_file(&mgr, file, (gid_t) -1, NULL), -ENOENT);
+}
+
+/* Cgroups whose paths are not valid UTF-8: made valid, and where two become the same
+ * label, the one that was valid already is kept (write_metrics() adds them for
+ * test-metrics.py). */
+static struct cg_rec cg_bad1 = { .path = "/user.slice/odd\xff", .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
+                                 .owner = 1000, .pages = { 11 }, .seen = true };
+static struct cg_rec cg_bad2 = { .path = "/user.slice/odd\xfe", .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
+                                 .owner = 1000, .pages = { 22 }, .seen = true };
+static struct cg_rec cg_fffd = { .path = "/user.slice/odd" FFFD, .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
+                                 .owner = 1000, .pages = { 33 }, .seen = true };
+static struct cg_rec cg_bad3 = { .path = "/user.slice/\xc0\xaf" "etc", .mode = CG_MODE_ADVISE,
+                                 .source = CG_FROM_USER, .owner = 1000, .pages = { 44 }, .seen = true };
+
+static struct cg_rec **with_odd_names(struct manager *m, size_t *saved_n) {
+        static struct cg_rec *cgs[8];
+        struct cg_rec **saved = m->cgs;
+
+        *saved_n = m->n_cgs;
+        memcpy(cgs, m->cgs, m->n_cgs * sizeof(*cgs));
+        cgs[m->n_cgs] = &cg_bad1;
+        cgs[m->n_cgs + 1] = &cg_bad2;
+        cgs[m->n_cgs + 2] = &cg_fffd;
+        cgs[m->n_cgs + 3] = &cg_bad3;
+        m->cgs = cgs;
+        m->n_cgs += 4;
+        return saved;
+}
+
+TEST(metrics_odd_cgroup_names) {
+        size_t saved_n;
+        struct cg_rec **saved = with_odd_names(&mgr, &saved_n);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        CHECK_INT(metrics_write(&mgr, f), 0);
+        fclose(f);
+        mgr.cgs = saved;
+        mgr.n_cgs = saved_n;
+        CHECK(strstr(buf, "numabalanced_pages_total{cgroup=\"/user.slice/odd" FFFD "\",result=\"moved\"} 33\n"));
+        CHECK(!strstr(buf, "} 11\n") && !strstr(buf, "} 22\n"));
+        CHECK(strstr(buf, "numabalanced_pages_total{cgroup=\"/user.slice/" FFFD FFFD "etc\",result=\"moved\"} 44\n"));
+        CHECK(strstr(buf, "\nnumabalanced_metrics_cgroups_hidden 2\n"));
+        CHECK(!strstr(buf, "\xff") && !strstr(buf, "\xfe") && !strstr(buf, "\xc0"));
+        free(buf);
 }
 
 /* The fake /proc (processes that are not watched, each for another reason) and the
@@ -636,10 +753,14 @@ static void outro(void) {
 }
 
 static int write_metrics(const char *path) {
-        int r = report_write_metrics(&mgr, path);
+        size_t saved_n;
+        struct cg_rec **saved = with_odd_names(&mgr, &saved_n);
+        int r = metrics_write_file(&mgr, path, (gid_t) -1, NULL);
 
+        mgr.cgs = saved;
+        mgr.n_cgs = saved_n;
         if (r < 0)
-                fprintf(stderr, "report_write_metrics: %s\n", strerror(-r));
+                fprintf(stderr, "metrics_write_file: %s\n", strerror(-r));
         return r < 0;
 }
 

@@ -70,6 +70,9 @@ def main():
               f"service_cpus and runs as root with the bounding set only")
     check(s.get("RuntimeDirectory") == ["numabalanced"],
           "RuntimeDirectory=numabalanced missing (the control socket lives there)")
+    check(s.get("RuntimeDirectoryPreserve") == ["yes"],
+          f"RuntimeDirectoryPreserve={s.get('RuntimeDirectoryPreserve')}: expected yes (the operator's "
+          "kernel.numa_balancing saved there must outlive a daemon killed before its exit)")
     for want in ("SystemCallFilter", "RestrictAddressFamilies", "ProtectProc", "ProtectSystem"):
         check(want in s, f"{want}= missing")
 

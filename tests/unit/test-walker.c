@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,51 @@ TEST(publishes_walks_and_follows_rules) {
         CHECK(next_selection(w, &s) && has(&s, "/b") && !has(&s, "/a"));
         cgroup_selection_done(&s);
         walker_free(w);
+}
+
+/* The selection carries the walk's CPU time, measured on the walker's thread (this
+ * thread's clock does not move meanwhile), and the walker does not walk again before
+ * the last selection was taken: a walk replacing one never taken would drop its time
+ * unattributed. */
+TEST(walk_time_handed_over_with_each_selection) {
+        struct cgroup_rule a = { (char *) "/a", CG_MODE_BALANCE };
+        struct cgroup_selection s = {};
+        struct walker *w = NULL;
+        uint64_t ns = 0, walks;
+
+        for (int i = 0; i < 100; i++) {
+                char p[32];
+                snprintf(p, sizeof(p), "/o%d", i);
+                mk(p);
+        }
+        CHECK_INT(walker_new(root, &a, 1, 20, &w), 0);
+        if (!w)
+                return;
+        CHECK(next_selection(w, &s));
+        for (size_t i = 0; i < s.n_entries; i++)
+                ns += s.entries[i].walk_ns;
+        for (size_t i = 0; i < s.n_others; i++)
+                ns += s.others[i].walk_ns;
+        CHECK_MSG(ns > 0 && s.n_others > 0, "walk time %" PRIu64 " ns in %zu others", ns, s.n_others);
+        cgroup_selection_done(&s);
+        /* Published, not taken: no walk for 300 ms (15 intervals). */
+        for (int i = 0; i < 1000 && walker_walks(w) < 2; i++)
+                usleep(10000);
+        walks = walker_walks(w);
+        usleep(300000);
+        CHECK_INT(walker_walks(w), walks);
+        /* Taken: the next walk follows. */
+        CHECK(next_selection(w, &s));
+        cgroup_selection_done(&s);
+        CHECK(next_selection(w, &s));
+        CHECK(walker_walks(w) >= walks + 1);
+        cgroup_selection_done(&s);
+        walker_free(w);
+        for (int i = 0; i < 100; i++) {
+                char p[300];
+                snprintf(p, sizeof(p), "%s/o%d", root, i);
+                rmdir(p);
+        }
 }
 
 /* Out of descriptors, a walk publishes nothing: the tick keeps what it has. */

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cleanup.h"
+#include "clock.h"
 #include "log.h"
 #include "self-job.h"
 #include "test.h"
@@ -275,6 +276,90 @@ TEST(move_calls_per_second_bounded) {
         printf("60 move calls in %.3f s, at most %u in one second\n", elapsed / 1e9, most);
         CHECK(elapsed >= UINT64_C(1050000000));
         CHECK(most <= 56);
+}
+
+/* The run's time budget holds while a job waits at the calls-per-second gate: at 1
+ * call a second (no burst), the 60 calls of the job would take a minute, each wait a
+ * second; the run ends soon after its budget of 300 ms, within the first wait, the job
+ * cancelled with pages not moved. */
+TEST(run_budget_ends_a_wait_at_the_call_gate) {
+        struct migrator *m = NULL;
+        struct migrate_range rg[60];
+        struct migrate_job job;
+        nb_cpumask cpu0 = {};
+        uint64_t ps = page_size(), pmd = migrate_pmd_size(), t0, took;
+
+        cpumask_set(&cpu0, 0);
+        if (migrator_new(&cpu0, 0, 1, &m) < 0)
+                TEST_SKIP("no worker on CPU 0 (affinity)");
+        migrator_set_call_rate(m, 1);
+        migrator_set_run_budget(m, 300 * NSEC_PER_MSEC);
+        for (size_t i = 0; i < ELEMENTSOF(rg); i++) {
+                uint64_t a = UINT64_C(0x100000000000) + i * pmd + ps;
+                rg[i] = (struct migrate_range) { a, a + ps, ps };
+        }
+        job = (struct migrate_job) {
+                .pid = getpid(), .pidfd = -1, .starttime = self_starttime(), .target_node = 0,
+                .ranges = rg, .n_ranges = ELEMENTSOF(rg), .cgroup = "/test.slice",
+        };
+        n_move_calls = 0;
+        __atomic_store_n(&fake_kernel, true, __ATOMIC_RELAXED);
+        t0 = now_ns(CLOCK_MONOTONIC);
+        CHECK_INT(migrator_run(m, &job, 1), 0);
+        took = now_ns(CLOCK_MONOTONIC) - t0;
+        __atomic_store_n(&fake_kernel, false, __ATOMIC_RELAXED);
+        CHECK_INT(migrator_runs_cut(m), 1);
+        migrator_free(m);
+
+        CHECK_INT(job.error, -ECANCELED);
+        CHECK(job.pages[MIG_MOVED] < ELEMENTSOF(rg));
+        /* Polled every 100 ms, the gate's wait in slices of 50 ms. */
+        CHECK_MSG(took < 800 * NSEC_PER_MSEC, "the run took %" PRIu64 " ms with a budget of 300 ms",
+                  took / NSEC_PER_MSEC);
+}
+
+/* The run's time budget: a run of many slow jobs (one page per move_pages call) ends
+ * soon after its budget, the jobs not started yet cancelled, and the next run is not:
+ * the budget is per run, unlike migrator_cancel(). */
+TEST(run_budget_cuts_a_run_and_only_that_run) {
+        enum { N = 2000 };
+        struct migrator *m = one_worker();
+        _cleanup_free_ struct migrate_job *jobs = calloc(N, sizeof(*jobs));
+        _cleanup_free_ struct migrate_range (*rg)[2] = calloc(N, sizeof(*rg));
+        char *area = self_area();
+        unsigned done = 0, cancelled = 0;
+        uint64_t t0, took;
+
+        if (!m || !area || !jobs || !rg)
+                return migrator_free(m);
+        /* One address per call: each job is some 2,500 move_pages(2) calls, the run
+         * five million (1.6 s here without a budget). */
+        migrator_set_limits(m, 0, 1);
+        migrator_set_run_budget(m, 50 * NSEC_PER_MSEC);
+        CHECK_INT(migrator_runs_cut(m), 0);
+        for (int i = 0; i < N; i++)
+                setup_self_job(&jobs[i], rg[i], area);
+        t0 = now_ns(CLOCK_MONOTONIC);
+        CHECK_INT(migrator_run(m, jobs, N), 0);
+        took = now_ns(CLOCK_MONOTONIC) - t0;
+        for (int i = 0; i < N; i++) {
+                done += jobs[i].error == 0;
+                cancelled += jobs[i].error == -ECANCELED;
+        }
+        CHECK_INT(migrator_runs_cut(m), 1);
+        CHECK_MSG(cancelled > 0 && done + cancelled == N, "%u job(s) done, %u cancelled of %d", done, cancelled, N);
+        /* Polled every 100 ms, and the job in flight stops at its next call. */
+        CHECK_MSG(took < 2 * NSEC_PER_SEC, "the run took %" PRIu64 " ms with a budget of 50 ms", took / NSEC_PER_MSEC);
+        CHECK_INT(migrator_run_elapsed_ns(m), 0);
+
+        /* The next run is whole again. */
+        migrator_set_limits(m, 0, 0);
+        setup_self_job(&jobs[0], rg[0], area);
+        CHECK_INT(migrator_run(m, jobs, 1), 0);
+        CHECK_INT(jobs[0].error, 0);
+        CHECK_INT(jobs[0].pages[MIG_ALREADY], TOUCHED / page_size());
+        CHECK_INT(migrator_runs_cut(m), 1);
+        migrator_free(m);
 }
 
 DEFINE_TEST_MAIN()

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The metrics file (metrics.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cleanup.h"
+#include "log.h"
+#include "metrics.h"
+#include "migrate.h"
+#include "parse.h"
+#include "report.h"
+#include "source.h"
+
+/* U+FFFD, the replacement character, in UTF-8. */
+#define REPLACEMENT "\xef\xbf\xbd"
+
+/* ---- label values ------------------------------------------------------------- */
+
+/* The length (1 to 4) of the valid UTF-8 sequence s starts with, 0 if it starts none:
+ * no overlong forms, no surrogates, nothing above U+10FFFF (what Go's
+ * utf8.ValidString, and so node_exporter, accepts). Never reads past a NUL. */
+static size_t utf8_seq(const unsigned char *s) {
+        unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+
+        if (c < 0x80)
+                return 1;
+        if (c >= 0xc2 && c <= 0xdf)
+                return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+        if (c >= 0xe0 && c <= 0xef) {
+                if (c == 0xe0)
+                        lo = 0xa0;
+                else if (c == 0xed)
+                        hi = 0x9f;     /* the surrogates */
+                return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
+        }
+        if (c >= 0xf0 && c <= 0xf4) {
+                if (c == 0xf0)
+                        lo = 0x90;
+                else if (c == 0xf4)
+                        hi = 0x8f;     /* above U+10FFFF */
+                return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 && (s[3] & 0xc0) == 0x80 ? 4 : 0;
+        }
+        return 0;
+}
+
+void metrics_put_label_value(FILE *f, const char *s) {
+        const unsigned char *c = (const unsigned char *) (s ? s : "");
+
+        while (*c) {
+                size_t n = utf8_seq(c);
+
+                if (n == 0) {
+                        fputs(REPLACEMENT, f);
+                        c++;
+                        continue;
+                }
+                if (*c == '\\')
+                        fputs("\\\\", f);
+                else if (*c == '"')
+                        fputs("\\\"", f);
+                else if (*c == '\n')
+                        fputs("\\n", f);
+                else
+                        fwrite(c, 1, n, f);
+                c += n;
+        }
+}
+
+/* s made valid UTF-8 as metrics_put_label_value() does, not escaped: the value the
+ * reader of the file sees. malloc'd, or NULL; *ret_exact: nothing was replaced. */
+static char *label_text(const char *s, bool *ret_exact) {
+        const unsigned char *c = (const unsigned char *) s;
+        char *out = malloc(3 * strlen(s) + 1), *o = out;
+
+        *ret_exact = true;
+        if (!out)
+                return NULL;
+        while (*c) {
+                size_t n = utf8_seq(c);
+
+                if (n == 0) {
+                        memcpy(o, REPLACEMENT, 3);
+                        o += 3;
+                        c++;
+                        *ret_exact = false;
+                        continue;
+                }
+                memcpy(o, c, n);
+                o += n;
+                c += n;
+        }
+        *o = 0;
+        return out;
+}
+
+/* ---- the cgroups of the file ------------------------------------------------------ */
+
+/* One cgroup record as the file shows it, with its processes' sums. */
+struct mcg {
+        const struct cg_rec *c;
+        char *label;               /* label_text() of its path */
+        bool exact;                /* its path was valid UTF-8 */
+        bool hidden;               /* its label is another's: left out */
+        uint64_t *node_bytes;      /* per topology node, its processes at their last scan */
+        uint64_t skipped[_REASON_MAX];
+};
+
+struct mtable {
+        struct mcg *v;             /* in m->cgs order */
+        size_t n, n_hidden;
+        uint64_t *node_bytes;      /* n * n_nodes, behind v[i].node_bytes */
+};
+
+static void mtable_done(struct mtable *t) {
+        for (size_t i = 0; i < t->n; i++)
+                free(t->v[i].label);
+        free(t->v);
+        free(t->node_bytes);
+}
+
+/* By label, the exact one first, then in record order. */
+static int cmp_label(const void *a, const void *b) {
+        const struct mcg *x = *(const struct mcg *const *) a, *y = *(const struct mcg *const *) b;
+        int r = strcmp(x->label, y->label);
+
+        if (r != 0)
+                return r;
+        if (x->exact != y->exact)
+                return x->exact ? -1 : 1;
+        return (x > y) - (x < y);
+}
+
+static int cmp_rec(const void *a, const void *b) {
+        const struct mcg *x = *(const struct mcg *const *) a, *y = *(const struct mcg *const *) b;
+        return (x->c > y->c) - (x->c < y->c);
+}
+
+/* Of the cgroups whose labels are the same, all but the first in cmp_label() order
+ * are hidden: one series must not appear twice. by: scratch for n pointers. */
+static void hide_duplicates(struct mtable *t, struct mcg **by) {
+        for (size_t i = 0; i < t->n; i++)
+                by[i] = &t->v[i];
+        qsort(by, t->n, sizeof(*by), cmp_label);
+        for (size_t i = 1; i < t->n; i++)
+                if (strcmp(by[i]->label, by[i - 1]->label) == 0) {
+                        by[i]->hidden = true;
+                        t->n_hidden++;
+                }
+}
+
+/* Each process's last scan added to its cgroup's sums: one pass over the processes,
+ * not one per cgroup (20,000 cgroups and 2,000 processes are 40 million steps a tick
+ * otherwise). by: scratch for n pointers. */
+static void sum_processes(const struct manager *m, struct mtable *t, struct mcg **by) {
+        for (size_t i = 0; i < t->n; i++)
+                by[i] = &t->v[i];
+        qsort(by, t->n, sizeof(*by), cmp_rec);
+        for (size_t k = 0; k < m->n_procs; k++) {
+                const struct proc_rec *p = m->procs[k];
+                struct mcg key = { .c = p->cg }, *kp = &key, **hit;
+
+                if (!p->cg)
+                        continue;
+                hit = bsearch(&kp, by, t->n, sizeof(*by), cmp_rec);
+                if (!hit)
+                        continue;
+                for (unsigned n = 0; p->node_bytes && n < m->topo->n_nodes; n++)
+                        (*hit)->node_bytes[n] += p->node_bytes[n];
+                for (int r = 0; r < _REASON_MAX; r++)
+                        (*hit)->skipped[r] += p->skipped_bytes[r];
+        }
+}
+
+static int mtable_build(const struct manager *m, struct mtable *t) {
+        _cleanup_free_ struct mcg **by = NULL;
+        size_t n_nodes = m->topo->n_nodes ? m->topo->n_nodes : 1;
+
+        *t = (struct mtable) { .n = m->n_cgs };
+        t->v = calloc(t->n ? t->n : 1, sizeof(*t->v));
+        t->node_bytes = calloc((t->n ? t->n : 1) * n_nodes, sizeof(*t->node_bytes));
+        by = calloc(t->n ? t->n : 1, sizeof(*by));
+        if (!t->v || !t->node_bytes || !by)
+                goto oom;
+        for (size_t i = 0; i < t->n; i++) {
+                t->v[i].c = m->cgs[i];
+                t->v[i].node_bytes = t->node_bytes + i * n_nodes;
+                t->v[i].label = label_text(m->cgs[i]->path, &t->v[i].exact);
+                if (!t->v[i].label)
+                        goto oom;
+        }
+        hide_duplicates(t, by);
+        sum_processes(m, t, by);
+        return 0;
+oom:
+        mtable_done(t);
+        *t = (struct mtable) {};
+        return -ENOMEM;
+}
+
+/* ---- the families --------------------------------------------------------------- */
+
+static void metric_head(FILE *f, const char *name, const char *type, const char *help) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{cgroup="..." with the line still open for more labels. */
+static void metric_cg(FILE *f, const char *name, const struct mcg *c) {
+        fprintf(f, "%s{cgroup=\"", name);
+        metrics_put_label_value(f, c->label);
+        fputc('"', f);
+}
+
+static void put_seconds(FILE *f, uint64_t ns) {
+        fprintf(f, "%" PRIu64 ".%09" PRIu64 "\n", ns / 1000000000u, ns % 1000000000u);
+}
+
+/* Per cgroup and node: the resident bytes of its processes at their last scan. */
+static void metrics_locality(const struct manager *m, const struct mtable *t, FILE *f) {
+        metric_head(f, "numabalanced_locality_bytes", "gauge",
+                    "Resident bytes of the watched processes of a cgroup on each NUMA node, at their last scan.");
+        for (size_t i = 0; i < t->n; i++) {
+                if (t->v[i].hidden || !t->v[i].c->seen)
+                        continue;
+                for (unsigned n = 0; n < m->topo->n_nodes; n++) {
+                        metric_cg(f, "numabalanced_locality_bytes", &t->v[i]);
+                        fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", m->topo->nodes[n].id, t->v[i].node_bytes[n]);
+                }
+        }
+}
+
+static void metrics_pages(const struct mtable *t, FILE *f) {
+        static const int results[] = { MIG_MOVED, MIG_BUSY, MIG_GONE, MIG_REFUSED };
+
+        metric_head(f, "numabalanced_pages_total", "counter",
+                    "Base pages (4 KiB) the daemon passed to move_pages(2), per cgroup and result.");
+        for (size_t i = 0; i < t->n; i++)
+                for (size_t r = 0; r < ELEMENTSOF(results) && !t->v[i].hidden; r++) {
+                        metric_cg(f, "numabalanced_pages_total", &t->v[i]);
+                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", migrate_class_name(results[r]),
+                                t->v[i].c->pages[results[r]]);
+                }
+}
+
+static void metrics_skipped(const struct mtable *t, FILE *f) {
+        metric_head(f, "numabalanced_skipped_bytes", "gauge",
+                    "Misplaced bytes left alone at the last scan of each process, per cgroup and reason.");
+        for (size_t i = 0; i < t->n; i++) {
+                if (t->v[i].hidden || !t->v[i].c->seen)
+                        continue;
+                for (int r = 0; r < _REASON_MAX; r++) {
+                        if (r == REASON_NONE)
+                                continue;
+                        metric_cg(f, "numabalanced_skipped_bytes", &t->v[i]);
+                        fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", plan_reason_name(r), t->v[i].skipped[r]);
+                }
+        }
+}
+
+/* Per cgroup: CPU time by stage, and the processes watched. */
+static void metrics_cgroup_costs(const struct mtable *t, FILE *f) {
+        metric_head(f, "numabalanced_cpu_seconds_total", "counter",
+                    "CPU time the daemon spent on each cgroup, by stage (read, decide, migrate, walk, bookkeeping, "
+                    "report).");
+        for (size_t i = 0; i < t->n; i++)
+                for (int s = 0; s < _STAGE_MAX && !t->v[i].hidden; s++) {
+                        metric_cg(f, "numabalanced_cpu_seconds_total", &t->v[i]);
+                        fprintf(f, ",stage=\"%s\"} ", report_stage_name(s));
+                        put_seconds(f, t->v[i].c->cost_ns[s]);
+                }
+
+        metric_head(f, "numabalanced_processes", "gauge", "Processes watched in each opted-in cgroup.");
+        for (size_t i = 0; i < t->n; i++) {
+                if (t->v[i].hidden || !t->v[i].c->seen)
+                        continue;
+                metric_cg(f, "numabalanced_processes", &t->v[i]);
+                fprintf(f, "} %u\n", t->v[i].c->n_procs);
+        }
+}
+
+/* The daemon's CPU time that no opted-in cgroup carries: the walk of subtrees that
+ * did not opt in (by top-level cgroup; one whose path is not valid UTF-8 is left out
+ * and counted as hidden: only root makes top-level cgroups), its start, the rest. */
+static size_t metrics_daemon_costs(const struct manager *m, FILE *f) {
+        uint64_t process = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+        size_t hidden = 0;
+
+        metric_head(f, "numabalanced_walk_cpu_seconds_total", "counter",
+                    "CPU time of the cgroup tree walk on cgroups that did not opt in, by the top-level cgroup "
+                    "they lie in.");
+        for (size_t i = 0; i < m->n_subtrees; i++) {
+                bool exact;
+                _cleanup_free_ char *text = label_text(m->subtrees[i]->path, &exact);
+
+                if (!text || !exact) {
+                        hidden++;
+                        continue;
+                }
+                fputs("numabalanced_walk_cpu_seconds_total{subtree=\"", f);
+                metrics_put_label_value(f, text);
+                fputs("\"} ", f);
+                put_seconds(f, m->subtrees[i]->walk_ns);
+        }
+        metric_head(f, "numabalanced_daemon_cpu_seconds_total", "counter", "CPU time of the daemon in all.");
+        fputs("numabalanced_daemon_cpu_seconds_total ", f);
+        put_seconds(f, process);
+        metric_head(f, "numabalanced_startup_cpu_seconds", "gauge", "CPU time of the daemon's start.");
+        fputs("numabalanced_startup_cpu_seconds ", f);
+        put_seconds(f, m->startup_cpu_ns);
+        metric_head(f, "numabalanced_unattributed_cpu_seconds_total", "counter",
+                    "CPU time of the daemon charged to no cgroup since its start (the control socket, ticks with "
+                    "nothing opted in).");
+        fputs("numabalanced_unattributed_cpu_seconds_total ", f);
+        put_seconds(f, m->unattributed_ns);
+        return hidden;
+}
+
+/* The daemon as a whole: ticks, the sampling source and chain, page samples, the
+ * cgroups left out of the file. */
+static void metrics_daemon(const struct manager *m, const struct mtable *t, size_t hidden, FILE *f) {
+        metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
+        fputs("numabalanced_tick_duration_seconds ", f);
+        put_seconds(f, m->last_tick_ns);
+        metric_head(f, "numabalanced_ticks_total", "counter", "Ticks run since the daemon started.");
+        fprintf(f, "numabalanced_ticks_total %" PRIu64 "\n", m->tick);
+        metric_head(f, "numabalanced_sampling_source", "gauge",
+                    "Where the daemon learns which node each thread runs on: 1 for the source in use.");
+        fputs("numabalanced_sampling_source{source=\"", f);
+        metrics_put_label_value(f, m->source ? m->source->name : "none");
+        fputs("\"} 1\n", f);
+        metric_head(f, "numabalanced_sampling_chain", "gauge",
+                    "The whole sampling chain in use (pmu+bpf, pmu+proc, bpf, proc): 1 for it.");
+        fputs("numabalanced_sampling_chain{chain=\"", f);
+        metrics_put_label_value(f, m->source ? sampling_chain(m->source, m->pages) : "none");
+        fputs("\"} 1\n", f);
+        metric_head(f, "numabalanced_page_samples_total", "counter",
+                    "Memory-access samples counted by page-level sampling (0 when it is off).");
+        fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", m->page_samples);
+        metric_head(f, "numabalanced_metrics_cgroups_hidden", "gauge",
+                    "Cgroups left out of this file: their path, made valid UTF-8, is another one's.");
+        fprintf(f, "numabalanced_metrics_cgroups_hidden %zu\n", t->n_hidden + hidden);
+}
+
+int metrics_write(struct manager *m, FILE *f) {
+        struct mtable t;
+        int r;
+
+        r = mtable_build(m, &t);
+        if (r < 0)
+                return r;
+        metrics_locality(m, &t, f);
+        metrics_pages(&t, f);
+        metrics_skipped(&t, f);
+        metrics_cgroup_costs(&t, f);
+        metrics_daemon(m, &t, metrics_daemon_costs(m, f), f);
+        mtable_done(&t);
+        fflush(f);
+        return ferror(f) ? -EIO : 0;
+}
+
+/* ---- the file ------------------------------------------------------------------- */
+
+/* The temporary file beside path, opened: mode METRICS_FILE_MODE, and group gid
+ * ((gid_t) -1: none asked) if it can (else *ret_group_error). */
+static int open_temporary(const char *path, gid_t gid, char **ret_tmp, int *ret_group_error) {
+        _cleanup_free_ char *dir_copy = strdup(path), *base_copy = strdup(path), *tmp = NULL;
+        _cleanup_close_ int fd = -1;
+
+        if (!dir_copy || !base_copy)
+                return -ENOMEM;
+        if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dir_copy), basename(base_copy)) < 0) {
+                tmp = NULL;
+                return -ENOMEM;
+        }
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        /* Without CAP_CHOWN this works for a group the daemon is a member of. */
+        *ret_group_error = 0;
+        if (gid != (gid_t) -1 && fchown(fd, (uid_t) -1, gid) < 0)
+                *ret_group_error = -errno;
+        if (fchmod(fd, METRICS_FILE_MODE) < 0) {
+                int r = -errno;
+                (void) unlink(tmp);
+                return r;
+        }
+        *ret_tmp = TAKE_PTR(tmp);
+        return TAKE_FD(fd);
+}
+
+int metrics_write_file(struct manager *m, const char *path, gid_t gid, int *ret_group_error) {
+        _cleanup_free_ char *tmp = NULL;
+        int group_error = 0, fd, r;
+        FILE *f;
+
+        fd = open_temporary(path, gid, &tmp, &group_error);
+        if (fd < 0)
+                return fd;
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = -errno;
+                close(fd);
+                goto fail;
+        }
+        r = metrics_write(m, f);
+        if (fclose(f) != 0 && r >= 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                goto fail;
+        if (ret_group_error)
+                *ret_group_error = group_error;
+        return 0;
+fail:
+        (void) unlink(tmp);
+        return r;
+}
+
+/* The gid of group (a name or a number), remembered in s for as long as the name
+ * stays the same. -ENOENT: no such group. */
+static int resolve_group(struct metrics_state *s, const char *group, gid_t *ret) {
+        struct group gr, *res = NULL;
+        char buf[16384];
+        uint64_t v;
+        int r;
+
+        if (s->group && strcmp(s->group, group) == 0) {
+                *ret = s->gid;
+                return 0;
+        }
+        if (parse_u64(group, 10, UINT32_MAX - 1, &v) == 0)
+                *ret = (gid_t) v;
+        else {
+                r = getgrnam_r(group, &gr, buf, sizeof(buf), &res);
+                if (r != 0 || !res)
+                        return r != 0 ? -r : -ENOENT;
+                *ret = res->gr_gid;
+        }
+        free(s->group);
+        s->group = strdup(group);
+        s->gid = *ret;
+        return 0;
+}
+
+/* The group's failures, logged when they change. */
+static void log_group(const char *path, const char *group, int r, bool resolved, struct metrics_state *s) {
+        if (r < 0 && r != s->group_error) {
+                if (!resolved)
+                        log_warning_errno(r, "metrics_group=%s: no such group (%m); %s keeps the group it is created "
+                                          "with, which node_exporter may not read", group, path);
+                else
+                        log_warning_errno(r, "Failed to give %s the group %s, ignoring: %m. Without CAP_CHOWN the "
+                                          "daemon may only give it a group it is a member of: add "
+                                          "SupplementaryGroups=%s to the unit in a drop-in", path, group, group);
+        } else if (r >= 0 && s->group_error)
+                log_info("%s has the group %s again", path, group);
+        s->group_error = r < 0 ? r : 0;
+}
+
+void metrics_update_file(struct manager *m, const char *path, const char *group, struct metrics_state *s) {
+        gid_t gid = (gid_t) -1;
+        int r, gr = 0;
+        bool resolved = true;
+
+        if (!path || !path[0])
+                return;
+        if (group && group[0]) {
+                gr = resolve_group(s, group, &gid);
+                resolved = gr >= 0;
+        }
+        r = metrics_write_file(m, path, gid, resolved ? &gr : NULL);
+        if (r < 0 && r != s->error)
+                log_warning_errno(r, "Failed to write the metrics to %s, ignoring: %m", path);
+        else if (r >= 0 && s->error)
+                log_info("Writing the metrics to %s again", path);
+        s->error = r < 0 ? r : 0;
+        if (r >= 0 && group && group[0])
+                log_group(path, group, gr, resolved, s);
+}
+
+void metrics_state_done(struct metrics_state *s) {
+        free(s->group);
+        s->group = NULL;
+}
