@@ -94,9 +94,12 @@ uint64_t migrate_pmd_size(void);
  * budget, and may sleep; -errno (-ECANCELED) stops the job. */
 typedef int (*migrate_throttle_t)(void *ctx, uint64_t bytes, uint64_t busy_since_ns);
 
-/* Runs one job on the calling thread, in move calls of at most batch_pages addresses
- * (0: the default, 65536). *cancel (may be NULL) becoming non-zero stops the job at
- * the next batch with -ECANCELED. throttle (may be NULL) is called after each move
- * batch with the bytes that moved. Fills the job's out fields; returns job->error. */
+/* Runs one job on the calling thread, in move calls of at most batch_pages base pages
+ * (0: the default, 65536), counted by weight: a 2 MiB page passes 512 of them, and so
+ * does the head of a transparent huge page in a huge-page round (it moves whole); a
+ * call passes one address at least, whatever its size. *cancel (may be NULL) becoming
+ * non-zero stops the job at the next batch with -ECANCELED. throttle (may be NULL) is
+ * called after each move batch with the bytes that moved. Fills the job's out fields;
+ * returns job->error. */
 int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
                         migrate_throttle_t throttle, void *throttle_ctx);
