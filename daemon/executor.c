@@ -209,6 +209,16 @@ static bool may_still_move(struct job_run *jr) {
         return false;
 }
 
+/* Whether the next batch may start: the caller's check (may_still_move) runs before a
+ * batch's first query, as well as before its move call. A plan that stopped holding
+ * between batches (an exec, the cgroup switched off) is then seen even when the rest of
+ * it finds nothing to move: after an exec, the new program's region was not touched
+ * yet, its addresses absent; the job queried on to its end, and stopped without saying
+ * why. Also the job's first check: it may have waited behind others for minutes. */
+static bool batch_may_start(struct job_run *jr) {
+        return jr->n > 0 || may_still_move(jr);
+}
+
 /* Charges moved base pages to the MB/s budget (it may sleep); a refusal stops the job. */
 static void charge(struct job_run *jr, uint64_t pages) {
         int r;
@@ -509,6 +519,8 @@ static void run_base(struct job_run *jr, uint64_t start, uint64_t end, uint64_t 
                 }
                 if (cancelled(jr))
                         return job_stop(jr, -ECANCELED);
+                if (!batch_may_start(jr))
+                        return;
                 r = query_chunk(jr, addr, (size_t) n, stride);
                 if (r < 0) {
                         if (r == -ENOENT)
@@ -683,7 +695,7 @@ static void run_huge_round(struct job_run *jr, uint64_t chunk, uint64_t n) {
                 return job_stop(jr, -ENOMEM);
         /* The pending batch must be empty: its slots are reused below. */
         flush_batch(jr);
-        if (jr->stop)
+        if (jr->stop || !batch_may_start(jr))
                 return;
         hr.start_ns = now_ns(CLOCK_MONOTONIC);
         r = query_round(jr, &hr);
@@ -783,9 +795,6 @@ static void job_body(struct job_run *jr) {
                 r = job_alloc(jr);
         if (r < 0)
                 return job_stop(jr, r);
-        /* Before anything: the job may have waited behind others for minutes. */
-        if (!may_still_move(jr))
-                return;
 
         for (size_t ri = 0; ri < job->n_ranges && !jr->stop; ri++) {
                 const struct migrate_range *rg = &job->ranges[ri];

@@ -5,10 +5,12 @@
  * Per job: the pid is re-checked through its pidfd (the process we sampled, same
  * start time) before the call, and the result is discarded if the pidfd has become
  * readable (the process exited, its pid may be reused) by the end. The caller's
- * may_move predicate (the daemon's is move-check.h) is asked before the job and
- * before each move call: a plan read seconds or minutes ago must still hold. Pages are first
- * located in query mode (nodes == NULL) so only pages not on the target are passed,
- * one address per huge page (hugetlb: by its page size). Aligned 2 MiB chunks of base
+ * may_move predicate (the daemon's is move-check.h) is asked before each batch's
+ * queries and before each move call: a plan read seconds or minutes ago must still
+ * hold, and a job whose plan stopped holding stops at its next batch whether or not
+ * the rest of it finds anything to move. Pages are first located in query mode
+ * (nodes == NULL) so only pages not on the target are passed, one address per huge
+ * page (hugetlb: by its page size). Aligned 2 MiB chunks of base
  * pages go huge page first: one address moves a transparent huge page whole. Pages
  * that report -EBUSY are re-queried afterwards, because a base page of a transparent
  * huge page can report -EBUSY when the whole THP moved with its first address (6.1:
