@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* control: the Unix socket, its connections, one request and one reply each. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include "cleanup.h"
 #include "control.h"
@@ -21,6 +23,10 @@
 #define ACCEPT_PER_WAKEUP 32
 /* After the reply, at most this much more input is read and dropped before closing. */
 #define CONTROL_DRAIN_MAX (1024 * 1024)
+/* How long the listening socket is left alone after accept(2) ran out of descriptors
+ * or memory: epoll reports it readable while a connection waits, so watching it
+ * meanwhile would spin the event loop at 100% of the service CPU. */
+#define CONTROL_ACCEPT_PAUSE_USEC (1 * UINT64_C(1000000))
 
 struct conn {
         struct control *ctl;
@@ -45,6 +51,9 @@ struct control {
         dev_t dev;
         ino_t ino;
         sd_event_source *listen_src;
+        sd_event_source *resume_src;  /* re-enables listen_src after a pause */
+        bool paused;
+        struct log_ratelimit pause_log, busy_log;
         struct conn *conns;
         unsigned n_conns;
 };
@@ -263,10 +272,53 @@ static void refuse_busy(int fd) {
         close(fd);
 }
 
+static uint64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* accept(2) ran out of descriptors or memory: stop watching the socket for
+ * CONTROL_ACCEPT_PAUSE_USEC (on_resume ends the pause). The connections waiting in
+ * the backlog wait; they are accepted once descriptors are back. */
+static void pause_accepting(struct control *c, int error) {
+        uint64_t suppressed = 0;
+
+        if (c->paused)
+                return;
+        if (sd_event_source_set_time_relative(c->resume_src, CONTROL_ACCEPT_PAUSE_USEC) < 0 ||
+            sd_event_source_set_enabled(c->resume_src, SD_EVENT_ONESHOT) < 0 ||
+            sd_event_source_set_enabled(c->listen_src, SD_EVENT_OFF) < 0)
+                return;
+        c->paused = true;
+        if (log_ratelimit_ok(&c->pause_log, mono_ms(), &suppressed))
+                log_warning_errno(error, "control: cannot accept connections: %m; trying again in 1 s "
+                                  "(%" PRIu64 " such pause(s) not logged)", suppressed);
+}
+
+static int on_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct control *c = userdata;
+
+        c->paused = false;
+        if (sd_event_source_set_enabled(c->listen_src, SD_EVENT_ON) < 0)
+                pause_accepting(c, -ENOMEM);
+        return 0;
+}
+
+/* A peer over its share: CONTROL_CONNECTIONS_PER_UID for its uid, and
+ * CONTROL_CONNECTIONS_MAX in all for everyone but root. */
+static bool over_limit(const struct control *c, uid_t uid) {
+        unsigned same = 0;
+
+        for (const struct conn *k = c->conns; k; k = k->next)
+                same += k->uid == uid;
+        return same >= CONTROL_CONNECTIONS_PER_UID || (uid != 0 && c->n_conns >= CONTROL_CONNECTIONS_MAX);
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct control *c = userdata;
 
-        for (int i = 0; i < ACCEPT_PER_WAKEUP; i++) {
+        for (int i = 0; i < ACCEPT_PER_WAKEUP && !c->paused; i++) {
                 struct ucred cred;
                 socklen_t cl = sizeof(cred);
                 struct conn *k;
@@ -274,7 +326,9 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
                 cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
-                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                                pause_accepting(c, -errno);
+                        else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                                 log_debug_errno(-errno, "control: accept failed, ignoring: %m");
                         return 0;
                 }
@@ -283,8 +337,12 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         close(cfd);
                         continue;
                 }
-                if (c->n_conns >= CONTROL_CONNECTIONS_MAX) {
-                        log_debug("control: %u connections open, refusing pid %d", c->n_conns, (int) cred.pid);
+                if (over_limit(c, cred.uid)) {
+                        uint64_t suppressed = 0;
+                        if (log_ratelimit_ok(&c->busy_log, mono_ms(), &suppressed))
+                                log_debug("control: %u connections open, refusing pid %d uid %u (%" PRIu64
+                                          " refusal(s) not logged)", c->n_conns, (int) cred.pid,
+                                          (unsigned) cred.uid, suppressed);
                         refuse_busy(cfd);
                         continue;
                 }
@@ -316,7 +374,8 @@ void control_pump(void *userdata) {
 
         if (!c)
                 return;
-        on_accept(c->listen_src, c->fd, EPOLLIN, c);
+        if (!c->paused)
+                on_accept(c->listen_src, c->fd, EPOLLIN, c);
         /* A connection handled here may be freed here: take the next one first. New
          * connections go to the head, so the ones just accepted are seen too. */
         for (k = c->conns; k; k = next) {
@@ -370,6 +429,19 @@ static int clear_stale(const struct sockaddr_un *sa, socklen_t sl) {
         return 0;
 }
 
+/* The listening socket on the event loop, and the timer that ends an accept pause
+ * (made now, off: a pause for lack of memory must not need any). */
+static int watch_socket(struct control *c) {
+        int r = sd_event_add_io(c->event, &c->listen_src, c->fd, EPOLLIN, on_accept, c);
+
+        if (r >= 0)
+                r = sd_event_add_time_relative(c->event, &c->resume_src, CLOCK_MONOTONIC, CONTROL_ACCEPT_PAUSE_USEC,
+                                               0, on_resume, c);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(c->resume_src, SD_EVENT_OFF);
+        return r;
+}
+
 int control_new(sd_event *e, const char *path, struct manager *m, struct control **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         socklen_t sl;
@@ -387,6 +459,8 @@ int control_new(sd_event *e, const char *path, struct manager *m, struct control
         if (!c)
                 return log_error_errno(-ENOMEM, "Out of memory");
         c->fd = -1;
+        c->pause_log = LOG_RATELIMIT(60000, 1);
+        c->busy_log = LOG_RATELIMIT(60000, 10);
         c->event = sd_event_ref(e);
         c->manager = m;
         c->path = strdup(path);
@@ -428,7 +502,7 @@ int control_new(sd_event *e, const char *path, struct manager *m, struct control
                 r = log_error_errno(-errno, "Failed to listen on %s: %m", path);
                 goto fail;
         }
-        r = sd_event_add_io(e, &c->listen_src, c->fd, EPOLLIN, on_accept, c);
+        r = watch_socket(c);
         if (r < 0) {
                 log_error_errno(r, "Failed to watch the control socket: %m");
                 goto fail;
@@ -449,6 +523,7 @@ void control_free(struct control *c) {
         while (c->conns)
                 conn_free(c->conns);
         source_free(&c->listen_src);
+        source_free(&c->resume_src);
         if (c->fd >= 0) {
                 close(c->fd);
                 /* Only the socket this daemon made: a newer daemon may have replaced it. */

@@ -5,8 +5,12 @@
  *
  * Everything runs on the event loop without blocking it: the socket and the
  * connections are non-blocking, replies are buffered and written as the peer reads
- * them, and at most CONTROL_CONNECTIONS_MAX connections are served at a time (more
- * are answered "busy" and closed). */
+ * them, and at most CONTROL_CONNECTIONS_PER_UID connections of one user, and
+ * CONTROL_CONNECTIONS_MAX of all users but root, are served at a time (more are
+ * answered "busy" and closed): one user cannot hold the socket for the others, and
+ * root, the operator, always gets through. When accept(2) fails for lack of
+ * descriptors or memory the socket is not watched for a second, rather than wake the
+ * loop at once forever. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +20,8 @@
 #include "control-protocol.h"
 #include "control-request.h"
 
-#define CONTROL_CONNECTIONS_MAX 16
+#define CONTROL_CONNECTIONS_PER_UID 8
+#define CONTROL_CONNECTIONS_MAX 64
 
 struct manager;
 struct control;

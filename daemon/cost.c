@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cg-records.h"
 #include "cost.h"
 #include "log.h"
 
@@ -104,13 +105,6 @@ static struct subtree_rec *get_subtree(struct manager *m, const char *path) {
         return t;
 }
 
-static struct cg_rec *find_cg(struct manager *m, const char *path) {
-        for (size_t i = 0; i < m->n_cgs; i++)
-                if (strcmp(m->cgs[i]->path, path) == 0)
-                        return m->cgs[i];
-        return NULL;
-}
-
 static void forget_subtrees(struct manager *m) {
         size_t w = 0;
 
@@ -129,7 +123,7 @@ uint64_t cost_walk_others(struct manager *m, const struct cgroup_selection *sel)
 
         for (size_t i = 0; i < sel->n_others; i++) {
                 const struct cgroup_walk_cost *o = &sel->others[i];
-                struct cg_rec *c = find_cg(m, o->path);
+                struct cg_rec *c = cg_records_find(m, o->path);
                 struct subtree_rec *t;
 
                 charged += o->walk_ns;

@@ -8,7 +8,9 @@
  * (CLOCK_THREAD_CPUTIME_ID) on the thread that does the work:
  *   walk         the cgroup tree walk: each opted-in cgroup its own directory, the
  *                directories not opted in the top-level cgroup they lie in (a
- *                "subtree" record: not opted in, but walked);
+ *                "subtree" record: not opted in, but walked); measured on the walker
+ *                thread (walker.h), or the tick's when it walks itself, and carried
+ *                in the selection to the tick that takes it;
  *   bookkeeping  finding the cgroup's record, reading its cgroup.procs, admitting its
  *                processes (stat, pidfd); and the tick's per-process work that is not
  *                measured one process at a time (the poll over every pidfd, page
@@ -23,7 +25,8 @@
  * What is left is the daemon's own: its start (startup_cpu_ns), the control socket,
  * STATUS=, and ticks with nothing opted in. It is shown as unattributed.
  *
- * Everything here runs on the event-loop thread. */
+ * Everything here runs on the event-loop thread: the other threads' time reaches it
+ * in what they hand over (a walk's selection, a job's cpu_ns). */
 #pragma once
 #include <stdint.h>
 #include "cgroup.h"

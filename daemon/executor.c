@@ -27,7 +27,7 @@
 #define SYS_pidfd_open 434
 #endif
 
-/* Addresses per move_pages() call when the caller passes 0 (the config's default too).
+/* Base pages per move_pages() call when the caller passes 0 (the config's default too).
  * Every call pays lru_cache_disable() (an expedited RCU sync and an LRU drain on every
  * CPU), so calls must be large: in the 2-node TCG guest, 256 MiB took 2.2 s in one call
  * of 65536 pages, 3.4 s in 4 calls of 16384 and 17 s in 64 calls of 4096. */
@@ -128,7 +128,7 @@ static int move_pages_error(void) {
 struct job_run {
         struct migrate_job *job;
         int pidfd;
-        uint64_t batch_max;
+        uint64_t batch_max;        /* base pages one move call may pass (weights, not addresses) */
         int flags;
         volatile int *cancel;
         migrate_throttle_t throttle;
@@ -153,7 +153,9 @@ struct job_run {
 };
 
 static int job_alloc(struct job_run *jr) {
-        size_t n = (size_t) jr->batch_max;
+        /* Every address weighs a base page at least; a huge-page round needs three
+         * query slots for its one chunk even when batch_max is below that. */
+        size_t n = jr->batch_max > 3 ? (size_t) jr->batch_max : 3;
 
         jr->addrs = calloc(n, sizeof(*jr->addrs));
         jr->nodes = calloc(n, sizeof(*jr->nodes));
@@ -207,6 +209,16 @@ static bool may_still_move(struct job_run *jr) {
         return false;
 }
 
+/* Whether the next batch may start: the caller's check (may_still_move) runs before a
+ * batch's first query, as well as before its move call. A plan that stopped holding
+ * between batches (an exec, the cgroup switched off) is then seen even when the rest of
+ * it finds nothing to move: after an exec, the new program's region was not touched
+ * yet, its addresses absent; the job queried on to its end, and stopped without saying
+ * why. Also the job's first check: it may have waited behind others for minutes. */
+static bool batch_may_start(struct job_run *jr) {
+        return jr->n > 0 || may_still_move(jr);
+}
+
 /* Charges moved base pages to the MB/s budget (it may sleep); a refusal stops the job. */
 static void charge(struct job_run *jr, uint64_t pages) {
         int r;
@@ -216,6 +228,17 @@ static void charge(struct job_run *jr, uint64_t pages) {
         r = jr->throttle(jr->throttle_ctx, pages * page_size(), jr->busy_since);
         if (r < 0)
                 job_stop(jr, r);
+}
+
+/* How many more addresses of weight base pages the pending batch takes: its base
+ * pages stay within batch_max, but an empty batch takes one whatever its weight (a
+ * hugetlb page of 1 GiB is passed whole or not at all). */
+static uint64_t batch_room(const struct job_run *jr, uint64_t weight) {
+        uint64_t left = jr->batch_max > jr->n_base ? jr->batch_max - jr->n_base : 0;
+
+        if (jr->n == 0 && left < weight)
+                return 1;
+        return left / weight;
 }
 
 /* Adds one address to the pending batch. */
@@ -409,7 +432,10 @@ static void flush_batch(struct job_run *jr) {
 
         if (jr->n == 0)
                 return;
-        if (cancelled(jr))
+        /* The calls-per-second bound may wait: before the checks that must be fresh. */
+        if (jr->job->call_gate && (call_error = jr->job->call_gate(jr->job->call_gate_ctx)) < 0)
+                job_stop(jr, call_error);
+        else if (cancelled(jr))
                 job_stop(jr, -ECANCELED);
         else if (pidfd_exited(jr->pidfd))
                 /* Right before the call: the process we verified is still alive, so the
@@ -470,8 +496,14 @@ static void run_base(struct job_run *jr, uint64_t start, uint64_t end, uint64_t 
 
         while (addr < end && !jr->stop) {
                 uint64_t left = (end - addr) / stride;
-                uint64_t space = jr->batch_max - jr->n;
+                uint64_t space = batch_room(jr, weight);
                 uint64_t n = left < space ? left : space;
+
+                if (n == 0) {
+                        /* Full for this weight (a range of larger pages after smaller ones). */
+                        flush_batch(jr);
+                        continue;
+                }
 
                 if (job->max_pages) {
                         uint64_t used = jr->passed + jr->n_base;
@@ -487,6 +519,8 @@ static void run_base(struct job_run *jr, uint64_t start, uint64_t end, uint64_t 
                 }
                 if (cancelled(jr))
                         return job_stop(jr, -ECANCELED);
+                if (!batch_may_start(jr))
+                        return;
                 r = query_chunk(jr, addr, (size_t) n, stride);
                 if (r < 0) {
                         if (r == -ENOENT)
@@ -495,7 +529,7 @@ static void run_base(struct job_run *jr, uint64_t start, uint64_t end, uint64_t 
                         return job_stop(jr, r);
                 }
                 addr += n * stride;
-                if (jr->n == jr->batch_max)
+                if (batch_room(jr, weight) == 0)
                         flush_batch(jr);
         }
 }
@@ -512,7 +546,10 @@ static void run_base(struct job_run *jr, uint64_t start, uint64_t end, uint64_t 
  * first page, and a folio holding the first and the last base page of an aligned 2 MiB
  * chunk is the whole chunk: 512 pages moved, counted exactly. Any other chunk (4 KiB
  * pages, partly local, partly absent) goes page by page, as before. Chunks go in
- * rounds of up to a third of a batch (three query slots each). */
+ * rounds of as many huge pages as batch_max base pages make (one at least): the heads'
+ * move call moves whole huge pages, and batch_max bounds the bytes of a call here as
+ * it does page by page (a round of a third of a batch in chunks was 21,845 huge pages,
+ * 42 GiB in one call, with the default batch of 65,536). */
 
 struct huge_round {
         uint64_t chunk;            /* the first chunk's address */
@@ -526,16 +563,19 @@ static bool elsewhere(int status, int target_node) {
         return status >= 0 && status != target_node;
 }
 
-/* The chunks of the next round from chunk: at most a third of a batch, and no more
- * than the job's page budget takes whole (0: less than a huge page of budget left). */
+/* The chunks of the next round from chunk: the huge pages batch_max base pages make
+ * (one at least), and no more than the job's page budget takes whole (0: less than a
+ * huge page of budget left). */
 static uint64_t huge_round_chunks(const struct job_run *jr, uint64_t chunk, uint64_t end) {
         const struct migrate_job *job = jr->job;
-        uint64_t n = (end - chunk) / migrate_pmd_size(), max = jr->batch_max / 3;
+        uint64_t per_chunk = migrate_pmd_size() / page_size();
+        uint64_t n = (end - chunk) / migrate_pmd_size(), max = jr->batch_max / per_chunk;
 
+        if (max == 0)
+                max = 1;
         if (n > max)
                 n = max;
         if (job->max_pages) {
-                uint64_t per_chunk = migrate_pmd_size() / page_size();
                 uint64_t used = jr->passed + jr->n_base;
                 uint64_t budget = job->max_pages > used ? (job->max_pages - used) / per_chunk : 0;
                 if (budget < n)
@@ -655,7 +695,7 @@ static void run_huge_round(struct job_run *jr, uint64_t chunk, uint64_t n) {
                 return job_stop(jr, -ENOMEM);
         /* The pending batch must be empty: its slots are reused below. */
         flush_batch(jr);
-        if (jr->stop)
+        if (jr->stop || !batch_may_start(jr))
                 return;
         hr.start_ns = now_ns(CLOCK_MONOTONIC);
         r = query_round(jr, &hr);
@@ -755,9 +795,6 @@ static void job_body(struct job_run *jr) {
                 r = job_alloc(jr);
         if (r < 0)
                 return job_stop(jr, r);
-        /* Before anything: the job may have waited behind others for minutes. */
-        if (!may_still_move(jr))
-                return;
 
         for (size_t ri = 0; ri < job->n_ranges && !jr->stop; ri++) {
                 const struct migrate_range *rg = &job->ranges[ri];

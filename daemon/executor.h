@@ -5,10 +5,12 @@
  * Per job: the pid is re-checked through its pidfd (the process we sampled, same
  * start time) before the call, and the result is discarded if the pidfd has become
  * readable (the process exited, its pid may be reused) by the end. The caller's
- * may_move predicate (the daemon's is move-check.h) is asked before the job and
- * before each move call: a plan read seconds or minutes ago must still hold. Pages are first
- * located in query mode (nodes == NULL) so only pages not on the target are passed,
- * one address per huge page (hugetlb: by its page size). Aligned 2 MiB chunks of base
+ * may_move predicate (the daemon's is move-check.h) is asked before each batch's
+ * queries and before each move call: a plan read seconds or minutes ago must still
+ * hold, and a job whose plan stopped holding stops at its next batch whether or not
+ * the rest of it finds anything to move. Pages are first located in query mode
+ * (nodes == NULL) so only pages not on the target are passed, one address per huge
+ * page (hugetlb: by its page size). Aligned 2 MiB chunks of base
  * pages go huge page first: one address moves a transparent huge page whole. Pages
  * that report -EBUSY are re-queried afterwards, because a base page of a transparent
  * huge page can report -EBUSY when the whole THP moved with its first address (6.1:
@@ -33,6 +35,11 @@ struct migrate_range {
         uint64_t start, end;       /* [start, end), page-aligned */
         uint64_t page_size;        /* bytes: the base page size, or the hugetlb page size */
 };
+
+/* Called before each move_pages(2) call that moves pages (with target nodes: every
+ * one runs lru_cache_disable(), which interrupts every CPU); may sleep; -errno
+ * (-ECANCELED) stops the job before the call. */
+typedef int (*migrate_call_gate_t)(void *ctx);
 
 /* Why a job stopped because it may no longer move (migrate_may_move_t): a short name
  * for logs, metrics and the control socket, and a sentence for a human. Static. */
@@ -61,6 +68,8 @@ struct migrate_job {
         size_t n_ranges;
         uint64_t max_pages;        /* stop after passing this many pages (0: no limit) */
         const char *cgroup;        /* for the log line of each batch */
+        migrate_call_gate_t call_gate;  /* NULL: calls not bounded (the worker pool sets its own) */
+        void *call_gate_ctx;
         void *userdata;            /* for the caller (manager): the process / cgroup */
         migrate_may_move_t may_move;  /* NULL: only the identity checks (pidfd, start time) */
         void *may_move_ctx;
@@ -87,9 +96,12 @@ uint64_t migrate_pmd_size(void);
  * budget, and may sleep; -errno (-ECANCELED) stops the job. */
 typedef int (*migrate_throttle_t)(void *ctx, uint64_t bytes, uint64_t busy_since_ns);
 
-/* Runs one job on the calling thread, in move calls of at most batch_pages addresses
- * (0: the default, 65536). *cancel (may be NULL) becoming non-zero stops the job at
- * the next batch with -ECANCELED. throttle (may be NULL) is called after each move
- * batch with the bytes that moved. Fills the job's out fields; returns job->error. */
+/* Runs one job on the calling thread, in move calls of at most batch_pages base pages
+ * (0: the default, 65536), counted by weight: a 2 MiB page passes 512 of them, and so
+ * does the head of a transparent huge page in a huge-page round (it moves whole); a
+ * call passes one address at least, whatever its size. *cancel (may be NULL) becoming
+ * non-zero stops the job at the next batch with -ECANCELED. throttle (may be NULL) is
+ * called after each move batch with the bytes that moved. Fills the job's out fields;
+ * returns job->error. */
 int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
                         migrate_throttle_t throttle, void *throttle_ctx);

@@ -261,8 +261,8 @@ int jobs_run(struct manager *m, const struct scan *scans, size_t n_scans, uint64
                 return r;
         }
         split_jobs(m, &jobs, &n_jobs);
-        /* Each job (each part: parts run side by side) checks again, before it starts
-         * and before each move call, that its plan still holds (move-check.h). */
+        /* Each job (each part: parts run side by side) checks again, before each batch
+         * and each move call, that its plan still holds (move-check.h). */
         r = move_check_prepare(m, jobs, n_jobs, &check);
         if (r < 0) {
                 log_error_errno(r, "Failed to prepare the checks before moving, moving nothing this tick: %m");

@@ -9,8 +9,9 @@
  *   3. the whole process is pinned to the service CPUs (service-cpus.c), before any
  *      thread exists (the migration workers are started by manager_new), so that every
  *      thread inherits the mask and no work ever runs on a workload's CPU;
- *   4. the capabilities are checked (caps.c) and kernel.numa_balancing is read, and
- *      set to 0 if configured (kernel-balancing.c);
+ *   4. the capabilities are checked (caps.c), the soft limit of open files is raised
+ *      to the hard one (raise_nofile()), and kernel.numa_balancing is read, and set
+ *      to 0 if configured (kernel-balancing.c);
  *   5. the signals are blocked, again before any thread exists (lifecycle.c);
  *   6. the manager, the control socket (control.c) and the event loop, which carries
  *      the ticks, the signals, STATUS= and the watchdog.
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <systemd/sd-event.h>
 #include "caps.h"
 #include "config.h"
@@ -322,6 +324,27 @@ static int parse_args(int argc, char **argv, struct args *a) {
         return 1;
 }
 
+/* The daemon holds a descriptor per process being balanced (its pidfd), one per
+ * control connection and one per level of the cgroup walk: the soft limit of 1024
+ * that a shell or an old unit gives is raised to the hard limit (the unit sets
+ * LimitNOFILE=), so that the bound is the operator's. Its select(2)-era meaning does
+ * not apply: the daemon uses epoll and poll only. A failure is logged and harmless:
+ * every user of descriptors copes with EMFILE. */
+static void raise_nofile(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+                log_debug_errno(-errno, "Failed to read RLIMIT_NOFILE, leaving it: %m");
+                return;
+        }
+        if (rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_warning_errno(-errno, "Failed to raise the open file limit to %llu, leaving it: %m",
+                                  (unsigned long long) rl.rlim_max);
+}
+
 /* Before any other work, and before any thread exists. */
 static int pin_to_service_cpus(struct daemon *d) {
         int r;
@@ -369,6 +392,7 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         (void) caps_check(&d.cfg);
+        raise_nofile();
         r = kernel_balancing_init(&d.knb, a.proc_root, NULL);
         if (r >= 0) {
                 kernel_balancing_apply(&d.knb, d.cfg.kernel_numa_balancing, a.dry_run);

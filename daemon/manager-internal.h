@@ -10,11 +10,14 @@
 #include <time.h>
 #include "cgroup.h"
 #include "config.h"
+#include "interleave.h"
+#include "log.h"
 #include "manager.h"
 #include "migrate.h"
 #include "pagesample.h"
 #include "placement.h"
 #include "plan.h"
+#include "siphash.h"
 #include "proc.h"
 #include "topology.h"
 
@@ -44,8 +47,19 @@
 #define HISTORY_MAX 256
 /* malloc_trim(0) once every this many ticks. */
 #define TRIM_EVERY_TICKS 16
-/* Invalid cgroup settings remembered so that each is logged once. */
-#define INVALID_SEEN_MAX 1024
+/* Until the walker's first walk is done, the timer looks this often (on_timer). */
+#define FIRST_WALK_POLL_MS 10
+/* A tick reads each owner's cgroups for this long at most (tick_cgroups). */
+#define OWNER_TURN_NS (200 * UINT64_C(1000000))
+/* A tick runs the jobs planned so far once it has read for this long (run_jobs_early). */
+#define JOBS_EARLY_NS (100 * UINT64_C(1000000))
+/* How often a long tick serves the control socket (serve_meanwhile). */
+#define SERVE_EVERY_NS (100 * UINT64_C(1000000))
+/* Descriptors a process's pidfd may not take: the cgroup walk (one per level, 64),
+ * the control connections (at most 64), the BPF maps and the rest of the daemon. */
+#define PIDFD_RESERVE 256
+/* New invalid cgroup settings logged one by one per minute, at most. */
+#define INVALID_LOG_BURST 10
 
 static inline uint64_t now_ns(clockid_t c) {
         struct timespec ts;
@@ -69,20 +83,25 @@ struct subtree_rec {
 
 struct cg_rec {
         char *path;
+        uint64_t hash;             /* of path (cg-records.c) */
+        struct cg_rec *hnext;      /* in its hash bucket */
         enum cg_mode mode;
         enum cg_source source;
         uid_t owner;               /* owner of the cgroup directory */
         uid_t covers_uid;          /* whose processes its opt-in covers (cgroup_entry), this tick */
-        unsigned n_procs;
+        unsigned n_procs;          /* at the last tick */
         uint64_t pages[_MIG_CLASS_MAX];
         uint64_t cost_ns[_STAGE_MAX];
-        bool seen;
+        bool seen;                 /* selected at the last tick */
+        uint64_t kept_tick;        /* a tick that did not read it (its owner's turn was over) */
+        uint64_t seen_tick;        /* the tick that selected it last; during a tick: */
+        unsigned tick_procs;       /* its processes so far (n_procs at the end) */
 };
 
 struct proc_rec {
         pid_t pid;
         uint64_t starttime;
-        int pidfd;
+        int pidfd;                 /* -1 unless it is being balanced (update_pidfd) */
         char comm[64];
         struct cg_rec *cg;         /* valid for the current tick */
         struct placement_state pl;
@@ -137,12 +156,24 @@ struct manager {
 
         struct proc_rec **procs;   /* sorted by pid */
         size_t n_procs;
-        struct cg_rec **cgs;
-        size_t n_cgs;
+        size_t n_pidfds;           /* held by the records (update_pidfd) */
+        uint64_t fd_limit;         /* RLIMIT_NOFILE's soft limit at start */
+        struct walker *walker;     /* the cgroup walk's thread; NULL: walked in the tick (tests, --once) */
+        struct owner_cursor *cursors;  /* where each owner's turn starts at the next tick */
+        size_t n_cursors;
+        struct cg_rec **cgs;       /* selected in the last tick (cg-records.h) */
+        size_t n_cgs, cap_cgs;
+        struct cg_rec **cg_buckets;
+        size_t n_cg_buckets;       /* a power of two, or 0 */
+        uint8_t cg_key[SIPHASH_KEY_SIZE];  /* of the buckets */
+        uint64_t departed_cost_ns[_STAGE_MAX];  /* of the cgroup records freed */
 
         bool walk_truncated_logged; /* the walk's bounds were hit: warned once until they are not */
-        char **invalid_seen;
+        bool resources_short_logged; /* out of descriptors or memory: warned once until it passes (keep_all) */
+        uint64_t *invalid_seen;    /* keyed hashes of the last walk's invalid settings, sorted */
         size_t n_invalid_seen;
+        struct log_ratelimit invalid_log, invalid_count_log;
+        uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
 
         uint64_t tick;
         uint64_t moved_ring[60];   /* bytes moved per second slot, for "last minute" */
@@ -152,7 +183,9 @@ struct manager {
         uint64_t started_ms;       /* CLOCK_MONOTONIC, for the uptime */
         void (*after_tick)(struct manager *m, void *userdata);  /* reports (metrics) */
         void *after_tick_userdata;
-        void (*while_moving)(void *userdata);  /* serves the control socket mid-run */
+        void (*while_moving)(void *userdata);  /* serves the control socket mid-run and mid-tick */
+        uint64_t last_served_ns;
+        uint64_t jobs_ran_ns;      /* this tick's start, or its last early jobs (run_jobs_early) */
         void *while_moving_userdata;
         void (*keepalive)(void *userdata);     /* WATCHDOG=1 mid-run */
         void *keepalive_userdata;
@@ -166,7 +199,8 @@ struct manager {
         size_t n_subtrees;
         uint64_t startup_cpu_ns;           /* the process's CPU time when the ticks began */
         uint64_t unattributed_ns;          /* the rest, as of the last tick (never down) */
-        uint64_t pump_ns;                  /* serving the control socket during runs: unattributed */
+        uint64_t pump_ns;                  /* serving the control socket during runs and long ticks:
+                                            * unattributed */
 
         /* Where the tick meets the kernel, replaced by tests/unit/test-manager.c (the
          * tick on stored inputs); NULL: the real thing. open_pidfd: pidfd_open(2), a

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,11 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "cg-records.h"
 #include "cgroup.h"
 #include "cost.h"
 #include "creds.h"
+#include "interleave.h"
 #include "jobs.h"
 #include "log.h"
 #include "manager.h"
@@ -34,8 +37,10 @@
 #include "proc.h"
 #include "scan.h"
 #include "service-cpus.h"
+#include "siphash.h"
 #include "source.h"
 #include "topology.h"
+#include "walker.h"
 
 /* --- config copy ------------------------------------------------------------- */
 
@@ -76,11 +81,13 @@ oom:
 
 /* --- records ------------------------------------------------------------------ */
 
-static void proc_rec_free(struct proc_rec *p) {
+static void proc_rec_free(struct manager *m, struct proc_rec *p) {
         if (!p)
                 return;
-        if (p->pidfd >= 0)
+        if (p->pidfd >= 0) {
                 close(p->pidfd);
+                m->n_pidfds--;
+        }
         placement_state_done(&p->pl);
         page_agg_free(p->seen);
         free(p->hist);
@@ -107,40 +114,6 @@ static struct proc_rec *find_proc(struct manager *m, pid_t pid) {
         return NULL;
 }
 
-static struct cg_rec *get_cg(struct manager *m, const struct cgroup_entry *e) {
-        const char *path = e->path;
-        enum cg_mode mode = e->mode;
-        struct cg_rec *c, **n;
-        struct stat st;
-        char full[PATH_MAX];
-
-        for (size_t i = 0; i < m->n_cgs; i++)
-                if (strcmp(m->cgs[i]->path, path) == 0) {
-                        m->cgs[i]->mode = mode;
-                        m->cgs[i]->source = e->source;
-                        return m->cgs[i];
-                }
-        c = calloc(1, sizeof(*c));
-        if (!c)
-                return NULL;
-        c->path = strdup(path);
-        n = realloc(m->cgs, (m->n_cgs + 1) * sizeof(*n));
-        if (!c->path || !n) {
-                free(c->path);
-                free(c);
-                if (n)
-                        m->cgs = n;
-                return NULL;
-        }
-        m->cgs = n;
-        c->mode = mode;
-        c->source = e->source;
-        snprintf(full, sizeof(full), "%s%s", m->cfg.cgroup_root, strcmp(path, "/") == 0 ? "" : path);
-        c->owner = stat(full, &st) == 0 ? st.st_uid : 0;
-        m->cgs[m->n_cgs++] = c;
-        return c;
-}
-
 /* One poll(2) over every known process's pidfd at the start of a tick (rather than
  * one call per process: with a thousand processes that was a thousand syscalls a
  * tick). A process whose pidfd cannot be polled counts as exited: re-checked. */
@@ -153,8 +126,10 @@ static void mark_exited(struct manager *m) {
         do
                 r = pfd ? poll(pfd, m->n_procs, 0) : -1;
         while (r < 0 && errno == EINTR);
+        /* Without a pidfd (poll ignores -1), a record is re-identified when it is
+         * due for a scan instead (admit). */
         for (size_t i = 0; i < m->n_procs; i++)
-                m->procs[i]->exited = r < 0 || pfd[i].revents != 0;
+                m->procs[i]->exited = m->procs[i]->pidfd >= 0 && (r < 0 || pfd[i].revents != 0);
 }
 
 static int pidfd_open_sys(pid_t pid) {
@@ -176,23 +151,64 @@ static int open_checked_pidfd(struct manager *m, pid_t pid, uint64_t starttime) 
         return fd;
 }
 
-/* --- logging once ------------------------------------------------------------- */
+/* --- invalid settings, logged once ---------------------------------------------- */
 
-static void log_invalid_once(struct manager *m, const struct cgroup_invalid *inv) {
-        char key[1024];
-        snprintf(key, sizeof(key), "%s|%s|%s|%s", inv->path, inv->xattr, inv->value, inv->why);
-        for (size_t i = 0; i < m->n_invalid_seen; i++)
-                if (strcmp(m->invalid_seen[i], key) == 0)
-                        return;
-        log_warning("cgroup=%s: %s=\"%s\": %s, treating as unset", inv->path, inv->xattr, inv->value, inv->why);
-        if (m->n_invalid_seen < INVALID_SEEN_MAX) {
-                char **n = realloc(m->invalid_seen, (m->n_invalid_seen + 1) * sizeof(*n));
-                if (n) {
-                        m->invalid_seen = n;
-                        if ((m->invalid_seen[m->n_invalid_seen] = strdup(key)))
-                                m->n_invalid_seen++;
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return (x > y) - (x < y);
+}
+
+static uint64_t invalid_key(const struct manager *m, const struct cgroup_invalid *inv) {
+        char key[PATH_MAX + 512];
+        int n = snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", inv->path, 0, inv->xattr, 0, inv->value, 0, inv->why);
+
+        return siphash24(key, n < 0 ? 0 : (size_t) n < sizeof(key) ? (size_t) n : sizeof(key) - 1, m->cg_key);
+}
+
+/* Each invalid setting is logged once while it stays (it is remembered by a keyed
+ * hash for as long as the walk reports it: a setting fixed and broken again is news
+ * again), and at most INVALID_LOG_BURST new ones a minute, the rest counted in one
+ * line a minute: a user who writes junk on 20,000 cgroups cannot flood the journal, nor make
+ * the daemon log every tick (it remembered 1,024 settings, then logged the rest at
+ * every tick). Out of memory, nothing new is logged this tick. */
+static void log_invalid(struct manager *m, const struct cgroup_selection *sel) {
+        _cleanup_free_ uint64_t *keys = NULL;
+        size_t not_logged = 0;
+        uint64_t now = now_ms();
+
+        if (sel->n_invalid == 0 || !(keys = calloc(sel->n_invalid, sizeof(*keys)))) {
+                if (sel->n_invalid == 0) {
+                        free(m->invalid_seen);
+                        m->invalid_seen = NULL;
+                        m->n_invalid_seen = 0;
                 }
+                return;
         }
+        for (size_t i = 0; i < sel->n_invalid; i++) {
+                const struct cgroup_invalid *inv = &sel->invalid[i];
+
+                keys[i] = invalid_key(m, inv);
+                if (m->n_invalid_seen &&
+                    bsearch(&keys[i], m->invalid_seen, m->n_invalid_seen, sizeof(*keys), cmp_u64))
+                        continue;
+                if (log_ratelimit_ok(&m->invalid_log, now, NULL))
+                        log_warning("cgroup=%s: %s=\"%s\": %s, treating as unset", inv->path, inv->xattr, inv->value,
+                                    inv->why);
+                else
+                        not_logged++;
+        }
+        /* The count, too, once a minute at most (a user may change the values every
+         * tick). */
+        m->invalid_not_logged += not_logged;
+        if (m->invalid_not_logged && log_ratelimit_ok(&m->invalid_count_log, now, NULL)) {
+                log_warning("%" PRIu64 " more invalid cgroup setting(s) treated as unset, not logged one by one "
+                            "(at most %u a minute)", m->invalid_not_logged, INVALID_LOG_BURST);
+                m->invalid_not_logged = 0;
+        }
+        qsort(keys, sel->n_invalid, sizeof(*keys), cmp_u64);
+        free(m->invalid_seen);
+        m->invalid_seen = TAKE_PTR(keys);
+        m->n_invalid_seen = sel->n_invalid;
 }
 
 /* Service CPUs can go offline (hotplug): the kernel then lets the threads pinned to
@@ -256,14 +272,42 @@ static bool pid_current(struct manager *m, pid_t pid) {
         return false;
 }
 
+/* A process holds a pidfd only while it is being balanced: its cgroup in balance mode,
+ * not a dry run, and its last scan found it at least min_rss (numabalanced(8),
+ * LIMITS). The pidfd spares it a stat read per tick and names it to its migration
+ * jobs; a process without one is re-identified when due (admit), and its jobs open
+ * their own. Descriptors are held back for the rest of the daemon (PIDFD_RESERVE):
+ * past them a balanced process goes without. */
+static void update_pidfd(struct manager *m, struct proc_rec *p) {
+        bool want = p->cg->mode == CG_MODE_BALANCE && !m->opts.dry_run && p->scans > 0 &&
+                    p->reason != REASON_TOO_SMALL;
+        int fd;
+
+        if (!want && p->pidfd >= 0) {
+                close(p->pidfd);
+                p->pidfd = -1;
+                m->n_pidfds--;
+        }
+        if (!want || p->pidfd >= 0 || m->n_pidfds + PIDFD_RESERVE >= m->fd_limit)
+                return;
+        fd = open_checked_pidfd(m, p->pid, p->starttime);
+        if (fd < 0) {
+                log_debug_errno(fd, "pid=%d: no pidfd, its jobs open their own: %m", (int) p->pid);
+                return;
+        }
+        p->pidfd = fd;
+        m->n_pidfds++;
+}
+
 /* The tick's scans so far. */
 struct scan_list {
         struct scan *v;
         size_t n, cap;
+        bool moves;                /* some plan of these has moves */
 };
 
-/* Scans p (due) into the list; a process that cannot be read is left for the next
- * tick (gone: forgotten then). */
+/* Scans p (due) into the list; a process that cannot be read is tried again later
+ * (gone: forgotten at the next tick). */
 static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
                      struct scan_list *scans) {
         uint64_t before[_STAGE_MAX], t;
@@ -282,9 +326,18 @@ static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64
         t = cost_thread_ns();
         r = scan_process(m, p, now, reserved, &scans->v[scans->n]);
         cost_scanned(m, p, before, cost_thread_ns() - t);
-        if (r > 0)
+        if (r > 0) {
+                scans->moves |= scans->v[scans->n].plan.n_moves || scans->v[scans->n].pages.n_moves;
                 scans->n++;
-        else if (r < 0 && r != -ESRCH && r != -ENOENT)
+                return;
+        }
+        scan_done(&scans->v[scans->n]);   /* a plan made before a later step failed */
+        if (r == 0)
+                return;
+        /* Backed off like a settled process: a process that cannot be read (one of a
+         * tenant's, unreadable or gone) is not read again at every tick. */
+        scan_backoff(m, p, now);
+        if (r != -ESRCH && r != -ENOENT)
                 log_debug_errno(r, "cgroup=%s pid=%d: cannot read, ignoring: %m", p->cg->path, (int) p->pid);
 }
 
@@ -292,23 +345,19 @@ static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64
  * cannot be watched (it exited, or out of memory): it is looked at again next tick. */
 static struct proc_rec *proc_rec_new(struct manager *m, pid_t pid, const struct proc_stat *st, uint64_t now) {
         struct proc_rec *p, **n;
-        int fd, r;
+        int r;
 
-        fd = open_checked_pidfd(m, pid, st->starttime);
-        if (fd < 0)
-                return NULL;
         p = calloc(1, sizeof(*p));
         n = realloc(m->procs, (m->n_procs + 1) * sizeof(*n));
         if (n)
                 m->procs = n;
         if (!p || !n) {
                 free(p);
-                close(fd);
                 return NULL;
         }
         p->pid = pid;
         p->starttime = st->starttime;
-        p->pidfd = fd;
+        p->pidfd = -1;             /* update_pidfd(), once it is being balanced */
         p->reason = _REASON_MAX;
         p->hot_node = p->target_node = -1;
         p->next_scan_ms = now;
@@ -356,7 +405,12 @@ static struct proc_rec *admit(struct manager *m, const struct cg_rec *cg, pid_t 
         /* Known and alive (its pidfd not readable): the pid still names the process we
          * opened, so its stat need not be read again: with a thousand settled
          * processes, this read was most of the tick. */
-        if (p && !p->exited)
+        if (p && p->pidfd >= 0 && !p->exited)
+                return still_covered(m, cg, p, now) ? p : NULL;
+        /* Known, without a pidfd (not being balanced): its start time is checked only
+         * when it is due for a scan. One that exited has left cgroup.procs by then;
+         * a pid reused in the same cgroup shows the old numbers until that scan. */
+        if (p && p->pidfd < 0 && now < p->next_scan_ms)
                 return still_covered(m, cg, p, now) ? p : NULL;
         if ((one_user ? proc_read_creds(m->proc_root, pid, &c) : proc_read_stat(m->proc_root, pid, &c.stat)) < 0)
                 return NULL; /* gone already */
@@ -381,54 +435,273 @@ static struct proc_rec *admit(struct manager *m, const struct cg_rec *cg, pid_t 
         return p;
 }
 
+/* A tick with thousands of processes to read (a tenant's) takes seconds: the control
+ * socket is served every SERVE_EVERY_NS meanwhile, as during the migration jobs, so that
+ * `numabalancectl status` answers within a second whatever the tick does. Between two
+ * processes the state the replies read is whole: records sorted, every process's
+ * cgroup record alive (records are freed at the end of the tick only). */
+static void serve_meanwhile(struct manager *m) {
+        uint64_t now = now_ns(CLOCK_MONOTONIC), t;
+
+        if (!m->while_moving || now < m->last_served_ns + SERVE_EVERY_NS)
+                return;
+        m->last_served_ns = now;
+        t = cost_thread_ns();
+        m->while_moving(m->while_moving_userdata);
+        m->pump_ns += cost_thread_ns() - t;
+}
+
 /* The processes of one selected cgroup: each is marked seen in this tick, and
- * scanned if it is due. */
-static void tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
-                        struct scan_list *scans) {
+ * scanned if it is due. Returns 0, or -EMFILE, -ENFILE, -ENOMEM when its list could
+ * not be read for lack of them. */
+static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
+                       struct scan_list *scans) {
         _cleanup_free_ pid_t *pids = NULL;
         size_t n_pids = 0;
         int r;
 
         r = cgroup_read_procs(m->cfg.cgroup_root, cg->path, &pids, &n_pids);
+        if (r == -EMFILE || r == -ENFILE || r == -ENOMEM)
+                return r;   /* not "no process": the caller keeps what it knew */
         if (r < 0) {
                 log_debug_errno(r, "cgroup=%s: cannot read cgroup.procs, ignoring: %m", cg->path);
-                return;
+                return 0;
         }
         for (size_t k = 0; k < n_pids; k++) {
-                struct proc_rec *p = admit(m, cg, pids[k], now);
+                struct proc_rec *p;
+
+                serve_meanwhile(m);
+                p = admit(m, cg, pids[k], now);
 
                 if (!p || p->seen_tick == m->tick)
                         continue; /* not ours, or listed twice */
                 p->seen_tick = m->tick;
                 p->cg = cg;
-                cg->n_procs++;
+                cg->tick_procs++;
                 if (now >= p->next_scan_ms)
                         scan_due(m, p, now, reserved, scans);
+                update_pidfd(m, p);
+        }
+        return 0;
+}
+
+static bool out_of_resources(int r) {
+        return r == -EMFILE || r == -ENFILE || r == -ENOMEM;
+}
+
+/* Out of descriptors or memory (a tenant's thousands of processes, before the limits
+ * held them): what could not be read is not what has gone. Every record stays, as
+ * seen in this tick, for the next tick to look again; warned once until it passes. */
+static void keep_all(struct manager *m, int r) {
+        if (!m->resources_short_logged)
+                log_warning_errno(r, "Cannot read the cgroup tree under %s: %m; keeping the processes and cgroups "
+                                  "already known until it can", m->cfg.cgroup_root);
+        m->resources_short_logged = true;
+        for (size_t i = 0; i < m->n_procs; i++)
+                if (m->procs[i]->cg)
+                        m->procs[i]->seen_tick = m->tick;
+        /* Every cgroup record too (their process counts as they were). */
+        for (size_t i = 0; i < m->n_cgs; i++)
+                m->cgs[i]->seen_tick = m->tick;
+}
+
+/* The cgroups opted in now (config, xattrs), into *sel, with what is wrong with the
+ * tree logged once: the walker's newest selection (none newer: *fresh is false, and
+ * the tick works from the records the last one left), or without a walker (the
+ * tests, --once) a walk now. An unreadable root selects nothing; an inline walk that
+ * runs out of descriptors or memory returns the error (keep_all()). */
+static int select_cgroups(struct manager *m, struct cgroup_selection *sel, bool *fresh) {
+        int r;
+
+        *fresh = true;
+        if (m->walker)
+                *fresh = walker_take(m->walker, sel) > 0;
+        else {
+                r = cgroup_select(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, sel);
+                if (out_of_resources(r))
+                        return r;
+                if (r < 0) {
+                        /* The cgroup root missing is not fatal: it may be mounted later. */
+                        log_full_errno(m->tick == 1 ? LOG_LVL_ERR : LOG_LVL_DEBUG, r,
+                                       "Failed to walk the cgroup tree at %s, nothing selected: %m",
+                                       m->cfg.cgroup_root);
+                        *sel = (struct cgroup_selection) {};
+                }
+        }
+        if (!*fresh)
+                return 0;
+        log_invalid(m, sel);
+        if (sel->truncated && !m->walk_truncated_logged)
+                log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: those "
+                            "beyond a subtree's share of the walk were not looked at (numabalanced(8), LIMITS)",
+                            m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH, CGROUP_WALK_MAX_CGROUPS);
+        m->walk_truncated_logged = sel->truncated;
+        return 0;
+}
+
+/* A cgroup selected in this tick. Its seen and n_procs, which the replies read (the
+ * control socket is served mid-tick), change at the end of the tick only
+ * (publish_cgroups), so that a reply never shows a tick half done. */
+static void mark_seen(struct manager *m, struct cg_rec *cg) {
+        if (cg->seen_tick != m->tick)
+                cg->tick_procs = 0;
+        cg->seen_tick = m->tick;
+}
+
+static void publish_cgroups(struct manager *m) {
+        for (size_t i = 0; i < m->n_cgs; i++) {
+                m->cgs[i]->seen = m->cgs[i]->seen_tick == m->tick;
+                m->cgs[i]->n_procs = m->cgs[i]->seen ? m->cgs[i]->tick_procs : 0;
         }
 }
 
-/* The cgroups opted in now (config, xattrs), with what is wrong with the tree logged
- * once. An unreadable root selects nothing. */
-static void select_cgroups(struct manager *m, struct cgroup_selection *sel) {
-        int r = cgroup_select(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, sel);
+/* The tick's migration run: the workers' time is charged per job (jobs.c), and this
+ * thread's part (building and accounting the jobs; not serving the control socket
+ * meanwhile) in proportion to it. Adds what it charged to *charged. */
+static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t now, uint64_t *charged) {
+        uint64_t *before, t, pump = m->pump_ns, main_ns;
+        int r;
 
-        if (r < 0) {
-                /* The cgroup root missing is not fatal: it may be mounted later. */
-                log_full_errno(m->tick == 1 ? LOG_LVL_ERR : LOG_LVL_DEBUG, r,
-                               "Failed to walk the cgroup tree at %s, nothing selected: %m", m->cfg.cgroup_root);
-                *sel = (struct cgroup_selection) {};
+        if (scans->n == 0)
+                return 0;       /* nothing planned: no run (and no copy of every cgroup's cost) */
+        before = cost_migrate_before(m);
+        t = cost_thread_ns();
+        r = jobs_run(m, scans->v, scans->n, now);
+        main_ns = cost_thread_ns() - t - (m->pump_ns - pump);
+        *charged += main_ns - cost_migrate_after(m, before, main_ns);
+        return r;
+}
+
+/* The jobs planned so far run as soon as the tick has spent JOBS_EARLY_NS reading
+ * since it began or since the last ones ran, rather than after every cgroup: behind a
+ * tenant's 10,000 cgroups, a process planned early waited 1.5 s for its moves in the
+ * TCG guest. The free-memory floor holds across runs (reserved is the tick's). Adds
+ * the CPU time it charged to *charged (run_jobs). */
+static void run_jobs_early(struct manager *m, struct scan_list *scans, uint64_t now, uint64_t *charged) {
+        if (!scans->moves || now_ns(CLOCK_MONOTONIC) < m->jobs_ran_ns + JOBS_EARLY_NS)
+                return;
+        (void) run_jobs(m, scans, now, charged);
+        for (size_t i = 0; i < scans->n; i++)
+                scan_done(&scans->v[i]);
+        scans->n = 0;
+        scans->moves = false;
+        m->jobs_ran_ns = now_ns(CLOCK_MONOTONIC);
+}
+
+/* The cgroups of this tick, in path order: those of a fresh selection (their records
+ * made or updated), or else the records as the last one left them; each marked seen. */
+static int tick_list(struct manager *m, const struct cgroup_selection *sel, bool fresh, struct cg_rec ***ret,
+                     size_t *ret_n) {
+        size_t n_max = fresh ? sel->n_entries : m->n_cgs, n = 0;
+        struct cg_rec **list = calloc(n_max ? n_max : 1, sizeof(*list));
+
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_max; i++) {
+                struct cg_rec *cg = fresh ? cg_records_get(m, &sel->entries[i]) : m->cgs[i];
+                if (!cg)
+                        continue;
+                mark_seen(m, cg);
+                list[n++] = cg;
         }
-        for (size_t i = 0; i < sel->n_invalid; i++)
-                log_invalid_once(m, &sel->invalid[i]);
-        if (sel->truncated && !m->walk_truncated_logged)
-                log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: "
-                            "the rest was not looked at, ignoring it", m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH,
-                            CGROUP_WALK_MAX_CGROUPS);
-        m->walk_truncated_logged = sel->truncated;
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                m->cgs[i]->seen = false;
-                m->cgs[i]->n_procs = 0;
+        *ret = list;
+        *ret_n = n;
+        return 0;
+}
+
+/* A cgroup not read in this tick (its owner's turn was over): it and its processes
+ * stay as the last read left them. */
+static void keep_cgroup(struct manager *m, struct cg_rec *cg) {
+        cg->kept_tick = m->tick;
+        cg->tick_procs = cg->n_procs;
+}
+
+static void keep_their_processes(struct manager *m) {
+        for (size_t i = 0; i < m->n_procs; i++)
+                if (m->procs[i]->cg && m->procs[i]->cg->kept_tick == m->tick && m->procs[i]->seen_tick != m->tick)
+                        m->procs[i]->seen_tick = m->tick;
+}
+
+/* Where each owner's next turn starts: after what it read now (lib/interleave.h). */
+static void remember_cursors(struct manager *m, const struct turns *t, const size_t *read) {
+        struct owner_cursor *c = calloc(t->n_groups ? t->n_groups : 1, sizeof(*c));
+
+        if (!c)
+                return;
+        for (size_t g = 0; g < t->n_groups; g++) {
+                size_t next = 0;
+                for (size_t i = 0; i < m->n_cursors; i++)
+                        if (m->cursors[i].owner == t->group_owner[g])
+                                next = m->cursors[i].next;
+                c[g] = (struct owner_cursor) { t->group_owner[g], (next + read[g]) % t->group_size[g] };
         }
+        free(m->cursors);
+        m->cursors = c;
+        m->n_cursors = t->n_groups;
+}
+
+/* tick_cgroup(), its CPU time charged to cg: the scans charge read and decide
+ * themselves, the rest (cgroup.procs, admitting its processes) is bookkeeping; the
+ * control requests served meanwhile are nobody's. Adds what it charged to *charged. */
+static int read_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
+                       struct scan_list *scans, uint64_t *charged) {
+        uint64_t t = cost_thread_ns(), pump = m->pump_ns, scanned, spent;
+        int r;
+
+        scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE];
+        r = tick_cgroup(m, cg, now, reserved, scans);
+        spent = cost_thread_ns() - t - (m->pump_ns - pump);
+        scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE] - scanned;
+        cost_charge(m, cg, STAGE_BOOKKEEPING, spent > scanned ? spent - scanned : 0);
+        *charged += spent > scanned ? spent : scanned;
+        return r;
+}
+
+/* The selected cgroups and their processes, their owners taking turns, each owner's
+ * read for OWNER_TURN_NS at most per tick (the rest kept for the next ticks, which
+ * start where this one ended), the jobs planned run early (run_jobs_early). Adds the
+ * CPU time it charged to *charged. Returns 0, or -errno when a cgroup.procs could not
+ * be read, or the turns made, for lack of resources. */
+static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, bool fresh, uint64_t now,
+                        uint64_t *reserved, struct scan_list *scans, uint64_t *charged) {
+        _cleanup_free_ struct cg_rec **list = NULL;
+        _cleanup_free_ uint64_t *spent = NULL;
+        _cleanup_free_ size_t *read = NULL;
+        _cleanup_free_ uid_t *owners = NULL;
+        struct turns t = {};
+        size_t n = 0;
+        int r;
+
+        r = tick_list(m, sel, fresh, &list, &n);
+        if (r < 0)
+                return r;
+        owners = calloc(n + 1, sizeof(*owners));
+        spent = calloc(n + 1, sizeof(*spent));
+        read = calloc(n + 1, sizeof(*read));
+        for (size_t i = 0; owners && i < n; i++)
+                owners[i] = list[i]->owner;
+        if (!owners || !spent || !read || interleave_by_owner(owners, n, m->cursors, m->n_cursors, &t) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < t.n; i++) {
+                struct cg_rec *cg = list[t.order[i]];
+                size_t g = t.group[i];
+                uint64_t t0;
+
+                if (spent[g] >= OWNER_TURN_NS) {
+                        keep_cgroup(m, cg);
+                        continue;
+                }
+                serve_meanwhile(m);
+                t0 = now_ns(CLOCK_MONOTONIC);
+                r = read_cgroup(m, cg, now, reserved, scans, charged);
+                spent[g] += now_ns(CLOCK_MONOTONIC) - t0;
+                read[g]++;
+                run_jobs_early(m, scans, now, charged);
+        }
+        keep_their_processes(m);
+        remember_cursors(m, &t, read);
+        turns_done(&t);
+        return r;
 }
 
 /* Forgets the processes not seen in this tick (exited, or their cgroup opted out). */
@@ -449,7 +722,7 @@ static void forget_departed(struct manager *m) {
                 if (m->procs[i]->seen_tick == m->tick)
                         m->procs[w++] = m->procs[i];
                 else
-                        proc_rec_free(m->procs[i]);
+                        proc_rec_free(m, m->procs[i]);
         m->n_procs = w;
 }
 
@@ -484,48 +757,23 @@ static void tick_prepare(struct manager *m) {
         kernel_balancing_watch(m);
 }
 
-/* The cgroups selected, each with its processes. Charged to each: the walk's time on
- * its directory, and the time spent on it here (finding its record, cgroup.procs,
- * admitting and scanning its processes). Returns the CPU time charged. */
-static uint64_t tick_cgroups(struct manager *m, const struct cgroup_selection *sel, uint64_t now,
-                             uint64_t *reserved, struct scan_list *scans) {
-        uint64_t charged = 0;
+/* The walk's CPU time, which a fresh selection carries (lib/cgroup.h): each opted-in
+ * cgroup's to its record, the rest to the subtrees (cost_walk_others). Returns the
+ * part of it that was this thread's: all when the tick walked, none when the walker
+ * did (measured on the walker's own clock, it is not part of the tick's time). */
+static uint64_t charge_walk(struct manager *m, const struct cgroup_selection *sel) {
+        uint64_t ns = 0;
 
-        for (size_t e = 0; e < sel->n_entries; e++) {
-                uint64_t t = cost_thread_ns(), scanned, spent;
-                struct cg_rec *cg = get_cg(m, &sel->entries[e]);
+        for (size_t i = 0; i < sel->n_entries; i++) {
+                struct cg_rec *cg = cg_records_find(m, sel->entries[i].path);
 
                 if (!cg)
-                        continue;
-                cg->seen = true;
-                cg->covers_uid = sel->entries[e].covers_uid;
-                scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE];
-                tick_cgroup(m, cg, now, reserved, scans);
-                spent = cost_thread_ns() - t;
-                /* The scans charged read and decide themselves. */
-                scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE] - scanned;
-                cost_charge(m, cg, STAGE_WALK, sel->entries[e].walk_ns);
-                cost_charge(m, cg, STAGE_BOOKKEEPING, spent > scanned ? spent - scanned : 0);
-                charged += sel->entries[e].walk_ns + (spent > scanned ? spent : scanned);
+                        continue;       /* no record (out of memory): unattributed */
+                cost_charge(m, cg, STAGE_WALK, sel->entries[i].walk_ns);
+                ns += sel->entries[i].walk_ns;
         }
-        return charged;
-}
-
-/* The tick's migration run: the workers' time is charged per job (jobs.c), and this
- * thread's part (building and accounting the jobs; not serving the control socket
- * meanwhile) in proportion to it. Adds what it charged to *charged. */
-static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t now, uint64_t *charged) {
-        uint64_t *before, t, pump = m->pump_ns, main_ns;
-        int r;
-
-        if (scans->n == 0)
-                return 0;       /* nothing planned: no run (and no copy of every cgroup's cost) */
-        before = cost_migrate_before(m);
-        t = cost_thread_ns();
-        r = jobs_run(m, scans->v, scans->n, now);
-        main_ns = cost_thread_ns() - t - (m->pump_ns - pump);
-        *charged += main_ns - cost_migrate_after(m, before, main_ns);
-        return r;
+        ns += cost_walk_others(m, sel);
+        return m->walker ? 0 : ns;
 }
 
 /* What the tick spent that no cgroup was charged for yet (the poll over every pidfd,
@@ -544,7 +792,8 @@ int manager_tick(struct manager *m) {
         struct scan_list scans = {};
         _cleanup_free_ uint64_t *reserved = NULL;
         uint64_t now = now_ms(), t_start = now_ns(CLOCK_MONOTONIC), cpu_start = cost_thread_ns(), pump = m->pump_ns;
-        uint64_t charged;
+        uint64_t charged = 0;
+        bool fresh;
         int r;
 
         m->tick++;
@@ -557,16 +806,25 @@ int manager_tick(struct manager *m) {
         if (!reserved)
                 return log_error_errno(-ENOMEM, "Out of memory");
         mark_exited(m);
-        select_cgroups(m, &sel);
-        charged = tick_cgroups(m, &sel, now, reserved, &scans);
-        charged += cost_walk_others(m, &sel);
+        m->jobs_ran_ns = t_start;
+        r = select_cgroups(m, &sel, &fresh);
+        if (r >= 0)
+                r = tick_cgroups(m, &sel, fresh, now, reserved, &scans, &charged);
+        if (fresh)
+                charged += charge_walk(m, &sel);
         cgroup_selection_done(&sel);
+        if (r < 0)
+                keep_all(m, r);
+        else
+                m->resources_short_logged = false;
 
         r = run_jobs(m, &scans, now, &charged);
         for (size_t i = 0; i < scans.n; i++)
                 scan_done(&scans.v[i]);
         free(scans.v);
         forget_departed(m);
+        publish_cgroups(m);
+        cg_records_sweep(m);
         /* Each scan's buffers (numa_maps text, parsed VMAs) are freed between records
          * that stay: glibc keeps the freed pages in the middle of the heap resident.
          * Give them back now and then (measured: 25 MB of heap for 1,000 processes,
@@ -582,6 +840,14 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
         uint64_t next, now;
 
+        /* Nothing is selected before the walker's first walk: rather than a whole tick
+         * later, the first tick comes as soon as it is done (and the event loop is not
+         * held meanwhile, as a walk of its own would hold it). */
+        if (m->walker && walker_walks(m->walker) == 0) {
+                sd_event_source_set_time(s, (now_ms() + FIRST_WALK_POLL_MS) * 1000);
+                sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                return 0;
+        }
         (void) manager_tick(m);
         if (m->after_tick) {
                 /* The metrics file: each cgroup in it pays its share. */
@@ -658,6 +924,10 @@ int manager_start(struct manager *m) {
         r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the tick timer: %m");
+        /* The cgroup walk runs beside the ticks from now on (walker.h). */
+        r = walker_new(m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups, m->cfg.tick_ms, &m->walker);
+        if (r < 0)
+                log_warning_errno(r, "Failed to start the cgroup walker, walking at every tick instead: %m");
         /* sd-event's default accuracy (250 ms) would blur react_ms and the tick. */
         (void) sd_event_source_set_time_accuracy(m->timer, 1000);
         if (m->source->events_fd && m->source->events_consume) {
@@ -691,6 +961,10 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
         if (r < 0)
                 return log_error_errno(r, "Failed to apply the new configuration: %m");
         migrator_set_limits(m->migrator, m->cfg.rate_limit_mb_s, m->cfg.batch_pages);
+        migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
+        if (m->walker && walker_set_config(m->walker, m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups,
+                                           m->cfg.tick_ms) < 0)
+                log_warning("The cgroup walker keeps the previous cgroup rules: out of memory");
         /* New thresholds apply to everyone at the next scan. */
         for (size_t i = 0; i < m->n_procs; i++) {
                 m->procs[i]->interval_ms = m->cfg.scan_min_ms;
@@ -743,12 +1017,17 @@ static bool stop_pending(void *ctx) {
 
 int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
         struct manager *m;
+        struct rlimit rl;
         nb_cpumask service;
         int r;
 
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
+        m->fd_limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (uint64_t) rl.rlim_cur : 1024;
+        siphash_random_key(m->cg_key);
+        m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
+        m->invalid_count_log = LOG_RATELIMIT(60000, 1);
         m->event = sd_event_ref(e);
         m->started_ms = now_ms();
         m->opts = *o;
@@ -787,6 +1066,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 log_error_errno(r, "Failed to start the migration workers: %m");
                 goto fail;
         }
+        migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         migrator_set_should_stop(m->migrator, stop_pending, m);
         migrator_set_run_budget(m->migrator, MIGRATE_RUN_BUDGET_MS * UINT64_C(1000000));
         *ret = m;
@@ -799,19 +1079,15 @@ fail:
 void manager_free(struct manager *m) {
         if (!m)
                 return;
+        walker_free(m->walker);
+        free(m->cursors);
         sd_event_source_unref(m->timer);
         sd_event_source_unref(m->events);
         migrator_free(m->migrator);
         for (size_t i = 0; i < m->n_procs; i++)
-                proc_rec_free(m->procs[i]);
+                proc_rec_free(m, m->procs[i]);
         free(m->procs);
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                free(m->cgs[i]->path);
-                free(m->cgs[i]);
-        }
-        free(m->cgs);
-        for (size_t i = 0; i < m->n_invalid_seen; i++)
-                free(m->invalid_seen[i]);
+        cg_records_free(m);
         free(m->invalid_seen);
         cost_subtrees_free(m);
         page_sampler_free(m->pages);

@@ -27,8 +27,9 @@ int manager_tick(struct manager *m);
 int manager_reload(struct manager *m, const struct nb_config *cfg);
 /* Cancels migrations in flight at a batch boundary. */
 void manager_stop(struct manager *m);
-/* fn(userdata) is called every 100 ms while a tick waits for its migration jobs, when
- * the event loop cannot dispatch anything (see control_pump). */
+/* fn(userdata) is called every 100 ms while a tick waits for its migration jobs, and
+ * while it reads thousands of processes, when the event loop cannot dispatch anything
+ * (see control_pump). */
 void manager_set_while_moving(struct manager *m, void (*fn)(void *userdata), void *userdata);
 /* fn(userdata) is called every 100 ms while a tick waits for its migration jobs, as
  * long as the run may legitimately last (MIGRATE_RUN_KEEPALIVE_MS: its time budget,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The check before moving: the plan of a job was read at the scan, and its moves run
- * seconds later, or minutes under a low rate_limit_mb_s. Before the job starts and
- * before each of its move calls (the executor's may_move, executor.h), on the worker's
- * thread, the process must still be one the daemon may move there:
+ * seconds later, or minutes under a low rate_limit_mb_s. Before each batch of the job
+ * (its queries, the job's first included) and before each of its move calls (the
+ * executor's may_move, executor.h), on the worker's thread, the process must still be
+ * one the daemon may move there:
  *
  *   - the process that was scanned: same start time, and no exec since (its exec
  *     layout, proc_mm_layout: randomized at every exec);

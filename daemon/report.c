@@ -177,6 +177,9 @@ static void status_counts(struct manager *m, uid_t uid, struct status_counts *c)
                         c->pages[k] += m->cgs[i]->pages[k];
         }
         if (uid == 0) {
+                /* And the cgroups that went (their records are freed). */
+                for (int s = 0; s < _STAGE_MAX; s++)
+                        c->cost[s] += m->departed_cost_ns[s];
                 memcpy(c->pages, m->total_pages, sizeof(c->pages));
                 c->n_procs = m->n_procs;
         } else

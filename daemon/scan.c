@@ -367,13 +367,17 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         log_decision(m, p, &s->plan);
         remember(p, &s->plan, &in, &status, now);
         schedule_next(m, p, now, s->plan.n_moves || s->pages.n_moves || primed == 0 || changing);
-        s->maps = TAKE_PTR(rd.maps);
+        /* The parsed maps go now (cleanup): the plans name their ranges, which is all
+         * the jobs need, and every scan of a tick holding its process's maps until
+         * the jobs ran was the tick's peak memory. */
         return 1;
+}
+
+void scan_backoff(struct manager *m, struct proc_rec *p, uint64_t now) {
+        schedule_next(m, p, now, false);
 }
 
 void scan_done(struct scan *s) {
         plan_done(&s->plan);
         plan_done(&s->pages);
-        numa_maps_free(s->maps);
-        s->maps = NULL;
 }

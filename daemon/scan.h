@@ -9,12 +9,12 @@
 #include "numa_maps.h"
 #include "plan.h"
 
-/* One process's scan in this tick, until its jobs have run. */
+/* One process's scan in this tick, until its jobs have run: its plans (the ranges to
+ * move), not its maps, which are freed once it is decided. */
 struct scan {
         struct proc_rec *rec;
         struct plan plan;          /* VMA-level: memory follows CPU */
         struct plan pages;         /* page-level: sampled pages to the node that touches them */
-        struct numa_maps *maps;
 };
 
 /* Reads and decides for one due process. reserved: bytes already planned to each node
@@ -23,3 +23,6 @@ struct scan {
  * next scan is scheduled), or -errno (-ESRCH, -ENOENT: it is gone). */
 int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s);
 void scan_done(struct scan *s);
+/* A scan of p failed: its next one is scheduled as for a settled process (half as
+ * often each time, down to scan_max_ms), not at the next tick. */
+void scan_backoff(struct manager *m, struct proc_rec *p, uint64_t now);

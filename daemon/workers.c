@@ -11,6 +11,7 @@
 #include "cleanup.h"
 #include "clock.h"
 #include "log.h"
+#include "pagesize.h"
 #include "ratelimit.h"
 #include "service-cpus.h"
 #include "workers.h"
@@ -40,7 +41,7 @@ struct migrator {
         struct worker *workers;
         unsigned n_workers;
         bool shutdown;
-        uint64_t batch_pages;
+        uint64_t batch_pages;      /* base pages per move call: the config's, capped (call_pages) */
 
         /* The current run (migrator_run is not reentrant). */
         struct migrate_job *jobs;
@@ -57,6 +58,7 @@ struct migrator {
 
         pthread_mutex_t tb_lock;   /* separate: throttling must not wait behind job picking */
         struct token_bucket tb;
+        struct token_bucket calls; /* move_pages(2) calls that move, under tb_lock too */
 };
 
 /* Called with m->lock held. The first pending job. Jobs of one process may run side
@@ -68,16 +70,8 @@ static size_t pick_job(struct migrator *m) {
         return m->first_pending < m->n_jobs ? m->first_pending : SIZE_MAX;
 }
 
-/* The executor's throttle: books the bytes in the shared bucket, then sleeps off any
- * debt outside the lock, so the other workers can book their own wait meanwhile. */
-static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {
-        struct migrator *m = ctx;
-        uint64_t wait;
-
-        pthread_mutex_lock(&m->tb_lock);
-        wait = token_bucket_take_busy(&m->tb, bytes, busy_since, now_ns(CLOCK_MONOTONIC));
-        pthread_mutex_unlock(&m->tb_lock);
-
+/* Sleeps wait ns in slices, unless the migrator is cancelled meanwhile. */
+static int throttle_sleep(struct migrator *m, uint64_t wait) {
         while (wait > 0) {
                 uint64_t slice = wait < THROTTLE_SLEEP_SLICE_NS ? wait : THROTTLE_SLEEP_SLICE_NS;
                 struct timespec ts = { .tv_sec = (time_t) (slice / NSEC_PER_SEC),
@@ -88,6 +82,29 @@ static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {
                 wait -= slice;
         }
         return 0;
+}
+
+/* The executor's throttle: books the bytes in the shared bucket, then sleeps off any
+ * debt outside the lock, so the other workers can book their own wait meanwhile. */
+static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {
+        struct migrator *m = ctx;
+        uint64_t wait;
+
+        pthread_mutex_lock(&m->tb_lock);
+        wait = token_bucket_take_busy(&m->tb, bytes, busy_since, now_ns(CLOCK_MONOTONIC));
+        pthread_mutex_unlock(&m->tb_lock);
+        return throttle_sleep(m, wait);
+}
+
+/* The executor's call gate: one token of the calls bucket per move call. */
+static int migrator_call_gate(void *ctx) {
+        struct migrator *m = ctx;
+        uint64_t wait;
+
+        pthread_mutex_lock(&m->tb_lock);
+        wait = token_bucket_take(&m->calls, 1, now_ns(CLOCK_MONOTONIC));
+        pthread_mutex_unlock(&m->tb_lock);
+        return throttle_sleep(m, wait);
 }
 
 static void *worker_main(void *arg) {
@@ -113,6 +130,8 @@ static void *worker_main(void *arg) {
                  * before the next batch of anyone, or every cut would let a batch
                  * through unpaid. Cancelled meanwhile, the job stops at once. */
                 (void) migrator_throttle(m, 0, now_ns(CLOCK_MONOTONIC));
+                job->call_gate = migrator_call_gate;
+                job->call_gate_ctx = m;
                 (void) migrate_job_execute(job, batch, &m->run_cancel, migrator_throttle, m);
 
                 pthread_mutex_lock(&m->lock);
@@ -127,6 +146,21 @@ static void *worker_main(void *arg) {
 
 static uint64_t rate_bytes(uint64_t rate_mb_s) {
         return rate_mb_s > UINT64_MAX / BYTES_PER_MB ? UINT64_MAX : rate_mb_s * BYTES_PER_MB;
+}
+
+/* Base pages one move call may pass: batch_pages, and under a byte rate limit no more
+ * than the bucket's burst (100 ms of the rate) in whole huge pages, one at least (a
+ * transparent huge page moves whole, whatever the batch). The bucket is charged after
+ * each call with what it moved: a call of the default 65,536 pages (256 MiB) went
+ * through at full speed at rate_limit_mb_s = 4, and only the minute of sleep after it
+ * held the limit. At the default 1024 MB/s, 256 MiB take three calls, not one. */
+static uint64_t call_pages(uint64_t batch_pages, uint64_t burst_bytes) {
+        uint64_t pmd = migrate_pmd_size(), cap;
+
+        if (burst_bytes == 0)
+                return batch_pages;     /* no rate limit */
+        cap = (burst_bytes / pmd > 0 ? burst_bytes / pmd : 1) * (pmd / page_size());
+        return batch_pages == 0 || batch_pages > cap ? cap : batch_pages;
 }
 
 /* Starts the next worker, pinned to cpu. Returns 0 or -errno (logged by the caller). */
@@ -183,8 +217,9 @@ int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint6
         pthread_mutex_init(&m->tb_lock, NULL);
         pthread_cond_init(&m->work_cond, NULL);
         pthread_cond_init(&m->done_cond, NULL);
-        m->batch_pages = batch_pages;
         token_bucket_init(&m->tb, rate_bytes(rate_limit_mb_s), now_ns(CLOCK_MONOTONIC));
+        m->batch_pages = call_pages(batch_pages, m->tb.burst_bytes);
+        token_bucket_init(&m->calls, 0, now_ns(CLOCK_MONOTONIC));
 
         /* Workers inherit this mask: signals are the main thread's business. */
         sigfillset(&all);
@@ -206,11 +241,20 @@ int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint6
 }
 
 void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t batch_pages) {
-        pthread_mutex_lock(&m->lock);
-        m->batch_pages = batch_pages;
-        pthread_mutex_unlock(&m->lock);
+        uint64_t burst;
+
         pthread_mutex_lock(&m->tb_lock);
         token_bucket_set_rate(&m->tb, rate_bytes(rate_limit_mb_s), now_ns(CLOCK_MONOTONIC));
+        burst = m->tb.burst_bytes;
+        pthread_mutex_unlock(&m->tb_lock);
+        pthread_mutex_lock(&m->lock);
+        m->batch_pages = call_pages(batch_pages, burst);
+        pthread_mutex_unlock(&m->lock);
+}
+
+void migrator_set_call_rate(struct migrator *m, uint64_t calls_per_s) {
+        pthread_mutex_lock(&m->tb_lock);
+        token_bucket_set_rate(&m->calls, calls_per_s, now_ns(CLOCK_MONOTONIC));
         pthread_mutex_unlock(&m->tb_lock);
 }
 

@@ -18,6 +18,9 @@ struct migrator;
 int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint64_t batch_pages,
                  struct migrator **ret);
 void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t batch_pages);
+/* At most calls_per_s move_pages(2) calls that move pages, for all workers together
+ * (a token bucket with a burst of 100 ms worth); 0, the start: unlimited. */
+void migrator_set_call_rate(struct migrator *m, uint64_t calls_per_s);
 /* Runs all jobs on the workers and returns when every one is done (the results are in
  * the jobs). Jobs of one process may run at the same time on several workers
  * (migrate_job_split): move_pages(2) takes the process's mmap lock for reading only,

@@ -327,6 +327,12 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+/* The daemon ran out of descriptors or memory: the walk cannot go on, and skipping
+ * the directory would drop its cgroups from the selection as if they had gone. */
+static bool out_of_resources(int e) {
+        return e == EMFILE || e == ENFILE || e == ENOMEM;
+}
+
 static void free_names(char **names, size_t n) {
         for (size_t i = 0; i < n; i++)
                 free(names[i]);
@@ -347,13 +353,18 @@ static int list_subdirs(int fd, const char *path, size_t max, char ***ret, size_
         /* fdopendir takes the fd; a fresh open of "." gives it its own offset. */
         dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0) {
+                if (out_of_resources(errno))
+                        return log_debug_errno(-errno, "cgroup: %s: cannot list: %m", path);
                 log_debug_errno(-errno, "cgroup: %s: cannot list, ignoring: %m", path);
                 goto done;
         }
         d = fdopendir(dfd);
         if (!d) {
-                log_debug_errno(-errno, "cgroup: %s: cannot list, ignoring: %m", path);
+                int e = errno;
                 close(dfd);
+                if (out_of_resources(e))
+                        return log_debug_errno(-e, "cgroup: %s: cannot list: %m", path);
+                log_debug_errno(-e, "cgroup: %s: cannot list, ignoring: %m", path);
                 goto done;
         }
         for (;;) {
@@ -466,9 +477,10 @@ static void effective_setting(const char *path, enum cg_mode own, enum cg_source
         }
 }
 
-/* At the depth bound: the directory's subdirectories are not walked, and whether
- * there are any decides whether the selection is truncated. Returns 0 or -ENOMEM. */
-static int note_too_deep(struct walk *w, int fd, const char *path) {
+/* At a bound (why): the directory's subdirectories are not walked, and whether there
+ * are any decides whether the selection is truncated. Returns 0 or -errno
+ * (out_of_resources()). */
+static int note_cut(struct walk *w, int fd, const char *path, const char *why) {
         char **names = NULL;
         size_t n_names = 0;
         bool more;
@@ -479,15 +491,23 @@ static int note_too_deep(struct walk *w, int fd, const char *path) {
                 return r;
         if (n_names > 0) {
                 w->sel.truncated = true;
-                log_debug("cgroup: %s: deeper than %u levels, not walked", path, CGROUP_WALK_MAX_DEPTH);
+                log_debug("cgroup: %s: %s, subdirectories not walked", path, why);
         }
         free_names(names, n_names);
         return 0;
 }
 
+static int note_too_deep(struct walk *w, int fd, const char *path) {
+        return note_cut(w, fd, path, "at the depth bound");
+}
+
+static int note_too_many(struct walk *w, int fd, const char *path) {
+        return note_cut(w, fd, path, "its share of the cgroup count bound is used up");
+}
+
 /* Opens the subdirectory name of the directory open as fd (at path) for the walk.
- * Returns its fd (and *ret_st), or -1 when it is not walked: gone, not a directory, a
- * symlink, unreadable, or on another file system. */
+ * Returns its fd (and *ret_st), -1 when it is not walked: gone, not a directory, a
+ * symlink, unreadable, or on another file system, or -errno (out_of_resources()). */
 static int open_child(const struct walk *w, int fd, const char *path, const char *name, struct stat *ret_st) {
         _cleanup_close_ int cfd = -1;
 
@@ -496,6 +516,8 @@ static int open_child(const struct walk *w, int fd, const char *path, const char
          * (ELOOP/ENOTDIR) and files. */
         cfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd < 0) {
+                if (out_of_resources(errno))
+                        return log_debug_errno(-errno, "cgroup: %s/%s: cannot open: %m", path, name);
                 /* ENOENT: removed since the listing (rmdir race), silently. */
                 if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
                         log_debug_errno(-errno, "cgroup: %s/%s: cannot open, ignoring: %m", path, name);
@@ -510,35 +532,52 @@ static int open_child(const struct walk *w, int fd, const char *path, const char
 }
 
 static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
-                    unsigned depth, const struct inherited *parent);
+                    unsigned depth, const struct inherited *parent, size_t budget, size_t *ret_used);
 
 /* Walks the subdirectories of the directory open as fd (at path, passing here down),
- * in name order, as far as the count bound allows. Returns 0 or -ENOMEM. */
+ * in name order, visiting at most budget cgroups among them and below. The budget is
+ * shared out, not first come first served: of k subdirectories, each gets an equal
+ * part of what is left when its turn comes, and what one does not use goes to those
+ * after it. So every subtree is walked as far as its fair share at least, and one
+ * user's 100,000 cgroups cannot leave the rest of the tree unvisited (depth first
+ * with one global count, the first subtree in name order took it all). *ret_used:
+ * the cgroups visited. Returns 0 or -errno (out_of_resources()). */
 static int walk_children(struct walk *w, int fd, const char *path, unsigned depth,
-                         const struct inherited *here) {
+                         const struct inherited *here, size_t budget, size_t *ret_used) {
         char **names = NULL;
-        size_t n_names = 0;
+        size_t n_names = 0, used = 0;
         bool more;
         int r;
 
-        r = list_subdirs(fd, path, CGROUP_WALK_MAX_CGROUPS - w->n_seen, &names, &n_names, &more);
+        *ret_used = 0;
+        if (budget == 0)
+                return note_too_many(w, fd, path);
+        r = list_subdirs(fd, path, budget, &names, &n_names, &more);
         if (r < 0)
                 return r;
         if (more) {
                 w->sel.truncated = true;
-                log_debug("cgroup: more than %u cgroups, not all walked", CGROUP_WALK_MAX_CGROUPS);
+                log_debug("cgroup: %s: more than %zu subdirectories for its share of the walk, not all walked",
+                          path, budget);
         }
 
         for (size_t i = 0; i < n_names && r >= 0; i++) {
                 _cleanup_close_ int cfd = -1;
                 _cleanup_free_ char *cpath = NULL;
+                size_t share = (budget - used) / (n_names - i), child_used = 0;
                 struct stat cst;
 
-                if (w->n_seen >= CGROUP_WALK_MAX_CGROUPS) {
+                /* Never 0 (at most budget names, each using at most its share), but a
+                 * walk_dir with no budget would go past the bound: checked. */
+                if (share == 0) {
                         w->sel.truncated = true;
                         break;
                 }
                 cfd = open_child(w, fd, path, names[i], &cst);
+                if (cfd < -1) {
+                        r = cfd;
+                        break;
+                }
                 if (cfd < 0)
                         continue;
                 cpath = child_path(path, names[i]);
@@ -546,10 +585,12 @@ static int walk_children(struct walk *w, int fd, const char *path, unsigned dept
                         r = -ENOMEM;
                         break;
                 }
-                r = walk_dir(w, cfd, cpath, &cst, depth + 1, here);
+                r = walk_dir(w, cfd, cpath, &cst, depth + 1, here, share, &child_used);
+                used += child_used;
                 walk_charge_to(w, here->account);
         }
         free_names(names, n_names);
+        *ret_used = used;
         return r;
 }
 
@@ -571,13 +612,18 @@ static int visit_dir(struct walk *w, int fd, const char *path, const struct stat
 }
 
 /* Visits the directory open as fd (at path, stat'ed as st), then its subdirectories.
- * Returns 0, or -ENOMEM (the only error that ends the walk). */
+ * Returns 0, or -errno when the daemon ran out of descriptors or memory (the only
+ * errors that end the walk). */
 static int walk_dir(struct walk *w, int fd, const char *path, const struct stat *st,
-                    unsigned depth, const struct inherited *parent) {
+                    unsigned depth, const struct inherited *parent, size_t budget, size_t *ret_used) {
         struct inherited here;
+        size_t below = 0;
         bool entry;
         int r;
 
+        /* budget >= 1: walk_children gives every subdirectory it visits a share of
+         * at least one (it lists no more names than its budget). */
+        *ret_used = 1;
         w->n_seen++;
         r = visit_dir(w, fd, path, st, depth, parent, &here);
         if (r < 0)
@@ -592,19 +638,32 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
         if (r < 0)
                 return r;
 
+        /* A directory's link count is 2 + its subdirectories on cgroupfs (kernfs), as on
+         * ext4 and tmpfs: 2 is a leaf, and most cgroups are; its listing (an open, two
+         * getdents and a close) is skipped. Other counts (btrfs says 1) are listed. */
+        if (st->st_nlink == 2)
+                return 0;
         if (depth >= CGROUP_WALK_MAX_DEPTH)
                 return note_too_deep(w, fd, path);
-        return walk_children(w, fd, path, depth, &here);
+        r = walk_children(w, fd, path, depth, &here, budget - 1, &below);
+        *ret_used += below;
+        return r;
 }
 
 int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,
                   struct cgroup_selection *ret) {
+        return cgroup_select_max(root, rules, n_rules, CGROUP_WALK_MAX_CGROUPS, ret);
+}
+
+int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t n_rules, size_t max_cgroups,
+                      struct cgroup_selection *ret) {
         _cleanup_close_ int fd = -1;
         struct walk w = { .rules = rules, .n_rules = n_rules, .account = NO_ACCOUNT, .clock = thread_cpu_ns() };
         struct stat st;
+        size_t used;
         int r;
 
-        if (!root || !ret)
+        if (!root || !ret || max_cgroups == 0)
                 return -EINVAL;
         fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
@@ -613,7 +672,7 @@ int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_ru
                 return log_debug_errno(-errno, "cgroup: cannot stat root %s: %m", root);
         w.dev = st.st_dev;
 
-        r = walk_dir(&w, fd, "/", &st, 0, NULL);
+        r = walk_dir(&w, fd, "/", &st, 0, NULL, max_cgroups, &used);
         if (r < 0) {
                 walk_done(&w);
                 return r;

@@ -65,9 +65,13 @@ struct cgroup_selection {
 };
 
 /* Bounds of the walk, so that a hostile or runaway tree cannot make a tick unbounded:
- * directories deeper than CGROUP_WALK_MAX_DEPTH below the root, and any beyond the
- * first CGROUP_WALK_MAX_CGROUPS visited, are not looked at (and truncated is set).
- * The walk stays on the root's file system and never follows symlinks. */
+ * directories deeper than CGROUP_WALK_MAX_DEPTH below the root are not looked at, nor
+ * more than CGROUP_WALK_MAX_CGROUPS in all (and truncated is set). The count is shared
+ * out fairly, depth first: of a directory's k subdirectories each may use an equal
+ * part of what the directory has left when its turn comes (name order), and what one
+ * leaves unused goes to those after it; so a subtree of 100,000 cgroups gets its share,
+ * not the whole count, and the rest of the tree is still walked. The walk stays on the
+ * root's file system and never follows symlinks. */
 #define CGROUP_WALK_MAX_DEPTH 64
 #define CGROUP_WALK_MAX_CGROUPS 65536
 /* Longest valid xattr value considered; a longer one is invalid ("too long"). */
@@ -80,12 +84,18 @@ enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, s
                                 enum cg_source *ret_source);
 
 /* Walks the cgroup v2 tree under root (e.g. /sys/fs/cgroup). Returns 0, or -errno if
- * the root cannot be opened (or -ENOMEM); unreadable subdirectories, and ones removed
- * during the walk, are skipped. The walk's CPU time (CLOCK_THREAD_CPUTIME_ID) is in
- * the entries and others: read when the directory charged changes, so a subtree
- * that is not opted in costs two clock reads, not two per directory. */
+ * the root cannot be opened, or -EMFILE, -ENFILE or -ENOMEM when descriptors or memory
+ * ran out anywhere in the walk (a partial selection would look as if the cgroups not
+ * reached had gone); unreadable subdirectories, and ones removed during the walk, are
+ * skipped. The walk's CPU time (CLOCK_THREAD_CPUTIME_ID, so the calling thread's: the
+ * walker's when the walker walks) is in the entries and others: read when the
+ * directory charged changes, so a subtree that is not opted in costs two clock reads,
+ * not two per directory. */
 int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_rules,
                   struct cgroup_selection *ret);
+/* The same with max_cgroups instead of CGROUP_WALK_MAX_CGROUPS (for the tests). */
+int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t n_rules, size_t max_cgroups,
+                      struct cgroup_selection *ret);
 void cgroup_selection_done(struct cgroup_selection *s);
 
 /* The setting of the one cgroup at path (as /proc/PID/cgroup names it), computed by the

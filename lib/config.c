@@ -500,6 +500,8 @@ static const struct conf_key conf_keys[] = {
           "copy budget for all migrations together in MB/s; 0: unlimited" },
         { KEY("migrate", "batch_pages"), &type_u64, 1, 1048576, F(batch_pages), "65536",
           "pages per move_pages(2) call at most; a stop request waits for the batch" },
+        { KEY("migrate", "rate_limit_calls_s"), &type_u64, 0, 1000000, F(rate_limit_calls_s), "100",
+          "move_pages(2) calls that move pages, per second for all migrations together; 0: unlimited" },
 
         { KEY("report", "metrics_path"), &type_path, 0, 0, F(metrics_path), "",
           "Prometheus textfile written every tick; empty: none" },

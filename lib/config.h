@@ -62,6 +62,7 @@ struct nb_config {
         /* [migrate] */
         uint64_t rate_limit_mb_s;    /* global copy budget, 0 = unlimited */
         uint64_t batch_pages;        /* pages per move_pages(2) call, at most */
+        uint64_t rate_limit_calls_s; /* move_pages(2) calls that move, per second; 0 = unlimited */
 
         /* [report] */
         char *metrics_path;          /* Prometheus textfile, "" = none */

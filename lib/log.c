@@ -81,6 +81,22 @@ size_t log_escape(const char *in, char *out, size_t size) {
         return o;
 }
 
+bool log_ratelimit_ok(struct log_ratelimit *rl, uint64_t now_ms, uint64_t *ret_suppressed) {
+        if (rl->begin_ms == 0 || now_ms >= rl->begin_ms + rl->interval_ms || now_ms < rl->begin_ms) {
+                rl->begin_ms = now_ms ? now_ms : 1;
+                rl->n = 0;
+        }
+        if (rl->n >= rl->burst) {
+                rl->suppressed++;
+                return false;
+        }
+        rl->n++;
+        if (ret_suppressed)
+                *ret_suppressed = rl->suppressed;
+        rl->suppressed = 0;
+        return true;
+}
+
 static int log_va(int level, int error, const struct log_fields *fields, const char *fmt, va_list ap)
         _printf_(4, 0);
 static int log_va(int level, int error, const struct log_fields *fields, const char *fmt, va_list ap) {

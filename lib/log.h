@@ -6,6 +6,7 @@
 #pragma once
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "cleanup.h"
@@ -46,6 +47,23 @@ int log_parse_level(const char *s);        /* "err", "warning", "notice", "info"
  * through it before it reaches a sink: one log line stays one line. Structured
  * field values are not escaped (the journal stores them as they are). */
 size_t log_escape(const char *in, char *out, size_t size);
+
+/* A message that users can cause at will (a junk xattr on each of their 20,000
+ * cgroups, a flood of connections) is rate limited: at most burst messages per
+ * interval_ms. The caller passes the time (ms of a monotonic clock), so the arithmetic
+ * is tested without waiting. Not thread-safe: one limiter per message, used on one
+ * thread. Initialise with LOG_RATELIMIT(interval_ms, burst). */
+struct log_ratelimit {
+        uint64_t interval_ms;
+        unsigned burst;
+        uint64_t begin_ms;         /* of the current interval; 0 before the first message */
+        unsigned n;                /* messages allowed in it */
+        uint64_t suppressed;       /* refused since the last one allowed */
+};
+#define LOG_RATELIMIT(interval, b) ((struct log_ratelimit) { .interval_ms = (interval), .burst = (b) })
+/* Whether to log this message now. When it is allowed, *ret_suppressed (may be NULL)
+ * is how many were refused since the last one allowed: say it in the message. */
+bool log_ratelimit_ok(struct log_ratelimit *rl, uint64_t now_ms, uint64_t *ret_suppressed);
 
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 int log_internal_fields(int level, int error, const struct log_fields *fields, const char *fmt, ...) _printf_(4, 5);

@@ -602,6 +602,55 @@ TEST(walk_unopenable_root_fails_untouched) {
 /* ------------------------------------------------------------------ cgroup.procs */
 
 /* Only valid PIDs, sorted, each once. */
+/* The count bound is shared out: a subtree with more cgroups than the whole bound
+ * (one user's) gets its share, and the cgroups after it in name order are still
+ * walked. Depth first with one global count, /a.slice took all 100 here and
+ * /workload.slice/app was never seen. */
+TEST(walk_count_bound_shared_fairly) {
+        static const struct cgroup_rule rules[] = {
+                { (char *) "/a.slice", CG_MODE_ADVISE },
+                { (char *) "/b.slice/x", CG_MODE_ADVISE },
+                { (char *) "/workload.slice/app", CG_MODE_BALANCE },
+        };
+        const char *tmp = getenv("TMPDIR");
+        char froot[4096], p[8192];
+        struct cgroup_selection sel = {};
+        size_t n_a = 0;
+
+        snprintf(froot, sizeof(froot), "%s/test-cgroup-fair.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(froot))
+                TEST_FAIL("mkdtemp: %m");
+        static const char *const dirs[] = { "/a.slice", "/b.slice", "/b.slice/x", "/workload.slice",
+                                            "/workload.slice/app" };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                snprintf(p, sizeof(p), "%s%s", froot, dirs[i]);
+                CHECK(mkdir(p, 0755) == 0);
+        }
+        for (int i = 0; i < 300; i++) {
+                snprintf(p, sizeof(p), "%s/a.slice/c%03d", froot, i);
+                CHECK(mkdir(p, 0755) == 0);
+        }
+
+        CHECK_INT(cgroup_select_max(froot, rules, ELEMENTSOF(rules), 100, &sel), 0);
+        for (size_t i = 0; i < sel.n_entries; i++)
+                n_a += strncmp(sel.entries[i].path, "/a.slice", 8) == 0;
+        CHECK(entry(&sel, "/workload.slice/app") != NULL);
+        CHECK(entry(&sel, "/b.slice/x") != NULL);
+        CHECK(sel.truncated);
+        /* The root's three subtrees share 99: /a.slice gets a third, 33 (itself and
+         * 32 of its cgroups), the others need 2 each; nothing beyond the bound. */
+        CHECK_INT(n_a, 33);
+        CHECK(sel.n_entries <= 100);
+        cgroup_selection_done(&sel);
+
+        /* Without the flood, everything. */
+        CHECK_INT(cgroup_select_max(froot, rules, ELEMENTSOF(rules), 1000, &sel), 0);
+        CHECK_INT(sel.n_entries, 301 + 2);
+        CHECK(!sel.truncated);
+        cgroup_selection_done(&sel);
+        nftw(froot, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 TEST(procs_valid_sorted_unique) {
         pid_t *pids = NULL;
         size_t n = 77;

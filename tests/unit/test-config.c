@@ -90,6 +90,7 @@ TEST(defaults) {
         CHECK_INT(c.min_misplaced_kb, 2048);
         CHECK_INT(c.rate_limit_mb_s, 1024);
         CHECK_INT(c.batch_pages, 65536);
+        CHECK_INT(c.rate_limit_calls_s, 100);
         CHECK_STR(c.metrics_path, "");
         config_done(&c);
         config_done(&c);        /* twice: a done config is empty */
@@ -125,6 +126,7 @@ static const char full_conf[] =
         "[migrate]\n"
         "rate_limit_mb_s = 0\n"
         "batch_pages = 512\n"
+        "rate_limit_calls_s = 0\n"
         "[report]\n"
         "metrics_path = \"/var/lib/node-exporter/numabalanced.prom\"\n"
         "metrics_group = prometheus\n";
@@ -175,6 +177,7 @@ TEST(every_key_set) {
         CHECK_INT(c.min_misplaced_kb, 1);       /* 1000 bytes: rounded up to 1 kB */
         CHECK_INT(c.rate_limit_mb_s, 0);
         CHECK_INT(c.batch_pages, 512);
+        CHECK_INT(c.rate_limit_calls_s, 0);
         CHECK_STR(c.metrics_path, "/var/lib/node-exporter/numabalanced.prom");
         CHECK_STR(c.metrics_group, "prometheus");
         config_done(&c);
@@ -432,7 +435,7 @@ TEST(shipped_conf_lists_every_key) {
                 CHECK_MSG(sec && at && !(next && at > next), "%s: \"#%s = DEFAULT\" not found in section %s",
                           CONF_FILE, dot + 1, header + 1);
         }
-        CHECK_INT(n_keys, 24);
+        CHECK_INT(n_keys, 25);
 }
 
 /* The text with its "#key = value" lines (no space after '#') uncommented; "# text"
@@ -499,6 +502,7 @@ TEST(shipped_conf_uncommented_gives_the_defaults) {
         CHECK_INT(c.min_misplaced_kb, d.min_misplaced_kb);
         CHECK_INT(c.rate_limit_mb_s, d.rate_limit_mb_s);
         CHECK_INT(c.batch_pages, d.batch_pages);
+        CHECK_INT(c.rate_limit_calls_s, d.rate_limit_calls_s);
         CHECK_STR(c.metrics_path, d.metrics_path);
         CHECK_STR(c.metrics_group, d.metrics_group);
         config_done(&c);

@@ -14,6 +14,7 @@
 # Usage: test-control.py NUMABALANCED NUMABALANCECTL
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -101,6 +102,111 @@ def raw(data, shut=True, read=True, timeout=10):
         out += d
     s.close()
     return out
+
+
+def cpu_s(pid):
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def check_emfile():
+    """A second daemon left 4 descriptors (prlimit(2) once it runs: it raises its own
+    limit at start): connections held until accept(2) fails with EMFILE, fewer than
+    the 8 per uid. It must not burn its CPU meanwhile, and must answer once they are
+    gone."""
+    sock2 = os.path.join(tmp, 'run', 'control2')
+    log2 = open(os.path.join(tmp, 'daemon2.log'), 'w')
+    d2 = subprocess.Popen([daemon_exe, '--foreground', '--config', conf, '--control-socket', sock2],
+                          stdout=log2, stderr=subprocess.STDOUT)
+    held = []
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and not os.path.exists(sock2):
+            time.sleep(0.1)
+        time.sleep(0.5)
+        used = len(os.listdir(f'/proc/{d2.pid}/fd'))
+        resource.prlimit(d2.pid, resource.RLIMIT_NOFILE, (used + 4, used + 4))
+        for _ in range(7):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(2)
+            try:
+                s.connect(sock2)
+            except OSError:
+                s.close()
+                break
+            held.append(s)
+        time.sleep(0.2)
+        c0, t0 = cpu_s(d2.pid), time.time()
+        time.sleep(1.0)
+        spent = cpu_s(d2.pid) - c0
+        check(spent < 0.3 * (time.time() - t0),
+              f'the daemon spent {spent:.2f} s of CPU in {time.time() - t0:.2f} s out of descriptors '
+              f'({used} in use, {len(held)} connections waiting)')
+        for s in held:
+            s.close()
+        held = []
+        time.sleep(1.5)
+        r = subprocess.run([ctl_exe, '--socket', sock2, '--json', 'status'], capture_output=True, text=True,
+                           timeout=30)
+        check(r.returncode == 0 and json.loads(r.stdout or '{}').get('pid') == d2.pid,
+              f'no answer once descriptors were back: {r.returncode} {r.stdout!r} {r.stderr!r}')
+        check('cannot accept connections' in open(os.path.join(tmp, 'daemon2.log')).read(),
+              'the pause was not logged: ' + open(os.path.join(tmp, 'daemon2.log')).read()[-3000:])
+    finally:
+        for s in held:
+            s.close()
+        d2.send_signal(signal.SIGTERM)
+        try:
+            d2.wait(20)
+        except subprocess.TimeoutExpired:
+            d2.kill()
+            check(False, 'the second daemon did not stop')
+
+
+def check_long_tick():
+    """A daemon whose ticks take seconds (a cgroup listing 1,500,000 pids that do not
+    exist, each looked up in /proc): status must still answer within a second, since
+    the tick serves the socket every 100 ms. It waited for the tick."""
+    root2 = os.path.join(tmp, 'cg-big')
+    os.makedirs(os.path.join(root2, 'big'))
+    with open(os.path.join(root2, 'big', 'cgroup.procs'), 'w') as f:
+        f.write(''.join(f'{100000000 + k}\n' for k in range(1500000)))
+    conf2 = os.path.join(tmp, 'long.conf')
+    with open(conf2, 'w') as f:
+        f.write(f'[daemon]\nservice_cpus = {cpu}\ntick_ms = 100\n[select]\ncgroup_root = {root2}\n'
+                f'cgroups = /big=advise\n[sample]\nsource = proc\n')
+    sock3 = os.path.join(tmp, 'run', 'control3')
+    d3 = subprocess.Popen([daemon_exe, '--foreground', '--config', conf2, '--control-socket', sock3],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and not os.path.exists(sock3):
+            time.sleep(0.1)
+        slowest, longest_tick = 0.0, 0
+        # 5 s of requests, and on until the first tick is over (under the load of the
+        # whole suite a tick took over 5 s; before it ends, last_tick_ns says 0).
+        t_end, t_give_up = time.time() + 5, time.time() + 30
+        while time.time() < t_end or (longest_tick == 0 and time.time() < t_give_up):
+            t0 = time.time()
+            r = subprocess.run([ctl_exe, '--socket', sock3, '--json', 'status'], capture_output=True, text=True,
+                               timeout=30)
+            slowest = max(slowest, time.time() - t0)
+            try:
+                longest_tick = max(longest_tick, json.loads(r.stdout)['last_tick_ns'])
+            except (ValueError, KeyError):
+                check(False, f'status during long ticks: {r.returncode} {r.stdout!r} {r.stderr!r}')
+            time.sleep(0.05)
+        print(f'long ticks: the longest {longest_tick / 1e9:.2f} s, the slowest status {slowest:.2f} s')
+        check(longest_tick > 1e9, f'the ticks were not long ({longest_tick / 1e9:.2f} s): nothing was tested')
+        check(slowest < 0.6, f'status took {slowest:.2f} s while ticks took up to {longest_tick / 1e9:.2f} s')
+    finally:
+        d3.send_signal(signal.SIGTERM)
+        try:
+            d3.wait(30)
+        except subprocess.TimeoutExpired:
+            d3.kill()
+            check(False, 'the long-tick daemon did not stop')
 
 
 try:
@@ -230,6 +336,44 @@ try:
     rc, st2 = ctl_json('status')
     check(rc == 0 and st2.get('ticks', 0) >= st['ticks'], 'the daemon does not answer after the bad requests')
     check(daemon.poll() is None, 'the daemon died')
+
+    # --- one user cannot hold the socket for the others (root only: a second uid)
+    if os.getuid() == 0:
+        os.chmod(tmp, 0o755)
+        held = []
+        os.seteuid(65534)   # SO_PEERCRED takes the credentials at connect()
+        try:
+            for _ in range(20):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sock)
+                s.settimeout(5)
+                held.append(s)
+        finally:
+            os.seteuid(0)
+        time.sleep(0.3)
+        t0 = time.time()
+        rc, st3 = ctl_json('status')
+        check(rc == 0 and st3.get('pid') == daemon.pid and time.time() - t0 < 1,
+              f'root refused while uid 65534 holds 20 connections: rc {rc} {st3}')
+        busy = 0
+        for s in held:
+            try:
+                s.setblocking(False)
+                busy += b'busy' in s.recv(4096)
+            except OSError:
+                pass
+        check(busy == 20 - 8, f'uid 65534 was refused {busy} of 20 connections, expected 12 (8 per uid)')
+        for s in held:
+            s.close()
+    else:
+        print('note: not root, the per-uid connection limit is not checked')
+
+    # --- out of descriptors: accept(2) fails with EMFILE while connections wait; the
+    # listening socket must be left alone for a while, not spin the event loop.
+    check_emfile()
+
+    # --- ticks of seconds (a tenant's thousands of processes): status still answers
+    check_long_tick()
 
     # --- a second daemon on the same socket is refused
     r = subprocess.run([daemon_exe, '--foreground', '--config', conf, '--control-socket', sock],

@@ -87,4 +87,33 @@ TEST(logger_below_the_level_not_sent) {
         CHECK_INT(got_calls, 0);
 }
 
+/* At most burst messages per interval; the first one allowed after some were refused
+ * says how many. */
+TEST(ratelimit_burst_per_interval) {
+        struct log_ratelimit rl = LOG_RATELIMIT(1000, 3);
+        uint64_t sup = 99;
+        unsigned ok = 0;
+
+        for (int i = 0; i < 10; i++)
+                ok += log_ratelimit_ok(&rl, 5000 + (uint64_t) i, &sup);
+        CHECK_INT(ok, 3);
+        CHECK_INT(sup, 0);
+        /* Still in the interval: refused. */
+        CHECK(!log_ratelimit_ok(&rl, 5999, &sup));
+        /* The next interval: allowed, with the 8 refused. */
+        CHECK(log_ratelimit_ok(&rl, 6000, &sup));
+        CHECK_INT(sup, 8);
+        CHECK(log_ratelimit_ok(&rl, 6001, NULL));
+        CHECK(log_ratelimit_ok(&rl, 6002, &sup));
+        CHECK_INT(sup, 0);
+        CHECK(!log_ratelimit_ok(&rl, 6003, &sup));
+        /* A clock at 0, or going back, starts an interval rather than refusing forever. */
+        rl = LOG_RATELIMIT(1000, 1);
+        CHECK(log_ratelimit_ok(&rl, 0, NULL));
+        CHECK(!log_ratelimit_ok(&rl, 1, NULL));
+        CHECK(log_ratelimit_ok(&rl, 1001, NULL));
+        CHECK(log_ratelimit_ok(&rl, 10, &sup));
+        CHECK_INT(sup, 0);
+}
+
 DEFINE_TEST_MAIN()

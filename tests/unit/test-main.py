@@ -6,6 +6,7 @@
 # restored at exit, and restored by the next start after a SIGKILL).
 # Usage: test-main.py NUMABALANCED TESTS_DATA_DIR
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -118,6 +119,21 @@ sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 sock.bind(sock_path)
 sock.settimeout(20)
 env = dict(os.environ, NOTIFY_SOCKET=sock_path)
+# Started with a soft limit of 64 open files (a shell's 1024 is as wrong): the daemon
+# raises it to the hard limit, since it holds a pidfd per balanced process.
+nofile_hard = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 4096)
+
+
+def low_nofile():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, nofile_hard))
+
+
+def nofile_limits(pid):
+    with open(f'/proc/{pid}/limits') as f:
+        for line in f:
+            if line.startswith('Max open files'):
+                return [int(v) for v in line.split()[3:5]]
+    return None
 
 
 def start_disable():
@@ -125,7 +141,7 @@ def start_disable():
     # Its own control socket: the default one may belong to a daemon already running.
     p = subprocess.Popen([exe, '--foreground', '--config', disable, '--proc-root', proc,
                           '--control-socket', os.path.join(tmp, 'control')],
-                         stderr=subprocess.PIPE, text=True, env=env)
+                         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=low_nofile)
     try:
         while True:
             msg = sock.recv(4096).decode()
@@ -147,6 +163,8 @@ def saved_value():
 p = start_disable()
 try:
     check(knb_value() == '0', 'disable: while running, %r' % knb_value())
+    check(nofile_limits(p.pid) == [nofile_hard, nofile_hard],
+          f'open file limit not raised to the hard limit {nofile_hard}: {nofile_limits(p.pid)}')
     check(saved_value() == '1', 'disable: the value found is not saved in %s: %r' % (state, saved_value()))
 finally:
     p.send_signal(signal.SIGTERM)

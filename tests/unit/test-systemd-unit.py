@@ -59,6 +59,9 @@ def main():
     check(s.get("ExecReload") == ["/bin/kill -HUP $MAINPID"],
           f"ExecReload={s.get('ExecReload')}: expected /bin/kill -HUP $MAINPID")
     check(s.get("WatchdogSec"), "no WatchdogSec=")
+    # A pidfd per balanced process: the default soft limit of 1024 is far too few.
+    nofile = s.get("LimitNOFILE", ["0"])[-1].split(":")[-1]
+    check(nofile.isdigit() and int(nofile) >= 65536, f"LimitNOFILE={nofile}: expected at least 65536")
     caps = set(" ".join(s.get("CapabilityBoundingSet", [])).split())
     check(caps == CAPS, f"CapabilityBoundingSet={sorted(caps)}, expected {sorted(CAPS)}")
     for forbidden in ("NUMAPolicy", "NUMAMask", "AllowedMemoryNodes", "CPUAffinity", "AllowedCPUs",

@@ -5,9 +5,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "cleanup.h"
 #include "clock.h"
@@ -188,6 +191,290 @@ TEST(repin_after_hotplug) {
         CHECK(worker_cpus(cpus, sizeof(cpus)));
         CHECK_STR(cpus, "0");
         migrator_free(m);
+}
+
+/* --- a fake move_pages(2) ---------------------------------------------------------
+ * This machine may have one node: nothing can move. With fake_kernel set, every
+ * move_pages(2) query says the page is on node 1, and a move call (with nodes) moves
+ * every page to its target, its time and the base pages it moved recorded. With
+ * fake_thp set too, the addresses from FAKE_BASE on are backed by huge pages of
+ * migrate_pmd_size() (transparent or hugetlb alike): moving any address of one moves
+ * it whole, and from then on a query of any of its addresses says the target. Every
+ * other syscall(2) is the real one (linked with -Wl,--wrap=syscall). */
+#define FAKE_BASE UINT64_C(0x100000000000)
+#define FAKE_HUGE_MAX 1024
+static bool fake_kernel, fake_thp;
+static uint64_t move_call_ns[512], move_call_pages[512];
+static unsigned n_move_calls;
+static uint8_t fake_huge_moved[FAKE_HUGE_MAX];
+
+/* The huge page of addr (an index into fake_huge_moved), or -1 outside them. */
+static long fake_huge(uint64_t addr) {
+        uint64_t i = (addr - FAKE_BASE) / migrate_pmd_size();
+        return fake_thp && addr >= FAKE_BASE && i < FAKE_HUGE_MAX ? (long) i : -1;
+}
+
+/* One move call: each address to its target; the base pages it moved. */
+static uint64_t fake_move(unsigned long n, void *const *addrs, const int *nodes, int *status) {
+        uint64_t pages = 0;
+
+        for (unsigned long i = 0; i < n; i++) {
+                long h = fake_huge((uint64_t) (uintptr_t) addrs[i]);
+                status[i] = nodes[i];
+                if (h < 0)
+                        pages++;
+                else if (!fake_huge_moved[h]) {
+                        fake_huge_moved[h] = 1;
+                        pages += migrate_pmd_size() / page_size();
+                }
+        }
+        return pages;
+}
+
+long __real_syscall(long number, ...);
+long __wrap_syscall(long number, ...);
+long __wrap_syscall(long number, ...) {
+        va_list ap;
+        long a[6];
+
+        va_start(ap, number);
+        for (int i = 0; i < 6; i++)
+                a[i] = va_arg(ap, long);
+        va_end(ap);
+        if (__atomic_load_n(&fake_kernel, __ATOMIC_RELAXED) && number == SYS_move_pages) {
+                unsigned long n = (unsigned long) a[1];
+                void *const *addrs = (void *const *) a[2];
+                const int *nodes = (const int *) a[3];
+                int *status = (int *) a[4];
+                struct timespec ts;
+                uint64_t pages;
+                unsigned k;
+
+                if (!nodes) {
+                        for (unsigned long i = 0; i < n; i++) {
+                                long h = fake_huge((uint64_t) (uintptr_t) addrs[i]);
+                                status[i] = h >= 0 && fake_huge_moved[h] ? 0 : 1;
+                        }
+                        return 0;
+                }
+                pages = fake_move(n, addrs, nodes, status);
+                k = __atomic_fetch_add(&n_move_calls, 1, __ATOMIC_RELAXED);
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                if (k < ELEMENTSOF(move_call_ns)) {
+                        move_call_ns[k] = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+                        move_call_pages[k] = pages;
+                }
+                return 0;
+        }
+        return __real_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* Runs job alone on a worker on CPU 0 under rate_mb_s and batch_pages, on the fake
+ * kernel (huge pages with thp); the move calls in n_move_calls, move_call_*. Returns
+ * the largest number of base pages one call moved, 0 when no worker could run. */
+static uint64_t fake_run(struct migrate_job *job, uint64_t rate_mb_s, uint64_t batch_pages, bool thp) {
+        struct migrator *m = NULL;
+        nb_cpumask cpu0 = {};
+        uint64_t most = 0;
+
+        cpumask_set(&cpu0, 0);
+        if (migrator_new(&cpu0, rate_mb_s, batch_pages, &m) < 0)
+                return 0;
+        n_move_calls = 0;
+        memset(fake_huge_moved, 0, sizeof(fake_huge_moved));
+        fake_thp = thp;
+        __atomic_store_n(&fake_kernel, true, __ATOMIC_RELAXED);
+        CHECK_INT(migrator_run(m, job, 1), 0);
+        __atomic_store_n(&fake_kernel, false, __ATOMIC_RELAXED);
+        fake_thp = false;
+        migrator_free(m);
+        CHECK_INT(job->error, 0);
+        for (unsigned i = 0; i < n_move_calls && i < ELEMENTSOF(move_call_pages); i++)
+                if (move_call_pages[i] > most)
+                        most = move_call_pages[i];
+        return most;
+}
+
+static struct migrate_job fake_job(struct migrate_range *rg, uint64_t bytes, uint64_t page) {
+        *rg = (struct migrate_range) { FAKE_BASE, FAKE_BASE + bytes, page };
+        return (struct migrate_job) {
+                .pid = getpid(), .pidfd = -1, .starttime = self_starttime(), .target_node = 0,
+                .ranges = rg, .n_ranges = 1, .cgroup = "/test.slice",
+        };
+}
+
+/* Under a byte rate limit, one move call moves about the bucket's burst (100 ms of the
+ * rate) at most, one huge page at least: the bucket is charged after each call, and a
+ * call of the default 65,536 pages (256 MiB) went through at full speed at 4 MB/s, the
+ * limit held only by the minute of sleep after it. Base pages at 4 MB/s: 2 MiB a call
+ * (the burst, 0.4 MiB, is less than a huge page); huge pages, transparent or hugetlb,
+ * at 40 MB/s: two of them (4 MiB). Before, a call moved the whole job. */
+TEST(rate_limit_bounds_each_move_call) {
+        uint64_t ps = page_size(), pmd = migrate_pmd_size(), most;
+        struct migrate_range rg;
+        struct migrate_job job;
+
+        if (pmd != 512 * ps)
+                TEST_SKIP("the case is written for 4 KiB pages and 2 MiB huge pages");
+        job = fake_job(&rg, 4 * MB, ps);
+        most = fake_run(&job, 4, 0, false);
+        if (n_move_calls == 0)
+                TEST_SKIP("no worker on CPU 0 (affinity)");
+        printf("4 KiB pages at 4 MB/s: %u move calls, at most %" PRIu64 " pages\n", n_move_calls, most);
+        CHECK_INT(job.pages[MIG_MOVED], 4 * MB / ps);
+        CHECK_MSG(most <= pmd / ps, "%" PRIu64 " pages in one call at 4 MB/s", most);
+
+        job = fake_job(&rg, 32 * MB, ps);
+        most = fake_run(&job, 40, 0, true);
+        printf("THP at 40 MB/s: %u move calls, at most %" PRIu64 " pages\n", n_move_calls, most);
+        CHECK_INT(job.pages[MIG_MOVED], 32 * MB / ps);
+        CHECK_MSG(most <= 2 * pmd / ps, "%" PRIu64 " pages of THP in one call at 40 MB/s", most);
+
+        job = fake_job(&rg, 32 * MB, pmd);
+        most = fake_run(&job, 40, 0, true);
+        printf("2 MiB hugetlb pages at 40 MB/s: %u move calls, at most %" PRIu64 " pages\n", n_move_calls, most);
+        CHECK_INT(job.pages[MIG_MOVED], 32 * MB / ps);
+        CHECK_MSG(most <= 2 * pmd / ps, "%" PRIu64 " pages of hugetlb in one call at 40 MB/s", most);
+}
+
+/* batch_pages counts base pages, huge pages by their weight: at batch_pages = 1024
+ * (4 MiB) a call moves two 2 MiB pages at most, THP or hugetlb, without a rate limit.
+ * A huge-page round took a third of the batch in huge pages (341 of them, 682 MiB),
+ * and hugetlb pages counted one each. */
+TEST(batch_pages_counts_base_pages) {
+        uint64_t ps = page_size(), pmd = migrate_pmd_size(), most;
+        struct migrate_range rg;
+        struct migrate_job job;
+
+        if (pmd != 512 * ps)
+                TEST_SKIP("the case is written for 4 KiB pages and 2 MiB huge pages");
+        job = fake_job(&rg, 32 * MB, ps);
+        most = fake_run(&job, 0, 1024, true);
+        if (n_move_calls == 0)
+                TEST_SKIP("no worker on CPU 0 (affinity)");
+        CHECK_INT(job.pages[MIG_MOVED], 32 * MB / ps);
+        CHECK_MSG(most <= 1024, "%" PRIu64 " pages of THP in one call at batch_pages = 1024", most);
+        job = fake_job(&rg, 32 * MB, pmd);
+        most = fake_run(&job, 0, 1024, true);
+        CHECK_INT(job.pages[MIG_MOVED], 32 * MB / ps);
+        CHECK_MSG(most <= 1024, "%" PRIu64 " pages of hugetlb in one call at batch_pages = 1024", most);
+}
+
+/* The defaults stay fast: 256 MiB of THP in one move call without a rate limit, and in
+ * three at the default 1024 MB/s (100 ms of it is 102 MiB: 51 huge pages a call); of
+ * base pages, in six (three rounds of heads, then the rest of their chunks). */
+TEST(default_batches_stay_large) {
+        uint64_t ps = page_size(), pmd = migrate_pmd_size();
+        struct migrate_range rg;
+        struct migrate_job job;
+
+        if (pmd != 512 * ps)
+                TEST_SKIP("the case is written for 4 KiB pages and 2 MiB huge pages");
+        job = fake_job(&rg, 256 * MB, ps);
+        (void) fake_run(&job, 0, 0, true);
+        if (n_move_calls == 0)
+                TEST_SKIP("no worker on CPU 0 (affinity)");
+        printf("256 MiB of THP, unlimited: %u move call(s)\n", n_move_calls);
+        CHECK_INT(job.pages[MIG_MOVED], 256 * MB / ps);
+        CHECK_INT(n_move_calls, 1);
+        job = fake_job(&rg, 256 * MB, ps);
+        (void) fake_run(&job, 1024, 0, true);
+        printf("256 MiB of THP at 1024 MB/s: %u move call(s)\n", n_move_calls);
+        CHECK_INT(job.pages[MIG_MOVED], 256 * MB / ps);
+        CHECK(n_move_calls <= 3);
+        /* Base pages: each round's heads are a call of their own. */
+        job = fake_job(&rg, 256 * MB, ps);
+        (void) fake_run(&job, 1024, 0, false);
+        printf("256 MiB of 4 KiB pages at 1024 MB/s: %u move call(s)\n", n_move_calls);
+        CHECK_INT(job.pages[MIG_MOVED], 256 * MB / ps);
+        CHECK(n_move_calls <= 6);
+}
+
+/* 60 pages in 60 ranges, one page per call (batch_pages = 1): 60 move calls, each of
+ * which would interrupt every CPU. At 50 calls a second (a burst of 5) they take 1.1 s
+ * at least, and no second holds more than 55; unbounded, they took a millisecond. */
+TEST(move_calls_per_second_bounded) {
+        struct migrator *m = NULL;
+        struct migrate_range rg[60];
+        struct migrate_job job;
+        nb_cpumask cpu0 = {};
+        uint64_t ps = page_size(), pmd = migrate_pmd_size(), elapsed;
+        unsigned most = 0;
+
+        cpumask_set(&cpu0, 0);
+        if (migrator_new(&cpu0, 0, 1, &m) < 0)
+                TEST_SKIP("no worker on CPU 0 (affinity)");
+        migrator_set_call_rate(m, 50);
+        for (size_t i = 0; i < ELEMENTSOF(rg); i++) {
+                uint64_t a = UINT64_C(0x100000000000) + i * pmd + ps;   /* no whole huge-page chunk */
+                rg[i] = (struct migrate_range) { a, a + ps, ps };
+        }
+        job = (struct migrate_job) {
+                .pid = getpid(), .pidfd = -1, .starttime = self_starttime(), .target_node = 0,
+                .ranges = rg, .n_ranges = ELEMENTSOF(rg), .cgroup = "/test.slice",
+        };
+        n_move_calls = 0;
+        __atomic_store_n(&fake_kernel, true, __ATOMIC_RELAXED);
+        CHECK_INT(migrator_run(m, &job, 1), 0);
+        __atomic_store_n(&fake_kernel, false, __ATOMIC_RELAXED);
+        migrator_free(m);
+
+        CHECK_INT(job.error, 0);
+        CHECK_INT(job.pages[MIG_MOVED], ELEMENTSOF(rg));
+        CHECK_INT(n_move_calls, ELEMENTSOF(rg));
+        if (n_move_calls != ELEMENTSOF(rg))
+                return;
+        elapsed = move_call_ns[n_move_calls - 1] - move_call_ns[0];
+        for (unsigned i = 0; i < n_move_calls; i++) {
+                unsigned in_window = 0;
+                for (unsigned k = i; k < n_move_calls && move_call_ns[k] < move_call_ns[i] + 1000000000u; k++)
+                        in_window++;
+                if (in_window > most)
+                        most = in_window;
+        }
+        printf("60 move calls in %.3f s, at most %u in one second\n", elapsed / 1e9, most);
+        CHECK(elapsed >= UINT64_C(1050000000));
+        CHECK(most <= 56);
+}
+
+/* The run's time budget holds while a job waits at the calls-per-second gate: at 1
+ * call a second (no burst), the 60 calls of the job would take a minute, each wait a
+ * second; the run ends soon after its budget of 300 ms, within the first wait, the job
+ * cancelled with pages not moved. */
+TEST(run_budget_ends_a_wait_at_the_call_gate) {
+        struct migrator *m = NULL;
+        struct migrate_range rg[60];
+        struct migrate_job job;
+        nb_cpumask cpu0 = {};
+        uint64_t ps = page_size(), pmd = migrate_pmd_size(), t0, took;
+
+        cpumask_set(&cpu0, 0);
+        if (migrator_new(&cpu0, 0, 1, &m) < 0)
+                TEST_SKIP("no worker on CPU 0 (affinity)");
+        migrator_set_call_rate(m, 1);
+        migrator_set_run_budget(m, 300 * NSEC_PER_MSEC);
+        for (size_t i = 0; i < ELEMENTSOF(rg); i++) {
+                uint64_t a = UINT64_C(0x100000000000) + i * pmd + ps;
+                rg[i] = (struct migrate_range) { a, a + ps, ps };
+        }
+        job = (struct migrate_job) {
+                .pid = getpid(), .pidfd = -1, .starttime = self_starttime(), .target_node = 0,
+                .ranges = rg, .n_ranges = ELEMENTSOF(rg), .cgroup = "/test.slice",
+        };
+        n_move_calls = 0;
+        __atomic_store_n(&fake_kernel, true, __ATOMIC_RELAXED);
+        t0 = now_ns(CLOCK_MONOTONIC);
+        CHECK_INT(migrator_run(m, &job, 1), 0);
+        took = now_ns(CLOCK_MONOTONIC) - t0;
+        __atomic_store_n(&fake_kernel, false, __ATOMIC_RELAXED);
+        CHECK_INT(migrator_runs_cut(m), 1);
+        migrator_free(m);
+
+        CHECK_INT(job.error, -ECANCELED);
+        CHECK(job.pages[MIG_MOVED] < ELEMENTSOF(rg));
+        /* Polled every 100 ms, the gate's wait in slices of 50 ms. */
+        CHECK_MSG(took < 800 * NSEC_PER_MSEC, "the run took %" PRIu64 " ms with a budget of 300 ms",
+                  took / NSEC_PER_MSEC);
 }
 
 /* The run's time budget: a run of many slow jobs (one page per move_pages call) ends

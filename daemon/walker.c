@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The walker thread (walker.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "clock.h"
+#include "log.h"
+#include "walker.h"
+
+/* What a walk runs on: a copy, so that a reload never changes it under the thread. */
+struct walk_config {
+        char *root;
+        struct cgroup_rule *rules;
+        size_t n_rules;
+        uint64_t interval_ms;
+        uint64_t generation;
+};
+
+struct walker {
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;       /* stop, a new configuration, or the selection taken */
+        bool stop;
+        struct walk_config cfg;    /* under lock */
+        struct cgroup_selection ready;
+        bool has_ready;
+        uint64_t walks;
+        bool failing;              /* the last walk failed (logged once) */
+};
+
+static void config_release(struct walk_config *c) {
+        free(c->root);
+        for (size_t i = 0; i < c->n_rules; i++)
+                free(c->rules[i].path);
+        free(c->rules);
+        *c = (struct walk_config) {};
+}
+
+static int config_copy(struct walk_config *dst, const char *root, const struct cgroup_rule *rules, size_t n_rules,
+                       uint64_t interval_ms, uint64_t generation) {
+        struct walk_config c = { .interval_ms = interval_ms, .generation = generation };
+
+        c.root = strdup(root);
+        c.rules = n_rules ? calloc(n_rules, sizeof(*c.rules)) : NULL;
+        if (!c.root || (n_rules && !c.rules))
+                goto oom;
+        for (; c.n_rules < n_rules; c.n_rules++) {
+                c.rules[c.n_rules].mode = rules[c.n_rules].mode;
+                c.rules[c.n_rules].path = rules[c.n_rules].path ? strdup(rules[c.n_rules].path) : NULL;
+                if (rules[c.n_rules].path && !c.rules[c.n_rules].path)
+                        goto oom;
+        }
+        *dst = c;
+        return 0;
+oom:
+        config_release(&c);
+        return -ENOMEM;
+}
+
+static bool out_of_resources(int r) {
+        return r == -EMFILE || r == -ENFILE || r == -ENOMEM;
+}
+
+/* Called with the lock held: the result of a walk on configuration generation. */
+static void publish(struct walker *w, int r, struct cgroup_selection *sel, const char *root, uint64_t generation) {
+        if (r < 0 && !w->failing)
+                log_warning_errno(r, "Cannot walk the cgroup tree at %s: %m; %s", root,
+                                  out_of_resources(r) ? "keeping the cgroups and processes already known"
+                                                      : "nothing is selected until it can");
+        else if (r >= 0 && w->failing)
+                log_notice("The cgroup tree at %s can be walked again", root);
+        w->failing = r < 0;
+        if (generation != w->cfg.generation || out_of_resources(r)) {
+                cgroup_selection_done(sel);
+                return;
+        }
+        cgroup_selection_done(&w->ready);
+        w->ready = *sel;   /* empty when the walk failed */
+        *sel = (struct cgroup_selection) {};
+        w->has_ready = true;
+        w->walks++;
+}
+
+/* Waits interval_ms, and WALKER_DUTY times as long as the walk took if that is more,
+ * then until the tick has taken the selection published last; or less if told to
+ * stop or given a new configuration. A walk replacing one never taken would drop its
+ * CPU time (the walk_ns in it) unattributed, and nobody needs it anyway. Called and
+ * returns with the lock held. */
+static void pause_between_walks(struct walker *w, uint64_t generation, uint64_t walk_ms) {
+        uint64_t ms = w->cfg.interval_ms > WALKER_DUTY * walk_ms ? w->cfg.interval_ms : WALKER_DUTY * walk_ms;
+        struct timespec until;
+
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += (time_t) (ms / 1000);
+        until.tv_nsec += (long) (ms % 1000) * 1000000L;
+        if (until.tv_nsec >= (long) NSEC_PER_SEC) {
+                until.tv_sec++;
+                until.tv_nsec -= (long) NSEC_PER_SEC;
+        }
+        while (!w->stop && generation == w->cfg.generation)
+                if (pthread_cond_timedwait(&w->wake, &w->lock, &until) == ETIMEDOUT)
+                        break;
+        while (!w->stop && generation == w->cfg.generation && w->has_ready)
+                pthread_cond_wait(&w->wake, &w->lock);
+}
+
+static void *walker_main(void *arg) {
+        struct walker *w = arg;
+
+        /* Below the tick and the workers on the same CPUs: a late walk only delays
+         * what a change of the tree does. Failing that, it walks at their priority. */
+        (void) setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), WALKER_NICE);
+        pthread_mutex_lock(&w->lock);
+        while (!w->stop) {
+                struct cgroup_selection sel = {};
+                uint64_t generation = w->cfg.generation;
+                struct walk_config c;
+                int r = config_copy(&c, w->cfg.root, w->cfg.rules, w->cfg.n_rules, w->cfg.interval_ms, generation);
+
+                uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+                pthread_mutex_unlock(&w->lock);
+                if (r >= 0)
+                        r = cgroup_select(c.root, c.rules, c.n_rules, &sel);
+                config_release(&c);
+                pthread_mutex_lock(&w->lock);
+                publish(w, r, &sel, w->cfg.root, generation);
+                pause_between_walks(w, generation, (now_ns(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC);
+        }
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+int walker_new(const char *root, const struct cgroup_rule *rules, size_t n_rules, uint64_t interval_ms,
+               struct walker **ret) {
+        struct walker *w = calloc(1, sizeof(*w));
+        pthread_condattr_t ca;
+        sigset_t all, saved;
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        r = config_copy(&w->cfg, root, rules, n_rules, interval_ms, 1);
+        if (r < 0) {
+                free(w);
+                return r;
+        }
+        pthread_mutex_init(&w->lock, NULL);
+        /* Timed waits on CLOCK_MONOTONIC: a change of the wall clock does not stretch them. */
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&w->wake, &ca);
+        pthread_condattr_destroy(&ca);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+        r = -pthread_create(&w->thread, NULL, walker_main, w);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (r < 0) {
+                pthread_cond_destroy(&w->wake);
+                pthread_mutex_destroy(&w->lock);
+                config_release(&w->cfg);
+                free(w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+int walker_set_config(struct walker *w, const char *root, const struct cgroup_rule *rules, size_t n_rules,
+                      uint64_t interval_ms) {
+        struct walk_config c;
+        int r;
+
+        pthread_mutex_lock(&w->lock);
+        r = config_copy(&c, root, rules, n_rules, interval_ms, w->cfg.generation + 1);
+        if (r >= 0) {
+                config_release(&w->cfg);
+                w->cfg = c;
+                /* What was walked with the old configuration is not to be taken. */
+                cgroup_selection_done(&w->ready);
+                w->has_ready = false;
+                pthread_cond_signal(&w->wake);
+        }
+        pthread_mutex_unlock(&w->lock);
+        return r;
+}
+
+int walker_take(struct walker *w, struct cgroup_selection *ret) {
+        int r = 0;
+
+        pthread_mutex_lock(&w->lock);
+        if (w->has_ready) {
+                *ret = w->ready;
+                w->ready = (struct cgroup_selection) {};
+                w->has_ready = false;
+                pthread_cond_signal(&w->wake);
+                r = 1;
+        }
+        pthread_mutex_unlock(&w->lock);
+        return r;
+}
+
+uint64_t walker_walks(struct walker *w) {
+        uint64_t n;
+
+        pthread_mutex_lock(&w->lock);
+        n = w->walks;
+        pthread_mutex_unlock(&w->lock);
+        return n;
+}
+
+void walker_free(struct walker *w) {
+        if (!w)
+                return;
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        pthread_cond_signal(&w->wake);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        cgroup_selection_done(&w->ready);
+        config_release(&w->cfg);
+        pthread_cond_destroy(&w->wake);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+}
