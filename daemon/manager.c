@@ -239,6 +239,8 @@ static bool service_cpus_check(struct manager *m) {
         r = cpus_pin_thread(pthread_self(), &now);
         if (r < 0)
                 log_warning_errno(r, "Failed to pin the daemon to service CPUs %s: %m", cur);
+        if (m->walker && walker_repin(m->walker, &now) < 0)
+                log_warning("Failed to pin the cgroup walker to service CPUs %s", cur);
         r = migrator_repin(m->migrator, &now);
         if (r < 0)
                 log_warning_errno(r, "Failed to pin the migration workers to service CPUs %s: %m", cur);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "log.h"
+#include "service-cpus.h"
 #include "walker.h"
 
 /* What a walk runs on: a copy, so that a reload never changes it under the thread. */
@@ -229,4 +230,8 @@ void walker_free(struct walker *w) {
         pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);
         free(w);
+}
+
+int walker_repin(struct walker *w, const nb_cpumask *cpus) {
+        return cpus_pin_thread(w->thread, cpus);
 }

@@ -45,4 +45,8 @@ int walker_take(struct walker *w, struct cgroup_selection *ret);
 /* Walks published so far (for the tests). */
 uint64_t walker_walks(struct walker *w);
 /* Stops the thread (after the walk under way) and frees everything. */
+/* Pins the walk's thread to cpus (service CPUs after a hotplug: it inherited the
+ * affinity the daemon had when it started). 0 or -errno. */
+int walker_repin(struct walker *w, const nb_cpumask *cpus);
+
 void walker_free(struct walker *w);
