@@ -459,6 +459,12 @@ static void flush_batch(struct job_run *jr) {
         jr->n_base = 0;
 }
 
+/* A page this job moves: present, not on the target, and not on a node whose pages
+ * stay (keep_nodes: the process's threads run there too). */
+static bool elsewhere(const struct migrate_job *job, int status) {
+        return status >= 0 && status != job->target_node && !nodemask_test(&job->keep_nodes, (unsigned) status);
+}
+
 /* --- page by page ------------------------------------------------------------------ */
 
 /* Query-mode pass over n addresses starting at addr: pages already on the target are
@@ -480,7 +486,7 @@ static int query_chunk(struct job_run *jr, uint64_t addr, size_t n, uint64_t str
                 int s = jr->qstatus[i];
                 if (s == job->target_node)
                         job->pages[MIG_ALREADY] += weight;
-                else if (s >= 0)
+                else if (elsewhere(job, s))
                         batch_add(jr, jr->qaddrs[i], s, weight);
         }
         return 0;
@@ -559,9 +565,6 @@ struct huge_round {
         uint64_t start_ns;         /* the round's first query: its copying is charged from then */
 };
 
-static bool elsewhere(int status, int target_node) {
-        return status >= 0 && status != target_node;
-}
 
 /* The chunks of the next round from chunk: the huge pages batch_max base pages make
  * (one at least), and no more than the job's page budget takes whole (0: less than a
@@ -610,7 +613,7 @@ static int query_round(struct job_run *jr, struct huge_round *hr) {
 static void move_heads(struct job_run *jr, const struct huge_round *hr) {
         for (uint64_t c = 0; c < hr->n; c++) {
                 int h = hr->before[3 * c];
-                if (elsewhere(h, jr->job->target_node))
+                if (elsewhere(jr->job, h))
                         batch_add(jr, (void *) (uintptr_t) (hr->chunk + c * migrate_pmd_size()), h, 1);
         }
         jr->defer_charge = true;
@@ -631,7 +634,7 @@ static int count_whole(struct job_run *jr, struct huge_round *hr, uint64_t *ret_
         *ret_thp = 0;
         for (uint64_t c = 0; c < hr->n; c++) {
                 const int *b = &hr->before[3 * c];
-                bool candidate = elsewhere(b[0], target) && elsewhere(b[1], target) && elsewhere(b[2], target);
+                bool candidate = elsewhere(jr->job, b[0]) && elsewhere(jr->job, b[1]) && elsewhere(jr->job, b[2]);
 
                 hr->slow[c] = !candidate;
                 if (candidate) {
@@ -677,7 +680,7 @@ static void run_slow_chunks(struct job_run *jr, const struct huge_round *hr) {
         for (uint64_t c = 0; c < hr->n && !jr->stop; c++) {
                 uint64_t a = hr->chunk + c * pmd;
                 if (hr->slow[c])
-                        run_base(jr, elsewhere(hr->before[3 * c], jr->job->target_node) ? a + ps : a,
+                        run_base(jr, elsewhere(jr->job, hr->before[3 * c]) ? a + ps : a,
                                  a + pmd, ps);
         }
 }

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "nodemask.h"
 
 /* Per-page outcome classes (docs/DESIGN.md). */
 enum migrate_class {
@@ -62,6 +63,7 @@ struct migrate_job {
         int pidfd;                 /* owned by the caller; -1: the job opens and checks one */
         uint64_t starttime;        /* /proc/PID/stat field 22 when sampled */
         int target_node;
+        nb_nodemask keep_nodes;    /* pages on these nodes stay (plan: keep_node_share_pct) */
         bool move_all;             /* MPOL_MF_MOVE_ALL (needs CAP_SYS_NICE): shared pages too */
         bool thread_policy;        /* some range has no VMA policy: its threads' policies govern it */
         struct migrate_range *ranges;

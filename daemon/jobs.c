@@ -90,6 +90,7 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
                                 .pidfd = p->pidfd,
                                 .starttime = p->starttime,
                                 .target_node = pl->moves[k].target,
+                                .keep_nodes = pl->moves[k].keep,
                                 .move_all = move_all,
                                 .cgroup = p->cg->path,
                                 .userdata = p,
@@ -103,6 +104,9 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
                         .end = pl->moves[k].end,
                         .page_size = pl->moves[k].page_size ? pl->moves[k].page_size : page_size(),
                 };
+                /* One job for all of the process's moves to this node: a node stays kept
+                 * only where every one of them keeps it. */
+                nodemask_and(&j->keep_nodes, &j->keep_nodes, &pl->moves[k].keep);
                 j->max_pages += pl->moves[k].bytes / page_size();
                 j->thread_policy |= pl->moves[k].thread_policy;
         }

@@ -199,6 +199,7 @@ static struct plan_params plan_params_of(const struct manager *m) {
 
         return (struct plan_params) {
                 .min_cpu_share_pct = c->min_cpu_share_pct,
+                .keep_node_share_pct = c->keep_node_share_pct,
                 .cooldown_ms = c->cooldown_ms,
                 .free_floor_pct = c->free_floor_pct,
                 .move_shared = c->move_shared,

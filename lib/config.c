@@ -483,6 +483,9 @@ static const struct conf_key conf_keys[] = {
 
         { KEY("decide", "min_cpu_share_pct"), &type_uint, 1, 100, F(min_cpu_share_pct), "60",
           "a node must have run this share of a process's CPU time before memory follows it" },
+        { KEY("decide", "keep_node_share_pct"), &type_uint, 1, 100, F(keep_node_share_pct), "20",
+          "pages on a node where a process spends at least this share of its CPU time stay there "
+          "(its threads there may be the ones using them); 100: only the hot node's" },
         { KEY("decide", "cooldown_ms"), &type_u64, 0, DAY_MS, F(cooldown_ms), "30000",
           "time before the same memory range is moved again" },
         { KEY("decide", "free_floor_pct"), &type_uint, 0, 99, F(free_floor_pct), "5",

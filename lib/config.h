@@ -52,6 +52,7 @@ struct nb_config {
 
         /* [decide] */
         unsigned min_cpu_share_pct;  /* hysteresis: a node needs this share of CPU time */
+        unsigned keep_node_share_pct; /* a node with this share of CPU time keeps its pages */
         uint64_t cooldown_ms;        /* before the same VMA is moved again */
         unsigned free_floor_pct;     /* never fill a target node below this % free */
         bool move_shared;            /* move pages with mapmax > 1 */

@@ -26,6 +26,7 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_HUGE_POOL] = "hugetlb-pool",
         [REASON_SHARED_UNVERIFIED] = "shared-unverified",
         [REASON_KERNEL_BALANCED] = "kernel-balanced",
+        [REASON_SOURCE_IN_USE] = "source-in-use",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -50,6 +51,8 @@ static const char *const reason_texts[_REASON_MAX] = {
                                      "shared",
         [REASON_KERNEL_BALANCED] = "its memory policy asks the kernel's NUMA balancing to balance it "
                                    "(MPOL_F_NUMA_BALANCING), and kernel.numa_balancing is on",
+        [REASON_SOURCE_IN_USE] = "the pages are on a node where its threads also run (keep_node_share_pct): "
+                                 "they may be the ones using them",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -267,6 +270,25 @@ static int hot_node(const struct topology *t, const struct plan_input *in, const
         return hot;
 }
 
+/* The nodes other than hot where the process spent at least keep_node_share_pct of the
+ * window's CPU time: their pages stay (plan.h, rule 3). */
+static nb_nodemask keep_nodes(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                              int hot) {
+        uint64_t total_cpu = 0;
+        nb_nodemask keep;
+
+        nodemask_zero(&keep);
+        if (p->keep_node_share_pct == 0 || p->keep_node_share_pct >= 100)
+                return keep;
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                total_cpu = sat_add(total_cpu, in->cpu_ns[i]);
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                if ((int) t->nodes[i].id != hot &&
+                    (double) in->cpu_ns[i] * 100.0 >= (double) total_cpu * p->keep_node_share_pct)
+                        nodemask_set(&keep, t->nodes[i].id);
+        return keep;
+}
+
 /* The node v's pages belong on: the hot node if v's allowed set (*ret_allowed; *ret_own:
  * vma_allowed()) holds it, else the allowed node nearest to it. -1 when v stays where it is: interleaved
  * (spread on purpose: not misplaced, not counted); a policy that asks to be left
@@ -295,10 +317,11 @@ static int vma_target(const struct topology *t, const struct plan_input *in, con
 /* v's misplaced bytes: those on a node farther from hot than target is, and those
  * outside the set of v's policy (own). *ret_gain: their bytes x distance saved. */
 static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps *maps, const struct vma *v,
-                                unsigned hot, int target, const nb_nodemask *own, uint64_t *ret_gain) {
+                                unsigned hot, int target, const nb_nodemask *own, const nb_nodemask *keep,
+                                uint64_t *ret_gain, uint64_t *ret_kept) {
         const struct node_pages *np = vma_node_pages(maps, v);
         int dt = topology_distance(t, hot, (unsigned) target);
-        uint64_t misplaced = 0, gain = 0;
+        uint64_t misplaced = 0, gain = 0, kept = 0;
 
         for (size_t k = 0; k < v->np_count; k++) {
                 int d = topology_distance(t, hot, np[k].node);
@@ -309,11 +332,16 @@ static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps
                         continue;
                 if (!outside && (d < 0 || dt < 0 || d <= dt))
                         continue; /* as close as the target: nothing to gain */
+                if (!outside && nodemask_test(keep, np[k].node)) {
+                        kept = sat_add(kept, b);
+                        continue;
+                }
                 misplaced = sat_add(misplaced, b);
                 /* Pages outside the allowed set move even without a distance gain. */
                 gain = sat_add(gain, sat_mul(b, (d > dt && dt >= 0) ? (uint64_t) (d - dt) : 1));
         }
         *ret_gain = gain;
+        *ret_kept = kept;
         return misplaced;
 }
 
@@ -342,9 +370,9 @@ static enum plan_reason vma_held_back(const struct plan_input *in, const struct 
 static bool vma_candidate(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                           size_t i, struct plan *pl, struct plan_move *ret) {
         const struct vma *v = &in->maps->vmas[i];
-        uint64_t misplaced, gain;
+        uint64_t misplaced, gain, kept;
         enum plan_reason held;
-        nb_nodemask allowed, own;
+        nb_nodemask allowed, own, keep;
         int target;
 
         if (v->pages == 0)
@@ -352,7 +380,10 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
         target = vma_target(t, in, p, v, pl, &allowed, &own);
         if (target < 0)
                 return false;
-        misplaced = misplaced_bytes(t, in->maps, v, (unsigned) pl->hot_node, target, &own, &gain);
+        misplaced = misplaced_bytes(t, in->maps, v, (unsigned) pl->hot_node, target, &own, &pl->keep_nodes, &gain,
+                                    &kept);
+        if (kept)
+                skip(pl, REASON_SOURCE_IN_USE, kept);
         if (misplaced == 0)
                 return false;
         held = vma_held_back(in, p, i, target);
@@ -371,6 +402,10 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
                 .thread_policy = vma_thread_policy(in, v),
                 .hugetlb = v->hugetlb,
         };
+        /* Within v's own allowed set only: pages outside it move from any node. */
+        keep = pl->keep_nodes;
+        nodemask_and(&keep, &keep, &own);
+        ret->keep = keep;
         return true;
 }
 
@@ -422,6 +457,7 @@ int plan_decide(const struct topology *t, const struct plan_input *in, const str
                 *ret = pl;
                 return 0;
         }
+        pl.keep_nodes = keep_nodes(t, in, p, pl.hot_node);
 
         cand = calloc(in->maps->n_vmas ? in->maps->n_vmas : 1, sizeof(*cand));
         if (!cand)

@@ -9,8 +9,11 @@
  *   2. Per VMA, the allowed set (policy.h; for memory without a VMA policy, that of
  *      every thread's policy: thread-policy.h). The target T is H if allowed, else the
  *      allowed node nearest to H (distance table; ties: lower id).
- *   3. Pages on a node farther from H than T is are misplaced; pages outside the
- *      allowed set are always misplaced. Gain = pages x (distance saved).
+ *   3. Pages on a node farther from H than T is are misplaced, except on a node where
+ *      the process spends at least keep_node_share_pct of its CPU time (its threads
+ *      there may be the ones using them: one process's CPU time cannot say which
+ *      thread uses which page); pages outside the allowed set are always misplaced.
+ *      Gain = pages x (distance saved).
  *   4. Left alone: interleaved and (unless configured) preferred VMAs, VMAs with
  *      shared pages (mapmax > 1: with move_shared too, since nothing here can tell
  *      that every other process mapping them allows the target), locked VMAs (mlock, unless
@@ -44,8 +47,9 @@ enum plan_reason {
         REASON_THREAD_POLICY,     /* a thread's own policy (interleave, prefer, unknown): left alone */
         REASON_MLOCKED,           /* locked VMA (mlock), unless move_mlocked */
         REASON_HUGE_POOL,         /* hugetlb: no free huge page of that size on the target */
-        REASON_SHARED_UNVERIFIED,
-        REASON_KERNEL_BALANCED,   /* "balancing" policy, kernel.numa_balancing on: the kernel's */ /* shared pages with move_shared: their other mappers unknown */
+        REASON_SHARED_UNVERIFIED, /* shared pages with move_shared: their other mappers unknown */
+        REASON_KERNEL_BALANCED,   /* "balancing" policy, kernel.numa_balancing on: the kernel's */
+        REASON_SOURCE_IN_USE,     /* on a node with keep_node_share_pct of the CPU time */
         _REASON_MAX,
 };
 
@@ -60,6 +64,7 @@ enum plan_reason {
 
 struct plan_params {
         unsigned min_cpu_share_pct;
+        unsigned keep_node_share_pct; /* 0 or 100: only the hot node keeps its pages */
         uint64_t cooldown_ms;
         unsigned free_floor_pct;
         bool move_shared;             /* says only which reason shared VMAs get */
@@ -101,6 +106,8 @@ struct plan_move {
                                        * whether it still is, before moving) */
         bool hugetlb;                 /* hugetlb pages of page_size: they take the target's
                                        * free huge pages, not its MemFree */
+        nb_nodemask keep;             /* pages on these nodes stay: keep_nodes within the
+                                       * VMA's allowed set (outside it, pages always move) */
 };
 
 struct plan {
@@ -108,6 +115,8 @@ struct plan {
         size_t n_moves;
         uint64_t bytes;               /* total planned */
         int hot_node;                 /* -1 if none */
+        nb_nodemask keep_nodes;       /* nodes whose pages stay (keep_node_share_pct): the
+                                       * moves take pages only from the other nodes */
         enum plan_reason reason;      /* why nothing (or not everything) is planned */
         uint64_t skipped_bytes[_REASON_MAX]; /* misplaced bytes left alone, by reason */
 };

@@ -82,6 +82,7 @@ TEST(defaults) {
         CHECK_INT(c.pmu, PMU_MODE_AUTO);
         CHECK_INT(c.pmu_sample_rate, 1000);
         CHECK_INT(c.min_cpu_share_pct, 60);
+        CHECK_INT(c.keep_node_share_pct, 20);
         CHECK_INT(c.cooldown_ms, 30000);
         CHECK_INT(c.free_floor_pct, 5);
         CHECK(!c.move_shared);
@@ -435,7 +436,7 @@ TEST(shipped_conf_lists_every_key) {
                 CHECK_MSG(sec && at && !(next && at > next), "%s: \"#%s = DEFAULT\" not found in section %s",
                           CONF_FILE, dot + 1, header + 1);
         }
-        CHECK_INT(n_keys, 25);
+        CHECK_INT(n_keys, 26);
 }
 
 /* The text with its "#key = value" lines (no space after '#') uncommented; "# text"

@@ -193,6 +193,82 @@ TEST(cpu_share_below_threshold_no_move) {
         done(&rn);
 }
 
+/* keep_node_share_pct: a process whose threads span both nodes, each half of its
+ * memory on one (the steady benchmark): 38% of its CPU time on node 0 keeps node 0's
+ * pages there, although node 1 is hot. */
+TEST(spanning_process_keeps_pages_where_its_threads_run) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 38, 62 };
+        struct plan_params p = defaults;
+        struct run rn = {};
+
+        p.keep_node_share_pct = 20;
+        CHECK_INT(decide(&rn, t, "7f0000000000 default anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n", "0-1",
+                         cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.hot_node, 1);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_SOURCE_IN_USE);
+        CHECK_STR(plan_reason_name(rn.plan.reason), "source-in-use");
+        CHECK_INT(rn.plan.skipped_bytes[REASON_SOURCE_IN_USE], 256ull << 20);
+        CHECK(nodemask_test(&rn.plan.keep_nodes, 0));
+        done(&rn);
+}
+
+/* Below the share (10%), node 0's pages move to the hot node, and the move keeps nothing. */
+TEST(node_below_keep_share_gives_its_pages_up) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 10, 90 };
+        struct plan_params p = defaults;
+        struct run rn = {};
+
+        p.keep_node_share_pct = 20;
+        CHECK_INT(decide(&rn, t, "7f0000000000 default anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n", "0-1",
+                         cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 1);
+        CHECK_INT(rn.plan.moves[0].bytes, 256ull << 20);
+        CHECK(!nodemask_test(&rn.plan.moves[0].keep, 0));
+        CHECK_INT(rn.plan.skipped_bytes[REASON_SOURCE_IN_USE], 0);
+        done(&rn);
+}
+
+/* Four nodes: node 0 (25%) keeps its pages, nodes 2 (15%) and 3 (0%) give theirs to the
+ * hot node 1, and the move carries node 0 as kept so that the executor leaves it. */
+TEST(keep_share_per_node) {
+        _cleanup_(topology_freep) struct topology *t = topo4();
+        const uint64_t cpu[] = { 25, 60, 15, 0 };
+        struct plan_params p = defaults;
+        struct run rn = {};
+
+        p.keep_node_share_pct = 20;
+        CHECK_INT(decide(&rn, t, "7f0000000000 default anon=3072 N0=1024 N2=1024 N3=1024 kernelpagesize_kB=4\n",
+                         "0-3", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.hot_node, 1);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].bytes, 8ull << 20);
+        CHECK(nodemask_test(&rn.plan.moves[0].keep, 0));
+        CHECK(!nodemask_test(&rn.plan.moves[0].keep, 2));
+        CHECK_INT(rn.plan.skipped_bytes[REASON_SOURCE_IN_USE], 4ull << 20);
+        done(&rn);
+}
+
+/* Policy first: pages outside the VMA's allowed set move even from a kept node. */
+TEST(keep_share_never_keeps_pages_outside_the_policy) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 38, 62 };
+        struct plan_params p = defaults;
+        struct run rn = {};
+
+        p.keep_node_share_pct = 20;
+        CHECK_INT(decide(&rn, t, "7f0000000000 bind:1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                         cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 1);
+        CHECK_INT(rn.plan.moves[0].bytes, 512ull << 20);
+        CHECK(!nodemask_test(&rn.plan.moves[0].keep, 0));
+        done(&rn);
+}
+
 TEST(no_cpu_time_no_move) {
         _cleanup_(topology_freep) struct topology *t = topo2();
         const uint64_t cpu[] = { 0, 0 };
