@@ -688,7 +688,7 @@ def main():
                     continue
                 print(f"{a.scenario} {mode} run {i + 1}: t95 {r['t95_s']} final {r['final_local']} "
                       f"migrated {r['migrated_pages']} cpu {r['balancer_cpu_s']} s"
-                      + (f" stalls {r['stalls']}" if "stalls" in r else "")
+                      + (f" stalls {dict((k, v) for k, v in r['stalls'].items() if k != 'hist')}" if "stalls" in r else "")
                       + (f" each {r['final_each']}" if "final_each" in r else "")
                       + (f" short-lived {r['short_lived_workloads']}+{r['short_lived_true']}"
                          if "short_lived_workloads" in r else ""), flush=True)

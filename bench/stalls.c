@@ -8,9 +8,10 @@
  * READY_FILE gets "<pid> <start-hex> <bytes>" once the memory is placed and the thread
  * runs on RUN. STATS_FILE is rewritten (atomically) every 0.5 s and at SIGTERM with
  *   {"batches": N, "over_1ms": N, "over_4ms": N, "over_16ms": N, "worst_us": N,
- *    "median_us": N}
- * where median_us is the median batch time of the first 0.5 s window (before any
- * balancer has moved a page: the baseline a stall compares to). */
+ *    "median_us": N, "p99_us": N, "p999_us": N, "p9999_us": N, "hist": {...}}
+ * over the whole run (latency-hist.h; percentiles within 6%). scripts/bench computes
+ * the total stall time from hist: the time of every batch beyond the median batch of
+ * the `none` mode's run (the same reads with nothing moving). */
 #include <numa.h>
 #include <signal.h>
 #include <stdint.h>
@@ -20,9 +21,9 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "latency-hist.h"
 
 #define BATCH 256
-#define WINDOW 4096
 
 static volatile sig_atomic_t stop;
 static void on_term(int sig) { (void) sig; stop = 1; }
@@ -40,19 +41,31 @@ static void pin(int node) {
         }
 }
 
-static int cmp_u32(const void *a, const void *b) {
-        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
-        return (x > y) - (x < y);
+static void write_stats(const char *path, const struct hist *h) {
+        char tmp[4096];
+        FILE *f;
+
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        f = fopen(tmp, "w");
+        if (!f)
+                return;
+        fprintf(f, "{\"batches\": %llu, \"over_1ms\": %llu, \"over_4ms\": %llu, \"over_16ms\": %llu, "
+                "\"worst_us\": %llu, \"median_us\": %.1f, \"p99_us\": %.1f, \"p999_us\": %.1f, "
+                "\"p9999_us\": %.1f, \"hist\": ", (unsigned long long) h->n, (unsigned long long) h->over1,
+                (unsigned long long) h->over4, (unsigned long long) h->over16,
+                (unsigned long long) (h->worst / 1000), hist_percentile_us(h, 0.5), hist_percentile_us(h, 0.99),
+                hist_percentile_us(h, 0.999), hist_percentile_us(h, 0.9999));
+        hist_print(f, h);
+        fputs("}\n", f);
+        fclose(f);
+        rename(tmp, path);
 }
 
 int main(int argc, char **argv) {
-        uint64_t batches = 0, over1 = 0, over4 = 0, over16 = 0, worst = 0, x = 88172645463325252ull;
-        uint64_t last_write, n_words;
-        uint32_t first_median = 0;
-        static uint32_t win[WINDOW];
-        size_t n_win = 0, len;
+        static struct hist h;
+        uint64_t x = 88172645463325252ull, last_write, n_words;
+        size_t len;
         uint64_t *mem;
-        char tmp[4096];
         FILE *f;
 
         if (argc != 6 || numa_available() < 0) {
@@ -79,51 +92,20 @@ int main(int argc, char **argv) {
         last_write = now_ns();
         while (!stop) {
                 volatile uint64_t sum = 0;
-                uint64_t t0 = now_ns(), dt;
+                uint64_t t0 = now_ns();
                 for (int i = 0; i < BATCH; i++) {
                         x ^= x << 13;
                         x ^= x >> 7;
                         x ^= x << 17;
                         sum += mem[x % n_words];
                 }
-                dt = now_ns() - t0;
-                batches++;
-                over1 += dt > 1000000;
-                over4 += dt > 4000000;
-                over16 += dt > 16000000;
-                if (dt > worst)
-                        worst = dt;
-                if (n_win < WINDOW)
-                        win[n_win++] = (uint32_t) (dt / 1000 > UINT32_MAX ? UINT32_MAX : dt / 1000);
-                if (t0 - last_write > 500000000 || stop) {
-                        qsort(win, n_win, sizeof(*win), cmp_u32);
-                        if (!first_median && n_win)
-                                first_median = win[n_win / 2];
-                        snprintf(tmp, sizeof(tmp), "%s.tmp", argv[5]);
-                        f = fopen(tmp, "w");
-                        if (f) {
-                                fprintf(f, "{\"batches\": %llu, \"over_1ms\": %llu, \"over_4ms\": %llu, "
-                                        "\"over_16ms\": %llu, \"worst_us\": %llu, \"median_us\": %u}\n",
-                                        (unsigned long long) batches, (unsigned long long) over1,
-                                        (unsigned long long) over4, (unsigned long long) over16,
-                                        (unsigned long long) (worst / 1000), first_median);
-                                fclose(f);
-                                rename(tmp, argv[5]);
-                        }
-                        n_win = 0;
+                hist_add(&h, now_ns() - t0);
+                if (t0 - last_write > 500000000) {
+                        write_stats(argv[5], &h);
                         last_write = now_ns();
                 }
         }
         /* The last numbers, complete. */
-        snprintf(tmp, sizeof(tmp), "%s.tmp", argv[5]);
-        f = fopen(tmp, "w");
-        if (f) {
-                fprintf(f, "{\"batches\": %llu, \"over_1ms\": %llu, \"over_4ms\": %llu, \"over_16ms\": %llu, "
-                        "\"worst_us\": %llu, \"median_us\": %u}\n", (unsigned long long) batches,
-                        (unsigned long long) over1, (unsigned long long) over4, (unsigned long long) over16,
-                        (unsigned long long) (worst / 1000), first_median);
-                fclose(f);
-                rename(tmp, argv[5]);
-        }
+        write_stats(argv[5], &h);
         return 0;
 }

@@ -17,8 +17,8 @@
  *   batches, over_1ms, over_4ms, over_16ms, worst_us, p50_us, p99_us, p999_us, p9999_us,
  *   per_thread (batches of each), churn_ops, churn_over_1ms, churn_over_4ms,
  *   churn_over_16ms, churn_worst_us, churn_p9999_us, hist, churn_hist
- * Percentiles come from a log-linear histogram (16 buckets per power of two: within 6%),
- * the over_* counts and worst are exact. */
+ * Percentiles come from the histogram (latency-hist.h: within 6%), the over_* counts and
+ * worst are exact. */
 #include <numa.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,17 +29,11 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "latency-hist.h"
 
 #define BATCH 256
 #define CHURN_EVERY 64
-#define SUB 16                  /* histogram buckets per power of two */
-#define NBUCKETS (64 * SUB)
 #define MAX_THREADS 256
-
-struct hist {
-        uint64_t n, over1, over4, over16, worst;
-        uint64_t b[NBUCKETS];
-};
 
 struct reader {
         pthread_t thread;
@@ -61,68 +55,6 @@ static uint64_t now_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* Log-linear: values below SUB ns exactly, then SUB buckets per power of two. */
-static unsigned bucket(uint64_t v) {
-        unsigned e;
-
-        if (v < SUB)
-                return (unsigned) v;
-        e = 63 - (unsigned) __builtin_clzll(v);          /* e >= 4 */
-        return (e - 3) * SUB + (unsigned) ((v >> (e - 4)) & (SUB - 1));
-}
-
-static uint64_t bucket_low(unsigned i) {
-        unsigned e = i / SUB + 3;
-
-        if (i < SUB)
-                return i;
-        return ((uint64_t) SUB + i % SUB) << (e - 4);
-}
-
-/* Written by one thread, read by the main one: relaxed atomics keep each value whole. */
-static void add(struct hist *h, uint64_t dt) {
-        __atomic_store_n(&h->n, h->n + 1, __ATOMIC_RELAXED);
-        __atomic_store_n(&h->b[bucket(dt)], h->b[bucket(dt)] + 1, __ATOMIC_RELAXED);
-        if (dt > 1000000)
-                __atomic_store_n(&h->over1, h->over1 + 1, __ATOMIC_RELAXED);
-        if (dt > 4000000)
-                __atomic_store_n(&h->over4, h->over4 + 1, __ATOMIC_RELAXED);
-        if (dt > 16000000)
-                __atomic_store_n(&h->over16, h->over16 + 1, __ATOMIC_RELAXED);
-        if (dt > h->worst)
-                __atomic_store_n(&h->worst, dt, __ATOMIC_RELAXED);
-}
-
-static void merge(struct hist *to, const struct hist *from) {
-        uint64_t w = __atomic_load_n(&from->worst, __ATOMIC_RELAXED);
-
-        to->n += __atomic_load_n(&from->n, __ATOMIC_RELAXED);
-        to->over1 += __atomic_load_n(&from->over1, __ATOMIC_RELAXED);
-        to->over4 += __atomic_load_n(&from->over4, __ATOMIC_RELAXED);
-        to->over16 += __atomic_load_n(&from->over16, __ATOMIC_RELAXED);
-        if (w > to->worst)
-                to->worst = w;
-        for (unsigned i = 0; i < NBUCKETS; i++)
-                to->b[i] += __atomic_load_n(&from->b[i], __ATOMIC_RELAXED);
-}
-
-/* The value below which a share q of the samples lies (the bucket's lower bound, µs). */
-static double percentile_us(const struct hist *h, double q) {
-        uint64_t total = 0, want;
-
-        for (unsigned i = 0; i < NBUCKETS; i++)
-                total += h->b[i];
-        if (!total)
-                return 0;
-        want = (uint64_t) (q * (double) total);
-        for (uint64_t i = 0, seen = 0; i < NBUCKETS; i++) {
-                seen += h->b[i];
-                if (seen > want)
-                        return (double) bucket_low((unsigned) i) / 1000.0;
-        }
-        return (double) h->worst / 1000.0;
-}
-
 static void churn_once(struct reader *r) {
         uint64_t t0 = now_ns();
         char *p = mmap(NULL, churn_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -132,7 +64,7 @@ static void churn_once(struct reader *r) {
         for (size_t off = 0; off < churn_bytes; off += 4096)
                 p[off] = 1;
         munmap(p, churn_bytes);
-        add(&r->churn, now_ns() - t0);
+        hist_add(&r->churn, now_ns() - t0);
 }
 
 static void *reader_main(void *arg) {
@@ -155,26 +87,11 @@ static void *reader_main(void *arg) {
                         x ^= x << 17;
                         sum += r->mem[x % r->words];
                 }
-                add(&r->reads, now_ns() - t0);
+                hist_add(&r->reads, now_ns() - t0);
                 if (churn_bytes && k % CHURN_EVERY == 0)
                         churn_once(r);
         }
         return NULL;
-}
-
-/* The non-empty buckets as {"lower bound in ns": count, ...}: scripts/bench takes the
- * difference of two snapshots, so percentiles cover exactly its window. */
-static void print_hist(FILE *f, const struct hist *h) {
-        int first = 1;
-
-        fputc('{', f);
-        for (unsigned i = 0; i < NBUCKETS; i++)
-                if (h->b[i]) {
-                        fprintf(f, "%s\"%llu\": %llu", first ? "" : ", ", (unsigned long long) bucket_low(i),
-                                (unsigned long long) h->b[i]);
-                        first = 0;
-                }
-        fputc('}', f);
 }
 
 static void write_stats(const char *path, struct reader *rs, int n) {
@@ -185,8 +102,8 @@ static void write_stats(const char *path, struct reader *rs, int n) {
         memset(&reads, 0, sizeof(reads));
         memset(&churn, 0, sizeof(churn));
         for (int i = 0; i < n; i++) {
-                merge(&reads, &rs[i].reads);
-                merge(&churn, &rs[i].churn);
+                hist_merge(&reads, &rs[i].reads);
+                hist_merge(&churn, &rs[i].churn);
         }
         snprintf(tmp, sizeof(tmp), "%s.tmp", path);
         f = fopen(tmp, "w");
@@ -196,19 +113,19 @@ static void write_stats(const char *path, struct reader *rs, int n) {
                 "\"worst_us\": %llu, \"p50_us\": %.1f, \"p99_us\": %.1f, \"p999_us\": %.1f, \"p9999_us\": %.1f, "
                 "\"per_thread\": [", (unsigned long long) reads.n, (unsigned long long) reads.over1,
                 (unsigned long long) reads.over4, (unsigned long long) reads.over16,
-                (unsigned long long) (reads.worst / 1000), percentile_us(&reads, 0.5),
-                percentile_us(&reads, 0.99), percentile_us(&reads, 0.999), percentile_us(&reads, 0.9999));
+                (unsigned long long) (reads.worst / 1000), hist_percentile_us(&reads, 0.5),
+                hist_percentile_us(&reads, 0.99), hist_percentile_us(&reads, 0.999), hist_percentile_us(&reads, 0.9999));
         for (int i = 0; i < n; i++)
                 fprintf(f, "%s%llu", i ? ", " : "",
-                        (unsigned long long) __atomic_load_n(&rs[i].reads.n, __ATOMIC_RELAXED));
+                        (unsigned long long) hist_load(&rs[i].reads.n));
         fprintf(f, "], \"churn_ops\": %llu, \"churn_over_1ms\": %llu, \"churn_over_4ms\": %llu, "
                 "\"churn_over_16ms\": %llu, \"churn_worst_us\": %llu, \"churn_p9999_us\": %.1f, \"hist\": ",
                 (unsigned long long) churn.n, (unsigned long long) churn.over1,
                 (unsigned long long) churn.over4, (unsigned long long) churn.over16,
-                (unsigned long long) (churn.worst / 1000), percentile_us(&churn, 0.9999));
-        print_hist(f, &reads);
+                (unsigned long long) (churn.worst / 1000), hist_percentile_us(&churn, 0.9999));
+        hist_print(f, &reads);
         fputs(", \"churn_hist\": ", f);
-        print_hist(f, &churn);
+        hist_print(f, &churn);
         fputs("}\n", f);
         fclose(f);
         rename(tmp, path);
