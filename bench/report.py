@@ -15,6 +15,47 @@ plots = os.path.join(docs, "bench")
 os.makedirs(plots, exist_ok=True)
 
 
+def previous_document():
+    """The sections ({"## name": text}) and goal rows of the BENCHMARKS.md being
+    replaced: a scenario with no result file keeps what was published for it (the
+    result files of runs before docs/bench/results/ existed are gone)."""
+    path = os.path.join(docs, "BENCHMARKS.md")
+    sections, rows = {}, []
+    if not os.path.exists(path):
+        return sections, rows
+    head = None
+    for line in open(path).read().split("\n"):
+        if line.startswith("## "):
+            head = line.strip()
+            sections[head] = []
+        elif head and not line.startswith("(No result file for "):
+            sections[head].append(line)
+        if line.startswith("| ") and not line.startswith("| goal") and head and head.startswith("## Goals"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 3:
+                rows.append(tuple(cells))
+    return {k: "\n".join(v).strip("\n") for k, v in sections.items()}, rows
+
+
+PREVIOUS, PREVIOUS_GOALS = previous_document()
+
+
+def carried_over(name, header):
+    """Writes the previous document's section for a scenario without a result file, and
+    its goal rows; False when there is none."""
+    text = PREVIOUS.get(header)
+    if not text or text.startswith("Not run"):
+        return False
+    w(f"{header}\n")
+    w(f"(No result file for {name} in this run: the section as last published, from an earlier "
+      "run of scripts/bench.)\n")
+    w(text + "\n")
+    for row in PREVIOUS_GOALS:
+        if row[0].startswith(name + ":") or (name == "moverate" and row[0].startswith("move rate:")):
+            goals.append(row)
+    return True
+
+
 def load(name):
     p = os.path.join(res_dir, f"{name}.json")
     if not os.path.exists(p):
@@ -149,6 +190,40 @@ def fmt(v, f="{:.0f}"):
     return "-" if v is None else f.format(v)
 
 
+def steady_plot(name, rows):
+    """Outliers per hour by threshold, and the kernel's NUMA hinting work per hour, per
+    mode (log scales: the modes differ by orders of magnitude)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    modes = list(rows)
+    colors = {"numabalanced": "tab:blue", "kernel": "tab:red", "none": "black"}
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 3.4))
+    for k, mode in enumerate(modes):
+        x = rows[mode]
+        a1.bar([i + 0.27 * k for i in range(3)], [max(x[f"over{ms}"], 0.5) for ms in (1, 4, 16)], width=0.27,
+               color=colors.get(mode), label=mode)
+        a2.bar([i + 0.27 * k for i in range(2)], [max(x["numa_hint_faults"], 0.5), max(x["numa_pte_updates"], 0.5)],
+               width=0.27, color=colors.get(mode), label=mode)
+    a1.set_xticks([0.27, 1.27, 2.27], ["> 1 ms", "> 4 ms", "> 16 ms"])
+    a1.set_yscale("log")
+    a1.set_title("read batches over a threshold, per hour", fontsize=9)
+    a2.set_xticks([0.27, 1.27], ["hint faults", "PTEs marked"])
+    a2.set_yscale("log")
+    a2.set_title("the kernel's NUMA hinting, per hour", fontsize=9)
+    for a in (a1, a2):
+        a.grid(alpha=0.3, axis="y")
+    a2.legend(fontsize=8)
+    fig.suptitle(f"{name}: memory already local (bars at 0.5 mean none)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(plots, f"{name}.png"), dpi=90)
+    plt.close(fig)
+    return f"bench/{name}.png"
+
+
 def steady_section(name):
     doc = load(name)
     w(f"## {name}\n")
@@ -191,6 +266,9 @@ def steady_section(name):
         w("")
     if doc.get("errors"):
         w("Runs that failed: " + "; ".join(doc["errors"]) + "\n")
+    png = steady_plot(name, rows)
+    if png:
+        w(f"![{name}]({png})\n")
     return rows
 
 
@@ -230,6 +308,8 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
                     ("churn", "churn: 256 MiB misplaced beside short-lived processes (16 MiB misplaced, "
                               "2-3 s each, up to one every 0.5 s)")):
     doc = load(name)
+    if not doc and carried_over(name, f"## {name}"):
+        continue
     w(f"## {name}\n")
     if not doc:
         w("Not run (no result file).\n")
@@ -361,11 +441,14 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
                       f"local at the end {100 * (dl or 0):.1f}%"))
 
 doc = load("moverate")
-w("## move rate\n")
-if not doc or not doc["runs"].get("rounds"):
+if (not doc or not doc["runs"].get("rounds")) and carried_over("moverate", "## move rate"):
+    pass
+elif not doc or not doc["runs"].get("rounds"):
+    w("## move rate\n")
     w("Not run (no result file).\n")
     goals.append(("move rate", "not run", ""))
 else:
+    w("## move rate\n")
     rounds = doc["runs"]["rounds"]
     w(f"Moving 512 MiB from node 0 to node 1 (base pages: tests/vm/migrate-run maps its target with MADV_NOHUGEPAGE). "
       f"Topology {doc['topology']}, kernel {doc['kernel']}, {doc['date']}, {len(rounds)} rounds.\n")
@@ -395,11 +478,14 @@ else:
                       f"{ours2 / ours:.2f}x one worker) (medians)"))
 
 doc = load("scale")
-w("## scale\n")
-if not doc:
+if not doc and carried_over("scale", "## scale"):
+    pass
+elif not doc:
+    w("## scale\n")
     w("Not run (no result file).\n")
     goals.append(("scale", "not run", ""))
 else:
+    w("## scale\n")
     w("Idle `sleep` processes in one opted-in cgroup, `min_rss = 0` so that every one is scanned, the "
       "shipped timings (tick 1 s, scans backing off from 1 s to 30 s); the daemon's CPU time "
       "(utime+stime) over 30 s after 40 s of settling, and its RSS (bench/scale.py). Topology 2n2c.\n")
@@ -417,7 +503,7 @@ else:
                       "met" if row["cpu_pct_of_one_cpu"] < 1 and row["rss_kb"] < 20 * 1000 else "missed",
                       f"{row['cpu_pct_of_one_cpu']:.2f}% of one CPU, {row['rss_kb'] / 1024:.1f} MiB RSS under TCG"))
 
-w("## Goals (issue 6)\n")
+w("## Goals (issues 6 and 16)\n")
 w("| goal | status | measured |")
 w("|---|---|---|")
 for g, status, detail in goals:
