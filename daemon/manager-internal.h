@@ -115,6 +115,9 @@ struct proc_rec {
         uint64_t planned_bytes;
         int hot_node;              /* of the last scan, -1 if none */
         int target_node;           /* of the last plan's first move, -1 if none */
+        int full_target;           /* the last plan's first move held back at that node's
+                                    * free-memory floor, -1 if none: scanned again as soon
+                                    * as the node has room (room_again) */
         uint64_t skipped_bytes[_REASON_MAX]; /* misplaced bytes left alone, last scan */
         uint64_t last_scan_ms;
         uint64_t scans;

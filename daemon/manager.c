@@ -361,7 +361,7 @@ static struct proc_rec *proc_rec_new(struct manager *m, pid_t pid, const struct 
         p->starttime = st->starttime;
         p->pidfd = -1;             /* update_pidfd(), once it is being balanced */
         p->reason = _REASON_MAX;
-        p->hot_node = p->target_node = -1;
+        p->hot_node = p->target_node = p->full_target = -1;
         p->next_scan_ms = now;
         m->procs[m->n_procs++] = p;
         if (m->pages) {
@@ -453,6 +453,21 @@ static void serve_meanwhile(struct manager *m) {
         m->pump_ns += cost_thread_ns() - t;
 }
 
+/* Whether p's last plan held moves back at a node's free-memory floor and the node has
+ * room again (this tick's reading): p is scanned now rather than at its backed-off
+ * time, so that memory kept out of a full node follows as soon as the node empties.
+ * At least min_misplaced of room, so that a node hovering at its floor does not
+ * have p rescanned every tick for a few pages. */
+static bool room_again(const struct manager *m, const struct proc_rec *p) {
+        struct plan_params pp = { .free_floor_pct = m->cfg.free_floor_pct };
+        uint64_t room;
+
+        if (p->full_target < 0)
+                return false;
+        room = plan_node_room(m->topo, p->full_target, &pp);
+        return room > 0 && room / 1024 >= m->cfg.min_misplaced_kb;
+}
+
 /* The processes of one selected cgroup: each is marked seen in this tick, and
  * scanned if it is due. Returns 0, or -EMFILE, -ENFILE, -ENOMEM when its list could
  * not be read for lack of them. */
@@ -480,7 +495,7 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 p->seen_tick = m->tick;
                 p->cg = cg;
                 cg->tick_procs++;
-                if (now >= p->next_scan_ms)
+                if (now >= p->next_scan_ms || room_again(m, p))
                         scan_due(m, p, now, reserved, scans);
                 update_pidfd(m, p);
         }

@@ -301,6 +301,7 @@ static void remember(struct proc_rec *p, const struct plan *plan, const struct p
         p->planned_bytes = plan->bytes;
         p->hot_node = plan->hot_node;
         p->target_node = plan->n_moves ? plan->moves[0].target : -1;
+        p->full_target = plan->full_target;
         memcpy(p->skipped_bytes, plan->skipped_bytes, sizeof(p->skipped_bytes));
         p->last_scan_ms = now;
         p->scans++;

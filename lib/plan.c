@@ -143,14 +143,21 @@ static int reserved_slot(const struct topology *t, unsigned node, uint64_t huge_
         return (int) (t->n_nodes + slot);
 }
 
+/* Bytes of MemFree above node n's floor (free_floor_pct of its memory). */
+static uint64_t above_floor(const struct topo_node *n, const struct plan_params *p) {
+        uint64_t free_b = sat_mul(n->mem_free_kb, 1024);
+        uint64_t floor_b = sat_mul(n->mem_total_kb, 1024) / 100 * p->free_floor_pct;
+
+        return free_b > floor_b ? free_b - floor_b : 0;
+}
+
 /* Bytes the target node can still take this tick: above its MemFree floor, or for
  * hugetlb pages of huge_kb (non-zero) in its free huge pages of that size (a hugetlb
  * move takes one from the target's pool; MemFree says nothing about it). */
 static uint64_t room_on(const struct topology *t, int node, uint64_t huge_kb, const struct plan_params *p,
                         const uint64_t *reserved) {
         int idx = topology_node_index(t, (unsigned) node), slot = reserved_slot(t, (unsigned) node, huge_kb);
-        const struct topo_node *n;
-        uint64_t free_b, floor_b;
+        uint64_t free_b;
 
         if (idx < 0 || slot < 0)
                 return 0;
@@ -158,12 +165,8 @@ static uint64_t room_on(const struct topology *t, int node, uint64_t huge_kb, co
                 free_b = sat_mul(topology_hugepages(t, (unsigned) node, huge_kb, NULL)->free, huge_kb * 1024);
                 return free_b > reserved[slot] ? free_b - reserved[slot] : 0;
         }
-        n = &t->nodes[idx];
-        free_b = sat_mul(n->mem_free_kb, 1024);
-        floor_b = sat_mul(n->mem_total_kb, 1024) / 100 * p->free_floor_pct;
-        if (free_b <= floor_b || free_b - floor_b <= reserved[idx])
-                return 0;
-        return free_b - floor_b - reserved[idx];
+        free_b = above_floor(&t->nodes[idx], p);
+        return free_b > reserved[idx] ? free_b - reserved[idx] : 0;
 }
 
 /* The reason a plan gives: none when it moves something; else the largest class of
@@ -409,6 +412,14 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
         return true;
 }
 
+/* bytes bound for target stay where they are: the target is at its floor (or, for
+ * hugetlb pages, out of free huge pages). */
+static void held_at_floor(struct plan *pl, int target, uint64_t huge_kb, uint64_t bytes) {
+        skip(pl, full_reason(huge_kb), bytes);
+        if (!huge_kb && pl->full_target < 0)
+                pl->full_target = target;
+}
+
 /* Takes the candidates, in their order, into pl->moves as far as the cap and each
  * target's room above its floor (reserved_bytes, updated) allow. */
 static int take_moves(const struct topology *t, const struct plan_params *p, const struct plan_move *cand,
@@ -426,13 +437,13 @@ static int take_moves(const struct topology *t, const struct plan_params *p, con
                 if (m.end <= m.start)
                         continue; /* the VMA changed between numa_maps and maps: next tick */
                 if (room < m.page_size) {
-                        skip(pl, full_reason(huge_kb), m.bytes);
+                        held_at_floor(pl, m.target, huge_kb, m.bytes);
                         continue;
                 }
                 /* A move may be partial (room, cap): the executor stops after that many
                  * pages and the next tick goes on. */
                 if (m.bytes > room) {
-                        skip(pl, full_reason(huge_kb), m.bytes - room);
+                        held_at_floor(pl, m.target, huge_kb, m.bytes - room);
                         m.bytes = room;
                 }
                 if (m.bytes > cap - pl->bytes)
@@ -446,7 +457,7 @@ static int take_moves(const struct topology *t, const struct plan_params *p, con
 
 int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                 uint64_t *reserved_bytes, struct plan *ret) {
-        struct plan pl = { .hot_node = -1 };
+        struct plan pl = { .hot_node = -1, .full_target = -1 };
         _cleanup_free_ struct plan_move *cand = NULL;
         uint64_t misplaced_total = 0;
         size_t n_cand = 0;
@@ -479,6 +490,12 @@ int plan_decide(const struct topology *t, const struct plan_input *in, const str
         pl.reason = main_reason(&pl);
         *ret = pl;
         return 0;
+}
+
+uint64_t plan_node_room(const struct topology *t, int node, const struct plan_params *p) {
+        int idx = node >= 0 ? topology_node_index(t, (unsigned) node) : -1;
+
+        return idx < 0 ? 0 : above_floor(&t->nodes[idx], p);
 }
 
 void plan_done(struct plan *p) {
@@ -588,7 +605,7 @@ static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t s
 int plan_pages(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                const struct page_decision *d, const struct plan *vma_plan, uint64_t *reserved_bytes,
                struct plan *ret) {
-        struct plan pl = { .hot_node = -1 };
+        struct plan pl = { .hot_node = -1, .full_target = -1 };
         uint64_t cap = pages_cap(p, vma_plan), last_full = UINT64_MAX;
 
         pl.moves = calloc(d->n_moves ? d->n_moves : 1, sizeof(*pl.moves));
@@ -616,7 +633,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 if (room_on(t, (int) pm->node, huge_kb, p, reserved_bytes) < size) {
                         /* A huge page sampled at several addresses is counted once. */
                         if (page != last_full)
-                                skip(&pl, full_reason(huge_kb), size);
+                                held_at_floor(&pl, (int) pm->node, huge_kb, size);
                         last_full = page;
                         continue;
                 }

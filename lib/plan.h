@@ -115,6 +115,9 @@ struct plan {
         size_t n_moves;
         uint64_t bytes;               /* total planned */
         int hot_node;                 /* -1 if none */
+        int full_target;              /* the first target whose base-page moves were held back
+                                       * at its free-memory floor, -1: none (the manager
+                                       * scans the process again as soon as it has room) */
         nb_nodemask keep_nodes;       /* nodes whose pages stay (keep_node_share_pct): the
                                        * moves take pages only from the other nodes */
         enum plan_reason reason;      /* why nothing (or not everything) is planned */
@@ -129,6 +132,10 @@ size_t plan_reserved_len(const struct topology *t);
 int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                 uint64_t *reserved_bytes, struct plan *ret);
 void plan_done(struct plan *p);
+
+/* Bytes of base pages node may take before it reaches its free-memory floor (0 at or
+ * below it), from the topology's last free-memory reading. */
+uint64_t plan_node_room(const struct topology *t, int node, const struct plan_params *p);
 
 /* Page-level moves from sampled memory accesses (lib/pagesample's two-sample rule:
  * d->moves are pages seen only from one node, at least twice). Each such page moves to

@@ -203,6 +203,7 @@ struct env_opts {
         uint64_t min_rss_kb;       /* 0: the default */
         uid_t user;                /* not 0: /app.slice is this user's, opted in with its user.* */
         bool xattr;                /* /app.slice opted in with user.* (the test's own directory) */
+        bool own_sys;              /* a copy of the 2n2c /sys in <dir>/sys, for set_mem_free() */
 };
 
 struct sunk_job {
@@ -219,6 +220,7 @@ static struct {
         char dir[64];              /* the temporary directory */
         char proc[96];             /* <dir>/proc: the proc root */
         char cgroup[96];           /* <dir>/cg: the cgroup root, with /app.slice */
+        char sys[96];              /* the sys root: the stored 2n2c one, or <dir>/sys */
         sd_event *event;
         struct manager *m;
         int pidfd_w[64];           /* by slot: the write end of each process's pidfd */
@@ -307,6 +309,11 @@ static bool env_start(const struct env_opts *o) {
         snprintf(slice, sizeof(slice), "%s/app.slice", env.cgroup);
         if (mkdir(env.proc, 0755) < 0 || mkdir(env.cgroup, 0755) < 0 || mkdir(slice, 0755) < 0)
                 abort();
+        snprintf(env.sys, sizeof(env.sys), "%s", TEST_DATA_DIR "/sys/2n2c");
+        if (o->own_sys) {
+                snprintf(env.sys, sizeof(env.sys), "%s/sys", env.dir);
+                copy_tree(TEST_DATA_DIR "/sys/2n2c", env.sys);
+        }
 
         config_defaults(&cfg);
         free(cfg.cgroup_root);
@@ -336,7 +343,7 @@ static bool env_start(const struct env_opts *o) {
         r = manager_new(env.event, &cfg, &(struct manager_opts) {
                                 .dry_run = o->dry_run,
                                 .proc_root = env.proc,
-                                .sys_root = TEST_DATA_DIR "/sys/2n2c",
+                                .sys_root = env.sys,
                         }, &env.m);
         config_done(&cfg);
         if (r < 0) {
@@ -388,6 +395,16 @@ static void put_proc(int fixture, pid_t pid) {
         task_numa_maps(to);
         strcat(to, "/cgroup");
         write_file(to, "0::/app.slice\n");
+}
+
+/* Node node's MemFree in the env's own /sys (own_sys): what the next tick reads. */
+static void set_mem_free(int node, uint64_t kb) {
+        char path[PATH_MAX], text[256];
+
+        snprintf(path, sizeof(path), "%s/devices/system/node/node%d/meminfo", env.sys, node);
+        snprintf(text, sizeof(text), "Node %d MemTotal:        1030480 kB\nNode %d MemFree:   %12" PRIu64 " kB\n",
+                 node, node, kb);
+        write_file(path, text);
 }
 
 /* Replaces the first occurrence of what in process pid's file name by with. */
@@ -825,6 +842,46 @@ TEST(settled_processes_are_scanned_less_often) {
         CHECK_INT(tick(), 0);
         CHECK(p->reason == REASON_NONE && p->target_node == 0);
         CHECK_INT(p->interval_ms, min);
+        env_done();
+}
+
+/* A move held back at the target's free-memory floor is planned again as soon as the
+ * node has room (at least min_misplaced of it), not at the process's backed-off scan:
+ * memory kept out of a full node follows once the node empties. */
+TEST(held_back_at_the_floor_then_moved_when_the_node_has_room) {
+        const uint64_t min = 600000, max = 4 * min;   /* minutes: never due by time here */
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = min, .scan_max_ms = max,
+                                            .own_sys = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        /* Node 0, db's target, below its 5% floor (51,524 KiB). */
+        set_mem_free(0, 40000);
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        p = rec(DB);
+        if (!p) {
+                CHECK(p);
+                env_done();
+                return;
+        }
+        CHECK_INT(env.n_jobs, 0);
+        CHECK(p->reason == REASON_TARGET_FULL && p->full_target == 0 && p->scans == 1);
+        /* Still full: not scanned again. Room for less than min_misplaced: neither. */
+        CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 1);
+        set_mem_free(0, 51524 + 1024);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 1);
+        /* Room: scanned at once, and moved. */
+        set_mem_free(0, 989148);
+        add_cpu_time(DB, 3003, 500000000);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 2);
+        CHECK(p->reason == REASON_NONE && p->full_target == -1);
+        CHECK_INT(env.n_jobs, 1);
+        CHECK(job(DB) && job(DB)->target == 0);
         env_done();
 }
 
