@@ -131,6 +131,17 @@ class Balancer:
         self.env.daemon_log = None
 
 
+def wait_ready(p, ready, what, timeout=120, poll=0.1):
+    """Waits for process p's ready file; a scenario.Fail if p exits or the time runs out."""
+    deadline = time.time() + timeout
+    while not os.path.exists(ready):
+        if p.poll() is not None:
+            raise scenario.Fail(f"{what} exited: {p.stderr.read().decode()}")
+        if time.time() > deadline:
+            raise scenario.Fail(f"{what} did not get ready")
+        time.sleep(poll)
+
+
 def start_workload(env, mode, cg, size_mb, touch, run, policy):
     if mode == "bind":
         # The ideal: memory and threads on the run node from the first touch.
@@ -140,13 +151,7 @@ def start_workload(env, mode, cg, size_mb, touch, run, policy):
         p = subprocess.Popen(["numactl", f"--cpunodebind={run}", f"--membind={run}"] + wl,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         env.procs.append(p)
-        deadline = time.time() + 120
-        while not os.path.exists(ready):
-            if p.poll() is not None:
-                raise scenario.Fail(f"workload exited: {p.stderr.read().decode()}")
-            if time.time() > deadline:
-                raise scenario.Fail("workload did not get ready")
-            time.sleep(0.1)
+        wait_ready(p, ready, "workload")
         return p
     p, _, _ = env.start_workload(cg, size_mb, touch, run, policy=policy)
     return p
@@ -403,13 +408,7 @@ def run_stalls(env, mode, size_mb, limit_s):
         p = subprocess.Popen([os.path.join(env.build, "bench", "stalls"), str(size_mb), "0", "1", ready, stats],
                              preexec_fn=enter, stderr=subprocess.PIPE)
         env.procs.append(p)
-        deadline = time.time() + 120
-        while not os.path.exists(ready):
-            if p.poll() is not None:
-                raise scenario.Fail(f"stalls exited: {p.stderr.read().decode()}")
-            if time.time() > deadline:
-                raise scenario.Fail("stalls did not get ready")
-            time.sleep(0.1)
+        wait_ready(p, ready, "stalls")
         u0, s0 = cpu_s(p.pid)
         t0 = time.time()
         timeline, t95 = follow(env, p.pid, limit_s, t0)
@@ -507,13 +506,7 @@ def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20):
         cmd = [os.path.join(env.build, "bench", "steady"), str(mb_per_thread), str(per_node), ready, stats]
         p = subprocess.Popen(cmd + ([str(churn_kb)] if churn_kb else []), preexec_fn=enter, stderr=subprocess.PIPE)
         env.procs.append(p)
-        deadline = time.time() + 300
-        while not os.path.exists(ready):
-            if p.poll() is not None:
-                raise scenario.Fail(f"steady exited: {p.stderr.read().decode()}")
-            if time.time() > deadline:
-                raise scenario.Fail("steady did not get ready")
-            time.sleep(0.2)
+        wait_ready(p, ready, "steady", timeout=300, poll=0.2)
         start = int(open(ready).read().split()[1], 16)
         time.sleep(warmup_s)
 

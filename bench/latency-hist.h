@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* A latency histogram for the benchmark workloads (steady.c, stalls.c): log-linear,
+/* What the benchmark workloads (steady.c, stalls.c) share: the batch of random reads
+ * they time, the stats file they rewrite, and a latency histogram: log-linear,
  * 16 buckets per power of two (each within 6%), with exact counts over 1, 4 and 16 ms
  * and the worst. One thread writes a histogram, another may read it: every field is
  * stored and loaded whole (relaxed atomics). Printed as {"lower bound ns": count}, so
@@ -93,4 +94,41 @@ static inline void hist_print(FILE *f, const struct hist *h) {
                         first = 0;
                 }
         fputc('}', f);
+}
+
+/* n random 8-byte reads over words of mem, as pmbench does (xorshift64, state *x): the
+ * unit every workload times. */
+static inline void random_reads(const uint64_t *mem, uint64_t words, uint64_t *x, int n) {
+        volatile uint64_t sum = 0;
+        uint64_t s = *x;
+
+        for (int i = 0; i < n; i++) {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                sum += mem[s % words];
+        }
+        *x = s;
+}
+
+/* The counters and percentiles of h as JSON members (no braces): batches, over_1ms,
+ * over_4ms, over_16ms, worst_us, p50_us, p99_us, p999_us, p9999_us. */
+static inline void hist_print_summary(FILE *f, const struct hist *h) {
+        fprintf(f, "\"batches\": %llu, \"over_1ms\": %llu, \"over_4ms\": %llu, \"over_16ms\": %llu, "
+                "\"worst_us\": %llu, \"p50_us\": %.1f, \"p99_us\": %.1f, \"p999_us\": %.1f, \"p9999_us\": %.1f",
+                (unsigned long long) h->n, (unsigned long long) h->over1, (unsigned long long) h->over4,
+                (unsigned long long) h->over16, (unsigned long long) (h->worst / 1000), hist_percentile_us(h, 0.5),
+                hist_percentile_us(h, 0.99), hist_percentile_us(h, 0.999), hist_percentile_us(h, 0.9999));
+}
+
+/* The stats file is rewritten whole, never read half-written: written to PATH.tmp
+ * (stats_open, which returns NULL if it cannot) and renamed (stats_commit). */
+static inline FILE *stats_open(const char *path, char *tmp, size_t size) {
+        snprintf(tmp, size, "%s.tmp", path);
+        return fopen(tmp, "w");
+}
+
+static inline void stats_commit(FILE *f, const char *tmp, const char *path) {
+        fclose(f);
+        rename(tmp, path);
 }

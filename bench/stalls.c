@@ -43,22 +43,16 @@ static void pin(int node) {
 
 static void write_stats(const char *path, const struct hist *h) {
         char tmp[4096];
-        FILE *f;
+        FILE *f = stats_open(path, tmp, sizeof(tmp));
 
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        f = fopen(tmp, "w");
         if (!f)
                 return;
-        fprintf(f, "{\"batches\": %llu, \"over_1ms\": %llu, \"over_4ms\": %llu, \"over_16ms\": %llu, "
-                "\"worst_us\": %llu, \"median_us\": %.1f, \"p99_us\": %.1f, \"p999_us\": %.1f, "
-                "\"p9999_us\": %.1f, \"hist\": ", (unsigned long long) h->n, (unsigned long long) h->over1,
-                (unsigned long long) h->over4, (unsigned long long) h->over16,
-                (unsigned long long) (h->worst / 1000), hist_percentile_us(h, 0.5), hist_percentile_us(h, 0.99),
-                hist_percentile_us(h, 0.999), hist_percentile_us(h, 0.9999));
+        fputc('{', f);
+        hist_print_summary(f, h);
+        fprintf(f, ", \"median_us\": %.1f, \"hist\": ", hist_percentile_us(h, 0.5));
         hist_print(f, h);
         fputs("}\n", f);
-        fclose(f);
-        rename(tmp, path);
+        stats_commit(f, tmp, path);
 }
 
 int main(int argc, char **argv) {
@@ -91,14 +85,9 @@ int main(int argc, char **argv) {
 
         last_write = now_ns();
         while (!stop) {
-                volatile uint64_t sum = 0;
                 uint64_t t0 = now_ns();
-                for (int i = 0; i < BATCH; i++) {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        sum += mem[x % n_words];
-                }
+
+                random_reads(mem, n_words, &x, BATCH);
                 hist_add(&h, now_ns() - t0);
                 if (t0 - last_write > 500000000) {
                         write_stats(argv[5], &h);

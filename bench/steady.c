@@ -78,15 +78,9 @@ static void *reader_main(void *arg) {
         memset(r->mem, 1, r->words * sizeof(uint64_t));
         pthread_barrier_wait(&touched);
         for (uint64_t k = 1; !stop; k++) {
-                volatile uint64_t sum = 0;
                 uint64_t t0 = now_ns();
 
-                for (int i = 0; i < BATCH; i++) {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        sum += r->mem[x % r->words];
-                }
+                random_reads(r->mem, r->words, &x, BATCH);
                 hist_add(&r->reads, now_ns() - t0);
                 if (churn_bytes && k % CHURN_EVERY == 0)
                         churn_once(r);
@@ -105,16 +99,12 @@ static void write_stats(const char *path, struct reader *rs, int n) {
                 hist_merge(&reads, &rs[i].reads);
                 hist_merge(&churn, &rs[i].churn);
         }
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        f = fopen(tmp, "w");
+        f = stats_open(path, tmp, sizeof(tmp));
         if (!f)
                 return;
-        fprintf(f, "{\"batches\": %llu, \"over_1ms\": %llu, \"over_4ms\": %llu, \"over_16ms\": %llu, "
-                "\"worst_us\": %llu, \"p50_us\": %.1f, \"p99_us\": %.1f, \"p999_us\": %.1f, \"p9999_us\": %.1f, "
-                "\"per_thread\": [", (unsigned long long) reads.n, (unsigned long long) reads.over1,
-                (unsigned long long) reads.over4, (unsigned long long) reads.over16,
-                (unsigned long long) (reads.worst / 1000), hist_percentile_us(&reads, 0.5),
-                hist_percentile_us(&reads, 0.99), hist_percentile_us(&reads, 0.999), hist_percentile_us(&reads, 0.9999));
+        fputc('{', f);
+        hist_print_summary(f, &reads);
+        fputs(", \"per_thread\": [", f);
         for (int i = 0; i < n; i++)
                 fprintf(f, "%s%llu", i ? ", " : "",
                         (unsigned long long) hist_load(&rs[i].reads.n));
@@ -127,8 +117,7 @@ static void write_stats(const char *path, struct reader *rs, int n) {
         fputs(", \"churn_hist\": ", f);
         hist_print(f, &churn);
         fputs("}\n", f);
-        fclose(f);
-        rename(tmp, path);
+        stats_commit(f, tmp, path);
 }
 
 /* The nodes that have CPUs (a memory-only node gets no reader). */
