@@ -193,18 +193,25 @@ TEST(cpu_share_below_threshold_no_move) {
         done(&rn);
 }
 
+/* decide() with the shipped keep_node_share_pct (20). */
+static int decide_keep(struct run *rn, const struct topology *t, const char *text, const char *mems,
+                       const uint64_t *cpu) {
+        struct plan_params p = defaults;
+
+        p.keep_node_share_pct = 20;
+        return decide(rn, t, text, mems, cpu, &p, NULL, 0, 0, NULL);
+}
+
 /* keep_node_share_pct: a process whose threads span both nodes, each half of its
  * memory on one (the steady benchmark): 38% of its CPU time on node 0 keeps node 0's
  * pages there, although node 1 is hot. */
 TEST(spanning_process_keeps_pages_where_its_threads_run) {
         _cleanup_(topology_freep) struct topology *t = topo2();
         const uint64_t cpu[] = { 38, 62 };
-        struct plan_params p = defaults;
         struct run rn = {};
 
-        p.keep_node_share_pct = 20;
-        CHECK_INT(decide(&rn, t, "7f0000000000 default anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n", "0-1",
-                         cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(decide_keep(&rn, t, "7f0000000000 default anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n",
+                              "0-1", cpu), 0);
         CHECK_INT(rn.plan.hot_node, 1);
         CHECK_INT(rn.plan.n_moves, 0);
         CHECK_INT(rn.plan.reason, REASON_SOURCE_IN_USE);
@@ -218,12 +225,10 @@ TEST(spanning_process_keeps_pages_where_its_threads_run) {
 TEST(node_below_keep_share_gives_its_pages_up) {
         _cleanup_(topology_freep) struct topology *t = topo2();
         const uint64_t cpu[] = { 10, 90 };
-        struct plan_params p = defaults;
         struct run rn = {};
 
-        p.keep_node_share_pct = 20;
-        CHECK_INT(decide(&rn, t, "7f0000000000 default anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n", "0-1",
-                         cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(decide_keep(&rn, t, "7f0000000000 default anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n",
+                              "0-1", cpu), 0);
         CHECK_INT(rn.plan.n_moves, 1);
         CHECK_INT(rn.plan.moves[0].target, 1);
         CHECK_INT(rn.plan.moves[0].bytes, 256ull << 20);
@@ -237,12 +242,10 @@ TEST(node_below_keep_share_gives_its_pages_up) {
 TEST(keep_share_per_node) {
         _cleanup_(topology_freep) struct topology *t = topo4();
         const uint64_t cpu[] = { 25, 60, 15, 0 };
-        struct plan_params p = defaults;
         struct run rn = {};
 
-        p.keep_node_share_pct = 20;
-        CHECK_INT(decide(&rn, t, "7f0000000000 default anon=3072 N0=1024 N2=1024 N3=1024 kernelpagesize_kB=4\n",
-                         "0-3", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(decide_keep(&rn, t, "7f0000000000 default anon=3072 N0=1024 N2=1024 N3=1024 kernelpagesize_kB=4\n",
+                              "0-3", cpu), 0);
         CHECK_INT(rn.plan.hot_node, 1);
         CHECK_INT(rn.plan.n_moves, 1);
         CHECK_INT(rn.plan.moves[0].bytes, 8ull << 20);
@@ -256,12 +259,10 @@ TEST(keep_share_per_node) {
 TEST(keep_share_never_keeps_pages_outside_the_policy) {
         _cleanup_(topology_freep) struct topology *t = topo2();
         const uint64_t cpu[] = { 38, 62 };
-        struct plan_params p = defaults;
         struct run rn = {};
 
-        p.keep_node_share_pct = 20;
-        CHECK_INT(decide(&rn, t, "7f0000000000 bind:1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
-                         cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(decide_keep(&rn, t, "7f0000000000 bind:1 anon=131072 N0=131072 kernelpagesize_kB=4\n",
+                              "0-1", cpu), 0);
         CHECK_INT(rn.plan.n_moves, 1);
         CHECK_INT(rn.plan.moves[0].target, 1);
         CHECK_INT(rn.plan.moves[0].bytes, 512ull << 20);
@@ -397,8 +398,8 @@ TEST(preferred_moved_when_configured) {
                          NULL, 0, 0, NULL), 0);
         CHECK_INT(rn.plan.n_moves, 0);
         done(&rn);
-        CHECK_INT(decide(&rn, t, "7f0000000000 prefer (many):0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n",
-                         "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(decide(&rn, t, "7f0000000000 prefer (many):0-1 anon=131072 N0=131072 kernelpagesize_kB=4\n", "0-1",
+                         cpu, &p, NULL, 0, 0, NULL), 0);
         CHECK_INT(rn.plan.n_moves, 1);
         done(&rn);
 }
