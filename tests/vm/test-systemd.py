@@ -26,18 +26,24 @@ test configuration, and checks, with systemctl and journalctl as an operator wou
     saved under /run rather than taking the 0 its predecessor left as theirs;
   - stop: inactive, Result=success, exit status 0, kernel.numa_balancing back to the
     operator's value (set to 1 at the start), nothing left under /run.
+With --hybrid the guest is booted in the cgroup v1/hybrid layout (vmrun --append
+systemd.unified_cgroup_hierarchy=0, as on RHEL 8 or Ubuntu 20.04): the test checks
+that layout (v1 controllers on a tmpfs at /sys/fs/cgroup, cgroup2 at
+/sys/fs/cgroup/unified), opts its cgroup in under /sys/fs/cgroup/unified, and checks
+that the daemon said it uses that hierarchy.
 Results: NUMABALANCED_RESULTS/systemd.json and the unit's journal in
 NUMABALANCED_RESULTS/journal.txt.
 """
 import argparse
-import faulthandler
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import nbtest  # noqa: E402
@@ -45,7 +51,7 @@ import nbtest  # noqa: E402
 UNIT = "numabalanced.service"
 RUN_DIR = "/run/systemd/system"
 TEST_DIR = "/run/numabalanced-test"
-CG = "/sys/fs/cgroup/nbtest"
+CG = "/sys/fs/cgroup/nbtest"   # under /sys/fs/cgroup/unified with --hybrid
 CAPS = {"cap_sys_ptrace": 19, "cap_sys_nice": 23, "cap_sys_admin": 21, "cap_perfmon": 38, "cap_bpf": 39}
 
 results = {"checks": []}
@@ -134,6 +140,17 @@ def knb_saved():
         return None
 
 
+def fs_type(path):
+    """The file system type mounted at path (the last mount there), or None."""
+    kind = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == path:
+                kind = fields[fields.index("-") + 1]
+    return kind
+
+
 def mem_free_mib(node):
     with open(f"/sys/devices/system/node/node{node}/meminfo") as f:
         for line in f:
@@ -190,6 +207,10 @@ def run(build):
 
     check(os.path.realpath("/proc/1/exe").endswith("/systemd"), "PID 1 is systemd",
           os.path.realpath("/proc/1/exe"))
+    layout = {"/sys/fs/cgroup": fs_type("/sys/fs/cgroup"), "/sys/fs/cgroup/unified": fs_type("/sys/fs/cgroup/unified")}
+    want = {"/sys/fs/cgroup": "tmpfs", "/sys/fs/cgroup/unified": "cgroup2"} if HYBRID else {"/sys/fs/cgroup": "cgroup2"}
+    check(all(layout[k] == v for k, v in want.items()),
+          f"the guest's cgroup layout is {'hybrid' if HYBRID else 'unified'}", str(layout))
     log(f"systemd {sh('systemctl', '--version').stdout.split()[1]}, "
         f"system state {sh('systemctl', 'is-system-running', ok=False).stdout.strip()}")
 
@@ -259,6 +280,10 @@ def run(build):
               f"was {knb_before}, now {numa_balancing()}")
     r = sh(ctl, "status", ok=False)
     check(r.returncode == 0, "numabalancectl status over /run/numabalanced/control", r.stderr.strip())
+    if HYBRID:
+        said = "/sys/fs/cgroup is the cgroup v1/hybrid layout: using the cgroup2 hierarchy at /sys/fs/cgroup/unified"
+        check(wait_for(lambda: said in journal(), 10), "the journal says the daemon uses the unified hierarchy",
+              said)
 
     # The hardened daemon reads numa_maps of a root process and moves its pages.
     line = wait_for(lambda: next((l for l in journal().splitlines()
@@ -329,6 +354,7 @@ def run(build):
 # same rate/time ratio: 384 MiB at 4 MB/s (96 s), less if node 0 has less free.
 CRASH_SECONDS = 100
 LONG_MIGRATION = True   # not --quick
+HYBRID = False          # --hybrid
 
 
 def crash_size(margin=160):
@@ -414,6 +440,24 @@ def kill_and_restart(main_pid, knb_before):
           "the restarted daemon found the operator's value saved")
 
 
+def watch_stack(path, every):
+    """Writes the main thread's stack to path every `every` seconds, from a thread that
+    holds the GIL while it reads it. (faulthandler.dump_traceback_later reads the
+    frames without it: one of three runs of the 5.10 systemd guest died of SIGSEGV in
+    the middle of a dump, stacks.txt cut off at "line 0 in _wait".)"""
+    main_id = threading.main_thread().ident
+
+    def loop():
+        while True:
+            time.sleep(every)
+            frame = sys._current_frames().get(main_id)
+            if frame is None:
+                return
+            with open(path, "a") as f:
+                f.write(f"-- {time.monotonic():.1f}\n" + "".join(traceback.format_stack(frame)))
+    threading.Thread(target=loop, daemon=True).start()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -421,13 +465,17 @@ def main():
                     help="leave out what depends on no kernel, for the kernel matrix: the wait past "
                          "WatchdogSec (a ping is still awaited) and the migration longer than "
                          "WatchdogSec (about two minutes under TCG); kill -9 and the restart still run")
+    ap.add_argument("--hybrid", action="store_true",
+                    help="the guest is in the cgroup v1/hybrid layout: opt in under /sys/fs/cgroup/unified")
     a = ap.parse_args()
-    global LONG_MIGRATION
+    global LONG_MIGRATION, HYBRID, CG
     LONG_MIGRATION = not a.quick
+    HYBRID = a.hybrid
+    if HYBRID:
+        CG = "/sys/fs/cgroup/unified/nbtest"
     # Where the test stands, every 60 s, into the results: if it hangs (a systemctl
-    # that never returns, a blocked write), the last stacks say where.
-    stacks = open(os.path.join(out_dir, "stacks.txt"), "w")
-    faulthandler.dump_traceback_later(60, repeat=True, file=stacks)
+    # that never returns, a blocked write), the last stack says where.
+    watch_stack(os.path.join(out_dir, "stacks.txt"), 60)
     try:
         run(os.path.abspath(a.build))
     except Fail:
