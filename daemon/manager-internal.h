@@ -27,6 +27,14 @@
 /* A change of this many percent of its resident bytes, or of the local share,
  * counts as "changing" for the backoff. */
 #define CHANGE_PCT 5
+/* A settled process's resident size is read (statm) every GROW_CHECK_TICKS ticks, one
+ * process in that many per tick: when it grew by min_misplaced and by 1/GROW_SHARE of
+ * itself since its last scan, it is scanned now, so that new memory placed on the
+ * wrong node is not left there for its backed-off interval (scan_max_ms). The share
+ * keeps a steadily growing process (a cache filling up) from being rescanned at every
+ * check: at most GROW_SHARE scans per doubling of its size. */
+#define GROW_CHECK_TICKS 2
+#define GROW_SHARE 32
 /* Each process moves at most this many batches' worth per tick, so that a tick (and
  * a SIGTERM waiting for it) stays bounded; the next tick continues. */
 #define BATCHES_PER_PROCESS_PER_TICK 4
@@ -120,6 +128,7 @@ struct proc_rec {
                                     * as the node has room (room_again) */
         uint64_t skipped_bytes[_REASON_MAX]; /* misplaced bytes left alone, last scan */
         uint64_t last_scan_ms;
+        uint64_t rss_kb;           /* resident at its last scan (or growth seen since), 0: unknown */
         uint64_t scans;
         nb_nodemask mems_allowed;
         uid_t uid;                 /* real uid, for the control socket's filter */
@@ -142,6 +151,7 @@ struct manager {
         sd_event_source *timer;
         sd_event_source *events;   /* the source's node-change events, if it has them */
         uint64_t node_events;      /* received, for the debug log and the tests */
+        uint64_t growth_scans;     /* scans brought forward by grew() (metrics) */
         struct manager_opts opts;
         char *proc_root, *sys_root;
         bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */

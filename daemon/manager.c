@@ -468,6 +468,30 @@ static bool room_again(const struct manager *m, const struct proc_rec *p) {
         return room > 0 && room / 1024 >= m->cfg.min_misplaced_kb;
 }
 
+/* Whether settled p grew enough since its last scan to be scanned now (GROW_CHECK_TICKS):
+ * checked only when its next scan is further than a check away, on its turn. */
+static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
+        uint64_t pages, kb;
+
+        if (!p->rss_kb || p->next_scan_ms <= now + GROW_CHECK_TICKS * m->cfg.tick_ms ||
+            (m->tick + (uint64_t) p->pid) % GROW_CHECK_TICKS)
+                return false;
+        if (proc_read_statm_resident(m->proc_root, p->pid, &pages) < 0)
+                return false;   /* gone or unreadable: its own scan will say */
+        kb = pages * (page_size() / 1024);
+        if (kb < p->rss_kb) {
+                p->rss_kb = kb;   /* shrank: growth counts from here */
+                return false;
+        }
+        if (kb - p->rss_kb < m->cfg.min_misplaced_kb || kb - p->rss_kb < p->rss_kb / GROW_SHARE)
+                return false;
+        log_debug("cgroup=%s pid=%d: resident %" PRIu64 " KiB, %" PRIu64 " KiB more than at its last scan: "
+                  "scanning now", p->cg->path, (int) p->pid, kb, kb - p->rss_kb);
+        p->rss_kb = kb;
+        m->growth_scans++;
+        return true;
+}
+
 /* The processes of one selected cgroup: each is marked seen in this tick, and
  * scanned if it is due. Returns 0, or -EMFILE, -ENFILE, -ENOMEM when its list could
  * not be read for lack of them. */
@@ -495,7 +519,7 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 p->seen_tick = m->tick;
                 p->cg = cg;
                 cg->tick_procs++;
-                if (now >= p->next_scan_ms || room_again(m, p))
+                if (now >= p->next_scan_ms || room_again(m, p) || grew(m, p, now))
                         scan_due(m, p, now, reserved, scans);
                 update_pidfd(m, p);
         }

@@ -328,6 +328,9 @@ static void metrics_daemon(const struct manager *m, const struct mtable *t, size
         put_seconds(f, m->last_tick_ns);
         metric_head(f, "numabalanced_ticks_total", "counter", "Ticks run since the daemon started.");
         fprintf(f, "numabalanced_ticks_total %" PRIu64 "\n", m->tick);
+        metric_head(f, "numabalanced_growth_scans_total", "counter",
+                    "Scans of settled processes brought forward because they grew (new memory to place).");
+        fprintf(f, "numabalanced_growth_scans_total %" PRIu64 "\n", m->growth_scans);
         metric_head(f, "numabalanced_sampling_source", "gauge",
                     "Where the daemon learns which node each thread runs on: 1 for the source in use.");
         fputs("numabalanced_sampling_source{source=\"", f);

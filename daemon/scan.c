@@ -304,6 +304,7 @@ static void remember(struct proc_rec *p, const struct plan *plan, const struct p
         p->full_target = plan->full_target;
         memcpy(p->skipped_bytes, plan->skipped_bytes, sizeof(p->skipped_bytes));
         p->last_scan_ms = now;
+        p->rss_kb = status->vm_rss_kb;
         p->scans++;
         p->mems_allowed = in->mems_allowed;
         p->uid = status->uid_real;
@@ -335,6 +336,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
                 return r;
         if (status.vm_rss_kb < m->cfg.min_rss_kb) {
                 p->reason = REASON_TOO_SMALL;
+                p->rss_kb = status.vm_rss_kb;
                 p->interval_ms = m->cfg.scan_max_ms;
                 p->next_scan_ms = now + p->interval_ms;
                 return 0;

@@ -393,6 +393,46 @@ int proc_read_stat(const char *proc_root, pid_t pid, struct proc_stat *ret) {
         return read_stat_path(path, ret);
 }
 
+int proc_statm_parse(const char *buf, size_t len, uint64_t *ret_resident_pages) {
+        char tmp[128], *end;
+        unsigned long long size, resident;
+
+        /* "size resident shared text lib data dt\n": numbers only, short. */
+        if (!buf || len == 0 || len >= sizeof(tmp))
+                return -EINVAL;
+        memcpy(tmp, buf, len);
+        tmp[len] = 0;
+        errno = 0;
+        /* strtoull() would take "-1" for a number: digits only. */
+        if (tmp[0] < '0' || tmp[0] > '9')
+                return -EINVAL;
+        size = strtoull(tmp, &end, 10);
+        if (*end != ' ' || end[1] < '0' || end[1] > '9')
+                return -EINVAL;
+        resident = strtoull(end + 1, &end, 10);
+        if (errno || (*end != ' ' && *end != '\n' && *end) || resident > size)
+                return -EINVAL;
+        *ret_resident_pages = resident;
+        return 0;
+}
+
+int proc_read_statm_resident(const char *proc_root, pid_t pid, uint64_t *ret_pages) {
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        size_t len;
+        int r;
+
+        if (!proc_root || pid <= 0)
+                return -EINVAL;
+        if (asprintf(&path, "%s/%d/statm", proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        r = read_small(path, &buf, &len, PROC_SMALL_FILE_MAX);
+        if (r < 0)
+                return r;
+        if (len == 0)
+                return -ESRCH;
+        return proc_statm_parse(buf, len, ret_pages);
+}
+
 int proc_read_task_stat(const char *proc_root, pid_t pid, pid_t tid, struct proc_stat *ret) {
         _cleanup_free_ char *path = NULL;
 

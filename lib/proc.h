@@ -61,11 +61,15 @@ static inline bool proc_mm_layout_equal(const struct proc_mm_layout *a, const st
 /* Return 0 or -EINVAL when a required field is missing or malformed. */
 int proc_status_parse(const char *buf, size_t len, struct proc_status *ret);
 int proc_stat_parse(const char *buf, size_t len, struct proc_stat *ret);
+/* The resident pages of /proc/<pid>/statm (its second field): the cheapest size the
+ * kernel gives (a few counters, no page-table walk). */
+int proc_statm_parse(const char *buf, size_t len, uint64_t *ret_resident_pages);
 
 /* Readers. pid 0 is refused (-EINVAL). -ENOENT/-ESRCH: the process is gone;
  * -EACCES/-EPERM: not ours to read. */
 int proc_read_status(const char *proc_root, pid_t pid, struct proc_status *ret);
 int proc_read_stat(const char *proc_root, pid_t pid, struct proc_stat *ret);
+int proc_read_statm_resident(const char *proc_root, pid_t pid, uint64_t *ret_pages);
 int proc_read_task_stat(const char *proc_root, pid_t pid, pid_t tid, struct proc_stat *ret);
 /* Thread ids of pid, sorted; *ret is malloc'd. */
 int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n);

@@ -885,6 +885,58 @@ TEST(held_back_at_the_floor_then_moved_when_the_node_has_room) {
         env_done();
 }
 
+/* pid's /proc/<pid>/statm with this many resident pages (grew()). */
+static void set_resident(pid_t pid, uint64_t pages) {
+        char path[PATH_MAX], text[128];
+
+        snprintf(path, sizeof(path), "%s/%d/statm", env.proc, (int) pid);
+        snprintf(text, sizeof(text), "%" PRIu64 " %" PRIu64 " 1000 10 0 %" PRIu64 " 0\n", pages * 4, pages, pages);
+        write_file(path, text);
+}
+
+/* New memory in a settled process is looked at within GROW_CHECK_TICKS ticks, not at
+ * its backed-off scan: growth of min_misplaced (and of 1/GROW_SHARE of it) brings its
+ * scan forward, once per growth; less does not. */
+TEST(a_settled_process_that_grows_is_scanned_again) {
+        const uint64_t min = 600000, max = 4 * min;   /* minutes: never due by time here */
+        const uint64_t rss_pages = 53680 / 4;          /* db's VmRSS, in 4 KiB pages */
+        struct proc_rec *p;
+
+        if (page_size() != 4096)
+                TEST_SKIP("the fixture's sizes are in 4 KiB pages");
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = min, .scan_max_ms = max }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_resident(DB, rss_pages);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        p = rec(DB);
+        if (!p) {
+                CHECK(p);
+                env_done();
+                return;
+        }
+        CHECK(p->scans == 1 && p->rss_kb == 53680);
+        /* 1 MiB more: below min_misplaced (2 MiB), not scanned. */
+        set_resident(DB, rss_pages + 256);
+        for (int i = 0; i < GROW_CHECK_TICKS; i++)
+                CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 1);
+        /* 64 MiB more: scanned within GROW_CHECK_TICKS ticks, and counted (its status
+         * says the same size, as the kernel's would). */
+        set_resident(DB, rss_pages + 16384);
+        edit_proc_file(DB, "status", "53680", "119216");
+        for (int i = 0; i < GROW_CHECK_TICKS; i++)
+                CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 2);
+        CHECK_INT(env.m->growth_scans, 1);
+        /* No growth since: not again. */
+        for (int i = 0; i < 2 * GROW_CHECK_TICKS; i++)
+                CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 2);
+        env_done();
+}
+
 TEST(skips_what_is_not_a_process_to_watch) {
         char path[PATH_MAX], list[128];
 

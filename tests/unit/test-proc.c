@@ -449,6 +449,24 @@ TEST(readers_gone_or_invalid_pid) {
         CHECK_INT(st.pid, 4242);
 }
 
+/* statm: its second field, and nothing from a line that is not one. */
+TEST(statm_resident) {
+        static const char *bad[] = { "", "12", "12 x 3", "12 34x 1", "12 99 1 1 0 1 0\n" /* resident > size */,
+                                     "-1 2 3", "99999999999999999999999 1 1 1 0 1 0\n" };
+        uint64_t pages = 7;
+
+        CHECK_INT(proc_statm_parse("5765 3131 1045 1 0 1245 0\n", 27, &pages), 0);
+        CHECK_INT(pages, 3131);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+                pages = 7;
+                CHECK_INT(proc_statm_parse(bad[i], strlen(bad[i]), &pages), -EINVAL);
+                CHECK_INT(pages, 7);
+        }
+        CHECK_INT(proc_read_statm_resident("/proc", getpid(), &pages), 0);
+        CHECK(pages > 0);
+        CHECK_INT(proc_read_statm_resident("/proc", 0, &pages), -EINVAL);
+}
+
 /* The live /proc: ourselves. */
 TEST(readers_live_proc_self) {
         struct proc_status status;
