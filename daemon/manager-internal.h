@@ -27,12 +27,14 @@
 /* A change of this many percent of its resident bytes, or of the local share,
  * counts as "changing" for the backoff. */
 #define CHANGE_PCT 5
-/* A settled process's resident size is read (statm) every GROW_CHECK_TICKS ticks, one
- * process in that many per tick: when it grew by min_misplaced and by 1/GROW_SHARE of
- * itself since its last scan, it is scanned now, so that new memory placed on the
- * wrong node is not left there for its backed-off interval (scan_max_ms). The share
- * keeps a steadily growing process (a cache filling up) from being rescanned at every
- * check: at most GROW_SHARE scans per doubling of its size. */
+/* A settled process's resident size is read (statm) when it may have grown: when its
+ * cgroup's memory.current grew by min_misplaced since the cgroup's last look (one read
+ * per cgroup per tick), or, in a cgroup without the memory controller, every
+ * GROW_CHECK_TICKS ticks, one process in that many per tick. When it grew by
+ * min_misplaced and by 1/GROW_SHARE of itself since its last scan, it is scanned now,
+ * so that new memory placed on the wrong node is not left there for its backed-off
+ * interval (scan_max_ms). The share keeps a steadily growing process (a cache filling
+ * up) from being rescanned at every check: at most GROW_SHARE scans per doubling. */
 #define GROW_CHECK_TICKS 2
 #define GROW_SHARE 32
 /* Each process moves at most this many batches' worth per tick, so that a tick (and
@@ -104,6 +106,8 @@ struct cg_rec {
         uint64_t kept_tick;        /* a tick that did not read it (its owner's turn was over) */
         uint64_t seen_tick;        /* the tick that selected it last; during a tick: */
         unsigned tick_procs;       /* its processes so far (n_procs at the end) */
+        uint64_t mem_seen;         /* memory.current when growth was last looked for */
+        enum { GROWTH_UNKNOWN, GROWTH_NONE, GROWTH_SOME } growth;  /* this tick (cg_growth) */
 };
 
 struct proc_rec {

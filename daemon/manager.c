@@ -468,13 +468,30 @@ static bool room_again(const struct manager *m, const struct proc_rec *p) {
         return room > 0 && room / 1024 >= m->cfg.min_misplaced_kb;
 }
 
+/* Whether anything in cg may have grown since its last look, from its memory.current:
+ * a cgroup without the memory controller cannot say (GROWTH_UNKNOWN). */
+static void cg_growth(struct manager *m, struct cg_rec *cg) {
+        uint64_t cur;
+
+        if (cgroup_read_memory_current(m->cfg.cgroup_root, cg->path, &cur) < 0) {
+                cg->growth = GROWTH_UNKNOWN;
+                return;
+        }
+        cg->growth = cur >= cg->mem_seen + m->cfg.min_misplaced_kb * 1024 ? GROWTH_SOME : GROWTH_NONE;
+        /* Growth counts from the last look that found some (or a shrink): slow growth
+         * adds up across ticks. */
+        if (cg->growth == GROWTH_SOME || cur < cg->mem_seen)
+                cg->mem_seen = cur;
+}
+
 /* Whether settled p grew enough since its last scan to be scanned now (GROW_CHECK_TICKS):
- * checked only when its next scan is further than a check away, on its turn. */
+ * looked at only when its next scan is further than a check away, and its cgroup may
+ * have grown (or cannot say, and it is p's turn). */
 static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
         uint64_t pages, kb;
 
-        if (!p->rss_kb || p->next_scan_ms <= now + GROW_CHECK_TICKS * m->cfg.tick_ms ||
-            (m->tick + (uint64_t) p->pid) % GROW_CHECK_TICKS)
+        if (!p->rss_kb || p->next_scan_ms <= now + GROW_CHECK_TICKS * m->cfg.tick_ms || p->cg->growth == GROWTH_NONE ||
+            (p->cg->growth == GROWTH_UNKNOWN && (m->tick + (uint64_t) p->pid) % GROW_CHECK_TICKS))
                 return false;
         if (proc_read_statm_resident(m->proc_root, p->pid, &pages) < 0)
                 return false;   /* gone or unreadable: its own scan will say */
@@ -508,6 +525,8 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 log_debug_errno(r, "cgroup=%s: cannot read cgroup.procs, ignoring: %m", cg->path);
                 return 0;
         }
+        if (n_pids)
+                cg_growth(m, cg);
         for (size_t k = 0; k < n_pids; k++) {
                 struct proc_rec *p;
 

@@ -805,6 +805,23 @@ static int cmp_pid(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
+int cgroup_read_memory_current(const char *root, const char *path, uint64_t *ret) {
+        _cleanup_free_ char *file = NULL, *buf = NULL;
+        size_t len;
+        int r;
+
+        if (!root || !path || path[0] != '/' || !ret)
+                return -EINVAL;
+        if (asprintf(&file, "%s%s/memory.current", root, strcmp(path, "/") == 0 ? "" : path) < 0)
+                return -ENOMEM;
+        r = read_file_at(AT_FDCWD, file, 64, &buf, &len);
+        if (r < 0)
+                return r;
+        while (len > 0 && buf[len - 1] == '\n')
+                len--;
+        return parse_u64_n(buf, len, 0, UINT64_MAX, ret) < 0 ? -EINVAL : 0;
+}
+
 int cgroup_read_procs(const char *root, const char *path, pid_t **ret, size_t *ret_n) {
         _cleanup_free_ char *file = NULL, *buf = NULL;
         _cleanup_free_ pid_t *pids = NULL;

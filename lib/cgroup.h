@@ -107,6 +107,10 @@ void cgroup_selection_done(struct cgroup_selection *s);
 int cgroup_setting_of(const char *root, const struct cgroup_rule *rules, size_t n_rules, const char *path,
                       struct cgroup_setting *ret);
 
+/* <root><path>/memory.current in bytes: everything charged to the cgroup and its
+ * descendants. -ENOENT where the memory controller is not enabled for it. */
+int cgroup_read_memory_current(const char *root, const char *path, uint64_t *ret);
+
 /* Process ids in <root><path>/cgroup.procs, sorted and without duplicates; lines that
  * are not a pid are skipped. *ret is NULL when the cgroup has no process. */
 int cgroup_read_procs(const char *root, const char *path, pid_t **ret, size_t *ret_n);

@@ -937,6 +937,57 @@ TEST(a_settled_process_that_grows_is_scanned_again) {
         env_done();
 }
 
+/* app.slice's memory.current (the memory controller on): grew() reads a process's
+ * statm only when it grew. */
+static void set_memory_current(uint64_t bytes) {
+        char path[PATH_MAX], text[64];
+
+        snprintf(path, sizeof(path), "%s/app.slice/memory.current", env.cgroup);
+        snprintf(text, sizeof(text), "%" PRIu64 "\n", bytes);
+        write_file(path, text);
+}
+
+/* With the memory controller, a settled process is looked at only when its cgroup's
+ * memory.current grew by min_misplaced: a process that grew in a cgroup that did not
+ * (the file says otherwise) is not scanned; once the cgroup grows, it is, in that tick. */
+TEST(growth_is_looked_for_only_in_a_cgroup_that_grew) {
+        const uint64_t min = 600000, max = 4 * min;
+        const uint64_t rss_pages = 53680 / 4;
+        struct proc_rec *p;
+
+        if (page_size() != 4096)
+                TEST_SKIP("the fixture's sizes are in 4 KiB pages");
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = min, .scan_max_ms = max }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_resident(DB, rss_pages);
+        set_memory_current(100 * MIB);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        p = rec(DB);
+        if (!p) {
+                CHECK(p);
+                env_done();
+                return;
+        }
+        CHECK_INT(p->scans, 1);
+        /* The process grew; its cgroup (by its file) did not: not looked at. */
+        set_resident(DB, rss_pages + 16384);
+        edit_proc_file(DB, "status", "53680", "119216");
+        for (int i = 0; i < 2 * GROW_CHECK_TICKS; i++)
+                CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 1);
+        /* 1 MiB more in the cgroup: still not. 64 MiB: scanned in the next tick. */
+        set_memory_current(101 * MIB);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 1);
+        set_memory_current(164 * MIB);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 2);
+        CHECK_INT(env.m->growth_scans, 1);
+        env_done();
+}
+
 TEST(skips_what_is_not_a_process_to_watch) {
         char path[PATH_MAX], list[128];
 
