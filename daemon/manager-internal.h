@@ -30,7 +30,8 @@
 /* A settled process's resident size is read (statm) when it may have grown: when its
  * cgroup's memory.current grew by min_misplaced since the cgroup's last look (one read
  * per cgroup per tick), or, in a cgroup without the memory controller, every
- * GROW_CHECK_TICKS ticks, one process in that many per tick. When it grew by
+ * GROW_CHECK_TICKS ticks, one process in that many per tick, while anything in the
+ * cgroup ran in the last GROW_CHECK_TICKS ticks (cpu.stat: idle processes do not grow). When it grew by
  * min_misplaced and by 1/GROW_SHARE of itself since its last scan, it is scanned now,
  * so that new memory placed on the wrong node is not left there for its backed-off
  * interval (scan_max_ms). The share keeps a steadily growing process (a cache filling
@@ -107,6 +108,8 @@ struct cg_rec {
         uint64_t seen_tick;        /* the tick that selected it last; during a tick: */
         unsigned tick_procs;       /* its processes so far (n_procs at the end) */
         uint64_t mem_seen;         /* memory.current when growth was last looked for */
+        uint64_t cpu_seen_usec;    /* cpu.stat usage_usec at the last look, */
+        uint64_t cpu_ran_tick;     /* and the last tick that found it advanced */
         enum { GROWTH_UNKNOWN, GROWTH_NONE, GROWTH_SOME } growth;  /* this tick (cg_growth) */
 };
 

@@ -468,13 +468,17 @@ static bool room_again(const struct manager *m, const struct proc_rec *p) {
         return room > 0 && room / 1024 >= m->cfg.min_misplaced_kb;
 }
 
-/* Whether anything in cg may have grown since its last look, from its memory.current:
- * a cgroup without the memory controller cannot say (GROWTH_UNKNOWN). */
+/* Whether anything in cg may have grown since its last look, from its memory.current.
+ * A cgroup without the memory controller cannot say (GROWTH_UNKNOWN), unless nothing in
+ * it ran for GROW_CHECK_TICKS ticks (its cpu.stat): then nothing grew. */
 static void cg_growth(struct manager *m, struct cg_rec *cg) {
-        uint64_t cur;
+        uint64_t cur, usec = 0;
 
         if (cgroup_read_memory_current(m->cfg.cgroup_root, cg->path, &cur) < 0) {
-                cg->growth = GROWTH_UNKNOWN;
+                if (cgroup_read_cpu_usage(m->cfg.cgroup_root, cg->path, &usec) < 0 || usec != cg->cpu_seen_usec)
+                        cg->cpu_ran_tick = m->tick;
+                cg->cpu_seen_usec = usec;
+                cg->growth = m->tick - cg->cpu_ran_tick < GROW_CHECK_TICKS ? GROWTH_UNKNOWN : GROWTH_NONE;
                 return;
         }
         cg->growth = cur >= cg->mem_seen + m->cfg.min_misplaced_kb * 1024 ? GROWTH_SOME : GROWTH_NONE;

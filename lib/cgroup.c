@@ -822,6 +822,31 @@ int cgroup_read_memory_current(const char *root, const char *path, uint64_t *ret
         return parse_u64_n(buf, len, 0, UINT64_MAX, ret) < 0 ? -EINVAL : 0;
 }
 
+int cgroup_read_cpu_usage(const char *root, const char *path, uint64_t *ret_usec) {
+        _cleanup_free_ char *file = NULL, *buf = NULL;
+        const char *p, *end;
+        size_t len;
+        int r;
+
+        if (!root || !path || path[0] != '/' || !ret_usec)
+                return -EINVAL;
+        if (asprintf(&file, "%s%s/cpu.stat", root, strcmp(path, "/") == 0 ? "" : path) < 0)
+                return -ENOMEM;
+        r = read_file_at(AT_FDCWD, file, 4096, &buf, &len);
+        if (r < 0)
+                return r;
+        /* "usage_usec N" is its first line; looked for anywhere, one line at a time. */
+        for (p = buf, end = buf + len; p < end;) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
+
+                if (l > 11 && memcmp(p, "usage_usec ", 11) == 0)
+                        return parse_u64_n(p + 11, l - 11, 0, UINT64_MAX, ret_usec) < 0 ? -EINVAL : 0;
+                p += l + 1;
+        }
+        return -ENODATA;
+}
+
 int cgroup_read_procs(const char *root, const char *path, pid_t **ret, size_t *ret_n) {
         _cleanup_free_ char *file = NULL, *buf = NULL;
         _cleanup_free_ pid_t *pids = NULL;

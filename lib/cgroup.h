@@ -111,6 +111,10 @@ int cgroup_setting_of(const char *root, const struct cgroup_rule *rules, size_t 
  * descendants. -ENOENT where the memory controller is not enabled for it. */
 int cgroup_read_memory_current(const char *root, const char *path, uint64_t *ret);
 
+/* usage_usec of <root><path>/cpu.stat: the CPU time of everything in the cgroup and
+ * its descendants, there with or without the cpu controller. */
+int cgroup_read_cpu_usage(const char *root, const char *path, uint64_t *ret_usec);
+
 /* Process ids in <root><path>/cgroup.procs, sorted and without duplicates; lines that
  * are not a pid are skipped. *ret is NULL when the cgroup has no process. */
 int cgroup_read_procs(const char *root, const char *path, pid_t **ret, size_t *ret_n);

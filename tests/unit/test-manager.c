@@ -988,6 +988,57 @@ TEST(growth_is_looked_for_only_in_a_cgroup_that_grew) {
         env_done();
 }
 
+/* app.slice's cpu.stat: what the cgroup's processes ran, in µs. */
+static void set_cgroup_cpu(uint64_t usec) {
+        char path[PATH_MAX], text[128];
+
+        snprintf(path, sizeof(path), "%s/app.slice/cpu.stat", env.cgroup);
+        snprintf(text, sizeof(text), "usage_usec %" PRIu64 "\nuser_usec %" PRIu64 "\nsystem_usec 0\n", usec, usec);
+        write_file(path, text);
+}
+
+/* Without the memory controller, a cgroup none of whose processes ran for
+ * GROW_CHECK_TICKS ticks (cpu.stat) has none looked at: idle processes do not grow, and
+ * ten thousand of them cost no statm reads. Once it runs again, they are. */
+TEST(growth_is_not_looked_for_in_an_idle_cgroup) {
+        const uint64_t min = 600000, max = 4 * min;
+        const uint64_t rss_pages = 53680 / 4;
+        struct proc_rec *p;
+
+        if (page_size() != 4096)
+                TEST_SKIP("the fixture's sizes are in 4 KiB pages");
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = min, .scan_max_ms = max }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_resident(DB, rss_pages);
+        set_cgroup_cpu(5000);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        p = rec(DB);
+        if (!p) {
+                CHECK(p);
+                env_done();
+                return;
+        }
+        CHECK_INT(p->scans, 1);
+        /* Idle for GROW_CHECK_TICKS ticks: then a process that (by its files) grew is
+         * not looked at. */
+        for (int i = 0; i < GROW_CHECK_TICKS; i++)
+                CHECK_INT(tick(), 0);
+        set_resident(DB, rss_pages + 16384);
+        edit_proc_file(DB, "status", "53680", "119216");
+        for (int i = 0; i < 2 * GROW_CHECK_TICKS; i++)
+                CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 1);
+        /* The cgroup ran: looked at within GROW_CHECK_TICKS ticks. */
+        set_cgroup_cpu(9000);
+        for (int i = 0; i < GROW_CHECK_TICKS; i++)
+                CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 2);
+        CHECK_INT(env.m->growth_scans, 1);
+        env_done();
+}
+
 TEST(skips_what_is_not_a_process_to_watch) {
         char path[PATH_MAX], list[128];
 
