@@ -190,6 +190,7 @@ class Env:
                              preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env=dict(os.environ, **env) if env else None)
         self.procs.append(p)
+        p.ready = ready
         deadline = time.time() + 120
         while not os.path.exists(ready):
             if p.poll() is not None:

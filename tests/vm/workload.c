@@ -19,11 +19,16 @@
  * WORKLOAD_RESERVE_GIB=N in the environment also maps N GiB (MAP_NORESERVE) and touches
  * its first 4 MiB on TOUCH: a huge, mostly empty mapping like ASan's shadow or a heap
  * reservation. Its start goes to READY_FILE as a fourth field.
- * WORKLOAD_MLOCK=1 locks the memory (mlock(2)) once it is placed. */
+ * WORKLOAD_MLOCK=1 locks the memory (mlock(2)) once it is placed.
+ * WORKLOAD_GROW_MB=N: on SIGUSR1 the main thread maps N MiB more under the same VMA
+ * policy, touches them on RUN (where it runs) and reads them with the rest from then
+ * on; it writes "<start-hex> <length>" to READY_FILE.grown once they are placed (new
+ * memory of a settled process). */
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,6 +53,11 @@
 static char *mem;
 static size_t len;
 static int run_node;
+/* WORKLOAD_GROW_MB: the memory added on SIGUSR1, published once touched. */
+static volatile sig_atomic_t grow_requested;
+static char *grown;
+static size_t grown_len, grow_len;
+static const char *ready_path;
 
 /* What place() needs, set by main. */
 static int touch_node, mode;
@@ -58,12 +68,23 @@ static int placed = -1;         /* place()'s result once it ran */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 
+static void grow(void);
+
+/* arg non-NULL: the main thread's reader, which also grows the memory on SIGUSR1. */
 static void *reader(void *arg) {
         volatile uint64_t sum = 0;
         pin_to_node(run_node);
         for (;;) {
+                char *g = __atomic_load_n(&grown, __ATOMIC_ACQUIRE);
+
+                if (arg && grow_requested && !g) {
+                        grow();
+                        continue;
+                }
                 for (size_t i = 0; i < len; i += 4096)
                         sum += (uint8_t) mem[i];
+                for (size_t i = 0; g && i < grown_len; i += 4096)
+                        sum += (uint8_t) g[i];
                 /* Leave some CPU for the daemon and the guest on 1-vCPU nodes. */
                 usleep(20000);
         }
@@ -161,6 +182,47 @@ static int place(void) {
         return 0;
 }
 
+static void write_ready(const char *path, const char *text) {
+        char tmp[4096];
+        FILE *f;
+
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        f = fopen(tmp, "w");
+        if (!f) {
+                perror("ready file");
+                exit(1);
+        }
+        fputs(text, f);
+        fclose(f);
+        rename(tmp, path);
+}
+
+static void on_usr1(int sig) {
+        grow_requested = 1;
+}
+
+/* WORKLOAD_GROW_MB more, placed from where this thread runs (RUN) under the same VMA
+ * policy, then published to the readers and to READY_FILE.grown. */
+static void grow(void) {
+        char path[4096], text[64];
+        char *g = mmap(NULL, grow_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        if (g == MAP_FAILED) {
+                perror("workload: grow: mmap");
+                exit(1);
+        }
+        if (!thread_policy && mode != MPOL_DEFAULT && mbind(g, grow_len, mode, &mask, 64, 0) < 0) {
+                perror("workload: grow: mbind");
+                exit(1);
+        }
+        memset(g, 1, grow_len);
+        grown_len = grow_len;
+        __atomic_store_n(&grown, g, __ATOMIC_RELEASE);
+        snprintf(path, sizeof(path), "%s.grown", ready_path);
+        snprintf(text, sizeof(text), "%lx %zu\n", (unsigned long) g, grow_len);
+        write_ready(path, text);
+}
+
 /* The thread that places the memory under its own policy, then reads it on RUN. */
 static void *placer(void *arg) {
         int r = place();
@@ -189,7 +251,6 @@ static int place_in_thread(void) {
 int main(int argc, char **argv) {
         int threads;
         pthread_t t;
-        FILE *f;
         char tmp[4096], *reserve = NULL;
 
         pages = argc > 7 ? argv[7] : "system";
@@ -221,21 +282,23 @@ int main(int argc, char **argv) {
                 memset(reserve, 1, 4u << 20);
         }
 
-        snprintf(tmp, sizeof(tmp), "%s.tmp", argv[6]);
-        f = fopen(tmp, "w");
-        if (!f) {
-                perror("ready file");
-                return 1;
+        ready_path = argv[6];
+        if (getenv("WORKLOAD_GROW_MB")) {
+                grow_len = (size_t) atol(getenv("WORKLOAD_GROW_MB")) << 20;
+                if (grow_len == 0 || signal(SIGUSR1, on_usr1) == SIG_ERR) {
+                        fprintf(stderr, "workload: bad WORKLOAD_GROW_MB\n");
+                        return 2;
+                }
         }
-        fprintf(f, "%d %lx %zu", (int) getpid(), (unsigned long) mem, len);
         if (reserve)
-                fprintf(f, " %lx", (unsigned long) reserve);
-        fputc('\n', f);
-        fclose(f);
-        rename(tmp, argv[6]);
+                snprintf(tmp, sizeof(tmp), "%d %lx %zu %lx\n", (int) getpid(), (unsigned long) mem, len,
+                         (unsigned long) reserve);
+        else
+                snprintf(tmp, sizeof(tmp), "%d %lx %zu\n", (int) getpid(), (unsigned long) mem, len);
+        write_ready(ready_path, tmp);
 
         for (int i = 1; i < threads; i++)
                 pthread_create(&t, NULL, reader, NULL);
-        reader(NULL);
+        reader(&grow_len);   /* non-NULL: this reader grows the memory */
         return 0;
 }

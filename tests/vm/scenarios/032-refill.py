@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""(c') 4 nodes, bound to {1,3} and settled on 3: new memory while 3 is full lands on 1,
+is noticed, held back at the floor, and moved to 3 as soon as 3 has room.
+
+The test with which MPOL_F_NUMA_BALANCING went upstream, as a settled process lives it:
+64 MiB placed on node 3 where its thread runs, then (backed off, scan_max_ms 60 s) a
+filler takes node 3's free memory and the process maps 128 MiB more, which the kernel
+places on node 1. Asserted: the growth is what brings its scan forward (the debug line
+of grew()) and the move is held back at node 3's floor (reason=target-full) within
+GROW_WITHIN_S; once the filler exits, 95% of the process is on node 3 within
+MOVED_WITHIN_S, long before its backed-off scan would have come; no page is ever on 0
+or 2. scripts/bench's `refill` scenario times the same story against the kernel."""
+import os
+import re
+import signal
+import time
+
+from scenario import check, fail, node_free_mb, sysctl_numa_balancing, wait_local
+
+NODE_FROM, NODE_TO = 1, 3
+BASE_MB, GROW_MB = 64, 128
+# Left free on node 3 by the filler: below what the grown memory needs, above the
+# kernel's watermarks (a node of 512 MiB has them under 2 MiB), so that the filler
+# itself never needs reclaim (nothing in these guests can be reclaimed but cache).
+FILL_LEAVE_MB = 12
+GROW_WITHIN_S = 10
+MOVED_WITHIN_S = 20
+# Ticks of 0.5 s, scans backing off from 0.5 s to 60 s: settled after 8 s (next scan
+# 8 s later, and 16 s after that), so that only grew() and room_again() can explain a
+# quick reaction.
+TIMING = "tick_ms = 500\nscan_min_ms = 500\nscan_max_ms = 60000\n"
+
+
+def wait_file(path, what, proc, timeout=60):
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if proc.poll() is not None:
+            fail(f"{what}: the workload exited: {proc.stderr.read().decode()}")
+        if time.time() >= deadline:
+            fail(f"{what}: not within {timeout} s")
+        time.sleep(0.1)
+    return open(path).read().split()
+
+
+def story(env, cg, policy, settle_s, noticed=None, follow=None):
+    """The shared part (this test and scripts/bench): a workload settled on node 3,
+    node 3 filled, the workload grown, noticed(pid) waited for (returns seconds, or None
+    when the mode has no way to tell), the filler killed. follow(pid, t0) then times
+    the move (default: wait_local for MOVED_WITHIN_S). Returns a dict of what it saw."""
+    p, _, _ = env.start_workload(cg, BASE_MB, NODE_TO, NODE_TO, policy=policy,
+                                     env={"WORKLOAD_GROW_MB": str(GROW_MB)})
+    time.sleep(settle_s)
+    leave = node_free_mb(NODE_TO) - FILL_LEAVE_MB
+    if leave < GROW_MB:
+        fail(f"node {NODE_TO} has {leave + FILL_LEAVE_MB} MiB free: too little to fill and leave room for the test")
+    filler, _, _ = env.start_workload(None, leave, NODE_TO, NODE_TO, policy=f"bind:{NODE_TO}")
+    t_grow = time.time()
+    p.send_signal(signal.SIGUSR1)
+    wait_file(p.ready + ".grown", "grow", p)
+    # The new mapping may merge with the first (same policy, adjacent): counted over
+    # every bound VMA of the process.
+    g_nodes = bound_pages(p.pid)
+    check(g_nodes.get(NODE_FROM, 0) >= GROW_MB * 256 // 2,
+          f"node {NODE_TO} was not full: the process's bound memory is {g_nodes} (pages per node)")
+    out = {"grown_pages_per_node": g_nodes, "settle_s": settle_s}
+    out["noticed_s"] = noticed(p.pid, t_grow) if noticed else None
+    filler.kill()
+    filler.wait()
+    env.procs.remove(filler)
+    t0 = time.time()
+    out["t95_s"], out["timeline"] = follow(p.pid, t0) if follow else (wait_local(env, p.pid, 0.95, MOVED_WITHIN_S), None)
+    out["pid"] = p.pid
+    return out
+
+
+def bound_pages(pid):
+    """Pages per node of every VMA of pid under a bind policy (numa_maps)."""
+    out = {}
+    with open(f"/proc/{pid}/numa_maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 2 or not fields[1].startswith("bind"):
+                continue
+            for tok in fields[2:]:
+                if tok.startswith("N") and "=" in tok and tok[1:].split("=")[0].isdigit():
+                    k, v = tok[1:].split("=")
+                    out[int(k)] = out.get(int(k), 0) + int(v)
+    return out
+
+
+def run(env, res):
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-refill", "balance")
+    env.start_daemon(shipped_timing=True, extra_conf=TIMING)
+
+    def noticed(pid, t_grow):
+        # The growth seen (grew()), then the move held back at node 3's floor.
+        seen = re.compile(rf"pid={pid}: resident \d+ KiB, \d+ KiB more than at its last scan: scanning now"
+                          rf"(?s:.*)pid={pid} comm=\S+: not moving: .*\(reason=target-full\)")
+        while not seen.search(env.log()):
+            if time.time() >= t_grow + GROW_WITHIN_S:
+                fail(f"the growth was not noticed and held back within {GROW_WITHIN_S} s:\n{env.log()[-3000:]}")
+            time.sleep(0.1)
+        return round(time.time() - t_grow, 2)
+
+    out = story(env, cg, f"bind:{NODE_FROM},{NODE_TO}", 8, noticed)
+    res.update({k: out[k] for k in ("grown_pages_per_node", "noticed_s", "t95_s")})
+    check(out["t95_s"] is not None, f"not 95% on node {NODE_TO} within {MOVED_WITHIN_S} s of the filler's exit")
+    nodes = bound_pages(out["pid"])
+    check(set(nodes) <= {NODE_FROM, NODE_TO}, f"pages on a node outside {{1,3}}: {nodes}")
+    env.stop_daemon()
