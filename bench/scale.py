@@ -5,11 +5,12 @@
     tests/vm/vmrun --timeout 900 2n2c bench/scale.py --build BUILD_DIR [--counts 10,100,1000]
         [--settle S] [--measure S]
 
-For each count N: N idle processes (`sleep`) in one cgroup opted in with
+For each count N: N idle processes (bench/idle-procs: forked children that pause, a
+few tens of KiB each, so that 10,000 fit in the guest) in one cgroup opted in with
 trusted.numabalanced=balance, min_rss = 0 so that every one of them is scanned (read
 status, numa_maps and maps, decided on) rather than skipped as too small; the daemon
 with the shipped timings (tick 1 s, scans backing off from 1 s to 30 s). After SETTLE
-seconds the daemon's CPU time (utime + stime from /proc/PID/stat) is measured over
+seconds (at least N/100: every process's first scans must be over) the daemon's CPU time (utime + stime from /proc/PID/stat) is measured over
 MEASURE seconds: reported as ms per tick and as a share of one CPU, with its VmRSS and
 VmHWM, and the number of processes `numabalancectl list --json` says it watches.
 TCG runs the guest's code several times slower than the host would: the CPU figures
@@ -44,14 +45,19 @@ def status_kb(pid, key):
 def run(build, n, settle, measure):
     os.makedirs(CG, exist_ok=True)
     os.setxattr(CG, "trusted.numabalanced", b"balance")
-    procs = []
+    ready = f"/tmp/numabalanced-scale.ready.{time.time_ns()}"
 
     def enter():
         with open(os.path.join(CG, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
 
-    for _ in range(n):
-        procs.append(subprocess.Popen(["sleep", "3600"], preexec_fn=enter))
+    idle = subprocess.Popen([os.path.join(build, "bench", "idle-procs"), str(n), ready], preexec_fn=enter)
+    deadline = time.time() + 600
+    while not os.path.exists(ready):
+        if idle.poll() is not None or time.time() > deadline:
+            idle.kill()
+            raise SystemExit(f"idle-procs did not start {n} processes")
+        time.sleep(0.2)
     conf = "/tmp/numabalanced-scale.conf"
     with open(conf, "w") as f:
         f.write("[daemon]\nservice_cpus = 0\n[select]\nmin_rss = 0\n")
@@ -59,7 +65,7 @@ def run(build, n, settle, measure):
     daemon = subprocess.Popen([os.path.join(build, "daemon", "numabalanced"), "--foreground", "--config", conf,
                                "--control-socket", sock], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(settle)
+        time.sleep(max(settle, n / 100))
         c0, t0 = cpu_seconds(daemon.pid), time.monotonic()
         time.sleep(measure)
         c1, t1 = cpu_seconds(daemon.pid), time.monotonic()
@@ -72,6 +78,7 @@ def run(build, n, settle, measure):
         wall = t1 - t0
         res = {
             "processes": n,
+            "settle_s": max(settle, n / 100),
             "watched": watched,
             "cpu_s": round(c1 - c0, 3),
             "wall_s": round(wall, 1),
@@ -83,11 +90,19 @@ def run(build, n, settle, measure):
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(30)
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
-        os.rmdir(CG)
+        idle.terminate()
+        idle.wait(60)
+        # The children go with their parent (SIGTERM to its group, PDEATHSIG): the
+        # cgroup is empty once they are reaped.
+        deadline = time.time() + 120
+        while True:
+            try:
+                os.rmdir(CG)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
     return res
 
 
