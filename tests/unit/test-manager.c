@@ -894,38 +894,58 @@ static void set_resident(pid_t pid, uint64_t pages) {
         write_file(path, text);
 }
 
+/* db's VmRSS in its fixture, in 4 KiB pages; the growth tests' 64 MiB more. */
+#define DB_RSS_PAGES (53680 / 4)
+#define DB_GROWN_PAGES (DB_RSS_PAGES + 16384)
+
+/* db seen and scanned once in an advise-mode env whose scans are minutes apart (never
+ * due by time in these tests): its record, or NULL (a failed check). */
+static struct proc_rec *db_scanned_once(void) {
+        struct proc_rec *p;
+
+        put_proc(DB, DB);
+        set_resident(DB, DB_RSS_PAGES);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        p = rec(DB);
+        CHECK(p && p->scans == 1 && p->rss_kb == 53680);
+        return p && p->scans == 1 ? p : NULL;
+}
+
+/* db 64 MiB larger, by statm and by status alike (as the kernel's would say). */
+static void grow_db(void) {
+        set_resident(DB, DB_GROWN_PAGES);
+        edit_proc_file(DB, "status", "53680", "119216");
+}
+
+/* The env of the growth tests: advise mode, scans minutes apart. */
+static bool growth_env(void) {
+        const uint64_t min = 600000;
+        return env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = min, .scan_max_ms = 4 * min });
+}
+
 /* New memory in a settled process is looked at within GROW_CHECK_TICKS ticks, not at
  * its backed-off scan: growth of min_misplaced (and of 1/GROW_SHARE of it) brings its
  * scan forward, once per growth; less does not. */
 TEST(a_settled_process_that_grows_is_scanned_again) {
-        const uint64_t min = 600000, max = 4 * min;   /* minutes: never due by time here */
-        const uint64_t rss_pages = 53680 / 4;          /* db's VmRSS, in 4 KiB pages */
         struct proc_rec *p;
 
         if (page_size() != 4096)
                 TEST_SKIP("the fixture's sizes are in 4 KiB pages");
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = min, .scan_max_ms = max }))
+        if (!growth_env())
                 TEST_SKIP("no CPU of 0-3 to run the service on");
-        put_proc(DB, DB);
-        set_resident(DB, rss_pages);
-        set_procs("3001\n");
-        CHECK_INT(tick(), 0);
-        p = rec(DB);
-        if (!p) {
-                CHECK(p);
+        if (!(p = db_scanned_once())) {
                 env_done();
                 return;
         }
-        CHECK(p->scans == 1 && p->rss_kb == 53680);
         /* 1 MiB more: below min_misplaced (2 MiB), not scanned. */
-        set_resident(DB, rss_pages + 256);
+        set_resident(DB, DB_RSS_PAGES + 256);
         for (int i = 0; i < GROW_CHECK_TICKS; i++)
                 CHECK_INT(tick(), 0);
         CHECK_INT(p->scans, 1);
         /* 64 MiB more: scanned within GROW_CHECK_TICKS ticks, and counted (its status
          * says the same size, as the kernel's would). */
-        set_resident(DB, rss_pages + 16384);
-        edit_proc_file(DB, "status", "53680", "119216");
+        grow_db();
         for (int i = 0; i < GROW_CHECK_TICKS; i++)
                 CHECK_INT(tick(), 0);
         CHECK_INT(p->scans, 2);
@@ -951,29 +971,19 @@ static void set_memory_current(uint64_t bytes) {
  * memory.current grew by min_misplaced: a process that grew in a cgroup that did not
  * (the file says otherwise) is not scanned; once the cgroup grows, it is, in that tick. */
 TEST(growth_is_looked_for_only_in_a_cgroup_that_grew) {
-        const uint64_t min = 600000, max = 4 * min;
-        const uint64_t rss_pages = 53680 / 4;
         struct proc_rec *p;
 
         if (page_size() != 4096)
                 TEST_SKIP("the fixture's sizes are in 4 KiB pages");
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = min, .scan_max_ms = max }))
+        if (!growth_env())
                 TEST_SKIP("no CPU of 0-3 to run the service on");
-        put_proc(DB, DB);
-        set_resident(DB, rss_pages);
         set_memory_current(100 * MIB);
-        set_procs("3001\n");
-        CHECK_INT(tick(), 0);
-        p = rec(DB);
-        if (!p) {
-                CHECK(p);
+        if (!(p = db_scanned_once())) {
                 env_done();
                 return;
         }
-        CHECK_INT(p->scans, 1);
         /* The process grew; its cgroup (by its file) did not: not looked at. */
-        set_resident(DB, rss_pages + 16384);
-        edit_proc_file(DB, "status", "53680", "119216");
+        grow_db();
         for (int i = 0; i < 2 * GROW_CHECK_TICKS; i++)
                 CHECK_INT(tick(), 0);
         CHECK_INT(p->scans, 1);
@@ -1001,32 +1011,22 @@ static void set_cgroup_cpu(uint64_t usec) {
  * GROW_CHECK_TICKS ticks (cpu.stat) has none looked at: idle processes do not grow, and
  * ten thousand of them cost no statm reads. Once it runs again, they are. */
 TEST(growth_is_not_looked_for_in_an_idle_cgroup) {
-        const uint64_t min = 600000, max = 4 * min;
-        const uint64_t rss_pages = 53680 / 4;
         struct proc_rec *p;
 
         if (page_size() != 4096)
                 TEST_SKIP("the fixture's sizes are in 4 KiB pages");
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = min, .scan_max_ms = max }))
+        if (!growth_env())
                 TEST_SKIP("no CPU of 0-3 to run the service on");
-        put_proc(DB, DB);
-        set_resident(DB, rss_pages);
         set_cgroup_cpu(5000);
-        set_procs("3001\n");
-        CHECK_INT(tick(), 0);
-        p = rec(DB);
-        if (!p) {
-                CHECK(p);
+        if (!(p = db_scanned_once())) {
                 env_done();
                 return;
         }
-        CHECK_INT(p->scans, 1);
         /* Idle for GROW_CHECK_TICKS ticks: then a process that (by its files) grew is
          * not looked at. */
         for (int i = 0; i < GROW_CHECK_TICKS; i++)
                 CHECK_INT(tick(), 0);
-        set_resident(DB, rss_pages + 16384);
-        edit_proc_file(DB, "status", "53680", "119216");
+        grow_db();
         for (int i = 0; i < 2 * GROW_CHECK_TICKS; i++)
                 CHECK_INT(tick(), 0);
         CHECK_INT(p->scans, 1);
