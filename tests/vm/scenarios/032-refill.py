@@ -22,7 +22,7 @@ BASE_MB, GROW_MB = 64, 128
 # Left free on node 3 by the filler: below what the grown memory needs, above the
 # kernel's watermarks (a node of 512 MiB has them under 2 MiB), so that the filler
 # itself never needs reclaim (nothing in these guests can be reclaimed but cache).
-FILL_LEAVE_MB = 12
+FILL_LEAVE_MB = 32
 GROW_WITHIN_S = 10
 MOVED_WITHIN_S = 20
 # Ticks of 0.5 s, scans backing off from 0.5 s to 60 s: settled after 8 s (next scan
