@@ -32,6 +32,11 @@ Scenarios:
              touching and unmapping 1 MiB every 64 batches (an allocator handing memory
              back), those operations timed too: a long numa_maps walk holds the mmap
              lock they need
+  maplock    (2n1c-big) steady-churn's workload under the daemon as shipped (huge_vma:
+             the settled process's 3 GiB mapping sampled) and with huge_vma = 0
+             (numa_maps read at every scan: the walk holds the mmap lock), every
+             scan_max_ms 1000 so that two minutes hold a hundred scans; the churn's
+             latencies, and the time one read of the process's numa_maps takes
   misplaced  (2n1c) 512 MiB first-touched on node 0, its reader thread on node 1
   bound      (2n2c) the same under MPOL_BIND to nodes 0-1
   stalls     (2n1c) one thread's random reads over 512 MiB misplaced on node 0 from
@@ -192,14 +197,18 @@ def kdamond_cpu_s():
 class Balancer:
     """Starts and stops one mode's balancer; says whose CPU time is the balancer's."""
 
-    def __init__(self, env, mode):
-        self.env, self.mode, self.pid = env, mode, None
+    def __init__(self, env, mode, conf=""):
+        self.env, self.mode, self.pid, self.conf = env, mode, None, conf
+        self.daemon = mode.startswith("numabalanced")
+        if mode == "numabalanced-walk":
+            # The daemon reading numa_maps at every scan, as it did before huge_vma.
+            self.conf += "[sample]\nhuge_vma = 0\n"
 
     def start(self, cgroup_name):
         scenario.sysctl_numa_balancing(1 if self.mode == "kernel" else 0)
-        cg = self.env.cgroup(cgroup_name, "balance" if self.mode == "numabalanced" else None)
-        if self.mode == "numabalanced":
-            self.env.start_daemon(shipped_timing=True, service_cpus=SERVICE_CPUS)
+        cg = self.env.cgroup(cgroup_name, "balance" if self.daemon else None)
+        if self.daemon:
+            self.env.start_daemon(shipped_timing=True, service_cpus=SERVICE_CPUS, extra_conf=self.conf)
             self.pid = self.env.daemon.pid
             # Its start-up (loading the BPF programs) is not balancing: let it pass.
             time.sleep(2)
@@ -222,7 +231,7 @@ class Balancer:
     def stop(self):
         """Ends the run: its processes (env.cleanup), then the balancer."""
         self.env.cleanup()
-        if self.mode == "numabalanced":
+        if self.daemon:
             self.env.stop_daemon()
         elif self.mode == "damon":
             self.damon_stats = damon_stop()
@@ -631,12 +640,25 @@ def steady_window(s0, s1, seconds):
     return out
 
 
-def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20):
+def numa_maps_read_ms(pid, times=5):
+    """The median time to read pid's numa_maps whole, in ms: the kernel walks each VMA's
+    page tables under the process's mmap lock."""
+    took = []
+    for _ in range(times):
+        t0 = time.perf_counter()
+        with open(f"/proc/{pid}/numa_maps", "rb", buffering=0) as f:
+            while f.read(1 << 16):
+                pass
+        took.append((time.perf_counter() - t0) * 1000)
+    return round(sorted(took)[len(took) // 2], 2)
+
+
+def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf=""):
     """Memory local from the start, one reader per CPU of every node (bench/steady.c):
     after warmup_s (the start of every mode: the daemon's first scans, the kernel's
     scan delay), a window of `seconds` whose outliers, percentiles and the kernel's
-    NUMA hinting counters are the result."""
-    b = Balancer(env, mode)
+    NUMA hinting counters are the result. conf: added to the daemon's config."""
+    b = Balancer(env, mode, conf)
     cg = b.start("bench-steady")
     stats = f"/tmp/bench.steady.{time.time_ns()}.json"
     ready = f"/tmp/bench.steady.ready.{time.time_ns()}"
@@ -664,6 +686,11 @@ def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20):
             time.sleep(1)
         s1, v1, c1, (u1, sy1), t1 = snapshot()
         nodes = env.region_nodes(p.pid, start)
+        scans = {}
+        if b.daemon:
+            d = env.show(p.pid)
+            scans = {"daemon_scans": d.get("scans"), "daemon_sampled_scans": d.get("sampled_scans")}
+        read_ms = numa_maps_read_ms(p.pid) if churn_kb else None
         p.send_signal(signal.SIGTERM)
         p.wait(10)
         per_h = 3600.0 / (t1 - t0)
@@ -677,6 +704,8 @@ def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20):
             "workload_user_s": round(u1 - u0, 3),
             "workload_sys_s": round(sy1 - sy0, 3),
             "pages_per_node_end": nodes,
+            "numa_maps_read_ms": read_ms,
+            **scans,
         })
         return r
     finally:
@@ -735,10 +764,11 @@ MODES = {
     "churn": ["numabalanced", "kernel", "numad", "none"],
     "steady": ["numabalanced", "kernel", "damon", "none"],
     "steady-churn": ["numabalanced", "kernel", "none"],
+    "maplock": ["numabalanced", "numabalanced-walk", "none"],
     "refill": ["numabalanced", "kernel", "none"],
 }
 TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c", "misplaced-1g": "2n1c-big",
-            "spread": "4n1c", "churn": "2n2c", "steady": "2n1c", "steady-churn": "2n1c-big",
+            "spread": "4n1c", "churn": "2n2c", "steady": "2n1c", "steady-churn": "2n1c-big", "maplock": "2n1c-big",
             "refill": "4n1c"}
 # Each process's memory in spread: four of them beside the kernel in 512 MiB nodes.
 SPREAD_MB = 96
@@ -757,6 +787,11 @@ SERVICE_CPUS = "0"
 # 3 GiB VMA whose numa_maps line is one page-table walk under the mmap lock).
 STEADY_WINDOW_S = 600
 STEADY_CHURN_MB = 1536
+# maplock: steady-churn's workload under the daemon with and without huge_vma, each
+# settled process scanned every second instead of every 30 s (scan_max_ms), so that a
+# window of minutes holds as many scans as the shipped timing makes in an hour or two.
+MAPLOCK_WINDOW_S = 120
+MAPLOCK_CONF = "scan_max_ms = 1000\n"
 LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20, "refill": 40}
 
 
@@ -810,6 +845,9 @@ def main():
                         r = run_steady(env, mode, a.window or STEADY_WINDOW_S, 256, 0)
                     elif a.scenario == "steady-churn":
                         r = run_steady(env, mode, a.window or STEADY_WINDOW_S, STEADY_CHURN_MB, 1024)
+                    elif a.scenario == "maplock":
+                        r = run_steady(env, mode, a.window or MAPLOCK_WINDOW_S, STEADY_CHURN_MB, 1024,
+                                       conf=MAPLOCK_CONF)
                     elif a.scenario == "stalls":
                         r = run_stalls(env, mode, 512, 30)
                     elif a.scenario == "spread":
@@ -828,7 +866,7 @@ def main():
                     print(f"{mode} run {i + 1}: FAILED: {e}", flush=True)
                     continue
                 doc["runs"].setdefault(mode, []).append(r)
-                if a.scenario.startswith("steady"):
+                if a.scenario.startswith("steady") or a.scenario == "maplock":
                     print(f"{a.scenario} {mode} run {i + 1}: " + json.dumps(
                         {k: v for k, v in r.items() if "hist" not in k}), flush=True)
                     continue

@@ -207,7 +207,8 @@ def steady_plot(name, rows):
     except ImportError:
         return None
     modes = list(rows)
-    colors = {"numabalanced": "tab:blue", "kernel": "tab:red", "damon": "tab:purple", "none": "black"}
+    colors = {"numabalanced": "tab:blue", "numabalanced-walk": "tab:cyan", "kernel": "tab:red", "damon": "tab:purple",
+              "none": "black"}
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 3.4))
     bw = 0.8 / max(1, len(modes))
     for k, mode in enumerate(modes):
@@ -241,7 +242,7 @@ def steady_section(name):
         goals.append((name, "not run", ""))
         return None
     first = next(iter(doc["runs"].values()))[0]
-    churn = name == "steady-churn"
+    churn = name in ("steady-churn", "maplock")
     mb = round(sum(first["pages_per_node_end"].values()) * 4 / 1024)
     w(f"Memory local from the start: {first['readers']} reader threads, one per CPU of every node, each "
       f"doing random 8-byte reads over its own part of one {mb} MiB mapping that it first-touched on its "
@@ -335,6 +336,51 @@ if steady and {"numabalanced", "kernel", "none"} <= set(steady):
                   f"hint faults per hour {d['numa_hint_faults']:.0f} / {k['numa_hint_faults']:.0f} / "
                   f"{n['numa_hint_faults']:.0f}"))
 steady_section("steady-churn")
+
+
+def maplock_section():
+    """steady_section's tables for maplock, then what the daemon read and what one
+    numa_maps read of the process costs, and the goal."""
+    doc = load("maplock")
+    if not doc and carried_over("maplock", "## maplock"):
+        return
+    rows = steady_section("maplock")
+    if not rows:
+        return
+    w("maplock is steady-churn's workload (one mapping of several GiB, readers that also map and unmap) "
+      "under the daemon as shipped and with `huge_vma = 0`, the daemon reading numa_maps at every scan "
+      "as it did before that setting; `scan_max_ms = 1000`, so that each settled scan comes every "
+      "second rather than every 30 s: a window of two minutes holds as many scans as an hour at the "
+      "shipped timing. numa_maps produces each mapping's line with one walk of its page tables under "
+      "the process's mmap lock; an mmap or munmap waits for it, and the page faults behind that. "
+      "With `huge_vma`, a settled process's scans ask where 4,096 pages of the mapping are instead "
+      "(move_pages queries, the lock for 16 pages at a time).\n")
+    w("| mode | daemon scans of the process | of them sampled | one numa_maps read of the process (ms, "
+      "median of 5, at the end) |")
+    w("|---|---|---|---|")
+    runs = doc["runs"]
+    for mode in rows:
+        rs = runs[mode]
+        w(f"| {mode} | {fmt(sum(r.get('daemon_scans') or 0 for r in rs) if mode != 'none' else None)} "
+          f"| {fmt(sum(r.get('daemon_sampled_scans') or 0 for r in rs) if mode != 'none' else None)} "
+          f"| {spread([r.get('numa_maps_read_ms') for r in rs])} |")
+    w("")
+    if {"numabalanced", "numabalanced-walk", "none"} <= set(rows):
+        d, wk, n = rows["numabalanced"], rows["numabalanced-walk"], rows["none"]
+        beyond = {m: {ms: max(0.0, rows[m][f"churn_over{ms}"] - n[f"churn_over{ms}"]) for ms in (1, 4, 16)}
+                  for m in ("numabalanced", "numabalanced-walk")}
+        w("The churn's outliers beyond `none`'s, per hour: " + "; ".join(
+            f"{m} {beyond[m][1]:.0f} over 1 ms, {beyond[m][4]:.0f} over 4 ms, {beyond[m][16]:.0f} over 16 ms"
+            for m in beyond) + ".\n")
+        met = all(beyond["numabalanced"][ms] <= 0.05 * max(n[f"churn_over{ms}"], 20) for ms in (1, 4, 16))
+        goals.append(("maplock: a settled multi-GiB process's scans within noise of `none` for its mmap "
+                      "and munmap (the mmap lock held for 16 pages at a time, not a whole walk)",
+                      "met" if met else "missed",
+                      f"churn > 4 ms per hour: numabalanced {d['churn_over4']:.0f}, with huge_vma = 0 "
+                      f"{wk['churn_over4']:.0f}, none {n['churn_over4']:.0f}"))
+
+
+maplock_section()
 for k in ("6.12", "5.10"):
     if load(f"steady-{k}"):
         steady_section(f"steady-{k}")

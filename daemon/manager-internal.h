@@ -38,6 +38,9 @@
  * up) from being rescanned at every check: at most GROW_SHARE scans per doubling. */
 #define GROW_CHECK_TICKS 2
 #define GROW_SHARE 32
+/* At most this many VMAs of huge_vma or more are tracked per process for sampled
+ * scans (scan.c, vma-sample.h); a process with more is read in full. */
+#define HUGE_VMAS_MAX 16
 /* Each process moves at most this many batches' worth per tick, so that a tick (and
  * a SIGTERM waiting for it) stays bounded; the next tick continues. */
 #define BATCHES_PER_PROCESS_PER_TICK 4
@@ -113,6 +116,13 @@ struct cg_rec {
         enum { GROWTH_UNKNOWN, GROWTH_NONE, GROWTH_SOME } growth;  /* this tick (cg_growth) */
 };
 
+/* A VMA of huge_vma or more as the full read that left its process settled found it:
+ * the baseline its samples are compared with. */
+struct huge_vma {
+        uint64_t start, end;
+        uint64_t *pages;           /* base pages per node id (huge_n_ids entries) */
+};
+
 struct proc_rec {
         pid_t pid;
         uint64_t starttime;
@@ -151,6 +161,12 @@ struct proc_rec {
         struct page_agg *seen;
         size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */
         uint64_t page_planned_bytes;       /* page-level moves planned, last scan */
+        /* Sampled scans (scan.c): its huge VMAs, and the nodes with min_cpu_share_pct
+         * of its CPU time, at the full read that left it settled; none: read in full. */
+        struct huge_vma *huge;
+        size_t n_huge;
+        nb_nodemask huge_cpu_nodes;
+        uint64_t sampled_scans;            /* scans that did not read numa_maps */
 };
 
 struct manager {
@@ -159,6 +175,7 @@ struct manager {
         sd_event_source *events;   /* the source's node-change events, if it has them */
         uint64_t node_events;      /* received, for the debug log and the tests */
         uint64_t growth_scans;     /* scans brought forward by grew() (metrics) */
+        uint64_t sampled_scans;    /* scans of settled processes that sampled instead of reading numa_maps */
         struct manager_opts opts;
         char *proc_root, *sys_root;
         bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */

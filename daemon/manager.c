@@ -35,6 +35,7 @@
 #include "placement.h"
 #include "plan.h"
 #include "proc.h"
+#include "sampled-scan.h"
 #include "scan.h"
 #include "service-cpus.h"
 #include "siphash.h"
@@ -92,6 +93,7 @@ static void proc_rec_free(struct manager *m, struct proc_rec *p) {
         page_agg_free(p->seen);
         free(p->hist);
         free(p->node_bytes);
+        sampled_scan_forget(p);
         free(p);
 }
 

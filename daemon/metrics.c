@@ -331,6 +331,10 @@ static void metrics_daemon(const struct manager *m, const struct mtable *t, size
         metric_head(f, "numabalanced_growth_scans_total", "counter",
                     "Scans of settled processes brought forward because they grew (new memory to place).");
         fprintf(f, "numabalanced_growth_scans_total %" PRIu64 "\n", m->growth_scans);
+        metric_head(f, "numabalanced_sampled_scans_total", "counter",
+                    "Scans of settled processes with a huge mapping that sampled its pages instead of "
+                    "reading numa_maps (huge_vma).");
+        fprintf(f, "numabalanced_sampled_scans_total %" PRIu64 "\n", m->sampled_scans);
         metric_head(f, "numabalanced_sampling_source", "gauge",
                     "Where the daemon learns which node each thread runs on: 1 for the source in use.");
         fputs("numabalanced_sampling_source{source=\"", f);

@@ -313,6 +313,7 @@ static void put_list_process(struct json *j, const struct manager *m, const stru
         json_key(j, "cgroup"); json_string(j, p->cg ? p->cg->path : NULL);
         json_key(j, "mode"); json_string(j, proc_mode(m, p));
         json_key(j, "scans"); json_u64(j, p->scans);
+        json_key(j, "sampled_scans"); json_u64(j, p->sampled_scans);
         json_key(j, "total_bytes"); json_u64(j, p->total_bytes);
         json_key(j, "local_bytes"); json_u64(j, p->local_bytes);
         json_key(j, "local_share"); json_double(j, share(p->local_bytes, p->total_bytes));
@@ -565,6 +566,7 @@ static int explain_watched(struct manager *m, const struct proc_rec *p, struct j
         json_key(j, "mode_source"); json_string(j, p->cg ? source_name(p->cg->source) : NULL);
         json_key(j, "dry_run"); json_bool(j, m->opts.dry_run);
         json_key(j, "scans"); json_u64(j, p->scans);
+        json_key(j, "sampled_scans"); json_u64(j, p->sampled_scans);
         json_key(j, "hot_node"); put_node_or_null(j, p->scans ? p->hot_node : -1);
         json_key(j, "target_node"); put_node_or_null(j, p->scans ? p->target_node : -1);
         nodemask_format(&p->mems_allowed, mems, sizeof(mems));

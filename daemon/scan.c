@@ -10,6 +10,7 @@
 #include "maps.h"
 #include "pagesize.h"
 #include "proc.h"
+#include "sampled-scan.h"
 #include "scan.h"
 #include "smaps.h"
 
@@ -165,6 +166,16 @@ static int read_locked(struct manager *m, struct proc_rec *p, const struct proc_
         return 0;
 }
 
+/* Settled still, by its samples (sampled-scan.h): the decision, locality and
+ * baseline of its last full read stand. */
+static void scan_sampled(struct manager *m, struct proc_rec *p, uint64_t now) {
+        p->last_scan_ms = now;
+        p->scans++;
+        p->sampled_scans++;
+        m->sampled_scans++;
+        schedule_next(m, p, now, false);
+}
+
 /* What a scan reads of a process besides its status: its layout, the policies of its
  * threads and which VMAs are locked. */
 struct reading {
@@ -317,7 +328,8 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         struct plan_input in;
         struct plan_params pp = plan_params_of(m);
         uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t1, t2;
-        bool changing;
+        bool changing, active;
+        nb_nodemask cpu_nodes;
         int r, primed;
 
         p->react_due_ms = 0;
@@ -339,6 +351,12 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
                 p->rss_kb = status.vm_rss_kb;
                 p->interval_ms = m->cfg.scan_max_ms;
                 p->next_scan_ms = now + p->interval_ms;
+                return 0;
+        }
+        cpu_nodes = sampled_scan_cpu_nodes(m, cpu);
+        if (sampled_scan_unchanged(m, p, cpu_nodes, status.vm_rss_kb)) {
+                scan_sampled(m, p, now);
+                charge(p, STAGE_READ, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
                 return 0;
         }
         r = read_process(m, p, &status, &rd);
@@ -370,7 +388,9 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
 
         log_decision(m, p, &s->plan);
         remember(p, &s->plan, &in, &status, now);
-        schedule_next(m, p, now, s->plan.n_moves || s->pages.n_moves || primed == 0 || changing);
+        active = s->plan.n_moves || s->pages.n_moves || primed == 0 || changing;
+        schedule_next(m, p, now, active);
+        sampled_scan_note(m, p, rd.maps, rd.ends, &s->plan, !active, cpu_nodes);
         /* The parsed maps go now (cleanup): the plans name their ranges, which is all
          * the jobs need, and every scan of a tick holding its process's maps until
          * the jobs ran was the tick's peak memory. */

@@ -480,6 +480,9 @@ static const struct conf_key conf_keys[] = {
           "off, page-faults (the page-fault software event: first touches only, for tests)", pmu_modes },
         { KEY("sample", "pmu_sample_rate"), &type_u64, 1, 100000, F(pmu_sample_rate), "1000",
           "PMU samples per second per CPU: the bound on the sampling overhead" },
+        { KEY("sample", "huge_vma"), &type_size_kb, 0, TIB, F(huge_vma_kb), "1G",
+          "a settled process with a mapping this large is checked by sampling its pages instead of "
+          "reading numa_maps, whose walk holds its mmap lock; 0: always read numa_maps" },
 
         { KEY("decide", "min_cpu_share_pct"), &type_uint, 1, 100, F(min_cpu_share_pct), "60",
           "a node must have run this share of a process's CPU time before memory follows it" },

@@ -49,6 +49,7 @@ struct nb_config {
         uint64_t react_ms;           /* re-decide this long after a thread changes node (BPF) */
         enum pmu_mode pmu;           /* page-level memory-access sampling */
         uint64_t pmu_sample_rate;    /* samples per second per CPU (the PMU's budget) */
+        uint64_t huge_vma_kb;        /* a settled process with a VMA this large is sampled, 0: never */
 
         /* [decide] */
         unsigned min_cpu_share_pct;  /* hysteresis: a node needs this share of CPU time */

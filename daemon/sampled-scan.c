@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Sampled scans of settled processes with huge VMAs (sampled-scan.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cleanup.h"
+#include "log.h"
+#include "maps.h"
+#include "pagesize.h"
+#include "sampled-scan.h"
+#include "vma-sample.h"
+
+/* Entries of a per-node-id array: the highest node id + 1 (ids are sorted). */
+static size_t n_ids(const struct manager *m) {
+        return m->topo->n_nodes ? m->topo->nodes[m->topo->n_nodes - 1].id + 1 : 0;
+}
+
+nb_nodemask sampled_scan_cpu_nodes(const struct manager *m, const uint64_t *cpu) {
+        nb_nodemask out = {};
+        uint64_t total = 0;
+
+        for (unsigned i = 0; i < m->topo->n_nodes; i++)
+                total += cpu[i];
+        for (unsigned i = 0; total && i < m->topo->n_nodes; i++)
+                if (cpu[i] * 100 >= total * m->cfg.min_cpu_share_pct)
+                        nodemask_set(&out, m->topo->nodes[i].id);
+        return out;
+}
+
+void sampled_scan_forget(struct proc_rec *p) {
+        for (size_t i = 0; i < p->n_huge; i++)
+                free(p->huge[i].pages);
+        free(p->huge);
+        p->huge = NULL;
+        p->n_huge = 0;
+}
+
+/* Held back for a while rather than for good: the next scans must look again, which
+ * a sample that sees no change would not do. */
+static bool held_back(const struct plan *plan) {
+        static const enum plan_reason transient[] = { REASON_COOLDOWN, REASON_TARGET_FULL, REASON_HUGE_POOL };
+
+        for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+                if (plan->reason == transient[i] || plan->skipped_bytes[transient[i]])
+                        return true;
+        return false;
+}
+
+static bool is_huge(const struct manager *m, const struct vma *v, uint64_t end) {
+        return end > v->start && (end - v->start) / 1024 >= m->cfg.huge_vma_kb;
+}
+
+/* v's pages per node id, in base pages (a hugetlb VMA counts huge pages). */
+static int baseline(const struct manager *m, const struct numa_maps *maps, const struct vma *v, uint64_t **ret) {
+        const struct node_pages *np = vma_node_pages(maps, v);
+        const uint64_t per = v->page_size_kb * 1024 / page_size();
+        uint64_t *pages = calloc(n_ids(m) ? n_ids(m) : 1, sizeof(*pages));
+
+        if (!pages)
+                return -ENOMEM;
+        for (size_t k = 0; k < v->np_count; k++)
+                if (np[k].node < n_ids(m))
+                        pages[np[k].node] += np[k].pages * (per ? per : 1);
+        *ret = pages;
+        return 0;
+}
+
+void sampled_scan_note(const struct manager *m, struct proc_rec *p, const struct numa_maps *maps,
+                       const uint64_t *ends, const struct plan *plan, bool settled, nb_nodemask cpu_nodes) {
+        size_t n = 0;
+
+        sampled_scan_forget(p);
+        if (!m->cfg.huge_vma_kb || !settled || plan->n_moves || held_back(plan))
+                return;
+        for (size_t i = 0; i < maps->n_vmas; i++)
+                n += is_huge(m, &maps->vmas[i], ends[i]);
+        if (n == 0 || n > HUGE_VMAS_MAX)
+                return;
+        p->huge = calloc(n, sizeof(*p->huge));
+        if (!p->huge)
+                return;
+        for (size_t i = 0; i < maps->n_vmas; i++) {
+                const struct vma *v = &maps->vmas[i];
+                struct huge_vma *h = &p->huge[p->n_huge];
+
+                if (!is_huge(m, v, ends[i]))
+                        continue;
+                *h = (struct huge_vma) { .start = v->start, .end = ends[i] };
+                if (baseline(m, maps, v, &h->pages) < 0) {
+                        sampled_scan_forget(p);
+                        return;
+                }
+                p->n_huge++;
+        }
+        p->huge_cpu_nodes = cpu_nodes;
+}
+
+static bool differs(uint64_t a, uint64_t b, uint64_t tol) {
+        return (a > b ? a - b : b - a) > tol;
+}
+
+/* min_misplaced, and 1/GROW_SHARE of the whole (in the unit of whole). */
+static uint64_t tolerance(const struct manager *m, uint64_t whole, uint64_t unit_kb) {
+        uint64_t floor = m->cfg.min_misplaced_kb / unit_kb;
+        return whole / GROW_SHARE > floor ? whole / GROW_SHARE : floor;
+}
+
+/* Each huge VMA still there with the same bounds, and its sampled placement within
+ * tolerance of the baseline. */
+static bool placement_unchanged(struct manager *m, struct proc_rec *p) {
+        _cleanup_free_ struct vma_range *ranges = NULL;
+        _cleanup_free_ uint64_t *est = calloc(n_ids(m) ? n_ids(m) : 1, sizeof(*est));
+        size_t n_ranges = 0;
+
+        if (!est || proc_read_maps(m->proc_root, p->pid, &ranges, &n_ranges) < 0)
+                return false;
+        for (size_t i = 0; i < p->n_huge; i++) {
+                const struct huge_vma *h = &p->huge[i];
+                uint64_t pages = (h->end - h->start) / page_size();
+                /* A different phase at each scan: over several scans, other pages. */
+                int r = maps_end_of(ranges, n_ranges, h->start) != h->end ? -ESTALE :
+                        vma_sample_query(p->pid, h->start, h->end, p->scans * UINT64_C(2654435761), est, n_ids(m));
+
+                if (r < 0) {
+                        log_debug("pid=%d: VMA %" PRIx64 ": %s: reading numa_maps", (int) p->pid, h->start,
+                                  r == -ESTALE ? "its bounds changed" : "cannot sample it");
+                        return false;
+                }
+                if (vma_sample_moved(h->pages, est, n_ids(m), tolerance(m, pages, page_size() / 1024))) {
+                        log_debug("pid=%d: VMA %" PRIx64 ": its sampled placement changed: reading numa_maps",
+                                  (int) p->pid, h->start);
+                        return false;
+                }
+        }
+        return true;
+}
+
+bool sampled_scan_unchanged(struct manager *m, struct proc_rec *p, nb_nodemask cpu_nodes, uint64_t rss_kb) {
+        bool same;
+
+        if (!p->n_huge || !m->cfg.huge_vma_kb || p->seen)
+                return false;
+        same = nodemask_equal(&cpu_nodes, &p->huge_cpu_nodes) &&
+               !differs(rss_kb, p->rss_kb, tolerance(m, p->rss_kb, 1)) && placement_unchanged(m, p);
+        if (!same)
+                sampled_scan_forget(p);
+        return same;
+}
