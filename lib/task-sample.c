@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Timer samples of threads with their user registers (task-sample.h). */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "pagesize.h"
+#include "task-sample.h"
+
+struct ring {
+        pid_t pid, tid;
+        int fd;
+        struct perf_event_mmap_page *meta;   /* then the data pages */
+        size_t map_len;
+};
+
+struct task_sampler {
+        uint64_t period_ns;
+        struct ring rings[TASK_SAMPLE_MAX_THREADS];
+        size_t n;
+};
+
+int task_sampler_new(uint64_t period_ns, struct task_sampler **ret) {
+        struct task_sampler *s;
+
+        if (period_ns == 0 || !ret)
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->period_ns = period_ns;
+        *ret = s;
+        return 0;
+}
+
+void task_sampler_free(struct task_sampler *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n; i++) {
+                munmap(s->rings[i].meta, s->rings[i].map_len);
+                close(s->rings[i].fd);
+        }
+        free(s);
+}
+
+int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
+        struct perf_event_attr a = {
+                .type = PERF_TYPE_SOFTWARE,
+                .size = sizeof(a),
+                .config = PERF_COUNT_SW_TASK_CLOCK,
+                .sample_period = s->period_ns,
+                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER,
+                .sample_regs_user = INSN_REGS_MASK,
+                /* Only samples that interrupted user code: their IP is the access's. */
+                .exclude_kernel = 1,
+                .exclude_hv = 1,
+        };
+        struct ring *r;
+        int fd;
+
+        if (s->n == TASK_SAMPLE_MAX_THREADS)
+                return -E2BIG;
+        fd = (int) syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = &s->rings[s->n];
+        r->map_len = (1 + TASK_SAMPLE_RING_PAGES) * page_size();
+        r->meta = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (r->meta == MAP_FAILED) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        r->fd = fd;
+        r->pid = pid;
+        r->tid = tid;
+        s->n++;
+        return 0;
+}
+
+/* Copies len bytes at offset off of the ring's data area (it wraps). */
+static void ring_copy(const struct ring *r, uint64_t off, void *dst, size_t len) {
+        const uint8_t *data = (const uint8_t *) r->meta + page_size();
+        const size_t size = TASK_SAMPLE_RING_PAGES * page_size();
+        size_t at = off % size, first = len < size - at ? len : size - at;
+
+        memcpy(dst, data + at, first);
+        memcpy((uint8_t *) dst + first, data, len - first);
+}
+
+/* One PERF_RECORD_SAMPLE's body: pid, tid, abi, then the registers of the mask in
+ * ascending order. Returns whether it carried 64-bit user registers. */
+static bool parse_sample(const uint8_t *body, size_t len, struct task_sample *t) {
+        const size_t n_regs = (size_t) __builtin_popcountll(INSN_REGS_MASK);
+        uint32_t ids[2];
+        uint64_t abi, v[INSN_REGS];
+        size_t k = 0;
+
+        if (len < 8 + 8)
+                return false;
+        memcpy(ids, body, 8);
+        memcpy(&abi, body + 8, 8);
+        if (abi != PERF_SAMPLE_REGS_ABI_64 || len < 16 + 8 * n_regs)
+                return false;
+        memcpy(v, body + 16, 8 * n_regs);
+        memset(t->regs, 0, sizeof(t->regs));
+        for (unsigned bit = 0; bit < INSN_REGS; bit++)
+                if (INSN_REGS_MASK & (UINT64_C(1) << bit))
+                        t->regs[bit] = v[k++];
+        t->pid = (pid_t) ids[0];
+        t->tid = (pid_t) ids[1];
+        t->ip = t->regs[8];
+        return true;
+}
+
+static int drain_ring(struct ring *r, void (*fn)(void *, const struct task_sample *), void *userdata,
+                      uint64_t *lost) {
+        uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE), tail = r->meta->data_tail;
+        uint8_t buf[512];
+        int n = 0;
+
+        while (tail + sizeof(struct perf_event_header) <= head) {
+                struct perf_event_header h;
+                ring_copy(r, tail, &h, sizeof(h));
+                if (h.size < sizeof(h) || tail + h.size > head)
+                        break;
+                if (h.size <= sizeof(buf)) {
+                        ring_copy(r, tail, buf, h.size);
+                        if (h.type == PERF_RECORD_SAMPLE) {
+                                struct task_sample t;
+                                if (parse_sample(buf + sizeof(h), h.size - sizeof(h), &t)) {
+                                        fn(userdata, &t);
+                                        n++;
+                                }
+                        } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16 && lost) {
+                                uint64_t l;
+                                memcpy(&l, buf + sizeof(h) + 8, 8);
+                                *lost += l;
+                        }
+                }
+                tail += h.size;
+        }
+        __atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
+        return n;
+}
+
+int task_sampler_drain(struct task_sampler *s, void (*fn)(void *userdata, const struct task_sample *t),
+                       void *userdata, uint64_t *lost) {
+        int total = 0;
+
+        if (!s || !fn)
+                return -EINVAL;
+        for (size_t i = 0; i < s->n; i++)
+                total += drain_ring(&s->rings[i], fn, userdata, lost);
+        return total;
+}
+
+int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_MAX_LEN]) {
+        const uint64_t ps = page_size();
+        uint64_t from = ip >= INSN_MAX_LEN ? ip - INSN_MAX_LEN : 0;
+        struct iovec local, remote;
+        ssize_t n;
+
+        for (;;) {
+                local = (struct iovec) { code, ip - from };
+                remote = (struct iovec) { (void *) (uintptr_t) from, ip - from };
+                n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+                if (n == (ssize_t) (ip - from))
+                        break;
+                /* The page before ip's is not mapped: what ip's own page holds. */
+                if (from / ps == ip / ps || ip % ps == 0)
+                        return n < 0 ? -errno : -EFAULT;
+                from = ip / ps * ps;
+        }
+        return (int) (ip - from);
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Timer samples of threads with their user registers: perf's task-clock software event,
+ * which every kernel and virtual machine has (no PMU counter taken), one event per
+ * thread, each sample carrying the thread id and the x86-64 user registers
+ * (PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER; the IP is the registers' own). With
+ * lib/insn-addr they say which data address the thread had just accessed.
+ *
+ * The cost charged to a sampled thread is one timer interrupt per period of its own
+ * run time. Only samples that interrupted user code are kept (exclude_kernel): their
+ * IP follows the access. Bounded: at most TASK_SAMPLE_MAX_THREADS events
+ * per sampler, each with a ring of TASK_SAMPLE_RING_PAGES pages; a ring that fills
+ * between drains loses samples (counted), never blocks the thread. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "insn-addr.h"
+
+#define TASK_SAMPLE_MAX_THREADS 256
+#define TASK_SAMPLE_RING_PAGES 8
+
+struct task_sampler;
+
+/* period_ns: the sampling period in the thread's run time. */
+int task_sampler_new(uint64_t period_ns, struct task_sampler **ret);
+void task_sampler_free(struct task_sampler *s);
+
+/* Starts sampling thread tid (pid: its process, for the caller's bookkeeping).
+ * Returns 0, -E2BIG at TASK_SAMPLE_MAX_THREADS, or perf_event_open's -errno (-EACCES:
+ * perf_event_paranoid or a missing CAP_PERFMON; -ESRCH: gone). */
+int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid);
+
+struct task_sample {
+        pid_t pid, tid;
+        uint64_t ip;
+        uint64_t regs[INSN_REGS];
+};
+
+/* Hands each sample gathered since the last drain to fn. Returns the number of samples,
+ * or -errno. lost: samples the rings dropped, added to it. */
+int task_sampler_drain(struct task_sampler *s, void (*fn)(void *userdata, const struct task_sample *t),
+                       void *userdata, uint64_t *lost);
+
+/* The up to INSN_MAX_LEN bytes before ip in pid's memory (process_vm_readv: the
+ * caller may read pid's memory), into code; fewer when the page before ip's is not
+ * mapped. Returns the number of bytes, or -errno. */
+int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_MAX_LEN]);
