@@ -688,7 +688,8 @@ def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf=""
         nodes = env.region_nodes(p.pid, start)
         scans = {}
         if b.daemon:
-            d = env.show(p.pid)
+            d = json.loads(subprocess.run([env.ctl, "explain", "--json", str(p.pid)], capture_output=True,
+                                          text=True, check=True).stdout)
             scans = {"daemon_scans": d.get("scans"), "daemon_sampled_scans": d.get("sampled_scans")}
         read_ms = numa_maps_read_ms(p.pid) if churn_kb else None
         p.send_signal(signal.SIGTERM)

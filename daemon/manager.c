@@ -1116,7 +1116,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         r = placement_source_choose(m->cfg.source, m->topo, &m->source);
         if (r < 0)
                 goto fail;
-        r = page_sampler_choose(&m->cfg, m->sys_root, m->topo, m->source, &m->pages);
+        r = page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
         if (r < 0)
                 goto fail;
 

@@ -12,11 +12,14 @@
 #include "proc.h"
 #include "sampled-scan.h"
 #include "scan.h"
+#include "source.h"
 #include "smaps.h"
 
 /* The two-sample rule (docs/DESIGN.md): a page seen fewer times from its one node is
  * not evidence yet. */
 #define PAGE_MIN_SAMPLES 2
+/* A node with less of a process's CPU time than this does not make it span nodes. */
+#define SPAN_SHARE_PCT 10
 
 static bool changed(uint64_t a, uint64_t b) {
         uint64_t d = a > b ? a - b : b - a, base = a > b ? a : b;
@@ -53,6 +56,19 @@ static int sample_cpu(struct manager *m, struct proc_rec *p, uint64_t *cpu) {
                         return r;
         }
         return primed;
+}
+
+/* Its threads ran on more than one node in the window, each with a share worth a
+ * page-level signal (SPAN_SHARE_PCT of its CPU time). */
+static bool spans_nodes(const struct manager *m, const uint64_t *cpu) {
+        uint64_t total = 0;
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < m->topo->n_nodes; i++)
+                total += cpu[i];
+        for (unsigned i = 0; total && i < m->topo->n_nodes; i++)
+                n += cpu[i] * 100 >= total * SPAN_SHARE_PCT;
+        return n >= 2;
 }
 
 /* Its threads did not run since the last scan: the decision is "no CPU time" whatever
@@ -339,6 +355,8 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         primed = sample_cpu(m, p, cpu);
         if (primed < 0)
                 return primed;
+        if (m->pages)
+                page_sampler_span(m->pages, p->pid, spans_nodes(m, cpu));
         if (scan_idle(m, p, primed, cpu, now)) {
                 charge(p, STAGE_READ, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
                 return 0;

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "pmu.h"
 #include "source.h"
+#include "sw-sampler.h"
 #if HAVE_BPF
 #include "bpf/sched-loader.h"
 #include "bpf/memsample-loader.h"
@@ -49,6 +50,7 @@ int placement_source_choose(enum sample_source want, const struct topology *t,
 
 struct page_sampler {
         char name[32];
+        struct sw_sampler *sw;     /* pmu = software; else the BPF program's */
 #if HAVE_BPF
         struct memsample *ms;
 #endif
@@ -58,6 +60,8 @@ const char *page_sampler_name(const struct page_sampler *s) { return s ? s->name
 
 const char *sampling_chain(const struct placement_source *placement, const struct page_sampler *s) {
         bool bpf = placement && strcmp(placement->name, "bpf") == 0;
+        if (s && s->sw)
+                return bpf ? "software+bpf" : "software+proc";
         if (s)
                 return bpf ? "pmu+bpf" : "pmu+proc";
         return bpf ? "bpf" : "proc";
@@ -77,8 +81,50 @@ static void log_chain_without(const struct placement_source *placement, const ch
                 log_info("Sampling chain: %s only: page-level sampling off: %s", scheduler_part(placement), why);
 }
 
-int page_sampler_choose(const struct nb_config *cfg, const char *sys_root, const struct topology *t,
-                        const struct placement_source *placement, struct page_sampler **ret) {
+/* pmu = software: the self-check first (sw-sampler.h); refused with the reason said. */
+static int software_choose(const struct nb_config *cfg, const char *proc_root, const struct topology *t,
+                           const struct placement_source *placement, struct page_sampler **ret) {
+        struct sample_check c = {};
+        struct page_sampler *s = calloc(1, sizeof(*s));
+        char buf[256];
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        r = sw_sampler_new(proc_root, t, cfg->software_sample_rate, &s->sw, &c);
+        if (r == -ENOTRECOVERABLE) {
+                snprintf(buf, sizeof(buf), "[sample] pmu = software refused: its self-check's timer samples did not "
+                         "follow the accesses on this CPU (%" PRIu64 " and %" PRIu64 " of %" PRIu64 " and %" PRIu64
+                         " decoded addresses in the right place): an emulated CPU (QEMU TCG?)",
+                         c.own[0], c.own[1], c.addresses[0], c.addresses[1]);
+                log_warning("%s", buf);
+        } else if (r == -EOPNOTSUPP)
+                snprintf(buf, sizeof(buf), "[sample] pmu = software refused: no instruction decoder in this build "
+                         "(x86-64 with Capstone only)");
+        else if (r < 0)
+                snprintf(buf, sizeof(buf), "[sample] pmu = software refused: its self-check could not sample");
+        if (r < 0) {
+                free(s);
+                if (r != -ENOTRECOVERABLE && r != -EOPNOTSUPP)
+                        log_warning_errno(r, "%s: %m%s", buf, r == -EACCES || r == -EPERM ?
+                                          " (needs CAP_PERFMON or CAP_SYS_ADMIN)" : "");
+                else if (r == -EOPNOTSUPP)
+                        log_warning("%s", buf);
+                log_chain_without(placement, buf, 0);
+                return r == -ENOMEM ? r : 0;
+        }
+        snprintf(s->name, sizeof(s->name), "software");
+        log_info("Sampling chain: software (task-clock, %" PRIu64 " samples/s of each thread spanning nodes; "
+                 "self-check: %" PRIu64 " and %" PRIu64 " of %" PRIu64 " and %" PRIu64 " decoded addresses "
+                 "in place) + %s", cfg->software_sample_rate, c.own[0], c.own[1], c.addresses[0], c.addresses[1],
+                 scheduler_part(placement));
+        *ret = s;
+        return 0;
+}
+
+int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, const char *sys_root,
+                        const struct topology *t, const struct placement_source *placement,
+                        struct page_sampler **ret) {
         struct perf_event_attr attr;
         struct pmu_info p = { .kind = PMU_NONE, .type = -1 };
         const char *why = NULL, *name;
@@ -90,6 +136,8 @@ int page_sampler_choose(const struct nb_config *cfg, const char *sys_root, const
                 log_chain_without(placement, "[sample] pmu = off", 0);
                 return 0;
         }
+        if (cfg->pmu == PMU_MODE_SOFTWARE)
+                return software_choose(cfg, proc_root, t, placement, ret);
         if (cfg->pmu == PMU_MODE_PAGE_FAULTS) {
 #if HAVE_BPF
                 memsample_attr_page_faults(&attr, 1);
@@ -148,6 +196,8 @@ int page_sampler_choose(const struct nb_config *cfg, const char *sys_root, const
 }
 
 int page_sampler_watch(struct page_sampler *s, pid_t pid) {
+        if (s->sw)
+                return 0;          /* sampled once it spans nodes (page_sampler_span) */
 #if HAVE_BPF
         return memsample_watch(s->ms, pid);
 #else
@@ -157,7 +207,16 @@ int page_sampler_watch(struct page_sampler *s, pid_t pid) {
 #endif
 }
 
+void page_sampler_span(struct page_sampler *s, pid_t pid, bool spans) {
+        if (s && s->sw)
+                sw_sampler_span(s->sw, pid, spans);
+}
+
 void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
+        if (s->sw) {
+                sw_sampler_forget(s->sw, pid);
+                return;
+        }
 #if HAVE_BPF
         (void) memsample_unwatch(s->ms, pid);
 #else
@@ -167,6 +226,8 @@ void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
 }
 
 int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata) {
+        if (s->sw)
+                return sw_sampler_drain(s->sw, fn, userdata);
 #if HAVE_BPF
         return memsample_drain_all(s->ms, fn, userdata);
 #else
@@ -180,6 +241,7 @@ int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata
 void page_sampler_free(struct page_sampler *s) {
         if (!s)
                 return;
+        sw_sampler_free(s->sw);
 #if HAVE_BPF
         memsample_free(s->ms);
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The one place that decides where thread placement comes from, and says so once. */
 #pragma once
+#include <stdbool.h>
 #include "config.h"
 #include "placement.h"
 #include "topology.h"
@@ -23,11 +24,15 @@ struct page_sampler;
  * (why)", "/proc only (why)". placement: the source placement_source_choose() gave.
  * Returns 0 with *ret NULL when page-level sampling is off (not an error: the chain
  * says why), or a sampler (page_sampler_free()). */
-int page_sampler_choose(const struct nb_config *cfg, const char *sys_root, const struct topology *t,
-                        const struct placement_source *placement, struct page_sampler **ret);
-/* "intel-pebs", "amd-ibs", "page-faults". */
+int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, const char *sys_root,
+                        const struct topology *t, const struct placement_source *placement,
+                        struct page_sampler **ret);
+/* "intel-pebs", "amd-ibs", "page-faults", "software". */
 const char *page_sampler_name(const struct page_sampler *s);
 int page_sampler_watch(struct page_sampler *s, pid_t pid);
+/* After each scan of pid: whether its threads spanned nodes in the window. The software
+ * source samples only those (sw-sampler.h); the PMU's samples every watched process. */
+void page_sampler_span(struct page_sampler *s, pid_t pid, bool spans);
 void page_sampler_unwatch(struct page_sampler *s, pid_t pid);
 typedef void (*page_sample_fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count);
 /* Hands every count gathered since the last call to fn and forgets it. Returns the
@@ -35,5 +40,6 @@ typedef void (*page_sample_fn)(void *userdata, pid_t tgid, uint64_t addr, unsign
 int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata);
 void page_sampler_free(struct page_sampler *s);
 
-/* The chain as status shows it: "pmu+bpf", "pmu+proc", "bpf" or "proc". */
+/* The chain as status shows it: "pmu+bpf", "pmu+proc", "software+bpf", "software+proc",
+ * "bpf" or "proc". */
 const char *sampling_chain(const struct placement_source *placement, const struct page_sampler *s);

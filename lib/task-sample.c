@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Timer samples of threads with their user registers (task-sample.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 
 struct ring {
         pid_t pid, tid;
-        int fd;
+        int fd;                    /* -1: a free slot */
         struct perf_event_mmap_page *meta;   /* then the data pages */
         size_t map_len;
 };
@@ -21,7 +22,7 @@ struct ring {
 struct task_sampler {
         uint64_t period_ns;
         struct ring rings[TASK_SAMPLE_MAX_THREADS];
-        size_t n;
+        size_t n;                  /* slots used so far (some may be free again) */
 };
 
 int task_sampler_new(uint64_t period_ns, struct task_sampler **ret) {
@@ -40,11 +41,45 @@ int task_sampler_new(uint64_t period_ns, struct task_sampler **ret) {
 void task_sampler_free(struct task_sampler *s) {
         if (!s)
                 return;
-        for (size_t i = 0; i < s->n; i++) {
-                munmap(s->rings[i].meta, s->rings[i].map_len);
-                close(s->rings[i].fd);
-        }
+        for (size_t i = 0; i < s->n; i++)
+                if (s->rings[i].fd >= 0) {
+                        munmap(s->rings[i].meta, s->rings[i].map_len);
+                        close(s->rings[i].fd);
+                }
         free(s);
+}
+
+static struct ring *free_slot(struct task_sampler *s) {
+        for (size_t i = 0; i < s->n; i++)
+                if (s->rings[i].fd < 0)
+                        return &s->rings[i];
+        return s->n < TASK_SAMPLE_MAX_THREADS ? &s->rings[s->n++] : NULL;
+}
+
+bool task_sampler_has(const struct task_sampler *s, pid_t tid) {
+        for (size_t i = 0; i < s->n; i++)
+                if (s->rings[i].fd >= 0 && s->rings[i].tid == tid)
+                        return true;
+        return false;
+}
+
+size_t task_sampler_count(const struct task_sampler *s) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n; i++)
+                n += s->rings[i].fd >= 0;
+        return n;
+}
+
+void task_sampler_remove(struct task_sampler *s, pid_t pid, pid_t tid) {
+        for (size_t i = 0; i < s->n; i++) {
+                struct ring *r = &s->rings[i];
+                if (r->fd < 0 || r->pid != pid || (tid > 0 && r->tid != tid))
+                        continue;
+                munmap(r->meta, r->map_len);
+                close(r->fd);
+                r->fd = -1;
+        }
 }
 
 int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
@@ -53,7 +88,7 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
                 .size = sizeof(a),
                 .config = PERF_COUNT_SW_TASK_CLOCK,
                 .sample_period = s->period_ns,
-                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER,
+                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER,
                 .sample_regs_user = INSN_REGS_MASK,
                 /* Only samples that interrupted user code: their IP is the access's. */
                 .exclude_kernel = 1,
@@ -62,23 +97,26 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
         struct ring *r;
         int fd;
 
-        if (s->n == TASK_SAMPLE_MAX_THREADS)
+        void *meta;
+        size_t len = (1 + TASK_SAMPLE_RING_PAGES) * page_size();
+
+        r = free_slot(s);
+        if (!r)
                 return -E2BIG;
         fd = (int) syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        r = &s->rings[s->n];
-        r->map_len = (1 + TASK_SAMPLE_RING_PAGES) * page_size();
-        r->meta = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (r->meta == MAP_FAILED) {
+        if (fd < 0) {
                 int e = -errno;
-                close(fd);
+                r->fd = -1;
                 return e;
         }
-        r->fd = fd;
-        r->pid = pid;
-        r->tid = tid;
-        s->n++;
+        meta = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (meta == MAP_FAILED) {
+                int e = -errno;
+                close(fd);
+                r->fd = -1;
+                return e;
+        }
+        *r = (struct ring) { .pid = pid, .tid = tid, .fd = fd, .meta = meta, .map_len = len };
         return 0;
 }
 
@@ -92,27 +130,29 @@ static void ring_copy(const struct ring *r, uint64_t off, void *dst, size_t len)
         memcpy((uint8_t *) dst + first, data, len - first);
 }
 
-/* One PERF_RECORD_SAMPLE's body: pid, tid, abi, then the registers of the mask in
- * ascending order. Returns whether it carried 64-bit user registers. */
+/* One PERF_RECORD_SAMPLE's body: pid, tid, cpu (and 4 reserved bytes), abi, then the
+ * registers of the mask in ascending order. Returns whether it carried 64-bit user
+ * registers. */
 static bool parse_sample(const uint8_t *body, size_t len, struct task_sample *t) {
         const size_t n_regs = (size_t) __builtin_popcountll(INSN_REGS_MASK);
-        uint32_t ids[2];
+        uint32_t ids[4];
         uint64_t abi, v[INSN_REGS];
         size_t k = 0;
 
-        if (len < 8 + 8)
+        if (len < 16 + 8)
                 return false;
-        memcpy(ids, body, 8);
-        memcpy(&abi, body + 8, 8);
-        if (abi != PERF_SAMPLE_REGS_ABI_64 || len < 16 + 8 * n_regs)
+        memcpy(ids, body, 16);
+        memcpy(&abi, body + 16, 8);
+        if (abi != PERF_SAMPLE_REGS_ABI_64 || len < 24 + 8 * n_regs)
                 return false;
-        memcpy(v, body + 16, 8 * n_regs);
+        memcpy(v, body + 24, 8 * n_regs);
         memset(t->regs, 0, sizeof(t->regs));
         for (unsigned bit = 0; bit < INSN_REGS; bit++)
                 if (INSN_REGS_MASK & (UINT64_C(1) << bit))
                         t->regs[bit] = v[k++];
         t->pid = (pid_t) ids[0];
         t->tid = (pid_t) ids[1];
+        t->cpu = (int) ids[2];
         t->ip = t->regs[8];
         return true;
 }
@@ -155,7 +195,8 @@ int task_sampler_drain(struct task_sampler *s, void (*fn)(void *userdata, const 
         if (!s || !fn)
                 return -EINVAL;
         for (size_t i = 0; i < s->n; i++)
-                total += drain_ring(&s->rings[i], fn, userdata, lost);
+                if (s->rings[i].fd >= 0)
+                        total += drain_ring(&s->rings[i], fn, userdata, lost);
         return total;
 }
 

@@ -2,7 +2,8 @@
 /* Timer samples of threads with their user registers: perf's task-clock software event,
  * which every kernel and virtual machine has (no PMU counter taken), one event per
  * thread, each sample carrying the thread id and the x86-64 user registers
- * (PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER; the IP is the registers' own). With
+ * (PERF_SAMPLE_TID | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER; the IP is the registers'
+ * own). With
  * lib/insn-addr they say which data address the thread had just accessed.
  *
  * The cost charged to a sampled thread is one timer interrupt per period of its own
@@ -11,6 +12,7 @@
  * per sampler, each with a ring of TASK_SAMPLE_RING_PAGES pages; a ring that fills
  * between drains loses samples (counted), never blocks the thread. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -29,9 +31,15 @@ void task_sampler_free(struct task_sampler *s);
  * Returns 0, -E2BIG at TASK_SAMPLE_MAX_THREADS, or perf_event_open's -errno (-EACCES:
  * perf_event_paranoid or a missing CAP_PERFMON; -ESRCH: gone). */
 int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid);
+/* Stops sampling thread tid of pid, or (tid 0) every thread of pid. */
+void task_sampler_remove(struct task_sampler *s, pid_t pid, pid_t tid);
+bool task_sampler_has(const struct task_sampler *s, pid_t tid);
+/* Threads sampled now. */
+size_t task_sampler_count(const struct task_sampler *s);
 
 struct task_sample {
         pid_t pid, tid;
+        int cpu;                   /* where the sample was taken */
         uint64_t ip;
         uint64_t regs[INSN_REGS];
 };

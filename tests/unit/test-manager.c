@@ -83,8 +83,9 @@ int placement_source_choose(enum sample_source want, const struct topology *t,
         return 0;
 }
 
-int page_sampler_choose(const struct nb_config *cfg, const char *sys_root, const struct topology *t,
-                        const struct placement_source *placement, struct page_sampler **ret) {
+int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, const char *sys_root,
+                        const struct topology *t, const struct placement_source *placement,
+                        struct page_sampler **ret) {
         sampler = (struct page_sampler) {};
         *ret = sampler_on ? &sampler : NULL;
         return 0;
@@ -103,6 +104,10 @@ int page_sampler_watch(struct page_sampler *s, pid_t pid) {
         if (!watched(pid) && s->n_watched < ELEMENTSOF(s->watched))
                 s->watched[s->n_watched++] = pid;
         return 0;
+}
+
+void page_sampler_span(struct page_sampler *s, pid_t pid, bool spans) {
+        (void) s, (void) pid, (void) spans;
 }
 
 void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {

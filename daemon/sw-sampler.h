@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The software page-level source ([sample] pmu = software): the threads of processes
+ * whose threads span nodes, sampled by lib/task-sample, each sample's data address
+ * decoded by lib/insn-addr, counted for the node of the CPU the sample was taken on.
+ * daemon/source.c wraps it as a page_sampler; this is its whole interface.
+ *
+ * Only processes whose threads ran on more than one node in their last scan window are
+ * sampled (sw_sampler_span): a process on one node needs no page-level signal. At most
+ * TASK_SAMPLE_MAX_THREADS threads are sampled at once, whoever asks first; the others
+ * wait for room, said in the debug log. Addresses within SW_STACK_BYTES of the sampled
+ * stack pointer are dropped: a thread's stack and its locals are its own. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "sample-check.h"
+#include "topology.h"
+
+#define SW_STACK_BYTES (UINT64_C(1) << 20)
+
+struct sw_sampler;
+
+/* rate: samples per second of each sampled thread's run time. Runs the self-check
+ * (sample-check.h, a fifth of a second) and refuses (-ENOTRECOVERABLE, with *ret_check
+ * filled) when the samples do not follow the accesses on this CPU: an emulated one.
+ * -EOPNOTSUPP: no decoder in this build or on this architecture. */
+int sw_sampler_new(const char *proc_root, const struct topology *t, uint64_t rate, struct sw_sampler **ret,
+                   struct sample_check *ret_check);
+void sw_sampler_free(struct sw_sampler *s);
+
+/* pid's threads spanned nodes at its last scan (spans), or did not: sampling starts
+ * (or its new threads are added) or stops. */
+void sw_sampler_span(struct sw_sampler *s, pid_t pid, bool spans);
+void sw_sampler_forget(struct sw_sampler *s, pid_t pid);
+
+typedef void (*sw_sample_fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count);
+/* Every sample since the last drain, decoded: fn(tgid, page-aligned address, node, 1)
+ * for each that gave an address. Returns the number of samples read. */
+int sw_sampler_drain(struct sw_sampler *s, sw_sample_fn fn, void *userdata);
