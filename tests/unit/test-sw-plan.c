@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The software page-level source live on this machine's real CPU, through to the plan:
+ * a process (this test) whose threads each work their own part of one buffer, thread
+ * k pinned to CPU k % 2, sampled by daemon/sw-sampler; the samples go through the
+ * two-sample rule (lib/pagesample) into plan_pages() with the stored 2n1m topology
+ * (tests/data/sys/2n1m: CPU 0 on node 0, CPU 1 on node 1) and numa_maps saying the
+ * whole buffer is on node 0. Asserted: every move targets node 1 and lies in the parts
+ * of the threads on CPU 1, at least MIN_COVER_PCT of those parts are planned, and
+ * nothing of the parts of the threads on CPU 0. With 2 threads (A, B: halves) and 4
+ * (quarters: A and C on CPU 0, B and D on CPU 1). Needs x86-64 with Capstone, two
+ * CPUs, and perf_event_open (root, or perf_event_paranoid <= 2; skipped otherwise
+ * unless root, where a failure is a failure). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "numa_maps.h"
+#include "pagesample.h"
+#include "plan.h"
+#include "sw-sampler.h"
+#include "topology.h"
+#include "test.h"
+
+#define BUF_MB 8               /* 2,048 pages: each sampled a few times in RUN_MS */
+#define RUN_MS 2000
+#define RATE 10000             /* samples per second of each thread's run time */
+#define MIN_COVER_PCT 50
+
+static struct topology *topo;
+
+struct part {
+        const uint64_t *base;
+        size_t words;
+        int cpu;
+        atomic_bool *stop;
+        atomic_bool ready;
+};
+
+static void *reader(void *arg) {
+        struct part *p = arg;
+        uint64_t x = (uintptr_t) p | 1, sum = 0;
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(p->cpu, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        atomic_store(&p->ready, true);
+        while (!atomic_load_explicit(p->stop, memory_order_relaxed))
+                for (int i = 0; i < 4096; i++) {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        sum += p->base[x % p->words];
+                }
+        return (void *) (uintptr_t) sum;
+}
+
+static void on_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
+        if (tgid == getpid())
+                (void) page_agg_add_counts(userdata, addr, node, count);
+}
+
+/* n threads over the buffer, sampled for RUN_MS; returns the page-level plan. */
+static int sample_and_plan(unsigned n, uint64_t buf, struct plan *ret) {
+        const size_t bytes = (size_t) BUF_MB << 20;
+        _cleanup_(page_agg_freep) struct page_agg *agg = NULL;
+        _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
+        struct sw_sampler *s = NULL;
+        struct sample_check c;
+        atomic_bool stop = false;
+        struct part parts[4] = {};
+        pthread_t th[4];
+        struct page_decision d;
+        struct plan_input in = {};
+        struct plan_params pp = { .free_floor_pct = 5 };
+        uint64_t end = buf + bytes, reserved[8] = {};
+        const uint64_t cpu[3] = { 1, 1, 0 };
+        char text[256];
+        int r;
+
+        r = sw_sampler_new("/proc", topo, RATE, &s, &c);
+        if (r < 0)
+                return r;
+        for (unsigned k = 0; k < n; k++) {
+                parts[k] = (struct part) { .base = (const uint64_t *) (uintptr_t) buf + k * (bytes / 8 / n),
+                                           .words = bytes / 8 / n, .cpu = (int) (k % 2), .stop = &stop };
+                pthread_create(&th[k], NULL, reader, &parts[k]);
+        }
+        for (unsigned k = 0; k < n; k++)
+                while (!atomic_load(&parts[k].ready))
+                        usleep(1000);
+        sw_sampler_span(s, getpid(), true);
+        CHECK_INT(page_agg_new(topo, 4096, &agg), 0);
+        for (int waited = 0; agg && waited < RUN_MS; waited += 20) {
+                usleep(20 * 1000);
+                sw_sampler_drain(s, on_sample, agg);
+        }
+        atomic_store(&stop, true);
+        for (unsigned k = 0; k < n; k++)
+                pthread_join(th[k], NULL);
+        sw_sampler_free(s);
+        if (!agg)
+                return -ENOMEM;
+        CHECK_INT(page_agg_decide(agg, 2, &d), 0);
+        printf("%u threads: %zu distinct pages sampled, %zu from several nodes\n", n, d.pages, d.shared);
+        snprintf(text, sizeof(text), "%" PRIx64 " default anon=%zu dirty=%zu N0=%zu kernelpagesize_kB=4\n", buf,
+                 bytes / 4096, bytes / 4096, bytes / 4096);
+        CHECK_INT(numa_maps_parse(text, strlen(text), &maps), 0);
+        in = (struct plan_input) { .maps = maps, .vma_end = &end, .cpu_ns = cpu };
+        nodemask_parse("0-1", &in.mems_allowed);
+        r = plan_pages(topo, &in, &pp, &d, NULL, reserved, ret);
+        page_decision_done(&d);
+        return r;
+}
+
+static void check_plan(unsigned n) {
+        const size_t bytes = (size_t) BUF_MB << 20, part = bytes / n;
+        uint64_t *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint64_t on_cpu1 = 0, wrong = 0;
+        struct plan pl = {};
+        int r;
+
+        CHECK(buf != MAP_FAILED);
+        if (buf == MAP_FAILED)
+                return;
+        madvise(buf, bytes, MADV_NOHUGEPAGE);
+        memset(buf, 1, bytes);
+        r = sample_and_plan(n, (uintptr_t) buf, &pl);
+        if (r == -EOPNOTSUPP || (r < 0 && r != -ENOTRECOVERABLE && geteuid() != 0)) {
+                munmap(buf, bytes);
+                TEST_SKIP("software sampling unavailable here: %s", strerror(-r));
+        }
+        CHECK_INT(r, 0);
+        for (size_t i = 0; i < pl.n_moves; i++) {
+                const struct plan_move *mv = &pl.moves[i];
+                for (uint64_t a = mv->start; a < mv->end; a += 4096) {
+                        unsigned k = (unsigned) ((a - (uintptr_t) buf) / part);
+                        if (mv->target == 1 && k % 2 == 1)
+                                on_cpu1 += 4096;
+                        else
+                                wrong += 4096;
+                }
+        }
+        printf("%u threads: %zu move(s), %" PRIu64 " KiB of the CPU-1 parts' %zu KiB to node 1, %" PRIu64
+               " KiB elsewhere\n", n, pl.n_moves, on_cpu1 / 1024, bytes / 2 / 1024, wrong / 1024);
+        CHECK_INT(wrong, 0);
+        CHECK(on_cpu1 * 100 >= bytes / 2 * MIN_COVER_PCT);
+        plan_done(&pl);
+        munmap(buf, bytes);
+}
+
+TEST(two_threads_halves) {
+        check_plan(2);
+}
+
+TEST(four_threads_quarters) {
+        check_plan(4);
+}
+
+static int intro(void) {
+        char path[512];
+
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+                fprintf(stderr, "one CPU online: the threads cannot run on two\n");
+                return 77;
+        }
+        snprintf(path, sizeof(path), "%s/sys/2n1m", TEST_DATA_DIR);
+        if (topology_read(path, &topo) < 0) {
+                fprintf(stderr, "cannot read %s\n", path);
+                return 1;
+        }
+        return 0;
+}
+
+static void outro(void) {
+        topology_free(topo);
+}
+
+DEFINE_TEST_MAIN_FULL(intro, outro)
