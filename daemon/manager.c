@@ -51,7 +51,8 @@ static void cfg_release(struct nb_config *c) {
                 free(c->cgroups[i].path);
         free(c->cgroups);
         free(c->metrics_path);
-        c->cgroup_root = c->metrics_path = NULL;
+        free(c->replay_path);
+        c->cgroup_root = c->metrics_path = c->replay_path = NULL;
         c->cgroups = NULL;
         c->n_cgroups = 0;
 }
@@ -61,9 +62,11 @@ static int cfg_copy(struct nb_config *dst, const struct nb_config *src) {
 
         c.cgroup_root = strdup(src->cgroup_root ? src->cgroup_root : "/sys/fs/cgroup");
         c.metrics_path = src->metrics_path ? strdup(src->metrics_path) : NULL;
+        c.replay_path = src->replay_path ? strdup(src->replay_path) : NULL;
         c.cgroups = src->n_cgroups ? calloc(src->n_cgroups, sizeof(*c.cgroups)) : NULL;
         c.n_cgroups = 0;
-        if (!c.cgroup_root || (src->metrics_path && !c.metrics_path) || (src->n_cgroups && !c.cgroups))
+        if (!c.cgroup_root || (src->metrics_path && !c.metrics_path) || (src->replay_path && !c.replay_path) ||
+            (src->n_cgroups && !c.cgroups))
                 goto oom;
         for (size_t i = 0; i < src->n_cgroups; i++) {
                 c.cgroups[i].mode = src->cgroups[i].mode;

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "pmu.h"
 #include "source.h"
+#include "sample-replay.h"
 #include "sw-sampler.h"
 #if HAVE_BPF
 #include "bpf/sched-loader.h"
@@ -50,7 +51,8 @@ int placement_source_choose(enum sample_source want, const struct topology *t,
 
 struct page_sampler {
         char name[32];
-        struct sw_sampler *sw;     /* pmu = software; else the BPF program's */
+        struct sw_sampler *sw;     /* pmu = software */
+        struct sample_replay *replay;  /* pmu = replay; neither: the BPF program's */
 #if HAVE_BPF
         struct memsample *ms;
 #endif
@@ -62,6 +64,8 @@ const char *sampling_chain(const struct placement_source *placement, const struc
         bool bpf = placement && strcmp(placement->name, "bpf") == 0;
         if (s && s->sw)
                 return bpf ? "software+bpf" : "software+proc";
+        if (s && s->replay)
+                return bpf ? "replay+bpf" : "replay+proc";
         if (s)
                 return bpf ? "pmu+bpf" : "pmu+proc";
         return bpf ? "bpf" : "proc";
@@ -79,6 +83,27 @@ static void log_chain_without(const struct placement_source *placement, const ch
                                " (needs CAP_PERFMON and CAP_BPF, or CAP_SYS_ADMIN)" : "");
         else
                 log_info("Sampling chain: %s only: page-level sampling off: %s", scheduler_part(placement), why);
+}
+
+/* pmu = replay (sample-replay.h): a test feature; a file that cannot be opened is an error. */
+static int replay_choose(const struct nb_config *cfg, const struct topology *t,
+                         const struct placement_source *placement, struct page_sampler **ret) {
+        struct page_sampler *s = calloc(1, sizeof(*s));
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        r = sample_replay_open(cfg->replay_path, t, &s->replay);
+        if (r < 0) {
+                free(s);
+                return log_error_errno(r, "[sample] pmu = replay: cannot open replay_path \"%s\": %m",
+                                       cfg->replay_path ? cfg->replay_path : "");
+        }
+        snprintf(s->name, sizeof(s->name), "replay");
+        log_info("Sampling chain: replayed page samples (%s, [sample] pmu = replay: for tests) + %s",
+                 cfg->replay_path, scheduler_part(placement));
+        *ret = s;
+        return 0;
 }
 
 /* pmu = software: the self-check first (sw-sampler.h); refused with the reason said. */
@@ -138,6 +163,8 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
         }
         if (cfg->pmu == PMU_MODE_SOFTWARE)
                 return software_choose(cfg, proc_root, t, placement, ret);
+        if (cfg->pmu == PMU_MODE_REPLAY)
+                return replay_choose(cfg, t, placement, ret);
         if (cfg->pmu == PMU_MODE_PAGE_FAULTS) {
 #if HAVE_BPF
                 memsample_attr_page_faults(&attr, 1);
@@ -196,7 +223,7 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
 }
 
 int page_sampler_watch(struct page_sampler *s, pid_t pid) {
-        if (s->sw)
+        if (s->sw || s->replay)
                 return 0;          /* sampled once it spans nodes (page_sampler_span) */
 #if HAVE_BPF
         return memsample_watch(s->ms, pid);
@@ -213,6 +240,8 @@ void page_sampler_span(struct page_sampler *s, pid_t pid, bool spans) {
 }
 
 void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
+        if (s->replay)
+                return;
         if (s->sw) {
                 sw_sampler_forget(s->sw, pid);
                 return;
@@ -228,6 +257,8 @@ void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
 int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata) {
         if (s->sw)
                 return sw_sampler_drain(s->sw, fn, userdata);
+        if (s->replay)
+                return sample_replay_drain(s->replay, fn, userdata);
 #if HAVE_BPF
         return memsample_drain_all(s->ms, fn, userdata);
 #else
@@ -242,6 +273,7 @@ void page_sampler_free(struct page_sampler *s) {
         if (!s)
                 return;
         sw_sampler_free(s->sw);
+        sample_replay_free(s->replay);
 #if HAVE_BPF
         memsample_free(s->ms);
 #endif

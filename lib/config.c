@@ -441,7 +441,7 @@ static const struct conf_enum sources[] = {
 };
 static const struct conf_enum pmu_modes[] = {
         { "auto", PMU_MODE_AUTO }, { "off", PMU_MODE_OFF }, { "page-faults", PMU_MODE_PAGE_FAULTS },
-        { "software", PMU_MODE_SOFTWARE }, {},
+        { "software", PMU_MODE_SOFTWARE }, { "replay", PMU_MODE_REPLAY }, {},
 };
 
 #define F(member) offsetof(struct nb_config, member)
@@ -480,11 +480,14 @@ static const struct conf_key conf_keys[] = {
           "page-level sampling: auto (the PMU's precise memory sampling where the CPU has it, with BPF), "
           "off, page-faults (the page-fault software event: first touches only, for tests), software "
           "(timer samples of the threads of processes spanning nodes, their accesses decoded: x86-64, "
-          "a real CPU)", pmu_modes },
+          "a real CPU), replay (samples read from replay_path: for tests)", pmu_modes },
         { KEY("sample", "pmu_sample_rate"), &type_u64, 1, 100000, F(pmu_sample_rate), "1000",
           "PMU samples per second per CPU: the bound on the sampling overhead" },
         { KEY("sample", "software_sample_rate"), &type_u64, 1, 10000, F(software_sample_rate), "100",
           "pmu = software: samples per second of each sampled thread's run time" },
+        { KEY("sample", "replay_path"), &type_path, 0, 0, F(replay_path), "",
+          "pmu = replay: the file whose lines \"TGID CPU ADDR\" are replayed as page-level samples as "
+          "they are appended (tests)" },
         { KEY("sample", "huge_vma"), &type_size_kb, 0, TIB, F(huge_vma_kb), "1G",
           "a settled process with a mapping this large is checked by sampling its pages instead of "
           "reading numa_maps, whose walk holds its mmap lock; 0: always read numa_maps" },

@@ -20,7 +20,7 @@ enum knb_action { KNB_LEAVE, KNB_DISABLE };
 enum sample_source { SOURCE_AUTO, SOURCE_PROC, SOURCE_BPF };
 /* Page-level sampling: the PMU's precise memory sampling where there is one; the
  * page-faults software event exercises the same path where there is not (tests). */
-enum pmu_mode { PMU_MODE_AUTO, PMU_MODE_OFF, PMU_MODE_PAGE_FAULTS, PMU_MODE_SOFTWARE };
+enum pmu_mode { PMU_MODE_AUTO, PMU_MODE_OFF, PMU_MODE_PAGE_FAULTS, PMU_MODE_SOFTWARE, PMU_MODE_REPLAY };
 
 /* A cgroup named in the config, with the mode it gets (as if its directory had the
  * xattr; the config wins over xattrs on the same directory). */
@@ -50,6 +50,7 @@ struct nb_config {
         enum pmu_mode pmu;           /* page-level memory-access sampling */
         uint64_t pmu_sample_rate;    /* samples per second per CPU (the PMU's budget) */
         uint64_t software_sample_rate; /* pmu = software: samples per second of a thread's run time */
+        char *replay_path;           /* pmu = replay: the file of samples to replay */
         uint64_t huge_vma_kb;        /* a settled process with a VMA this large is sampled, 0: never */
 
         /* [decide] */

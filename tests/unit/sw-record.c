@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Records the software page-level source's samples of the split workload on this
+ * machine's real CPU, for the TCG guests to replay ([sample] pmu = replay): the guests
+ * cannot produce them (their timer samples do not follow the accesses).
+ *
+ *   sw-record THREADS BUFFER_MB MS RATE > tests/data/sw/splitN.samples
+ *
+ * THREADS threads each read random words of their own part of the buffer, thread k
+ * pinned to CPU k % 2; daemon/sw-sampler samples them at RATE per second of run time
+ * for MS, its node lookup on the stored 2n1m topology (CPU 0 on node 0, CPU 1 on
+ * node 1). Output: "# ..." header lines, then one "NODE 0xOFFSET" line per sample (the
+ * page's offset in the buffer). tests/vm/scenarios/106-replay.py turns them into
+ * "TGID CPU ADDR" lines for its own process. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "sw-sampler.h"
+#include "topology.h"
+
+struct part {
+        const uint64_t *base;
+        size_t words;
+        int cpu;
+        atomic_bool *stop;
+        atomic_bool ready;
+};
+
+static void *reader(void *arg) {
+        struct part *p = arg;
+        uint64_t x = (uintptr_t) p | 1, sum = 0;
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(p->cpu, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        atomic_store(&p->ready, true);
+        while (!atomic_load_explicit(p->stop, memory_order_relaxed))
+                for (int i = 0; i < 4096; i++) {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        sum += p->base[x % p->words];
+                }
+        return (void *) (uintptr_t) sum;
+}
+
+static uint64_t lo, hi, n_out;
+
+static void emit(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
+        (void) userdata, (void) count;
+        if (tgid == getpid() && addr >= lo && addr < hi) {
+                printf("%u 0x%" PRIx64 "\n", node, addr - lo);
+                n_out++;
+        }
+}
+
+int main(int argc, char **argv) {
+        unsigned n = argc > 1 ? (unsigned) atoi(argv[1]) : 2, mb = argc > 2 ? (unsigned) atoi(argv[2]) : 8,
+                 ms = argc > 3 ? (unsigned) atoi(argv[3]) : 1000;
+        uint64_t rate = argc > 4 ? strtoull(argv[4], NULL, 10) : 5000;
+        const size_t bytes = (size_t) mb << 20;
+        struct topology *t = NULL;
+        struct sw_sampler *s = NULL;
+        struct sample_check c;
+        struct part parts[8] = {};
+        pthread_t th[8];
+        atomic_bool stop = false;
+        uint64_t *buf;
+        int r;
+
+        if (n < 1 || n > 8 || mb < 1) {
+                fprintf(stderr, "usage: sw-record THREADS(1-8) BUFFER_MB MS RATE\n");
+                return 2;
+        }
+        if (topology_read(TEST_DATA_DIR "/sys/2n1m", &t) < 0)
+                return 2;
+        buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (buf == MAP_FAILED)
+                return 2;
+        madvise(buf, bytes, MADV_NOHUGEPAGE);
+        memset(buf, 1, bytes);
+        lo = (uintptr_t) buf;
+        hi = lo + bytes;
+        r = sw_sampler_new("/proc", t, rate, &s, &c);
+        if (r < 0) {
+                fprintf(stderr, "sw-record: the software source is refused here: %s\n", strerror(-r));
+                return 1;
+        }
+        for (unsigned k = 0; k < n; k++) {
+                parts[k] = (struct part) { .base = buf + k * (bytes / 8 / n), .words = bytes / 8 / n,
+                                           .cpu = (int) (k % 2), .stop = &stop };
+                pthread_create(&th[k], NULL, reader, &parts[k]);
+        }
+        for (unsigned k = 0; k < n; k++)
+                while (!atomic_load(&parts[k].ready))
+                        usleep(1000);
+        sw_sampler_span(s, getpid(), true);
+        printf("# sw-record %u %u %u %" PRIu64 ": %u thread(s), thread k on CPU k %% 2 (node k %% 2), each "
+               "reading its own 1/%u of %u MiB\n# node offset\n", n, mb, ms, rate, n, n, mb);
+        for (unsigned waited = 0; waited < ms; waited += 20) {
+                usleep(20 * 1000);
+                sw_sampler_drain(s, emit, NULL);
+        }
+        atomic_store(&stop, true);
+        for (unsigned k = 0; k < n; k++)
+                pthread_join(th[k], NULL);
+        sw_sampler_drain(s, emit, NULL);
+        fprintf(stderr, "sw-record: %" PRIu64 " samples in the buffer\n", n_out);
+        sw_sampler_free(s);
+        topology_free(t);
+        return 0;
+}
