@@ -108,6 +108,7 @@ struct mcg {
         bool exact;                /* its path was valid UTF-8 */
         bool hidden;               /* its label is another's: left out */
         uint64_t *node_bytes;      /* per topology node, its processes at their last scan */
+        uint64_t local_bytes;      /* of them, on the nodes each process's threads ran on */
         uint64_t skipped[_REASON_MAX];
 };
 
@@ -172,6 +173,7 @@ static void sum_processes(const struct manager *m, struct mtable *t, struct mcg 
                         continue;
                 for (unsigned n = 0; p->node_bytes && n < m->topo->n_nodes; n++)
                         (*hit)->node_bytes[n] += p->node_bytes[n];
+                (*hit)->local_bytes += p->local_bytes;
                 for (int r = 0; r < _REASON_MAX; r++)
                         (*hit)->skipped[r] += p->skipped_bytes[r];
         }
@@ -231,6 +233,15 @@ static void metrics_locality(const struct manager *m, const struct mtable *t, FI
                         metric_cg(f, "numabalanced_locality_bytes", &t->v[i]);
                         fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", m->topo->nodes[n].id, t->v[i].node_bytes[n]);
                 }
+        }
+        metric_head(f, "numabalanced_local_bytes", "gauge",
+                    "Of numabalanced_locality_bytes, the bytes on the nodes each process's threads ran on in its "
+                    "last window: divided by their sum, the cgroup's local share.");
+        for (size_t i = 0; i < t->n; i++) {
+                if (t->v[i].hidden || !t->v[i].c->seen)
+                        continue;
+                metric_cg(f, "numabalanced_local_bytes", &t->v[i]);
+                fprintf(f, "} %" PRIu64 "\n", t->v[i].local_bytes);
         }
 }
 

@@ -3,7 +3,7 @@
 """meson install into a temporary DESTDIR installs exactly what a distribution
 would ship, and a second install keeps an operator's numabalanced.conf.
 
-    test-install.py MESON BUILD_DIR SOURCE_DIR PREFIX BINDIR SBINDIR SYSCONFDIR MANDIR UNITDIR
+    test-install.py MESON BUILD_DIR SOURCE_DIR PREFIX BINDIR SBINDIR SYSCONFDIR MANDIR UNITDIR DATADIR
 
 The directories are meson's (absolute, or relative to PREFIX) and the unit
 directory as systemd/meson.build computed it. Expected: numabalancectl in bindir,
@@ -38,10 +38,10 @@ def tree(root):
 
 
 def main():
-    if len(sys.argv) != 10:
+    if len(sys.argv) != 11:
         print(__doc__, file=sys.stderr)
         return 2
-    meson, build, src, prefix, bindir, sbindir, sysconfdir, mandir, unitdir = sys.argv[1:]
+    meson, build, src, prefix, bindir, sbindir, sysconfdir, mandir, unitdir, datadir = sys.argv[1:]
     p = lambda d: os.path.normpath(os.path.join(prefix, d))  # noqa: E731 (absolute stays absolute)
     expected = {
         p(bindir) + "/numabalancectl",
@@ -51,6 +51,8 @@ def main():
         p(mandir) + "/man8/numabalancectl.8",
         p(mandir) + "/man5/numabalanced.conf.5",
         p(sysconfdir) + "/numabalanced.conf",
+        p(datadir) + "/bash-completion/completions/numabalanced",
+        p(datadir) + "/bash-completion/completions/numabalancectl",
     }
     conf = p(sysconfdir) + "/numabalanced.conf"
 

@@ -33,7 +33,8 @@ try:
 except ValueError as e:
     nbtest.require(False, f'metrics do not parse: {e}\n{text}')
 
-for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_pages_total', 'counter'),
+for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local_bytes', 'gauge'),
+                  ('numabalanced_pages_total', 'counter'),
                   ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_tick_duration_seconds', 'gauge'),
                   ('numabalanced_sampling_source', 'gauge'), ('numabalanced_processes', 'gauge'),
                   ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),

@@ -66,6 +66,26 @@ def stable_list_and_metrics(env, cgpath):
     fail("the moved counts and bytes per node never held still between two list calls")
 
 
+def check_fleet_view(res):
+    """The metrics file as Prometheus's own linter sees it, and every metric that
+    contrib/'s alert rules and Grafana dashboard name present in it."""
+    import re
+    import shutil
+    text = open(METRICS).read()
+    promtool = shutil.which("promtool")
+    check(promtool is not None, "promtool is not installed (scripts/setup installs the Debian package prometheus)")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+        check(r.returncode == 0, f"promtool check metrics: {r.stdout}{r.stderr}")
+    contrib = os.path.join(HERE, "..", "..", "contrib")
+    named = set()
+    for path in ("prometheus/numabalanced.rules.yml", "grafana/numabalanced-dashboard.json"):
+        named |= set(re.findall(r"\bnumabalanced_[a-z_]+\b", open(os.path.join(contrib, path)).read()))
+    present = set(re.findall(r"^# TYPE (numabalanced_[a-z_]+) ", text, re.M))
+    check(named <= present, f"metrics contrib/ names that the file lacks: {sorted(named - present)}")
+    res["fleet_view_metrics"] = sorted(named)
+
+
 def run(env, res):
     scenario.sysctl_numa_balancing(0)
     cg = env.cgroup("nb-ctl", "balance")
@@ -111,6 +131,7 @@ def run(env, res):
     check(m_local == [n["bytes"] for n in c["nodes"] if n["node"] == 1][0], "metrics locality node 1 vs list")
     res["moved_pages"] = c["pages"]["moved"]
     res["cpu_ns"] = c["cpu_ns"]
+    check_fleet_view(res)
 
     ex = ctl_json(env, "explain", str(p.pid))
     check(ex["watched"] is True and ex["mode"] == "balance" and ex["cgroup"] == "/nb-ctl", f"explain {ex}")
