@@ -21,8 +21,10 @@ FIXED_WITHIN_S = 60
 
 
 def explain(env, pid):
-    """numabalancectl explain --json: the daemon's record of pid (its scans)."""
-    return json.loads(sh(env.ctl, "explain", "--json", str(pid)).stdout)
+    """numabalancectl explain --json: the daemon's record of pid (its scans); {} while
+    the daemon does not answer yet (its control socket comes up after its start)."""
+    r = sh(env.ctl, "explain", "--json", str(pid), check_rc=False)
+    return json.loads(r.stdout) if r.returncode == 0 else {}
 
 
 def wait_sampled(env, pid, n, timeout):

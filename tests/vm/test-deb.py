@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The Debian package as an operator lives it, in a guest whose PID 1 is systemd
+(vmrun --systemd; run after test-systemd.py in the same boot).
+
+    test-deb.py --build BUILD_DIR --deb PATH     (a .deb, or a directory holding one)
+
+  - install: `dpkg -i` succeeds; the unit is enabled and active (started by the
+    package, harmless until a cgroup opts in), numabalancectl status answers;
+  - an opted-in misplaced workload (128 MiB on node 0, its thread on node 1, in a cgroup
+    with trusted.numabalanced = balance) is made 95% local by the packaged daemon on its
+    shipped configuration;
+  - upgrade: the operator edits /etc/numabalanced.conf (a setting and a comment); a
+    newer version of the same package (repacked with a higher version) installs over
+    it, the service is active again, and the edited file is kept as it was;
+  - purge: `dpkg --purge` leaves no unit file, no /run/numabalanced, no
+    /etc/numabalanced.conf, and the service is not running.
+The package is built on the host first (scripts/build-deb; scripts/test does it).
+Results: NUMABALANCED_RESULTS/deb.json.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
+
+UNIT = "numabalanced.service"
+CONF = "/etc/numabalanced.conf"
+CG = "/sys/fs/cgroup/nbdeb"
+results = {}
+
+
+def run(*cmd, timeout=120, env=None):
+    r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive", **(env or {})))
+    return r
+
+
+def prop(name):
+    return run("systemctl", "show", "-P", name, UNIT).stdout.strip()
+
+
+def wait(cond, what, timeout):
+    """Polls cond() until true; a failed check naming what when timeout passes."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.5)
+    check(False, f"{what}: not within {timeout} s")
+    return False
+
+
+def local_share(pid, node):
+    total = here = 0
+    with open(f"/proc/{pid}/numa_maps") as f:
+        for line in f:
+            for tok in line.split()[1:]:
+                if tok.startswith("N") and "=" in tok and tok[1:].split("=")[0].isdigit():
+                    k, v = tok[1:].split("=")
+                    total += int(v)
+                    here += int(v) if int(k) == node else 0
+    return here / total if total else 0.0
+
+
+def writable_root():
+    """The guest's root is the host's, read-only: /etc, /usr and /var get an overlay
+    with their writes in a tmpfs (/run), so that dpkg can install, and nothing reaches
+    the host."""
+    base = "/run/test-deb-overlay"
+    for d in ("/etc", "/usr", "/var"):
+        up, work = f"{base}{d}/upper", f"{base}{d}/work"
+        os.makedirs(up, exist_ok=True)
+        os.makedirs(work, exist_ok=True)
+        r = run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={d},upperdir={up},workdir={work}", d)
+        check(r.returncode == 0, f"cannot make {d} writable: {r.stderr}")
+        if r.returncode != 0:
+            return False
+    return True
+
+
+def find_deb(path):
+    """path, or the one numabalanced_*.deb in directory path."""
+    if os.path.isdir(path):
+        debs = sorted(f for f in os.listdir(path) if f.startswith("numabalanced_") and f.endswith(".deb"))
+        return os.path.join(path, debs[-1]) if debs else None
+    return path if os.path.exists(path) else None
+
+
+def install(deb):
+    r = run("dpkg", "-i", deb, timeout=300)
+    check(r.returncode == 0, f"dpkg -i {os.path.basename(deb)}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+    return r.returncode == 0
+
+
+def repack_newer(deb, tmp):
+    """The same package with a higher version: what an upgrade installs."""
+    root = os.path.join(tmp, "pkg")
+    run("dpkg-deb", "-R", deb, root)
+    control = os.path.join(root, "DEBIAN", "control")
+    text = open(control).read()
+    old = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("Version: ")][0]
+    new = old + "+upgrade1"
+    open(control, "w").write(text.replace(f"Version: {old}", f"Version: {new}"))
+    out = os.path.join(tmp, f"numabalanced_{new}.deb")
+    r = run("dpkg-deb", "-b", root, out)
+    check(r.returncode == 0, f"dpkg-deb -b: {r.stderr}")
+    return out, old, new
+
+
+def test_install(deb):
+    # test-systemd.py, earlier in this boot, ran the unit from /run/systemd/system,
+    # which would hide the package's: gone, it must be.
+    check(not os.path.exists(f"/run/systemd/system/{UNIT}"), "a unit of test-systemd is left in /run/systemd/system")
+    if not install(deb):
+        return False
+    check(os.path.exists(f"/lib/systemd/system/{UNIT}"), "the package did not install its unit")
+    check(run("systemctl", "is-enabled", UNIT).stdout.strip() == "enabled", "the unit is not enabled")
+    wait(lambda: prop("ActiveState") == "active", "the service active after dpkg -i", 60)
+    r = run("numabalancectl", "--json", "status")
+    check(r.returncode == 0, f"numabalancectl status: {r.stderr}")
+    if r.returncode == 0:
+        results["status_after_install"] = json.loads(r.stdout).get("sampling_chain")
+    return True
+
+
+def test_fixes(build):
+    os.makedirs(CG, exist_ok=True)
+    os.setxattr(CG, "trusted.numabalanced", b"balance")
+    ready = os.path.join(tempfile.mkdtemp(), "ready")
+    workload = os.path.join(build, "tests", "vm", "workload")
+
+    def enter():
+        with open(os.path.join(CG, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    p = subprocess.Popen([workload, "128", "0", "1", "default", "1", ready, "system"], preexec_fn=enter,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait(lambda: os.path.exists(ready), "the workload ready", 120)
+        t0 = time.time()
+        ok = wait(lambda: local_share(p.pid, 1) >= 0.95, "the workload 95% on node 1 (its thread's)", 180)
+        results["seconds_to_95pct_local"] = round(time.time() - t0, 1) if ok else None
+    finally:
+        p.kill()
+        p.wait()
+        time.sleep(0.5)
+        try:
+            os.rmdir(CG)
+        except OSError:
+            pass
+
+
+def test_upgrade(deb, tmp):
+    edited = open(CONF).read().replace("#log_level = info", "log_level = debug", 1)
+    edited += "\n# edited by the operator (test-deb.py)\n"
+    check("log_level = debug" in edited, "the shipped file has no '#log_level = info' line to edit")
+    open(CONF, "w").write(edited)
+    newer, old, new = repack_newer(deb, tmp)
+    results["upgrade"] = f"{old} -> {new}"
+    if not install(newer):
+        return
+    check(run("dpkg-query", "-W", "-f=${Version}", "numabalanced").stdout == new, "the upgrade did not install")
+    check(open(CONF).read() == edited, "the upgrade changed the operator's /etc/numabalanced.conf")
+    wait(lambda: prop("ActiveState") == "active", "the service active after the upgrade", 60)
+
+
+def test_purge():
+    r = run("dpkg", "--purge", "numabalanced", timeout=300)
+    check(r.returncode == 0, f"dpkg --purge: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+    left = [p for p in (f"/lib/systemd/system/{UNIT}", "/run/numabalanced", CONF, "/usr/sbin/numabalanced",
+                        "/etc/systemd/system/multi-user.target.wants/" + UNIT) if os.path.lexists(p)]
+    check(not left, f"left behind by the purge: {left}")
+    check(prop("ActiveState") != "active", "the service still runs after the purge")
+    check(run("pgrep", "-x", "numabalanced").returncode != 0, "a numabalanced process is still running")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--deb", required=True)
+    a = ap.parse_args()
+    check(os.path.exists("/run/systemd/system"), "not a systemd guest")
+    deb = find_deb(a.deb)
+    if not deb:
+        check(False, f"no package at {a.deb}: scripts/build-deb builds it (scripts/test does)")
+        return nbtest.finish()
+    results["deb"] = os.path.basename(deb)
+    tmp = tempfile.mkdtemp(prefix="test-deb-", dir="/run")
+    try:
+        if writable_root() and test_install(deb):
+            test_fixes(a.build)
+            test_upgrade(deb, tmp)
+            test_purge()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        with open(os.path.join(os.environ.get("NUMABALANCED_RESULTS", "/tmp"), "deb.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    return nbtest.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
