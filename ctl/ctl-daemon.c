@@ -26,8 +26,7 @@ static int fail_reach(const struct daemon_args *a, int r) {
         return 1;
 }
 
-/* Sends the request and reads the whole reply. Returns 0 or -errno. */
-static int ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected) {
+int ctl_ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         struct timeval tv = { .tv_sec = REPLY_TIMEOUT_SEC };
         _cleanup_close_ int fd = -1;
@@ -88,7 +87,7 @@ static int ask(const struct daemon_args *a, const char *request, char **ret, siz
 /* ---- human output --------------------------------------------------------------- */
 
 /* Untrusted text (comm, cgroup paths) for a terminal: control bytes become '?'. */
-static const char *safe(const char *s, char *buf, size_t size) {
+const char *ctl_safe(const char *s, char *buf, size_t size) {
         size_t i = 0;
         if (!s)
                 return "-";
@@ -98,7 +97,7 @@ static const char *safe(const char *s, char *buf, size_t size) {
         return buf;
 }
 
-static const char *bytes(uint64_t b, char *buf, size_t size) {
+const char *ctl_bytes(uint64_t b, char *buf, size_t size) {
         static const char units[] = "KMGTP";
         double v = (double) b;
         int u = -1;
@@ -141,7 +140,7 @@ static const char *nodes(const struct jv *arr, char *buf, size_t size) {
                 char b[24];
                 int n = snprintf(buf + w, size - w, "%s%" PRIu64 ":%s", i ? " " : "",
                                  jv_u64(jv_get(&arr->items[i], "node"), 0),
-                                 bytes(jv_u64(jv_get(&arr->items[i], "bytes"), 0), b, sizeof(b)));
+                                 ctl_bytes(jv_u64(jv_get(&arr->items[i], "bytes"), 0), b, sizeof(b)));
                 if (n < 0 || (size_t) n >= size - w)
                         break;
                 w += (size_t) n;
@@ -169,20 +168,20 @@ static void print_status(const struct jv *d) {
         const struct jv *knb = jv_get(d, "kernel_numa_balancing");
 
         printf("numabalanced %s, pid %" PRId64 ", up %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "%s\n",
-               safe(jv_str(jv_get(d, "version"), "?"), b1, sizeof(b1)), jv_i64(jv_get(d, "pid"), 0), up / 86400,
+               ctl_safe(jv_str(jv_get(d, "version"), "?"), b1, sizeof(b1)), jv_i64(jv_get(d, "pid"), 0), up / 86400,
                up / 3600 % 24, up / 60 % 60, up % 60, jv_bool(jv_get(d, "dry_run"), false) ? " (dry run)" : "");
         {
                 const char *chain = jv_str(jv_get(d, "sampling_chain"), "?"), *pg = jv_str(jv_get(d, "page_sampling"), NULL);
                 const char *sched = strstr(chain, "bpf") ? "BPF scheduler" : "/proc";
                 if (pg)
                         printf("  Sampling chain:    %s (%s, %" PRIu64 " samples) + %s\n",
-                               strcmp(pg, "page-faults") == 0 ? "page faults" : "PMU", safe(pg, b1, sizeof(b1)),
+                               strcmp(pg, "page-faults") == 0 ? "page faults" : "PMU", ctl_safe(pg, b1, sizeof(b1)),
                                jv_u64(jv_get(d, "page_samples"), 0), sched);
                 else
                         printf("  Sampling chain:    %s only (no page-level sampling)\n", sched);
         }
         printf("  Service CPUs:      %s (%" PRIu64 " migration worker%s)\n",
-               safe(jv_str(jv_get(d, "service_cpus"), "?"), b1, sizeof(b1)), jv_u64(jv_get(d, "workers"), 0),
+               ctl_safe(jv_str(jv_get(d, "service_cpus"), "?"), b1, sizeof(b1)), jv_u64(jv_get(d, "workers"), 0),
                jv_u64(jv_get(d, "workers"), 0) == 1 ? "" : "s");
         if (jv_is_null(knb))
                 printf("  Kernel balancing:  not present in this kernel\n");
@@ -201,7 +200,7 @@ static void print_status(const struct jv *d) {
                ", already in place %" PRIu64 "\n", b1,
                jv_u64(jv_get(pages, "moved"), 0), jv_u64(jv_get(pages, "busy"), 0), jv_u64(jv_get(pages, "gone"), 0),
                jv_u64(jv_get(pages, "refused"), 0), jv_u64(jv_get(pages, "already"), 0));
-        printf("  Moved, last min:   %s\n", bytes(jv_u64(jv_get(d, "moved_bytes_last_minute"), 0), b1, sizeof(b1)));
+        printf("  Moved, last min:   %s\n", ctl_bytes(jv_u64(jv_get(d, "moved_bytes_last_minute"), 0), b1, sizeof(b1)));
         printf("  Daemon CPU time:   %s in all: %s on cgroups, %s at start, %s unattributed\n",
                dur_ns(jv_u64(jv_get(cpu, "process"), 0), b1, sizeof(b1)),
                dur_ns(jv_u64(jv_get(by, "total"), 0), b2, sizeof(b2)),
@@ -224,10 +223,10 @@ static void print_list(const struct jv *d) {
                         char all[32];
                         printf("%-32s %-8s %-20s %5" PRIu64 " %9s %-24s %8" PRIu64 " %6" PRIu64 " %6" PRIu64 " %7" PRIu64
                                " %9s  %s%s\n",
-                               safe(jv_str(jv_get(c, "path"), NULL), b1, sizeof(b1)),
-                               safe(jv_str(jv_get(c, "mode"), NULL), b2, 16),
-                               safe(jv_str(jv_get(c, "source"), NULL), b2 + 16, 32),
-                               jv_u64(jv_get(c, "processes"), 0), bytes(jv_u64(jv_get(c, "total_bytes"), 0), b3, sizeof(b3)),
+                               ctl_safe(jv_str(jv_get(c, "path"), NULL), b1, sizeof(b1)),
+                               ctl_safe(jv_str(jv_get(c, "mode"), NULL), b2, 16),
+                               ctl_safe(jv_str(jv_get(c, "source"), NULL), b2 + 16, 32),
+                               jv_u64(jv_get(c, "processes"), 0), ctl_bytes(jv_u64(jv_get(c, "total_bytes"), 0), b3, sizeof(b3)),
                                nodes(jv_get(c, "nodes"), b5, sizeof(b5)), jv_u64(jv_get(pg, "moved"), 0),
                                jv_u64(jv_get(pg, "busy"), 0), jv_u64(jv_get(pg, "gone"), 0),
                                jv_u64(jv_get(pg, "refused"), 0),
@@ -251,11 +250,11 @@ static void print_list(const struct jv *d) {
                 else
                         snprintf(share, sizeof(share), "-");
                 printf("%-8" PRId64 " %-16s %-24s %-8s %6s %-24s %8" PRIu64 " %-16s %s\n", jv_i64(jv_get(p, "pid"), 0),
-                       safe(jv_str(jv_get(p, "comm"), NULL), comm, sizeof(comm)),
-                       safe(jv_str(jv_get(p, "cgroup"), NULL), b1, sizeof(b1)),
-                       safe(jv_str(jv_get(p, "mode"), NULL), mode, sizeof(mode)), share,
+                       ctl_safe(jv_str(jv_get(p, "comm"), NULL), comm, sizeof(comm)),
+                       ctl_safe(jv_str(jv_get(p, "cgroup"), NULL), b1, sizeof(b1)),
+                       ctl_safe(jv_str(jv_get(p, "mode"), NULL), mode, sizeof(mode)), share,
                        nodes(jv_get(p, "nodes"), b5, sizeof(b5)), jv_u64(jv_get(p, "pages_moved"), 0),
-                       safe(jv_str(jv_get(p, "reason"), "not scanned"), reason, sizeof(reason)),
+                       ctl_safe(jv_str(jv_get(p, "reason"), "not scanned"), reason, sizeof(reason)),
                        cost(jv_get(p, "cpu_ns"), b4, sizeof(b4)));
         }
 }
@@ -272,26 +271,26 @@ static void print_explain(const struct jv *d) {
         const struct jv *skipped = jv_get(d, "skipped_bytes"), *cd = jv_get(d, "cooldown");
 
         printf("pid %" PRId64 "%s%s%s: %s\n", jv_i64(jv_get(d, "pid"), 0), jv_get(d, "comm") ? " (" : "",
-               jv_get(d, "comm") ? safe(jv_str(jv_get(d, "comm"), NULL), b2, sizeof(b2)) : "", jv_get(d, "comm") ? ")" : "",
-               safe(jv_str(jv_get(d, "explanation"), "?"), b1, sizeof(b1)));
+               jv_get(d, "comm") ? ctl_safe(jv_str(jv_get(d, "comm"), NULL), b2, sizeof(b2)) : "", jv_get(d, "comm") ? ")" : "",
+               ctl_safe(jv_str(jv_get(d, "explanation"), "?"), b1, sizeof(b1)));
         if (!jv_bool(jv_get(d, "watched"), false)) {
                 if (jv_get(d, "cgroup"))
-                        printf("  %-18s %s\n", "Cgroup:", safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
+                        printf("  %-18s %s\n", "Cgroup:", ctl_safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
                 return;
         }
-        printf("  %-18s %s\n", "Cgroup:", safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
-        printf("  %-18s %s (from %s)\n", "Mode:", safe(jv_str(jv_get(d, "mode"), NULL), b2, 32),
-               safe(jv_str(jv_get(d, "mode_source"), NULL), b2 + 32, 64));
-        printf("  %-18s %s\n", "Allowed nodes:", safe(jv_str(jv_get(d, "mems_allowed"), NULL), b2, sizeof(b2)));
+        printf("  %-18s %s\n", "Cgroup:", ctl_safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
+        printf("  %-18s %s (from %s)\n", "Mode:", ctl_safe(jv_str(jv_get(d, "mode"), NULL), b2, 32),
+               ctl_safe(jv_str(jv_get(d, "mode_source"), NULL), b2 + 32, 64));
+        printf("  %-18s %s\n", "Allowed nodes:", ctl_safe(jv_str(jv_get(d, "mems_allowed"), NULL), b2, sizeof(b2)));
         print_node_field("Hot node:", jv_get(d, "hot_node"));
         print_node_field("Target node:", jv_get(d, "target_node"));
         printf("  %-18s %s\n", "Memory per node:", nodes(jv_get(d, "nodes"), b2, sizeof(b2)));
         if (jv_u64(jv_get(d, "total_bytes"), 0))
                 printf("  %-18s %.0f%%\n", "Local:", 100.0 * jv_num(jv_get(d, "local_share"), 0));
-        printf("  %-18s %s\n", "Last reason:", safe(jv_str(jv_get(d, "reason"), "not scanned yet"), b2, sizeof(b2)));
+        printf("  %-18s %s\n", "Last reason:", ctl_safe(jv_str(jv_get(d, "reason"), "not scanned yet"), b2, sizeof(b2)));
         for (size_t i = 0; skipped && skipped->type == JV_OBJECT && i < skipped->n; i++)
                 printf("  %-18s %s left alone: %s\n", i ? "" : "Skipped:",
-                       bytes(jv_u64(&skipped->items[i], 0), b3, sizeof(b3)), safe(skipped->keys[i], b2, sizeof(b2)));
+                       ctl_bytes(jv_u64(&skipped->items[i], 0), b3, sizeof(b3)), ctl_safe(skipped->keys[i], b2, sizeof(b2)));
         if (jv_u64(jv_get(cd, "ranges"), 0))
                 printf("  %-18s %" PRIu64 " range(s) moved recently, %" PRIu64 " ms left\n", "Cooldown:",
                        jv_u64(jv_get(cd, "ranges"), 0), jv_u64(jv_get(cd, "remaining_ms"), 0));
@@ -316,7 +315,7 @@ int ctl_daemon(const struct daemon_args *a) {
                 snprintf(request, sizeof(request), "%s %d\n", control_cmd_name(a->cmd), (int) a->pid);
         else
                 snprintf(request, sizeof(request), "%s\n", control_cmd_name(a->cmd));
-        r = ask(a, request, &reply, &len, &connected);
+        r = ctl_ask(a, request, &reply, &len, &connected);
         if (r < 0 && !connected)
                 return fail_reach(a, r);
         if (r < 0) {
@@ -333,7 +332,7 @@ int ctl_daemon(const struct daemon_args *a) {
                 if (a->json)
                         fwrite(reply, 1, len, stdout);
                 fprintf(stderr, "numabalancectl: numabalanced refused the request: %s\n",
-                        safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
+                        ctl_safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
                 return 1;
         }
         why = jv_str(jv_get(d, CONTROL_KEY_WHY), "");

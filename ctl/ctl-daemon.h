@@ -4,6 +4,8 @@
  * tables. */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "control-protocol.h"
 
@@ -16,3 +18,11 @@ struct daemon_args {
 
 /* Returns the exit status: 0, or 1 (one line on stderr says why). */
 int ctl_daemon(const struct daemon_args *a);
+
+/* Sends one request line to the daemon and reads its whole reply (NUL-terminated).
+ * Returns 0 or -errno; *ret_connected says whether the socket was reached. */
+int ctl_ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected);
+/* Untrusted text (comm, cgroup paths) for a terminal: control bytes become '?'. */
+const char *ctl_safe(const char *s, char *buf, size_t size);
+/* "1.5Gi" and the like. */
+const char *ctl_bytes(uint64_t b, char *buf, size_t size);

@@ -8,6 +8,7 @@
  *   explain PID  why a process is or is not being moved.
  *                These three ask the daemon over its control socket
  *                (lib/control-protocol.h).
+ *   top          status and list again and again, as a live view (ctl-top.h).
  *
  * Exit status: 0 on success, 1 when the request failed (one line on stderr naming
  * the pid and the reason), 2 on a usage error. */
@@ -23,6 +24,7 @@
 #include "control-protocol.h"
 #include "ctl-daemon.h"
 #include "ctl-show.h"
+#include "ctl-top.h"
 #include "log.h"
 #include "parse.h"
 
@@ -38,6 +40,8 @@ static void usage(FILE *f) {
                 "  list            Cgroups and processes watched: mode, memory per node,\n"
                 "                  pages moved and refused, the daemon's CPU time on each\n"
                 "  explain PID     Why a process is or is not being moved\n"
+                "  top             A live view: per cgroup and process, locality, MiB/s moved,\n"
+                "                  pages refused; the daemon's CPU share (q quits)\n"
                 "\n"
                 "Options:\n"
                 "  --json          Machine-readable output (see numabalancectl(8))\n"
@@ -46,6 +50,8 @@ static void usage(FILE *f) {
                 "  --proc-root DIR Read processes from DIR instead of /proc\n"
                 "  --sys-root DIR  Read the topology from DIR instead of /sys\n"
                 "  --socket PATH   The daemon's control socket (default " CONTROL_SOCKET_DEFAULT ")\n"
+                "  --delay SECONDS top: the refresh interval (default 2, at least 0.2)\n"
+                "  --sort KEY      top: moved, local, refused or pid (default moved)\n"
                 "  -h, --help      This help\n"
                 "  --version       Version\n");
 }
@@ -63,8 +69,34 @@ static const struct {
 
 /* The options into *a and *da. Returns -1 to go on to the command, or the exit
  * status (--help, --version, a usage error). */
+static unsigned top_interval_ms = 2000;
+static enum top_sort top_sort = TOP_SORT_MOVED;
+
+static int parse_top_option(int c, const char *arg) {
+        static const char *const keys[] = { "moved", "local", "refused", "pid" };
+        char *end;
+        double d;
+
+        if (c == 'd') {
+                d = strtod(arg, &end);
+                if (*end || d < 0.2 || d > 3600) {
+                        fprintf(stderr, "numabalancectl: --delay takes seconds from 0.2 to 3600, not '%s'\n", arg);
+                        return 2;
+                }
+                top_interval_ms = (unsigned) (d * 1000);
+                return -1;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (strcmp(arg, keys[i]) == 0) {
+                        top_sort = (enum top_sort) i;
+                        return -1;
+                }
+        fprintf(stderr, "numabalancectl: --sort takes moved, local, refused or pid, not '%s'\n", arg);
+        return 2;
+}
+
 static int parse_options(int argc, char **argv, struct show_args *a, struct daemon_args *da) {
-        enum { OPT_JSON = 256, OPT_PRETTY, OPT_ALL, OPT_PROC, OPT_SYS, OPT_VERSION, OPT_SOCKET };
+        enum { OPT_JSON = 256, OPT_PRETTY, OPT_ALL, OPT_PROC, OPT_SYS, OPT_VERSION, OPT_SOCKET, OPT_SORT };
         static const struct option opts[] = {
                 { "json", no_argument, NULL, OPT_JSON },
                 { "pretty", no_argument, NULL, OPT_PRETTY },
@@ -72,13 +104,15 @@ static int parse_options(int argc, char **argv, struct show_args *a, struct daem
                 { "proc-root", required_argument, NULL, OPT_PROC },
                 { "sys-root", required_argument, NULL, OPT_SYS },
                 { "socket", required_argument, NULL, OPT_SOCKET },
+                { "delay", required_argument, NULL, 'd' },
+                { "sort", required_argument, NULL, OPT_SORT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {}
         };
-        int c;
+        int c, r;
 
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hd:", opts, NULL)) >= 0) {
                 switch (c) {
                 case OPT_JSON: a->json = true; break;
                 case OPT_PRETTY: a->json = a->pretty = true; break;
@@ -86,6 +120,12 @@ static int parse_options(int argc, char **argv, struct show_args *a, struct daem
                 case OPT_PROC: a->proc_root = optarg; break;
                 case OPT_SYS: a->sys_root = optarg; break;
                 case OPT_SOCKET: da->socket = optarg; break;
+                case 'd':
+                case OPT_SORT:
+                        r = parse_top_option(c, optarg);
+                        if (r >= 0)
+                                return r;
+                        break;
                 case OPT_VERSION: printf("numabalancectl %s\n", PACKAGE_VERSION); return 0;
                 case 'h': usage(stdout); return 0;
                 default: usage(stderr); return 2;
@@ -133,6 +173,16 @@ int main(int argc, char **argv) {
         }
         cmd = argv[optind++];
 
+        if (strcmp(cmd, "top") == 0) {
+                r = command_args(cmd, argc - optind, argv + optind, NULL);
+                if (r)
+                        return r;
+                if (a.json) {
+                        fprintf(stderr, "numabalancectl: top has no --json (status and list have)\n");
+                        return 2;
+                }
+                return ctl_top(&da, top_interval_ms, top_sort);
+        }
         if (strcmp(cmd, "show") == 0) {
                 r = command_args(cmd, argc - optind, argv + optind, &a.pid);
                 if (r)

@@ -35,7 +35,9 @@ def main():
     if not os.path.exists(FRAMEWORK):
         nbtest.skip("bash-completion not installed")
     got = complete(root, ["numabalancectl", ""], 1)
-    check(set(got) == {"show", "status", "list", "explain"}, f"numabalancectl <Tab>: {got}")
+    check(set(got) == {"show", "status", "list", "explain", "top"}, f"numabalancectl <Tab>: {got}")
+    got = complete(root, ["numabalancectl", "--sort", ""], 2)
+    check(set(got) == {"moved", "local", "refused", "pid"}, f"numabalancectl --sort <Tab>: {got}")
     got = complete(root, ["numabalancectl", "ex"], 1)
     check(got == ["explain"], f"numabalancectl ex<Tab>: {got}")
     got = complete(root, ["numabalancectl", "--js"], 1)

@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,6 +67,84 @@ def stable_list_and_metrics(env, cgpath):
     fail("the moved counts and bytes per node never held still between two list calls")
 
 
+class TopWatch:
+    """numabalancectl top in a real terminal (a tmux session), its screen captured every
+    0.3 s while a workload is being fixed: what an operator watching it saw."""
+
+    def __init__(self, env, pid):
+        self.pid, self.screens, self.stop = pid, [], threading.Event()
+        self.ctl = env.ctl
+        tmux("new-session", "-d", "-s", "nbtop", "-x", "160", "-y", "40",
+             f"{env.ctl} --socket {SOCK} --delay 0.5 top")
+        tmux("set-option", "-t", "nbtop", "remain-on-exit", "on")
+        self.thread = threading.Thread(target=self.capture, daemon=True)
+        self.thread.start()
+
+    def screen(self):
+        return tmux("capture-pane", "-p", "-t", "nbtop").stdout
+
+    def capture(self):
+        while not self.stop.is_set():
+            self.screens.append(self.screen())
+            time.sleep(0.3)
+
+    def row(self, text):
+        """The workload's row of a screen: [pid, comm, local, nodes..., moved/s, refused, reason]."""
+        for line in text.splitlines():
+            f = line.split()
+            if f and f[0] == str(self.pid):
+                return f
+        return None
+
+    def finish(self, res):
+        self.stop.set()
+        self.thread.join()
+        rows = [self.row(s) for s in self.screens]
+        moving = [r for r in rows if r and any(x.endswith("Mi") and float(x[:-2]) > 0 for x in r)]
+        res["top_screens"] = len(self.screens)
+        res["top_moving_screens"] = len(moving)
+        check(any("numabalanced pid" in s and "chain" in s for s in self.screens), "top never showed its header")
+        check(any(r for r in rows), f"top never showed the workload's row:\n{self.screens[-1] if self.screens else ''}")
+        check(moving, "no screen of top showed the workload moving (MiB/s above 0)")
+        tmux("send-keys", "-t", "nbtop", "l")
+        time.sleep(1.5)
+        check("sorted by local" in self.screen(), f"the l key did not sort by locality:\n{self.screen()}")
+        tmux("send-keys", "-t", "nbtop", "q")
+        deadline = time.time() + 10
+        while tmux("display-message", "-p", "-t", "nbtop", "#{pane_dead}").stdout.strip() != "1":
+            if time.time() > deadline:
+                check(False, "top did not exit on q")
+                break
+            time.sleep(0.2)
+        status = tmux("display-message", "-p", "-t", "nbtop", "#{pane_dead_status}").stdout.strip()
+        check(status == "0", f"top exited {status} on q")
+        tmux("kill-session", "-t", "nbtop")
+
+
+def tmux(*args):
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=30)
+
+
+def top_dead_daemon(env, res):
+    """top in a terminal, then the daemon stopped under it: top says so and exits 1."""
+    tmux("new-session", "-d", "-s", "nbtop2", "-x", "160", "-y", "40",
+         f"{env.ctl} --socket {SOCK} --delay 0.5 top")
+    tmux("set-option", "-t", "nbtop2", "remain-on-exit", "on")
+    time.sleep(2)
+    env.stop_daemon()
+    deadline = time.time() + 15
+    while tmux("display-message", "-p", "-t", "nbtop2", "#{pane_dead}").stdout.strip() != "1":
+        if time.time() > deadline:
+            check(False, "top did not exit when the daemon went away")
+            break
+        time.sleep(0.2)
+    screen = tmux("capture-pane", "-p", "-t", "nbtop2").stdout
+    status = tmux("display-message", "-p", "-t", "nbtop2", "#{pane_dead_status}").stdout.strip()
+    check(status == "1" and "the daemon went away" in screen, f"top on a dead daemon: exit {status}:\n{screen}")
+    res["top_dead_daemon_exit"] = status
+    tmux("kill-session", "-t", "nbtop2")
+
+
 def check_fleet_view(res):
     """The metrics file as Prometheus's own linter sees it, and every metric that
     contrib/'s alert rules and Grafana dashboard name present in it."""
@@ -93,7 +172,9 @@ def run(env, res):
     cg_off = env.cgroup("nb-ctl-off")
     po, _, _ = env.start_workload(cg_off, 32, 0, 1)
     env.start_daemon(extra_conf=f"[report]\nmetrics_path = {METRICS}\n", args=("--control-socket", SOCK))
+    top = TopWatch(env, p.pid)
     t = scenario.wait_local(env, p.pid, 0.95, 150)
+    top.finish(res)
     check(t is not None, "the workload was not made local within 150 s")
     res["seconds_to_95pct_local"] = t
     time.sleep(1.5)  # a tick after the last move: the metrics file has it
@@ -163,7 +244,11 @@ def run(env, res):
         r = ctl(env, *cmd)
         check(r.returncode == 0 and r.stdout, f"numabalancectl {' '.join(cmd)}: {r.returncode} {r.stderr}")
     check("/nb-ctl" in ctl(env, "list").stdout, "list table lacks the cgroup")
-    env.stop_daemon()
+    # top's one snapshot when stdout is not a terminal.
+    r = ctl(env, "--delay", "0.5", "top")
+    check(r.returncode == 0 and "/nb-ctl" in r.stdout and str(p.pid) in r.stdout and "\033[" not in r.stdout,
+          f"top to a pipe: {r.returncode} {r.stdout!r} {r.stderr}")
+    top_dead_daemon(env, res)
     check(not os.path.exists(SOCK), "the control socket was left behind")
 
 
