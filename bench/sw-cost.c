@@ -13,25 +13,17 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "split-workload.h"
 #include "sw-sampler.h"
 #include "topology.h"
 
 #define BUF_MB 256
-
-struct reader {
-        const uint64_t *base;
-        size_t words;
-        int cpu;
-        atomic_bool *stop;
-        atomic_uint_fast64_t batches;
-};
 
 static void pin(int cpu) {
         cpu_set_t set;
@@ -39,23 +31,6 @@ static void pin(int cpu) {
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
         pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-static void *reader(void *arg) {
-        struct reader *r = arg;
-        uint64_t x = (uintptr_t) r | 1, sum = 0;
-
-        pin(r->cpu);
-        while (!atomic_load_explicit(r->stop, memory_order_relaxed)) {
-                for (int i = 0; i < 4096; i++) {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        sum += r->base[x % r->words];
-                }
-                atomic_fetch_add_explicit(&r->batches, 1, memory_order_relaxed);
-        }
-        return (void *) (uintptr_t) sum;
 }
 
 static uint64_t now_ns(clockid_t c) {
@@ -83,9 +58,8 @@ int main(int argc, char **argv) {
         const size_t bytes = (size_t) BUF_MB << 20;
         const int last = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
         struct topology *t = host_topology();
-        atomic_bool stop = false;
-        struct reader rd[2] = {};
-        pthread_t th[2];
+        const int cpus[2] = { last, last };
+        struct split_workload *w = NULL;
         double off = 0, on = 0;
         uint64_t drain_ns = 0, samples = 0, rounds_on = 0, rounds_off = 0;
         struct sample_check c;
@@ -100,14 +74,12 @@ int main(int argc, char **argv) {
         if (buf == MAP_FAILED)
                 return 2;
         memset(buf, 1, bytes);
-        for (int k = 0; k < 2; k++) {
-                rd[k] = (struct reader) { .base = buf + k * (bytes / 16), .words = bytes / 16, .cpu = last, .stop = &stop };
-                pthread_create(&th[k], NULL, reader, &rd[k]);
-        }
+        if (split_workload_start(buf, bytes, 2, cpus, &w) < 0)
+                return 2;
         for (unsigned i = 0; i < 2 * rounds; i++) {
                 bool sampled = (i % 4 == 1) || (i % 4 == 2);
                 struct sw_sampler *s = NULL;
-                uint64_t b0 = rd[0].batches + rd[1].batches, t0 = now_ns(CLOCK_MONOTONIC), b1;
+                uint64_t b0 = split_workload_batches(w), t0 = now_ns(CLOCK_MONOTONIC), b1;
 
                 if (sampled) {
                         int r = sw_sampler_new("/proc", t, rate, &s, &c);
@@ -116,7 +88,7 @@ int main(int argc, char **argv) {
                                 return 1;
                         }
                         sw_sampler_span(s, getpid(), true);
-                        b0 = rd[0].batches + rd[1].batches;
+                        b0 = split_workload_batches(w);
                         t0 = now_ns(CLOCK_MONOTONIC);
                 }
                 while (now_ns(CLOCK_MONOTONIC) - t0 < secs * 1000000000ull) {
@@ -129,7 +101,7 @@ int main(int argc, char **argv) {
                                 (void) n0;
                         }
                 }
-                b1 = rd[0].batches + rd[1].batches;
+                b1 = split_workload_batches(w);
                 {
                         double per_s = (double) (b1 - b0) * 4096 / 2 / ((double) (now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
                         if (sampled) {
@@ -144,9 +116,7 @@ int main(int argc, char **argv) {
                 }
                 sw_sampler_free(s);
         }
-        atomic_store(&stop, true);
-        for (int k = 0; k < 2; k++)
-                pthread_join(th[k], NULL);
+        split_workload_stop(w);
         printf("{\"rate\": %" PRIu64 ", \"seconds\": %u, \"rounds\": %u, \"off_reads_per_s\": %.0f, "
                "\"sampled_reads_per_s\": %.0f, \"ratio\": %.4f, \"samples\": %" PRIu64 ", \"addresses\": %" PRIu64
                ", \"drain_us_per_1000_samples\": %.1f}\n",

@@ -1,42 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The self-check of software page-level sampling (sample-check.h). */
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "insn-addr.h"
 #include "sample-check.h"
+#include "split-workload.h"
 #include "task-sample.h"
-
-struct half {
-        const uint64_t *base;
-        size_t words;
-        atomic_bool *stop;
-        atomic_int tid;
-        uint64_t sum;
-};
-
-/* Random reads of its own half, in a loop the compiler cannot drop (the sum is kept). */
-static void *reader(void *arg) {
-        struct half *h = arg;
-        uint64_t x = (uintptr_t) h | 1, sum = 0;
-
-        atomic_store(&h->tid, (int) syscall(SYS_gettid));
-        while (!atomic_load_explicit(h->stop, memory_order_relaxed))
-                for (int i = 0; i < 4096; i++) {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        sum += h->base[x % h->words];
-                }
-        h->sum = sum;
-        return NULL;
-}
 
 struct tally {
         struct insn_decoder *dec;
@@ -80,12 +53,10 @@ static int sample(struct tally *y, uint64_t period_ns, unsigned ms) {
 
 int sample_check_run(unsigned ms, unsigned buffer_mb, uint64_t period_ns, struct sample_check *ret) {
         const size_t bytes = (size_t) buffer_mb << 20;
-        atomic_bool stop = false;
-        struct half h[2] = {};
+        struct split_workload *w = NULL;
         struct tally y = { .c = ret };
-        pthread_t th[2];
         uint64_t *buf;
-        int r, started = 0;
+        int r;
 
         memset(ret, 0, sizeof(*ret));
         r = insn_decoder_new(&y.dec);
@@ -97,26 +68,16 @@ int sample_check_run(unsigned ms, unsigned buffer_mb, uint64_t period_ns, struct
                 return -errno;
         }
         memset(buf, 1, bytes);
-        for (int k = 0; k < 2; k++) {
-                h[k] = (struct half) { .base = buf + k * (bytes / 16), .words = bytes / 16, .stop = &stop };
-                if (pthread_create(&th[k], NULL, reader, &h[k]) != 0)
-                        break;
-                started++;
-        }
-        r = started == 2 ? 0 : -EAGAIN;
-        for (int k = 0; r == 0 && k < 2; k++) {
-                while (atomic_load(&h[k].tid) == 0)
-                        usleep(1000);
-                y.tid[k] = atomic_load(&h[k].tid);
-        }
-        y.lo = (uintptr_t) buf;
-        y.mid = y.lo + bytes / 2;
-        y.hi = y.lo + bytes;
-        if (r == 0)
+        r = split_workload_start(buf, bytes, 2, NULL, &w);
+        if (r == 0) {
+                y.tid[0] = split_workload_tid(w, 0);
+                y.tid[1] = split_workload_tid(w, 1);
+                y.lo = (uintptr_t) buf;
+                y.mid = y.lo + bytes / 2;
+                y.hi = y.lo + bytes;
                 r = sample(&y, period_ns, ms);
-        atomic_store(&stop, true);
-        for (int k = 0; k < started; k++)
-                pthread_join(th[k], NULL);
+        }
+        split_workload_stop(w);
         munmap(buf, bytes);
         insn_decoder_free(y.dec);
         return r;

@@ -12,43 +12,14 @@
  * page's offset in the buffer). tests/vm/scenarios/106-replay.py turns them into
  * "TGID CPU ADDR" lines for its own process. */
 #include <inttypes.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "split-workload.h"
 #include "sw-sampler.h"
 #include "topology.h"
-
-struct part {
-        const uint64_t *base;
-        size_t words;
-        int cpu;
-        atomic_bool *stop;
-        atomic_bool ready;
-};
-
-static void *reader(void *arg) {
-        struct part *p = arg;
-        uint64_t x = (uintptr_t) p | 1, sum = 0;
-        cpu_set_t set;
-
-        CPU_ZERO(&set);
-        CPU_SET(p->cpu, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-        atomic_store(&p->ready, true);
-        while (!atomic_load_explicit(p->stop, memory_order_relaxed))
-                for (int i = 0; i < 4096; i++) {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        sum += p->base[x % p->words];
-                }
-        return (void *) (uintptr_t) sum;
-}
 
 static uint64_t lo, hi, n_out;
 
@@ -68,13 +39,12 @@ int main(int argc, char **argv) {
         struct topology *t = NULL;
         struct sw_sampler *s = NULL;
         struct sample_check c;
-        struct part parts[8] = {};
-        pthread_t th[8];
-        atomic_bool stop = false;
+        struct split_workload *w = NULL;
+        int cpus[SPLIT_THREADS_MAX];
         uint64_t *buf;
         int r;
 
-        if (n < 1 || n > 8 || mb < 1) {
+        if (n < 1 || n > SPLIT_THREADS_MAX || mb < 1) {
                 fprintf(stderr, "usage: sw-record THREADS(1-8) BUFFER_MB MS RATE\n");
                 return 2;
         }
@@ -92,14 +62,13 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "sw-record: the software source is refused here: %s\n", strerror(-r));
                 return 1;
         }
-        for (unsigned k = 0; k < n; k++) {
-                parts[k] = (struct part) { .base = buf + k * (bytes / 8 / n), .words = bytes / 8 / n,
-                                           .cpu = (int) (k % 2), .stop = &stop };
-                pthread_create(&th[k], NULL, reader, &parts[k]);
-        }
         for (unsigned k = 0; k < n; k++)
-                while (!atomic_load(&parts[k].ready))
-                        usleep(1000);
+                cpus[k] = (int) (k % 2);
+        r = split_workload_start(buf, bytes, n, cpus, &w);
+        if (r < 0) {
+                fprintf(stderr, "sw-record: cannot start the threads: %s\n", strerror(-r));
+                return 1;
+        }
         sw_sampler_span(s, getpid(), true);
         printf("# sw-record %u %u %u %" PRIu64 ": %u thread(s), thread k on CPU k %% 2 (node k %% 2), each "
                "reading its own 1/%u of %u MiB\n# node offset\n", n, mb, ms, rate, n, n, mb);
@@ -107,9 +76,7 @@ int main(int argc, char **argv) {
                 usleep(20 * 1000);
                 sw_sampler_drain(s, emit, NULL);
         }
-        atomic_store(&stop, true);
-        for (unsigned k = 0; k < n; k++)
-                pthread_join(th[k], NULL);
+        split_workload_stop(w);
         sw_sampler_drain(s, emit, NULL);
         fprintf(stderr, "sw-record: %" PRIu64 " samples in the buffer\n", n_out);
         sw_sampler_free(s);

@@ -10,9 +10,6 @@
  * (quarters: A and C on CPU 0, B and D on CPU 1). Needs x86-64 with Capstone, two
  * CPUs, and perf_event_open (root, or perf_event_paranoid <= 2; skipped otherwise
  * unless root, where a failure is a failure). */
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +18,7 @@
 #include "numa_maps.h"
 #include "pagesample.h"
 #include "plan.h"
+#include "split-workload.h"
 #include "sw-sampler.h"
 #include "topology.h"
 #include "test.h"
@@ -31,33 +29,6 @@
 #define MIN_COVER_PCT 50
 
 static struct topology *topo;
-
-struct part {
-        const uint64_t *base;
-        size_t words;
-        int cpu;
-        atomic_bool *stop;
-        atomic_bool ready;
-};
-
-static void *reader(void *arg) {
-        struct part *p = arg;
-        uint64_t x = (uintptr_t) p | 1, sum = 0;
-        cpu_set_t set;
-
-        CPU_ZERO(&set);
-        CPU_SET(p->cpu, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-        atomic_store(&p->ready, true);
-        while (!atomic_load_explicit(p->stop, memory_order_relaxed))
-                for (int i = 0; i < 4096; i++) {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        sum += p->base[x % p->words];
-                }
-        return (void *) (uintptr_t) sum;
-}
 
 static void on_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
         if (tgid == getpid())
@@ -70,10 +41,9 @@ static int sample_and_plan(unsigned n, uint64_t buf, struct plan *ret) {
         _cleanup_(page_agg_freep) struct page_agg *agg = NULL;
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
         struct sw_sampler *s = NULL;
+        struct split_workload *w = NULL;
         struct sample_check c;
-        atomic_bool stop = false;
-        struct part parts[4] = {};
-        pthread_t th[4];
+        static const int cpus[4] = { 0, 1, 0, 1 };
         struct page_decision d;
         struct plan_input in = {};
         struct plan_params pp = { .free_floor_pct = 5 };
@@ -85,23 +55,18 @@ static int sample_and_plan(unsigned n, uint64_t buf, struct plan *ret) {
         r = sw_sampler_new("/proc", topo, RATE, &s, &c);
         if (r < 0)
                 return r;
-        for (unsigned k = 0; k < n; k++) {
-                parts[k] = (struct part) { .base = (const uint64_t *) (uintptr_t) buf + k * (bytes / 8 / n),
-                                           .words = bytes / 8 / n, .cpu = (int) (k % 2), .stop = &stop };
-                pthread_create(&th[k], NULL, reader, &parts[k]);
+        r = split_workload_start((const uint64_t *) (uintptr_t) buf, bytes, n, cpus, &w);
+        if (r < 0) {
+                sw_sampler_free(s);
+                return r;
         }
-        for (unsigned k = 0; k < n; k++)
-                while (!atomic_load(&parts[k].ready))
-                        usleep(1000);
         sw_sampler_span(s, getpid(), true);
         CHECK_INT(page_agg_new(topo, 4096, &agg), 0);
         for (int waited = 0; agg && waited < RUN_MS; waited += 20) {
                 usleep(20 * 1000);
                 sw_sampler_drain(s, on_sample, agg);
         }
-        atomic_store(&stop, true);
-        for (unsigned k = 0; k < n; k++)
-                pthread_join(th[k], NULL);
+        split_workload_stop(w);
         sw_sampler_free(s);
         if (!agg)
                 return -ENOMEM;

@@ -73,10 +73,7 @@ class TopWatch:
 
     def __init__(self, env, pid):
         self.pid, self.screens, self.stop = pid, [], threading.Event()
-        self.ctl = env.ctl
-        tmux("new-session", "-d", "-s", "nbtop", "-x", "160", "-y", "40",
-             f"{env.ctl} --socket {SOCK} --delay 0.5 top")
-        tmux("set-option", "-t", "nbtop", "remain-on-exit", "on")
+        top_session(env, "nbtop")
         self.thread = threading.Thread(target=self.capture, daemon=True)
         self.thread.start()
 
@@ -110,13 +107,7 @@ class TopWatch:
         time.sleep(1.5)
         check("sorted by local" in self.screen(), f"the l key did not sort by locality:\n{self.screen()}")
         tmux("send-keys", "-t", "nbtop", "q")
-        deadline = time.time() + 10
-        while tmux("display-message", "-p", "-t", "nbtop", "#{pane_dead}").stdout.strip() != "1":
-            if time.time() > deadline:
-                check(False, "top did not exit on q")
-                break
-            time.sleep(0.2)
-        status = tmux("display-message", "-p", "-t", "nbtop", "#{pane_dead_status}").stdout.strip()
+        status = wait_exit("nbtop", 10, "top did not exit on q")
         check(status == "0", f"top exited {status} on q")
         tmux("kill-session", "-t", "nbtop")
 
@@ -125,21 +116,31 @@ def tmux(*args):
     return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=30)
 
 
+def top_session(env, name):
+    """numabalancectl top in a new 160x40 tmux session, kept when top exits (its exit
+    status readable)."""
+    tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "40", f"{env.ctl} --socket {SOCK} --delay 0.5 top")
+    tmux("set-option", "-t", name, "remain-on-exit", "on")
+
+
+def wait_exit(name, timeout, what):
+    """Waits for the session's command to exit; returns its exit status ("" if not)."""
+    deadline = time.time() + timeout
+    while tmux("display-message", "-p", "-t", name, "#{pane_dead}").stdout.strip() != "1":
+        if time.time() > deadline:
+            check(False, what)
+            return ""
+        time.sleep(0.2)
+    return tmux("display-message", "-p", "-t", name, "#{pane_dead_status}").stdout.strip()
+
+
 def top_dead_daemon(env, res):
     """top in a terminal, then the daemon stopped under it: top says so and exits 1."""
-    tmux("new-session", "-d", "-s", "nbtop2", "-x", "160", "-y", "40",
-         f"{env.ctl} --socket {SOCK} --delay 0.5 top")
-    tmux("set-option", "-t", "nbtop2", "remain-on-exit", "on")
+    top_session(env, "nbtop2")
     time.sleep(2)
     env.stop_daemon()
-    deadline = time.time() + 15
-    while tmux("display-message", "-p", "-t", "nbtop2", "#{pane_dead}").stdout.strip() != "1":
-        if time.time() > deadline:
-            check(False, "top did not exit when the daemon went away")
-            break
-        time.sleep(0.2)
+    status = wait_exit("nbtop2", 15, "top did not exit when the daemon went away")
     screen = tmux("capture-pane", "-p", "-t", "nbtop2").stdout
-    status = tmux("display-message", "-p", "-t", "nbtop2", "#{pane_dead_status}").stdout.strip()
     check(status == "1" and "the daemon went away" in screen, f"top on a dead daemon: exit {status}:\n{screen}")
     res["top_dead_daemon_exit"] = status
     tmux("kill-session", "-t", "nbtop2")

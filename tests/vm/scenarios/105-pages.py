@@ -17,11 +17,11 @@ import time
 from scenario import check, fail, sh, sysctl_numa_balancing
 
 
-def run(env, res):
-    sysctl_numa_balancing(0)
-    cg = env.cgroup("nb-pages", "balance")
+def start_pagesplit(env, cg, pages):
+    """pagesplit in cg, once both threads have counted their halves and all of it is on
+    node 0. Returns (the process, counts(): its last "A_ON0 A_ON1 B_ON0 B_ON1", its
+    ready file). 106-replay starts its workload the same way."""
     ready, status = env.tmp_path("pagesplit.ready"), env.tmp_path("pagesplit.status")
-    pages = 2048
 
     def enter():
         with open(os.path.join(cg, "cgroup.procs"), "w") as f:
@@ -49,6 +49,14 @@ def run(env, res):
             fail(f"pagesplit did not report both halves: {c}")
         time.sleep(0.2)
     check(c[0] == pages // 2 and c[2] == pages // 2, f"the page cache is not all on node 0 to begin with: {c}")
+    return p, counts, ready
+
+
+def run(env, res):
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-pages", "balance")
+    pages = 2048
+    _, counts, _ = start_pagesplit(env, cg, pages)
     env.start_daemon(extra_conf="[select]\nmin_rss = 0\n[sample]\npmu = page-faults\n"
                                 "[decide]\nmin_misplaced = 1T\n")
     t0 = time.time()

@@ -15,10 +15,9 @@ moves logged, none of a whole VMA."""
 import json
 import os
 import re
-import subprocess
 import time
 
-from scenario import check, fail, node_cpus, sh, sysctl_numa_balancing
+from scenario import check, fail, load, node_cpus, sh, sysctl_numa_balancing
 
 SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "sw", "split2.samples")
 
@@ -43,34 +42,10 @@ def replay_lines(pid, start, length):
 def run(env, res):
     sysctl_numa_balancing(0)
     cg = env.cgroup("nb-replay", "balance")
-    ready, status = env.tmp_path("pagesplit.ready"), env.tmp_path("pagesplit.status")
     replay = env.tmp_path("replay")
     pages = 2048
     open(replay, "w").close()
-
-    def enter():
-        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
-    p = subprocess.Popen([os.path.join(env.build, "tests", "vm", "pagesplit"), str(pages), ready, status],
-                         preexec_fn=enter, stderr=subprocess.PIPE)
-    env.procs.append(p)
-
-    def counts():
-        try:
-            return [int(x) for x in open(status).read().split()]
-        except (OSError, ValueError):
-            return None
-    deadline = time.time() + 60
-    while True:
-        c = counts()
-        if c and c[0] + c[1] == pages // 2 and c[2] + c[3] == pages // 2:
-            break
-        if p.poll() is not None:
-            fail(f"pagesplit exited: {p.stderr.read().decode()}")
-        if time.time() >= deadline:
-            fail(f"pagesplit did not report both halves: {c}")
-        time.sleep(0.2)
-    check(c[0] == pages // 2 and c[2] == pages // 2, f"the page cache is not all on node 0 to begin with: {c}")
+    _, counts, ready = load("pages").start_pagesplit(env, cg, pages)
     pid, start, length = open(ready).read().split()[:3]
     lines = replay_lines(int(pid), int(start, 16), int(length))
     res["replayed_samples"] = len(lines)
