@@ -71,9 +71,14 @@ class TopWatch:
     """numabalancectl top in a real terminal (a tmux session), its screen captured every
     0.3 s while a workload is being fixed: what an operator watching it saw."""
 
-    def __init__(self, env, pid):
-        self.pid, self.screens, self.stop = pid, [], threading.Event()
+    def __init__(self, env):
+        self.pid, self.screens, self.stop = None, [], threading.Event()
         top_session(env, "nbtop")
+        deadline = time.time() + 30
+        while "numabalanced pid" not in self.screen():
+            if time.time() > deadline:
+                fail(f"top did not show its header within 30 s:\n{self.screen()}")
+            time.sleep(0.2)
         self.thread = threading.Thread(target=self.capture, daemon=True)
         self.thread.start()
 
@@ -169,11 +174,13 @@ def check_fleet_view(res):
 def run(env, res):
     scenario.sysctl_numa_balancing(0)
     cg = env.cgroup("nb-ctl", "balance")
-    p, start, _ = env.start_workload(cg, 256, 0, 1)
     cg_off = env.cgroup("nb-ctl-off")
-    po, _, _ = env.start_workload(cg_off, 32, 0, 1)
     env.start_daemon(extra_conf=f"[report]\nmetrics_path = {METRICS}\n", args=("--control-socket", SOCK))
-    top = TopWatch(env, p.pid)
+    # top is up before the workload appears: the move (a few seconds) happens under it.
+    top = TopWatch(env)
+    p, start, _ = env.start_workload(cg, 256, 0, 1)
+    top.pid = p.pid
+    po, _, _ = env.start_workload(cg_off, 32, 0, 1)
     t = scenario.wait_local(env, p.pid, 0.95, 150)
     top.finish(res)
     check(t is not None, "the workload was not made local within 150 s")
