@@ -94,6 +94,14 @@ def find_deb(path):
     return path if os.path.exists(path) else None
 
 
+def diagnose():
+    """What systemd says of the unit, into the test's output."""
+    for cmd in (["systemctl", "status", "--no-pager", UNIT], ["journalctl", "--no-pager", "-n", "40", "-u", UNIT],
+                ["ls", "-l", "/etc/systemd/system/multi-user.target.wants/", "/usr/sbin/policy-rc.d"]):
+        r = run(*cmd)
+        print(f"$ {' '.join(cmd)}\n{r.stdout}{r.stderr}", flush=True)
+
+
 def install(deb):
     r = run("dpkg", "-i", deb, timeout=300)
     check(r.returncode == 0, f"dpkg -i {os.path.basename(deb)}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
@@ -123,7 +131,8 @@ def test_install(deb):
         return False
     check(os.path.exists(f"/lib/systemd/system/{UNIT}"), "the package did not install its unit")
     check(run("systemctl", "is-enabled", UNIT).stdout.strip() == "enabled", "the unit is not enabled")
-    wait(lambda: prop("ActiveState") == "active", "the service active after dpkg -i", 60)
+    if not wait(lambda: prop("ActiveState") == "active", "the service active after dpkg -i", 60):
+        diagnose()
     r = run("numabalancectl", "--json", "status")
     check(r.returncode == 0, f"numabalancectl status: {r.stderr}")
     if r.returncode == 0:
@@ -168,7 +177,8 @@ def test_upgrade(deb, tmp):
         return
     check(run("dpkg-query", "-W", "-f=${Version}", "numabalanced").stdout == new, "the upgrade did not install")
     check(open(CONF).read() == edited, "the upgrade changed the operator's /etc/numabalanced.conf")
-    wait(lambda: prop("ActiveState") == "active", "the service active after the upgrade", 60)
+    if not wait(lambda: prop("ActiveState") == "active", "the service active after the upgrade", 60):
+        diagnose()
 
 
 def test_purge():
