@@ -137,7 +137,10 @@ def wait_exit(name, timeout, what):
             check(False, what)
             return ""
         time.sleep(0.2)
-    return tmux("display-message", "-p", "-t", name, "#{pane_dead_status}").stdout.strip()
+    # The exit status, or "signal N" when a signal ended it.
+    st = tmux("display-message", "-p", "-t", name, "#{pane_dead_status}|#{pane_dead_signal}").stdout.strip()
+    status, _, sig = st.partition("|")
+    return status if status or not sig else f"signal {sig}"
 
 
 def top_dead_daemon(env, res):
