@@ -130,17 +130,20 @@ def top_session(env, name):
 
 
 def wait_exit(name, timeout, what):
-    """Waits for the session's command to exit; returns its exit status ("" if not)."""
+    """Waits for the session's command to exit and be reaped; returns its exit status, or
+    "signal N" when a signal ended it ("" if it did not end). tmux marks the pane dead
+    when its terminal closes and fills the status only once it has reaped the process:
+    in a slow guest, moments later."""
     deadline = time.time() + timeout
-    while tmux("display-message", "-p", "-t", name, "#{pane_dead}").stdout.strip() != "1":
+    while True:
+        st = tmux("display-message", "-p", "-t", name, "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}")
+        dead, status, sig = (st.stdout.strip().split("|") + ["", "", ""])[:3]
+        if dead == "1" and (status or sig):
+            return status if status else f"signal {sig}"
         if time.time() > deadline:
             check(False, what)
             return ""
         time.sleep(0.2)
-    # The exit status, or "signal N" when a signal ended it.
-    st = tmux("display-message", "-p", "-t", name, "#{pane_dead_status}|#{pane_dead_signal}").stdout.strip()
-    status, _, sig = st.partition("|")
-    return status if status or not sig else f"signal {sig}"
 
 
 def top_dead_daemon(env, res):
