@@ -127,6 +127,12 @@ def test_install(deb):
     # test-systemd.py, earlier in this boot, ran the unit from /run/systemd/system,
     # which would hide the package's: gone, it must be.
     check(not os.path.exists(f"/run/systemd/system/{UNIT}"), "a unit of test-systemd is left in /run/systemd/system")
+    # A container image's policy-rc.d (this machine's says "exit 101") forbids starting
+    # services from maintainer scripts; an operator's machine has none. Removed in the
+    # guest's overlay only.
+    if os.path.exists("/usr/sbin/policy-rc.d"):
+        os.unlink("/usr/sbin/policy-rc.d")
+        results["removed_policy_rc_d"] = True
     if not install(deb):
         return False
     check(os.path.exists(f"/lib/systemd/system/{UNIT}"), "the package did not install its unit")
