@@ -309,10 +309,11 @@ int ctl_top(const struct daemon_args *a, unsigned interval_ms, enum top_sort sor
         raw_mode();
         render(stdout, &prev, NULL, rows, width_of_terminal(), true);
         for (;;) {
-                double next = now_s() + interval_ms / 1000.0;
+                double next = now_s() + interval_ms / 1000.0, left;
                 int k = 0;
-                while (!stop_signal && k == 0 && now_s() < next)
-                        k = key((int) ((next - now_s()) * 1000) + 1);
+                /* (left computed once: a negative poll timeout would wait for ever) */
+                while (!stop_signal && k == 0 && (left = next - now_s()) > 0)
+                        k = key((int) (left * 1000) + 1);
                 if (stop_signal || k == 'q' || k == 'Q' || k < 0)
                         break;
                 if (k == 'm' || k == 'l' || k == 'r' || k == 'p')

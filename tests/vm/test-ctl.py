@@ -18,6 +18,7 @@ Uses tests/vm/scenario.py (Env: cgroups, workload, daemon; checks through tests/
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -118,8 +119,15 @@ class TopWatch:
         tmux("kill-session", "-t", "nbtop")
 
 
+def default_sigchld():
+    # The guest's command may run with SIGCHLD ignored, which tmux's server (started by
+    # the first call) would inherit: its children then reaped by the kernel, tmux never
+    # learns their exit status (pane_dead_status stays empty).
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
 def tmux(*args):
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=30)
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=30, preexec_fn=default_sigchld)
 
 
 def top_session(env, name):
