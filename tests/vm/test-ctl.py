@@ -21,7 +21,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,27 +68,32 @@ def stable_list_and_metrics(env, cgpath):
 
 
 class TopWatch:
-    """numabalancectl top in a real terminal (a tmux session), its screen captured every
-    0.3 s while a workload is being fixed: what an operator watching it saw."""
+    """numabalancectl top in a real terminal (a tmux session) while a workload is being
+    fixed: every frame it drew (tmux pipe-pane copies what it writes to a file; sampling
+    the screen in a slow guest can miss a move of a second or two), and its screen as
+    tmux shows it."""
 
     def __init__(self, env):
-        self.pid, self.screens, self.stop = None, [], threading.Event()
+        self.pid = None
+        self.out = env.tmp_path("top-output")
         top_session(env, "nbtop")
+        tmux("pipe-pane", "-t", "nbtop", "-o", f"cat >> {self.out}")
         deadline = time.time() + 30
         while "numabalanced pid" not in self.screen():
             if time.time() > deadline:
                 fail(f"top did not show its header within 30 s:\n{self.screen()}")
             time.sleep(0.2)
-        self.thread = threading.Thread(target=self.capture, daemon=True)
-        self.thread.start()
 
     def screen(self):
         return tmux("capture-pane", "-p", "-t", "nbtop").stdout
 
-    def capture(self):
-        while not self.stop.is_set():
-            self.screens.append(self.screen())
-            time.sleep(0.3)
+    def frames(self):
+        """The frames top drew so far (each begins with its clear-screen sequence)."""
+        try:
+            text = open(self.out, errors="replace").read()
+        except FileNotFoundError:
+            return []
+        return [f.replace("\r", "") for f in text.split("\033[H\033[2J") if f.strip()]
 
     def row(self, text):
         """The workload's row of a screen: [pid, comm, local, nodes..., moved/s, refused, reason]."""
@@ -100,15 +104,15 @@ class TopWatch:
         return None
 
     def finish(self, res):
-        self.stop.set()
-        self.thread.join()
-        rows = [self.row(s) for s in self.screens]
+        time.sleep(1.5)            # a frame after the last move
+        frames = self.frames()
+        rows = [self.row(f) for f in frames]
         moving = [r for r in rows if r and any(x.endswith("Mi") and float(x[:-2]) > 0 for x in r)]
-        res["top_screens"] = len(self.screens)
-        res["top_moving_screens"] = len(moving)
-        check(any("numabalanced pid" in s and "chain" in s for s in self.screens), "top never showed its header")
-        check(any(r for r in rows), f"top never showed the workload's row:\n{self.screens[-1] if self.screens else ''}")
-        check(moving, "no screen of top showed the workload moving (MiB/s above 0)")
+        res["top_frames"] = len(frames)
+        res["top_moving_frames"] = len(moving)
+        check(any("numabalanced pid" in f and "chain" in f for f in frames), "top never drew its header")
+        check(any(r for r in rows), f"top never showed the workload's row:\n{frames[-1] if frames else ''}")
+        check(moving, f"no frame of top showed the workload moving (MiB/s above 0) in {len(frames)} frames")
         tmux("send-keys", "-t", "nbtop", "l")
         time.sleep(1.5)
         check("sorted by local" in self.screen(), f"the l key did not sort by locality:\n{self.screen()}")
