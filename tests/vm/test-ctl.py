@@ -135,23 +135,28 @@ def tmux(*args):
 
 
 def top_session(env, name):
-    """numabalancectl top in a new 160x40 tmux session, kept when top exits (its exit
-    status readable)."""
-    tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "40", f"{env.ctl} --socket {SOCK} --delay 0.5 top")
+    """numabalancectl top in a new 160x40 tmux session; the shell around it writes top's
+    exit status to /tmp/NAME.status (tmux's own pane_dead_status stayed empty in the
+    guests: the status comes from the shell that waited for top)."""
+    status = f"/tmp/{name}.status"
+    if os.path.exists(status):
+        os.unlink(status)
+    tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "40",
+         f"{env.ctl} --socket {SOCK} --delay 0.5 top; echo $? > {status}")
     tmux("set-option", "-t", name, "remain-on-exit", "on")
 
 
 def wait_exit(name, timeout, what):
-    """Waits for the session's command to exit and be reaped; returns its exit status, or
-    "signal N" when a signal ended it ("" if it did not end). tmux marks the pane dead
-    when its terminal closes and fills the status only once it has reaped the process:
-    in a slow guest, moments later."""
+    """Waits for top in session name to exit; returns its exit status ("" if it did not)."""
+    path = f"/tmp/{name}.status"
     deadline = time.time() + timeout
     while True:
-        st = tmux("display-message", "-p", "-t", name, "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}")
-        dead, status, sig = (st.stdout.strip().split("|") + ["", "", ""])[:3]
-        if dead == "1" and (status or sig):
-            return status if status else f"signal {sig}"
+        try:
+            status = open(path).read().strip()
+            if status:
+                return status
+        except FileNotFoundError:
+            pass
         if time.time() > deadline:
             check(False, what)
             return ""
