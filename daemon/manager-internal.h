@@ -166,6 +166,7 @@ struct proc_rec {
         struct huge_vma *huge;
         size_t n_huge;
         nb_nodemask huge_cpu_nodes;
+        uint64_t huge_rss_kb;              /* its resident size at that read */
         uint64_t sampled_scans;            /* scans that did not read numa_maps */
 };
 

@@ -515,6 +515,8 @@ static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
                   "scanning now", p->cg->path, (int) p->pid, kb, kb - p->rss_kb);
         p->rss_kb = kb;
         m->growth_scans++;
+        /* New memory is read in full, not sampled (sampled-scan.h). */
+        sampled_scan_forget(p);
         return true;
 }
 

@@ -94,6 +94,8 @@ void sampled_scan_note(const struct manager *m, struct proc_rec *p, const struct
                 p->n_huge++;
         }
         p->huge_cpu_nodes = cpu_nodes;
+        /* Its own baseline: p->rss_kb moves with grew() and shrinking. */
+        p->huge_rss_kb = p->rss_kb;
 }
 
 static bool differs(uint64_t a, uint64_t b, uint64_t tol) {
@@ -142,7 +144,7 @@ bool sampled_scan_unchanged(struct manager *m, struct proc_rec *p, nb_nodemask c
         if (!p->n_huge || !m->cfg.huge_vma_kb || p->seen)
                 return false;
         same = nodemask_equal(&cpu_nodes, &p->huge_cpu_nodes) &&
-               !differs(rss_kb, p->rss_kb, tolerance(m, p->rss_kb, 1)) && placement_unchanged(m, p);
+               !differs(rss_kb, p->huge_rss_kb, tolerance(m, p->huge_rss_kb, 1)) && placement_unchanged(m, p);
         if (!same)
                 sampled_scan_forget(p);
         return same;

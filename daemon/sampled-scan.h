@@ -5,7 +5,8 @@
  * VMAs' placement (sampled_scan_note); each later scan asks whether anything changed
  * (sampled_scan_unchanged): its resident size, the nodes its threads run on, its huge
  * VMAs' bounds and their sampled placement. Anything changed, or any doubt, and the
- * scan reads numa_maps as every other scan does. Nothing is ever moved on a sample. */
+ * scan reads numa_maps as every other scan does; so does a scan that growth brought
+ * forward (grew() forgets the records). Nothing is ever moved on a sample. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
