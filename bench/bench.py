@@ -32,7 +32,8 @@ Scenarios:
              touching and unmapping 1 MiB every 64 batches (an allocator handing memory
              back), those operations timed too: a long numa_maps walk holds the mmap
              lock they need
-  maplock    (2n1c-big) steady-churn's workload under the daemon as shipped (huge_vma:
+  maplock    (2n1c-big) steady-churn's workload, its 3 GiB mapping in base pages (THP off
+             for it, as many databases run: a walk visits every PTE), under the daemon as shipped (huge_vma:
              the settled process's 3 GiB mapping sampled) and with huge_vma = 0
              (numa_maps read at every scan: the walk holds the mmap lock), every
              scan_max_ms 1000 so that two minutes hold a hundred scans; the churn's
@@ -653,7 +654,7 @@ def numa_maps_read_ms(pid, times=5):
     return round(sorted(took)[len(took) // 2], 2)
 
 
-def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf=""):
+def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf="", environ=None):
     """Memory local from the start, one reader per CPU of every node (bench/steady.c):
     after warmup_s (the start of every mode: the daemon's first scans, the kernel's
     scan delay), a window of `seconds` whose outliers, percentiles and the kernel's
@@ -670,7 +671,8 @@ def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf=""
                 with open(os.path.join(cg, "cgroup.procs"), "w") as f:
                     f.write(str(os.getpid()))
         cmd = [os.path.join(env.build, "bench", "steady"), str(mb_per_thread), str(per_node), ready, stats]
-        p = subprocess.Popen(cmd + ([str(churn_kb)] if churn_kb else []), preexec_fn=enter, stderr=subprocess.PIPE)
+        p = subprocess.Popen(cmd + ([str(churn_kb)] if churn_kb else []), preexec_fn=enter, stderr=subprocess.PIPE,
+                             env=dict(os.environ, **environ) if environ else None)
         env.procs.append(p)
         wait_ready(p, ready, "steady", timeout=300, poll=0.2)
         start = int(open(ready).read().split()[1], 16)
@@ -848,7 +850,7 @@ def main():
                         r = run_steady(env, mode, a.window or STEADY_WINDOW_S, STEADY_CHURN_MB, 1024)
                     elif a.scenario == "maplock":
                         r = run_steady(env, mode, a.window or MAPLOCK_WINDOW_S, STEADY_CHURN_MB, 1024,
-                                       conf=MAPLOCK_CONF)
+                                       conf=MAPLOCK_CONF, environ={"STEADY_4K": "1"})
                     elif a.scenario == "stalls":
                         r = run_stalls(env, mode, 512, 30)
                     elif a.scenario == "spread":

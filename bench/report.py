@@ -347,7 +347,8 @@ def maplock_section():
     rows = steady_section("maplock")
     if not rows:
         return
-    w("maplock is steady-churn's workload (one mapping of several GiB, readers that also map and unmap) "
+    w("maplock is steady-churn's workload (one mapping of several GiB, in base pages: THP off for it, as "
+      "many databases run, so that a page-table walk visits every PTE; readers that also map and unmap) "
       "under the daemon as shipped and with `huge_vma = 0`, the daemon reading numa_maps at every scan "
       "as it did before that setting; `scan_max_ms = 1000`, so that each settled scan comes every "
       "second rather than every 30 s: a window of two minutes holds as many scans as an hour at the "

@@ -166,6 +166,12 @@ int main(int argc, char **argv) {
                 perror("mprotect");
                 return 1;
         }
+        /* STEADY_4K=1: base pages only (THP off for the mapping, as many databases run):
+         * a page-table walk of it (numa_maps) then visits every PTE, not one per 2 MiB. */
+        if (getenv("STEADY_4K") && madvise(mem, slice * (size_t) n, MADV_NOHUGEPAGE)) {
+                perror("madvise");
+                return 1;
+        }
         pthread_barrier_init(&touched, NULL, (unsigned) n + 1);
         for (int i = 0; i < n; i++) {
                 rs[i].node = nodes[i / per_node];

@@ -97,6 +97,9 @@ static void add_threads(struct sw_sampler *s, pid_t pid) {
 
         if (proc_list_tasks(s->proc_root, pid, &tids, &n) < 0)
                 return;
+        /* Threads that ended give their slots back first: a process whose threads come
+         * and go must not fill the bound with dead ones. */
+        task_sampler_prune(s->ts, pid, tids, n);
         for (size_t i = 0; i < n; i++) {
                 int r;
                 if (task_sampler_has(s->ts, tids[i]))

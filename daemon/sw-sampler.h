@@ -7,7 +7,8 @@
  * Only processes whose threads ran on more than one node in their last scan window are
  * sampled (sw_sampler_span): a process on one node needs no page-level signal. At most
  * TASK_SAMPLE_MAX_THREADS threads are sampled at once, whoever asks first; the others
- * wait for room, said in the debug log. Addresses within SW_STACK_BYTES of the sampled
+ * wait for room, said in the debug log. A thread that ended gives its slot back at its
+ * process's next scan, and a process that stops spanning nodes or exits gives all. Addresses within SW_STACK_BYTES of the sampled
  * stack pointer are dropped: a thread's stack and its locals are its own. */
 #pragma once
 #include <stdbool.h>

@@ -56,6 +56,20 @@ static struct ring *free_slot(struct task_sampler *s) {
         return s->n < TASK_SAMPLE_MAX_THREADS ? &s->rings[s->n++] : NULL;
 }
 
+void task_sampler_prune(struct task_sampler *s, pid_t pid, const pid_t *alive, size_t n_alive) {
+        for (size_t i = 0; i < s->n; i++) {
+                struct ring *r = &s->rings[i];
+                bool found = false;
+
+                if (r->fd < 0 || r->pid != pid)
+                        continue;
+                for (size_t k = 0; k < n_alive && !found; k++)
+                        found = alive[k] == r->tid;
+                if (!found)
+                        task_sampler_remove(s, pid, r->tid);
+        }
+}
+
 bool task_sampler_has(const struct task_sampler *s, pid_t tid) {
         for (size_t i = 0; i < s->n; i++)
                 if (s->rings[i].fd >= 0 && s->rings[i].tid == tid)

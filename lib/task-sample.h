@@ -33,6 +33,9 @@ void task_sampler_free(struct task_sampler *s);
 int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid);
 /* Stops sampling thread tid of pid, or (tid 0) every thread of pid. */
 void task_sampler_remove(struct task_sampler *s, pid_t pid, pid_t tid);
+/* Stops sampling the threads of pid that are not among alive (ended threads: their
+ * events would hold a slot for nothing). */
+void task_sampler_prune(struct task_sampler *s, pid_t pid, const pid_t *alive, size_t n_alive);
 bool task_sampler_has(const struct task_sampler *s, pid_t tid);
 /* Threads sampled now. */
 size_t task_sampler_count(const struct task_sampler *s);

@@ -5,12 +5,15 @@
  * decoded, must fall in its own half. Needs x86-64 and Capstone (skipped otherwise), and
  * perf_event_open on this process's threads (root, or perf_event_paranoid <= 2: a
  * failure as root is a failure, otherwise the live case is skipped). */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "insn-addr.h"
 #include "sample-check.h"
+#include "task-sample.h"
 #include "test.h"
 
 static struct insn_decoder *dec;
@@ -96,6 +99,41 @@ TEST(split_workload_attributed_live) {
                        c.addresses[k] ? 100.0 * (double) c.own[k] / (double) c.addresses[k] : 0.0);
         printf("lost %" PRIu64 "\n", c.lost);
         CHECK(sample_check_passed(&c, 100, 95));
+}
+
+static void *exit_at_once(void *arg) {
+        *(pid_t *) arg = (pid_t) syscall(SYS_gettid);
+        return NULL;
+}
+
+/* A thread that ended gives its slot back (task_sampler_prune); the others keep theirs. */
+TEST(ended_threads_pruned) {
+        struct task_sampler *s = NULL;
+        pthread_t th;
+        pid_t tid = 0, me = (pid_t) syscall(SYS_gettid);
+        int r;
+
+        CHECK_INT(task_sampler_new(1000000, &s), 0);
+        if (!s)
+                return;
+        r = task_sampler_add(s, getpid(), me);
+        if (r < 0 && geteuid() != 0) {
+                task_sampler_free(s);
+                TEST_SKIP("perf_event_open: %s (not root: perf_event_paranoid)", strerror(-r));
+        }
+        CHECK_INT(r, 0);
+        pthread_create(&th, NULL, exit_at_once, &tid);
+        pthread_join(th, NULL);
+        /* Ended already: its event can still be opened on some kernels, or not. */
+        if (task_sampler_add(s, getpid(), tid) == 0)
+                CHECK_INT(task_sampler_count(s), 2);
+        task_sampler_prune(s, getpid(), &me, 1);
+        CHECK_INT(task_sampler_count(s), 1);
+        CHECK(task_sampler_has(s, me));
+        CHECK(!task_sampler_has(s, tid));
+        task_sampler_prune(s, getpid(), NULL, 0);
+        CHECK_INT(task_sampler_count(s), 0);
+        task_sampler_free(s);
 }
 
 static int intro(void) {
