@@ -124,9 +124,14 @@ def repack_newer(deb, tmp):
 
 
 def test_install(deb):
-    # test-systemd.py, earlier in this boot, ran the unit from /run/systemd/system,
-    # which would hide the package's: gone, it must be.
-    check(not os.path.exists(f"/run/systemd/system/{UNIT}"), "a unit of test-systemd is left in /run/systemd/system")
+    # test-systemd.py, earlier in this boot, ran the unit from /run/systemd/system (with
+    # a drop-in), which would hide the package's: removed, and systemd told.
+    left = [p for p in (f"/run/systemd/system/{UNIT}", f"/run/systemd/system/{UNIT}.d") if os.path.lexists(p)]
+    for p in left:
+        shutil.rmtree(p) if os.path.isdir(p) else os.unlink(p)
+    if left:
+        run("systemctl", "daemon-reload")
+        results["removed_test_units"] = left
     # A container image's policy-rc.d (this machine's says "exit 101") forbids starting
     # services from maintainer scripts; an operator's machine has none. Removed in the
     # guest's overlay only.
@@ -136,6 +141,10 @@ def test_install(deb):
     if not install(deb):
         return False
     check(os.path.exists(f"/lib/systemd/system/{UNIT}"), "the package did not install its unit")
+    # The unit systemd runs is the package's, with no drop-in of anyone else's.
+    frag, dropins = prop("FragmentPath"), prop("DropInPaths")
+    check(frag == f"/lib/systemd/system/{UNIT}" and not dropins,
+          f"systemd runs another unit than the package's: {frag} (drop-ins: {dropins or 'none'})")
     check(run("systemctl", "is-enabled", UNIT).stdout.strip() == "enabled", "the unit is not enabled")
     if not wait(lambda: prop("ActiveState") == "active", "the service active after dpkg -i", 60):
         diagnose()

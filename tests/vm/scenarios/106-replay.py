@@ -60,20 +60,7 @@ def run(env, res):
         time.sleep(0.2)
     with open(replay, "a") as f:
         f.writelines(lines)
-    t0 = time.time()
-    t = None
-    while time.time() - t0 < 120:
-        c = counts()
-        if c and c[3] >= 0.95 * pages // 2:
-            t = time.time() - t0
-            break
-        time.sleep(0.3)
-    res["seconds_to_95pct_local"] = t
-    res["final_counts"] = c
-    check(t is not None, f"thread B's pages not on node 1 within 120 s of the replay: {c}")
-    time.sleep(2)
-    c = counts()
-    check(c[0] == pages // 2, f"thread A's pages moved off node 0: {c}")
+    load("pages").b_moved_a_kept(counts, pages, res, " of the replay")
     st = json.loads(sh(env.ctl, "--json", "status").stdout)
     check(st.get("page_sampling") == "replay" and st.get("sampling_chain", "").startswith("replay+"),
           f"status does not show the replay chain: {st.get('sampling_chain')} {st.get('page_sampling')}")
