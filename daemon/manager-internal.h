@@ -190,7 +190,10 @@ struct manager {
         uint64_t page_samples;       /* sample counts drained, for status */
         struct migrator *migrator;
         nb_cpumask service;          /* the service CPUs the workers were started on */
-        nb_cpumask service_online;   /* of those, the ones online at the last tick */
+        nb_cpumask service_online;   /* of those, the ones every thread is pinned to */
+        uint64_t service_repin_logged_ms; /* when threads pinned by others were last logged */
+        unsigned service_repin_failing; /* ticks in a row whose re-pinning did not hold */
+        uint64_t service_repins;     /* threads pinned again: hotplug, cpuset, taskset, retries */
 
         struct proc_rec **procs;   /* sorted by pid */
         size_t n_procs;

@@ -216,44 +216,96 @@ static void log_invalid(struct manager *m, const struct cgroup_selection *sel) {
         m->n_invalid_seen = sel->n_invalid;
 }
 
-/* Service CPUs can go offline (hotplug): the kernel then lets the threads pinned to
- * them run anywhere, which would put the daemon's work on the workload's CPUs. Each
- * tick, the online service CPUs are compared with the last tick's: on a change, the
- * event-loop thread and the workers are pinned again to those still online (a
- * worker back to its own CPU when it returns), and it is logged. With none online
- * the tick does nothing: returns false. */
+/* Pins the event-loop thread, the walker and the workers to the online service CPUs
+ * `now`. Returns how many workers are away from their own CPU, or -errno when a pin
+ * did not hold (logged at debug: the caller tries again on the next tick). */
+static int service_cpus_repin(struct manager *m, const nb_cpumask *now) {
+        int r;
+
+        r = cpus_pin_thread(pthread_self(), now);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to pin the event loop to the service CPUs: %m");
+        if (m->walker) {
+                r = walker_repin(m->walker, now);
+                if (r < 0)
+                        return log_debug_errno(r, "Failed to pin the cgroup walker to the service CPUs: %m");
+        }
+        r = migrator_repin(m->migrator, now);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to pin the migration workers to the service CPUs: %m");
+        return r;
+}
+
+/* Whether every thread is pinned where service_cpus_repin(m, now) pins it. */
+static bool service_cpus_pinned(struct manager *m, const nb_cpumask *now) {
+        return cpus_thread_pinned(pthread_self(), now) &&
+               (!m->walker || walker_pinned(m->walker, now)) &&
+               migrator_pinned(m->migrator, now);
+}
+
+/* The daemon's work must run on the service CPUs only, and others can change where
+ * its threads may run: a service CPU going offline lets the threads pinned to it run
+ * anywhere; a CPU coming online, or a change of the daemon's cpuset, resets every
+ * thread to the cpuset's CPUs; taskset(1) needs no cooperation. So each tick reads
+ * the online service CPUs and each thread's affinity (a few syscalls), and on any
+ * difference pins them all again: the event loop and the walker to the online service
+ * CPUs, each worker to its own CPU when that is online. A CPU back online joins the
+ * cpuset only a moment later (deferred work in the kernel), and a pin taken before
+ * then holds fewer CPUs than asked: it is taken again on the next tick. With no
+ * service CPU online the tick does nothing: returns false. */
+#define REPIN_LOG_MS 60000
+#define REPIN_FAILING_LOG 4     /* ticks: 2 s */
+
 static bool service_cpus_check(struct manager *m) {
         nb_cpumask online, now = {};
         char all[256], cur[256];
+        bool changed;
         int r;
 
         if (topology_read_online_cpus(m->sys_root, &online) < 0)
                 return cpumask_weight(&m->service_online) > 0;   /* cannot tell: as before */
         for (size_t i = 0; i < ELEMENTSOF(now.w); i++)
                 now.w[i] = m->service.w[i] & online.w[i];
-        if (memcmp(&now, &m->service_online, sizeof(now)) == 0)
-                return cpumask_weight(&now) > 0;
-        m->service_online = now;
-        cpumask_format(&m->service, all, sizeof(all));
-        cpumask_format(&now, cur, sizeof(cur));
+        changed = memcmp(&now, &m->service_online, sizeof(now)) != 0;
         if (cpumask_weight(&now) == 0) {
-                log_error("All service CPUs (%s) are offline: not scanning or moving anything until one is back "
-                          "(the daemon's work must not run on the workload's CPUs)", all);
+                if (changed)
+                        log_error("All service CPUs (%s) are offline: not scanning or moving anything until one is "
+                                  "back (the daemon's work must not run on the workload's CPUs)",
+                                  (cpumask_format(&m->service, all, sizeof(all)), all));
+                m->service_online = now;
                 return false;
         }
-        r = cpus_pin_thread(pthread_self(), &now);
-        if (r < 0)
-                log_warning_errno(r, "Failed to pin the daemon to service CPUs %s: %m", cur);
-        if (m->walker && walker_repin(m->walker, &now) < 0)
-                log_warning("Failed to pin the cgroup walker to service CPUs %s", cur);
-        r = migrator_repin(m->migrator, &now);
-        if (r < 0)
-                log_warning_errno(r, "Failed to pin the migration workers to service CPUs %s: %m", cur);
-        if (cpumask_weight(&now) < cpumask_weight(&m->service))
+        if (!changed && service_cpus_pinned(m, &now))
+                return true;
+        r = service_cpus_repin(m, &now);
+        m->service_repins++;
+        if (r < 0) {
+                /* No work where a thread may be off the service CPUs; tried again next
+                 * tick. A CPU back online makes this happen for a tick or two: said
+                 * only when it lasts (a cpuset without the service CPUs). */
+                if (++m->service_repin_failing == REPIN_FAILING_LOG)
+                        log_error_errno(r, "Cannot pin the daemon's threads to service CPUs %s: %m; not scanning or "
+                                        "moving anything until they can be (is the daemon's cpuset without them?)",
+                                        (cpumask_format(&now, cur, sizeof(cur)), cur));
+                return false;
+        }
+        if (m->service_repin_failing >= REPIN_FAILING_LOG)
+                log_notice("The daemon's threads are pinned to service CPUs again: working");
+        m->service_repin_failing = 0;
+        cpumask_format(&m->service, all, sizeof(all));
+        cpumask_format(&now, cur, sizeof(cur));
+        if (changed && cpumask_weight(&now) < cpumask_weight(&m->service))
                 log_warning("Service CPUs %s: only %s online, working on %s (%d worker(s) away from their own CPU)",
-                            all, cur, cur, r > 0 ? r : 0);
-        else
+                            all, cur, cur, r);
+        else if (changed)
                 log_notice("Service CPUs %s all online again: each worker back on its own CPU", all);
+        else if (!m->service_repin_logged_ms || now_ms() - m->service_repin_logged_ms >= REPIN_LOG_MS) {
+                /* At most once a minute: someone may keep doing it. */
+                m->service_repin_logged_ms = now_ms();
+                log_warning("The daemon's threads were allowed on other CPUs than the service CPUs (a cpuset "
+                            "change, or taskset): pinned to service CPUs %s again", cur);
+        }
+        m->service_online = now;
         return true;
 }
 

@@ -236,6 +236,7 @@ int report_status(struct manager *m, uid_t uid, FILE *f) {
         json_key(&j, "service_cpus"); json_string(&j, cpus);
         cpumask_format(&m->service_online, cpus, sizeof(cpus));
         json_key(&j, "service_cpus_online"); json_string(&j, cpus);
+        json_key(&j, "service_repins"); json_u64(&j, m->service_repins);
         json_key(&j, "workers"); json_u64(&j, m->migrator ? migrator_n_workers(m->migrator) : 0);
         json_key(&j, "dry_run"); json_bool(&j, m->opts.dry_run);
         r = kernel_balancing_read(m->proc_root, &knb);

@@ -2,6 +2,7 @@
 /* Which CPUs are the service CPUs, and pinning threads to them (service-cpus.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include "log.h"
 #include "service-cpus.h"
 #include "topology.h"
@@ -19,6 +20,32 @@ cpu_set_t *cpu_set_new(const nb_cpumask *cpus, size_t *ret_size) {
         return set;
 }
 
+/* The CPUs `thread` may run on now, in *ret. Returns 0 or -errno. */
+static int thread_cpus(pthread_t thread, nb_cpumask *ret) {
+        size_t size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+        cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
+        nb_cpumask m = {};
+        int r;
+
+        if (!set)
+                return -ENOMEM;
+        r = pthread_getaffinity_np(thread, size, set);
+        for (unsigned c = 0; r == 0 && c < NB_CPUS_MAX; c++)
+                if (CPU_ISSET_S(c, size, set))
+                        cpumask_set(&m, c);
+        CPU_FREE(set);
+        if (r != 0)
+                return -r;
+        *ret = m;
+        return 0;
+}
+
+bool cpus_thread_pinned(pthread_t thread, const nb_cpumask *cpus) {
+        nb_cpumask got;
+
+        return thread_cpus(thread, &got) == 0 && memcmp(&got, cpus, sizeof(got)) == 0;
+}
+
 int cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus) {
         size_t size;
         cpu_set_t *set = cpu_set_new(cpus, &size);
@@ -26,9 +53,14 @@ int cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus) {
 
         if (!set)
                 return -ENOMEM;
-        r = pthread_setaffinity_np(thread, size, set);
+        r = -pthread_setaffinity_np(thread, size, set);
         CPU_FREE(set);
-        return -r;
+        /* The kernel cuts the mask to the cpuset's CPUs, and a CPU just back online
+         * rejoins the cpuset only when the kernel's hotplug work has run: a pin taken
+         * before then holds fewer CPUs than asked. */
+        if (r == 0 && !cpus_thread_pinned(thread, cpus))
+                r = -EAGAIN;
+        return r;
 }
 
 /* The CPUs this process may run on now (cpuset, the unit's CPUAffinity=, taskset). */

@@ -5,6 +5,7 @@
 #pragma once
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include "nodemask.h"
 
 /* Resolves the configured service CPUs against the online CPUs (read under sys_root)
@@ -22,5 +23,12 @@ int service_cpus_pin_process(const nb_cpumask *cpus);
  * for the affinity calls; NULL when out of memory. Free it with CPU_FREE(). */
 cpu_set_t *cpu_set_new(const nb_cpumask *cpus, size_t *ret_size);
 
-/* Pins `thread` (pthread_self() for the caller) to `cpus`. Returns 0 or -errno. */
+/* Whether `thread` may run on exactly `cpus` now. Someone else can change that: a
+ * cpuset change or a CPU coming online resets the affinity of the cpuset's tasks,
+ * and taskset(1) needs no cooperation. */
+bool cpus_thread_pinned(pthread_t thread, const nb_cpumask *cpus);
+
+/* Pins `thread` (pthread_self() for the caller) to `cpus`. Returns 0, -EAGAIN when the
+ * kernel kept it to fewer CPUs than asked (a CPU just back online that its cpuset has
+ * not taken back yet), or -errno (-EINVAL: none of `cpus` usable now). */
 int cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus);

@@ -235,3 +235,7 @@ void walker_free(struct walker *w) {
 int walker_repin(struct walker *w, const nb_cpumask *cpus) {
         return cpus_pin_thread(w->thread, cpus);
 }
+
+bool walker_pinned(const struct walker *w, const nb_cpumask *cpus) {
+        return cpus_thread_pinned(w->thread, cpus);
+}

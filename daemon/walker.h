@@ -44,9 +44,11 @@ int walker_set_config(struct walker *w, const char *root, const struct cgroup_ru
 int walker_take(struct walker *w, struct cgroup_selection *ret);
 /* Walks published so far (for the tests). */
 uint64_t walker_walks(struct walker *w);
-/* Stops the thread (after the walk under way) and frees everything. */
 /* Pins the walk's thread to cpus (service CPUs after a hotplug: it inherited the
  * affinity the daemon had when it started). 0 or -errno. */
 int walker_repin(struct walker *w, const nb_cpumask *cpus);
+/* Whether the walk's thread is pinned to exactly cpus. */
+bool walker_pinned(const struct walker *w, const nb_cpumask *cpus);
 
+/* Stops the thread (after the walk under way) and frees everything. */
 void walker_free(struct walker *w);

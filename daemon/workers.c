@@ -384,24 +384,39 @@ unsigned migrator_n_workers(const struct migrator *m) {
         return m ? m->n_workers : 0;
 }
 
+/* The CPUs worker w belongs on while `online` service CPUs are: its own CPU when
+ * that is online, else any of them. */
+static nb_cpumask worker_cpus(const struct worker *w, const nb_cpumask *online) {
+        nb_cpumask own = {};
+
+        if (!cpumask_test(online, (unsigned) w->cpu))
+                return *online;
+        cpumask_set(&own, (unsigned) w->cpu);
+        return own;
+}
+
 int migrator_repin(struct migrator *m, const nb_cpumask *online) {
         int away = 0;
 
         for (unsigned i = 0; i < m->n_workers; i++) {
                 struct worker *w = &m->workers[i];
-                nb_cpumask own = {};
+                nb_cpumask cpus = worker_cpus(w, online);
                 int r;
 
-                /* Back on its own CPU when that is online; else anywhere among the
-                 * online service CPUs. */
-                cpumask_set(&own, (unsigned) w->cpu);
-                if (!cpumask_test(online, (unsigned) w->cpu)) {
-                        own = *online;
-                        away++;
-                }
-                r = cpus_pin_thread(w->thread, &own);
+                away += !cpumask_test(online, (unsigned) w->cpu);
+                r = cpus_pin_thread(w->thread, &cpus);
                 if (r < 0)
                         return r;
         }
         return away;
+}
+
+bool migrator_pinned(const struct migrator *m, const nb_cpumask *online) {
+        for (unsigned i = 0; i < m->n_workers; i++) {
+                nb_cpumask cpus = worker_cpus(&m->workers[i], online);
+
+                if (!cpus_thread_pinned(m->workers[i].thread, &cpus))
+                        return false;
+        }
+        return true;
 }

@@ -4,13 +4,16 @@
 Faults (issue 7): a service CPU taken offline while the daemon runs. With
 service_cpus = 0-1 and CPU 1 offline, the daemon says so, every one of its threads
 is pinned to CPU 0 (the kernel would let the one pinned to CPU 1 run anywhere) and
-a misplaced process is still fixed. With service_cpus = 1 and CPU 1 offline, it says
+a misplaced process is still fixed; CPU 1 back (and four quick off/on cycles more),
+the threads are pinned as at start again, whenever the kernel's cpuset takes it back,
+and again after taskset moved them all to CPU 0. With service_cpus = 1 and CPU 1 offline, it says
 it works nowhere and moves nothing (a misplaced process stays so for 6 s); CPU 1
 back, the process is fixed and the threads are on CPU 1 again."""
+import json
 import os
 import time
 
-from scenario import check, local_share_direct, sysctl_numa_balancing, wait_local, wait_log
+from scenario import check, local_share_direct, sh, sysctl_numa_balancing, wait_local, wait_log
 
 
 def cpu_online(cpu, on):
@@ -31,11 +34,14 @@ def thread_cpus(pid):
     return out
 
 
-def two_service_cpus(env):
+def two_service_cpus(env, res):
     """service_cpus = 0-1, CPU 1 offline: all on CPU 0, still working; CPU 1 back."""
     cg = env.cgroup("nb-cpuoff", "balance")
     env.start_daemon(service_cpus="0-1")
     wait_log(env, "Started 2 migration worker(s)")
+    pins = thread_cpus(env.daemon.pid)
+    check(sorted(pins.values()) == ["0", "0-1", "0-1", "1"],
+          f"at start: not a worker on each service CPU, the rest on both: {pins}")
     cpu_online(1, False)
     time.sleep(2)
     p, start, _ = env.start_workload(cg, 64, 0, 1)
@@ -54,7 +60,31 @@ def two_service_cpus(env):
         time.sleep(0.5)
     check("1" in cpus.values(), f"no daemon thread back on CPU 1 within 30 s: {cpus}")
     check("Service CPUs 0-1 all online again" in env.log(), "CPU 1's return was not said")
+    # A CPU back online joins the cpuset a moment later, and a pin taken before then
+    # holds only CPU 0: the daemon must notice and pin again. Quick cycles make the
+    # daemon's tick meet that moment now and then (CI once did, on 6.1).
+    for cycle in range(4):
+        cpu_online(1, False)
+        wait_cpus(env.daemon.pid, lambda c: set(c.values()) == {"0"}, f"cycle {cycle}: off")
+        cpu_online(1, True)
+        wait_cpus(env.daemon.pid, lambda c: c == pins, f"cycle {cycle}: back on")
+    # Someone else (taskset, a cpuset change) moves the threads: pinned back on a tick.
+    for tid in pins:
+        os.sched_setaffinity(tid, {0})
+    wait_cpus(env.daemon.pid, lambda c: c == pins, "after taskset to CPU 0")
+    check("pinned to service CPUs 0-1 again" in env.log(), "the threads moved by others were not said")
+    res["repins"] = json.loads(sh(env.ctl, "--json", "status").stdout)["service_repins"]
     env.stop_daemon()
+
+
+def wait_cpus(pid, ok, what):
+    """Waits up to 30 s for the daemon threads' CPUs to satisfy ok."""
+    deadline = time.time() + 30
+    cpus = thread_cpus(pid)
+    while time.time() < deadline and not ok(cpus):
+        time.sleep(0.1)
+        cpus = thread_cpus(pid)
+    check(ok(cpus), f"{what}: daemon threads on {cpus} after 30 s")
 
 
 def one_service_cpu(env, res):
@@ -84,7 +114,7 @@ def one_service_cpu(env, res):
 def run(env, res):
     sysctl_numa_balancing(0)
     try:
-        two_service_cpus(env)
+        two_service_cpus(env, res)
         env.cleanup()
         env.daemon_log = None
         one_service_cpu(env, res)
