@@ -173,10 +173,16 @@ static void print_status(const struct jv *d) {
         {
                 const char *chain = jv_str(jv_get(d, "sampling_chain"), "?"), *pg = jv_str(jv_get(d, "page_sampling"), NULL);
                 const char *sched = strstr(chain, "bpf") ? "BPF scheduler" : "/proc";
-                if (pg)
+                uint64_t n = jv_u64(jv_get(d, "page_samples"), 0);
+
+                /* A PMU is named by its kind (intel-pebs...); the other page samplers are the kind. */
+                if (pg && (strcmp(pg, "software") == 0 || strcmp(pg, "replay") == 0))
+                        printf("  Sampling chain:    %s (%" PRIu64 " samples) + %s\n",
+                               strcmp(pg, "software") == 0 ? "software" : "replayed samples", n, sched);
+                else if (pg)
                         printf("  Sampling chain:    %s (%s, %" PRIu64 " samples) + %s\n",
                                strcmp(pg, "page-faults") == 0 ? "page faults" : "PMU", ctl_safe(pg, b1, sizeof(b1)),
-                               jv_u64(jv_get(d, "page_samples"), 0), sched);
+                               n, sched);
                 else
                         printf("  Sampling chain:    %s only (no page-level sampling)\n", sched);
         }

@@ -106,44 +106,55 @@ static int replay_choose(const struct nb_config *cfg, const struct topology *t,
         return 0;
 }
 
-/* pmu = software: the self-check first (sw-sampler.h); refused with the reason said. */
+/* pmu = software, or pmu = auto without a usable PMU (no_pmu says why, else NULL): the
+ * self-check first (sw-sampler.h); refused with the reason said. Under an emulator the
+ * refusal is expected in auto mode: said as information, not as a warning. */
 static int software_choose(const struct nb_config *cfg, const char *proc_root, const struct topology *t,
-                           const struct placement_source *placement, struct page_sampler **ret) {
+                           const struct placement_source *placement, const char *no_pmu,
+                           struct page_sampler **ret) {
         struct sample_check c = {};
         struct page_sampler *s = calloc(1, sizeof(*s));
-        char buf[256];
+        char why[256], buf[768];
         int r;
 
         if (!s)
                 return -ENOMEM;
         r = sw_sampler_new(proc_root, t, cfg->software_sample_rate, &s->sw, &c);
-        if (r == -ENOTRECOVERABLE) {
-                snprintf(buf, sizeof(buf), "[sample] pmu = software refused: its self-check's timer samples did not "
-                         "follow the accesses on this CPU (%" PRIu64 " and %" PRIu64 " of %" PRIu64 " and %" PRIu64
-                         " decoded addresses in the right place): an emulated CPU (QEMU TCG?)",
-                         c.own[0], c.own[1], c.addresses[0], c.addresses[1]);
-                log_warning("%s", buf);
-        } else if (r == -EOPNOTSUPP)
-                snprintf(buf, sizeof(buf), "[sample] pmu = software refused: no instruction decoder in this build "
-                         "(x86-64 with Capstone only)");
+        if (r == -ENOTRECOVERABLE)
+                snprintf(why, sizeof(why), "its self-check's timer samples did not follow the accesses on this CPU "
+                         "(%" PRIu64 " and %" PRIu64 " of %" PRIu64 " and %" PRIu64 " decoded addresses in the right "
+                         "place): an emulated CPU (QEMU TCG?)", c.own[0], c.own[1], c.addresses[0], c.addresses[1]);
+        else if (r == -EOPNOTSUPP)
+                snprintf(why, sizeof(why), "no instruction decoder in this build (x86-64 with Capstone only)");
         else if (r < 0)
-                snprintf(buf, sizeof(buf), "[sample] pmu = software refused: its self-check could not sample");
+                snprintf(why, sizeof(why), "its self-check could not sample: %s%s", strerror(-r),
+                         r == -EACCES || r == -EPERM ? " (needs CAP_PERFMON or CAP_SYS_ADMIN)" : "");
         if (r < 0) {
                 free(s);
-                if (r != -ENOTRECOVERABLE && r != -EOPNOTSUPP)
-                        log_warning_errno(r, "%s: %m%s", buf, r == -EACCES || r == -EPERM ?
-                                          " (needs CAP_PERFMON or CAP_SYS_ADMIN)" : "");
-                else if (r == -EOPNOTSUPP)
+                if (no_pmu)
+                        snprintf(buf, sizeof(buf), "%s; software sampling refused: %s", no_pmu, why);
+                else {
+                        snprintf(buf, sizeof(buf), "[sample] pmu = software refused: %s", why);
                         log_warning("%s", buf);
+                }
                 log_chain_without(placement, buf, 0);
                 return r == -ENOMEM ? r : 0;
         }
         snprintf(s->name, sizeof(s->name), "software");
         log_info("Sampling chain: software (task-clock, %" PRIu64 " samples/s of each thread spanning nodes; "
                  "self-check: %" PRIu64 " and %" PRIu64 " of %" PRIu64 " and %" PRIu64 " decoded addresses "
-                 "in place) + %s", cfg->software_sample_rate, c.own[0], c.own[1], c.addresses[0], c.addresses[1],
-                 scheduler_part(placement));
+                 "in place%s%s) + %s", cfg->software_sample_rate, c.own[0], c.own[1], c.addresses[0], c.addresses[1],
+                 no_pmu ? "; [sample] pmu = auto, and " : "", no_pmu ? no_pmu : "", scheduler_part(placement));
         *ret = s;
+        return 0;
+}
+
+/* pmu = auto found no PMU it can use (why): software sampling, else none. */
+static int no_pmu(const struct nb_config *cfg, const char *proc_root, const struct topology *t,
+                  const struct placement_source *placement, const char *why, struct page_sampler **ret) {
+        if (cfg->pmu == PMU_MODE_AUTO)
+                return software_choose(cfg, proc_root, t, placement, why, ret);
+        log_chain_without(placement, why, 0);
         return 0;
 }
 
@@ -162,7 +173,7 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                 return 0;
         }
         if (cfg->pmu == PMU_MODE_SOFTWARE)
-                return software_choose(cfg, proc_root, t, placement, ret);
+                return software_choose(cfg, proc_root, t, placement, NULL, ret);
         if (cfg->pmu == PMU_MODE_REPLAY)
                 return replay_choose(cfg, t, placement, ret);
         if (cfg->pmu == PMU_MODE_PAGE_FAULTS) {
@@ -177,16 +188,13 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                         log_chain_without(placement, buf, r);
                         return 0;
                 }
-                if (p.kind == PMU_NONE) {
-                        log_chain_without(placement, "no PMU with precise memory sampling (cpu/events/mem-loads, "
-                                          "ibs_op, arm_spe_*)", 0);
-                        return 0;
-                }
+                if (p.kind == PMU_NONE)
+                        return no_pmu(cfg, proc_root, t, placement, "no PMU with precise memory sampling "
+                                      "(cpu/events/mem-loads, ibs_op, arm_spe_*)", ret);
                 r = pmu_attr(sys_root, &p, cfg->pmu_sample_rate, &attr, &why);
                 if (r < 0) {
                         snprintf(buf, sizeof(buf), "%s (%s) found, but %s", pmu_kind_name(p.kind), p.device, why);
-                        log_chain_without(placement, buf, 0);
-                        return 0;
+                        return no_pmu(cfg, proc_root, t, placement, buf, ret);
                 }
                 name = pmu_kind_name(p.kind);
         }

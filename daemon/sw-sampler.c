@@ -20,6 +20,7 @@
 #define CHECK_PERIOD_NS 100000
 #define CHECK_MIN_ADDRESSES 50
 #define CHECK_MIN_PCT 90
+#define CHECK_ENOUGH 400           /* samples per thread that judge it: stop sooner */
 
 struct sw_sampler {
         char *proc_root;
@@ -44,7 +45,7 @@ int sw_sampler_new(const char *proc_root, const struct topology *t, uint64_t rat
 
         if (rate == 0 || !t)
                 return -EINVAL;
-        r = sample_check_run(CHECK_MS, CHECK_MB, CHECK_PERIOD_NS, ret_check);
+        r = sample_check_run(CHECK_MS, CHECK_MB, CHECK_PERIOD_NS, CHECK_ENOUGH, ret_check);
         if (r < 0)
                 return r;
         if (!sample_check_passed(ret_check, CHECK_MIN_ADDRESSES, CHECK_MIN_PCT))

@@ -34,14 +34,19 @@ static void count(void *userdata, const struct task_sample *t) {
         y->c->own[k] += (a < y->mid) == (k == 0);
 }
 
-/* Samples the two readers for ms, draining every 20 ms (before a ring fills). */
-static int sample(struct tally *y, uint64_t period_ns, unsigned ms) {
+static bool enough(const struct sample_check *c, uint64_t n) {
+        return n && c->samples[0] >= n && c->samples[1] >= n;
+}
+
+/* Samples the two readers for ms, draining every 20 ms (before a ring fills); stops
+ * sooner once each thread has `stop_after` samples (0: never). */
+static int sample(struct tally *y, uint64_t period_ns, unsigned ms, uint64_t stop_after) {
         struct task_sampler *s = NULL;
         int r = task_sampler_new(period_ns, &s);
 
         for (int k = 0; r >= 0 && k < 2; k++)
                 r = task_sampler_add(s, getpid(), y->tid[k]);
-        for (unsigned waited = 0; r >= 0 && waited < ms; waited += 20) {
+        for (unsigned waited = 0; r >= 0 && waited < ms && !enough(y->c, stop_after); waited += 20) {
                 usleep(20 * 1000);
                 task_sampler_drain(s, count, y, &y->c->lost);
         }
@@ -51,7 +56,8 @@ static int sample(struct tally *y, uint64_t period_ns, unsigned ms) {
         return r < 0 ? r : 0;
 }
 
-int sample_check_run(unsigned ms, unsigned buffer_mb, uint64_t period_ns, struct sample_check *ret) {
+int sample_check_run(unsigned ms, unsigned buffer_mb, uint64_t period_ns, uint64_t stop_after,
+                     struct sample_check *ret) {
         const size_t bytes = (size_t) buffer_mb << 20;
         struct split_workload *w = NULL;
         struct tally y = { .c = ret };
@@ -75,7 +81,7 @@ int sample_check_run(unsigned ms, unsigned buffer_mb, uint64_t period_ns, struct
                 y.lo = (uintptr_t) buf;
                 y.mid = y.lo + bytes / 2;
                 y.hi = y.lo + bytes;
-                r = sample(&y, period_ns, ms);
+                r = sample(&y, period_ns, ms, stop_after);
         }
         split_workload_stop(w);
         munmap(buf, bytes);

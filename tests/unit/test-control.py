@@ -52,7 +52,8 @@ with open(conf, 'w') as f:
             f'[select]\ncgroup_root = {cg}\ncgroups = /a.slice=balance\nmin_rss = 1M\n'
             # The /proc source whatever the machine allows, so that the views checked
             # below do not depend on BPF being loadable here.
-            f'[sample]\nsource = proc\n'
+            # pmu = off: pmu = auto picks software sampling on a real CPU (see test-source).
+            f'[sample]\nsource = proc\npmu = off\n'
             f'[report]\nmetrics_path = {metrics}\n')
 log = open(os.path.join(tmp, 'daemon.log'), 'w')
 daemon = subprocess.Popen([daemon_exe, '--foreground', '--config', conf, '--control-socket', sock],

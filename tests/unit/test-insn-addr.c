@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "insn-addr.h"
 #include "sample-check.h"
@@ -89,7 +90,7 @@ TEST(split_workload_attributed_live) {
         if (!dec)
                 TEST_SKIP("no decoder in this build (x86-64 with Capstone)");
         /* 64 MiB, 1.5 s, 10,000 samples per second of each thread's run time. */
-        r = sample_check_run(1500, 64, 100000, &c);
+        r = sample_check_run(1500, 64, 100000, 0, &c);
         if (r < 0 && geteuid() != 0)
                 TEST_SKIP("perf_event_open: %s (not root: perf_event_paranoid)", strerror(-r));
         CHECK_INT(r, 0);
@@ -99,6 +100,30 @@ TEST(split_workload_attributed_live) {
                        c.addresses[k] ? 100.0 * (double) c.own[k] / (double) c.addresses[k] : 0.0);
         printf("lost %" PRIu64 "\n", c.lost);
         CHECK(sample_check_passed(&c, 100, 95));
+}
+
+/* The daemon's own start-up check (sw-sampler.c): at most 200 ms, stopping once each
+ * thread has 400 samples, passes here, and stops sooner than 200 ms. */
+TEST(short_check_stops_soon_and_passes) {
+        struct sample_check c;
+        struct timespec a, b;
+        double ms;
+        int r;
+
+        if (!dec)
+                TEST_SKIP("no decoder in this build (x86-64 with Capstone)");
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        r = sample_check_run(200, 16, 100000, 400, &c);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        if (r < 0 && geteuid() != 0)
+                TEST_SKIP("perf_event_open: %s (not root: perf_event_paranoid)", strerror(-r));
+        CHECK_INT(r, 0);
+        ms = (double) (b.tv_sec - a.tv_sec) * 1e3 + (double) (b.tv_nsec - a.tv_nsec) / 1e6;
+        printf("short check: %" PRIu64 " and %" PRIu64 " samples, %" PRIu64 " and %" PRIu64 " of %" PRIu64
+               " and %" PRIu64 " addresses in place, %.0f ms\n", c.samples[0], c.samples[1], c.own[0], c.own[1],
+               c.addresses[0], c.addresses[1], ms);
+        CHECK(sample_check_passed(&c, 50, 90));
+        CHECK(c.samples[0] >= 400 && c.samples[1] >= 400);
 }
 
 static void *exit_at_once(void *arg) {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The placement source choice (daemon/source.c), without a VM: numabalanced --once.
 
-    test-source.py NUMABALANCED HAVE_BPF(0|1) TEST_DATA_DIR
+    test-source.py NUMABALANCED HAVE_BPF(0|1) TEST_DATA_DIR HAVE_CAPSTONE(0|1)
 
   - [sample] source = proc: the /proc source, and the line says the config chose it;
   - without the BPF capabilities (as root: setpriv drops CAP_BPF, CAP_PERFMON and
@@ -13,7 +13,9 @@
   - the sampling chain ([sample] pmu), said once, on stored /sys trees (the 2n2c
     topology with the PMU devices of tests/data/sys-pmu): no PMU, pmu = off, an Intel
     PEBS PMU without the BPF capabilities (page-level sampling off, and why), Arm SPE
-    (found, not usable: AUX buffer). The daemon pins itself to the lowest CPU it may
+    (found, not usable: AUX buffer). With no usable PMU, pmu = auto turns to software
+    sampling: as root on this real CPU with Capstone built in, its self-check passes
+    and the line says software and why; without Capstone it says it is refused. The daemon pins itself to the lowest CPU it may
     run on, which must be in that topology (CPUs 0-3): when it is not, these cases
     cannot run and the test is a skip (77) once the others passed.
 The BPF source itself is tested in the VM (tests/vm/test-bpf.py, engine-source)."""
@@ -26,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import nbtest  # noqa: E402
 from nbtest import check  # noqa: E402
 
-daemon, have_bpf, data = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+daemon, have_bpf, data, have_capstone = sys.argv[1], sys.argv[2] == "1", sys.argv[3], sys.argv[4] == "1"
 tmp = nbtest.tmpdir("nb-source-")
 cpu = min(os.sched_getaffinity(0))
 
@@ -97,15 +99,40 @@ if cpu >= 4:
     nbtest.skip(f"CPU {cpu}, the lowest this test may run on, is not in the stored 2n2c topology (CPUs 0-3): "
                 "the sampling chain cases cannot run")
 
+
+
+def check_auto_software(lines, no_pmu, what):
+    """pmu = auto without a usable PMU (no_pmu: why, or its start): software, or refused
+    and why."""
+    check(len(lines) == 1, f"{what}: the chain was not said exactly once: {lines}")
+    line = lines[0] if lines else ""
+    if have_capstone and os.geteuid() == 0:
+        check(line.startswith("Sampling chain: software (task-clock, 100 samples/s") and
+              f"[sample] pmu = auto, and {no_pmu}" in line and line.endswith(") + /proc"),
+              f"{what}: root on a real CPU with Capstone: not software, or not why: {line}")
+    elif not have_capstone:
+        check(line.startswith(f"Sampling chain: /proc only: page-level sampling off: {no_pmu}") and
+              line.endswith("; software sampling refused: no instruction decoder in this build (x86-64 with "
+                            "Capstone only)"), f"{what}: {line}")
+    else:
+        check(no_pmu in line and (line.startswith("Sampling chain: software (") or
+                                  "software sampling refused: its self-check could not sample" in line),
+              f"{what}, not root: {line}")
+
+
 rc, lines, out = chain("auto", "none", False)
-check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: no PMU with precise memory "
-                            "sampling (cpu/events/mem-loads, ibs_op, arm_spe_*)"], f"chain, no PMU: {rc} {out}")
+check(rc == 0, f"chain, no PMU: exit {rc}: {out}")
+check_auto_software(lines, "no PMU with precise memory sampling (cpu/events/mem-loads, ibs_op, arm_spe_*)",
+                    "chain, no PMU")
 rc, lines, out = chain("off", "intel", False)
 check(rc == 0 and lines == ["Sampling chain: /proc only: page-level sampling off: [sample] pmu = off"],
       f"chain, pmu = off: {rc} {out}")
 rc, lines, out = chain("auto", "spe", False)
-check(rc == 0 and len(lines) == 1 and "arm-spe (arm_spe_0) found, but Arm SPE records come through a perf AUX "
-      "buffer" in lines[0], f"chain, SPE: {rc} {out}")
+check(rc == 0, f"chain, SPE: exit {rc}: {out}")
+check(len(lines) == 1 and "arm-spe (arm_spe_0) found, but Arm SPE records come through a perf AUX buffer" in lines[0],
+      f"chain, SPE: {lines}")
+check_auto_software(lines, "arm-spe (arm_spe_0) found, but Arm SPE records come through a perf AUX buffer",
+                    "chain, SPE")
 rc, lines, out = chain("auto", "intel", True)
 if have_bpf:
     check(rc == 0 and len(lines) == 1 and lines[0].startswith("Sampling chain: /proc only: page-level sampling "

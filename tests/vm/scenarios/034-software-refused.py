@@ -5,7 +5,9 @@ The software source decodes the instruction each timer sample interrupted after;
 emulated CPU takes its interrupts between translated blocks, away from the accesses.
 The daemon's self-check must see it: asserted, the warning naming the self-check and
 the emulated CPU, the chain logged without page-level sampling, `numabalancectl status`
-showing no page sampler, and a misplaced workload still fixed at VMA level."""
+showing no page sampler, and a misplaced workload still fixed at VMA level. With the
+default pmu = auto and no PMU, software sampling is tried and refused the same way,
+said in the chain line."""
 import json
 
 from scenario import check, sh, sysctl_numa_balancing, wait_local, wait_log
@@ -29,4 +31,17 @@ def run(env, res):
     t = wait_local(env, p.pid, 0.95, 120)
     res["seconds_to_95pct_local"] = t
     check(t is not None, "not 95% local within 120 s without page-level sampling")
+    env.stop_daemon()
+    # pmu = auto (the default) with no PMU: software is tried, refused the same way, and
+    # said in the one chain line as information.
+    env.daemon_log = None
+    env.start_daemon()
+    wait_log(env, "Sampling chain:", timeout=60)
+    res["auto_chain_line"] = [ln for ln in env.log().splitlines() if "Sampling chain:" in ln]
+    check("page-level sampling off: no PMU with precise memory sampling (cpu/events/mem-loads, ibs_op, "
+          "arm_spe_*); software sampling refused: its self-check's timer samples did not follow the accesses"
+          in env.log(), "pmu = auto: the software refusal is not in the chain line")
+    check("pmu = software refused" not in env.log(), "pmu = auto: warned as if software had been asked for")
+    st = json.loads(sh(env.ctl, "--json", "status").stdout)
+    check(st.get("page_sampling") is None, f"pmu = auto: status shows a page sampler: {st.get('page_sampling')}")
     env.stop_daemon()

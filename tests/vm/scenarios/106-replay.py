@@ -64,6 +64,9 @@ def run(env, res):
     st = json.loads(sh(env.ctl, "--json", "status").stdout)
     check(st.get("page_sampling") == "replay" and st.get("sampling_chain", "").startswith("replay+"),
           f"status does not show the replay chain: {st.get('sampling_chain')} {st.get('page_sampling')}")
+    table = sh(env.ctl, "status").stdout
+    check(re.search(r"Sampling chain: +replayed samples \(\d+ samples\) \+ (BPF scheduler|/proc)\n", table),
+          f"numabalancectl status does not show the replay chain: {table}")
     env.stop_daemon()
     log = env.last_log
     check("Sampling chain: replayed page samples" in log, "the chain line is missing")
