@@ -56,6 +56,17 @@ Scenarios:
              on node 3 (tests/vm/scenarios/032-refill.py tells the same story). The
              kernel mode's process sets MPOL_F_NUMA_BALANCING (the kernel balances a
              bind only then); the others' a plain bind
+  numa02     (2n1c) numa02-like: one process, thread A on node 0 and thread B on node 1,
+             each reading random words of its own half of 32 MiB first-touched on
+             node 0 (bench/split.c): time until each half is 95% on its thread's node,
+             pages migrated against B's misplaced half (ping-pong shows as more). No
+             node has most of the process's CPU time, so only page-level evidence
+             helps: the guests cannot sample live (TCG), so numabalanced gets the
+             host's recording of this workload (--samples, tests/unit/sw-record.c, made
+             by scripts/bench) replayed at the software source's default rate, 100
+             samples per second of each thread's run time (mode numabalanced), and at
+             1,000 (numabalanced-1k); scripts/bench measures that rate's cost to the
+             workload on the host (bench/sw-cost.c)
   churn      (2n2c) a long-lived 256 MiB process misplaced (touched on node 0, read from
              node 1) in an opted-in cgroup where short-lived processes keep arriving:
              every 0.5 s a 16 MiB misplaced workload that lives 2-3 s and a burst of
@@ -77,6 +88,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "vm"))
@@ -654,6 +666,130 @@ def numa_maps_read_ms(pid, times=5):
     return round(sorted(took)[len(took) // 2], 2)
 
 
+def read_samples(path):
+    """A recording of bench's split workload on the host's real CPU (tests/unit/sw-record.c,
+    run by scripts/bench): its header's RATE and MS, and [(node, offset)] in the order
+    the samples were taken."""
+    rate = run_ms = None
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("# sw-record "):
+                rate = int(line.split(":")[0].split()[-1])
+            elif line.startswith("# run_ms "):
+                run_ms = sum(int(x) for x in line.split()[2:])
+            elif line.strip() and not line.startswith("#"):
+                node, off = line.split()
+                out.append((int(node), int(off, 16)))
+    if not rate or not run_ms or not out:
+        raise scenario.Fail(f"{path}: not a sw-record recording")
+    return rate, run_ms, out
+
+
+class Replayer:
+    """Feeds a recording to the daemon's replay_path as the software source would take
+    it live at `rate` samples per second of each thread's run time, with both threads
+    running all the time (as split's do, one per CPU): the recording's decoded samples
+    per second of its threads' run time, times rate / its rate, times two; one batch
+    every 100 ms, in the order taken, each as "TGID CPU ADDR" for the workload's buffer."""
+
+    def __init__(self, path, recording, rate, pid, start, length):
+        rec_rate, run_ms, samples = recording
+        cpu_of = {n: int(scenario.node_cpus(n).split(",")[0].split("-")[0]) for n in {n for n, _ in samples}}
+        self.lines = [f"{pid} {cpu_of[n]} {start + off:#x}\n" for n, off in samples if off < length]
+        self.per_s = len(self.lines) / (run_ms / 1000) * rate / rec_rate * 2
+        self.path, self.sent, self.stop = path, 0, False
+
+    def run(self, t0):
+        with open(self.path, "a") as f:
+            while not self.stop and self.sent < len(self.lines):
+                due = min(len(self.lines), int((time.time() - t0) * self.per_s))
+                f.writelines(self.lines[self.sent:due])
+                f.flush()
+                self.sent = due
+                time.sleep(0.1)
+
+
+def split_share(status):
+    """(A's half on node 0, B's half on node 1) as shares, from bench/split's status file."""
+    try:
+        a, b, half, batches = (int(x) for x in open(status).read().split())
+    except (OSError, ValueError):
+        return None
+    return a / half, b / half, batches
+
+
+def run_numa02(env, mode, size_mb, limit_s, recording):
+    """numa02: one process, thread A on node 0 and thread B on node 1, each reading its
+    own half of size_mb first-touched on node 0 (bench/split.c). numabalanced's page-level
+    evidence is the host's recording replayed at the software source's rate (mode
+    numabalanced: the default 100 samples/s; numabalanced-1k: 1,000/s), since TCG
+    guests refuse the live source."""
+    replay = env.tmp_path("replay")
+    open(replay, "w").close()
+    rate = {"numabalanced": 100, "numabalanced-1k": 1000}.get(mode)
+    b = Balancer(env, mode, f"[select]\nmin_rss = 0\n[sample]\npmu = replay\nreplay_path = {replay}\n"
+                 if rate else "")
+    cg = b.start("bench-numa02")
+    try:
+        ready, status = env.tmp_path("split.ready"), env.tmp_path("split.status")
+
+        def enter():
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        mig0 = vmstat("pgmigrate_success")
+        c0 = b.cpu()
+        p = subprocess.Popen([os.path.join(env.build, "bench", "split"), str(size_mb), ready, status]
+                             + (["bind"] if mode == "bind" else []), preexec_fn=enter, stderr=subprocess.PIPE)
+        env.procs.append(p)
+        wait_ready(p, ready, "split")
+        pid, start, length = open(ready).read().split()[:3]
+        t0 = time.time()
+        replayer = None
+        if rate:
+            # Samples count from the daemon's first scan of the process (before it the
+            # process is not its yet); the clock has started already.
+            deadline = t0 + 60
+            while f"pid={pid}" not in env.log():
+                if time.time() > deadline:
+                    raise scenario.Fail("the daemon never scanned the split workload")
+                time.sleep(0.1)
+            replayer = Replayer(replay, recording, rate, int(pid), int(start, 16), int(length))
+            threading.Thread(target=replayer.run, args=(time.time(),), daemon=True).start()
+        timeline, t95, batches0 = [], None, None
+        limit = limit_s if mode != "none" else min(limit_s, 20)
+        while True:
+            t = time.time() - t0
+            st = split_share(status)
+            if st:
+                batches0 = st[2] if batches0 is None else batches0
+                timeline.append((round(t, 2), round(st[0], 4), round(st[1], 4)))
+                if t95 is None and min(st[0], st[1]) >= 0.95:
+                    t95 = t
+            if t > limit or (t95 is not None and t > t95 + DONE_AFTER_S):
+                break
+            time.sleep(0.1)
+        if replayer:
+            replayer.stop = True
+        last = split_share(status) or (0, 0, batches0 or 0)
+        res = {
+            "t95_s": round(t95, 2) if t95 is not None else None,
+            "final_local": round(min(last[0], last[1]), 4),
+            "final_each": [round(last[0], 4), round(last[1], 4)],
+            "migrated_pages": vmstat("pgmigrate_success") - mig0,
+            "misplaced_pages": 0 if mode == "bind" else size_mb * 256 // 2,
+            "balancer_cpu_s": round(b.cpu() - c0, 3),
+            "batches_per_s": round((last[2] - (batches0 or 0)) / max(timeline[-1][0], 0.1), 1) if timeline else None,
+            "samples_replayed": replayer.sent if replayer else None,
+            "replay_rate": rate,
+            "seconds": round(time.time() - t0, 2),
+            "timeline": [(t, round(min(a, bb), 4)) for t, a, bb in timeline],
+        }
+        return with_where(res, "numabalanced" if rate else mode, "the workload's own threads (nodes 0 and 1)")
+    finally:
+        b.stop()
+
+
 def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf="", environ=None):
     """Memory local from the start, one reader per CPU of every node (bench/steady.c):
     after warmup_s (the start of every mode: the daemon's first scans, the kernel's
@@ -769,10 +905,11 @@ MODES = {
     "steady-churn": ["numabalanced", "kernel", "none"],
     "maplock": ["numabalanced", "numabalanced-walk", "none"],
     "refill": ["numabalanced", "kernel", "none"],
+    "numa02": ["numabalanced", "numabalanced-1k", "kernel", "bind", "none"],
 }
 TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c", "misplaced-1g": "2n1c-big",
             "spread": "4n1c", "churn": "2n2c", "steady": "2n1c", "steady-churn": "2n1c-big", "maplock": "2n1c-big",
-            "refill": "4n1c"}
+            "refill": "4n1c", "numa02": "2n1c"}
 # Each process's memory in spread: four of them beside the kernel in 512 MiB nodes.
 SPREAD_MB = 96
 CHURN_LONG_MB = 256
@@ -795,7 +932,10 @@ STEADY_CHURN_MB = 1536
 # window of minutes holds as many scans as the shipped timing makes in an hour or two.
 MAPLOCK_WINDOW_S = 120
 MAPLOCK_CONF = "scan_max_ms = 1000\n"
-LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20, "refill": 40}
+LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20, "refill": 40,
+           "numa02": 180}
+# numa02: the split workload's buffer (each thread's half: 4,096 pages of 4 KiB).
+NUMA02_MB = 32
 
 
 def main():
@@ -812,6 +952,8 @@ def main():
                     help="the daemon's service_cpus (default %(default)s, what the shipped config picks here)")
     ap.add_argument("--window", type=float, default=None,
                     help="steady, steady-churn: seconds measured per mode (default %d)" % 600)
+    ap.add_argument("--samples", default=None,
+                    help="numa02: the host's sw-record recording of the split workload (scripts/bench makes it)")
     ap.add_argument("scenario", choices=sorted(TOPOLOGY))
     a = ap.parse_args()
     SERVICE_CPUS = a.service_cpus
@@ -826,6 +968,12 @@ def main():
     # first touch of the guest's memory (scenario.warm_memory).
     scenario.warm_memory(env)
     t_start = time.time()
+    recording = None
+    if a.scenario == "numa02":
+        if not a.samples:
+            ap.error("numa02 needs --samples (the host's recording; scripts/bench makes it)")
+        recording = read_samples(a.samples)
+        doc["recording"] = {"rate": recording[0], "run_ms": recording[1], "samples": len(recording[2])}
     if a.scenario == "moverate":
         doc["runs"]["rounds"] = []
         for i in range(a.runs):
@@ -857,6 +1005,8 @@ def main():
                         r = run_spread(env, mode, SPREAD_MB, limit)
                     elif a.scenario == "refill":
                         r = run_refill(env, mode, limit)
+                    elif a.scenario == "numa02":
+                        r = run_numa02(env, mode, NUMA02_MB, limit, recording)
                     elif a.scenario == "churn":
                         r = run_churn(env, mode, CHURN_LONG_MB, limit)
                     elif a.scenario == "misplaced-1g":

@@ -9,7 +9,8 @@
  * pinned to CPU k % 2; daemon/sw-sampler samples them at RATE per second of run time
  * for MS, its node lookup on the stored 2n1m topology (CPU 0 on node 0, CPU 1 on
  * node 1). Output: "# ..." header lines, then one "NODE 0xOFFSET" line per sample (the
- * page's offset in the buffer). tests/vm/scenarios/106-replay.py turns them into
+ * page's offset in the buffer), in the order taken, and "# run_ms A B..." (each thread's
+ * time on a CPU). tests/vm/scenarios/106-replay.py turns them into
  * "TGID CPU ADDR" lines for its own process. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,11 +25,28 @@
 static uint64_t lo, hi, n_out;
 
 static void emit(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
-        (void) userdata, (void) count;
-        if (tgid == getpid() && addr >= lo && addr < hi) {
+        (void) userdata;
+        /* One line per sample: a page sampled twice within a drain is counted twice. */
+        for (uint64_t i = 0; i < count && tgid == getpid() && addr >= lo && addr < hi; i++) {
                 printf("%u 0x%" PRIx64 "\n", node, addr - lo);
                 n_out++;
         }
+}
+
+/* The time thread tid of this process has run, from its schedstat (0 if unknown). */
+static uint64_t run_ns(pid_t tid) {
+        char path[64];
+        unsigned long long ns = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int) tid);
+        f = fopen(path, "r");
+        if (f) {
+                if (fscanf(f, "%llu", &ns) != 1)
+                        ns = 0;
+                fclose(f);
+        }
+        return ns;
 }
 
 int main(int argc, char **argv) {
@@ -76,6 +94,12 @@ int main(int argc, char **argv) {
                 usleep(20 * 1000);
                 sw_sampler_drain(s, emit, NULL);
         }
+        /* Each thread's time on a CPU: the rate is per second of run time, so a replay
+         * at another rate needs it (bench/bench.py's Replayer). */
+        printf("# run_ms");
+        for (unsigned k = 0; k < n; k++)
+                printf(" %" PRIu64, run_ns(split_workload_tid(w, k)) / 1000000);
+        printf("\n");
         split_workload_stop(w);
         sw_sampler_drain(s, emit, NULL);
         fprintf(stderr, "sw-record: %" PRIu64 " samples in the buffer\n", n_out);
