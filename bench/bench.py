@@ -67,6 +67,13 @@ Scenarios:
              samples per second of each thread's run time (mode numabalanced), and at
              1,000 (numabalanced-1k); scripts/bench measures that rate's cost to the
              workload on the host (bench/sw-cost.c)
+  numa01     (2n1c) numa01-like: two processes, process k on node k, each reading random
+             words of its own private 32 MiB and of 32 MiB the two share, all
+             first-touched on node 0 (bench/shared.c; bind: each private part bound
+             to its node, the shared part interleaved): time until both private
+             parts are 95% on their process's node, pages migrated against process
+             1's private part (the shared part moving back and forth shows as more),
+             where the shared part ends up
   churn      (2n2c) a long-lived 256 MiB process misplaced (touched on node 0, read from
              node 1) in an opted-in cgroup where short-lived processes keep arriving:
              every 0.5 s a 16 MiB misplaced workload that lives 2-3 s and a burst of
@@ -790,6 +797,70 @@ def run_numa02(env, mode, size_mb, limit_s, recording):
         b.stop()
 
 
+def shared_status(status):
+    """bench/shared's status: (each private part's share on its node, shared pages on
+    node 0 and 1, reads in 2^20)."""
+    try:
+        p0, p1, pages, s0, s1, reads = (int(x) for x in open(status).read().split())
+    except (OSError, ValueError):
+        return None
+    return (p0 / pages, p1 / pages), (s0, s1), reads
+
+
+def run_numa01(env, mode, private_mb, shared_mb, limit_s):
+    """numa01: two processes, one per node, each reading its own private memory and
+    memory the two share, all first-touched on node 0 (bench/shared.c): time until each
+    private part is 95% on its process's node, and what became of the shared part."""
+    b = Balancer(env, mode)
+    cg = b.start("bench-numa01")
+    try:
+        ready, status = env.tmp_path("shared.ready"), env.tmp_path("shared.status")
+
+        def enter():
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        mig0 = vmstat("pgmigrate_success")
+        c0 = b.cpu()
+        p = subprocess.Popen([os.path.join(env.build, "bench", "shared"), str(private_mb), str(shared_mb), ready,
+                              status] + (["bind"] if mode == "bind" else []), preexec_fn=enter,
+                             stderr=subprocess.PIPE)
+        env.procs.append(p)
+        wait_ready(p, ready, "shared")
+        t0 = time.time()
+        timeline, t95, reads0, st = [], None, None, None
+        limit = limit_s if mode != "none" else min(limit_s, 20)
+        while True:
+            t = time.time() - t0
+            cur = shared_status(status)
+            if cur:
+                st = cur
+                reads0 = st[2] if reads0 is None else reads0
+                low = min(st[0])
+                timeline.append((round(t, 2), round(low, 4)))
+                if t95 is None and low >= 0.95:
+                    t95 = t
+            if t > limit or (t95 is not None and t > t95 + DONE_AFTER_S):
+                break
+            time.sleep(0.1)
+        if not st:
+            raise scenario.Fail("bench/shared never reported")
+        res = {
+            "t95_s": round(t95, 2) if t95 is not None else None,
+            "final_local": round(min(st[0]), 4),
+            "final_each": [round(x, 4) for x in st[0]],
+            "shared_pages_on": list(st[1]),
+            "migrated_pages": vmstat("pgmigrate_success") - mig0,
+            "misplaced_pages": 0 if mode == "bind" else private_mb * 256,
+            "balancer_cpu_s": round(b.cpu() - c0, 3),
+            "mreads_per_s": round((st[2] - reads0) * 1.048576 / max(timeline[-1][0], 0.1), 2),
+            "seconds": round(time.time() - t0, 2),
+            "timeline": timeline,
+        }
+        return with_where(res, mode, "the workload's own threads (nodes 0 and 1)")
+    finally:
+        b.stop()
+
+
 def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf="", environ=None):
     """Memory local from the start, one reader per CPU of every node (bench/steady.c):
     after warmup_s (the start of every mode: the daemon's first scans, the kernel's
@@ -906,10 +977,11 @@ MODES = {
     "maplock": ["numabalanced", "numabalanced-walk", "none"],
     "refill": ["numabalanced", "kernel", "none"],
     "numa02": ["numabalanced", "numabalanced-1k", "kernel", "bind", "none"],
+    "numa01": ["numabalanced", "kernel", "bind", "none"],
 }
 TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c", "misplaced-1g": "2n1c-big",
             "spread": "4n1c", "churn": "2n2c", "steady": "2n1c", "steady-churn": "2n1c-big", "maplock": "2n1c-big",
-            "refill": "4n1c", "numa02": "2n1c"}
+            "refill": "4n1c", "numa02": "2n1c", "numa01": "2n1c"}
 # Each process's memory in spread: four of them beside the kernel in 512 MiB nodes.
 SPREAD_MB = 96
 CHURN_LONG_MB = 256
@@ -933,9 +1005,11 @@ STEADY_CHURN_MB = 1536
 MAPLOCK_WINDOW_S = 120
 MAPLOCK_CONF = "scan_max_ms = 1000\n"
 LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20, "refill": 40,
-           "numa02": 180}
+           "numa02": 180, "numa01": 60}
 # numa02: the split workload's buffer (each thread's half: 4,096 pages of 4 KiB).
 NUMA02_MB = 32
+# numa01: each process's private part, and the part they share.
+NUMA01_PRIVATE_MB, NUMA01_SHARED_MB = 32, 32
 
 
 def main():
@@ -1005,6 +1079,8 @@ def main():
                         r = run_spread(env, mode, SPREAD_MB, limit)
                     elif a.scenario == "refill":
                         r = run_refill(env, mode, limit)
+                    elif a.scenario == "numa01":
+                        r = run_numa01(env, mode, NUMA01_PRIVATE_MB, NUMA01_SHARED_MB, limit)
                     elif a.scenario == "numa02":
                         r = run_numa02(env, mode, NUMA02_MB, limit, recording)
                     elif a.scenario == "churn":

@@ -424,7 +424,9 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
                     ("refill", "refill: bound to nodes 1 and 3, settled on 3; 128 MiB more land on 1 while 3 "
                                "is full; timed from the exit of what filled it"),
                     ("numa02", "numa02-like: thread A on node 0 and thread B on node 1, each reading its own "
-                               "half of 32 MiB first-touched on node 0")) + KERNEL_VARIANTS:
+                               "half of 32 MiB first-touched on node 0"),
+                    ("numa01", "numa01-like: process k on node k reading its own private 32 MiB and 32 MiB "
+                               "the two share, all first-touched on node 0")) + KERNEL_VARIANTS:
     variant = re.search(r"-(\d+\.\d+)$", name)
     kernel_suffix = f" on {variant.group(1)}" if variant else ""
     key = name                                   # its result file and plot
@@ -472,6 +474,13 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
           f"costs).\n")
     if name == "numa02":
         numa02_intro(doc)
+    if name == "numa01":
+        w("Each process alternates one random read of its private part and one of the shared part. Under "
+          "`bind` each private part is bound to its process's node and the shared part interleaved over both. "
+          "Time until both private parts are 95% on their process's node; pages migrated: x process 1's "
+          "private part, the pages misplaced (the shared part moving back and forth shows as more); the "
+          "shared part's pages per node at the end. numabalanced never moves pages mapped by more than one "
+          "process (move_pages without MPOL_MF_MOVE_ALL leaves them).\n")
     none_sys = median_or_none([r["workload_sys_s"] for r in doc["runs"].get("none", []) if "workload_sys_s" in r]) or 0.0
     if name == "stalls":
         none_median = median_or_none([r["stalls"]["median_us"] for r in doc["runs"].get("none", [])])
@@ -489,6 +498,11 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
         w("| mode | long-lived: time to 95% local (s) | long-lived: local at the end | pages migrated "
           "(x long-lived) | balancer CPU (s) | short-lived started (workloads + /bin/true) | where |")
         w("|---|---|---|---|---|---|---|")
+    elif name == "numa01":
+        w("| mode | time until both private parts are 95% on their node (s) | lower at the end | process 0 / 1 "
+          "at the end | shared pages on node 0 / 1 at the end | pages migrated (x misplaced) | balancer CPU (s) "
+          "| reads/s (millions) | where |")
+        w("|---|---|---|---|---|---|---|---|---|")
     elif name == "numa02":
         w("| mode | time until both halves are 95% on their thread's node (s) | lower at the end | A / B at the "
           "end | pages migrated (x B's half) | balancer CPU (s) | samples replayed | reads/s (batches of 4,096) "
@@ -532,6 +546,11 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
             short = spread([r["short_lived_workloads"] for r in runs], "{:.0f}") + " + " + \
                 spread([r["short_lived_true"] for r in runs], "{:.0f}")
             w(f"| {mode} | {t95} | {fin} | {mig} | {cpu} | {short} | {where} |")
+        elif name == "numa01":
+            each = " / ".join(f"{100 * statistics.median(r['final_each'][k] for r in runs):.0f}%" for k in range(2))
+            sh_on = " / ".join(f"{statistics.median(r['shared_pages_on'][k] for r in runs):.0f}" for k in range(2))
+            w(f"| {mode} | {t95} | {fin} | {each} | {sh_on} | {mig} | {cpu} "
+              f"| {spread([r.get('mreads_per_s') for r in runs])} | {where} |")
         elif name == "numa02":
             each = " / ".join(f"{100 * statistics.median(r['final_each'][k] for r in runs):.0f}%" for k in range(2))
             rep_n = spread([r.get("samples_replayed") for r in runs], "{:.0f}", "-")
@@ -549,6 +568,9 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
     elif name == "churn":
         png = plot(name, doc, "churn: 256 MiB misplaced among short-lived processes",
                    "long-lived process's local share (%)")
+    elif name == "numa01":
+        png = plot(key, doc, "numa01-like: two processes, private and shared memory",
+                   "lower of the two private parts' shares on their node (%)")
     elif name == "numa02":
         png = plot(key, doc, "numa02-like: two threads on two nodes, each with its own half",
                    "lower of the two halves' shares on their node (%)")
@@ -565,6 +587,11 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
         goals.append((f"{label}: time to 95% at most half the kernel's",
                       "met" if ok else "missed", f"numabalanced {d if d is None else round(d, 2)} s, "
                       f"kernel {k if k is None else round(k, 2)} s (medians)"))
+    if name == "numa01" and "numabalanced" in r:
+        ratio = median_or_none([x["migrated_pages"] / x["misplaced_pages"] for x in r["numabalanced"]])
+        goals.append((f"{label}: pages migrated at most 1.1x the misplaced private pages (no ping-pong)",
+                      "met" if ratio is not None and ratio <= 1.1 else "missed",
+                      f"numabalanced {fmt(ratio, '{:.2f}')}x (median)"))
     if name == "numa02" and "numabalanced" in r:
         ratio = median_or_none([x["migrated_pages"] / x["misplaced_pages"] for x in r["numabalanced"]])
         goals.append((f"{label}: pages migrated at most 1.1x B's misplaced half (no ping-pong)",
