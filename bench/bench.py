@@ -673,6 +673,21 @@ def numa_maps_read_ms(pid, times=5):
     return round(sorted(took)[len(took) // 2], 2)
 
 
+def start_bench_tool(env, cg, mode, tool, args):
+    """bench/TOOL ARGS... READY STATUS [bind] started in cgroup cg, waited for until ready;
+    returns (the process, its ready file, its status file)."""
+    ready, status = env.tmp_path(f"{tool}.ready"), env.tmp_path(f"{tool}.status")
+
+    def enter():
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    p = subprocess.Popen([os.path.join(env.build, "bench", tool), *args, ready, status]
+                         + (["bind"] if mode == "bind" else []), preexec_fn=enter, stderr=subprocess.PIPE)
+    env.procs.append(p)
+    wait_ready(p, ready, tool)
+    return p, ready, status
+
+
 def read_samples(path):
     """A recording of bench's split workload on the host's real CPU (tests/unit/sw-record.c,
     run by scripts/bench): its header's RATE and MS, and [(node, offset)] in the order
@@ -739,17 +754,9 @@ def run_numa02(env, mode, size_mb, limit_s, recording):
                  if rate else "")
     cg = b.start("bench-numa02")
     try:
-        ready, status = env.tmp_path("split.ready"), env.tmp_path("split.status")
-
-        def enter():
-            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-                f.write(str(os.getpid()))
         mig0 = vmstat("pgmigrate_success")
         c0 = b.cpu()
-        p = subprocess.Popen([os.path.join(env.build, "bench", "split"), str(size_mb), ready, status]
-                             + (["bind"] if mode == "bind" else []), preexec_fn=enter, stderr=subprocess.PIPE)
-        env.procs.append(p)
-        wait_ready(p, ready, "split")
+        p, ready, status = start_bench_tool(env, cg, mode, "split", [str(size_mb)])
         pid, start, length = open(ready).read().split()[:3]
         t0 = time.time()
         replayer = None
@@ -814,18 +821,9 @@ def run_numa01(env, mode, private_mb, shared_mb, limit_s):
     b = Balancer(env, mode)
     cg = b.start("bench-numa01")
     try:
-        ready, status = env.tmp_path("shared.ready"), env.tmp_path("shared.status")
-
-        def enter():
-            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-                f.write(str(os.getpid()))
         mig0 = vmstat("pgmigrate_success")
         c0 = b.cpu()
-        p = subprocess.Popen([os.path.join(env.build, "bench", "shared"), str(private_mb), str(shared_mb), ready,
-                              status] + (["bind"] if mode == "bind" else []), preexec_fn=enter,
-                             stderr=subprocess.PIPE)
-        env.procs.append(p)
-        wait_ready(p, ready, "shared")
+        p, ready, status = start_bench_tool(env, cg, mode, "shared", [str(private_mb), str(shared_mb)])
         t0 = time.time()
         timeline, t95, reads0, st = [], None, None, None
         limit = limit_s if mode != "none" else min(limit_s, 20)

@@ -561,19 +561,17 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
     w("")
     if doc.get("errors"):
         w("Runs that failed: " + "; ".join(doc["errors"]) + "\n")
-    # The figure's title in one line of its width: the two long ones shortened.
-    if name == "spread":
-        png = plot(name, doc, "spread: 4 processes, each with its memory on the next node",
-                   "lowest of the four local shares (%)")
-    elif name == "churn":
-        png = plot(name, doc, "churn: 256 MiB misplaced among short-lived processes",
-                   "long-lived process's local share (%)")
-    elif name == "numa01":
-        png = plot(key, doc, "numa01-like: two processes, private and shared memory",
-                   "lower of the two private parts' shares on their node (%)")
-    elif name == "numa02":
-        png = plot(key, doc, "numa02-like: two threads on two nodes, each with its own half",
-                   "lower of the two halves' shares on their node (%)")
+    # The figure's title in one line of its width: the long ones shortened.
+    short_titles = {
+        "spread": ("spread: 4 processes, each with its memory on the next node", "lowest of the four local shares (%)"),
+        "churn": ("churn: 256 MiB misplaced among short-lived processes", "long-lived process's local share (%)"),
+        "numa01": ("numa01-like: two processes, private and shared memory",
+                   "lower of the two private parts' shares on their node (%)"),
+        "numa02": ("numa02-like: two threads on two nodes, each with its own half",
+                   "lower of the two halves' shares on their node (%)"),
+    }
+    if name in short_titles:
+        png = plot(key, doc, *short_titles[name])
     else:
         png = plot(key, doc, title + kernel_suffix)
     if png:

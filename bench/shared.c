@@ -29,38 +29,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "node-cpu.h"
 
 /* What each process reports, in memory shared with the parent. */
 struct report {
         volatile uint64_t own, shared_on[2], reads;
 };
-
-static volatile sig_atomic_t stop;
-
-static void on_term(int sig) {
-        (void) sig;
-        stop = 1;
-}
-
-static int first_cpu(int node) {
-        struct bitmask *cpus = numa_allocate_cpumask();
-        int c = -1;
-
-        if (numa_node_to_cpus(node, cpus) == 0)
-                for (unsigned i = 0; i < cpus->size && c < 0; i++)
-                        if (numa_bitmask_isbitset(cpus, i))
-                                c = (int) i;
-        numa_free_cpumask(cpus);
-        return c;
-}
-
-static void pin(int cpu) {
-        cpu_set_t set;
-
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        sched_setaffinity(0, sizeof(set), &set);
-}
 
 static void *map(size_t bytes, int flags) {
         void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags | MAP_ANONYMOUS, -1, 0);
