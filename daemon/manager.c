@@ -319,6 +319,7 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
                 return; /* exited, or not (yet) ours */
         if (!p->seen && page_agg_new(m->topo, page_size(), &p->seen) < 0)
                 return;
+        page_agg_set_clock(p->seen, (uint32_t) (now_ms() / 1000));
         (void) page_agg_add_counts(p->seen, addr, node, count);
 }
 

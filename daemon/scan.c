@@ -18,6 +18,9 @@
 /* The two-sample rule (docs/DESIGN.md): a page seen fewer times from its one node is
  * not evidence yet. */
 #define PAGE_MIN_SAMPLES 2
+/* How long, and how many pages, a page seen once waits for its second sample. */
+#define EVIDENCE_KEEP_S 120
+#define EVIDENCE_KEEP_PAGES 16384     /* about 0.9 MiB with two nodes */
 /* A node with less of a process's CPU time than this does not make it span nodes. */
 #define SPAN_SHARE_PCT 10
 
@@ -242,9 +245,26 @@ static bool advise_only(const struct manager *m, const struct proc_rec *p) {
         return p->cg->mode == CG_MODE_ADVISE || m->opts.dry_run;
 }
 
+/* In advise mode nothing moves, so the ranges that would are said, at debug level (at
+ * most ADVISE_RANGES_LOGGED a scan): what an operator checks before opting in, and
+ * what the host test of the software source (tests/unit/test-advise-host.py) reads. */
+#define ADVISE_RANGES_LOGGED 1024
+static void log_page_ranges(const struct proc_rec *p, const struct plan *pages) {
+        for (size_t i = 0; i < pages->n_moves && i < ADVISE_RANGES_LOGGED; i++)
+                log_debug("pid=%d: page-level: would move 0x%" PRIx64 "-0x%" PRIx64 " to node %d", (int) p->pid,
+                          pages->moves[i].start, pages->moves[i].end, pages->moves[i].target);
+        if (pages->n_moves > ADVISE_RANGES_LOGGED)
+                log_debug("pid=%d: page-level: %zu more range(s) not listed", (int) p->pid,
+                          pages->n_moves - ADVISE_RANGES_LOGGED);
+}
+
 /* Page-level evidence since the last scan: pages touched from one node only go there,
- * within their VMA's allowed set (plan_pages). The evidence is used once: what counts
- * is where pages are touched now. */
+ * within their VMA's allowed set (plan_pages). A decision uses a page's evidence once:
+ * what counts is where pages are touched now. A page seen once, from one node, is
+ * kept for later scans for EVIDENCE_KEEP_S since its sample (at most
+ * EVIDENCE_KEEP_PAGES pages a process): at the software source's 100 samples per
+ * second a 16 MiB part of a thread gets 0.6 samples a page in 30 s, so evidence
+ * dropped at each scan would almost never show a page twice. */
 static int decide_pages(struct manager *m, struct proc_rec *p, const struct plan_input *in,
                         const struct plan_params *pp, uint64_t *reserved, struct scan *s) {
         struct page_decision d;
@@ -263,13 +283,23 @@ static int decide_pages(struct manager *m, struct proc_rec *p, const struct plan
         page_decision_done(&d);
         if (r < 0)
                 return r;
-        page_agg_free(p->seen);
-        p->seen = NULL;
+        {
+                uint32_t now_s = (uint32_t) (now_ms() / 1000);
+                struct page_agg *kept = NULL;
+
+                /* Out of memory loses only the kept evidence. */
+                (void) page_agg_carry(p->seen, PAGE_MIN_SAMPLES, now_s - EVIDENCE_KEEP_S, EVIDENCE_KEEP_PAGES,
+                                      &kept);
+                page_agg_free(p->seen);
+                p->seen = kept;
+        }
         p->page_planned_bytes = s->pages.bytes;
         if (s->pages.n_moves)
                 log_debug("cgroup=%s pid=%d: page-level: %zu page(s) sampled, %zu shared, %s %" PRIu64
                           " KiB in %zu range(s)", p->cg->path, (int) p->pid, p->pages_seen, p->pages_shared,
                           advise_only(m, p) ? "would move" : "moving", s->pages.bytes / 1024, s->pages.n_moves);
+        if (advise_only(m, p))
+                log_page_ranges(p, &s->pages);
         return 0;
 }
 

@@ -13,6 +13,8 @@ struct page_agg {
         uint64_t page_mask;
         uint64_t *pages;              /* page address + 1; 0 = empty slot */
         uint64_t *counts;
+        uint32_t *stamps;             /* the clock at the page's latest sample */
+        uint32_t clock;               /* page_agg_set_clock(): stamps what is added */
         size_t slots, used;
         uint64_t samples, no_node;
 };
@@ -38,7 +40,8 @@ int page_agg_new(const struct topology *t, uint64_t unit, struct page_agg **ret)
         a->slots = 1024;
         a->pages = calloc(a->slots, sizeof(*a->pages));
         a->counts = calloc(a->slots * t->n_nodes, sizeof(*a->counts));
-        if (!a->pages || !a->counts) {
+        a->stamps = calloc(a->slots, sizeof(*a->stamps));
+        if (!a->pages || !a->counts || !a->stamps) {
                 page_agg_free(a);
                 return -ENOMEM;
         }
@@ -51,7 +54,12 @@ void page_agg_free(struct page_agg *a) {
                 return;
         free(a->pages);
         free(a->counts);
+        free(a->stamps);
         free(a);
+}
+
+void page_agg_set_clock(struct page_agg *a, uint32_t now) {
+        a->clock = now;
 }
 
 static size_t find_slot(const uint64_t *pages, size_t slots, uint64_t key) {
@@ -64,10 +72,12 @@ static size_t find_slot(const uint64_t *pages, size_t slots, uint64_t key) {
 static int grow(struct page_agg *a) {
         size_t n = a->slots * 2, nn = a->t->n_nodes;
         uint64_t *pages = calloc(n, sizeof(*pages)), *counts = calloc(n * nn, sizeof(*counts));
+        uint32_t *stamps = calloc(n, sizeof(*stamps));
 
-        if (!pages || !counts) {
+        if (!pages || !counts || !stamps) {
                 free(pages);
                 free(counts);
+                free(stamps);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < a->slots; i++) {
@@ -76,12 +86,15 @@ static int grow(struct page_agg *a) {
                         continue;
                 j = find_slot(pages, n, a->pages[i]);
                 pages[j] = a->pages[i];
+                stamps[j] = a->stamps[i];
                 memcpy(&counts[j * nn], &a->counts[i * nn], nn * sizeof(*counts));
         }
         free(a->pages);
         free(a->counts);
+        free(a->stamps);
         a->pages = pages;
         a->counts = counts;
+        a->stamps = stamps;
         a->slots = n;
         return 0;
 }
@@ -102,6 +115,7 @@ static int add(struct page_agg *a, uint64_t addr, int idx, uint64_t count) {
                 a->used++;
         }
         a->counts[i * a->t->n_nodes + (size_t) idx] += count;
+        a->stamps[i] = a->clock;
         a->samples += count;
         return 0;
 }
@@ -167,6 +181,57 @@ int page_agg_decide(const struct page_agg *a, unsigned min_samples, struct page_
         qsort(d.moves, d.n_moves, sizeof(*d.moves), cmp_move);
         *ret = d;
         return 0;
+}
+
+/* The one node slot i was seen from, or -1 when none or several. */
+static int only_node(const struct page_agg *a, size_t i) {
+        const uint64_t *c = &a->counts[i * a->t->n_nodes];
+        int node = -1;
+
+        for (size_t k = 0; k < a->t->n_nodes; k++)
+                if (c[k]) {
+                        if (node >= 0)
+                                return -1;
+                        node = (int) k;
+                }
+        return node;
+}
+
+int page_agg_carry(const struct page_agg *a, unsigned min_samples, uint32_t oldest, size_t max_pages,
+                   struct page_agg **ret) {
+        struct page_agg *n = NULL;
+        size_t nn = a->t->n_nodes;
+        int r;
+
+        *ret = NULL;
+        r = page_agg_new(a->t, ~a->page_mask + 1, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < a->slots && n->used < max_pages; i++) {
+                int k;
+
+                /* Older than oldest: stale. Wrapping clocks compare by difference. */
+                if (!a->pages[i] || (int32_t) (a->stamps[i] - oldest) < 0 || (k = only_node(a, i)) < 0 ||
+                    a->counts[i * nn + (size_t) k] >= min_samples)
+                        continue;
+                n->clock = a->stamps[i];
+                r = add(n, a->pages[i] - 1, k, a->counts[i * nn + (size_t) k]);
+                if (r < 0) {
+                        page_agg_free(n);
+                        return r;
+                }
+        }
+        n->clock = a->clock;
+        if (!n->used) {
+                page_agg_free(n);
+                return 0;
+        }
+        *ret = n;
+        return 0;
+}
+
+size_t page_agg_pages(const struct page_agg *a) {
+        return a ? a->used : 0;
 }
 
 void page_decision_done(struct page_decision *d) {

@@ -53,6 +53,19 @@ struct page_decision {
 
 /* Applies the two-sample rule. min_samples >= 1 (2 is the rule). */
 int page_agg_decide(const struct page_agg *a, unsigned min_samples, struct page_decision *ret);
+
+/* The clock (any unit, the caller's: seconds in the daemon) that stamps each page with
+ * the time of its latest sample, from the next sample on. */
+void page_agg_set_clock(struct page_agg *a, uint32_t now);
+/* The evidence worth keeping after a decision: the pages seen from one node only,
+ * fewer than min_samples times, last seen at or after `oldest`, at most max_pages of
+ * them, with their counts and stamps, in a new aggregate (*ret; NULL when there are
+ * none). Pages that were decided (moved or not: plan_pages' rules) and pages seen from
+ * several nodes are not kept: new samples decide them again. Returns 0 or -ENOMEM. */
+int page_agg_carry(const struct page_agg *a, unsigned min_samples, uint32_t oldest, size_t max_pages,
+                   struct page_agg **ret);
+/* Distinct pages held. */
+size_t page_agg_pages(const struct page_agg *a);
 void page_decision_done(struct page_decision *d);
 
 /* A stored sample stream: one "TID CPU ADDR" per line (ADDR in hex with 0x), '#'

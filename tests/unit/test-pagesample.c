@@ -159,6 +159,58 @@ TEST(counts_from_the_bpf_map) {
 }
 
 /* "TID CPU 0xADDR", comments and blank lines allowed. */
+/* Evidence kept across scans (page_agg_carry): a page seen once from one node waits for
+ * its second sample; decided, shared, stale and over-the-cap pages are not kept. */
+TEST(carry_keeps_single_samples) {
+        _cleanup_(page_agg_freep) struct page_agg *a = NULL, *kept = NULL;
+        struct page_decision d;
+        const uint64_t p1 = 0x7f0000001000, p2 = 0x7f0000002000, p3 = 0x7f0000003000, p4 = 0x7f0000004000;
+
+        CHECK_INT(page_agg_new(topo, 4096, &a), 0);
+        if (!a)
+                return;
+        page_agg_set_clock(a, 1);
+        CHECK_INT(page_agg_add_counts(a, p4, 0, 1), 0);          /* stale by the carry */
+        page_agg_set_clock(a, 10);
+        CHECK_INT(page_agg_add_counts(a, p1, 0, 1), 0);          /* once: kept */
+        CHECK_INT(page_agg_add_counts(a, p2 + 8, 1, 2), 0);      /* twice: decided */
+        CHECK_INT(page_agg_add_counts(a, p3, 0, 1), 0);          /* from both nodes: shared */
+        CHECK_INT(page_agg_add_counts(a, p3, 1, 1), 0);
+        CHECK_INT(page_agg_carry(a, 2, 5, 100, &kept), 0);
+        CHECK(kept != NULL);
+        if (!kept)
+                return;
+        CHECK_INT(page_agg_pages(kept), 1);
+        /* Its second sample, in the next window: now it moves, to node 0. */
+        page_agg_set_clock(kept, 20);
+        CHECK_INT(page_agg_add_counts(kept, p1 + 100, 0, 1), 0);
+        CHECK_INT(page_agg_decide(kept, 2, &d), 0);
+        CHECK_INT(d.n_moves, 1);
+        if (d.n_moves) {
+                CHECK(d.moves[0].page == p1);
+                CHECK_INT(d.moves[0].node, 0);
+                CHECK_INT(d.moves[0].samples, 2);
+        }
+        page_decision_done(&d);
+}
+
+/* The carry is bounded: at most max_pages pages; nothing left is NULL. */
+TEST(carry_bounded) {
+        _cleanup_(page_agg_freep) struct page_agg *a = NULL, *kept = NULL, *none = NULL;
+
+        CHECK_INT(page_agg_new(topo, 4096, &a), 0);
+        if (!a)
+                return;
+        page_agg_set_clock(a, 100);
+        for (uint64_t i = 0; i < 5000; i++)
+                CHECK_INT(page_agg_add_counts(a, 0x7f0000000000 + i * 4096, 1, 1), 0);
+        CHECK_INT(page_agg_carry(a, 2, 0, 300, &kept), 0);
+        CHECK_INT(page_agg_pages(kept), 300);
+        /* All stale (the clock wrapped past them is a difference, not an order). */
+        CHECK_INT(page_agg_carry(a, 2, 101, 300, &none), 0);
+        CHECK(none == NULL);
+}
+
 TEST(parse_samples) {
         static const char good[] = "# c\n\n 5\t1 0xABC # tail\n";
         struct page_sample *s = NULL;
