@@ -1088,7 +1088,7 @@ def main():
                     else:
                         r = run_locality(env, mode, 512, "default" if a.scenario == "misplaced" else "bind:0-1",
                                          limit, a.scenario)
-                except (scenario.Fail, subprocess.CalledProcessError, OSError) as e:
+                except (scenario.Fail, subprocess.CalledProcessError, OSError, ValueError) as e:
                     doc["errors"].append(f"{mode} run {i + 1}: {e}")
                     print(f"{mode} run {i + 1}: FAILED: {e}", flush=True)
                     continue

@@ -113,7 +113,6 @@ int main(int argc, char **argv) {
         uint64_t *shared;
         pid_t pid[2];
         bool bind;
-        FILE *f;
 
         if (argc < 5 || numa_available() < 0 || numa_max_node() < 1) {
                 fprintf(stderr, "usage: shared PRIVATE_MB SHARED_MB READY_FILE STATUS_FILE [bind] "
@@ -142,24 +141,13 @@ int main(int argc, char **argv) {
         }
         while (!stop && !(rep[0].reads && rep[1].reads))
                 usleep(10 * 1000);
-        f = fopen(argv[3], "w");
-        if (!f)
+        if (write_atomically(argv[3], "%d %d\n", (int) pid[0], (int) pid[1]) < 0)
                 return 2;
-        fprintf(f, "%d %d\n", (int) pid[0], (int) pid[1]);
-        fclose(f);
         while (!stop) {
-                char tmp[4096];
-
-                snprintf(tmp, sizeof(tmp), "%s.tmp", argv[4]);
-                f = fopen(tmp, "w");
-                if (f) {
-                        fprintf(f, "%llu %llu %zu %llu %llu %llu\n", (unsigned long long) rep[0].own,
-                                (unsigned long long) rep[1].own, priv_bytes / (size_t) sysconf(_SC_PAGESIZE),
-                                (unsigned long long) rep[1].shared_on[0], (unsigned long long) rep[1].shared_on[1],
-                                (unsigned long long) ((rep[0].reads + rep[1].reads) >> 20));
-                        if (fclose(f) == 0)
-                                rename(tmp, argv[4]);
-                }
+                write_atomically(argv[4], "%llu %llu %zu %llu %llu %llu\n", (unsigned long long) rep[0].own,
+                                 (unsigned long long) rep[1].own, priv_bytes / (size_t) sysconf(_SC_PAGESIZE),
+                                 (unsigned long long) rep[1].shared_on[0], (unsigned long long) rep[1].shared_on[1],
+                                 (unsigned long long) ((rep[0].reads + rep[1].reads) >> 20));
                 usleep(100 * 1000);
         }
         for (int k = 0; k < 2; k++) {

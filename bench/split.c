@@ -35,27 +35,12 @@ static int bind_half(void *start, size_t len, int node) {
         return mbind(start, len, MPOL_BIND, &mask, sizeof(mask) * 8, 0);
 }
 
-/* Writes the status through a temporary file, so a reader never sees half of it. */
-static void write_status(const char *path, size_t a, size_t b, size_t half, uint64_t batches) {
-        char tmp[4096];
-        FILE *f;
-
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        f = fopen(tmp, "w");
-        if (!f)
-                return;
-        fprintf(f, "%zu %zu %zu %llu\n", a, b, half, (unsigned long long) batches);
-        if (fclose(f) == 0)
-                rename(tmp, path);
-}
-
 int main(int argc, char **argv) {
         size_t bytes, pages, half, psz = (size_t) sysconf(_SC_PAGESIZE);
         struct split_workload *w = NULL;
         int cpus[2], *status;
         void **addrs;
         char *buf;
-        FILE *f;
 
         if (argc < 4 || numa_available() < 0 || numa_max_node() < 1) {
                 fprintf(stderr, "usage: split MB READY_FILE STATUS_FILE [bind] (needs two NUMA nodes)\n");
@@ -88,11 +73,8 @@ int main(int argc, char **argv) {
                 addrs[i] = buf + i * psz;
         if (split_workload_start((const uint64_t *) buf, bytes, 2, cpus, &w) < 0)
                 return 2;
-        f = fopen(argv[2], "w");
-        if (!f)
+        if (write_atomically(argv[2], "%d %p %zu\n", (int) getpid(), (void *) buf, bytes) < 0)
                 return 2;
-        fprintf(f, "%d %p %zu\n", (int) getpid(), (void *) buf, bytes);
-        fclose(f);
         while (!stop) {
                 size_t a = 0, b = 0;
 
@@ -100,7 +82,8 @@ int main(int argc, char **argv) {
                         for (size_t i = 0; i < pages; i++)
                                 if (status[i] == (i < half ? 0 : 1))
                                         *(i < half ? &a : &b) += 1;
-                        write_status(argv[3], a, b, half, split_workload_batches(w));
+                        write_atomically(argv[3], "%zu %zu %zu %llu\n", a, b, half,
+                                         (unsigned long long) split_workload_batches(w));
                 }
                 usleep(100 * 1000);
         }
