@@ -733,12 +733,14 @@ class Replayer:
 
 
 def split_share(status):
-    """(A's half on node 0, B's half on node 1) as shares, from bench/split's status file."""
+    """(A's half on node 0, B's half on node 1) as shares, from bench/split's status file;
+    None for a reading that could not place some pages (the kernel's hinting scan hides
+    them from the query for a moment: not a placement)."""
     try:
-        a, b, half, batches = (int(x) for x in open(status).read().split())
+        a, b, half, batches, unknown = (int(x) for x in open(status).read().split())
     except (OSError, ValueError):
         return None
-    return a / half, b / half, batches
+    return (a / half, b / half, batches) if unknown == 0 else None
 
 
 def run_numa02(env, mode, size_mb, limit_s, recording):
@@ -777,7 +779,7 @@ def run_numa02(env, mode, size_mb, limit_s, recording):
             st = split_share(status)
             if st:
                 batches0 = st[2] if batches0 is None else batches0
-                timeline.append((round(t, 2), round(st[0], 4), round(st[1], 4)))
+                timeline.append((round(t, 2), round(st[0], 4), round(st[1], 4), st[2]))
                 if t95 is None and min(st[0], st[1]) >= 0.95:
                     t95 = t
             if t > limit or (t95 is not None and t > t95 + DONE_AFTER_S):
@@ -785,7 +787,7 @@ def run_numa02(env, mode, size_mb, limit_s, recording):
             time.sleep(0.1)
         if replayer:
             replayer.stop = True
-        last = split_share(status) or (0, 0, batches0 or 0)
+        last = next(((a, bb, n) for _, a, bb, n in reversed(timeline)), (0, 0, batches0 or 0))
         res = {
             "t95_s": round(t95, 2) if t95 is not None else None,
             "final_local": round(min(last[0], last[1]), 4),
@@ -797,7 +799,7 @@ def run_numa02(env, mode, size_mb, limit_s, recording):
             "samples_replayed": replayer.sent if replayer else None,
             "replay_rate": rate,
             "seconds": round(time.time() - t0, 2),
-            "timeline": [(t, round(min(a, bb), 4)) for t, a, bb in timeline],
+            "timeline": [(t, round(min(a, bb), 4)) for t, a, bb, _ in timeline],
         }
         return with_where(res, "numabalanced" if rate else mode, "the workload's own threads (nodes 0 and 1)")
     finally:
@@ -808,10 +810,10 @@ def shared_status(status):
     """bench/shared's status: (each private part's share on its node, shared pages on
     node 0 and 1, reads in 2^20)."""
     try:
-        p0, p1, pages, s0, s1, reads = (int(x) for x in open(status).read().split())
+        p0, p1, pages, s0, s1, reads, unknown = (int(x) for x in open(status).read().split())
     except (OSError, ValueError):
         return None
-    return (p0 / pages, p1 / pages), (s0, s1), reads
+    return ((p0 / pages, p1 / pages), (s0, s1), reads) if unknown == 0 else None
 
 
 def run_numa01(env, mode, private_mb, shared_mb, limit_s):

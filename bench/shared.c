@@ -12,9 +12,10 @@
  * touch (the ideal). READY_FILE gets "<pid0> <pid1>" once both read. Every 100 ms each
  * process asks where its pages are (move_pages queries) and the parent replaces
  * STATUS_FILE with
- *   "P0_OWN P1_OWN PRIVATE_PAGES SHARED_ON0 SHARED_ON1 READS\n"
+ *   "P0_OWN P1_OWN PRIVATE_PAGES SHARED_ON0 SHARED_ON1 READS UNKNOWN\n"
  * (private pages on their process's node, the pages of one private part, shared pages
- * per node, and the two processes' reads in units of 2^20). Runs until SIGTERM. */
+ * per node, the two processes' reads in units of 2^20, and pages their last queries
+ * could not place, as in split.c). Runs until SIGTERM. */
 #include <numa.h>
 #include <numaif.h>
 #include <sched.h>
@@ -33,7 +34,7 @@
 
 /* What each process reports, in memory shared with the parent. */
 struct report {
-        volatile uint64_t own, shared_on[2], reads;
+        volatile uint64_t own, shared_on[2], reads, unknown;
 };
 
 static void *map(size_t bytes, int flags) {
@@ -54,17 +55,24 @@ static void set_policy(void *p, size_t bytes, int mode, unsigned long mask) {
         }
 }
 
-/* Pages of [p, p + bytes) on each node (at most two counted), into on[]. */
-static void where(const char *p, size_t bytes, void **addrs, int *status, uint64_t on[2]) {
+/* Pages of [p, p + bytes) on each node (at most two counted), into on[]; returns the
+ * pages the query could not place (see split.c). */
+static uint64_t where(const char *p, size_t bytes, void **addrs, int *status, uint64_t on[2]) {
         size_t psz = (size_t) sysconf(_SC_PAGESIZE), n = bytes / psz;
+        uint64_t unknown = 0;
 
         on[0] = on[1] = 0;
         for (size_t i = 0; i < n; i++)
                 addrs[i] = (void *) (p + i * psz);
-        if (move_pages(0, n, addrs, NULL, status, 0) == 0)
-                for (size_t i = 0; i < n; i++)
-                        if (status[i] == 0 || status[i] == 1)
-                                on[status[i]]++;
+        if (move_pages(0, n, addrs, NULL, status, 0) < 0)
+                return n;
+        for (size_t i = 0; i < n; i++) {
+                if (status[i] == 0 || status[i] == 1)
+                        on[status[i]]++;
+                else if (status[i] < 0)
+                        unknown++;
+        }
+        return unknown;
 }
 
 static uint64_t now_ms(void) {
@@ -96,9 +104,9 @@ static void child(int k, size_t priv_bytes, const uint64_t *shared, size_t share
                 sum += priv[x % pn] + shared[(x >> 20) % sn];
                 if ((n & 4095) == 0 && now_ms() - last >= 100) {
                         last = now_ms();
-                        where((const char *) priv, priv_bytes, addrs, status, on);
+                        rep->unknown = where((const char *) priv, priv_bytes, addrs, status, on);
                         rep->own = on[k];
-                        where((const char *) shared, shared_bytes, addrs, status, on);
+                        rep->unknown += where((const char *) shared, shared_bytes, addrs, status, on);
                         rep->shared_on[0] = on[0];
                         rep->shared_on[1] = on[1];
                         rep->reads = n;
@@ -144,10 +152,11 @@ int main(int argc, char **argv) {
         if (write_atomically(argv[3], "%d %d\n", (int) pid[0], (int) pid[1]) < 0)
                 return 2;
         while (!stop) {
-                write_atomically(argv[4], "%llu %llu %zu %llu %llu %llu\n", (unsigned long long) rep[0].own,
+                write_atomically(argv[4], "%llu %llu %zu %llu %llu %llu %llu\n", (unsigned long long) rep[0].own,
                                  (unsigned long long) rep[1].own, priv_bytes / (size_t) sysconf(_SC_PAGESIZE),
                                  (unsigned long long) rep[1].shared_on[0], (unsigned long long) rep[1].shared_on[1],
-                                 (unsigned long long) ((rep[0].reads + rep[1].reads) >> 20));
+                                 (unsigned long long) ((rep[0].reads + rep[1].reads) >> 20),
+                                 (unsigned long long) (rep[0].unknown + rep[1].unknown));
                 usleep(100 * 1000);
         }
         for (int k = 0; k < 2; k++) {

@@ -12,9 +12,11 @@
  * "<pid> <start-hex> <bytes>" once both threads run. Every 100 ms the main thread (on
  * node 0's CPU, asleep in between) asks the kernel where every page is (one
  * move_pages query) and replaces STATUS_FILE with
- *   "A_OWN B_OWN HALF_PAGES BATCHES\n"
- * (pages of each half on its thread's node, the pages in a half, and the 4,096-read
- * batches both threads have done: their throughput). Runs until SIGTERM. */
+ *   "A_OWN B_OWN HALF_PAGES BATCHES UNKNOWN\n"
+ * (pages of each half on its thread's node, the pages in a half, the 4,096-read
+ * batches both threads have done: their throughput, and pages the query could not
+ * place: under the kernel's balancing a page whose PTE its scan just made PROT_NONE
+ * reads as -ENOENT until the next access). Runs until SIGTERM. */
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
@@ -76,14 +78,16 @@ int main(int argc, char **argv) {
         if (write_atomically(argv[2], "%d %p %zu\n", (int) getpid(), (void *) buf, bytes) < 0)
                 return 2;
         while (!stop) {
-                size_t a = 0, b = 0;
+                size_t a = 0, b = 0, unknown = 0;
 
                 if (move_pages(0, pages, addrs, NULL, status, 0) == 0) {
                         for (size_t i = 0; i < pages; i++)
-                                if (status[i] == (i < half ? 0 : 1))
+                                if (status[i] < 0)
+                                        unknown++;
+                                else if (status[i] == (i < half ? 0 : 1))
                                         *(i < half ? &a : &b) += 1;
-                        write_atomically(argv[3], "%zu %zu %zu %llu\n", a, b, half,
-                                         (unsigned long long) split_workload_batches(w));
+                        write_atomically(argv[3], "%zu %zu %zu %llu %zu\n", a, b, half,
+                                         (unsigned long long) split_workload_batches(w), unknown);
                 }
                 usleep(100 * 1000);
         }
