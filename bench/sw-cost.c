@@ -3,13 +3,16 @@
  * workload's, as its read throughput with and without its threads sampled, and the
  * daemon's, as the CPU time of draining and decoding per 1,000 samples.
  *
- *   sw-cost [RATE [SECONDS [ROUNDS]]]      defaults: 100 samples/s, 5 s, 3 rounds
+ *   sw-cost [RATE [SECONDS [ROUNDS [READERS]]]]  defaults: 100 samples/s, 5 s, 3 rounds, 2
  *
- * Two reader threads pinned to the last CPU, each doing random 8-byte reads over its
- * own half of 256 MiB, counting batches of 4,096; the drainer (daemon/sw-sampler, as
- * the daemon runs it) on CPU 0, draining every 100 ms as a tick would. Rounds
- * alternate off and sampled (off, on, on, off, ...), each SECONDS long. Prints one JSON
- * line. Run it on an idle host: TCG guests refuse the source (its self-check). */
+ * READERS (1 or 2) reader threads pinned to the last CPU, each doing random 8-byte
+ * reads over its own part of 256 MiB, counting batches of 4,096 and timing each (the
+ * batches of 1 ms or more, and 4 ms or more: the steady scenario's outliers; with one
+ * reader alone on its CPU nothing else slices its time); the drainer
+ * (daemon/sw-sampler, as the daemon runs it) on CPU 0, draining every 100 ms as a tick
+ * would. Rounds alternate off and sampled (off, on, on, off, ...), each SECONDS long.
+ * Prints one JSON line. Run it on an idle host: TCG guests refuse the source (its
+ * self-check). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -54,13 +57,16 @@ static struct topology *host_topology(void) {
 
 int main(int argc, char **argv) {
         const uint64_t rate = argc > 1 ? strtoull(argv[1], NULL, 10) : 100;
-        const unsigned secs = argc > 2 ? (unsigned) atoi(argv[2]) : 5, rounds = argc > 3 ? (unsigned) atoi(argv[3]) : 3;
+        const unsigned secs = argc > 2 ? (unsigned) atoi(argv[2]) : 5, rounds = argc > 3 ? (unsigned) atoi(argv[3]) : 3,
+                       readers = argc > 4 && atoi(argv[4]) == 1 ? 1 : 2;
         const size_t bytes = (size_t) BUF_MB << 20;
         const int last = (int) sysconf(_SC_NPROCESSORS_ONLN) - 1;
         struct topology *t = host_topology();
         const int cpus[2] = { last, last };
         struct split_workload *w = NULL;
-        double off = 0, on = 0;
+        struct sw_sampler *s = NULL;
+        double off = 0, on = 0, secs_off = 0, secs_on = 0;
+        uint64_t slow_off[2] = {}, slow_on[2] = {};
         uint64_t drain_ns = 0, samples = 0, rounds_on = 0, rounds_off = 0;
         struct sample_check c;
         uint64_t *buf;
@@ -74,26 +80,28 @@ int main(int argc, char **argv) {
         if (buf == MAP_FAILED)
                 return 2;
         memset(buf, 1, bytes);
-        if (split_workload_start(buf, bytes, 2, cpus, &w) < 0)
+        if (split_workload_start(buf, bytes, readers, cpus, &w) < 0)
                 return 2;
+        /* One sampler (its self-check runs once, here, before anything is counted);
+         * each round starts or stops the sampling of this process's threads. */
+        {
+                int r = sw_sampler_new("/proc", t, rate, &s, &c);
+                if (r < 0) {
+                        fprintf(stderr, "sw-cost: the software source is refused here: %s\n", strerror(-r));
+                        return 1;
+                }
+        }
         for (unsigned i = 0; i < 2 * rounds; i++) {
                 bool sampled = (i % 4 == 1) || (i % 4 == 2);
-                struct sw_sampler *s = NULL;
-                uint64_t b0 = split_workload_batches(w), t0 = now_ns(CLOCK_MONOTONIC), b1;
+                uint64_t b0, t0, b1, s0[2], s1[2];
 
-                if (sampled) {
-                        int r = sw_sampler_new("/proc", t, rate, &s, &c);
-                        if (r < 0) {
-                                fprintf(stderr, "sw-cost: the software source is refused here: %s\n", strerror(-r));
-                                return 1;
-                        }
-                        sw_sampler_span(s, getpid(), true);
-                        b0 = split_workload_batches(w);
-                        t0 = now_ns(CLOCK_MONOTONIC);
-                }
+                sw_sampler_span(s, getpid(), sampled);
+                b0 = split_workload_batches(w);
+                t0 = now_ns(CLOCK_MONOTONIC);
+                split_workload_slow(w, &s0[0], &s0[1]);
                 while (now_ns(CLOCK_MONOTONIC) - t0 < secs * 1000000000ull) {
                         usleep(100 * 1000);
-                        if (s) {
+                        if (sampled) {
                                 uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), n0 = n_samples;
                                 int n = sw_sampler_drain(s, count, NULL);
                                 drain_ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
@@ -102,27 +110,39 @@ int main(int argc, char **argv) {
                         }
                 }
                 b1 = split_workload_batches(w);
+                split_workload_slow(w, &s1[0], &s1[1]);
                 {
-                        double per_s = (double) (b1 - b0) * 4096 / 2 / ((double) (now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+                        double took = (double) (now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
+                               per_s = (double) (b1 - b0) * 4096 / readers / took;
+                        uint64_t *slow = sampled ? slow_on : slow_off;
+
+                        slow[0] += s1[0] - s0[0];
+                        slow[1] += s1[1] - s0[1];
                         if (sampled) {
                                 on += per_s;
+                                secs_on += took;
                                 rounds_on++;
                         } else {
                                 off += per_s;
+                                secs_off += took;
                                 rounds_off++;
                         }
                         fprintf(stderr, "round %u %s: %.0f reads/s per thread\n", i + 1, sampled ? "sampled" : "off",
                                 per_s);
                 }
-                sw_sampler_free(s);
         }
+        sw_sampler_free(s);
         split_workload_stop(w);
-        printf("{\"rate\": %" PRIu64 ", \"seconds\": %u, \"rounds\": %u, \"off_reads_per_s\": %.0f, "
+        printf("{\"rate\": %" PRIu64 ", \"readers\": %u, \"seconds\": %u, \"rounds\": %u, \"off_reads_per_s\": %.0f, "
                "\"sampled_reads_per_s\": %.0f, \"ratio\": %.4f, \"samples\": %" PRIu64 ", \"addresses\": %" PRIu64
-               ", \"drain_us_per_1000_samples\": %.1f}\n",
-               rate, secs, rounds, off / (double) rounds_off, on / (double) rounds_on,
+               ", \"drain_us_per_1000_samples\": %.1f, \"off_over_1ms_per_hour\": %.0f, "
+               "\"sampled_over_1ms_per_hour\": %.0f, \"off_over_4ms_per_hour\": %.0f, "
+               "\"sampled_over_4ms_per_hour\": %.0f}\n",
+               rate, readers, secs, rounds, off / (double) rounds_off, on / (double) rounds_on,
                (on / (double) rounds_on) / (off / (double) rounds_off), samples, n_samples,
-               samples ? (double) drain_ns / 1000.0 / ((double) samples / 1000.0) : 0.0);
+               samples ? (double) drain_ns / 1000.0 / ((double) samples / 1000.0) : 0.0,
+               (double) slow_off[0] * 3600 / secs_off, (double) slow_on[0] * 3600 / secs_on,
+               (double) slow_off[1] * 3600 / secs_off, (double) slow_on[1] * 3600 / secs_on);
         topology_free(t);
         return 0;
 }

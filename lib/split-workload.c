@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "split-workload.h"
 
@@ -17,6 +18,7 @@ struct part {
         atomic_bool *stop;
         atomic_int tid;
         atomic_uint_fast64_t batches;
+        atomic_uint_fast64_t slow[2];  /* batches that took 1 ms or more, 4 ms or more */
         pthread_t thread;
 };
 
@@ -25,6 +27,13 @@ struct split_workload {
         unsigned n;
         struct part parts[SPLIT_THREADS_MAX];
 };
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
 
 static void *reader(void *arg) {
         struct part *p = arg;
@@ -38,12 +47,20 @@ static void *reader(void *arg) {
         }
         atomic_store(&p->tid, (int) syscall(SYS_gettid));
         while (!atomic_load_explicit(p->stop, memory_order_relaxed)) {
+                uint64_t t0 = now_ns(), dt;
+
                 for (int i = 0; i < 4096; i++) {
                         x ^= x << 13;
                         x ^= x >> 7;
                         x ^= x << 17;
                         sum += p->base[x % p->words];
                 }
+                /* A batch takes a fraction of a millisecond: longer, something stalled it. */
+                dt = now_ns() - t0;
+                if (dt >= 1000000)
+                        atomic_fetch_add_explicit(&p->slow[0], 1, memory_order_relaxed);
+                if (dt >= 4000000)
+                        atomic_fetch_add_explicit(&p->slow[1], 1, memory_order_relaxed);
                 atomic_fetch_add_explicit(&p->batches, 1, memory_order_relaxed);
         }
         return (void *) (uintptr_t) sum;   /* keeps the reads */
@@ -87,6 +104,14 @@ uint64_t split_workload_batches(const struct split_workload *w) {
         for (unsigned k = 0; k < w->n; k++)
                 b += atomic_load(&w->parts[k].batches);
         return b;
+}
+
+void split_workload_slow(const struct split_workload *w, uint64_t *over_1ms, uint64_t *over_4ms) {
+        *over_1ms = *over_4ms = 0;
+        for (unsigned k = 0; k < w->n; k++) {
+                *over_1ms += atomic_load(&w->parts[k].slow[0]);
+                *over_4ms += atomic_load(&w->parts[k].slow[1]);
+        }
 }
 
 void split_workload_stop(struct split_workload *w) {

@@ -19,5 +19,9 @@ int split_workload_start(const uint64_t *buf, size_t bytes, unsigned n, const in
 pid_t split_workload_tid(const struct split_workload *w, unsigned k);
 /* Batches of 4,096 reads done so far by all threads together. */
 uint64_t split_workload_batches(const struct split_workload *w);
+/* Batches (of all threads) that took 1 ms or more, and 4 ms or more: each is timed, and
+ * takes a fraction of a millisecond when nothing stalls it (the steady scenario's
+ * outliers). */
+void split_workload_slow(const struct split_workload *w, uint64_t *over_1ms, uint64_t *over_4ms);
 /* Stops and joins the threads, and frees w. */
 void split_workload_stop(struct split_workload *w);
