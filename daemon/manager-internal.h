@@ -193,7 +193,7 @@ struct manager {
         nb_cpumask service_online;   /* of those, the ones every thread is pinned to */
         uint64_t service_repin_logged_ms; /* when threads pinned by others were last logged */
         unsigned service_repin_failing; /* ticks in a row whose re-pinning did not hold */
-        uint64_t service_repins;     /* threads pinned again: hotplug, cpuset, taskset, retries */
+        uint64_t service_repins;     /* re-pinnings of all threads: hotplug, cpuset, taskset, retries */
 
         struct proc_rec **procs;   /* sorted by pid */
         size_t n_procs;

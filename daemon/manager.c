@@ -220,27 +220,27 @@ static void log_invalid(struct manager *m, const struct cgroup_selection *sel) {
  * `now`. Returns how many workers are away from their own CPU, or -errno when a pin
  * did not hold (logged at debug: the caller tries again on the next tick). */
 static int service_cpus_repin(struct manager *m, const nb_cpumask *now) {
-        int r;
+        int r, first = 0, away;
 
+        /* Every thread, whatever failed before it: none left where others put it. */
         r = cpus_pin_thread(pthread_self(), now);
         if (r < 0)
-                return log_debug_errno(r, "Failed to pin the event loop to the service CPUs: %m");
-        if (m->walker) {
-                r = walker_repin(m->walker, now);
-                if (r < 0)
-                        return log_debug_errno(r, "Failed to pin the cgroup walker to the service CPUs: %m");
-        }
-        r = migrator_repin(m->migrator, now);
-        if (r < 0)
-                return log_debug_errno(r, "Failed to pin the migration workers to the service CPUs: %m");
-        return r;
+                first = log_debug_errno(r, "Failed to pin the event loop to the service CPUs: %m");
+        r = m->walker ? walker_repin(m->walker, now) : 0;
+        if (r < 0 && !first)
+                first = log_debug_errno(r, "Failed to pin the cgroup walker to the service CPUs: %m");
+        away = migrator_repin(m->migrator, now);
+        if (away < 0 && !first)
+                first = log_debug_errno(away, "Failed to pin the migration workers to the service CPUs: %m");
+        return first < 0 ? first : away;
 }
 
-/* Whether every thread is pinned where service_cpus_repin(m, now) pins it. */
-static bool service_cpus_pinned(struct manager *m, const nb_cpumask *now) {
-        return cpus_thread_pinned(pthread_self(), now) &&
-               (!m->walker || walker_pinned(m->walker, now)) &&
-               migrator_pinned(m->migrator, now);
+/* Whether every thread is pinned where service_cpus_repin(m, now) pins it (exact), or
+ * at least to some of the online service CPUs `now` and nothing else (!exact). */
+static bool service_cpus_pinned(struct manager *m, const nb_cpumask *now, bool exact) {
+        return cpus_thread_within(pthread_self(), now, exact) &&
+               (!m->walker || walker_pinned(m->walker, now, exact)) &&
+               migrator_pinned(m->migrator, now, exact);
 }
 
 /* The daemon's work must run on the service CPUs only, and others can change where
@@ -275,19 +275,27 @@ static bool service_cpus_check(struct manager *m) {
                 m->service_online = now;
                 return false;
         }
-        if (!changed && service_cpus_pinned(m, &now))
+        if (!changed && service_cpus_pinned(m, &now, true))
                 return true;
         r = service_cpus_repin(m, &now);
         m->service_repins++;
         if (r < 0) {
-                /* No work where a thread may be off the service CPUs; tried again next
-                 * tick. A CPU back online makes this happen for a tick or two: said
-                 * only when it lasts (a cpuset without the service CPUs). */
-                if (++m->service_repin_failing == REPIN_FAILING_LOG)
+                /* Tried again next tick. Work goes on where every thread is on some of
+                 * the service CPUs (a CPU back online and not yet in the cpuset, or a
+                 * cpuset that keeps one of them for good); none where a thread may be
+                 * elsewhere. A CPU back online makes this happen for a tick or two:
+                 * said only when it lasts. */
+                bool safe = service_cpus_pinned(m, &now, false);
+
+                cpumask_format(&now, cur, sizeof(cur));
+                if (++m->service_repin_failing == REPIN_FAILING_LOG && safe)
+                        log_warning_errno(r, "Cannot pin the daemon's threads to all of service CPUs %s: %m; working "
+                                          "on those they have (is the daemon's cpuset without some of them?)", cur);
+                else if (m->service_repin_failing == REPIN_FAILING_LOG)
                         log_error_errno(r, "Cannot pin the daemon's threads to service CPUs %s: %m; not scanning or "
                                         "moving anything until they can be (is the daemon's cpuset without them?)",
-                                        (cpumask_format(&now, cur, sizeof(cur)), cur));
-                return false;
+                                        cur);
+                return safe;
         }
         if (m->service_repin_failing >= REPIN_FAILING_LOG)
                 log_notice("The daemon's threads are pinned to service CPUs again: working");

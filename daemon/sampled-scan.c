@@ -141,7 +141,7 @@ static bool placement_unchanged(struct manager *m, struct proc_rec *p) {
 bool sampled_scan_unchanged(struct manager *m, struct proc_rec *p, nb_nodemask cpu_nodes, uint64_t rss_kb) {
         bool same;
 
-        if (!p->n_huge || !m->cfg.huge_vma_kb || p->seen)
+        if (!p->n_huge || !m->cfg.huge_vma_kb || page_agg_fresh(p->seen))
                 return false;
         same = nodemask_equal(&cpu_nodes, &p->huge_cpu_nodes) &&
                !differs(rss_kb, p->huge_rss_kb, tolerance(m, p->huge_rss_kb, 1)) && placement_unchanged(m, p);

@@ -81,8 +81,9 @@ static bool spans_nodes(const struct manager *m, const uint64_t *cpu) {
 static bool scan_idle(struct manager *m, struct proc_rec *p, int primed, const uint64_t *cpu, uint64_t now) {
         uint64_t total = 0;
 
-        /* Sampled pages are evidence even without CPU time. */
-        if (primed == 0 || p->seen || p->scans == 0)
+        /* Sampled pages are evidence even without CPU time (new ones: what was carried
+         * over waits for more). */
+        if (primed == 0 || page_agg_fresh(p->seen) || p->scans == 0)
                 return false;
         for (unsigned i = 0; i < m->topo->n_nodes; i++)
                 total += cpu[i];
@@ -245,8 +246,8 @@ static bool advise_only(const struct manager *m, const struct proc_rec *p) {
         return p->cg->mode == CG_MODE_ADVISE || m->opts.dry_run;
 }
 
-/* In advise mode nothing moves, so the ranges that would are said, at debug level (at
- * most ADVISE_RANGES_LOGGED a scan): what an operator checks before opting in, and
+/* In advise mode (or a dry run) nothing moves, so the ranges that would are said, at
+ * debug level (at most ADVISE_RANGES_LOGGED a scan): what an operator checks before opting in, and
  * what the host test of the software source (tests/unit/test-advise-host.py) reads. */
 #define ADVISE_RANGES_LOGGED 1024
 static void log_page_ranges(const struct proc_rec *p, const struct plan *pages) {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "log.h"
 #include "service-cpus.h"
 #include "topology.h"
@@ -40,10 +41,17 @@ static int thread_cpus(pthread_t thread, nb_cpumask *ret) {
         return 0;
 }
 
-bool cpus_thread_pinned(pthread_t thread, const nb_cpumask *cpus) {
+bool cpus_thread_within(pthread_t thread, const nb_cpumask *cpus, bool exact) {
         nb_cpumask got;
 
-        return thread_cpus(thread, &got) == 0 && memcmp(&got, cpus, sizeof(got)) == 0;
+        if (thread_cpus(thread, &got) < 0)
+                return false;
+        if (exact)
+                return memcmp(&got, cpus, sizeof(got)) == 0;
+        for (size_t i = 0; i < ELEMENTSOF(got.w); i++)
+                if (got.w[i] & ~cpus->w[i])
+                        return false;
+        return cpumask_weight(&got) > 0;
 }
 
 int cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus) {
@@ -58,7 +66,7 @@ int cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus) {
         /* The kernel cuts the mask to the cpuset's CPUs, and a CPU just back online
          * rejoins the cpuset only when the kernel's hotplug work has run: a pin taken
          * before then holds fewer CPUs than asked. */
-        if (r == 0 && !cpus_thread_pinned(thread, cpus))
+        if (r == 0 && !cpus_thread_within(thread, cpus, true))
                 r = -EAGAIN;
         return r;
 }
@@ -140,7 +148,9 @@ int service_cpus_pin_process(const nb_cpumask *cpus) {
         int r;
 
         cpumask_format(cpus, s, sizeof(s));
-        r = cpus_pin_thread(pthread_self(), cpus);
+        /* A CPU just back online may not be in the cpuset yet (cpus_pin_thread). */
+        for (int tries = 0; (r = cpus_pin_thread(pthread_self(), cpus)) == -EAGAIN && tries < 10; tries++)
+                usleep(50 * 1000);
         if (r < 0)
                 return log_error_errno(r, "Failed to pin to the service CPUs %s: %m", s);
         log_info("Running on service CPUs %s", s);

@@ -23,10 +23,11 @@ int service_cpus_pin_process(const nb_cpumask *cpus);
  * for the affinity calls; NULL when out of memory. Free it with CPU_FREE(). */
 cpu_set_t *cpu_set_new(const nb_cpumask *cpus, size_t *ret_size);
 
-/* Whether `thread` may run on exactly `cpus` now. Someone else can change that: a
- * cpuset change or a CPU coming online resets the affinity of the cpuset's tasks,
- * and taskset(1) needs no cooperation. */
-bool cpus_thread_pinned(pthread_t thread, const nb_cpumask *cpus);
+/* Whether `thread` may run on exactly `cpus` now (exact), or on some of them and no
+ * other (!exact). Someone else can change that: a cpuset change or a CPU coming
+ * online resets the affinity of the cpuset's tasks, and taskset(1) needs no
+ * cooperation. */
+bool cpus_thread_within(pthread_t thread, const nb_cpumask *cpus, bool exact);
 
 /* Pins `thread` (pthread_self() for the caller) to `cpus`. Returns 0, -EAGAIN when the
  * kernel kept it to fewer CPUs than asked (a CPU just back online that its cpuset has

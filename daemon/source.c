@@ -205,6 +205,8 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                         return -ENOMEM;
                 snprintf(s->name, sizeof(s->name), "%s", name);
                 r = memsample_new(t, &attr, &s->ms, &why);
+                /* Not software instead: what keeps the PMU's events from opening (the
+                 * capabilities) keeps the software source's on other processes too. */
                 if (r < 0) {
                         free(s);
                         snprintf(buf, sizeof(buf), "%s: %s", name, why);
@@ -225,8 +227,7 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
         (void) attr;
         (void) why;
         snprintf(buf, sizeof(buf), "%s found, but numabalanced was built without BPF (-Dbpf)", name);
-        log_chain_without(placement, buf, 0);
-        return 0;
+        return no_pmu(cfg, proc_root, t, placement, buf, ret);    /* software needs no BPF */
 #endif
 }
 

@@ -236,6 +236,6 @@ int walker_repin(struct walker *w, const nb_cpumask *cpus) {
         return cpus_pin_thread(w->thread, cpus);
 }
 
-bool walker_pinned(const struct walker *w, const nb_cpumask *cpus) {
-        return cpus_thread_pinned(w->thread, cpus);
+bool walker_pinned(const struct walker *w, const nb_cpumask *cpus, bool exact) {
+        return cpus_thread_within(w->thread, cpus, exact);
 }

@@ -47,8 +47,8 @@ uint64_t walker_walks(struct walker *w);
 /* Pins the walk's thread to cpus (service CPUs after a hotplug: it inherited the
  * affinity the daemon had when it started). 0 or -errno. */
 int walker_repin(struct walker *w, const nb_cpumask *cpus);
-/* Whether the walk's thread is pinned to exactly cpus. */
-bool walker_pinned(const struct walker *w, const nb_cpumask *cpus);
+/* Whether the walk's thread is pinned to exactly cpus (exact), or to some of them. */
+bool walker_pinned(const struct walker *w, const nb_cpumask *cpus, bool exact);
 
 /* Stops the thread (after the walk under way) and frees everything. */
 void walker_free(struct walker *w);

@@ -411,11 +411,11 @@ int migrator_repin(struct migrator *m, const nb_cpumask *online) {
         return away;
 }
 
-bool migrator_pinned(const struct migrator *m, const nb_cpumask *online) {
+bool migrator_pinned(const struct migrator *m, const nb_cpumask *online, bool exact) {
         for (unsigned i = 0; i < m->n_workers; i++) {
-                nb_cpumask cpus = worker_cpus(&m->workers[i], online);
+                nb_cpumask cpus = exact ? worker_cpus(&m->workers[i], online) : *online;
 
-                if (!cpus_thread_pinned(m->workers[i].thread, &cpus))
+                if (!cpus_thread_within(m->workers[i].thread, &cpus, exact))
                         return false;
         }
         return true;

@@ -51,5 +51,6 @@ unsigned migrator_n_workers(const struct migrator *m);
  * lets the threads pinned to it run anywhere). online must not be empty. Returns the
  * number of workers whose own CPU is offline, or -errno. */
 int migrator_repin(struct migrator *m, const nb_cpumask *online);
-/* Whether every worker is pinned where migrator_repin(m, online) would pin it. */
-bool migrator_pinned(const struct migrator *m, const nb_cpumask *online);
+/* Whether every worker is pinned where migrator_repin(m, online) would pin it (exact),
+ * or at least to some of online and nothing else (!exact). */
+bool migrator_pinned(const struct migrator *m, const nb_cpumask *online, bool exact);

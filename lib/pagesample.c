@@ -17,6 +17,7 @@ struct page_agg {
         uint32_t clock;               /* page_agg_set_clock(): stamps what is added */
         size_t slots, used;
         uint64_t samples, no_node;
+        uint64_t fresh;               /* samples added since it was made (carried ones are not) */
 };
 
 static uint64_t hash64(uint64_t x) {
@@ -128,6 +129,7 @@ int page_agg_add(struct page_agg *a, const struct page_sample *s) {
                 a->no_node++;
                 return -EINVAL;
         }
+        a->fresh++;
         return add(a, s->addr, idx, 1);
 }
 
@@ -138,6 +140,7 @@ int page_agg_add_counts(struct page_agg *a, uint64_t addr, unsigned node, uint64
                 a->no_node += count;
                 return -EINVAL;
         }
+        a->fresh += count;
         return count ? add(a, addr, idx, count) : 0;
 }
 
@@ -207,7 +210,10 @@ int page_agg_carry(const struct page_agg *a, unsigned min_samples, uint32_t olde
         r = page_agg_new(a->t, ~a->page_mask + 1, &n);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < a->slots && n->used < max_pages; i++) {
+        /* From a place that moves with the clock: over the cap, each scan keeps other
+         * pages, not always those the hash put first. */
+        for (size_t j = 0, i0 = (size_t) hash64(a->clock); j < a->slots && n->used < max_pages; j++) {
+                size_t i = (i0 + j) & (a->slots - 1);
                 int k;
 
                 /* Older than oldest: stale. Wrapping clocks compare by difference. */
@@ -232,6 +238,10 @@ int page_agg_carry(const struct page_agg *a, unsigned min_samples, uint32_t olde
 
 size_t page_agg_pages(const struct page_agg *a) {
         return a ? a->used : 0;
+}
+
+uint64_t page_agg_fresh(const struct page_agg *a) {
+        return a ? a->fresh : 0;
 }
 
 void page_decision_done(struct page_decision *d) {

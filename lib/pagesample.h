@@ -59,13 +59,16 @@ int page_agg_decide(const struct page_agg *a, unsigned min_samples, struct page_
 void page_agg_set_clock(struct page_agg *a, uint32_t now);
 /* The evidence worth keeping after a decision: the pages seen from one node only,
  * fewer than min_samples times, last seen at or after `oldest`, at most max_pages of
- * them, with their counts and stamps, in a new aggregate (*ret; NULL when there are
- * none). Pages that were decided (moved or not: plan_pages' rules) and pages seen from
+ * them (over that, a different part of them each time the clock moves), with their
+ * counts and stamps, in a new aggregate (*ret; NULL when there are none). Pages that were decided (moved or not: plan_pages' rules) and pages seen from
  * several nodes are not kept: new samples decide them again. Returns 0 or -ENOMEM. */
 int page_agg_carry(const struct page_agg *a, unsigned min_samples, uint32_t oldest, size_t max_pages,
                    struct page_agg **ret);
 /* Distinct pages held. */
 size_t page_agg_pages(const struct page_agg *a);
+/* Samples added since the aggregate was made: 0 for one that holds only carried
+ * evidence (nothing new to decide on). */
+uint64_t page_agg_fresh(const struct page_agg *a);
 void page_decision_done(struct page_decision *d);
 
 /* A stored sample stream: one "TID CPU ADDR" per line (ADDR in hex with 0x), '#'

@@ -181,9 +181,13 @@ TEST(carry_keeps_single_samples) {
         if (!kept)
                 return;
         CHECK_INT(page_agg_pages(kept), 1);
-        /* Its second sample, in the next window: now it moves, to node 0. */
+        /* Carried evidence is not news (the scan's cheap paths stay open)... */
+        CHECK_INT(page_agg_fresh(a), 6);
+        CHECK_INT(page_agg_fresh(kept), 0);
+        /* ...until its second sample, in the next window: now it moves, to node 0. */
         page_agg_set_clock(kept, 20);
         CHECK_INT(page_agg_add_counts(kept, p1 + 100, 0, 1), 0);
+        CHECK_INT(page_agg_fresh(kept), 1);
         CHECK_INT(page_agg_decide(kept, 2, &d), 0);
         CHECK_INT(d.n_moves, 1);
         if (d.n_moves) {
