@@ -39,9 +39,11 @@ def two_service_cpus(env, res):
     cg = env.cgroup("nb-cpuoff", "balance")
     env.start_daemon(service_cpus="0-1")
     wait_log(env, "Started 2 migration worker(s)")
+    # The event loop and the cgroup walker on both service CPUs, a worker on each (the
+    # walker starts with the first tick).
+    wait_cpus(env.daemon.pid, lambda c: sorted(c.values()) == ["0", "0-1", "0-1", "1"],
+              "at start: not a worker on each service CPU, the rest on both")
     pins = thread_cpus(env.daemon.pid)
-    check(sorted(pins.values()) == ["0", "0-1", "0-1", "1"],
-          f"at start: not a worker on each service CPU, the rest on both: {pins}")
     cpu_online(1, False)
     time.sleep(2)
     p, start, _ = env.start_workload(cg, 64, 0, 1)
