@@ -548,10 +548,12 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
         enum policy_verdict verdict;
         nb_nodemask allowed;
 
-        /* Every page of its VMA is on that node already: nothing to move (numa_maps
-         * says where a VMA's pages are per node, not per page; with pages on several
-         * nodes the move is planned, and move_pages leaves those already there). */
-        if (v->pages && vma_pages_on(in->maps, v, node) == v->pages)
+        /* Every page of its VMA is on that node already, or none is anywhere (only
+         * read, so mapped to the shared zero page, or freed since it was sampled):
+         * nothing to move. numa_maps says where a VMA's pages are per node, not per
+         * page; with pages on several nodes the move is planned, and move_pages
+         * leaves those already there. */
+        if (vma_pages_on(in->maps, v, node) == v->pages)
                 return false;
         verdict = vma_allowed(t, in, p, v, &allowed, NULL);
         if (verdict == POLICY_INTERLEAVED)

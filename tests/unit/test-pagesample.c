@@ -495,6 +495,20 @@ TEST(plan_pages_unmapped_since_sampled) {
         plan_done(&pl);
 }
 
+/* A VMA with no page on any node (read only, so on the zero page; or freed since
+ * sampled): nothing to move, and nothing said in advise mode. */
+TEST(plan_pages_nothing_resident) {
+        struct plan pl;
+
+        page_plan("7f0000000000 default anon=16 N1=16 kernelpagesize_kB=4\n"
+                  "7f1000000000 default\n", "0-1", &pp_default, NULL, &pl);
+        CHECK_INT(pl.n_moves, 1);
+        if (pl.n_moves == 1)
+                CHECK_INT(pl.moves[0].start, 0x7f0000000000ull);
+        CHECK_INT(pl.bytes, 16 * 4096);
+        plan_done(&pl);
+}
+
 /* The perf_event_attr each PMU is opened with: what perf's own parser would build from
  * the same sysfs files (perf stat -e cpu/mem-loads/ -vv on an Intel machine prints
  * config 0x1cd, config1 0x3). */
