@@ -122,8 +122,9 @@ static int software_choose(const struct nb_config *cfg, const char *proc_root, c
         r = sw_sampler_new(proc_root, t, cfg->software_sample_rate, &s->sw, &c);
         if (r == -ENOTRECOVERABLE)
                 snprintf(why, sizeof(why), "its self-check's timer samples did not follow the accesses on this CPU "
-                         "(%" PRIu64 " and %" PRIu64 " of %" PRIu64 " and %" PRIu64 " decoded addresses in the right "
-                         "place): an emulated CPU (QEMU TCG?)", c.own[0], c.own[1], c.addresses[0], c.addresses[1]);
+                         "(%" PRIu64 " and %" PRIu64 " of %" PRIu64 " and %" PRIu64 " samples decoded to an address "
+                         "in the right place): an emulated CPU (QEMU TCG?)", c.own[0], c.own[1], c.samples[0],
+                         c.samples[1]);
         else if (r == -EOPNOTSUPP)
                 snprintf(why, sizeof(why), "no instruction decoder in this build (x86-64 with Capstone only)");
         else if (r < 0)

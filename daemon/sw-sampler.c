@@ -16,7 +16,7 @@
  * on a real CPU (about 2,000 measured on this project's 2-core host), short enough not
  * to delay the start. */
 #define CHECK_MS 200
-#define CHECK_MB 16
+#define CHECK_MB 4
 #define CHECK_PERIOD_NS 100000
 #define CHECK_MIN_ADDRESSES 50
 #define CHECK_MIN_PCT 90

@@ -19,9 +19,10 @@ struct sample_check {
 
 /* Runs the check for at most ms milliseconds with buffer_mb of memory and a sample
  * every period_ns of each thread's run time, stopping at the first 20 ms drain after
- * which each thread has stop_after samples (0: the whole ms): enough to judge, on a
- * real CPU (where most samples decode into the buffer) and under an emulator alike. Returns 0 with *ret, -EOPNOTSUPP
- * without a decoder, or -errno (perf_event_open's: -EACCES, -ENOENT...). */
+ * which each thread has stop_after samples, or one thread a quarter of that with under
+ * 2% of them in its own half (an emulator), 0: the whole ms.
+ * Returns 0 with *ret, -EOPNOTSUPP without a decoder, or -errno (perf_event_open's:
+ * -EACCES, -ENOENT...). */
 int sample_check_run(unsigned ms, unsigned buffer_mb, uint64_t period_ns, uint64_t stop_after,
                      struct sample_check *ret);
 

@@ -113,7 +113,7 @@ TEST(short_check_stops_soon_and_passes) {
         if (!dec)
                 TEST_SKIP("no decoder in this build (x86-64 with Capstone)");
         clock_gettime(CLOCK_MONOTONIC, &a);
-        r = sample_check_run(200, 16, 100000, 400, &c);
+        r = sample_check_run(200, 4, 100000, 400, &c);
         clock_gettime(CLOCK_MONOTONIC, &b);
         if (r < 0 && geteuid() != 0)
                 TEST_SKIP("perf_event_open: %s (not root: perf_event_paranoid)", strerror(-r));
