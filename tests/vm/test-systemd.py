@@ -465,7 +465,7 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="leave out what depends on no kernel, for the kernel matrix: the wait past "
                          "WatchdogSec (a ping is still awaited) and the migration longer than "
-                         "WatchdogSec (about two minutes under TCG); kill -9 and the restart still run")
+                         "WatchdogSec (about a minute under TCG); kill -9 and the restart still run")
     ap.add_argument("--hybrid", action="store_true",
                     help="the guest is in the cgroup v1/hybrid layout: opt in under /sys/fs/cgroup/unified")
     a = ap.parse_args()
