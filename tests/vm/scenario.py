@@ -55,6 +55,30 @@ def fail(msg):
     check(False, msg)
 
 
+def kernel_stacks(*pids):
+    """Each thread of pids: its state, wchan and kernel stack (/proc/PID/task/TID/stack):
+    what a failure message names when something in the kernel held a thread."""
+    out = []
+    for pid in pids:
+        try:
+            tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+        except OSError:
+            out.append(f"pid {pid}: gone")
+            continue
+        for tid in tids:
+            base = f"/proc/{pid}/task/{tid}"
+            try:
+                comm = open(f"{base}/comm").read().strip()
+                state = open(f"{base}/stat").read().rsplit(")", 1)[1].split()[0]
+                wchan = open(f"{base}/wchan").read().strip()
+                stack = open(f"{base}/stack").read().strip().replace("\n", " < ")
+            except OSError as e:
+                out.append(f"{pid}/{tid}: {e}")
+                continue
+            out.append(f"{pid}/{tid} {comm} {state} {wchan}: {stack}")
+    return "\n".join(out)
+
+
 def sh(*cmd, check_rc=True, timeout=300):
     # Bounded: a command that hangs fails the scenario and says which command it was,
     # where it would have held the guest silent until vmrun's limit.

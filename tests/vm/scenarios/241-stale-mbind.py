@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from scenario import check, fail, sh, sysctl_numa_balancing, wait_log
+from scenario import check, fail, kernel_stacks, sh, sysctl_numa_balancing, wait_log
 
 SIZE_MB = 256
 RATE_MB_S = 8
@@ -118,7 +118,8 @@ def run(env, res, how="mbind"):
     deadline = time.time() + 90
     while node1_pages(p.pid, start) < BATCH_PAGES // 2:
         if time.time() >= deadline:
-            fail(f"the daemon never started moving: {env.log()[-1500:]}")
+            fail(f"the daemon never started moving: {env.log()[-1500:]}\n"
+                 f"kernel stacks (daemon, workload):\n{kernel_stacks(env.daemon.pid, p.pid)}")
         time.sleep(0.2)
     at_change = node1_pages(p.pid, start)
     res["node1_pages_at_change"] = at_change
