@@ -227,6 +227,9 @@ static void grow(void) {
 static void *placer(void *arg) {
         int r = place();
 
+        /* On RUN before main says ready (see main). */
+        if (r == 0)
+                pin_to_node(run_node);
         pthread_mutex_lock(&lock);
         placed = r;
         pthread_cond_signal(&cond);
@@ -282,6 +285,10 @@ int main(int argc, char **argv) {
                 memset(reserve, 1, 4u << 20);
         }
 
+        /* Every thread is on RUN before the ready file exists: a test reading where the
+         * threads run right after it must not see the touch node (which made its memory
+         * look local), and the threads created below inherit the pinning. */
+        pin_to_node(run_node);
         ready_path = argv[6];
         if (getenv("WORKLOAD_GROW_MB")) {
                 grow_len = (size_t) atol(getenv("WORKLOAD_GROW_MB")) << 20;
