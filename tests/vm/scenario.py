@@ -284,8 +284,17 @@ class Env:
             try:
                 rc = self.daemon.wait(30)
             except subprocess.TimeoutExpired:
+                # Where each thread is, twice a second apart (a syscall that moves on,
+                # or one that does not), before the kill; then the log with its last lines.
+                stacks = [kernel_stacks(self.daemon.pid)]
+                time.sleep(1)
+                stacks.append(kernel_stacks(self.daemon.pid))
                 self.daemon.kill()
-                fail("daemon did not stop within 30 s of SIGTERM")
+                self.daemon.wait(30)
+                time.sleep(0.5)   # the pump thread's last lines
+                tail = "\n".join(self.log().splitlines()[-15:])
+                fail("daemon did not stop within 30 s of SIGTERM; its threads, 1 s apart:\n"
+                     + "\n--\n".join(stacks) + f"\nthe log's last lines:\n{tail}")
             check(rc == 0, f"daemon exit status {rc}")
         self.daemon = None
 
