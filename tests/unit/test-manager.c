@@ -299,6 +299,13 @@ static int service_cpu(void) {
         return -1;
 }
 
+/* The fixture's tree: in /dev/shm where there is one. The tenant cases make 5,000 to
+ * 20,000 directories with files in them; on the CI machine's ext4 /tmp that took 20 s
+ * of a 20.5 s case (2.6 s in tmpfs), most of it waiting on the disk. */
+static const char *scratch_base(void) {
+        return access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+}
+
 static bool env_start(const struct env_opts *o) {
         char slice[PATH_MAX];
         struct nb_config cfg;
@@ -306,7 +313,8 @@ static bool env_start(const struct env_opts *o) {
 
         if (cpu < 0)
                 return false;
-        env = (typeof(env)) { .dir = "/tmp/test-manager-XXXXXX" };
+        env = (typeof(env)) {};
+        snprintf(env.dir, sizeof(env.dir), "%s/test-manager-XXXXXX", scratch_base());
         if (!mkdtemp(env.dir))
                 abort();
         snprintf(env.proc, sizeof(env.proc), "%s/proc", env.dir);
