@@ -56,6 +56,10 @@ CAPS = {"cap_sys_ptrace": 19, "cap_sys_nice": 23, "cap_sys_admin": 21, "cap_perf
 
 results = {"checks": []}
 out_dir = os.environ.get("NUMABALANCED_RESULTS", "/tmp")
+# systemctl gives up on PID 1 after sd-bus's default 25 s. Under TCG with 5.10, PID 1
+# spends 20-30 s loading the unit on first use, and a landing CI run failed there with
+# "Failed to get properties: Connection timed out". Wait as long as sh() does.
+os.environ["SYSTEMD_BUS_TIMEOUT"] = "170s"
 
 
 class Fail(Exception):
