@@ -153,7 +153,7 @@ void sw_sampler_span(struct sw_sampler *s, pid_t pid, bool spans) {
 
 static void on_sample(void *userdata, const struct task_sample *t) {
         struct drain_ctx *c = userdata;
-        uint8_t code[INSN_MAX_LEN];
+        uint8_t code[INSN_CODE_LEN];
         uint64_t a, sp = t->regs[7];
         int n = task_sample_code(t->pid, t->ip, code), node;
 

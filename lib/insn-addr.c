@@ -27,14 +27,15 @@ struct operand {
 struct entry {
         uint64_t ip;               /* 0: empty */
         uint8_t len;               /* bytes of code compared on a hit */
-        uint8_t code[INSN_MAX_LEN];
+        uint8_t code[INSN_CODE_LEN];
         bool certain;              /* chosen because it starts at a known boundary */
         uint64_t boundary_gen;     /* the boundaries known when an uncertain choice was made */
         struct operand op;
 };
 
 struct insn_decoder {
-        csh cs;
+        csh cs;                    /* with operand details: the chosen instruction */
+        csh sweep;                 /* without: the sweeps that choose it */
         struct entry cache[INSN_CACHE_SIZE];
         uint64_t boundaries[INSN_CACHE_SIZE];  /* IPs sampled: instruction starts for certain */
         uint64_t boundary_gen;
@@ -135,36 +136,73 @@ static struct operand operand_of(csh cs, const cs_insn *insn) {
         return op;
 }
 
-/* Decodes code[len - k, len) for each k; picks the instruction that ended at ip. */
+/* Votes for where the instruction that ended at ip starts: x86 code decoded from a
+ * wrong start falls back into step with the real instruction stream within a few
+ * instructions, so a linear sweep from each byte of the context that ends an
+ * instruction exactly at ip votes for that instruction's length (votes[k], k <= 15).
+ * Sweeps from the last bytes are the single candidates themselves, one vote each; the
+ * real start also gets the votes of the sweeps that began further back. Sweeps that
+ * meet go on the same way, so each byte's outcome is computed once, from the end:
+ * last[pos] is the length of the instruction a sweep from pos ends at ip with, 0 when
+ * it runs into bytes that are no instruction or steps over ip. One decode per byte. */
+static void vote(struct insn_decoder *d, uint64_t ip, const uint8_t *code, size_t len,
+                 unsigned votes[INSN_MAX_LEN + 1]) {
+        uint8_t last[INSN_CODE_LEN + 1] = {};
+        cs_insn *insn = cs_malloc(d->sweep);
+
+        if (!insn)
+                return;
+        for (size_t pos = len; pos-- > 0;) {
+                const uint8_t *p = code + pos;
+                size_t left = len - pos;
+                uint64_t at = ip - left;
+
+                if (!cs_disasm_iter(d->sweep, &p, &left, &at, insn))
+                        continue;
+                last[pos] = left == 0 ? (uint8_t) insn->size : last[len - left];
+                if (last[pos] >= 1 && last[pos] <= INSN_MAX_LEN)
+                        votes[last[pos]]++;
+        }
+        cs_free(insn, 1);
+}
+
+/* The instruction that ended at ip: one starting at a sampled IP (a boundary for
+ * certain), else the one most sweeps agree on (the longer on a tie); certain too when
+ * it won at least 4 votes and twice the runner-up's, so it is not decoded again. */
 static bool decode(struct insn_decoder *d, uint64_t ip, const uint8_t *code, size_t len, struct entry *e) {
-        struct operand best = {};
-        bool found = false, certain = false;
+        unsigned votes[INSN_MAX_LEN + 1] = {}, best_votes = 0, second = 0;
+        size_t best = 0;
+        bool certain = false;
+        struct operand op = {};
 
-        for (size_t k = len; k >= 1 && !certain; k--) {
+        vote(d, ip, code, len, votes);
+        for (size_t k = 1; k <= INSN_MAX_LEN && k <= len && !certain; k++) {
+                if (!votes[k])
+                        continue;
+                if (is_boundary(d, ip - k)) {
+                        best = k;
+                        certain = true;
+                } else if (votes[k] >= best_votes) {
+                        second = best_votes;
+                        best_votes = votes[k];
+                        best = k;
+                } else if (votes[k] > second)
+                        second = votes[k];
+        }
+        if (!certain && best_votes >= 4 && best_votes >= 2 * second)
+                certain = true;
+        if (best) {
                 cs_insn *insn = NULL;
-                size_t n = cs_disasm(d->cs, code + len - k, k, ip - k, 1, &insn);
-
-                if (n == 1 && insn->size == k) {
-                        struct operand op = operand_of(d->cs, insn);
-                        if (is_boundary(d, ip - k)) {
-                                best = op;
-                                certain = found = true;
-                        } else if (!found) {
-                                /* The longest candidate, unless a shorter one starts at a
-                                 * known boundary: a shorter tail of the same bytes (the
-                                 * "00 00" that ends many instructions is itself an add to
-                                 * memory) is the likelier misreading. */
-                                best = op;
-                                found = true;
-                        }
-                }
+                size_t n = cs_disasm(d->cs, code + len - best, best, ip - best, 1, &insn);
+                if (n == 1 && insn->size == best)
+                        op = operand_of(d->cs, insn);
                 if (n)
                         cs_free(insn, n);
         }
         *e = (struct entry) { .ip = ip, .len = (uint8_t) len, .certain = certain, .boundary_gen = d->boundary_gen,
-                              .op = best };
+                              .op = op };
         memcpy(e->code, code, len);
-        return found;
+        return best != 0;
 }
 
 static uint64_t reg_value(const uint64_t *regs, struct reg_ref r) {
@@ -177,7 +215,7 @@ int insn_decoder_addr(struct insn_decoder *d, uint64_t ip, const uint8_t *code, 
                       const uint64_t regs[INSN_REGS], uint64_t *ret_addr) {
         struct entry *e;
 
-        if (!d || !code || len == 0 || len > INSN_MAX_LEN || ip < len || !regs || !ret_addr)
+        if (!d || !code || len == 0 || len > INSN_CODE_LEN || ip < len || !regs || !ret_addr)
                 return -EINVAL;
         d->stats.lookups++;
         learn_boundary(d, ip);
@@ -206,6 +244,11 @@ int insn_decoder_new(struct insn_decoder **ret) {
                 free(d);
                 return -EOPNOTSUPP;
         }
+        if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->sweep) != CS_ERR_OK) {
+                cs_close(&d->cs);
+                free(d);
+                return -EOPNOTSUPP;
+        }
         cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
         *ret = d;
         return 0;
@@ -215,6 +258,7 @@ void insn_decoder_free(struct insn_decoder *d) {
         if (!d)
                 return;
         cs_close(&d->cs);
+        cs_close(&d->sweep);
         free(d);
 }
 

@@ -11,13 +11,14 @@
  * x86-64 only.
  *
  * x86 cannot be decoded backwards without ambiguity: the bytes before IP may end with
- * several instructions of different lengths. The candidates are the lengths 1..15 that
- * decode to exactly one instruction ending at IP; a candidate that starts at an IP seen
- * in an earlier sample (an instruction boundary for certain) wins, otherwise the
- * longest one (a short tail of a longer instruction often decodes too: "00 00" is an
- * add to memory). The bytes decoded are another process's memory:
- * they are only ever handed to the decoder, and every result is an address that the
- * caller still has to find in one of the process's VMAs. A decoded instruction is
+ * several instructions of different lengths ("00 00", the end of many instructions, is
+ * itself an add to memory). The decoder reads INSN_CODE_LEN bytes before IP and sweeps
+ * forward from each of them: code decoded from a wrong start soon falls into step with
+ * the real instruction stream, so the start most sweeps end an instruction at IP from
+ * is the real one. A start that is an IP seen in an earlier sample (an instruction
+ * boundary for certain) wins over the vote. The bytes decoded are another process's
+ * memory: they are only ever handed to the decoder, and every result is an address
+ * that the caller still has to find in one of the process's VMAs. A decoded instruction is
  * cached per IP with its bytes, compared on every hit: code that changed (a JIT) is
  * decoded again, never attributed by a stale entry. */
 #pragma once
@@ -30,8 +31,12 @@
 #define INSN_REGS 24
 /* perf_event_attr.sample_regs_user for them. */
 #define INSN_REGS_MASK (((UINT64_C(1) << INSN_REGS) - 1) & ~(UINT64_C(0xf) << 12))
-/* Bytes read before the IP: the longest x86 instruction. */
+/* The longest x86 instruction. */
 #define INSN_MAX_LEN 15
+/* Bytes read before the IP: the instruction and the context its start is found from.
+ * With the 15 bytes of one instruction alone the longest candidate was a guess, and
+ * wrong for `div %rsi; add (%rdi,%rdx,8),%r12` (it decoded an address from %rbx). */
+#define INSN_CODE_LEN 48
 /* Cached instructions: a direct-mapped table of this many entries (bounded memory,
  * whatever the samples; a collision decodes again). */
 #define INSN_CACHE_SIZE 4096
@@ -42,7 +47,7 @@ struct insn_decoder;
 int insn_decoder_new(struct insn_decoder **ret);
 void insn_decoder_free(struct insn_decoder *d);
 
-/* code holds the len bytes just before ip (len <= INSN_MAX_LEN; fewer when the page
+/* code holds the len bytes just before ip (len <= INSN_CODE_LEN; fewer when the page
  * before is not mapped). Returns 0 with the address in *ret_addr; -ENOENT when the
  * instruction that ended at ip has no memory operand the registers give (none, an
  * LEA, a segment base such as TLS, two memory operands, an address register it wrote

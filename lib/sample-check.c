@@ -20,7 +20,7 @@ struct tally {
 
 static void count(void *userdata, const struct task_sample *t) {
         struct tally *y = userdata;
-        uint8_t code[INSN_MAX_LEN];
+        uint8_t code[INSN_CODE_LEN];
         uint64_t a;
         int k = t->tid == y->tid[0] ? 0 : t->tid == y->tid[1] ? 1 : -1, n;
 

@@ -214,9 +214,9 @@ int task_sampler_drain(struct task_sampler *s, void (*fn)(void *userdata, const 
         return total;
 }
 
-int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_MAX_LEN]) {
+int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]) {
         const uint64_t ps = page_size();
-        uint64_t from = ip >= INSN_MAX_LEN ? ip - INSN_MAX_LEN : 0;
+        uint64_t from = ip >= INSN_CODE_LEN ? ip - INSN_CODE_LEN : 0;
         struct iovec local, remote;
         ssize_t n;
 

@@ -52,7 +52,7 @@ struct task_sample {
 int task_sampler_drain(struct task_sampler *s, void (*fn)(void *userdata, const struct task_sample *t),
                        void *userdata, uint64_t *lost);
 
-/* The up to INSN_MAX_LEN bytes before ip in pid's memory (process_vm_readv: the
+/* The up to INSN_CODE_LEN bytes before ip in pid's memory (process_vm_readv: the
  * caller may read pid's memory), into code; fewer when the page before ip's is not
  * mapped. Returns the number of bytes, or -errno. */
-int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_MAX_LEN]);
+int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]);

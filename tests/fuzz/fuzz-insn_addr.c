@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The instruction decoder's wrapper (lib/insn-addr) on arbitrary bytes: the code it
- * decodes is another process's memory. Input: 8 bytes of IP, then up to INSN_MAX_LEN
+ * decodes is another process's memory. Input: 8 bytes of IP, then up to INSN_CODE_LEN
  * bytes of code ending at it; the registers are a pattern of the IP. Checked besides
  * memory safety: the result is an address or -ENOENT, and the same lookup again (a
  * cache hit) gives the same answer. Without a decoder in the build, it checks that
@@ -22,8 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size < 9)
                 return 0;
         memcpy(&ip, data, 8);
-        ip |= 0x1000;              /* at least INSN_MAX_LEN */
-        len = size - 8 > INSN_MAX_LEN ? INSN_MAX_LEN : size - 8;
+        ip |= 0x1000;              /* at least INSN_CODE_LEN */
+        len = size - 8 > INSN_CODE_LEN ? INSN_CODE_LEN : size - 8;
         for (unsigned i = 0; i < INSN_REGS; i++)
                 regs[i] = ip * (i + 1);
         if (state < 0) {
