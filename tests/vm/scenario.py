@@ -21,6 +21,7 @@ runner (engine.py) goes on with the next scenario. A check that fails counts onc
 Waiting loops call fail() when their time is up rather than check() on every poll,
 so that the count of passed checks counts assertions, not polls.
 """
+import glob
 import importlib.util
 import json
 import os
@@ -55,10 +56,26 @@ def fail(msg):
     check(False, msg)
 
 
+def thread_times(pid, tid):
+    """(state, last CPU, user and system ticks) of a thread, from its stat."""
+    f = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+    return f[0], int(f[36]), int(f[11]), int(f[12])
+
+
 def kernel_stacks(*pids):
-    """Each thread of pids: its state, wchan and kernel stack (/proc/PID/task/TID/stack):
-    what a failure message names when something in the kernel held a thread."""
-    out = []
+    """Each thread of pids: its state, the CPU it last ran on, the user and system ticks
+    it gained over one second, its wchan and kernel stack (/proc/PID/task/TID/stack):
+    what a failure message names when something in the kernel held a thread. A thread
+    running on a CPU has no stack there; when one is, the stacks of every CPU's running
+    task follow (SysRq l, from the kernel log): where in the kernel it runs."""
+    out, before, running = [], {}, False
+    for pid in pids:
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                before[(pid, tid)] = thread_times(pid, tid)
+        except (OSError, ValueError, IndexError):
+            pass
+    time.sleep(1)
     for pid in pids:
         try:
             tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
@@ -69,14 +86,56 @@ def kernel_stacks(*pids):
             base = f"/proc/{pid}/task/{tid}"
             try:
                 comm = open(f"{base}/comm").read().strip()
-                state = open(f"{base}/stat").read().rsplit(")", 1)[1].split()[0]
+                state, cpu, utime, stime = thread_times(pid, tid)
                 wchan = open(f"{base}/wchan").read().strip()
                 stack = open(f"{base}/stack").read().strip().replace("\n", " < ")
-            except OSError as e:
+            except (OSError, ValueError, IndexError) as e:
                 out.append(f"{pid}/{tid}: {e}")
                 continue
-            out.append(f"{pid}/{tid} {comm} {state} {wchan}: {stack}")
+            u0, s0 = before.get((pid, tid), (None, None, utime, stime))[2:]
+            running |= state == "R" and not stack
+            out.append(f"{pid}/{tid} {comm} {state} cpu {cpu} +{utime - u0}u +{stime - s0}s ticks/s {wchan}: {stack}")
+    out.append(memory_pressure())
+    if running:
+        out.append("running tasks' kernel stacks (SysRq l):\n" + sysrq_backtrace())
     return "\n".join(out)
+
+
+def memory_pressure():
+    """Each node's free memory and the kernel's reclaim and compaction counters: a
+    migration's target allocation that reclaims or compacts runs on, preemptible, for
+    as long as that takes (slow under TCG)."""
+    parts = []
+    for node in sorted(glob.glob("/sys/devices/system/node/node[0-9]*")):
+        try:
+            m = re.search(r"MemFree:\s+(\d+) kB", open(f"{node}/meminfo").read())
+            parts.append(f"{os.path.basename(node)} free {int(m.group(1)) // 1024} MiB" if m else node)
+        except OSError:
+            pass
+    keys = ("allocstall_normal", "allocstall_movable", "pgscan_direct", "compact_stall", "compact_fail",
+            "pgmigrate_success", "pgmigrate_fail", "numa_pages_migrated")
+    try:
+        vm = dict(line.split() for line in open("/proc/vmstat"))
+        parts.append(" ".join(f"{k} {vm[k]}" for k in keys if k in vm))
+    except (OSError, ValueError):
+        pass
+    return "memory: " + "; ".join(parts)
+
+
+def sysrq_backtrace():
+    """The kernel log's lines from a SysRq l (every CPU's backtrace), at most 120."""
+    marker = f"numabalanced-test-sysrq-{time.time()}"
+    try:
+        with open("/dev/kmsg", "w") as f:
+            f.write(marker + "\n")
+        with open("/proc/sysrq-trigger", "w") as f:
+            f.write("l")
+        time.sleep(1)
+        log = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"(no backtrace: {e})"
+    lines = log.split(marker, 1)[-1].splitlines()[1:]
+    return "\n".join(lines[:120])
 
 
 def sh(*cmd, check_rc=True, timeout=300):
