@@ -39,6 +39,8 @@ def run_one(env, name, out):
     # Said before it runs: a scenario that hangs until vmrun's limit is then named
     # (scripts/test-failures looks for this line).
     print(f"engine: {name}: starting", flush=True)
+    # The guest's memory as the scenarios before left it.
+    print(f"engine: {name}: {scenario.memory_pressure()}", flush=True)
     try:
         fn, _, arg = name.partition(":")
         scenario.load(fn).run(env, res, *([arg] if arg else []))

@@ -108,11 +108,21 @@ def memory_pressure():
     parts = []
     for node in sorted(glob.glob("/sys/devices/system/node/node[0-9]*")):
         try:
-            m = re.search(r"MemFree:\s+(\d+) kB", open(f"{node}/meminfo").read())
-            parts.append(f"{os.path.basename(node)} free {int(m.group(1)) // 1024} MiB" if m else node)
+            info = open(f"{node}/meminfo").read()
+            mib = {k: int(m.group(1)) // 1024 for k in ("MemFree", "FilePages", "Shmem", "AnonPages")
+                   for m in [re.search(rf"{k}:\s+(\d+) kB", info)] if m}
+            parts.append(f"{os.path.basename(node)} free {mib.get('MemFree')} MiB (file {mib.get('FilePages')}, "
+                         f"shmem {mib.get('Shmem')}, anon {mib.get('AnonPages')})")
         except OSError:
             pass
-    keys = ("allocstall_normal", "allocstall_movable", "pgscan_direct", "compact_stall", "compact_fail",
+    # Removed cgroups the kernel still keeps (their memory's charges): reclaim visits
+    # each of them.
+    try:
+        dying = re.search(r"nr_dying_descendants (\d+)", open("/sys/fs/cgroup/cgroup.stat").read())
+        parts.append(f"dying cgroups {dying.group(1)}" if dying else "")
+    except OSError:
+        pass
+    keys = ("allocstall_normal", "allocstall_movable", "pgscan_direct", "pgscan_kswapd", "compact_stall", "compact_fail",
             "pgmigrate_success", "pgmigrate_fail", "numa_pages_migrated")
     try:
         vm = dict(line.split() for line in open("/proc/vmstat"))
