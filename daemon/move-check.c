@@ -11,9 +11,11 @@
 #include "log.h"
 #include "move-check.h"
 #include "numa_maps.h"
+#include "pagesize.h"
 #include "policy.h"
 #include "proc.h"
 #include "thread-policy.h"
+#include "topology.h"
 
 const struct migrate_stop
         move_stop_exited = { "exited", "the process exited" },
@@ -28,15 +30,19 @@ const struct migrate_stop
                              "a memory policy (mbind, or the cpuset) no longer allows the target node" },
         move_stop_thread_policy = { "thread-policy-changed",
                                     "a thread's own memory policy no longer allows the target node" },
-        move_stop_unreadable = { "unreadable", "the process's /proc files could not be read" };
+        move_stop_unreadable = { "unreadable", "the process's /proc files could not be read" },
+        move_stop_target_full = { "target-full",
+                                  "the target node fell below its free-memory floor (free_floor_pct) since the "
+                                  "scan" };
 
 /* What every job of the run shares: copied before the run, read-only while it runs. */
 struct check_run {
-        char *proc_root, *cgroup_root;
+        char *proc_root, *cgroup_root, *sys_root;
         struct cgroup_rule *rules;
         size_t n_rules;
         nb_nodemask with_memory;
         unsigned policy_rules;       /* policy_allowed_nodes()'s, as at the scan */
+        unsigned free_floor_pct;
 };
 
 /* One job's (one part's: parts run side by side): the scan's facts, and when its
@@ -81,6 +87,36 @@ static int check_process(struct check_job *cj, struct check_state *st, const str
                 return -ESTALE;
         }
         return 0;
+}
+
+/* Whether any range is of base pages: hugetlb pages move into the target's free huge
+ * pages, which MemFree does not count (the plan checks those pools). */
+static bool has_base_pages(const struct migrate_job *job) {
+        for (size_t k = 0; k < job->n_ranges; k++)
+                if (job->ranges[k].page_size == page_size())
+                        return true;
+        return false;
+}
+
+/* The target node still above its free-memory floor: the plan kept to it with the
+ * free memory of the scan, and other tenants may have filled the node since. Below the
+ * floor, each page the kernel allocates there for a move may have to reclaim first, on
+ * the service CPU, while the pages already unmapped for that call (6.3 and later unmap
+ * a call's pages as one batch before copying them) hold the workload's threads that
+ * touch them. An unreadable meminfo does not stop the job: the plan's check stands. */
+static int check_target_room(struct check_job *cj, struct check_state *st, const struct migrate_stop **ret_stop) {
+        const struct migrate_job *job = st->job;
+        uint64_t total_kb, free_kb;
+
+        if (cj->run->free_floor_pct == 0 || !has_base_pages(job) ||
+            topology_read_node_mem(cj->run->sys_root, (unsigned) job->target_node, &total_kb, &free_kb) < 0)
+                return 0;
+        if ((unsigned __int128) free_kb * 100 >= (unsigned __int128) total_kb * cj->run->free_floor_pct)
+                return 0;
+        log_debug("pid=%d: node %d has %" PRIu64 " of %" PRIu64 " kB free, under its %u%% floor", (int) job->pid,
+                  job->target_node, free_kb, total_kb, cj->run->free_floor_pct);
+        *ret_stop = &move_stop_target_full;
+        return -ESTALE;
 }
 
 /* In a cgroup whose setting now is balance, and covered by it. */
@@ -208,6 +244,7 @@ static int check_thread_policy(struct check_job *cj, struct check_state *st, con
 /* In this order: each may use what the ones before it read (check_state). */
 static const check_fn checks[] = {
         check_process,
+        check_target_room,
         check_cgroup,
         check_policy,
         check_thread_policy,
@@ -231,6 +268,7 @@ int move_check_job(void *ctx, const struct migrate_job *job, const struct migrat
 static void run_done(struct check_run *run) {
         free(run->proc_root);
         free(run->cgroup_root);
+        free(run->sys_root);
         for (size_t i = 0; i < run->n_rules; i++)
                 free(run->rules[i].path);
         free(run->rules);
@@ -240,12 +278,14 @@ static int run_copy(const struct manager *m, struct check_run *run) {
         *run = (struct check_run) {
                 .proc_root = strdup(m->proc_root),
                 .cgroup_root = strdup(m->cfg.cgroup_root),
+                .sys_root = strdup(m->sys_root),
                 .rules = calloc(m->cfg.n_cgroups ? m->cfg.n_cgroups : 1, sizeof(*run->rules)),
                 .with_memory = m->topo->with_memory,
                 .policy_rules = (m->cfg.move_preferred ? POLICY_MOVE_PREFERRED : 0) |
                                 (m->kernel_balances ? POLICY_KERNEL_BALANCES : 0),
+                .free_floor_pct = m->cfg.free_floor_pct,
         };
-        if (!run->proc_root || !run->cgroup_root || !run->rules)
+        if (!run->proc_root || !run->cgroup_root || !run->sys_root || !run->rules)
                 return -ENOMEM;
         for (; run->n_rules < m->cfg.n_cgroups; run->n_rules++) {
                 const struct cgroup_rule *r = &m->cfg.cgroups[run->n_rules];

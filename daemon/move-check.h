@@ -13,7 +13,9 @@
  *   - every VMA that the job's ranges touch still allows the target node (its policy
  *     read again from numa_maps, with the cpuset's Mems_allowed, lib/policy);
  *   - for memory without a VMA policy, every thread's own policy still allows the
- *     target (lib/thread-policy, read again: one 64-byte read per thread).
+ *     target (lib/thread-policy, read again: one 64-byte read per thread);
+ *   - the target node still above its free-memory floor (free_floor_pct, its
+ *     meminfo read again: 11 us), for base pages.
  *
  * Costs, per check: /proc/PID/stat (with its owner) and status, 11 us; /proc/PID/cgroup,
  * 3 us; per level of the cgroup's path an openat, an fstat and two fgetxattr, 9 us for
@@ -38,7 +40,7 @@
 
 /* Why a check stopped a job (migrate_job.stop). */
 extern const struct migrate_stop move_stop_exited, move_stop_exec, move_stop_cgroup, move_stop_not_covered,
-        move_stop_policy, move_stop_thread_policy, move_stop_unreadable;
+        move_stop_policy, move_stop_thread_policy, move_stop_unreadable, move_stop_target_full;
 
 struct move_check;
 

@@ -444,6 +444,14 @@ static int read_huge_free(int dirfd, const struct topology *t, uint64_t *free_pa
         return 0;
 }
 
+int topology_read_node_mem(const char *sys_root, unsigned node, uint64_t *ret_total_kb, uint64_t *ret_free_kb) {
+        _cleanup_close_ int dirfd = open_system_dir(sys_root);
+
+        if (dirfd < 0)
+                return dirfd;
+        return read_meminfo_at(dirfd, node, ret_total_kb, ret_free_kb);
+}
+
 int topology_refresh_free(struct topology *t, const char *sys_root) {
         _cleanup_free_ uint64_t *free_kb = NULL, *free_huge = NULL;
         _cleanup_close_ int dirfd = -1;

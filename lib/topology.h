@@ -48,6 +48,9 @@ int topology_read(const char *sys_root, struct topology **ret);
 /* Re-reads only the free memory of each node and its free huge pages (cheap; done
  * every tick). */
 int topology_refresh_free(struct topology *t, const char *sys_root);
+/* Reads node's MemTotal and MemFree (kB) now: the check before each move call
+ * (daemon/move-check), on a worker's thread; touches no struct topology. */
+int topology_read_node_mem(const char *sys_root, unsigned node, uint64_t *ret_total_kb, uint64_t *ret_free_kb);
 /* Reads <sys_root>/devices/system/cpu/online now (CPUs come and go: hotplug). */
 int topology_read_online_cpus(const char *sys_root, nb_cpumask *ret);
 void topology_free(struct topology *t);

@@ -1291,6 +1291,54 @@ TEST(the_check_before_moving_sees_what_changed_since_the_scan) {
         }
 }
 
+static void fills_node_0(pid_t pid) {
+        set_mem_free(0, 40000);      /* under the 5% floor, 51,524 KiB */
+}
+
+/* Another tenant fills the target between the scan and the moves: the check stops the
+ * job (its meminfo read again), and the process is planned again once the node has
+ * room, as if the scan had found it full. */
+TEST(a_target_filled_since_the_scan_stops_the_moves) {
+        const uint64_t min = 600000, max = 4 * min;   /* minutes: never due by time here */
+        const struct sunk_job *j;
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = min, .scan_max_ms = max,
+                                            .own_sys = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        set_mem_free(0, 989148);
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        env.before_check = fills_node_0;
+        logged[0] = '\0';
+        log_set_sink(log_to_buffer);
+        CHECK_INT(tick(), 0);
+        log_set_sink(NULL);
+        env.before_check = NULL;
+        j = job(DB);
+        p = rec(DB);
+        CHECK_MSG(j && j->target == 0 && j->checked == -ESTALE && j->stop && strcmp(j->stop, "target-full") == 0,
+                  "the check said %d (%s)", j ? j->checked : 99, j && j->stop ? j->stop : "-");
+        CHECK_MSG(strstr(logged, "pid=3001: migration stopped: the target node fell below its free-memory floor"),
+                  "the log says %s", logged);
+        if (!p) {
+                CHECK(p);
+                env_done();
+                return;
+        }
+        CHECK(p->full_target == 0 && p->reason == REASON_TARGET_FULL && p->scans == 1);
+        /* Still full: not scanned again. Room: scanned at once, and the job may move. */
+        CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 1);
+        set_mem_free(0, 989148);
+        add_cpu_time(DB, 3003, 500000000);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 2);
+        j = job(DB);
+        CHECK(j && j->target == 0 && j->checked == 0);
+        env_done();
+}
+
 /* All of a tick's CPU time goes to cgroups: the walk (the opted-in cgroup its own
  * directory, the rest to the top-level cgroup they lie in), the bookkeeping, the
  * scans; only the tick's first and last steps are left. */
