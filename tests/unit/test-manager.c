@@ -861,12 +861,30 @@ TEST(settled_processes_are_scanned_less_often) {
 /* A move held back at the target's free-memory floor is planned again as soon as the
  * node has room (at least min_misplaced of it), not at the process's backed-off scan:
  * memory kept out of a full node follows once the node empties. */
-TEST(held_back_at_the_floor_then_moved_when_the_node_has_room) {
+/* An env for the floor's tests: its own /sys (set_mem_free) and scans minutes apart,
+ * so that only room on the target brings a scan. */
+static bool env_start_floor(void) {
         const uint64_t min = 600000, max = 4 * min;   /* minutes: never due by time here */
+
+        return env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = min, .scan_max_ms = max,
+                                              .own_sys = true });
+}
+
+/* p, held back at node 0's floor after one scan: not scanned again while node 0 stays
+ * as it is, and scanned at once when it has room. */
+static void wait_for_room(struct proc_rec *p) {
+        CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 1);
+        set_mem_free(0, 989148);
+        add_cpu_time(DB, 3003, 500000000);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(p->scans, 2);
+}
+
+TEST(held_back_at_the_floor_then_moved_when_the_node_has_room) {
         struct proc_rec *p;
 
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = min, .scan_max_ms = max,
-                                            .own_sys = true }))
+        if (!env_start_floor())
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         /* Node 0, db's target, below its 5% floor (51,524 KiB). */
         set_mem_free(0, 40000);
@@ -881,17 +899,12 @@ TEST(held_back_at_the_floor_then_moved_when_the_node_has_room) {
         }
         CHECK_INT(env.n_jobs, 0);
         CHECK(p->reason == REASON_TARGET_FULL && p->full_target == 0 && p->scans == 1);
-        /* Still full: not scanned again. Room for less than min_misplaced: neither. */
+        /* Still full: not scanned again. */
         CHECK_INT(tick(), 0);
         CHECK_INT(p->scans, 1);
+        /* Room for less than min_misplaced: neither; then room, and moved. */
         set_mem_free(0, 51524 + 1024);
-        CHECK_INT(tick(), 0);
-        CHECK_INT(p->scans, 1);
-        /* Room: scanned at once, and moved. */
-        set_mem_free(0, 989148);
-        add_cpu_time(DB, 3003, 500000000);
-        CHECK_INT(tick(), 0);
-        CHECK_INT(p->scans, 2);
+        wait_for_room(p);
         CHECK(p->reason == REASON_NONE && p->full_target == -1);
         CHECK_INT(env.n_jobs, 1);
         CHECK(job(DB) && job(DB)->target == 0);
@@ -1299,12 +1312,10 @@ static void fills_node_0(pid_t pid) {
  * job (its meminfo read again), and the process is planned again once the node has
  * room, as if the scan had found it full. */
 TEST(a_target_filled_since_the_scan_stops_the_moves) {
-        const uint64_t min = 600000, max = 4 * min;   /* minutes: never due by time here */
         const struct sunk_job *j;
         struct proc_rec *p;
 
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = min, .scan_max_ms = max,
-                                            .own_sys = true }))
+        if (!env_start_floor())
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         set_mem_free(0, 989148);
         put_proc(DB, DB);
@@ -1327,13 +1338,8 @@ TEST(a_target_filled_since_the_scan_stops_the_moves) {
                 return;
         }
         CHECK(p->full_target == 0 && p->reason == REASON_TARGET_FULL && p->scans == 1);
-        /* Still full: not scanned again. Room: scanned at once, and the job may move. */
-        CHECK_INT(tick(), 0);
-        CHECK_INT(p->scans, 1);
-        set_mem_free(0, 989148);
-        add_cpu_time(DB, 3003, 500000000);
-        CHECK_INT(tick(), 0);
-        CHECK_INT(p->scans, 2);
+        /* Still full: not scanned again; then room, and the job may move. */
+        wait_for_room(p);
         j = job(DB);
         CHECK(j && j->target == 0 && j->checked == 0);
         env_done();
