@@ -218,11 +218,10 @@ static void note_stop(struct proc_rec *p, const struct migrate_job *j) {
         p->move_stop = j->stop;
         p->move_stop_ms = now_ms();
         /* Filled since the scan: planned again as soon as the node has room, as a plan
-         * held back at the floor is (room_again). */
-        if (j->stop == &move_stop_target_full) {
+         * held back at the floor is (room_again). The plan's reason stays: the stop is
+         * move_stopped's to say. */
+        if (j->stop == &move_stop_target_full)
                 p->full_target = j->target_node;
-                p->reason = REASON_TARGET_FULL;
-        }
         log_fields_str(&lf, "NUMABALANCED_CGROUP", j->cgroup);
         log_fields_i64(&lf, "NUMABALANCED_PID", j->pid);
         log_fields_str(&lf, "NUMABALANCED_REASON", j->stop->name);

@@ -103,7 +103,9 @@ static bool has_base_pages(const struct migrate_job *job) {
  * floor, each page the kernel allocates there for a move may have to reclaim first, on
  * the service CPU, while the pages already unmapped for that call (6.3 and later unmap
  * a call's pages as one batch before copying them) hold the workload's threads that
- * touch them. An unreadable meminfo does not stop the job: the plan's check stands. */
+ * touch them. The check is before a call, so a call may take the node below the floor
+ * by at most its own size. An unreadable meminfo does not stop the job: the plan's
+ * check stands. A job with hugetlb ranges as well stops whole. */
 static int check_target_room(struct check_job *cj, struct check_state *st, const struct migrate_stop **ret_stop) {
         const struct migrate_job *job = st->job;
         uint64_t total_kb, free_kb;
@@ -111,7 +113,8 @@ static int check_target_room(struct check_job *cj, struct check_state *st, const
         if (cj->run->free_floor_pct == 0 || !has_base_pages(job) ||
             topology_read_node_mem(cj->run->sys_root, (unsigned) job->target_node, &total_kb, &free_kb) < 0)
                 return 0;
-        if ((unsigned __int128) free_kb * 100 >= (unsigned __int128) total_kb * cj->run->free_floor_pct)
+        /* The plan's floor (plan.c), to the byte. */
+        if ((unsigned __int128) free_kb * 1024 >= (unsigned __int128) total_kb * 1024 / 100 * cj->run->free_floor_pct)
                 return 0;
         log_debug("pid=%d: node %d has %" PRIu64 " of %" PRIu64 " kB free, under its %u%% floor", (int) job->pid,
                   job->target_node, free_kb, total_kb, cj->run->free_floor_pct);
@@ -244,10 +247,10 @@ static int check_thread_policy(struct check_job *cj, struct check_state *st, con
 /* In this order: each may use what the ones before it read (check_state). */
 static const check_fn checks[] = {
         check_process,
-        check_target_room,
         check_cgroup,
         check_policy,
         check_thread_policy,
+        check_target_room,   /* last: a process that may not move says so, not "full" */
 };
 
 int move_check_job(void *ctx, const struct migrate_job *job, const struct migrate_stop **ret_stop) {

@@ -14,13 +14,13 @@
  *     read again from numa_maps, with the cpuset's Mems_allowed, lib/policy);
  *   - for memory without a VMA policy, every thread's own policy still allows the
  *     target (lib/thread-policy, read again: one 64-byte read per thread);
- *   - the target node still above its free-memory floor (free_floor_pct, its
- *     meminfo read again: 11 us), for base pages.
+ *   - for a job with base pages, the target node still above its free-memory floor
+ *     (free_floor_pct: its meminfo read again, 10-13 us).
  *
  * Costs, per check: /proc/PID/stat (with its owner) and status, 11 us; /proc/PID/cgroup,
  * 3 us; per level of the cgroup's path an openat, an fstat and two fgetxattr, 9 us for
  * five levels (measured on an x86-64 host, on ext4 rather than cgroupfs): about 25 us
- * in all, against tens of milliseconds for a move call of a batch. numa_maps walks the
+ * in all, 37 us with the target's meminfo, against tens of milliseconds for a move call of a batch. numa_maps walks the
  * page tables (3.7 ms per GiB of 4 KiB pages there, 0.05 ms per GiB of THP): it is
  * read before the job's first move call, and again before a later one only when at
  * least MOVE_CHECK_POLICY_RATIO times its last cost has passed, so that it costs at

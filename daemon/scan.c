@@ -91,6 +91,7 @@ static bool scan_idle(struct manager *m, struct proc_rec *p, int primed, const u
                 return false;
         p->reason = REASON_NO_CPU_TIME;
         p->planned_bytes = 0;
+        p->full_target = -1;     /* nothing planned: room on a node is no reason to look again */
         p->last_scan_ms = now;
         p->scans++;
         schedule_next(m, p, now, false);
