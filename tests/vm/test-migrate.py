@@ -22,6 +22,7 @@ smaps) and on the job's counts:
   measure  MiB/s of one worker against migratepages(8) on the same guest and memory
 Results (numbers and observations) go to $NUMABALANCED_RESULTS/migrate.json.
 """
+import glob
 import json
 import os
 import re
@@ -145,6 +146,38 @@ def scenario_base(tool):
 
 
 
+# The kernel's counters that say where a slow move's time went: reclaim for the target
+# pages, compaction, migration retries and failures.
+VMSTAT_KEYS = ("allocstall_normal", "allocstall_movable", "pgscan_direct", "pgsteal_direct", "pgscan_kswapd",
+               "compact_stall", "pgmigrate_success", "pgmigrate_fail", "thp_migration_split")
+
+
+def vmstat():
+    with open("/proc/vmstat") as f:
+        return {k: int(v) for k, v in (line.split() for line in f) if k in VMSTAT_KEYS}
+
+
+def node_free_mib():
+    out = {}
+    for path in sorted(glob.glob("/sys/devices/system/node/node[0-9]*/meminfo")):
+        with open(path) as f:
+            m = re.search(r"Node (\d+) MemFree:\s+(\d+) kB", f.read())
+        if m:
+            out[int(m.group(1))] = int(m.group(2)) // 1024
+    return out
+
+
+def timed_with_counters(what, fn):
+    """Runs fn, and prints the nodes' free memory before and the counters it moved."""
+    free, before = node_free_mib(), vmstat()
+    t0 = time.monotonic()
+    ret = fn()
+    el = time.monotonic() - t0
+    delta = {k: v - before.get(k, 0) for k, v in vmstat().items() if v != before.get(k, 0)}
+    print(f"VMSTAT {what}: {el:.2f} s, free before {free} MiB, counters {delta}", flush=True)
+    return ret, el
+
+
 def scenario_measure(tool):
     """MB/s of one worker with the default batch against migratepages(8) (numactl) on
     the same 256 MiB of the same process, alternating directions and tools, three
@@ -153,16 +186,15 @@ def scenario_measure(tool):
     t = Target(tool, 256, 0, name="measure")
     ours, theirs = [], []
     try:
-        for _ in range(3):
-            res, _ = move(tool, t, 1, "--cpu", "0")
+        for i in range(3):
+            (res, _), _ = timed_with_counters(f"numabalanced {i + 1} to node 1", lambda: move(tool, t, 1, "--cpu", "0"))
             after, _ = query(tool, t)
             check(res is not None and res["moved"] == t.pages and after.get(1, 0) == t.pages,
                   f"measure: numabalanced moved everything to node 1 ({after})")
             if res:
                 ours.append(res["mb_s"])
-            t0 = time.monotonic()
-            r = subprocess.run(["migratepages", str(t.pid), "1", "0"], capture_output=True, text=True)
-            el = time.monotonic() - t0
+            r, el = timed_with_counters(f"migratepages {i + 1} to node 0", lambda: subprocess.run(
+                ["migratepages", str(t.pid), "1", "0"], capture_output=True, text=True))
             after, _ = query(tool, t)
             check(r.returncode == 0 and after.get(0, 0) == t.pages,
                   f"measure: migratepages moved everything back to node 0 ({after})")
