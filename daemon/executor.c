@@ -123,6 +123,9 @@ static int move_pages_error(void) {
         return errno == EINVAL || errno == ENOENT ? -ESRCH : -errno;
 }
 
+/* A move call that takes longer than this in the kernel is worth a warning. */
+#define SLOW_CALL_NS (5ULL * 1000000000ULL)
+
 /* --- the state of one job ------------------------------------------------------ */
 
 struct job_run {
@@ -137,6 +140,7 @@ struct job_run {
         bool defer_charge;         /* flush_batch adds to deferred instead of charging: */
         uint64_t deferred;         /* a huge-page round charges its pages at once */
         uint64_t passed;            /* base pages passed to move calls so far */
+        uint64_t call_ns;           /* how long the last move call took in the kernel */
         bool stop;
 
         /* The pending batch: addresses not on the target, their node and weight. */
@@ -393,6 +397,7 @@ static int move_batch(struct job_run *jr, uint64_t res[_MIG_CLASS_MAX]) {
         rc = sys_move_pages(job->pid, jr->n, jr->addrs, jr->nodes, jr->status, jr->flags);
         if (rc < 0)
                 call_error = move_pages_error();
+        jr->call_ns = now_ns(CLOCK_MONOTONIC) - jr->busy_since;
         jr->passed += jr->n_base;
 
         if (!batch_failed_whole(jr, call_error, res))
@@ -408,21 +413,30 @@ static void log_batch(const struct job_run *jr, const uint64_t res[_MIG_CLASS_MA
 
         format_from(jr, from, sizeof(from));
 #define BATCH_FMT "cgroup=%s pid=%d pages=%" PRIu64 " from=%s to=%d moved=%" PRIu64 " busy=%" PRIu64 \
-                  " gone=%" PRIu64 " refused=%" PRIu64
+                  " gone=%" PRIu64 " refused=%" PRIu64 " call_ms=%" PRIu64
 #define BATCH_ARGS job->cgroup ? job->cgroup : "-", (int) job->pid, jr->n_base, from, job->target_node, \
-                   res[MIG_MOVED], res[MIG_BUSY], res[MIG_GONE], res[MIG_REFUSED]
+                   res[MIG_MOVED], res[MIG_BUSY], res[MIG_GONE], res[MIG_REFUSED], jr->call_ns / 1000000
         log_fields_str(&lf, "NUMABALANCED_CGROUP", job->cgroup);
         log_fields_i64(&lf, "NUMABALANCED_PID", job->pid);
         log_fields_u64(&lf, "NUMABALANCED_PAGES", jr->n_base);
         log_fields_str(&lf, "NUMABALANCED_FROM", from);
         log_fields_i64(&lf, "NUMABALANCED_TO", job->target_node);
         log_fields_u64(&lf, "NUMABALANCED_MOVED", res[MIG_MOVED]);
+        log_fields_u64(&lf, "NUMABALANCED_CALL_MS", jr->call_ns / 1000000);
         if (call_error)
                 (void) log_full_errno_fields(LOG_LVL_INFO, call_error, &lf, BATCH_FMT " error=%m", BATCH_ARGS);
         else
                 (void) log_full_errno_fields(LOG_LVL_INFO, 0, &lf, BATCH_FMT, BATCH_ARGS);
 #undef BATCH_FMT
 #undef BATCH_ARGS
+        /* The process's threads that touch a page of the call wait for it (the kernel
+         * unmaps a whole batch before copying it): a call this long is the kernel's
+         * doing (allocation on a full target, retries), and the operator should hear
+         * of it once per call rather than find it in a latency graph. */
+        if (jr->call_ns >= SLOW_CALL_NS)
+                log_warning("pid=%d: one move_pages call of %zu address(es) to node %d took %.1f s in the kernel; "
+                            "threads touching those pages waited for it",
+                            (int) job->pid, jr->n, job->target_node, (double) jr->call_ns / 1e9);
 }
 
 /* Moves the pending batch: guard, call, resolve, classify, log, charge the budget. */

@@ -128,7 +128,7 @@ def scenario_base(tool):
         check(nm == {1: t.pages}, f"base: numa_maps says N1={t.pages} only ({nm})")
         lines = [l for l in log.splitlines() if l.startswith("cgroup=/vm-test ")]
         pat = re.compile(rf"cgroup=/vm-test pid={t.pid} pages=(\d+) from=0:(\d+) to=1 "
-                         r"moved=(\d+) busy=0 gone=0 refused=0$")
+                         r"moved=(\d+) busy=0 gone=0 refused=0 call_ms=(\d+)$")
         parsed = [pat.match(l) for l in lines]
         sizes = [int(m.group(1)) for m in parsed if m and m.group(1) == m.group(2) == m.group(3)]
         # Rounds of as many 2 MiB chunks as a batch has base pages for (16384 / 512 =
@@ -139,7 +139,7 @@ def scenario_base(tool):
               and len(lines) <= 2 * rounds + 1,
               f"base: one log line per batch, the lines add up to every page ({sizes})")
         check(bool(lines) and all(parsed),
-              "base: the batch log line names cgroup, pid, pages, from, to and the counts")
+              "base: the batch log line names cgroup, pid, pages, from, to, the counts and the call's time")
         results["base"] = res
     finally:
         t.kill()
