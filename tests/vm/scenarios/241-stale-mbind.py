@@ -73,6 +73,42 @@ def node1_pages(pid, start=None):
     return n
 
 
+def in_move_call(pid):
+    """Whether a thread of pid waits for a page under migration: a move call is under
+    way in the kernel (migration_entry_wait_on_locked on 6.x, migration_entry_wait on
+    5.10)."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            if "migration_entry_wait" in open(f"/proc/{pid}/task/{tid}/stack").read():
+                return True
+    except OSError:
+        pass
+    return False
+
+
+def wait_started(env, p, start):
+    """Waits for the first 16 MiB on node 1, 90 s at most, or 240 s when at 90 s a move
+    call is seen held in the kernel. The kernel can take that long: three times in a
+    dozen CI guests on 6.12 under TCG one move_pages call of a few hundred pages took
+    60-80 s, the workload waiting on a migration entry all along (docs/TESTING.md). That
+    is the kernel's time, not what this scenario asserts; but the daemon must have
+    warned of the slow call."""
+    t0 = time.time()
+    deadline, held = t0 + 90, None
+    while node1_pages(p.pid, start) < BATCH_PAGES // 2:
+        if time.time() >= deadline:
+            if held is None and in_move_call(p.pid):
+                held = kernel_stacks(env.daemon.pid, p.pid)
+                print(f"stale-mbind: a move call held in the kernel at 90 s, waiting up to 240 s:\n{held}", flush=True)
+                deadline = t0 + 240
+                continue
+            fail(f"the daemon never started moving: {env.log()[-1500:]}\n"
+                 f"kernel stacks (daemon, workload):\n{held or kernel_stacks(env.daemon.pid, p.pid)}")
+        time.sleep(0.2)
+    if held is not None:
+        wait_log(env, "in the kernel; threads touching those pages waited for it", 30)
+
+
 def allowed_after_change(env, how):
     """Pages that may still arrive after the change: the move call under way and one
     that may have begun while the test made it; for a policy change, also what the
@@ -115,12 +151,7 @@ def run(env, res, how="mbind"):
     p, start = start_rebind(env, cg, ready)
     env.start_daemon(extra_conf=f"[migrate]\nrate_limit_mb_s = {RATE_MB_S}\nbatch_pages = {BATCH_PAGES}\n")
     # 16 MiB on node 1: the job is under way, a 2 MiB call at a time.
-    deadline = time.time() + 90
-    while node1_pages(p.pid, start) < BATCH_PAGES // 2:
-        if time.time() >= deadline:
-            fail(f"the daemon never started moving: {env.log()[-1500:]}\n"
-                 f"kernel stacks (daemon, workload):\n{kernel_stacks(env.daemon.pid, p.pid)}")
-        time.sleep(0.2)
+    wait_started(env, p, start)
     at_change = node1_pages(p.pid, start)
     res["node1_pages_at_change"] = at_change
     change(env, how, p, cg, ready)
