@@ -1035,7 +1035,7 @@ def main():
         ap.error(f"{a.scenario} has the modes {', '.join(MODES[a.scenario])}")
     env = scenario.Env(a.build, a.out)
     doc = {"scenario": a.scenario, "topology": os.environ.get("NUMABALANCED_TOPOLOGY", TOPOLOGY[a.scenario]),
-           "kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "kernel": platform.release(), "accel": os.environ.get("NUMABALANCED_ACCEL", ""), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "runs": {}, "errors": []}
     limit = a.limit if a.limit is not None else LIMIT_S.get(a.scenario, 60)
     # Before anything is timed: the first run in a fresh guest would pay for the host's
