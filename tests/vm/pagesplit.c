@@ -3,7 +3,7 @@
  * page-level path ([sample] pmu = page-faults): no node has most of its CPU time, so
  * only page-level evidence can place its memory.
  *
- *   pagesplit PAGES READY_FILE STATUS_FILE
+ *   pagesplit PAGES READY_FILE STATUS_FILE [--mapped]
  *
  * The memory is a memfd of PAGES pages filled from node 0 (page cache on node 0),
  * mapped shared once. Thread A (on node 0) uses the first half, thread B (on node 1)
@@ -16,7 +16,11 @@
  * mapping maps its neighbours too (fault-around, 16 pages), which then never fault.) Right after reading, each thread asks the kernel
  * where its pages are (move_pages query) and STATUS_FILE gets, each round,
  *   "A_ON0 A_ON1 B_ON0 B_ON1\n"
- * (pages of each part on node 0 and node 1). READY_FILE gets "<pid> <start-hex> <bytes>". */
+ * (pages of each part on node 0 and node 1). READY_FILE gets "<pid> <start-hex> <bytes>".
+ * --mapped: the page table entries stay (no faults), for a source that is not the
+ * page-faults event (replayed samples): a dropped page is absent to move_pages until
+ * its thread writes it again, so the daemon's query could find part of a half unmapped
+ * and skip it, and a one-shot replay would never name those pages again. */
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
@@ -36,6 +40,7 @@ static char *mem;
 static size_t n_pages, half;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned counts[4];   /* A on 0, A on 1, B on 0, B on 1 */
+static int drop_mappings = 1;
 
 /* Pages [from, to) on node 0 and node 1, per the kernel. */
 static void where(size_t from, size_t to, unsigned *on0, unsigned *on1) {
@@ -70,7 +75,8 @@ static void *toucher(void *arg) {
         pin_to_node(p->node);
         for (;;) {
                 unsigned a0, a1;
-                (void) madvise(mem + p->from * PAGE, (p->to - p->from) * PAGE, MADV_DONTNEED);
+                if (drop_mappings)
+                        (void) madvise(mem + p->from * PAGE, (p->to - p->from) * PAGE, MADV_DONTNEED);
                 for (size_t i = p->from; i < p->to; i++)
                         m[i * PAGE] = 2;
                 where(p->from, p->to, &a0, &a1);
@@ -90,10 +96,12 @@ int main(int argc, char **argv) {
         FILE *f;
         int fd;
 
-        if (argc != 4 || (n_pages = strtoul(argv[1], NULL, 10)) < 64) {
-                fprintf(stderr, "usage: pagesplit PAGES(>=64) READY_FILE STATUS_FILE\n");
+        if (argc < 4 || argc > 5 || (argc == 5 && strcmp(argv[4], "--mapped")) ||
+            (n_pages = strtoul(argv[1], NULL, 10)) < 64) {
+                fprintf(stderr, "usage: pagesplit PAGES(>=64) READY_FILE STATUS_FILE [--mapped]\n");
                 return 2;
         }
+        drop_mappings = argc == 4;
         if (numa_available() < 0 || numa_max_node() < 1) {
                 fprintf(stderr, "needs two NUMA nodes\n");
                 return 1;

@@ -17,16 +17,18 @@ import time
 from scenario import check, fail, sh, sysctl_numa_balancing
 
 
-def start_pagesplit(env, cg, pages):
+def start_pagesplit(env, cg, pages, mapped=False):
     """pagesplit in cg, once both threads have counted their halves and all of it is on
     node 0. Returns (the process, counts(): its last "A_ON0 A_ON1 B_ON0 B_ON1", its
-    ready file). 106-replay starts its workload the same way."""
+    ready file). 106-replay starts its workload the same way, with mapped (pagesplit
+    --mapped: its pages stay mapped, since its samples are not page faults)."""
     ready, status = env.tmp_path("pagesplit.ready"), env.tmp_path("pagesplit.status")
 
     def enter():
         with open(os.path.join(cg, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
-    p = subprocess.Popen([os.path.join(env.build, "tests", "vm", "pagesplit"), str(pages), ready, status],
+    p = subprocess.Popen([os.path.join(env.build, "tests", "vm", "pagesplit"), str(pages), ready, status]
+                         + (["--mapped"] if mapped else []),
                          preexec_fn=enter, stderr=subprocess.PIPE)
     env.procs.append(p)
 
