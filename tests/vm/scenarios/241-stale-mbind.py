@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from scenario import check, fail, kernel_stacks, sh, sysctl_numa_balancing, wait_log
+from scenario import SLOW_CALL, check, fail, in_move_call, kernel_stacks, sh, sysctl_numa_balancing, wait_log
 
 SIZE_MB = 256
 RATE_MB_S = 8
@@ -73,19 +73,6 @@ def node1_pages(pid, start=None):
     return n
 
 
-def in_move_call(pid):
-    """Whether a thread of pid waits for a page under migration: a move call is under
-    way in the kernel (migration_entry_wait_on_locked on 6.x, migration_entry_wait on
-    5.10)."""
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            if "migration_entry_wait" in open(f"/proc/{pid}/task/{tid}/stack").read():
-                return True
-    except OSError:
-        pass
-    return False
-
-
 def wait_started(env, p, start):
     """Waits for the first 16 MiB on node 1, 90 s at most, or 240 s when at 90 s a move
     call is seen held in the kernel. The kernel can take that long: three times in a
@@ -106,7 +93,7 @@ def wait_started(env, p, start):
                  f"kernel stacks (daemon, workload):\n{held or kernel_stacks(env.daemon.pid, p.pid)}")
         time.sleep(0.2)
     if held is not None:
-        wait_log(env, "in the kernel; threads touching those pages waited for it", 30)
+        wait_log(env, SLOW_CALL, 30)
 
 
 def allowed_after_change(env, how):
