@@ -84,10 +84,10 @@ def ctl_json(*args, user=None):
         return r.returncode, {}
 
 
-def raw(data, shut=True, read=True, timeout=10):
+def raw(data, shut=True, read=True, timeout=10, sock_path=None):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
-    s.connect(sock)
+    s.connect(sock_path or sock)
     if data:
         s.sendall(data)
     if shut:
@@ -189,20 +189,19 @@ def check_long_tick():
         # whole suite a tick took over 5 s; before it ends, last_tick_ns says 0).
         t_end, t_give_up = time.time() + 5, time.time() + 30
         while time.time() < t_end or (longest_tick == 0 and time.time() < t_give_up):
+            # Timed over the socket, as numabalancectl sends it: starting numabalancectl
+            # on a loaded machine (the suite beside a CI guest) took 0.64 s once.
             t0 = time.time()
-            r = subprocess.run([ctl_exe, '--socket', sock3, '--json', 'status'], capture_output=True, text=True,
-                               timeout=30)
+            out = raw(b'status\n', sock_path=sock3, timeout=30)
             slowest = max(slowest, time.time() - t0)
             try:
-                longest_tick = max(longest_tick, json.loads(r.stdout)['last_tick_ns'])
+                longest_tick = max(longest_tick, json.loads(out)['last_tick_ns'])
             except (ValueError, KeyError):
-                check(False, f'status during long ticks: {r.returncode} {r.stdout!r} {r.stderr!r}')
+                check(False, f'status during long ticks: {out!r}')
             time.sleep(0.05)
         print(f'long ticks: the longest {longest_tick / 1e9:.2f} s, the slowest status {slowest:.2f} s')
         check(longest_tick > 1e9, f'the ticks were not long ({longest_tick / 1e9:.2f} s): nothing was tested')
-        # Within the second promised: the time includes starting numabalancectl, which on
-        # a loaded machine (the suite beside a CI guest) took 0.64 s once; the daemon
-        # itself answers within its 100 ms serving interval.
+        # Within the second promised; the daemon answers within its 100 ms serving interval.
         check(slowest < 1.0, f'status took {slowest:.2f} s while ticks took up to {longest_tick / 1e9:.2f} s')
     finally:
         d3.send_signal(signal.SIGTERM)
