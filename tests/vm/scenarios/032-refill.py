@@ -10,12 +10,13 @@ of grew()) and the move is held back at node 3's floor within GROW_WITHIN_S (not
 moved, reason=target-full, or no more than node 3 has above its floor); once the filler exits, 95% of the process is on node 3 within
 MOVED_WITHIN_S, long before its backed-off scan would have come; no page is ever on 0
 or 2. scripts/bench's `refill` scenario times the same story against the kernel."""
+import json
 import os
 import re
 import signal
 import time
 
-from scenario import check, fail, node_free_mb, sysctl_numa_balancing, wait_local
+from scenario import check, fail, node_free_mb, sh, sysctl_numa_balancing, wait_local
 
 NODE_FROM, NODE_TO = 1, 3
 BASE_MB, GROW_MB = 64, 128
@@ -25,9 +26,9 @@ BASE_MB, GROW_MB = 64, 128
 FILL_LEAVE_MB = 32
 GROW_WITHIN_S = 10
 MOVED_WITHIN_S = 20
-# Ticks of 0.5 s, scans backing off from 0.5 s to 60 s: settled after 8 s (next scan
-# 8 s later, and 16 s after that), so that only grew() and room_again() can explain a
-# quick reaction.
+# Ticks of 0.5 s, scans backing off from 0.5 s to 60 s: the process is grown only
+# when its next scan is more than GROW_WITHIN_S away (scan_far()), so that only grew()
+# and room_again() can explain a quick reaction.
 TIMING = "tick_ms = 500\nscan_min_ms = 500\nscan_max_ms = 60000\n"
 
 
@@ -42,11 +43,12 @@ def wait_file(path, what, proc, timeout=60):
     return open(path).read().split()
 
 
-def story(env, cg, policy, settle_s, noticed=None, follow=None):
+def story(env, cg, policy, settle_s, noticed=None, follow=None, before_grow=None):
     """The shared part (this test and scripts/bench): a workload settled on node 3,
-    node 3 filled, the workload grown, noticed(pid) waited for (returns seconds, or None
-    when the mode has no way to tell), the filler killed. follow(pid, t0) then times
-    the move (default: wait_local for MOVED_WITHIN_S). Returns a dict of what it saw."""
+    node 3 filled, before_grow(pid) waited for if given, the workload grown, noticed(pid)
+    waited for (returns seconds, or None when the mode has no way to tell), the filler
+    killed. follow(pid, t0) then times the move (default: wait_local for
+    MOVED_WITHIN_S). Returns a dict of what it saw."""
     p, _, _ = env.start_workload(cg, BASE_MB, NODE_TO, NODE_TO, policy=policy,
                                      env={"WORKLOAD_GROW_MB": str(GROW_MB)})
     time.sleep(settle_s)
@@ -63,6 +65,8 @@ def story(env, cg, policy, settle_s, noticed=None, follow=None):
             break
         fillers.append(env.start_workload(None, excess, NODE_TO, NODE_TO, policy=f"bind:{NODE_TO}")[0])
     out_fill = {"fillers": len(fillers), "free_after_fill_mb": node_free_mb(NODE_TO)}
+    if before_grow:
+        before_grow(p.pid)
     t_grow = time.time()
     p.send_signal(signal.SIGUSR1)
     wait_file(p.ready + ".grown", "grow", p)
@@ -81,6 +85,15 @@ def story(env, cg, policy, settle_s, noticed=None, follow=None):
     out["t95_s"], out["timeline"] = follow(p.pid, t0) if follow else (wait_local(env, p.pid, 0.95, MOVED_WITHIN_S), None)
     out["pid"] = p.pid
     return out
+
+
+def next_scan_in_ms(env, pid):
+    """When the daemon will scan pid next, from its explain answer (0 if it cannot say)."""
+    r = sh(env.ctl, "explain", "--json", str(pid), check_rc=False)
+    try:
+        return json.loads(r.stdout).get("next_scan_in_ms") or 0
+    except ValueError:
+        return 0
 
 
 def bound_pages(pid):
@@ -129,7 +142,21 @@ def run(env, res):
             time.sleep(0.1)
         return round(time.time() - t_grow, 2)
 
-    out = story(env, cg, f"bind:{NODE_FROM},{NODE_TO}", 8, noticed)
+    def scan_far(pid):
+        """Until the process's next scan is further away than the growth has to be
+        noticed in: then only grew() can explain a scan within GROW_WITHIN_S. (Filling
+        node 3 takes seconds under load; a CI run grew the process 2 s before its
+        backed-off scan, which then found the growth itself and grew() had nothing to
+        say.) Back-off gaps of 16 s and then 32 s come within 40 s of the start."""
+        need_ms = (GROW_WITHIN_S + 2) * 1000
+        deadline = time.time() + 40
+        while (left := next_scan_in_ms(env, pid)) < need_ms:
+            if time.time() >= deadline:
+                fail(f"the settled process's next scan never came {need_ms} ms away within 40 s (last: {left} ms)")
+            time.sleep(0.2)
+        res["next_scan_in_ms_at_growth"] = left
+
+    out = story(env, cg, f"bind:{NODE_FROM},{NODE_TO}", 8, noticed, before_grow=scan_far)
     res.update({k: out[k] for k in ("grown_pages_per_node", "noticed_s", "t95_s", "fillers", "free_after_fill_mb")})
     check(out["t95_s"] is not None, f"not 95% on node {NODE_TO} within {MOVED_WITHIN_S} s of the filler's exit")
     nodes = bound_pages(out["pid"])
