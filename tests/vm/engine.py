@@ -32,6 +32,21 @@ from scenario import Env, Fail  # noqa: E402
 
 
 
+def failure_evidence(env, res, marker):
+    """What a failed scenario leaves for its diagnosis, taken before its cleanup: the
+    daemon's log tail, the kernel stacks of the daemon's and the workloads' threads
+    still there, and the kernel's log since the scenario started (a kernel that held
+    a thread, as a soft lockup in a workload on 6.12 once did, says so there)."""
+    res["daemon_log_tail"] = env.log()[-4000:]
+    # The kernel's log first: the stacks below add a SysRq backtrace to it.
+    res["kernel_log"] = scenario.kernel_log_since(marker)[-6000:]
+    pids = [p.pid for p in env.procs if p.poll() is None]
+    if env.daemon and env.daemon.poll() is None:
+        pids.insert(0, env.daemon.pid)
+    if pids:
+        res["kernel_stacks"] = scenario.kernel_stacks(*pids)[:8000]
+
+
 def run_one(env, name, out):
     """Runs scenario name (NAME:ARG passes ARG on, as soak:MINUTES); True if it passed."""
     res = {"scenario": name}
@@ -41,6 +56,7 @@ def run_one(env, name, out):
     print(f"engine: {name}: starting", flush=True)
     # The guest's memory as the scenarios before left it.
     print(f"engine: {name}: {scenario.memory_pressure()}", flush=True)
+    marker = scenario.kernel_log_mark(name)
     try:
         fn, _, arg = name.partition(":")
         scenario.load(fn).run(env, res, *([arg] if arg else []))
@@ -48,11 +64,11 @@ def run_one(env, name, out):
     except Fail as e:   # a failed check: counted and printed already
         res["result"] = "fail"
         res["error"] = str(e)
-        res["daemon_log_tail"] = env.log()[-4000:]
+        failure_evidence(env, res, marker)
     except Exception as e:  # a bug in the test is a failure too
         res["result"] = "fail"
         res["error"] = f"{type(e).__name__}: {e}"
-        res["daemon_log_tail"] = env.log()[-4000:]
+        failure_evidence(env, res, marker)
         nbtest.check(False, f"{name}: {res['error']}")
     finally:
         env.cleanup()

@@ -167,6 +167,30 @@ def sysrq_backtrace():
     return "\n".join(lines[:120])
 
 
+def kernel_log_mark(name):
+    """Writes a marker into the kernel log and returns it, for kernel_log_since()."""
+    marker = f"numabalanced-test-{name}-{time.time()}"
+    try:
+        with open("/dev/kmsg", "w") as f:
+            f.write(marker + "\n")
+    except OSError:
+        pass
+    return marker
+
+
+def kernel_log_since(marker, limit=80):
+    """The kernel log's lines after marker, every level (the guest's console shows only
+    errors: a soft lockup's stack is at the default level), the last limit of them."""
+    try:
+        log = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"(no kernel log: {e})"
+    if marker not in log:
+        return "(the marker is no longer in the kernel log)"
+    lines = log.split(marker, 1)[1].splitlines()[1:]
+    return "\n".join(lines[-limit:])
+
+
 def sh(*cmd, check_rc=True, timeout=300):
     # Bounded: a command that hangs fails the scenario and says which command it was,
     # where it would have held the guest silent until vmrun's limit.
