@@ -232,6 +232,24 @@ def sysctl_numa_balancing(v):
         f.write(str(v))
 
 
+SCAN_DELAY = "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms"
+
+
+def kernel_scan_delay_ms(ms):
+    """Sets how long the kernel's NUMA balancing waits before it first scans a new
+    process (debugfs since 5.13; mounted here if it is not), and returns the old value
+    for the scenario to put back. A scenario that asserts what the daemon decides about
+    memory the kernel balances sets it long: else the kernel may have made that memory
+    local before the daemon's first scan, and there is nothing left to decide."""
+    if not os.path.exists(SCAN_DELAY):
+        sh("mount", "-t", "debugfs", "debugfs", "/sys/kernel/debug", check_rc=False)
+    check(os.path.exists(SCAN_DELAY), f"no {SCAN_DELAY} on this kernel")
+    old = int(open(SCAN_DELAY).read())
+    with open(SCAN_DELAY, "w") as f:
+        f.write(str(ms))
+    return old
+
+
 def sys_list(path):
     """The numbers of a sysfs list file such as cpulist or has_memory ("0-3,8")."""
     out = []
