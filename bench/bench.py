@@ -264,6 +264,14 @@ class Balancer:
         scenario.sysctl_numa_balancing(0)
         self.env.daemon_log = None
 
+    def keep_log(self, name):
+        """Copies the daemon's log of the run just stopped into the results directory
+        as NAME.daemon.log (scripts/bench moves it to build-bench/logs/): its moves are
+        what explains a result."""
+        if self.daemon and getattr(self.env, "last_log", None):
+            with open(os.path.join(self.env.out, name + ".daemon.log"), "w") as f:
+                f.write(self.env.last_log)
+
 
 def wait_ready(p, ready, what, timeout=120, poll=0.1):
     """Waits for process p's ready file; a scenario.Fail if p exits or the time runs out."""
@@ -883,23 +891,42 @@ def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf=""
         env.procs.append(p)
         wait_ready(p, ready, "steady", timeout=300, poll=0.2)
         start = int(open(ready).read().split()[1], 16)
+        # Where first touch put the memory, before any balancer could move it: told
+        # apart from where it is at the end, a move is told from a node short of memory.
+        nodes_touched = env.region_nodes(p.pid, start)
         time.sleep(warmup_s)
 
         def snapshot():
             with open(stats) as f:
                 return json.load(f), vmstats(), b.cpu(), cpu_s(p.pid), time.time()
+
+        def daemon_cost():
+            # Where the daemon's CPU time goes, by stage (daemon/cost.h).
+            if not b.daemon:
+                return None
+            st = json.loads(subprocess.run([env.ctl, "--json", "status"], capture_output=True, text=True,
+                                           check=True).stdout)
+            return st["cpu_ns"], st["ticks"]
+        cost0 = daemon_cost()
         s0, v0, c0, (u0, sy0), t0 = snapshot()
         while time.time() - t0 < seconds:
             if p.poll() is not None:
                 raise scenario.Fail(f"steady exited: {p.stderr.read().decode()}")
             time.sleep(1)
         s1, v1, c1, (u1, sy1), t1 = snapshot()
+        cost1 = daemon_cost()
         nodes = env.region_nodes(p.pid, start)
         scans = {}
         if b.daemon:
             d = json.loads(subprocess.run([env.ctl, "explain", "--json", str(p.pid)], capture_output=True,
                                           text=True, check=True).stdout)
-            scans = {"daemon_scans": d.get("scans"), "daemon_sampled_scans": d.get("sampled_scans")}
+            scans = {"daemon_scans": d.get("scans"), "daemon_sampled_scans": d.get("sampled_scans"),
+                     "daemon_pages": d.get("pages"), "daemon_reason": d.get("reason")}
+            (k0, n0), (k1, n1) = cost0, cost1
+            scans["daemon_ticks"] = n1 - n0
+            scans["daemon_cpu_ms_by_stage"] = {k: round((k1["by_stage"][k] - k0["by_stage"][k]) / 1e6, 1)
+                                               for k in k1["by_stage"]}
+            scans["daemon_cpu_ms_unattributed"] = round((k1["unattributed"] - k0["unattributed"]) / 1e6, 1)
         read_ms = numa_maps_read_ms(p.pid) if churn_kb else None
         p.send_signal(signal.SIGTERM)
         p.wait(10)
@@ -913,6 +940,7 @@ def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf=""
             "balancer_cpu_s": round(c1 - c0, 3),
             "workload_user_s": round(u1 - u0, 3),
             "workload_sys_s": round(sy1 - sy0, 3),
+            "pages_per_node_touched": nodes_touched,
             "pages_per_node_end": nodes,
             "numa_maps_read_ms": read_ms,
             **scans,
@@ -920,6 +948,7 @@ def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf=""
         return r
     finally:
         b.stop()
+        b.keep_log(f"{os.path.basename(stats)[len('bench.'):-len('.json')]}.{mode}")
 
 
 @contextlib.contextmanager
