@@ -225,10 +225,13 @@ class Balancer:
             self.conf += "[sample]\nhuge_vma = 0\n"
 
     def start(self, cgroup_name):
+        self.cgroup_name = cgroup_name
         scenario.sysctl_numa_balancing(1 if self.mode == "kernel" else 0)
         cg = self.env.cgroup(cgroup_name, "balance" if self.daemon else None)
         if self.daemon:
-            self.env.start_daemon(shipped_timing=True, service_cpus=SERVICE_CPUS, extra_conf=self.conf)
+            # As shipped: its timing and log level (its moves and decisions are logged at info).
+            self.env.start_daemon(shipped_timing=True, service_cpus=SERVICE_CPUS, extra_conf=self.conf,
+                                  log_level="info")
             self.pid = self.env.daemon.pid
             # Its start-up (loading the BPF programs) is not balancing: let it pass.
             time.sleep(2)
@@ -263,13 +266,11 @@ class Balancer:
                 time.sleep(0.1)
         scenario.sysctl_numa_balancing(0)
         self.env.daemon_log = None
-
-    def keep_log(self, name):
-        """Copies the daemon's log of the run just stopped into the results directory
-        as NAME.daemon.log (scripts/bench moves it to build-bench/logs/): its moves are
-        what explains a result."""
         if self.daemon and getattr(self.env, "last_log", None):
-            with open(os.path.join(self.env.out, name + ".daemon.log"), "w") as f:
+            # The daemon's log of this run, into the results directory (scripts/bench
+            # moves it to build-bench/logs/): its moves are what explains a result.
+            name = f"{self.cgroup_name}.{self.mode}.{time.strftime('%H%M%S')}.daemon.log"
+            with open(os.path.join(self.env.out, name), "w") as f:
                 f.write(self.env.last_log)
 
 
@@ -948,7 +949,6 @@ def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf=""
         return r
     finally:
         b.stop()
-        b.keep_log(f"{os.path.basename(stats)[len('bench.'):-len('.json')]}.{mode}")
 
 
 @contextlib.contextmanager

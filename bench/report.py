@@ -141,7 +141,9 @@ w("The guests are TCG virtual machines on a 2-core host (docs/TESTING.md, \"The 
 w("Balancer CPU: numabalanced's and numad's own CPU time (utime+stime of the daemon: for "
   "numabalanced on its service CPU 0, never the workload's); for the kernel, the workload's "
   "system time beyond the same workload's under `none` (hinting faults and task_numa_work "
-  "run in the workload's own thread, on its CPU): an estimate, marked ~.\n")
+  "run in the workload's own thread, on its CPU): an estimate, marked ~. The daemon runs with the "
+  "shipped config but for service_cpus (its timing, and log_level info since 2026-11-27: debug before, "
+  "a line a second); its log of each run stays in build-bench/logs/SCENARIO.daemon/.\n")
 
 goals = []
 
@@ -180,6 +182,8 @@ def steady_rows(runs):
                              for k, n in sorted(runs[-1]["pages_per_node_end"].items(), key=lambda kv: int(kv[0])))}
     for ms in (1, 4, 16):
         out[f"over{ms}"] = sum(r[f"over_{ms}ms"] for r in runs) * per_h
+        # Each window's own rate: their spread under `none` is the guest's noise.
+        out[f"windows{ms}"] = [r[f"over_{ms}ms"] * 3600.0 / r["window_s"] for r in runs]
         out[f"churn_over{ms}"] = sum(r[f"churn_over_{ms}ms"] for r in runs) * per_h
     for k in ("numa_hint_faults", "numa_pte_updates"):
         out[k] = sum(r["vmstat"][k] for r in runs) * per_h
@@ -332,13 +336,31 @@ if steady and {"numabalanced", "kernel", "none"} <= set(steady):
       "off the workload's CPUs (the figure that started this project; not measured here). What does not "
       "depend on timing is the hint faults: the kernel's balancing keeps marking and faulting memory that "
       "is already local.\n")
-    within = all(beyond["numabalanced"][ms] <= max(beyond["kernel"][ms] / 10, 0.05 * max(n[f"over{ms}"], 1))
-                 for ms in (1, 4, 16))
-    goals.append(("steady: numabalanced within noise of `none`, at most 1/10 of the kernel's outliers",
-                  "met" if within and d["numa_hint_faults"] == 0 else "missed",
-                  f"> 1 ms per hour: numabalanced {d['over1']:.0f}, kernel {k['over1']:.0f}, none {n['over1']:.0f}; "
-                  f"hint faults per hour {d['numa_hint_faults']:.0f} / {k['numa_hint_faults']:.0f} / "
-                  f"{n['numa_hint_faults']:.0f}"))
+    # The noise: how far `none`'s own windows lie apart (at least 5% of its rate).
+    noise = {ms: max(max(n[f"windows{ms}"]) - min(n[f"windows{ms}"]), 0.05 * n[f"over{ms}"]) for ms in (1, 4, 16)}
+    within = all(beyond["numabalanced"][ms] <= noise[ms] for ms in (1, 4, 16))
+    # A tenth of the kernel's outliers can be shown only where the kernel's are above the noise.
+    measurable = [ms for ms in (1, 4, 16) if beyond["kernel"][ms] > noise[ms]]
+    tenth = all(beyond["numabalanced"][ms] <= beyond["kernel"][ms] / 10 for ms in measurable)
+    w("The noise: `none`'s windows lie " + ", ".join(f"{noise[ms]:.0f}" for ms in (1, 4, 16)) +
+      " per hour apart over 1, 4 and 16 ms (" + "; ".join(
+          f"over {ms} ms " + " and ".join(f"{v:.0f}" for v in n[f"windows{ms}"]) for ms in (1, 4, 16)) +
+      "). numabalanced is " + ("within" if within else "beyond") + " that noise; the kernel's outliers stand "
+      "above it " + (("over " + ", ".join(f"{ms}" for ms in measurable) + " ms") if measurable else "at no threshold") +
+      ", so a tenth of them " + ("can" if measurable else "cannot") + " be checked in this guest.\n")
+    status = "missed"
+    # A few hint faults in a window after the kernel's mode are its leftovers (PTEs it
+    # marked before the switch), which `none` shows as well.
+    no_faults = d["numa_hint_faults"] <= n["numa_hint_faults"]
+    if within and no_faults and not measurable:
+        status = "met on noise; the tenth not measurable here"
+    elif within and no_faults and tenth:
+        status = "met"
+    goals.append(("steady: numabalanced within noise of `none`, at most 1/10 of the kernel's outliers", status,
+                  "; ".join(f"> {ms} ms per hour: numabalanced {d[f'over{ms}']:.0f}, kernel {k[f'over{ms}']:.0f}, "
+                            f"none {n[f'over{ms}']:.0f} (noise {noise[ms]:.0f})" for ms in (1, 4, 16)) +
+                  f"; hint faults per hour {d['numa_hint_faults']:.0f} / "
+                  f"{k['numa_hint_faults']:.0f} / {n['numa_hint_faults']:.0f}"))
 steady_section("steady-churn")
 
 
@@ -497,10 +519,13 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
         none_median = median_or_none([r["stalls"]["median_us"] for r in doc["runs"].get("none", [])])
         w("Total stall: over the fixed window, the sum over batches of the time beyond the median batch "
           f"of `none` ({fmt(none_median, '{:.1f}')} µs: the same reads, nothing moving; from each run's "
-          "histogram, bucket lower bounds, so within 6%). `none` itself shows the guest's noise floor.\n")
+          "histogram, bucket lower bounds, so within 6%). `none` itself shows the guest's noise floor. "
+          "Past 1 ms: the same sum over the time beyond 1 ms only, which the guest's short hiccups "
+          "(under `none`, batches of a few ms) add little to and one long stop adds whole.\n")
         w("| mode | time to 95% local (s) | local at the end | batches > 1 ms | > 4 ms | > 16 ms | worst (ms) "
-          "| p99.9 (µs) | p99.99 (µs) | total stall (ms) | median batch (µs) | pages migrated | balancer CPU (s) |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| p99.9 (µs) | p99.99 (µs) | total stall (ms) | past 1 ms (ms) | median batch (µs) | pages migrated "
+          "| balancer CPU (s) |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     elif name == "spread":
         w("| mode | time until all four are 95% local (s) | lowest at the end | each at the end (process 0-3) "
           "| pages migrated (x misplaced) | balancer CPU (s) | where |")
@@ -547,6 +572,7 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
               f"| {spread([s.get('p999_us') for s in st], '{:.0f}', 'not measured')} "
               f"| {spread([s.get('p9999_us') for s in st], '{:.0f}', 'not measured')} "
               f"| {spread([stall_ms(s, none_median) for s in st], '{:.0f}', 'not measured')} "
+              f"| {spread([stall_ms(s, 1000) for s in st], '{:.0f}', 'not measured')} "
               f"| {spread([s['median_us'] for s in st], '{:.0f}')} | {mig} | {cpu} |")
         elif name == "spread":
             n_procs = len(runs[0]["final_each"])
@@ -594,9 +620,14 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
     if name in ("misplaced", "misplaced-1g") and "numabalanced" in r and "kernel" in r:
         d, k = median_or_none([x["t95_s"] for x in r["numabalanced"]]), median_or_none([x["t95_s"] for x in r["kernel"]])
         ok = d is not None and k is not None and d <= k / 2
-        goals.append((f"{label}: time to 95% at most half the kernel's",
-                      "met" if ok else "missed", f"numabalanced {d if d is None else round(d, 2)} s, "
-                      f"kernel {k if k is None else round(k, 2)} s (medians)"))
+        times = (f"numabalanced {d if d is None else round(d, 2)} s, "
+                 f"kernel {k if k is None else round(k, 2)} s (medians)")
+        # The issue asks for half the kernel's time with two service CPUs, ahead of it
+        # with one: every guest here has one (SERVICE_CPUS in bench.py).
+        goals.append((f"{label}: time to 95% at most half the kernel's (asked with two service CPUs; measured with one)",
+                      "met" if ok else "missed", times))
+        goals.append((f"{label}: ahead of the kernel with one service CPU",
+                      "met" if d is not None and k is not None and d < k else "missed", times))
     if name == "numa01" and "numabalanced" in r:
         ratio = median_or_none([x["migrated_pages"] / x["misplaced_pages"] for x in r["numabalanced"]])
         goals.append((f"{label}: pages migrated at most 1.1x the misplaced private pages (no ping-pong)",
@@ -629,10 +660,14 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
         none_median = median_or_none([x["stalls"]["median_us"] for x in r.get("none", [])])
         ds = median_or_none([stall_ms(x["stalls"], none_median) for x in r["numabalanced"]])
         ks = median_or_none([stall_ms(x["stalls"], none_median) for x in r["kernel"]])
+        ns = median_or_none([stall_ms(x["stalls"], none_median) for x in r.get("none", [])])
+        dp = median_or_none([stall_ms(x["stalls"], 1000) for x in r["numabalanced"]])
+        kp = median_or_none([stall_ms(x["stalls"], 1000) for x in r["kernel"]])
         goals.append((f"{label}: total stall time while converging at most 1/10 of the kernel's, batches > 1 ms "
                       "at most the kernel's (issue 16)",
                       "met" if None not in (ds, ks, d1, k1) and ds <= ks / 10 and d1 <= k1 else "missed",
-                      f"total stall {fmt(ds)} vs {fmt(ks)} ms; > 1 ms: {d1} vs {k1} (medians)"))
+                      f"total stall {fmt(ds)} vs {fmt(ks)} ms (`none` {fmt(ns)}); past 1 ms {fmt(dp)} vs "
+                      f"{fmt(kp)} ms; > 1 ms: {d1} vs {k1} (medians)"))
         goals.append((f"{label}: batches > 1 ms and worst stall at most 1/10 of the kernel's, reaching 95%",
                       "met" if ok else "missed",
                       f"> 1 ms: {d1} vs {k1}; worst {dw and dw / 1000:.1f} ms vs {kw and kw / 1000:.1f} ms; "

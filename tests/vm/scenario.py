@@ -374,13 +374,15 @@ class Env:
         fail(f"no VMA at {start:#x} in pid {pid}")
 
     # --- the daemon ----------------------------------------------------------
-    def start_daemon(self, extra_conf="", service_cpus="0", args=(), shipped_timing=False, daemon_bin=None):
+    def start_daemon(self, extra_conf="", service_cpus="0", args=(), shipped_timing=False, daemon_bin=None,
+                     log_level="debug"):
         """Writes self.conf and starts the daemon on it. shipped_timing: keep the shipped
         tick and scan intervals (for timings); otherwise tick faster so that the
-        functional scenarios finish sooner. daemon_bin: a wrapper to run instead."""
+        functional scenarios finish sooner. daemon_bin: a wrapper to run instead.
+        log_level: the benchmarks run the shipped info (debug writes a line a tick)."""
         timing = "" if shipped_timing else "tick_ms = 500\nscan_min_ms = 500\nscan_max_ms = 4000\n"
         with open(self.conf, "w") as f:
-            f.write(f"[daemon]\nservice_cpus = {service_cpus}\n{timing}log_level = debug\n{extra_conf}\n")
+            f.write(f"[daemon]\nservice_cpus = {service_cpus}\n{timing}log_level = {log_level}\n{extra_conf}\n")
         self.run_daemon(self.conf, args, daemon_bin)
 
     def run_daemon(self, conf, args=(), daemon_bin=None):
