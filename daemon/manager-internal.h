@@ -157,6 +157,8 @@ struct proc_rec {
         uint64_t *node_bytes;      /* bytes per topology node index, last scan; NULL before */
         uint64_t seen_tick;
         uint64_t react_due_ms;     /* a scan brought forward by a node-change event, 0: none */
+        nb_nodemask busy_nodes;    /* nodes with keep_node_share_pct of its CPU time in the last
+                                    * window that had any (scan.c, keep_before) */
         /* Page-level sampling (m->pages): counts gathered since the last scan. */
         struct page_agg *seen;
         size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */

@@ -23,6 +23,9 @@
 #define EVIDENCE_KEEP_PAGES 16384     /* about 0.9 MiB with two nodes */
 /* A node with less of a process's CPU time than this does not make it span nodes. */
 #define SPAN_SHARE_PCT 10
+/* Threads whose affinity keep_before() reads, at most (a status file each): a process
+ * with more keeps what its first ones are confined to. */
+#define CONFINED_THREADS_MAX 1024
 
 static bool changed(uint64_t a, uint64_t b) {
         uint64_t d = a > b ? a - b : b - a, base = a > b ? a : b;
@@ -369,6 +372,33 @@ static void remember(struct proc_rec *p, const struct plan *plan, const struct p
         p->uid = status->uid_real;
 }
 
+/* Rule 3's keep_before (plan.h): the nodes busy in the window before (before) but not
+ * in this one (now) that still hold a thread confined to them. A thread pinned to a
+ * node that paused for a window (waiting for its siblings, a lull) has not left its
+ * memory there: without this the other node's threads alone make a hot node and its
+ * pages are taken away. One window's grace only: a confined thread that stays idle
+ * stops keeping its node's pages at the next scan. The threads are read only when a
+ * busy node went quiet, which few scans see. */
+static nb_nodemask keep_before(struct manager *m, struct proc_rec *p, const nb_nodemask *before,
+                               const nb_nodemask *now) {
+        nb_nodemask quiet, confined;
+
+        nodemask_zero(&quiet);
+        if (nodemask_empty(now))
+                return quiet; /* no CPU time: nothing moves (plan.h, rule 1) */
+        NODEMASK_FOREACH(n, before)
+                if (!nodemask_test(now, (unsigned) n))
+                        nodemask_set(&quiet, (unsigned) n);
+        if (nodemask_empty(&quiet) ||
+            placement_confined_nodes(m->proc_root, p->pid, m->topo, CONFINED_THREADS_MAX, &confined) < 0)
+                return (nb_nodemask) {};
+        nodemask_and(&quiet, &quiet, &confined);
+        NODEMASK_FOREACH(n, &quiet)
+                log_debug("pid=%d: node %d's pages stay this scan: its threads there were busy in the window "
+                          "before, and one is confined to it", (int) p->pid, n);
+        return quiet;
+}
+
 int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s) {
         _cleanup_free_ uint64_t *cpu = NULL;
         _cleanup_(reading_done) struct reading rd = {};
@@ -377,7 +407,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         struct plan_params pp = plan_params_of(m);
         uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t1, t2;
         bool changing, active;
-        nb_nodemask cpu_nodes;
+        nb_nodemask cpu_nodes, busy_before = p->busy_nodes, busy;
         int r, primed;
 
         p->react_due_ms = 0;
@@ -387,6 +417,9 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         primed = sample_cpu(m, p, cpu);
         if (primed < 0)
                 return primed;
+        busy = plan_busy_nodes(m->topo, cpu, pp.keep_node_share_pct);
+        if (!nodemask_empty(&busy))
+                p->busy_nodes = busy; /* a window without CPU time says nothing of where it works */
         if (m->pages)
                 page_sampler_span(m->pages, p->pid, spans_nodes(m, cpu));
         if (scan_idle(m, p, primed, cpu, now)) {
@@ -424,6 +457,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
                 .now_ms = now,
                 .threads = &rd.threads,
                 .vma_mlocked = rd.locked,
+                .keep_before = keep_before(m, p, &busy_before, &busy),
         };
         r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)

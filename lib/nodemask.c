@@ -135,6 +135,11 @@ void nodemask_and(nb_nodemask *ret, const nb_nodemask *a, const nb_nodemask *b) 
                 ret->w[i] = a->w[i] & b->w[i];
 }
 
+void nodemask_or(nb_nodemask *ret, const nb_nodemask *a, const nb_nodemask *b) {
+        for (size_t i = 0; i < ELEMENTSOF(ret->w); i++)
+                ret->w[i] = a->w[i] | b->w[i];
+}
+
 bool nodemask_empty(const nb_nodemask *m) {
         for (size_t i = 0; i < ELEMENTSOF(m->w); i++)
                 if (m->w[i])

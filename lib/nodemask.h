@@ -43,7 +43,11 @@ static inline bool nodemask_test(const nb_nodemask *m, unsigned n) {
 static inline void nodemask_set(nb_nodemask *m, unsigned n) {
         if (n < NB_NODES_MAX) m->w[n / 64] |= UINT64_C(1) << (n % 64);
 }
+static inline void nodemask_clear(nb_nodemask *m, unsigned n) {
+        if (n < NB_NODES_MAX) m->w[n / 64] &= ~(UINT64_C(1) << (n % 64));
+}
 void nodemask_and(nb_nodemask *ret, const nb_nodemask *a, const nb_nodemask *b);
+void nodemask_or(nb_nodemask *ret, const nb_nodemask *a, const nb_nodemask *b);
 bool nodemask_empty(const nb_nodemask *m);
 bool nodemask_equal(const nb_nodemask *a, const nb_nodemask *b);
 bool nodemask_subset(const nb_nodemask *sub, const nb_nodemask *super);

@@ -96,6 +96,46 @@ int placement_first_estimate(const char *proc_root, pid_t pid, const struct topo
         return r < 0 ? r : 0;
 }
 
+/* The one node all of cpus lie on (CPUs the topology does not know are ignored), or -1:
+ * none, or more than one. */
+static int confined_node(const struct topology *t, const nb_cpumask *cpus) {
+        int node = -1;
+
+        CPUMASK_FOREACH(c, cpus) {
+                int n = topology_cpu_node(t, (unsigned) c);
+
+                if (n < 0)
+                        continue;
+                if (node >= 0 && n != node)
+                        return -1;
+                node = n;
+        }
+        return node;
+}
+
+int placement_confined_nodes(const char *proc_root, pid_t pid, const struct topology *t, size_t max_threads,
+                             nb_nodemask *ret) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n_tids = 0;
+        int r;
+
+        nodemask_zero(ret);
+        r = proc_list_tasks(proc_root, pid, &tids, &n_tids);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        for (size_t i = 0; i < n_tids && i < max_threads; i++) {
+                struct proc_status st;
+                int node;
+
+                if (proc_read_task_status(proc_root, pid, tids[i], &st) < 0 || !st.has_cpus_allowed)
+                        continue; /* the thread exited, or the line is missing: nothing said */
+                node = confined_node(t, &st.cpus_allowed);
+                if (node >= 0)
+                        nodemask_set(ret, (unsigned) node);
+        }
+        return 0;
+}
+
 static int proc_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
                        const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
         return proc_sample_charge(proc_root, pid, t, st, ns_by_node, false);

@@ -48,6 +48,14 @@ struct placement_source {
         void (*free)(const struct placement_source *s);
 };
 
+/* The nodes (ids) some thread of pid is confined to: every CPU its affinity allows
+ * (Cpus_allowed_list of /proc/PID/task/TID/status) on that one node. Such a thread
+ * runs nowhere else, so the memory it worked on there is likely its own even while it
+ * pauses. Reads at most max_threads threads (the lowest ids): a process with more
+ * may show fewer nodes than it has, which keeps less, never more. -ESRCH: gone. */
+int placement_confined_nodes(const char *proc_root, pid_t pid, const struct topology *t, size_t max_threads,
+                             nb_nodemask *ret);
+
 static inline void placement_source_unwatch(const struct placement_source *s, pid_t pid) {
         if (s && s->unwatch)
                 s->unwatch(s, pid);

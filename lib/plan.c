@@ -273,22 +273,33 @@ static int hot_node(const struct topology *t, const struct plan_input *in, const
         return hot;
 }
 
+nb_nodemask plan_busy_nodes(const struct topology *t, const uint64_t *cpu_ns, unsigned pct) {
+        uint64_t total_cpu = 0;
+        nb_nodemask busy;
+
+        nodemask_zero(&busy);
+        if (pct == 0 || pct >= 100)
+                return busy;
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                total_cpu = sat_add(total_cpu, cpu_ns[i]);
+        for (unsigned i = 0; total_cpu && i < t->n_nodes; i++)
+                if ((double) cpu_ns[i] * 100.0 >= (double) total_cpu * pct)
+                        nodemask_set(&busy, t->nodes[i].id);
+        return busy;
+}
+
 /* The nodes other than hot where the process spent at least keep_node_share_pct of the
- * window's CPU time: their pages stay (plan.h, rule 3). */
+ * window's CPU time, and those the caller keeps from the window before: their pages
+ * stay (plan.h, rule 3). */
 static nb_nodemask keep_nodes(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                               int hot) {
-        uint64_t total_cpu = 0;
-        nb_nodemask keep;
+        nb_nodemask keep = plan_busy_nodes(t, in->cpu_ns, p->keep_node_share_pct);
 
-        nodemask_zero(&keep);
         if (p->keep_node_share_pct == 0 || p->keep_node_share_pct >= 100)
                 return keep;
-        for (unsigned i = 0; i < t->n_nodes; i++)
-                total_cpu = sat_add(total_cpu, in->cpu_ns[i]);
-        for (unsigned i = 0; i < t->n_nodes; i++)
-                if ((int) t->nodes[i].id != hot &&
-                    (double) in->cpu_ns[i] * 100.0 >= (double) total_cpu * p->keep_node_share_pct)
-                        nodemask_set(&keep, t->nodes[i].id);
+        nodemask_or(&keep, &keep, &in->keep_before);
+        if (hot >= 0)
+                nodemask_clear(&keep, (unsigned) hot);
         return keep;
 }
 

@@ -12,7 +12,9 @@
  *   3. Pages on a node farther from H than T is are misplaced, except on a node where
  *      the process spends at least keep_node_share_pct of its CPU time (its threads
  *      there may be the ones using them: one process's CPU time cannot say which
- *      thread uses which page); pages outside the allowed set are always misplaced.
+ *      thread uses which page), or did in the window before and still has a thread
+ *      confined to (keep_before: a pinned thread that paused for a window has not
+ *      left its memory); pages outside the allowed set are always misplaced.
  *      Gain = pages x (distance saved).
  *   4. Left alone: interleaved and (unless configured) preferred VMAs, VMAs with
  *      shared pages (mapmax > 1: with move_shared too, since nothing here can tell
@@ -92,6 +94,9 @@ struct plan_input {
         uint64_t now_ms;
         const struct thread_policies *threads; /* its threads' policies, NULL = not read */
         const bool *vma_mlocked;      /* per VMA of maps: locked (smaps.h), NULL = none */
+        nb_nodemask keep_before;      /* nodes whose pages stay though the window's CPU time
+                                       * does not say so (rule 3; the caller's: busy in the
+                                       * window before, a thread still confined there) */
 };
 
 struct plan_move {
@@ -158,3 +163,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
 unsigned plan_policy_rules(const struct plan_params *p);
 const char *plan_reason_name(enum plan_reason r);
 const char *plan_reason_text(enum plan_reason r);
+
+/* The nodes (ids) with at least pct percent of cpu_ns (by topology node index; empty
+ * when there is no CPU time, or pct is 0 or at least 100): rule 3's busy nodes. */
+nb_nodemask plan_busy_nodes(const struct topology *t, const uint64_t *cpu_ns, unsigned pct);

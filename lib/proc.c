@@ -354,19 +354,35 @@ static int read_small(const char *path, char **ret, size_t *ret_len, size_t max)
         return 0;
 }
 
-int proc_read_status(const char *proc_root, pid_t pid, struct proc_status *ret) {
-        _cleanup_free_ char *path = NULL, *buf = NULL;
+static int read_status_path(const char *path, struct proc_status *ret) {
+        _cleanup_free_ char *buf = NULL;
         size_t len;
         int r;
+
+        r = read_small(path, &buf, &len, PROC_SMALL_FILE_MAX);
+        if (r < 0)
+                return r;
+        return proc_status_parse(buf, len, ret);
+}
+
+int proc_read_status(const char *proc_root, pid_t pid, struct proc_status *ret) {
+        _cleanup_free_ char *path = NULL;
 
         if (!proc_root || pid <= 0)
                 return -EINVAL;
         if (asprintf(&path, "%s/%d/status", proc_root, (int) pid) < 0)
                 return -ENOMEM;
-        r = read_small(path, &buf, &len, PROC_SMALL_FILE_MAX);
-        if (r < 0)
-                return r;
-        return proc_status_parse(buf, len, ret);
+        return read_status_path(path, ret);
+}
+
+int proc_read_task_status(const char *proc_root, pid_t pid, pid_t tid, struct proc_status *ret) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!proc_root || pid <= 0 || tid <= 0)
+                return -EINVAL;
+        if (asprintf(&path, "%s/%d/task/%d/status", proc_root, (int) pid, (int) tid) < 0)
+                return -ENOMEM;
+        return read_status_path(path, ret);
 }
 
 static int read_stat_path(const char *path, struct proc_stat *ret) {

@@ -71,6 +71,7 @@ int proc_read_status(const char *proc_root, pid_t pid, struct proc_status *ret);
 int proc_read_stat(const char *proc_root, pid_t pid, struct proc_stat *ret);
 int proc_read_statm_resident(const char *proc_root, pid_t pid, uint64_t *ret_pages);
 int proc_read_task_stat(const char *proc_root, pid_t pid, pid_t tid, struct proc_stat *ret);
+int proc_read_task_status(const char *proc_root, pid_t pid, pid_t tid, struct proc_status *ret);
 /* Thread ids of pid, sorted; *ret is malloc'd. */
 int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n);
 /* The cgroup v2 path of pid, the "0::" line of /proc/<pid>/cgroup, malloc'd. -ESRCH: it

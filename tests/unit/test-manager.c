@@ -858,6 +858,73 @@ TEST(settled_processes_are_scanned_less_often) {
         env_done();
 }
 
+/* db with its worker (3003) last on CPU 2 (node 1) and allowed CPUs cpus: its 40 MiB
+ * on node 1 stay at the first scan (a quarter of its CPU time so far is the worker's
+ * there). Then only the main thread runs for a window (node 0 hot, node 1 idle), then
+ * another. Returns the target node planned after each of those two windows (-1: none)
+ * in *second and *third. */
+static void paused_worker(const char *cpus, int *second, int *third) {
+        char path[PATH_MAX], text[8192];
+        struct proc_rec *p;
+        FILE *f;
+        size_t n;
+
+        *second = *third = -2;
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = 600000,
+                                            .scan_max_ms = 2400000 }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        edit_proc_file(DB, "task/3003/stat", " 17 1 0 ", " 17 2 0 ");
+        snprintf(path, sizeof(path), "%s/%d/status", env.proc, DB);
+        f = fopen(path, "r");
+        n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+        if (f)
+                fclose(f);
+        text[n] = 0;
+        snprintf(path, sizeof(path), "%s/%d/task/3003/status", env.proc, DB);
+        write_file(path, text);
+        edit_proc_file(DB, "task/3003/status", "Cpus_allowed_list:\t0-3", cpus);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        p = rec(DB);
+        CHECK(p && p->reason == REASON_SOURCE_IN_USE && p->hot_node == 0);
+        if (!p) {
+                env_done();
+                return;
+        }
+        add_cpu_time(DB, 3001, 1000000000);
+        p->next_scan_ms = 0;
+        CHECK_INT(tick(), 0);
+        *second = p->target_node;
+        add_cpu_time(DB, 3001, 1000000000);
+        p->next_scan_ms = 0;
+        CHECK_INT(tick(), 0);
+        *third = p->target_node;
+        env_done();
+}
+
+/* A thread pinned to node 1 that pauses for a window keeps its memory there through
+ * that window (keep_node_share_pct, scan.c keep_before): the steady-churn benchmark saw
+ * a reader waiting at a barrier lose 200 MiB to the other node. One window only: still
+ * idle at the next scan, its node's pages go to the hot node. */
+TEST(a_paused_pinned_thread_keeps_its_memory_for_a_window) {
+        int second, third;
+
+        paused_worker("Cpus_allowed_list:\t2-3", &second, &third);
+        CHECK_INT(second, -1);
+        CHECK_INT(third, 0);
+}
+
+/* The same worker free to run anywhere is not known to belong to node 1: its node's
+ * pages go as soon as node 0 is hot. */
+TEST(a_paused_unpinned_thread_keeps_nothing) {
+        int second, third;
+
+        paused_worker("Cpus_allowed_list:\t0-3", &second, &third);
+        CHECK_INT(second, 0);
+        CHECK_INT(third, 0);
+}
+
 /* An env for the floor's tests: its own /sys (set_mem_free) and scans minutes apart,
  * so that only room on the target brings a scan. */
 static bool env_start_floor(void) {

@@ -52,13 +52,15 @@ struct run {
         struct plan plan;
         uint64_t ends[64];
         uint64_t vma_span;      /* the size of every VMA; 0: 1 GiB */
+        nb_nodemask keep_before; /* plan_input's: none unless a test sets it */
 };
 
 /* Parses numa_maps text, gives every VMA a range of rn->vma_span bytes, and decides. */
 static int decide(struct run *rn, const struct topology *t, const char *text, const char *mems,
                   const uint64_t *cpu, const struct plan_params *p, const struct plan_history *h, size_t nh,
                   uint64_t now, uint64_t *reserved) {
-        struct plan_input in = { .cpu_ns = cpu, .history = h, .n_history = nh, .now_ms = now };
+        struct plan_input in = { .cpu_ns = cpu, .history = h, .n_history = nh, .now_ms = now,
+                                 .keep_before = rn->keep_before };
         uint64_t zero[4] = {};
         int r = numa_maps_parse(text, strlen(text), &rn->maps);
         if (r < 0)
@@ -253,6 +255,67 @@ TEST(keep_share_per_node) {
         CHECK(!nodemask_test(&rn.plan.moves[0].keep, 2));
         CHECK_INT(rn.plan.skipped_bytes[REASON_SOURCE_IN_USE], 4ull << 20);
         done(&rn);
+}
+
+/* keep_before: node 0's threads paused for a window (the steady-churn benchmark: a
+ * reader pinned to node 1 waiting at a barrier while the other still touched its half,
+ * so node 1 had 8% of the window), but node 1 was busy in the window before and still
+ * has a thread confined to it: its pages stay, with the reason the operator sees for
+ * kept pages. Without keep_before the same window moves them to node 0. */
+TEST(paused_confined_thread_keeps_its_node_for_a_window) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 92, 8 };
+        const char *maps = "7f0000000000 default anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n";
+        struct run rn = {};
+
+        nodemask_set(&rn.keep_before, 1);
+        CHECK_INT(decide_keep(&rn, t, maps, "0-1", cpu), 0);
+        CHECK_INT(rn.plan.hot_node, 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_SOURCE_IN_USE);
+        CHECK_INT(rn.plan.skipped_bytes[REASON_SOURCE_IN_USE], 256ull << 20);
+        CHECK(nodemask_test(&rn.plan.keep_nodes, 1));
+        done(&rn);
+
+        rn = (struct run) {};
+        CHECK_INT(decide_keep(&rn, t, maps, "0-1", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 0);
+        CHECK_INT(rn.plan.moves[0].bytes, 256ull << 20);
+        done(&rn);
+}
+
+/* keep_before never keeps the hot node (its pages are where they belong) and, like the
+ * share, is off with keep_node_share_pct 100 (only the hot node keeps its pages). */
+TEST(keep_before_off_at_share_100) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 92, 8 };
+        struct run rn = {};
+        struct plan_params p = defaults;
+
+        p.keep_node_share_pct = 100;
+        nodemask_set(&rn.keep_before, 0);
+        nodemask_set(&rn.keep_before, 1);
+        CHECK_INT(decide(&rn, t, "7f0000000000 default anon=131072 N0=65536 N1=65536 kernelpagesize_kB=4\n",
+                         "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK(!nodemask_test(&rn.plan.keep_nodes, 0));
+        CHECK(!nodemask_test(&rn.plan.keep_nodes, 1));
+        done(&rn);
+}
+
+/* plan_busy_nodes: the nodes at or above the share; none without CPU time. */
+TEST(busy_nodes_by_share) {
+        _cleanup_(topology_freep) struct topology *t = topo4();
+        const uint64_t cpu[] = { 25, 60, 15, 0 }, none[] = { 0, 0, 0, 0 };
+        nb_nodemask b = plan_busy_nodes(t, cpu, 20);
+
+        CHECK(nodemask_test(&b, 0) && nodemask_test(&b, 1));
+        CHECK(!nodemask_test(&b, 2) && !nodemask_test(&b, 3));
+        b = plan_busy_nodes(t, none, 20);
+        CHECK(nodemask_empty(&b));
+        b = plan_busy_nodes(t, cpu, 0);
+        CHECK(nodemask_empty(&b));
 }
 
 /* Policy first: pages outside the VMA's allowed set move even from a kept node. */
