@@ -8,7 +8,9 @@ A CI page may show only the end of a run, where scripts/test prints each failed 
 with the lines that say why. For a failed engine scenario those are its error and the
 gist of the kernel evidence it kept: a soft lockup with the frames of the stuck task's
 own stack (not the watchdog interrupt's, not the unreliable "?" ones), and the threads
-found running or in uninterruptible sleep. A meson log with one failed and one passed
+found running or in uninterruptible sleep; for a thread running in the kernel (no
+stack of its own), where its CPU was from the SysRq backtrace, and each node's free
+memory. A meson log with one failed and one passed
 test is made in a scratch directory and the script's output checked line by line.
 """
 import json
@@ -38,7 +40,22 @@ KERNEL_LOG = """[  285.224550] watchdog: BUG: soft lockup - CPU#3 stuck for 22s!
 STACKS = """572/572 rebind R cpu 3 +0u +100s ticks/s 0: 
 572/573 rebind D cpu 2 +0u +0s ticks/s migration_entry_wait_on_locked: [<0>] migration_entry_wait_on_locked+0x1/0x2
 361/361 numabalanced S cpu 0 +3u +2s ticks/s do_epoll_wait: [<0>] do_epoll_wait+0x694/0x7d0
-memory: node0 free 900 MiB"""
+memory: node0 free 900 MiB
+running tasks' kernel stacks (SysRq l):
+[  123.800001] NMI backtrace for cpu 3
+[  123.800002] CPU: 3 PID: 572 Comm: rebind Not tainted 6.1.0-56-amd64 #1  Debian 6.1.158-1
+[  123.800003] RIP: 0010:clear_page_erms+0x7/0x10
+[  123.800004] Code: 48 89 f8 c3 cc
+[  123.800005] Call Trace:
+[  123.800006]  <NMI>
+[  123.800007]  nmi_cpu_backtrace+0x10a/0x130
+[  123.800008]  </NMI>
+[  123.800009]  <TASK>
+[  123.800010]  get_page_from_freelist+0x2f4/0x1210
+[  123.800011]  __alloc_pages+0x1a4/0x330
+[  123.800012]  </TASK>
+[  123.800013] Sending NMI from CPU 3 to CPUs 0-2:
+[  123.800014] NMI backtrace for cpu 0 skipped: idling at default_idle+0xb/0x10"""
 
 
 def testlog(path):
@@ -70,6 +87,12 @@ def main(root):
     threads = [l for l in lines if l.startswith("thread: ")]
     check([t.split()[1] for t in threads] == ["572/572", "572/573"],
           f"the running and the uninterruptible threads, not the sleeping one: {threads}")
+    where = [l for l in lines if l.startswith("cpu ")]
+    check(where == ["cpu 3: rebind: clear_page_erms+0x7/0x10 < get_page_from_freelist+0x2f4/0x1210 < "
+                    "__alloc_pages+0x1a4/0x330"],
+          f"where the running thread (no stack of its own) was, from the SysRq backtrace of its CPU: {where}")
+    check(lines.index(where[0]) == lines.index(threads[0]) + 1, f"right below that thread: {lines}")
+    check("memory: node0 free 900 MiB" in lines, f"each node's free memory: {lines}")
     check(not any("not me" in l for l in lines), "a passed test's output is not shown")
     nbtest.finish()
 
