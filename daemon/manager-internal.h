@@ -219,6 +219,7 @@ struct manager {
         uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
 
         uint64_t tick;
+        uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
         uint64_t moved_ring[60];   /* bytes moved per second slot, for "last minute" */
         uint64_t ring_sec[60];
         uint64_t total_pages[_MIG_CLASS_MAX];

@@ -376,10 +376,27 @@ struct scan_list {
 
 /* Scans p (due) into the list; a process that cannot be read is tried again later
  * (gone: forgotten at the next tick). */
+/* Each node's free memory, read by the first thing in a tick that needs it (a plan,
+ * or a process held back at a full node) and by no tick that plans nothing: a settled
+ * machine's tick then opens none of the per-node files (seven in a 2-node guest, a
+ * third of the tick's opens), on the service CPU a workload may share. */
+static void need_free_memory(struct manager *m) {
+        int r;
+
+        if (m->free_read_tick == m->tick)
+                return;
+        m->free_read_tick = m->tick;
+        r = topology_refresh_free(m->topo, m->sys_root);
+        if (r < 0)
+                log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
+}
+
 static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
                      struct scan_list *scans) {
         uint64_t before[_STAGE_MAX], t;
         int r;
+
+        need_free_memory(m);
 
         if (scans->n == scans->cap) {
                 size_t nc = scans->cap ? scans->cap * 2 : 64;
@@ -524,12 +541,13 @@ static void serve_meanwhile(struct manager *m) {
  * time, so that memory kept out of a full node follows as soon as the node empties.
  * At least min_misplaced of room, so that a node hovering at its floor does not
  * have p rescanned every tick for a few pages. */
-static bool room_again(const struct manager *m, const struct proc_rec *p) {
+static bool room_again(struct manager *m, const struct proc_rec *p) {
         struct plan_params pp = { .free_floor_pct = m->cfg.free_floor_pct };
         uint64_t room;
 
         if (p->full_target < 0)
                 return false;
+        need_free_memory(m);
         room = plan_node_room(m->topo, p->full_target, &pp);
         return room > 0 && room / 1024 >= m->cfg.min_misplaced_kb;
 }
@@ -883,9 +901,6 @@ static void tick_prepare(struct manager *m) {
                 if (r < 0)
                         log_debug_errno(r, "Failed to read the page-level samples: %m");
         }
-        r = topology_refresh_free(m->topo, m->sys_root);
-        if (r < 0)
-                log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
         kernel_balancing_watch(m);
 }
 
