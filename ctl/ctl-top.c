@@ -12,6 +12,7 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "cleanup.h"
 #include "ctl-top.h"
 #include "json-parse.h"
@@ -36,11 +37,6 @@ struct frame {
         double t;                  /* CLOCK_MONOTONIC, s */
 };
 
-static double now_s(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
 
 static void frame_done(struct frame *f) {
         jv_free(f->status);
@@ -72,7 +68,7 @@ static struct jv *request(const struct daemon_args *a, const char *line) {
 static int fetch(const struct daemon_args *a, struct frame *f) {
         f->status = request(a, "status\n");
         f->list = f->status ? request(a, "list\n") : NULL;
-        f->t = now_s();
+        f->t = clock_now_s();
         return f->list ? 0 : -ENOTCONN;
 }
 
@@ -309,10 +305,10 @@ int ctl_top(const struct daemon_args *a, unsigned interval_ms, enum top_sort sor
         raw_mode();
         render(stdout, &prev, NULL, rows, width_of_terminal(), true);
         for (;;) {
-                double next = now_s() + interval_ms / 1000.0, left;
+                double next = clock_now_s() + interval_ms / 1000.0, left;
                 int k = 0;
                 /* (left computed once: a negative poll timeout would wait for ever) */
-                while (!stop_signal && k == 0 && (left = next - now_s()) > 0)
+                while (!stop_signal && k == 0 && (left = next - clock_now_s()) > 0)
                         k = key((int) (left * 1000) + 1);
                 if (stop_signal || k == 'q' || k == 'Q' || k < 0)
                         break;

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "cleanup.h"
 #include "control.h"
 #include "log.h"
@@ -272,11 +273,6 @@ static void refuse_busy(int fd) {
         close(fd);
 }
 
-static uint64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
 
 /* accept(2) ran out of descriptors or memory: stop watching the socket for
  * CONTROL_ACCEPT_PAUSE_USEC (on_resume ends the pause). The connections waiting in
@@ -291,7 +287,7 @@ static void pause_accepting(struct control *c, int error) {
             sd_event_source_set_enabled(c->listen_src, SD_EVENT_OFF) < 0)
                 return;
         c->paused = true;
-        if (log_ratelimit_ok(&c->pause_log, mono_ms(), &suppressed))
+        if (log_ratelimit_ok(&c->pause_log, clock_now_ms(), &suppressed))
                 log_warning_errno(error, "control: cannot accept connections: %m; trying again in 1 s "
                                   "(%" PRIu64 " such pause(s) not logged)", suppressed);
 }
@@ -339,7 +335,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 }
                 if (over_limit(c, cred.uid)) {
                         uint64_t suppressed = 0;
-                        if (log_ratelimit_ok(&c->busy_log, mono_ms(), &suppressed))
+                        if (log_ratelimit_ok(&c->busy_log, clock_now_ms(), &suppressed))
                                 log_debug("control: %u connections open, refusing pid %d uid %u (%" PRIu64
                                           " refusal(s) not logged)", c->n_conns, (int) cred.pid,
                                           (unsigned) cred.uid, suppressed);

@@ -195,7 +195,7 @@ uint64_t cost_migrate_after(struct manager *m, uint64_t *before, uint64_t main_n
 }
 
 void cost_update_unattributed(struct manager *m) {
-        uint64_t process = now_ns(CLOCK_PROCESS_CPUTIME_ID), charged = m->startup_cpu_ns, u;
+        uint64_t process = clock_now_ns(CLOCK_PROCESS_CPUTIME_ID), charged = m->startup_cpu_ns, u;
 
         for (int s = 0; s < _STAGE_MAX; s++)
                 charged += m->cost_ns[s];

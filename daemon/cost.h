@@ -33,7 +33,7 @@
 #include "manager-internal.h"
 
 static inline uint64_t cost_thread_ns(void) {
-        return now_ns(CLOCK_THREAD_CPUTIME_ID);
+        return clock_now_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* ns of stage to cg (NULL: to nobody, unattributed) and to the totals. */

@@ -393,11 +393,11 @@ static int move_batch(struct job_run *jr, uint64_t res[_MIG_CLASS_MAX]) {
                 jr->status[i] = STATUS_UNWRITTEN;
                 jr->nodes[i] = job->target_node;
         }
-        jr->busy_since = now_ns(CLOCK_MONOTONIC);
+        jr->busy_since = clock_now_ns(CLOCK_MONOTONIC);
         rc = sys_move_pages(job->pid, jr->n, jr->addrs, jr->nodes, jr->status, jr->flags);
         if (rc < 0)
                 call_error = move_pages_error();
-        jr->call_ns = now_ns(CLOCK_MONOTONIC) - jr->busy_since;
+        jr->call_ns = clock_now_ns(CLOCK_MONOTONIC) - jr->busy_since;
         jr->passed += jr->n_base;
 
         if (!batch_failed_whole(jr, call_error, res))
@@ -714,7 +714,7 @@ static void run_huge_round(struct job_run *jr, uint64_t chunk, uint64_t n) {
         flush_batch(jr);
         if (jr->stop || !batch_may_start(jr))
                 return;
-        hr.start_ns = now_ns(CLOCK_MONOTONIC);
+        hr.start_ns = clock_now_ns(CLOCK_MONOTONIC);
         r = query_round(jr, &hr);
         if (r < 0) {
                 log_debug_errno(r, "pid=%d: move_pages query failed: %m", (int) job->pid);
@@ -833,7 +833,7 @@ static void job_body(struct job_run *jr) {
 
 int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
                         migrate_throttle_t throttle, void *throttle_ctx) {
-        uint64_t wall0 = now_ns(CLOCK_MONOTONIC), cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t wall0 = clock_now_ns(CLOCK_MONOTONIC), cpu0 = clock_now_ns(CLOCK_THREAD_CPUTIME_ID);
         struct job_run jr = {
                 .job = job,
                 .pidfd = -1,
@@ -850,7 +850,7 @@ int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile 
         job->stop = NULL;
         job_body(&jr);
         job_run_free(&jr);
-        job->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
-        job->wall_ns = now_ns(CLOCK_MONOTONIC) - wall0;
+        job->cpu_ns = clock_now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+        job->wall_ns = clock_now_ns(CLOCK_MONOTONIC) - wall0;
         return job->error;
 }

@@ -38,7 +38,7 @@ static void history_note(struct proc_rec *p, uint64_t start, int target, uint64_
 }
 
 static void count_moved(struct manager *m, uint64_t bytes) {
-        uint64_t sec = now_ms() / 1000;
+        uint64_t sec = clock_now_ms() / 1000;
         size_t slot = sec % ELEMENTSOF(m->moved_ring);
         if (m->ring_sec[slot] != sec) {
                 m->ring_sec[slot] = sec;
@@ -48,7 +48,7 @@ static void count_moved(struct manager *m, uint64_t bytes) {
 }
 
 uint64_t manager_moved_last_minute(struct manager *m) {
-        uint64_t sec = now_ms() / 1000, sum = 0;
+        uint64_t sec = clock_now_ms() / 1000, sum = 0;
         for (size_t i = 0; i < ELEMENTSOF(m->moved_ring); i++)
                 if (m->ring_sec[i] + ELEMENTSOF(m->moved_ring) > sec)
                         sum += m->moved_ring[i];
@@ -216,7 +216,7 @@ static void note_stop(struct proc_rec *p, const struct migrate_job *j) {
         struct log_fields lf = {};
 
         p->move_stop = j->stop;
-        p->move_stop_ms = now_ms();
+        p->move_stop_ms = clock_now_ms();
         /* Filled since the scan: planned again as soon as the node has room, as a plan
          * held back at the floor is (room_again). The plan's reason stays: the stop is
          * move_stopped's to say. */

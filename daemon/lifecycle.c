@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <systemd/sd-daemon.h>
+#include "clock.h"
 #include "lifecycle.h"
 #include "log.h"
 
@@ -15,11 +16,6 @@
  * useful WatchdogSec=, and a datagram to PID 1 per second at most. */
 #define KEEPALIVE_INTERVAL_USEC UINT64_C(1000000)
 
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static void notify_status(struct lifecycle *l, bool ready) {
         char status[512];
@@ -53,7 +49,7 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
         char status[512];
         int r;
 
-        sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_usec());
+        sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, clock_now_usec());
         log_info("Received SIGHUP, reloading %s", l->config);
         r = l->reload(l->userdata);
         if (r < 0) {
@@ -117,7 +113,7 @@ void lifecycle_keepalive(void *userdata) {
 
         if (!l->watchdog_usec)
                 return;
-        now = monotonic_usec();
+        now = clock_now_usec();
         if (l->keepalive_usec && now - l->keepalive_usec < KEEPALIVE_INTERVAL_USEC)
                 return;
         l->keepalive_usec = now;

@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 #include <time.h>
 #include "cgroup.h"
+#include "clock.h"
 #include "config.h"
 #include "interleave.h"
 #include "log.h"
@@ -74,15 +75,6 @@
 #define PIDFD_RESERVE 256
 /* New invalid cgroup settings logged one by one per minute, at most. */
 #define INVALID_LOG_BURST 10
-
-static inline uint64_t now_ns(clockid_t c) {
-        struct timespec ts;
-        clock_gettime(c, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
-/* Due times and the tick's clock: CLOCK_MONOTONIC, in ms. */
-static inline uint64_t now_ms(void) { return now_ns(CLOCK_MONOTONIC) / 1000000; }
 
 /* Where the daemon's CPU time goes, per cgroup and process (cost.h). */
 enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, STAGE_WALK, STAGE_BOOKKEEPING, STAGE_REPORT, _STAGE_MAX };

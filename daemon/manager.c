@@ -179,7 +179,7 @@ static uint64_t invalid_key(const struct manager *m, const struct cgroup_invalid
 static void log_invalid(struct manager *m, const struct cgroup_selection *sel) {
         _cleanup_free_ uint64_t *keys = NULL;
         size_t not_logged = 0;
-        uint64_t now = now_ms();
+        uint64_t now = clock_now_ms();
 
         if (sel->n_invalid == 0 || !(keys = calloc(sel->n_invalid, sizeof(*keys)))) {
                 if (sel->n_invalid == 0) {
@@ -307,9 +307,9 @@ static bool service_cpus_check(struct manager *m) {
                             all, cur, cur, r);
         else if (changed)
                 log_notice("Service CPUs %s all online again: each worker back on its own CPU", all);
-        else if (!m->service_repin_logged_ms || now_ms() - m->service_repin_logged_ms >= REPIN_LOG_MS) {
+        else if (!m->service_repin_logged_ms || clock_now_ms() - m->service_repin_logged_ms >= REPIN_LOG_MS) {
                 /* At most once a minute: someone may keep doing it. */
-                m->service_repin_logged_ms = now_ms();
+                m->service_repin_logged_ms = clock_now_ms();
                 log_warning("The daemon's threads were allowed on other CPUs than the service CPUs (a cpuset "
                             "change, or taskset): pinned to service CPUs %s again", cur);
         }
@@ -327,7 +327,7 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
                 return; /* exited, or not (yet) ours */
         if (!p->seen && page_agg_new(m->topo, page_size(), &p->seen) < 0)
                 return;
-        page_agg_set_clock(p->seen, (uint32_t) (now_ms() / 1000));
+        page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
         (void) page_agg_add_counts(p->seen, addr, node, count);
 }
 
@@ -526,7 +526,7 @@ static struct proc_rec *admit(struct manager *m, const struct cg_rec *cg, pid_t 
  * processes the state the replies read is whole: records sorted, every process's
  * cgroup record alive (records are freed at the end of the tick only). */
 static void serve_meanwhile(struct manager *m) {
-        uint64_t now = now_ns(CLOCK_MONOTONIC), t;
+        uint64_t now = clock_now_ns(CLOCK_MONOTONIC), t;
 
         if (!m->while_moving || now < m->last_served_ns + SERVE_EVERY_NS)
                 return;
@@ -728,14 +728,14 @@ static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t n
  * TCG guest. The free-memory floor holds across runs (reserved is the tick's). Adds
  * the CPU time it charged to *charged (run_jobs). */
 static void run_jobs_early(struct manager *m, struct scan_list *scans, uint64_t now, uint64_t *charged) {
-        if (!scans->moves || now_ns(CLOCK_MONOTONIC) < m->jobs_ran_ns + JOBS_EARLY_NS)
+        if (!scans->moves || clock_now_ns(CLOCK_MONOTONIC) < m->jobs_ran_ns + JOBS_EARLY_NS)
                 return;
         (void) run_jobs(m, scans, now, charged);
         for (size_t i = 0; i < scans->n; i++)
                 scan_done(&scans->v[i]);
         scans->n = 0;
         scans->moves = false;
-        m->jobs_ran_ns = now_ns(CLOCK_MONOTONIC);
+        m->jobs_ran_ns = clock_now_ns(CLOCK_MONOTONIC);
 }
 
 /* The cgroups of this tick, in path order: those of a fresh selection (their records
@@ -842,9 +842,9 @@ static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, b
                         continue;
                 }
                 serve_meanwhile(m);
-                t0 = now_ns(CLOCK_MONOTONIC);
+                t0 = clock_now_ns(CLOCK_MONOTONIC);
                 r = read_cgroup(m, cg, now, reserved, scans, charged);
-                spent[g] += now_ns(CLOCK_MONOTONIC) - t0;
+                spent[g] += clock_now_ns(CLOCK_MONOTONIC) - t0;
                 read[g]++;
                 run_jobs_early(m, scans, now, charged);
         }
@@ -938,14 +938,14 @@ int manager_tick(struct manager *m) {
         struct cgroup_selection sel = {};
         struct scan_list scans = {};
         _cleanup_free_ uint64_t *reserved = NULL;
-        uint64_t now = now_ms(), t_start = now_ns(CLOCK_MONOTONIC), cpu_start = cost_thread_ns(), pump = m->pump_ns;
+        uint64_t now = clock_now_ms(), t_start = clock_now_ns(CLOCK_MONOTONIC), cpu_start = cost_thread_ns(), pump = m->pump_ns;
         uint64_t charged = 0;
         bool fresh;
         int r;
 
         m->tick++;
         if (!service_cpus_check(m)) {
-                m->last_tick_ns = now_ns(CLOCK_MONOTONIC) - t_start;
+                m->last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
                 return 0;
         }
         tick_prepare(m);
@@ -979,7 +979,7 @@ int manager_tick(struct manager *m) {
         if (m->tick % TRIM_EVERY_TICKS == 0)
                 (void) malloc_trim(0);
         tick_charge_rest(m, cpu_start, pump, charged);
-        m->last_tick_ns = now_ns(CLOCK_MONOTONIC) - t_start;
+        m->last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
         return r;
 }
 
@@ -991,7 +991,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
          * later, the first tick comes as soon as it is done (and the event loop is not
          * held meanwhile, as a walk of its own would hold it). */
         if (m->walker && walker_walks(m->walker) == 0) {
-                sd_event_source_set_time(s, (now_ms() + FIRST_WALK_POLL_MS) * 1000);
+                sd_event_source_set_time(s, (clock_now_ms() + FIRST_WALK_POLL_MS) * 1000);
                 sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
                 return 0;
         }
@@ -1004,7 +1004,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         cost_update_unattributed(m);
         /* The next tick, or earlier if a node-change event asked for a scan sooner. */
-        now = now_ms();
+        now = clock_now_ms();
         next = now + m->cfg.tick_ms;
         /* A due time already past (its process was not listed this tick) is not
          * waited for: that would spin. */
@@ -1029,13 +1029,13 @@ static void on_node_change(void *userdata, pid_t pid, int node) {
         m->node_events++;
         if (!p || !p->cg || p->cg->mode == CG_MODE_OFF || m->cfg.react_ms == 0)
                 return;
-        due = now_ms() + m->cfg.react_ms;
+        due = clock_now_ms() + m->cfg.react_ms;
         /* A react scan already pending has this move in its window. Otherwise the
          * window restarts even if a scan is due sooner: that scan would decide on
          * CPU time mostly from before the move, find no node above the hysteresis,
          * and the process would wait for the one after. Pending at most once, so a
          * process whose threads keep moving cannot postpone its scans forever. */
-        if (p->react_due_ms > now_ms())
+        if (p->react_due_ms > clock_now_ms())
                 return;
         p->react_due_ms = due;
         log_debug("cgroup=%s pid=%d: a thread now runs on node %d, deciding again in %" PRIu64 " ms", p->cg->path,
@@ -1067,7 +1067,7 @@ int manager_start(struct manager *m) {
         int r;
 
         /* What the start cost (the topology, loading BPF, ...): the daemon's own. */
-        m->startup_cpu_ns = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+        m->startup_cpu_ns = clock_now_ns(CLOCK_PROCESS_CPUTIME_ID);
         r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the tick timer: %m");
@@ -1115,8 +1115,8 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
         /* New thresholds apply to everyone at the next scan. */
         for (size_t i = 0; i < m->n_procs; i++) {
                 m->procs[i]->interval_ms = m->cfg.scan_min_ms;
-                if (m->procs[i]->next_scan_ms > now_ms() + m->cfg.scan_min_ms)
-                        m->procs[i]->next_scan_ms = now_ms() + m->cfg.scan_min_ms;
+                if (m->procs[i]->next_scan_ms > clock_now_ms() + m->cfg.scan_min_ms)
+                        m->procs[i]->next_scan_ms = clock_now_ms() + m->cfg.scan_min_ms;
         }
         log_info("Configuration reloaded");
         return 0;
@@ -1176,7 +1176,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
         m->invalid_count_log = LOG_RATELIMIT(60000, 1);
         m->event = sd_event_ref(e);
-        m->started_ms = now_ms();
+        m->started_ms = clock_now_ms();
         m->opts = *o;
         m->proc_root = strdup(o->proc_root ? o->proc_root : "/proc");
         m->sys_root = strdup(o->sys_root ? o->sys_root : "/sys");

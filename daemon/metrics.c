@@ -298,7 +298,7 @@ static void metrics_cgroup_costs(const struct mtable *t, FILE *f) {
  * did not opt in (by top-level cgroup; one whose path is not valid UTF-8 is left out
  * and counted as hidden: only root makes top-level cgroups), its start, the rest. */
 static size_t metrics_daemon_costs(const struct manager *m, FILE *f) {
-        uint64_t process = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+        uint64_t process = clock_now_ns(CLOCK_PROCESS_CPUTIME_ID);
         size_t hidden = 0;
 
         metric_head(f, "numabalanced_walk_cpu_seconds_total", "counter",

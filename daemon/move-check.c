@@ -180,7 +180,7 @@ static bool range_allowed(const struct check_run *run, const struct numa_maps *m
 /* Reads the process's policies (numa_maps) into *ret, and what that cost. */
 static int read_policies(struct check_job *cj, pid_t pid, struct numa_maps **ret) {
         _cleanup_free_ char *buf = NULL;
-        uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+        uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC);
         size_t len;
         int r;
 
@@ -189,7 +189,7 @@ static int read_policies(struct check_job *cj, pid_t pid, struct numa_maps **ret
                 r = numa_maps_parse(buf, len, ret);
         if (r < 0)
                 return r;
-        cj->policy_read_end_ns = now_ns(CLOCK_MONOTONIC);
+        cj->policy_read_end_ns = clock_now_ns(CLOCK_MONOTONIC);
         cj->policy_cost_ns = cj->policy_read_end_ns - t0;
         log_debug("pid=%d: policies read again: %zu VMA(s) in %" PRIu64 " us", (int) pid, (*ret)->n_vmas,
                   cj->policy_cost_ns / 1000);
@@ -207,7 +207,7 @@ static int check_policy(struct check_job *cj, struct check_state *st, const stru
         int r;
 
         if (cj->policy_read_end_ns &&
-            now_ns(CLOCK_MONOTONIC) - cj->policy_read_end_ns < MOVE_CHECK_POLICY_RATIO * cj->policy_cost_ns)
+            clock_now_ns(CLOCK_MONOTONIC) - cj->policy_read_end_ns < MOVE_CHECK_POLICY_RATIO * cj->policy_cost_ns)
                 return 0;
         r = read_policies(cj, job->pid, &maps);
         if (r < 0) {

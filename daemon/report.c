@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "build-config.h"
 #include "json.h"
 #include "kernel-balancing.h"
@@ -39,18 +40,6 @@ static const char *const source_names[] = {
         [CG_FROM_USER] = "user.numabalanced",
 };
 
-static uint64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
-static uint64_t process_cpu_ns(void) {
-        struct timespec ts;
-        if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
-                return 0;
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
 
 const char *report_stage_name(enum stage s) {
         return (unsigned) s < ELEMENTSOF(stage_names) ? stage_names[s] : "?";
@@ -192,7 +181,7 @@ static void status_counts(struct manager *m, uid_t uid, struct status_counts *c)
  * gets the whole only, and by stage what was charged to the cgroups it may see
  * (cost: status_counts). */
 static void put_cpu(struct json *j, const struct manager *m, uid_t uid, const uint64_t *cost) {
-        uint64_t process = process_cpu_ns(), charged = m->startup_cpu_ns, rest;
+        uint64_t process = clock_now_ns(CLOCK_PROCESS_CPUTIME_ID), charged = m->startup_cpu_ns, rest;
 
         if (uid != 0) {
                 json_object_begin(j);
@@ -214,7 +203,7 @@ static void put_cpu(struct json *j, const struct manager *m, uid_t uid, const ui
 }
 
 int report_status(struct manager *m, uid_t uid, FILE *f) {
-        uint64_t knb, now = mono_ms();
+        uint64_t knb, now = clock_now_ms();
         struct status_counts sc;
         char cpus[CPUMASK_STRMAX];
         int r;
@@ -555,7 +544,7 @@ static void put_cooldown(struct json *j, const struct manager *m, const struct p
 static int explain_watched(struct manager *m, const struct proc_rec *p, struct json *j) {
         _cleanup_free_ char *text = NULL;
         char mems[NODEMASK_STRMAX];
-        uint64_t now = mono_ms();
+        uint64_t now = clock_now_ms();
         const char *mode = proc_mode(m, p);
 
         json_key(j, "watched"); json_bool(j, true);

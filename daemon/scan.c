@@ -289,7 +289,7 @@ static int decide_pages(struct manager *m, struct proc_rec *p, const struct plan
         if (r < 0)
                 return r;
         {
-                uint32_t now_s = (uint32_t) (now_ms() / 1000);
+                uint32_t now_s = (uint32_t) (clock_now_ms() / 1000);
                 struct page_agg *kept = NULL;
 
                 /* Out of memory loses only the kept evidence. */
@@ -405,7 +405,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         struct proc_status status;
         struct plan_input in;
         struct plan_params pp = plan_params_of(m);
-        uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t1, t2;
+        uint64_t t0 = clock_now_ns(CLOCK_THREAD_CPUTIME_ID), t1, t2;
         bool changing, active;
         nb_nodemask cpu_nodes, busy_before = p->busy_nodes, busy;
         int r, primed;
@@ -423,7 +423,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         if (m->pages)
                 page_sampler_span(m->pages, p->pid, spans_nodes(m, cpu));
         if (scan_idle(m, p, primed, cpu, now)) {
-                charge(p, STAGE_READ, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
+                charge(p, STAGE_READ, clock_now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
                 return 0;
         }
         r = read_status(m, p, &status);
@@ -439,13 +439,13 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         cpu_nodes = sampled_scan_cpu_nodes(m, cpu);
         if (sampled_scan_unchanged(m, p, cpu_nodes, status.vm_rss_kb)) {
                 scan_sampled(m, p, now);
-                charge(p, STAGE_READ, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
+                charge(p, STAGE_READ, clock_now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
                 return 0;
         }
         r = read_process(m, p, &status, &rd);
         if (r < 0)
                 return r;
-        t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        t1 = clock_now_ns(CLOCK_THREAD_CPUTIME_ID);
 
         in = (struct plan_input) {
                 .maps = rd.maps,
@@ -466,7 +466,7 @@ int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *
         if (r < 0)
                 return r;
         changing = update_locality(m, p, rd.maps, cpu);
-        t2 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        t2 = clock_now_ns(CLOCK_THREAD_CPUTIME_ID);
         charge(p, STAGE_READ, t1 - t0);
         charge(p, STAGE_DECIDE, t2 - t1);
 

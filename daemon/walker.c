@@ -125,7 +125,7 @@ static void *walker_main(void *arg) {
                 struct walk_config c;
                 int r = config_copy(&c, w->cfg.root, w->cfg.rules, w->cfg.n_rules, w->cfg.interval_ms, generation);
 
-                uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+                uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC);
 
                 pthread_mutex_unlock(&w->lock);
                 if (r >= 0)
@@ -133,7 +133,7 @@ static void *walker_main(void *arg) {
                 config_release(&c);
                 pthread_mutex_lock(&w->lock);
                 publish(w, r, &sel, w->cfg.root, generation);
-                pause_between_walks(w, generation, (now_ns(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC);
+                pause_between_walks(w, generation, (clock_now_ns(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC);
         }
         pthread_mutex_unlock(&w->lock);
         return NULL;

@@ -91,7 +91,7 @@ static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {
         uint64_t wait;
 
         pthread_mutex_lock(&m->tb_lock);
-        wait = token_bucket_take_busy(&m->tb, bytes, busy_since, now_ns(CLOCK_MONOTONIC));
+        wait = token_bucket_take_busy(&m->tb, bytes, busy_since, clock_now_ns(CLOCK_MONOTONIC));
         pthread_mutex_unlock(&m->tb_lock);
         return throttle_sleep(m, wait);
 }
@@ -102,7 +102,7 @@ static int migrator_call_gate(void *ctx) {
         uint64_t wait;
 
         pthread_mutex_lock(&m->tb_lock);
-        wait = token_bucket_take(&m->calls, 1, now_ns(CLOCK_MONOTONIC));
+        wait = token_bucket_take(&m->calls, 1, clock_now_ns(CLOCK_MONOTONIC));
         pthread_mutex_unlock(&m->tb_lock);
         return throttle_sleep(m, wait);
 }
@@ -129,7 +129,7 @@ static void *worker_main(void *arg) {
                 /* A run cut by its budget may have left a debt in the bucket: paid
                  * before the next batch of anyone, or every cut would let a batch
                  * through unpaid. Cancelled meanwhile, the job stops at once. */
-                (void) migrator_throttle(m, 0, now_ns(CLOCK_MONOTONIC));
+                (void) migrator_throttle(m, 0, clock_now_ns(CLOCK_MONOTONIC));
                 job->call_gate = migrator_call_gate;
                 job->call_gate_ctx = m;
                 (void) migrate_job_execute(job, batch, &m->run_cancel, migrator_throttle, m);
@@ -217,9 +217,9 @@ int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint6
         pthread_mutex_init(&m->tb_lock, NULL);
         pthread_cond_init(&m->work_cond, NULL);
         pthread_cond_init(&m->done_cond, NULL);
-        token_bucket_init(&m->tb, rate_bytes(rate_limit_mb_s), now_ns(CLOCK_MONOTONIC));
+        token_bucket_init(&m->tb, rate_bytes(rate_limit_mb_s), clock_now_ns(CLOCK_MONOTONIC));
         m->batch_pages = call_pages(batch_pages, m->tb.burst_bytes);
-        token_bucket_init(&m->calls, 0, now_ns(CLOCK_MONOTONIC));
+        token_bucket_init(&m->calls, 0, clock_now_ns(CLOCK_MONOTONIC));
 
         /* Workers inherit this mask: signals are the main thread's business. */
         sigfillset(&all);
@@ -244,7 +244,7 @@ void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t 
         uint64_t burst;
 
         pthread_mutex_lock(&m->tb_lock);
-        token_bucket_set_rate(&m->tb, rate_bytes(rate_limit_mb_s), now_ns(CLOCK_MONOTONIC));
+        token_bucket_set_rate(&m->tb, rate_bytes(rate_limit_mb_s), clock_now_ns(CLOCK_MONOTONIC));
         burst = m->tb.burst_bytes;
         pthread_mutex_unlock(&m->tb_lock);
         pthread_mutex_lock(&m->lock);
@@ -254,13 +254,13 @@ void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t 
 
 void migrator_set_call_rate(struct migrator *m, uint64_t calls_per_s) {
         pthread_mutex_lock(&m->tb_lock);
-        token_bucket_set_rate(&m->calls, calls_per_s, now_ns(CLOCK_MONOTONIC));
+        token_bucket_set_rate(&m->calls, calls_per_s, clock_now_ns(CLOCK_MONOTONIC));
         pthread_mutex_unlock(&m->tb_lock);
 }
 
 /* Called with m->lock held: ends the run under way once it has lasted its budget. */
 static void check_budget(struct migrator *m) {
-        uint64_t elapsed = now_ns(CLOCK_MONOTONIC) - m->run_start_ns;
+        uint64_t elapsed = clock_now_ns(CLOCK_MONOTONIC) - m->run_start_ns;
 
         if (m->run_budget_ns == 0 || elapsed < m->run_budget_ns || __atomic_load_n(&m->run_cancel, __ATOMIC_RELAXED))
                 return;
@@ -317,7 +317,7 @@ int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs) {
         m->n_jobs = n_jobs;
         m->n_done = 0;
         m->first_pending = 0;
-        m->run_start_ns = now_ns(CLOCK_MONOTONIC);
+        m->run_start_ns = clock_now_ns(CLOCK_MONOTONIC);
         /* A budget cut ends with its run; a cancel for good does not. */
         __atomic_store_n(&m->run_cancel, __atomic_load_n(&m->cancel, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
         pthread_cond_broadcast(&m->work_cond);
@@ -341,7 +341,7 @@ void migrator_set_run_budget(struct migrator *m, uint64_t budget_ns) {
 
 uint64_t migrator_run_elapsed_ns(const struct migrator *m) {
         /* Written by migrator_run() on this very thread: no lock needed. */
-        return m && m->run_start_ns ? now_ns(CLOCK_MONOTONIC) - m->run_start_ns : 0;
+        return m && m->run_start_ns ? clock_now_ns(CLOCK_MONOTONIC) - m->run_start_ns : 0;
 }
 
 uint64_t migrator_runs_cut(const struct migrator *m) {

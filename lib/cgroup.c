@@ -12,6 +12,7 @@
 #include <linux/limits.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "log.h"
@@ -163,13 +164,6 @@ struct inherited {
 
 /* ---- the walk's CPU time ----------------------------------------------------- */
 
-static uint64_t thread_cpu_ns(void) {
-        struct timespec ts;
-
-        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-                return 0;
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 /* No account: the time goes to the next one. */
 #define NO_ACCOUNT LONG_MIN
@@ -185,7 +179,7 @@ static void walk_charge_to(struct walk *w, long account) {
                 w->account = account;
                 return;
         }
-        now = thread_cpu_ns();
+        now = clock_now_ns(CLOCK_THREAD_CPUTIME_ID);
         if (w->account >= 0)
                 w->sel.entries[w->account].walk_ns += now - w->clock;
         else
@@ -658,7 +652,7 @@ int cgroup_select(const char *root, const struct cgroup_rule *rules, size_t n_ru
 int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t n_rules, size_t max_cgroups,
                       struct cgroup_selection *ret) {
         _cleanup_close_ int fd = -1;
-        struct walk w = { .rules = rules, .n_rules = n_rules, .account = NO_ACCOUNT, .clock = thread_cpu_ns() };
+        struct walk w = { .rules = rules, .n_rules = n_rules, .account = NO_ACCOUNT, .clock = clock_now_ns(CLOCK_THREAD_CPUTIME_ID) };
         struct stat st;
         size_t used;
         int r;

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "split-workload.h"
 
 struct part {
@@ -28,12 +29,6 @@ struct split_workload {
         struct part parts[SPLIT_THREADS_MAX];
 };
 
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
 
 static void *reader(void *arg) {
         struct part *p = arg;
@@ -47,7 +42,7 @@ static void *reader(void *arg) {
         }
         atomic_store(&p->tid, (int) syscall(SYS_gettid));
         while (!atomic_load_explicit(p->stop, memory_order_relaxed)) {
-                uint64_t t0 = now_ns(), dt;
+                uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC), dt;
 
                 for (int i = 0; i < 4096; i++) {
                         x ^= x << 13;
@@ -56,7 +51,7 @@ static void *reader(void *arg) {
                         sum += p->base[x % p->words];
                 }
                 /* A batch takes a fraction of a millisecond: longer, something stalled it. */
-                dt = now_ns() - t0;
+                dt = clock_now_ns(CLOCK_MONOTONIC) - t0;
                 if (dt >= 1000000)
                         atomic_fetch_add_explicit(&p->slow[0], 1, memory_order_relaxed);
                 if (dt >= 4000000)

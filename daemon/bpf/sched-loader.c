@@ -13,6 +13,7 @@
 #include <linux/types.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "clock.h"
 #include "cleanup.h"
 #include "log.h"
 #include "sched.h"
@@ -82,7 +83,6 @@ static int read_counter(struct bpf_source *b, __u32 tgid, unsigned node, uint64_
  * the running part, a thread alone on its CPU (pinned, never preempted) would show no
  * CPU time at all until it blocked. */
 static int read_counters(struct bpf_source *b, __u32 tgid, uint64_t *ret_by_index) {
-        struct timespec ts;
         uint64_t now;
         __u32 zero = 0;
 
@@ -92,8 +92,7 @@ static int read_counters(struct bpf_source *b, __u32 tgid, uint64_t *ret_by_inde
                         return r;
         }
         /* bpf_ktime_get_ns() is CLOCK_MONOTONIC. */
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+        now = clock_now_ns(CLOCK_MONOTONIC);
         if (bpf_map_lookup_elem(b->fd_start, &zero, b->starts) < 0)
                 return 0; /* the running slices are a refinement: count them next time */
         for (unsigned c = 0; c < b->n_cpus; c++) {

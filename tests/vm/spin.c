@@ -19,7 +19,7 @@
 
 static pthread_barrier_t pinned;
 
-static uint64_t now_ns(void) {
+static uint64_t clock_now_ns(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
@@ -35,8 +35,8 @@ static void *spinner(void *arg) {
         }
         pthread_barrier_wait(&pinned);
         for (;;) {
-                uint64_t until = now_ns() + 5000000;
-                while (now_ns() < until)
+                uint64_t until = clock_now_ns() + 5000000;
+                while (clock_now_ns() < until)
                         x++;
                 usleep(1000);
         }
