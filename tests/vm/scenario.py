@@ -37,6 +37,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 SCENARIO_DIR = os.path.join(HERE, "scenarios")
 sys.path.insert(0, os.path.dirname(HERE))
 import nbtest  # noqa: E402
+# What a scenario runs as another user (uid 1000, nobody) runs from a copy outside the
+# checkout: tests/vm/anyuser.py says why.
+from anyuser import copy_for_any_user  # noqa: E402,F401
 
 CG = "/sys/fs/cgroup"
 

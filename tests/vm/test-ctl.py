@@ -38,8 +38,9 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
 def ctl(env, *args, user=None):
-    cmd = [env.ctl, "--socket", SOCK, *args]
-    return subprocess.run((NOBODY if user else []) + cmd, capture_output=True, text=True, timeout=60)
+    # As nobody: from a copy it can reach, not from the build directory (anyuser.py).
+    cmd = NOBODY + [scenario.copy_for_any_user(env.ctl)] if user else [env.ctl]
+    return subprocess.run(cmd + ["--socket", SOCK, *args], capture_output=True, text=True, timeout=60)
 
 
 def ctl_json(env, *args, user=None, rc=0):

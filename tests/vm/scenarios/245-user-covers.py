@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from scenario import check, fail, sh, sysctl_numa_balancing, wait_local
+from scenario import check, copy_for_any_user, fail, sh, sysctl_numa_balancing, wait_local
 
 USER = 1000
 AS_USER = ["setpriv", f"--reuid={USER}", f"--regid={USER}", "--clear-groups"]
@@ -22,14 +22,15 @@ AS_USER = ["setpriv", f"--reuid={USER}", f"--regid={USER}", "--clear-groups"]
 
 def start(env, cgroup, size_mb, ready, prefix=(), ids=None):
     """The workload in cgroup (64 MiB on node 0, threads on node 1), started through
-    prefix (setpriv) or with setresuid(ids) before the exec."""
+    prefix (setpriv) or with setresuid(ids) before the exec; the three from the same
+    copy every user can reach (copy_for_any_user), not from the build directory."""
     def enter():
         with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
         if ids:
             os.setresuid(*ids)
 
-    p = subprocess.Popen([*prefix, env.workload, str(size_mb), "0", "1", "default", "1", ready],
+    p = subprocess.Popen([*prefix, copy_for_any_user(env.workload), str(size_mb), "0", "1", "default", "1", ready],
                          preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     env.procs.append(p)
     deadline = time.time() + 120
@@ -44,7 +45,7 @@ def start(env, cgroup, size_mb, ready, prefix=(), ids=None):
 
 
 def ctl_json(env, *args, user=False):
-    r = sh(*(AS_USER if user else []), env.ctl, "--json", *args, check_rc=False)
+    r = sh(*(AS_USER + [copy_for_any_user(env.ctl)] if user else [env.ctl]), "--json", *args, check_rc=False)
     try:
         return json.loads(r.stdout)
     except ValueError:

@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 
-from scenario import CG, check, fail, sh, sysctl_numa_balancing, wait_local
+from scenario import CG, check, copy_for_any_user, fail, sh, sysctl_numa_balancing, wait_local
 
 TENANT_UID = 1000
 GROUPS, PER_GROUP = 100, 200          # 20,000 cgroups
@@ -294,12 +294,15 @@ def run(env, res):
         def enter():
             with open(os.path.join(tenant_root, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
+        # The tenant (uid 1000) runs sleepers itself: from a copy it can reach, not from
+        # the build directory (whose parents may be closed to it).
+        sleepers = copy_for_any_user(os.path.join(env.build, "tests", "vm", "sleepers"))
         t0 = time.time()
         # Its memory on node 0: root's workload moves to node 1, which the tenant's
         # processes must not have filled (they are not what is measured).
         tenant = subprocess.Popen(["setpriv", f"--reuid={TENANT_UID}", f"--regid={TENANT_UID}", "--clear-groups",
                                    "numactl", "--membind=0", "/usr/bin/python3", "-c", TENANT, tenant_root, sock, str(GROUPS), str(PER_GROUP),
-                                   str(PROCS), os.path.join(env.build, "tests", "vm", "sleepers")],
+                                   str(PROCS), sleepers],
                                   preexec_fn=enter, cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True)
         line = tenant.stdout.readline().split()
