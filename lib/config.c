@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The configuration file: one table (conf_keys[] below) says, for every key, its
  * section, how its value is parsed, the accepted range, where it goes in struct
- * nb_config, its default and what it is for. Everything else here is driven by it:
- * the defaults, the parsing, the error messages and config_keys().
+ * nb_config and how it is held there, its default and what it is for. Everything
+ * else here is driven by it: the defaults, the parsing, the error messages, the
+ * copy, the release and config_keys().
  *
- * iniparser reads the file, but it does not say on which line anything was, it
- * accepts any section and key, and a second "key =" silently replaces the first. So
- * the text is also scanned here (scan_text), with iniparser's own rules for comments,
- * sections, "key = value" and backslash continuations: the scan finds the line of
- * every section and key, the unknown ones, the duplicates and the lines iniparser
- * would reject; the values themselves come from iniparser (iniparser_getstring) and
- * are parsed by the checked helpers of parse.h, never by iniparser_getint/getboolean,
- * which turn "12abc" into 12 and "yesterday" into true. */
+ * The file is opened and read once, and that one text is scanned once (struct
+ * config_lines): the lines of iniparser 4.1's format (comments, sections,
+ * "key = value", backslash continuations, and the values as iniparser_load() would
+ * store them, with its own sscanf() patterns) are split here, with the line of
+ * every section and key, so that the unknown ones, the duplicates and the lines
+ * iniparser would reject are reported where they are. (It used to be read twice:
+ * scanned here for the lines, then by iniparser_load(), which takes only a path in
+ * 4.1; a file replaced in between gave one file's lines and the other's values.)
+ * The values are parsed by the checked helpers of parse.h, never by iniparser's
+ * getint/getboolean, which turn "12abc" into 12 and "yesterday" into true. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,16 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <iniparser.h>
 #include "config.h"
 #include "log.h"
 #include "parse.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(dictionary *, iniparser_freedict);
-#define _cleanup_dict_ _cleanup_(iniparser_freedictp)
-
-/* iniparser 4.1 reads lines into a 1024-byte buffer and gives up on the whole file
- * beyond that; refusing earlier, with a line number, is kinder. */
+/* The longest logical line (continuations joined): iniparser 4.1 reads lines into a
+ * 1024-byte buffer and gives up on the whole file beyond that, so a longer line is
+ * refused here too, with its line number. */
 #define CONF_LINE_MAX 1000
 #define CONF_FILE_MAX (1024 * 1024)
 #define STRINGIFY_(x) #x
@@ -43,13 +43,13 @@ typedef int (*conf_parse_fn)(const struct conf_key *k, const char *value, void *
                              char *problem, size_t size);
 /* Writes the accepted values, for "(accepted: ...)". */
 typedef void (*conf_accepted_fn)(const struct conf_key *k, char *buf, size_t size);
-/* Releases what the parser allocated in field. */
-typedef void (*conf_free_fn)(void *field);
 
 struct conf_type {
         conf_parse_fn parse;
         conf_accepted_fn accepted;
-        conf_free_fn free;
+        /* What the parser leaves in the field: the storage alone decides how the
+         * field is released (config_done) and copied (config_copy). */
+        enum config_storage storage;
 };
 
 struct conf_enum {
@@ -412,22 +412,15 @@ static void accepted_cgroups(const struct conf_key *k, char *buf, size_t size) {
         snprintf(buf, size, "/PATH=balance|advise|off, separated by spaces or commas; PATH without . or .. components");
 }
 
-static void free_cgroups(void *field) {
-        struct nb_config *cfg = (struct nb_config *) ((char *) field - offsetof(struct nb_config, cgroups));
-        rules_free(cfg->cgroups, cfg->n_cgroups);
-        cfg->cgroups = NULL;
-        cfg->n_cgroups = 0;
-}
-
-static const struct conf_type type_u64 = { parse_u64_field, accepted_range, NULL };
-static const struct conf_type type_uint = { parse_uint_field, accepted_range, NULL };
-static const struct conf_type type_size_kb = { parse_size_kb_field, accepted_size, NULL };
-static const struct conf_type type_bool = { parse_bool_field, accepted_bool, NULL };
-static const struct conf_type type_enum = { parse_enum_field, accepted_enum, NULL };
-static const struct conf_type type_cpus = { parse_cpus_field, accepted_cpus, NULL };
-static const struct conf_type type_path = { parse_path_field, accepted_path, free_string };
-static const struct conf_type type_group = { parse_group_field, accepted_group, free_string };
-static const struct conf_type type_cgroups = { parse_cgroups_field, accepted_cgroups, free_cgroups };
+static const struct conf_type type_u64 = { parse_u64_field, accepted_range, CONFIG_STORAGE_INLINE };
+static const struct conf_type type_uint = { parse_uint_field, accepted_range, CONFIG_STORAGE_INLINE };
+static const struct conf_type type_size_kb = { parse_size_kb_field, accepted_size, CONFIG_STORAGE_INLINE };
+static const struct conf_type type_bool = { parse_bool_field, accepted_bool, CONFIG_STORAGE_INLINE };
+static const struct conf_type type_enum = { parse_enum_field, accepted_enum, CONFIG_STORAGE_INLINE };
+static const struct conf_type type_cpus = { parse_cpus_field, accepted_cpus, CONFIG_STORAGE_INLINE };
+static const struct conf_type type_path = { parse_path_field, accepted_path, CONFIG_STORAGE_STRING };
+static const struct conf_type type_group = { parse_group_field, accepted_group, CONFIG_STORAGE_STRING };
+static const struct conf_type type_cgroups = { parse_cgroups_field, accepted_cgroups, CONFIG_STORAGE_CGROUPS };
 
 /* ---- the table -------------------------------------------------------------- */
 
@@ -533,6 +526,18 @@ const char *const *config_keys(void) {
         return names;
 }
 
+int config_key_storage(const char *name, enum config_storage *ret_storage, size_t *ret_offset) {
+        for (size_t i = 0; name && i < ELEMENTSOF(conf_keys); i++)
+                if (strcmp(conf_keys[i].name, name) == 0) {
+                        if (ret_storage)
+                                *ret_storage = conf_keys[i].type->storage;
+                        if (ret_offset)
+                                *ret_offset = conf_keys[i].offset;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
 static const struct conf_key *key_find(const char *section, const char *key) {
         for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
                 if (strcmp(conf_keys[i].section, section) == 0 && strcmp(conf_keys[i].key, key) == 0)
@@ -547,14 +552,93 @@ static bool section_known(const char *section) {
         return false;
 }
 
-/* ---- defaults and release --------------------------------------------------- */
+/* ---- defaults, release and copy --------------------------------------------- */
+
+/* Releases what the field of k holds in cfg, and leaves it empty. */
+static void field_free(const struct conf_key *k, struct nb_config *cfg) {
+        switch (k->type->storage) {
+        case CONFIG_STORAGE_INLINE:
+                break;
+        case CONFIG_STORAGE_STRING:
+                free_string((char *) cfg + k->offset);
+                break;
+        case CONFIG_STORAGE_CGROUPS:
+                rules_free(cfg->cgroups, cfg->n_cgroups);
+                cfg->cgroups = NULL;
+                cfg->n_cgroups = 0;
+                break;
+        }
+}
+
+/* Makes the field of k in dst, a byte copy of src, a copy of its own. On failure
+ * the field still points into src. */
+static int field_copy(const struct conf_key *k, struct nb_config *dst, const struct nb_config *src) {
+        switch (k->type->storage) {
+        case CONFIG_STORAGE_INLINE:
+                return 0;
+        case CONFIG_STORAGE_STRING: {
+                const char *s = *(char *const *) ((const char *) src + k->offset);
+                char *copy = NULL;
+
+                /* NULL only after config_defaults() ran out of memory, or in a config
+                 * made by hand: a path that may not be empty (cgroup_root) gets its
+                 * default, as the daemon's own copy always did; the others stay NULL. */
+                if (!s && k->min)
+                        s = k->def;
+                if (s && !(copy = strdup(s)))
+                        return -ENOMEM;
+                *(char **) ((char *) dst + k->offset) = copy;
+                return 0;
+        }
+        case CONFIG_STORAGE_CGROUPS: {
+                struct cgroup_rule *rules = NULL;
+                size_t n = 0;
+
+                if (src->n_cgroups && !(rules = calloc(src->n_cgroups, sizeof(*rules))))
+                        return -ENOMEM;
+                for (; n < src->n_cgroups; n++) {
+                        rules[n].mode = src->cgroups[n].mode;
+                        if (src->cgroups[n].path && !(rules[n].path = strdup(src->cgroups[n].path))) {
+                                rules_free(rules, n);
+                                return -ENOMEM;
+                        }
+                }
+                dst->cgroups = rules;
+                dst->n_cgroups = n;
+                return 0;
+        }
+        }
+        return -EINVAL;
+}
 
 void config_done(struct nb_config *cfg) {
         if (!cfg)
                 return;
         for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
-                if (conf_keys[i].type->free)
-                        conf_keys[i].type->free((char *) cfg + conf_keys[i].offset);
+                field_free(&conf_keys[i], cfg);
+}
+
+int config_copy(struct nb_config *dst, const struct nb_config *src) {
+        struct nb_config c;
+        size_t i;
+        int r = 0;
+
+        /* Bytes first (every inline value, padding included), then each owned field
+         * replaced by a copy, in table order. */
+        memcpy(&c, src, sizeof(c));
+        for (i = 0; i < ELEMENTSOF(conf_keys); i++) {
+                r = field_copy(&conf_keys[i], &c, src);
+                if (r < 0)
+                        break;
+        }
+        if (r < 0) {
+                /* The fields before i are c's own; the others still point into src. */
+                while (i-- > 0)
+                        field_free(&conf_keys[i], &c);
+                return r;
+        }
+        memcpy(dst, &c, sizeof(c));
+        return 0;
 }
 
 static int config_defaults_full(struct nb_config *cfg) {
@@ -610,28 +694,33 @@ static int errors_add(struct config_errors *e, const char *fmt, ...) {
         return 0;
 }
 
-/* ---- the scan --------------------------------------------------------------- */
+/* ---- the lines of the file --------------------------------------------------- */
 
-struct scan_entry {
+/* A section header, a key with its value, or a line iniparser would reject. */
+struct config_line {
         char *section;          /* lower case, as iniparser stores it */
         char *key;              /* NULL: a section header (or a syntax error) */
+        char *value;            /* of a key: as iniparser_load() would store it; NULL: the
+                                 * key is on the last line, which ends in a '\' */
         char *error;            /* a line iniparser would reject: what is wrong with it */
         unsigned line;          /* first line of the entry */
 };
 
-struct scan {
-        struct scan_entry *entries;
+/* The file's entries, in its order. */
+struct config_lines {
+        struct config_line *v;
         size_t n;
-        bool syntax_errors;
 };
 
-static void scan_done(struct scan *s) {
+static void config_lines_done(struct config_lines *s) {
         for (size_t i = 0; i < s->n; i++) {
-                free(s->entries[i].section);
-                free(s->entries[i].key);
-                free(s->entries[i].error);
+                free(s->v[i].section);
+                free(s->v[i].key);
+                free(s->v[i].value);
+                free(s->v[i].error);
         }
-        free(s->entries);
+        free(s->v);
+        *s = (struct config_lines) {};
 }
 
 static char *strip_lower(const char *s, size_t len) {
@@ -647,38 +736,78 @@ static char *strip_lower(const char *s, size_t len) {
         return r;
 }
 
-/* Takes key and error (either may be NULL) in all cases. */
-static int scan_add(struct scan *s, const char *section, char *key, char *error, unsigned line) {
-        struct scan_entry *ne = realloc(s->entries, (s->n + 1) * sizeof(*ne));
+/* Takes key, value and error (any may be NULL) in all cases. */
+static int config_lines_add(struct config_lines *s, const char *section, char *key, char *value, char *error,
+                            unsigned line) {
+        struct config_line *nv = realloc(s->v, (s->n + 1) * sizeof(*nv));
         char *sec = strdup(section);
 
-        if (ne)
-                s->entries = ne;
-        if (!ne || !sec) {
+        if (nv)
+                s->v = nv;
+        if (!nv || !sec) {
                 free(sec);
                 free(key);
+                free(value);
                 free(error);
                 return -ENOMEM;
         }
-        s->entries[s->n++] = (struct scan_entry) { sec, key, error, line };
-        if (error)
-                s->syntax_errors = true;
+        s->v[s->n++] = (struct config_line) { sec, key, value, error, line };
         return 0;
 }
 
-static int scan_error(struct scan *s, unsigned line, const char *msg) {
+static int config_lines_error(struct config_lines *s, unsigned line, const char *msg) {
         char *m = strdup(msg);
         if (!m)
                 return -ENOMEM;
-        return scan_add(s, "", NULL, m, line);
+        return config_lines_add(s, "", NULL, NULL, m, line);
+}
+
+#define CONF_LINE_WIDTH STRINGIFY(CONF_LINE_MAX)
+
+/* The value of "key = value" (b: a logical line of at most CONF_LINE_MAX bytes, not
+ * starting with a blank, with a key before its first '=') as iniparser 4.1's
+ * iniparser_line() reads it, with its very sscanf() patterns (the widths never cut a
+ * line this short): a value in "..." or '...' is what is between the quotes, blanks
+ * included, and what follows the closing quote is ignored; otherwise the value ends
+ * at the first ';' or '#', without the blanks around it, and "" or '' is empty;
+ * "key =", "key = ;..." and "key = #..." are empty. Returns the value (NULL: out of
+ * memory) in *ret, or -EINVAL where iniparser would see a syntax error. */
+static int config_lines_value(const char *b, char **ret) {
+        char key[CONF_LINE_MAX + 1], value[CONF_LINE_MAX + 1];
+
+        if (sscanf(b, "%" CONF_LINE_WIDTH "[^=] = \"%" CONF_LINE_WIDTH "[^\"]\"", key, value) == 2 ||
+            sscanf(b, "%" CONF_LINE_WIDTH "[^=] = '%" CONF_LINE_WIDTH "[^']'", key, value) == 2) {
+                /* Quoted: kept as it is. */
+        } else if (sscanf(b, "%" CONF_LINE_WIDTH "[^=] = %" CONF_LINE_WIDTH "[^;#]", key, value) == 2) {
+                size_t start = 0, len = strlen(value);
+
+                while (len && isspace((unsigned char) value[len - 1]))
+                        len--;
+                while (start < len && isspace((unsigned char) value[start]))
+                        start++;
+                memmove(value, value + start, len - start);
+                value[len - start] = 0;
+                if (strcmp(value, "\"\"") == 0 || strcmp(value, "''") == 0)
+                        value[0] = 0;
+        } else if (sscanf(b, "%" CONF_LINE_WIDTH "[^=] = %" CONF_LINE_WIDTH "[;#]", key, value) == 2 ||
+                   sscanf(b, "%" CONF_LINE_WIDTH "[^=] %" CONF_LINE_WIDTH "[=]", key, value) == 2) {
+                value[0] = 0;
+        } else
+                return -EINVAL;
+        *ret = strdup(value);
+        return *ret ? 0 : -ENOMEM;
 }
 
 /* One logical line (continuations joined, trailing blanks dropped), b[0..blen)
  * with a NUL after it: blank, a comment, a section header (which becomes
- * *section), "key = value", or a line iniparser would reject. */
-static int scan_logical(struct scan *s, char **section, const char *b, size_t blen, unsigned first) {
+ * *section), "key = value", or a line iniparser would reject. unfinished: the last
+ * line of the file, ending in a '\' (which is still in b), which iniparser drops:
+ * a key there has no value. */
+static int config_lines_logical(struct config_lines *s, char **section, const char *b, size_t blen,
+                                unsigned first, bool unfinished) {
         const char *eq;
-        char *key;
+        char *key, *value = NULL;
+        int r;
 
         while (*b && isspace((unsigned char) *b))
                 b++, blen--;
@@ -690,26 +819,32 @@ static int scan_logical(struct scan *s, char **section, const char *b, size_t bl
                         return -ENOMEM;
                 free(*section);
                 *section = name;
-                return scan_add(s, *section, NULL, NULL, first);
+                return config_lines_add(s, *section, NULL, NULL, NULL, first);
         }
         eq = strchr(b, '=');
         if (!eq)
-                return scan_error(s, first, "syntax error (accepted: [section], key = value, or a comment starting with # or ;)");
+                return config_lines_error(s, first, "syntax error (accepted: [section], key = value, or a comment starting with # or ;)");
         key = strip_lower(b, (size_t) (eq - b));
         if (!key)
                 return -ENOMEM;
         if (!*key) {
                 free(key);
-                return scan_error(s, first, "syntax error: no key before '=' (accepted: key = value)");
+                return config_lines_error(s, first, "syntax error: no key before '=' (accepted: key = value)");
         }
-        return scan_add(s, *section, key, NULL, first);
+        r = unfinished ? 0 : config_lines_value(b, &value);
+        if (r < 0) {
+                free(key);
+                return r == -ENOMEM ? r :
+                        config_lines_error(s, first, "syntax error (accepted: [section], key = value, or a comment starting with # or ;)");
+        }
+        return config_lines_add(s, *section, key, value, NULL, first);
 }
 
 /* Splits text into logical lines the way iniparser 4.1 does (trailing whitespace
  * dropped; a line ending in '\' continues on the next one, even a comment line) and
- * records every section header and key with its line, and the lines iniparser would
- * reject. */
-static int scan_text(const char *text, size_t text_len, struct scan *s) {
+ * records every section header and key, with its line and value, and the lines
+ * iniparser would reject. */
+static int config_lines_scan(const char *text, size_t text_len, struct config_lines *s) {
         _cleanup_free_ char *section = strdup("");
         _cleanup_free_ char *logical = malloc(CONF_LINE_MAX + 2);
         const char *p = text, *end = text + text_len;
@@ -724,6 +859,7 @@ static int scan_text(const char *text, size_t text_len, struct scan *s) {
                 const char *eol = memchr(p, '\n', (size_t) (end - p));
                 size_t len = eol ? (size_t) (eol - p) : (size_t) (end - p);
                 const char *line = p;
+                bool continued;
 
                 p = eol ? eol + 1 : end;
                 lineno++;
@@ -733,14 +869,14 @@ static int scan_text(const char *text, size_t text_len, struct scan *s) {
                 while (len && isspace((unsigned char) line[len - 1]))
                         len--;
                 if (memchr(line, 0, len)) {
-                        r = scan_error(s, lineno, "a NUL byte (accepted: text)");
+                        r = config_lines_error(s, lineno, "a NUL byte (accepted: text)");
                         if (r < 0)
                                 return r;
                         llen = 0;
                         continue;
                 }
                 if (llen + len > CONF_LINE_MAX) {
-                        r = scan_error(s, first, "line too long (accepted: at most " STRINGIFY(CONF_LINE_MAX) " characters)");
+                        r = config_lines_error(s, first, "line too long (accepted: at most " STRINGIFY(CONF_LINE_MAX) " characters)");
                         if (r < 0)
                                 return r;
                         llen = 0;
@@ -748,12 +884,13 @@ static int scan_text(const char *text, size_t text_len, struct scan *s) {
                 }
                 memcpy(logical + llen, line, len);
                 llen += len;
-                if (len && line[len - 1] == '\\' && p < end) {
+                continued = len && line[len - 1] == '\\';
+                if (continued && p < end) {
                         llen--;         /* the backslash goes, the next line is appended */
                         continue;
                 }
                 logical[llen] = 0;
-                r = scan_logical(s, &section, logical, llen, first);
+                r = config_lines_logical(s, &section, logical, llen, first, continued);
                 if (r < 0)
                         return r;
                 llen = 0;
@@ -761,40 +898,22 @@ static int scan_text(const char *text, size_t text_len, struct scan *s) {
         return 0;
 }
 
-static const struct scan_entry *scan_find(const struct scan *s, const char *section, const char *key) {
+static const struct config_line *config_lines_find(const struct config_lines *s, const char *section, const char *key) {
         for (size_t i = 0; i < s->n; i++)
-                if (s->entries[i].key && strcmp(s->entries[i].section, section) == 0 &&
-                    strcmp(s->entries[i].key, key) == 0)
-                        return &s->entries[i];
+                if (s->v[i].key && strcmp(s->v[i].section, section) == 0 && strcmp(s->v[i].key, key) == 0)
+                        return &s->v[i];
         return NULL;
 }
 
-static bool scan_duplicated(const struct scan *s, const struct scan_entry *e) {
+static bool config_lines_duplicated(const struct config_lines *s, const struct config_line *e) {
         for (size_t i = 0; i < s->n; i++)
-                if (&s->entries[i] != e && s->entries[i].key && strcmp(s->entries[i].section, e->section) == 0 &&
-                    strcmp(s->entries[i].key, e->key) == 0)
+                if (&s->v[i] != e && s->v[i].key && strcmp(s->v[i].section, e->section) == 0 &&
+                    strcmp(s->v[i].key, e->key) == 0)
                         return true;
         return false;
 }
 
 /* ---- loading ---------------------------------------------------------------- */
-
-/* iniparser reports through a printf-like callback; keep the last message for an
- * error line, rather than letting the library print to stderr on its own. */
-static char iniparser_msg[512];
-static int iniparser_errback(const char *fmt, ...) _printf_(1, 2);
-static int iniparser_errback(const char *fmt, ...) {
-        va_list ap;
-        int n;
-
-        va_start(ap, fmt);
-        n = vsnprintf(iniparser_msg, sizeof(iniparser_msg), fmt, ap);
-        va_end(ap);
-        for (char *c = iniparser_msg; *c; c++)
-                if (*c == '\n')
-                        *c = ' ';
-        return n;
-}
 
 static void accepted_sections(char *buf, size_t size) {
         size_t o = 0;
@@ -821,14 +940,13 @@ static void accepted_keys(const char *section, char *buf, size_t size) {
         }
 }
 
-/* One entry of the scan: its structure (known section and key, not a duplicate),
- * then its value as iniparser read it (d is NULL when iniparser refused the file). */
-static int check_entry(const char *path, const struct scan *s, const struct scan_entry *e,
-                       dictionary *d, struct nb_config *c, struct config_errors *errs) {
-        char accepted[1024], full[256], problem[512];
+/* One entry of the file: its structure (known section and key, not a duplicate),
+ * then its value. */
+static int config_line_check(const char *path, const struct config_lines *s, const struct config_line *e,
+                             struct nb_config *c, struct config_errors *errs) {
+        char accepted[1024], problem[512];
         const struct conf_key *k;
-        const struct scan_entry *f;
-        const char *value;
+        const struct config_line *f;
         int r;
 
         if (e->error)
@@ -853,20 +971,20 @@ static int check_entry(const char *path, const struct scan *s, const struct scan
                 return errors_add(errs, "%s:%u: [%s] %s: unknown key (accepted: %s)",
                                   path, e->line, e->section, e->key, accepted);
         }
-        f = scan_find(s, e->section, e->key);
+        f = config_lines_find(s, e->section, e->key);
         if (f != e)
                 return errors_add(errs, "%s:%u: [%s] %s: duplicate key, already set on line %u (accepted: one setting per key)",
                                   path, e->line, e->section, e->key, f->line);
-        /* iniparser kept only the last of duplicates: its value is not this line's. */
-        if (!d || scan_duplicated(s, e))
+        /* The values of a duplicated key are not checked: which one was meant is the
+         * question (iniparser would have kept the last one). */
+        if (config_lines_duplicated(s, e))
                 return 0;
-
-        snprintf(full, sizeof(full), "%s:%s", e->section, e->key);
-        value = iniparser_getstring(d, full, NULL);
-        if (!value)
-                return errors_add(errs, "%s:%u: [%s] %s: not found by iniparser (accepted: key = value on one line)",
+        if (!e->value)
+                return errors_add(errs, "%s:%u: [%s] %s: the last line ends in '\\', continuing the value past the end of "
+                                  "the file (accepted: a '\\' at the end of a line only before another line)",
                                   path, e->line, e->section, e->key);
-        r = k->type->parse(k, value, (char *) c + k->offset, problem, sizeof(problem));
+
+        r = k->type->parse(k, e->value, (char *) c + k->offset, problem, sizeof(problem));
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -879,12 +997,12 @@ static int check_entry(const char *path, const struct scan *s, const struct scan
 
 int config_load(const char *path, struct nb_config *cfg, struct config_errors *errs) {
         _cleanup_free_ char *text = NULL;
-        _cleanup_dict_ dictionary *d = NULL;
         _cleanup_(config_done) struct nb_config c = {};
-        struct scan s = {};
+        _cleanup_(config_lines_done) struct config_lines lines = {};
         size_t n_errs_before = errs->n, len;
         int r;
 
+        /* The one open and read of the file: everything below works on this text. */
         r = read_file_at(AT_FDCWD, path, CONF_FILE_MAX, &text, &len);
         if (r < 0)
                 return log_debug_errno(r, "config: cannot read %s: %m", path);
@@ -893,52 +1011,34 @@ int config_load(const char *path, struct nb_config *cfg, struct config_errors *e
         if (r < 0)
                 return r;
 
-        r = scan_text(text, len, &s);
+        r = config_lines_scan(text, len, &lines);
         if (r < 0)
-                goto finish;
-
-        /* The file is read twice (here, and by iniparser, which takes only a path in
-         * 4.1); a file replaced in between gives mismatches, reported as errors. */
-        iniparser_msg[0] = 0;
-        iniparser_set_error_callback(iniparser_errback);
-        d = iniparser_load(path);
-        iniparser_set_error_callback(NULL);
-        if (!d && !s.syntax_errors) {
-                r = errors_add(errs, "%s: iniparser could not read the file: %s", path,
-                               iniparser_msg[0] ? iniparser_msg : "unknown error");
-                if (r < 0)
-                        goto finish;
-        }
+                return r;
 
         /* In the file's order, so that the errors read top to bottom. */
-        for (size_t i = 0; i < s.n; i++) {
-                r = check_entry(path, &s, &s.entries[i], d, &c, errs);
+        for (size_t i = 0; i < lines.n; i++) {
+                r = config_line_check(path, &lines, &lines.v[i], &c, errs);
                 if (r < 0)
-                        goto finish;
+                        return r;
         }
 
         /* Cross-key rules, once every value is known, reported at the key that breaks them. */
         if (errs->n == n_errs_before && c.scan_min_ms > c.scan_max_ms) {
-                const struct scan_entry *e = scan_find(&s, "daemon", "scan_min_ms");
+                const struct config_line *e = config_lines_find(&lines, "daemon", "scan_min_ms");
                 if (!e)
-                        e = scan_find(&s, "daemon", "scan_max_ms");
+                        e = config_lines_find(&lines, "daemon", "scan_max_ms");
                 r = errors_add(errs, "%s:%u: [daemon] scan_min_ms: %" PRIu64 " is above scan_max_ms %" PRIu64
                                " (accepted: scan_min_ms <= scan_max_ms)",
                                path, e ? e->line : 0, c.scan_min_ms, c.scan_max_ms);
                 if (r < 0)
-                        goto finish;
+                        return r;
         }
 
-        if (errs->n > n_errs_before) {
-                r = -EINVAL;
-                goto finish;
-        }
+        if (errs->n > n_errs_before)
+                return -EINVAL;
         *cfg = c;
         c = (struct nb_config) {};
-        r = 0;
-finish:
-        scan_done(&s);
-        return r;
+        return 0;
 }
 
 /* ---- cgroup modes ----------------------------------------------------------- */

@@ -83,13 +83,35 @@ void config_defaults(struct nb_config *cfg);
 /* Loads path over the defaults. Returns 0 when the file is valid, -EINVAL when it has
  * errors (all in *errs; *cfg is then not to be used), -ENOENT if the file is missing
  * (a missing file is an error only when it was named explicitly: the caller decides),
- * or another -errno. *cfg is written only on success, and then wholly (release what it
- * held before with config_done()); errors are appended to *errs, which starts zeroed. */
+ * or another -errno. The file is opened and read once. *cfg is written only on
+ * success, and then wholly (release what it held before with config_done()); errors
+ * are appended to *errs, which starts zeroed. */
 int config_load(const char *path, struct nb_config *cfg, struct config_errors *errs);
+/* Releases what *cfg holds (every string and the cgroup rules: the key table says
+ * which) and leaves those fields empty; a second call does nothing. */
 void config_done(struct nb_config *cfg);
+/* Makes *dst a copy of *src that shares nothing with it: the values, and a copy of
+ * every string and of the cgroup rules, as the key table says (a new key needs
+ * nothing here). *dst is written wholly, and only on success: what it held before is
+ * neither read nor released (as with config_load(); dst != src). Returns 0, or
+ * -ENOMEM with *dst untouched. A NULL cgroup_root (config_defaults() out of memory,
+ * or a config made by hand) is copied as its default "/sys/fs/cgroup", as the
+ * daemon's own copy did; other NULL strings stay NULL. Release with config_done(). */
+int config_copy(struct nb_config *dst, const struct nb_config *src);
 void config_errors_done(struct config_errors *e);
 /* Every "section.key" the parser knows, NULL-terminated (for the docs test). */
 const char *const *config_keys(void);
+
+/* How the value of a key is held in struct nb_config. */
+enum config_storage {
+        CONFIG_STORAGE_INLINE,       /* numbers, booleans, enums, CPU masks: in the struct itself */
+        CONFIG_STORAGE_STRING,       /* a char * the config owns */
+        CONFIG_STORAGE_CGROUPS,      /* cgroups[n_cgroups] and their paths, owned */
+};
+/* The storage of key name ("section.key") and the offset of its field in struct
+ * nb_config (either pointer may be NULL); -ENOENT for an unknown key. For the tests,
+ * so that they cover a new key without being told about it. */
+int config_key_storage(const char *name, enum config_storage *ret_storage, size_t *ret_offset);
 
 int cg_mode_parse(const char *s, size_t len, enum cg_mode *ret);
 const char *cg_mode_name(enum cg_mode m);

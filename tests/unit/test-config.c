@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The configuration parser, asserted on what an operator sees: the values that
- * apply, and the exact "FILE:LINE: [section] key: problem (accepted: ...)" lines. */
+ * apply, and the exact "FILE:LINE: [section] key: problem (accepted: ...)" lines;
+ * the file read once; and config_copy() against the key table. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "config.h"
 #include "log.h"
@@ -17,24 +21,29 @@
 
 static char tmpdir[] = "/tmp/test-config-XXXXXX";   /* made by intro() */
 
-static char *write_conf(const char *name, const char *text) {
+/* text[0..len): it may hold NUL bytes. */
+static char *write_conf_len(const char *name, const char *text, size_t len) {
         char *path;
         FILE *f;
 
         if (asprintf(&path, "%s/%s", tmpdir, name) < 0)
                 abort();
         f = fopen(path, "w");
-        if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
                 perror(path);
                 abort();
         }
         return path;
 }
 
-/* Loads text and checks the exact error lines; expected[] have the path replaced by
- * "FILE" and end with NULL. */
-static void check_errors(const char *name, const char *text, const char *const *expected) {
-        _cleanup_free_ char *path = write_conf(name, text);
+static char *write_conf(const char *name, const char *text) {
+        return write_conf_len(name, text, strlen(text));
+}
+
+/* Loads text[0..len) and checks the exact error lines; expected[] have the path
+ * replaced by "FILE" and end with NULL. */
+static void check_errors_len(const char *name, const char *text, size_t len, const char *const *expected) {
+        _cleanup_free_ char *path = write_conf_len(name, text, len);
         struct nb_config cfg = {};
         struct config_errors errs = {};
         size_t n = 0, plen = strlen(path);
@@ -60,6 +69,10 @@ static void check_errors(const char *name, const char *text, const char *const *
         config_errors_done(&errs);
         config_done(&cfg);
         unlink(path);
+}
+
+static void check_errors(const char *name, const char *text, const char *const *expected) {
+        check_errors_len(name, text, strlen(text), expected);
 }
 
 #define ERRORS(name, text, ...) check_errors(name, text, (const char *const[]) { __VA_ARGS__, NULL })
@@ -246,7 +259,7 @@ TEST(errors_cpu_lists) {
                "[daemon]\nservice_cpus = 0-x\n",
                "FILE:2: [daemon] service_cpus: \"0-x\" is not a CPU list "
                "(accepted: a CPU list such as 0-1,8 with CPUs below 8192, or empty for the lowest-numbered online CPU)");
-        /* The value of a duplicated key is not checked: iniparser keeps only the last. */
+        /* The values of a duplicated key are not checked: the duplicate is the error. */
         ERRORS("dup-cpus.conf",
                "[daemon]\nservice_cpus = 3-1\n\nservice_cpus = 9000\n",
                "FILE:4: [daemon] service_cpus: duplicate key, already set on line 2 (accepted: one setting per key)");
@@ -518,6 +531,410 @@ TEST(shipped_conf_loads_as_is) {
         CHECK_INT(config_load(CONF_FILE, &c, &errs), 0);
         CHECK_INT(errs.n, 0);
         config_done(&c);
+}
+
+/* ---- the values as iniparser reads them ------------------------------------- */
+
+/* The value spellings of iniparser 4.1's format, as its iniparser_load() stores
+ * them (each checked against it when this table was written): config_load() reads
+ * the file alone now, and a file must keep meaning what it meant. */
+TEST(values_as_iniparser_reads_them) {
+        static const struct {
+                const char *written, *value;
+        } cases[] = {
+                { "/a/b", "/a/b" },
+                { "   /a/b   ", "/a/b" },
+                { "/x\ttab", "/x\ttab" },
+                { "\"/a b\"", "/a b" },                  /* quoted: blanks kept */
+                { "\"/x\ttab \"", "/x\ttab " },
+                { "\"/a b\" trailing", "/a b" },         /* after the closing quote: ignored */
+                { "\"/a\"b\"", "/a" },
+                { "\"/a", "/a" },                        /* no closing quote */
+                { "'/a;b#c'", "/a;b#c" },                /* quoted: no comment in it */
+                { "\"/x ; y\"", "/x ; y" },
+                { "'/x \"y\"'", "/x \"y\"" },
+                { "/a ; comment", "/a" },
+                { "/a#b", "/a" },
+                { "/a = b", "/a = b" },                  /* the key ends at the first '=' */
+                { "/a \"b\"", "/a \"b\"" },              /* quotes inside: kept */
+                { "/a\\\n   /b", "/a   /b" },            /* continued: the next line as it is */
+                { "\"\"", "" },
+                { "''", "" },
+                { " ; only a comment", "" },
+                { "#x", "" },
+                { "", "" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *text = NULL, *path = NULL;
+                struct nb_config c = {};
+                struct config_errors errs = {};
+                int r;
+
+                if (asprintf(&text, "[report]\nmetrics_path = %s\n", cases[i].written) < 0)
+                        abort();
+                path = write_conf("value.conf", text);
+                r = config_load(path, &c, &errs);
+                CHECK_MSG(r == 0, "metrics_path = %s: %d %s", cases[i].written, r, errs.n ? errs.msgs[0] : "");
+                if (r == 0)
+                        CHECK_MSG(strcmp(c.metrics_path, cases[i].value) == 0,
+                                  "metrics_path = %s: got \"%s\", expected \"%s\"", cases[i].written,
+                                  c.metrics_path, cases[i].value);
+                config_errors_done(&errs);
+                config_done(&c);
+                unlink(path);
+        }
+        /* The blanks in quotes are the value's own. */
+        ERRORS("quoted-blank.conf", "[report]\nmetrics_path = \" /lead\"\n",
+               "FILE:2: [report] metrics_path: \" /lead\" is not an absolute path (accepted: an absolute path, or empty for none)");
+}
+
+/* A line iniparser would reject hides no other error: the values are checked too. */
+TEST(errors_values_beside_syntax_errors) {
+        ERRORS("syntax-and-values.conf",
+               "[daemon]\ntick_ms 1000\nscan_max_ms = soon\n",
+               "FILE:2: syntax error (accepted: [section], key = value, or a comment starting with # or ;)",
+               "FILE:3: [daemon] scan_max_ms: \"soon\" is not a number (accepted: 100..86400000)");
+}
+
+/* A key on a last line ending in '\': its value would go on past the end of the file
+ * (iniparser drops such a line). */
+TEST(errors_continued_past_the_end) {
+        ERRORS("continued-eof.conf",
+               "[select]\ncgroup_root = /x \\\n",
+               "FILE:2: [select] cgroup_root: the last line ends in '\\', continuing the value past the end of the "
+               "file (accepted: a '\\' at the end of a line only before another line)");
+        ERRORS("continued-eof2.conf",
+               "[select]\nmin_rss = 1X\ncgroup_root = /x \\",
+               "FILE:2: [select] min_rss: \"1X\" has junk after the number (or an unknown unit) "
+               "(accepted: 0..1T bytes, with an optional K, M, G or T suffix)",
+               "FILE:3: [select] cgroup_root: the last line ends in '\\', continuing the value past the end of the "
+               "file (accepted: a '\\' at the end of a line only before another line)");
+}
+
+/* Every error is on its line, counted in the same one pass that reads the values:
+ * across CRLF line ends, blank lines, a continued comment that swallows a key, a
+ * continued value, a NUL byte, a line too long, and thousands of lines down. */
+TEST(errors_line_numbers) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0, cap = 1 << 20;
+
+        text = malloc(cap);
+        if (!text)
+                abort();
+#define ADD(s) do { memcpy(text + len, s, sizeof(s) - 1); len += sizeof(s) - 1; } while (0)
+        ADD("; header\r\n");                            /* 1 */
+        ADD("[daemon]\r\n");                            /* 2 */
+        ADD("tick_ms = fast\r\n");                      /* 3 */
+        ADD("\r\n");                                    /* 4 */
+        ADD("# a comment, continued \\\n");             /* 5 */
+        ADD("tick_ms = 5\n");                           /* 6: in the comment */
+        ADD("scan_min_ms = \\\n");                      /* 7 */
+        ADD("   x\n");                                  /* 8 */
+        ADD("bad\0line = 1\n");                         /* 9 */
+        ADD("log_level = ");                            /* 10 */
+        memset(text + len, 'a', 1100);
+        len += 1100;
+        ADD("\n");
+        for (int i = 11; i <= 5010; i++)
+                ADD("# filler\n");
+        ADD("[select]\n");                              /* 5011 */
+        ADD("\n");                                      /* 5012 */
+        ADD("min_rss = 1X\n");                          /* 5013 */
+        ADD("cgroup_root = /x \\");                     /* 5014, the last */
+#undef ADD
+        check_errors_len("line-numbers.conf", text, len, (const char *const[]) {
+                "FILE:3: [daemon] tick_ms: \"fast\" is not a number (accepted: 100..60000)",
+                "FILE:7: [daemon] scan_min_ms: \"x\" is not a number (accepted: 100..86400000)",
+                "FILE:9: a NUL byte (accepted: text)",
+                "FILE:10: line too long (accepted: at most 1000 characters)",
+                "FILE:5013: [select] min_rss: \"1X\" has junk after the number (or an unknown unit) "
+                "(accepted: 0..1T bytes, with an optional K, M, G or T suffix)",
+                "FILE:5014: [select] cgroup_root: the last line ends in '\\', continuing the value past the end of the "
+                "file (accepted: a '\\' at the end of a line only before another line)",
+                NULL });
+}
+
+/* ---- the file read once ------------------------------------------------------ */
+
+static const char *fifo_path;
+
+static void fifo_opened_twice(int sig) {
+        static const char msg[] = "config_load() blocked in a second open of the FIFO: the file is read twice\n";
+
+        (void) sig;
+        unlink(fifo_path);
+        rmdir(tmpdir);
+        if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+                _exit(2);
+        _exit(1);
+}
+
+struct fifo_writer {
+        const char *path, *text;
+        bool written;
+};
+
+static void *fifo_write(void *arg) {
+        struct fifo_writer *w = arg;
+        int fd = open(w->path, O_WRONLY | O_CLOEXEC);        /* once config_load() opens it */
+        size_t len = strlen(w->text);
+
+        if (fd < 0)
+                return NULL;
+        w->written = write(fd, w->text, len) == (ssize_t) len;
+        close(fd);
+        return NULL;
+}
+
+/* config_load() opens and reads the file once: a FIFO written once gives its text to
+ * the first open only; a second open (the file read again, by iniparser_load() as it
+ * used to be) would wait for a writer that never comes, and the alarm fails the test. */
+TEST(file_read_once) {
+        _cleanup_free_ char *path = NULL;
+        struct fifo_writer w = { .text = "[daemon]\ntick_ms = 500\n[report]\nmetrics_path = /from/the/fifo\n" };
+        struct sigaction sa = { .sa_handler = fifo_opened_twice }, old;
+        struct nb_config c = {};
+        struct config_errors errs = {};
+        pthread_t t;
+        int r, fd;
+
+        if (asprintf(&path, "%s/fifo.conf", tmpdir) < 0)
+                abort();
+        CHECK_INT(mkfifo(path, 0600), 0);
+        w.path = fifo_path = path;
+        CHECK_INT(pthread_create(&t, NULL, fifo_write, &w), 0);
+        CHECK_INT(sigaction(SIGALRM, &sa, &old), 0);
+        alarm(10);
+        r = config_load(path, &c, &errs);
+        alarm(0);
+        sigaction(SIGALRM, &old, NULL);
+        /* A writer still waiting (config_load() never opened the FIFO) is let go. */
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        pthread_join(t, NULL);
+        if (fd >= 0)
+                close(fd);
+
+        CHECK(w.written);
+        CHECK_INT(r, 0);
+        CHECK_INT(errs.n, 0);
+        if (r == 0) {
+                CHECK_INT(c.tick_ms, 500);
+                CHECK_STR(c.metrics_path, "/from/the/fifo");
+        }
+        config_errors_done(&errs);
+        config_done(&c);
+        unlink(path);
+}
+
+/* ---- config_copy() ----------------------------------------------------------- */
+
+static void *field_at(struct nb_config *c, size_t offset) {
+        return (char *) c + offset;
+}
+
+/* a and b hold the same values: what they own compared by content (and, distinct,
+ * at other addresses), everything else byte for byte. Walks the key table: a new
+ * key is compared without a word here. */
+static void check_same_config(const struct nb_config *a, const struct nb_config *b, bool distinct) {
+        struct nb_config x, y;
+
+        memcpy(&x, a, sizeof(x));
+        memcpy(&y, b, sizeof(y));
+        for (const char *const *k = config_keys(); *k; k++) {
+                enum config_storage storage;
+                size_t offset;
+
+                CHECK_INT(config_key_storage(*k, &storage, &offset), 0);
+                switch (storage) {
+                case CONFIG_STORAGE_INLINE:
+                        break;
+                case CONFIG_STORAGE_STRING: {
+                        char **sx = field_at(&x, offset), **sy = field_at(&y, offset);
+
+                        CHECK_MSG((!*sx && !*sy) || (*sx && *sy && strcmp(*sx, *sy) == 0), "%s: \"%s\", then \"%s\"", *k,
+                                  *sx ? *sx : "(null)", *sy ? *sy : "(null)");
+                        if (distinct && *sx)
+                                CHECK_MSG(*sx != *sy, "%s: the copy shares the string", *k);
+                        *sx = *sy = NULL;
+                        break;
+                }
+                case CONFIG_STORAGE_CGROUPS:
+                        CHECK_INT(x.n_cgroups, y.n_cgroups);
+                        if (distinct && x.n_cgroups)
+                                CHECK_MSG(x.cgroups != y.cgroups, "%s: the copy shares the rules", *k);
+                        for (size_t i = 0; i < x.n_cgroups && i < y.n_cgroups; i++) {
+                                CHECK_STR(x.cgroups[i].path, y.cgroups[i].path);
+                                CHECK_INT(x.cgroups[i].mode, y.cgroups[i].mode);
+                                if (distinct)
+                                        CHECK_MSG(x.cgroups[i].path != y.cgroups[i].path, "%s: the copy shares a path", *k);
+                        }
+                        x.cgroups = y.cgroups = NULL;
+                        break;
+                default:
+                        CHECK_MSG(false, "%s: unknown storage %d", *k, (int) storage);
+                }
+        }
+        CHECK(memcmp(&x, &y, sizeof(x)) == 0);
+}
+
+static int load_full(struct nb_config *c) {
+        _cleanup_free_ char *path = write_conf("copy.conf", full_conf);
+        struct config_errors errs = {};
+        int r = config_load(path, c, &errs);
+
+        CHECK_INT(r, 0);
+        config_errors_done(&errs);
+        unlink(path);
+        return r;
+}
+
+/* The copy of a config with every key set holds the same values. */
+TEST(copy_equals_source) {
+        struct nb_config src, dst;
+
+        if (load_full(&src) < 0)
+                return;
+        memset(&dst, 0x5a, sizeof(dst));        /* written wholly, whatever it held */
+        CHECK_INT(config_copy(&dst, &src), 0);
+        check_same_config(&src, &dst, true);
+        config_done(&src);
+        config_done(&dst);
+}
+
+/* The copy shares nothing with its source: released, the source takes nothing of
+ * the copy with it (valgrind sees any use after free). */
+TEST(copy_outlives_source) {
+        struct nb_config src, ref, dst;
+
+        if (load_full(&src) < 0)
+                return;
+        CHECK_INT(config_copy(&ref, &src), 0);
+        CHECK_INT(config_copy(&dst, &src), 0);
+        config_done(&src);
+        check_same_config(&ref, &dst, true);
+        CHECK_STR(dst.cgroup_root, "/tmp/cg");
+        CHECK_INT(dst.n_cgroups, 3);
+        if (dst.n_cgroups == 3)
+                CHECK_STR(dst.cgroups[2].path, "/db.slice/backup.service");
+        CHECK_STR(dst.metrics_path, "/var/lib/node-exporter/numabalanced.prom");
+        CHECK_STR(dst.metrics_group, "prometheus");
+        config_done(&ref);
+        config_done(&dst);
+}
+
+/* Every string key of the table is copied, whichever it is: each is given a value of
+ * its own here, from the table (a new key needs no word in this test), then the
+ * source is released. */
+TEST(copy_every_string_key) {
+        struct nb_config src, dst;
+        size_t n_strings = 0;
+        enum config_storage storage;
+
+        config_defaults(&src);
+        for (const char *const *k = config_keys(); *k; k++) {
+                size_t offset;
+                char **s;
+
+                CHECK_INT(config_key_storage(*k, &storage, &offset), 0);
+                if (storage != CONFIG_STORAGE_STRING)
+                        continue;
+                s = field_at(&src, offset);
+                free(*s);
+                if (asprintf(s, "/copy/%s", *k) < 0)
+                        abort();
+                n_strings++;
+        }
+        /* The string keys known today are declared so (and the rules are rules). */
+        CHECK(n_strings >= 4);
+        for (const char *const *k = (const char *const[]) { "select.cgroup_root", "sample.replay_path",
+                                                             "report.metrics_path", "report.metrics_group", NULL };
+             *k; k++) {
+                CHECK_INT(config_key_storage(*k, &storage, NULL), 0);
+                CHECK_MSG(storage == CONFIG_STORAGE_STRING, "%s is not a string key", *k);
+        }
+        CHECK_INT(config_key_storage("select.cgroups", &storage, NULL), 0);
+        CHECK_INT(storage, CONFIG_STORAGE_CGROUPS);
+        CHECK_INT(config_key_storage("select.nope", &storage, NULL), -ENOENT);
+
+        CHECK_INT(config_copy(&dst, &src), 0);
+        check_same_config(&src, &dst, true);
+        config_done(&src);
+        for (const char *const *k = config_keys(); *k; k++) {
+                char expected[128];
+                size_t offset;
+
+                CHECK_INT(config_key_storage(*k, &storage, &offset), 0);
+                if (storage != CONFIG_STORAGE_STRING)
+                        continue;
+                snprintf(expected, sizeof(expected), "/copy/%s", *k);
+                CHECK_STR(*(char **) field_at(&dst, offset), expected);
+        }
+        config_done(&dst);
+        config_done(&dst);      /* twice: a done config is empty */
+}
+
+/* NULL strings (config_defaults() out of memory, a config made by hand): cgroup_root
+ * gets its default, as the daemon's own copy gave it; the others stay NULL. */
+TEST(copy_of_an_empty_config) {
+        struct nb_config src = {}, dst;
+
+        CHECK_INT(config_copy(&dst, &src), 0);
+        CHECK_STR(dst.cgroup_root, "/sys/fs/cgroup");
+        CHECK(!dst.replay_path);
+        CHECK(!dst.metrics_path);
+        CHECK(!dst.metrics_group);
+        CHECK(!dst.cgroups);
+        CHECK_INT(dst.n_cgroups, 0);
+        config_done(&dst);
+}
+
+/* The strdup() of this program, config.c's included: the nth call from when this is
+ * set to n fails; 0: none does. */
+static unsigned strdup_fail_in;
+
+char *strdup(const char *s) {
+        size_t n = strlen(s) + 1;
+        char *p;
+
+        if (strdup_fail_in && --strdup_fail_in == 0) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        p = malloc(n);
+        return p ? memcpy(p, s, n) : NULL;
+}
+
+/* Out of memory at any of its copies, config_copy() fails with -ENOMEM, leaves *dst as
+ * it was and keeps nothing it made (valgrind sees a leak). */
+TEST(copy_out_of_memory_leaves_dst_untouched) {
+        struct nb_config src, dst, before;
+        unsigned n;
+        int r;
+
+        if (load_full(&src) < 0)
+                return;
+        memset(&dst, 0x5a, sizeof(dst));
+        memcpy(&before, &dst, sizeof(dst));
+        for (n = 1; n < 100; n++) {
+                strdup_fail_in = n;
+                r = config_copy(&dst, &src);
+                if (strdup_fail_in) {
+                        /* No strdup() failed: the copy is whole. */
+                        strdup_fail_in = 0;
+                        CHECK_INT(r, 0);
+                        break;
+                }
+                CHECK_INT(r, -ENOMEM);
+                CHECK_MSG(memcmp(&dst, &before, sizeof(dst)) == 0, "failing strdup() #%u: *dst changed", n);
+        }
+        /* 4 strings and 3 rules: 7 copies that can fail. */
+        CHECK_INT(n, 8);
+        if (r == 0) {
+                check_same_config(&src, &dst, true);
+                config_done(&dst);
+        }
+        config_done(&src);
 }
 
 static int intro(void) {
