@@ -5,16 +5,19 @@
  * else here is driven by it: the defaults, the parsing, the error messages, the
  * copy, the release and config_keys().
  *
- * The file is opened and read once, and that one text is scanned once (struct
- * config_lines): the lines of iniparser 4.1's format (comments, sections,
- * "key = value", backslash continuations, and the values as iniparser_load() would
- * store them, with its own sscanf() patterns) are split here, with the line of
- * every section and key, so that the unknown ones, the duplicates and the lines
- * iniparser would reject are reported where they are. (It used to be read twice:
- * scanned here for the lines, then by iniparser_load(), which takes only a path in
- * 4.1; a file replaced in between gave one file's lines and the other's values.)
- * The values are parsed by the checked helpers of parse.h, never by iniparser's
- * getint/getboolean, which turn "12abc" into 12 and "yesterday" into true. */
+ * The file is opened and read once, and that one text goes to both readers: the
+ * scan here (struct config_lines) splits it into iniparser 4.1's lines (comments,
+ * sections, "key = value", backslash continuations) with the line of every section
+ * and key, so that the unknown ones, the duplicates and the lines iniparser would
+ * reject are reported where they are; and iniparser, the project's parser, is fed
+ * the same bytes through a memfd (4.1 loads only from a path: it opens
+ * /proc/self/fd/N, never the file again) and gives the values. (It used to be read
+ * twice, a file replaced in between giving one file's lines and the other's values.)
+ * A file with a line iniparser rejects gets no dictionary from it: the scan's own
+ * values, taken with iniparser's sscanf() patterns, stand in, so that every other
+ * line is still checked and reported. The values are parsed by the checked helpers
+ * of parse.h, never by iniparser's getint/getboolean, which turn "12abc" into 12 and
+ * "yesterday" into true. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <iniparser.h>
+#include "cleanup.h"
 #include "config.h"
 #include "log.h"
 #include "parse.h"
@@ -940,10 +947,65 @@ static void accepted_keys(const char *section, char *buf, size_t size) {
         }
 }
 
+/* iniparser's errors go nowhere: the scan reports every line it rejects, with its
+ * number (and the callback takes no context: its messages would need a static
+ * buffer). */
+static int iniparser_quiet(const char *format, ...) {
+        return 0;
+}
+
+static void dictionary_freep(dictionary **d) {
+        if (*d)
+                iniparser_freedict(*d);
+}
+
+/* iniparser's dictionary of text (the file's bytes, read once): written to a memfd
+ * that iniparser_load() opens by its /proc/self/fd path. NULL when iniparser rejects
+ * the text (a syntax error, which the scan reports) or cannot be fed it (no memfd,
+ * no /proc: logged at debug; the scan's values stand in). */
+static dictionary *dictionary_of(const char *text, size_t len) {
+        _cleanup_close_ int fd = memfd_create("numabalanced.conf", MFD_CLOEXEC);
+        char path[64];
+        dictionary *d;
+        size_t off = 0;
+
+        if (fd < 0) {
+                log_debug_errno(-errno, "config: no memfd for iniparser, using the scan's values: %m");
+                return NULL;
+        }
+        while (off < len) {
+                ssize_t n = write(fd, text + off, len - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        log_debug_errno(n < 0 ? -errno : -EIO, "config: cannot feed iniparser, using the scan's values: %m");
+                        return NULL;
+                }
+                off += (size_t) n;
+        }
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        iniparser_set_error_callback(iniparser_quiet);
+        d = iniparser_load(path);
+        iniparser_set_error_callback(NULL);
+        return d;
+}
+
+/* The value of e: iniparser's, or where it has none (no dictionary), the scan's. */
+static const char *value_of(const dictionary *d, const struct config_line *e) {
+        char key[CONF_LINE_MAX * 2 + 2];
+        const char *v;
+
+        if (!d)
+                return e->value;
+        snprintf(key, sizeof(key), "%s:%s", e->section, e->key);
+        v = iniparser_getstring(d, key, NULL);
+        return v ? v : e->value;
+}
+
 /* One entry of the file: its structure (known section and key, not a duplicate),
  * then its value. */
 static int config_line_check(const char *path, const struct config_lines *s, const struct config_line *e,
-                             struct nb_config *c, struct config_errors *errs) {
+                             const dictionary *d, struct nb_config *c, struct config_errors *errs) {
         char accepted[1024], problem[512];
         const struct conf_key *k;
         const struct config_line *f;
@@ -984,7 +1046,7 @@ static int config_line_check(const char *path, const struct config_lines *s, con
                                   "the file (accepted: a '\\' at the end of a line only before another line)",
                                   path, e->line, e->section, e->key);
 
-        r = k->type->parse(k, e->value, (char *) c + k->offset, problem, sizeof(problem));
+        r = k->type->parse(k, value_of(d, e), (char *) c + k->offset, problem, sizeof(problem));
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -999,6 +1061,7 @@ int config_load(const char *path, struct nb_config *cfg, struct config_errors *e
         _cleanup_free_ char *text = NULL;
         _cleanup_(config_done) struct nb_config c = {};
         _cleanup_(config_lines_done) struct config_lines lines = {};
+        _cleanup_(dictionary_freep) dictionary *d = NULL;
         size_t n_errs_before = errs->n, len;
         int r;
 
@@ -1014,10 +1077,11 @@ int config_load(const char *path, struct nb_config *cfg, struct config_errors *e
         r = config_lines_scan(text, len, &lines);
         if (r < 0)
                 return r;
+        d = dictionary_of(text, len);
 
         /* In the file's order, so that the errors read top to bottom. */
         for (size_t i = 0; i < lines.n; i++) {
-                r = config_line_check(path, &lines, &lines.v[i], &c, errs);
+                r = config_line_check(path, &lines, &lines.v[i], d, &c, errs);
                 if (r < 0)
                         return r;
         }
