@@ -1,23 +1,60 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The manager's cgroup records (struct cg_rec, manager-internal.h), in m->cgs for the
- * reports to iterate and in a hash by path for the tick to find: a tick looks up
- * every selected cgroup, and a linear search over 60,000 of one user's cgroups was
- * billions of compares per tick. The hash is SipHash with a key drawn at start, since
- * users name their cgroups. A record lives while its cgroup is selected: at the end of
- * a tick in which it was not (the cgroup went, or opted out), it is freed and its CPU
- * time kept in the manager's departed_cost_ns, so that the daemon's totals stay whole.
- * On the event-loop thread, like the rest of the manager's state. */
+/* The cgroup records: one per selected cgroup, in an array for the reports to
+ * iterate and in a hash by path for the tick to find: a tick looks up every selected
+ * cgroup, and a linear search over 60,000 of one user's cgroups was billions of
+ * compares per tick. The hash is SipHash with a key drawn at start, since users name
+ * their cgroups. A record lives while its cgroup is selected: at the end of a tick in
+ * which it was not (the cgroup went, or opted out), it is freed and its CPU time kept
+ * in the ledger as departed (cost_depart), so that the daemon's totals stay whole. On
+ * the event-loop thread. */
 #pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include "cgroup.h"
-#include "manager-internal.h"
+#include "cost.h"
+#include "migrate.h"
+#include "siphash.h"
 
-/* The record of the selected cgroup e, made if new (its owner read from the
- * directory), with e's mode and source. NULL when out of memory. */
-struct cg_rec *cg_records_get(struct manager *m, const struct cgroup_entry *e);
+struct cg_rec {
+        char *path;
+        uint64_t hash;             /* of path */
+        struct cg_rec *hnext;      /* in its hash bucket */
+        enum cg_mode mode;
+        enum cg_source source;
+        uid_t owner;               /* owner of the cgroup directory */
+        uid_t covers_uid;          /* whose processes its opt-in covers (cgroup_entry), this tick */
+        unsigned n_procs;          /* at the last tick */
+        uint64_t pages[_MIG_CLASS_MAX];
+        uint64_t cost_ns[_STAGE_MAX];  /* written by cost.c only */
+        bool seen;                 /* selected at the last tick */
+        uint64_t kept_tick;        /* a tick that did not read it (its owner's turn was over) */
+        uint64_t seen_tick;        /* the tick that selected it last; during a tick: */
+        unsigned tick_procs;       /* its processes so far (n_procs at the end) */
+        uint64_t mem_seen;         /* memory.current when growth was last looked for */
+        uint64_t cpu_seen_usec;    /* cpu.stat usage_usec at the last look, */
+        uint64_t cpu_ran_tick;     /* and the last tick that found it advanced */
+        enum { GROWTH_UNKNOWN, GROWTH_NONE, GROWTH_SOME } growth;  /* this tick */
+};
+
+struct cg_records {
+        struct cg_rec **v;         /* in the order they were made */
+        size_t n, cap;
+        struct cg_rec **buckets;
+        size_t n_buckets;          /* a power of two, or 0 */
+        uint8_t key[SIPHASH_KEY_SIZE];
+};
+
+/* An empty set with a fresh hash key. */
+void cg_records_init(struct cg_records *r);
+/* The record of the selected cgroup e, made if new (its owner read from its directory
+ * under cgroup_root), with e's mode, source and coverage. NULL when out of memory. */
+struct cg_rec *cg_records_get(struct cg_records *r, const char *cgroup_root, const struct cgroup_entry *e);
 /* The record of path, or NULL. */
-struct cg_rec *cg_records_find(const struct manager *m, const char *path);
-/* Frees the records not seen in this tick (cg_rec.seen). After the processes that
- * pointed to them were forgotten: a process seen in this tick has a seen cgroup. */
-void cg_records_sweep(struct manager *m);
-/* Frees them all (manager_free). */
-void cg_records_free(struct manager *m);
+struct cg_rec *cg_records_find(const struct cg_records *r, const char *path);
+/* Frees the records not seen at the last tick (cg_rec.seen), their CPU time kept in
+ * the ledger. After the processes that pointed to them were forgotten: a process seen
+ * in this tick has a seen cgroup. */
+void cg_records_sweep(struct cg_records *r, struct cost_ledger *l);
+/* Frees them all. */
+void cg_records_done(struct cg_records *r);

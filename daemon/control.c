@@ -178,13 +178,13 @@ static void conn_handle(struct conn *k, const char *line, size_t len) {
         }
         switch (req.cmd) {
         case CONTROL_STATUS:
-                r = report_status(k->ctl->manager, k->uid, f);
+                r = report_status(manager_view(k->ctl->manager), k->uid, f);
                 break;
         case CONTROL_LIST:
-                r = report_list(k->ctl->manager, k->uid, f);
+                r = report_list(manager_view(k->ctl->manager), k->uid, f);
                 break;
         case CONTROL_EXPLAIN:
-                r = report_explain(k->ctl->manager, k->uid, req.pid, f);
+                r = report_explain(manager_view(k->ctl->manager), k->uid, req.pid, f);
                 break;
         default:
                 r = -EINVAL;

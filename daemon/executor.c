@@ -47,13 +47,13 @@ static const char *const class_names[_MIG_CLASS_MAX] = {
         [MIG_REFUSED] = "refused",
 };
 
-const char *migrate_class_name(enum migrate_class c) {
+const char *executor_class_name(enum migrate_class c) {
         if ((int) c < 0 || c >= _MIG_CLASS_MAX)
                 return NULL;
         return class_names[c];
 }
 
-enum migrate_class migrate_classify(int status, int target_node, bool was_on_target) {
+enum migrate_class executor_classify(int status, int target_node, bool was_on_target) {
         if (status == target_node)
                 return was_on_target ? MIG_ALREADY : MIG_MOVED;
         if (status >= 0)
@@ -375,7 +375,7 @@ static void resolve_batch(struct job_run *jr, long rc, int call_error, uint64_t 
                 return job_stop(jr, -ESRCH);
         }
         for (size_t i = 0; i < jr->n; i++)
-                res[migrate_classify(jr->status[i], jr->job->target_node, false)] += jr->weight[i];
+                res[executor_classify(jr->status[i], jr->job->target_node, false)] += jr->weight[i];
 
         if (call_error != 0 && call_error != -ENOMEM && call_error != -EBUSY &&
             call_error != -EAGAIN && call_error != -EINTR)
@@ -831,7 +831,7 @@ static void job_body(struct job_run *jr) {
                 flush_batch(jr);
 }
 
-int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
+int executor_run_job(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
                         migrate_throttle_t throttle, void *throttle_ctx) {
         uint64_t wall0 = clock_now_ns(CLOCK_MONOTONIC), cpu0 = clock_now_ns(CLOCK_THREAD_CPUTIME_ID);
         struct job_run jr = {

@@ -83,11 +83,11 @@ struct migrate_job {
         uint64_t wall_ns;
 };
 
-const char *migrate_class_name(enum migrate_class c);
+const char *executor_class_name(enum migrate_class c);
 
 /* The class of one move_pages() status slot after a move call. status is the node id
  * or -errno; was_on_target: the query before the move already found it on the target. */
-enum migrate_class migrate_classify(int status, int target_node, bool was_on_target);
+enum migrate_class executor_classify(int status, int target_node, bool was_on_target);
 
 /* The size of a PMD-mapped transparent huge page: a page table of 8-byte entries
  * worth of base pages (2 MiB with 4 KiB pages; 32 MiB with 16 KiB, 512 MiB with
@@ -105,5 +105,5 @@ typedef int (*migrate_throttle_t)(void *ctx, uint64_t bytes, uint64_t busy_since
  * non-zero stops the job at the next batch with -ECANCELED. throttle (may be NULL) is
  * called after each move batch with the bytes that moved. Fills the job's out fields;
  * returns job->error. */
-int migrate_job_execute(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
+int executor_run_job(struct migrate_job *job, uint64_t batch_pages, volatile int *cancel,
                         migrate_throttle_t throttle, void *throttle_ctx);

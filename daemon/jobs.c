@@ -6,6 +6,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "move-check.h"
+#include "proc-records.h"
 #include "pagesize.h"
 
 /* Remembers that the range at start moved to target (the cooldown's history). */
@@ -16,12 +17,12 @@ static void history_note(struct proc_rec *p, uint64_t start, int target, uint64_
                         p->hist[i].when_ms = when;
                         return;
                 }
-        if (p->n_hist == p->cap_hist && p->cap_hist < HISTORY_MAX) {
+        if (p->n_hist == p->cap_hist && p->cap_hist < PROC_HISTORY_MAX) {
                 size_t nc = p->cap_hist ? p->cap_hist * 2 : 4;
-                struct plan_history *n = realloc(p->hist, (nc < HISTORY_MAX ? nc : HISTORY_MAX) * sizeof(*n));
+                struct plan_history *n = realloc(p->hist, (nc < PROC_HISTORY_MAX ? nc : PROC_HISTORY_MAX) * sizeof(*n));
                 if (n) {
                         p->hist = n;
-                        p->cap_hist = nc < HISTORY_MAX ? nc : HISTORY_MAX;
+                        p->cap_hist = nc < PROC_HISTORY_MAX ? nc : PROC_HISTORY_MAX;
                 }
         }
         if (p->n_hist == p->cap_hist) {
@@ -35,24 +36,6 @@ static void history_note(struct proc_rec *p, uint64_t start, int target, uint64_
                 p->hist[old] = p->hist[--p->n_hist];
         }
         p->hist[p->n_hist++] = (struct plan_history) { start, target, when };
-}
-
-static void count_moved(struct manager *m, uint64_t bytes) {
-        uint64_t sec = clock_now_ms() / 1000;
-        size_t slot = sec % ELEMENTSOF(m->moved_ring);
-        if (m->ring_sec[slot] != sec) {
-                m->ring_sec[slot] = sec;
-                m->moved_ring[slot] = 0;
-        }
-        m->moved_ring[slot] += bytes;
-}
-
-uint64_t manager_moved_last_minute(struct manager *m) {
-        uint64_t sec = clock_now_ms() / 1000, sum = 0;
-        for (size_t i = 0; i < ELEMENTSOF(m->moved_ring); i++)
-                if (m->ring_sec[i] + ELEMENTSOF(m->moved_ring) > sec)
-                        sum += m->moved_ring[i];
-        return sum;
 }
 
 /* More pages to move first; then by pid and target, so that the order is fixed. */
@@ -115,7 +98,7 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
 
 /* One job per (process, target node) from the plans of the processes in balance
  * mode, largest first. Returns 0 with *ret (NULL when there is nothing to move). */
-static int build_jobs(struct manager *m, const struct scan *scans, size_t n_scans, struct migrate_job **ret,
+static int build_jobs(const struct jobs_env *env, const struct scan *scans, size_t n_scans, struct migrate_job **ret,
                       size_t *ret_n) {
         struct migrate_job *jobs;
         _cleanup_free_ size_t *job_scan = NULL;
@@ -138,7 +121,7 @@ static int build_jobs(struct manager *m, const struct scan *scans, size_t n_scan
                 const struct proc_rec *p = scans[i].rec;
                 size_t n = scans[i].plan.n_moves + scans[i].pages.n_moves;
 
-                if (!n || p->cg->mode != CG_MODE_BALANCE || m->opts.dry_run)
+                if (!n || p->cg->mode != CG_MODE_BALANCE || env->dry_run)
                         continue;
                 /* Never MPOL_MF_MOVE_ALL: a page that became shared since the scan is
                  * refused by the kernel (lib/plan plans no shared VMA, docs/DESIGN.md). */
@@ -160,10 +143,10 @@ static int build_jobs(struct manager *m, const struct scan *scans, size_t n_scan
 }
 
 /* One large job would keep one service CPU busy while the others wait: each job is
- * split among the workers (parts of at least SPLIT_MIN_BYTES), so that several service
+ * split among the workers (parts of at least JOBS_SPLIT_MIN_BYTES), so that several service
  * CPUs copy one process's memory in parallel. Out of memory, the jobs run whole. */
-static void split_jobs(struct manager *m, struct migrate_job **jobs, size_t *n_jobs) {
-        unsigned workers = migrator_n_workers(m->migrator);
+static void split_jobs(const struct jobs_env *env, struct migrate_job **jobs, size_t *n_jobs) {
+        unsigned workers = migrator_n_workers(env->migrator);
         struct migrate_job *all = NULL;
         size_t n_all = 0;
         int r = 0;
@@ -175,7 +158,7 @@ static void split_jobs(struct manager *m, struct migrate_job **jobs, size_t *n_j
                 struct migrate_job *na;
                 size_t n_parts = 0;
 
-                r = migrate_job_split(&(*jobs)[q], workers, SPLIT_MIN_BYTES, &parts, &n_parts);
+                r = migrate_job_split(&(*jobs)[q], workers, JOBS_SPLIT_MIN_BYTES, &parts, &n_parts);
                 if (r < 0)
                         break;
                 na = realloc(all, (n_all + n_parts) * sizeof(*na));
@@ -231,7 +214,7 @@ static void note_stop(struct proc_rec *p, const struct migrate_job *j) {
 
 /* The results: counts per process, per cgroup and in total; ranges moved into the
  * process's history. */
-static void account_jobs(struct manager *m, const struct scan *scans, size_t n_scans,
+static void account_jobs(const struct jobs_env *env, const struct scan *scans, size_t n_scans,
                          const struct migrate_job *jobs, size_t n_jobs, uint64_t now) {
         for (size_t q = 0; q < n_jobs; q++) {
                 const struct migrate_job *j = &jobs[q];
@@ -240,11 +223,9 @@ static void account_jobs(struct manager *m, const struct scan *scans, size_t n_s
                 for (int c = 0; c < _MIG_CLASS_MAX; c++) {
                         p->pages[c] += j->pages[c];
                         p->cg->pages[c] += j->pages[c];
-                        m->total_pages[c] += j->pages[c];
+                        env->counters->total_pages[c] += j->pages[c];
                 }
-                p->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
-                p->cg->cost_ns[STAGE_MIGRATE] += j->cpu_ns;
-                count_moved(m, j->pages[MIG_MOVED] * page_size());
+                counters_moved(env->counters, j->pages[MIG_MOVED] * page_size());
                 if (j->stop)
                         note_stop(p, j);
                 /* -ECANCELED: the run's time budget (the next tick continues) or
@@ -258,33 +239,48 @@ static void account_jobs(struct manager *m, const struct scan *scans, size_t n_s
         }
 }
 
-int jobs_run(struct manager *m, const struct scan *scans, size_t n_scans, uint64_t now) {
+/* The event-loop thread's part of the run since t0 (building, splitting, checking and
+ * accounting the jobs), less the control requests served meanwhile. */
+static uint64_t main_thread_ns(const struct jobs_env *env, uint64_t t0, uint64_t pump0) {
+        uint64_t spent = cost_thread_ns() - t0, pumped = env->pump_ns ? *env->pump_ns - pump0 : 0;
+
+        return spent > pumped ? spent - pumped : 0;
+}
+
+int jobs_run(const struct jobs_env *env, const struct scan *scans, size_t n_scans, uint64_t now,
+             uint64_t *ret_charged) {
+        uint64_t t0 = cost_thread_ns(), pump0 = env->pump_ns ? *env->pump_ns : 0, main_ns;
         struct move_check *check = NULL;
         struct migrate_job *jobs = NULL;
         size_t n_jobs = 0;
         int r;
 
-        r = build_jobs(m, scans, n_scans, &jobs, &n_jobs);
+        *ret_charged = 0;
+        r = build_jobs(env, scans, n_scans, &jobs, &n_jobs);
         if (r < 0 || n_jobs == 0) {
                 free(jobs);
                 return r;
         }
-        split_jobs(m, &jobs, &n_jobs);
+        split_jobs(env, &jobs, &n_jobs);
         /* Each job (each part: parts run side by side) checks again, before each batch
          * and each move call, that its plan still holds (move-check.h). */
-        r = move_check_prepare(m, jobs, n_jobs, &check);
+        r = move_check_prepare(&env->check, jobs, n_jobs, &check);
         if (r < 0) {
                 log_error_errno(r, "Failed to prepare the checks before moving, moving nothing this tick: %m");
                 jobs_free(jobs, n_jobs);
                 return 0;
         }
-        if (m->run_jobs)
-                r = m->run_jobs(m->run_jobs_userdata, jobs, n_jobs);
+        if (env->run_jobs)
+                r = env->run_jobs(env->run_jobs_userdata, jobs, n_jobs);
         else
-                r = migrator_run(m->migrator, jobs, n_jobs);
+                r = migrator_run(env->migrator, jobs, n_jobs);
         if (r < 0)
                 log_error_errno(r, "Failed to run migration jobs: %m");
-        account_jobs(m, scans, n_scans, jobs, n_jobs, now);
+        account_jobs(env, scans, n_scans, jobs, n_jobs, now);
+        /* Whatever is left of the main thread's part (nothing ran: no worker time to
+         * share it by) stays unattributed. */
+        main_ns = main_thread_ns(env, t0, pump0);
+        *ret_charged = main_ns - cost_charge_run(env->cost, jobs, n_jobs, main_ns);
         jobs_free(jobs, n_jobs);
         move_check_free(check);
         return 0;

@@ -151,10 +151,10 @@ static int reload(void *userdata) {
 
 /* ---- running ---------------------------------------------------------------- */
 
-static void after_tick(struct manager *m, void *userdata) {
+static void after_tick(const struct manager_view *v, void *userdata) {
         struct daemon *d = userdata;
 
-        metrics_update_file(m, d->cfg.metrics_path, d->cfg.metrics_group, &d->metrics);
+        metrics_update_file(v, d->cfg.metrics_path, d->cfg.metrics_group, &d->metrics);
 }
 
 /* --once: one tick and the metrics file, no loop. */
@@ -164,7 +164,7 @@ static int run_once(struct daemon *d) {
         r = manager_tick(d->manager);
         if (r < 0)
                 return log_error_errno(r, "The tick failed: %m");
-        after_tick(d->manager, d);
+        after_tick(manager_view(d->manager), d);
         return 0;
 }
 

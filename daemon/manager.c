@@ -35,126 +35,14 @@
 #include "placement.h"
 #include "plan.h"
 #include "proc.h"
-#include "sampled-scan.h"
+#include "proc-records.h"
 #include "scan.h"
 #include "service-cpus.h"
 #include "siphash.h"
+#include "page-sampler.h"
 #include "source.h"
 #include "topology.h"
 #include "walker.h"
-
-/* --- config copy ------------------------------------------------------------- */
-
-static void cfg_release(struct nb_config *c) {
-        free(c->cgroup_root);
-        for (size_t i = 0; i < c->n_cgroups; i++)
-                free(c->cgroups[i].path);
-        free(c->cgroups);
-        free(c->metrics_path);
-        free(c->replay_path);
-        c->cgroup_root = c->metrics_path = c->replay_path = NULL;
-        c->cgroups = NULL;
-        c->n_cgroups = 0;
-}
-
-static int cfg_copy(struct nb_config *dst, const struct nb_config *src) {
-        struct nb_config c = *src;
-
-        c.cgroup_root = strdup(src->cgroup_root ? src->cgroup_root : "/sys/fs/cgroup");
-        c.metrics_path = src->metrics_path ? strdup(src->metrics_path) : NULL;
-        c.replay_path = src->replay_path ? strdup(src->replay_path) : NULL;
-        c.cgroups = src->n_cgroups ? calloc(src->n_cgroups, sizeof(*c.cgroups)) : NULL;
-        c.n_cgroups = 0;
-        if (!c.cgroup_root || (src->metrics_path && !c.metrics_path) || (src->replay_path && !c.replay_path) ||
-            (src->n_cgroups && !c.cgroups))
-                goto oom;
-        for (size_t i = 0; i < src->n_cgroups; i++) {
-                c.cgroups[i].mode = src->cgroups[i].mode;
-                c.cgroups[i].path = strdup(src->cgroups[i].path);
-                if (!c.cgroups[i].path)
-                        goto oom;
-                c.n_cgroups++;
-        }
-        cfg_release(dst);
-        *dst = c;
-        return 0;
-oom:
-        cfg_release(&c);
-        return -ENOMEM;
-}
-
-/* --- records ------------------------------------------------------------------ */
-
-static void proc_rec_free(struct manager *m, struct proc_rec *p) {
-        if (!p)
-                return;
-        if (p->pidfd >= 0) {
-                close(p->pidfd);
-                m->n_pidfds--;
-        }
-        placement_state_done(&p->pl);
-        page_agg_free(p->seen);
-        free(p->hist);
-        free(p->node_bytes);
-        sampled_scan_forget(p);
-        free(p);
-}
-
-static int cmp_proc(const void *a, const void *b) {
-        const struct proc_rec *x = *(struct proc_rec *const *) a, *y = *(struct proc_rec *const *) b;
-        return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-static struct proc_rec *find_proc(struct manager *m, pid_t pid) {
-        size_t lo = 0, hi = m->n_procs;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (m->procs[mid]->pid == pid)
-                        return m->procs[mid];
-                if (m->procs[mid]->pid < pid)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
-}
-
-/* One poll(2) over every known process's pidfd at the start of a tick (rather than
- * one call per process: with a thousand processes that was a thousand syscalls a
- * tick). A process whose pidfd cannot be polled counts as exited: re-checked. */
-static void mark_exited(struct manager *m) {
-        _cleanup_free_ struct pollfd *pfd = calloc(m->n_procs ? m->n_procs : 1, sizeof(*pfd));
-        int r;
-
-        for (size_t i = 0; pfd && i < m->n_procs; i++)
-                pfd[i] = (struct pollfd) { .fd = m->procs[i]->pidfd, .events = POLLIN };
-        do
-                r = pfd ? poll(pfd, m->n_procs, 0) : -1;
-        while (r < 0 && errno == EINTR);
-        /* Without a pidfd (poll ignores -1), a record is re-identified when it is
-         * due for a scan instead (admit). */
-        for (size_t i = 0; i < m->n_procs; i++)
-                m->procs[i]->exited = m->procs[i]->pidfd >= 0 && (r < 0 || pfd[i].revents != 0);
-}
-
-static int pidfd_open_sys(pid_t pid) {
-        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
-        return fd < 0 ? -errno : fd;
-}
-
-/* Opens a pidfd and checks that it names the process we read (same start time):
- * from then on the pidfd tells us if that process exits, whatever its pid becomes. */
-static int open_checked_pidfd(struct manager *m, pid_t pid, uint64_t starttime) {
-        struct proc_stat st;
-        int fd = m->open_pidfd ? m->open_pidfd(pid) : pidfd_open_sys(pid);
-        if (fd < 0)
-                return fd;
-        if (proc_read_stat(m->proc_root, pid, &st) < 0 || st.starttime != starttime) {
-                close(fd);
-                return -ESRCH;
-        }
-        return fd;
-}
 
 /* --- invalid settings, logged once ---------------------------------------------- */
 
@@ -167,7 +55,7 @@ static uint64_t invalid_key(const struct manager *m, const struct cgroup_invalid
         char key[PATH_MAX + 512];
         int n = snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", inv->path, 0, inv->xattr, 0, inv->value, 0, inv->why);
 
-        return siphash24(key, n < 0 ? 0 : (size_t) n < sizeof(key) ? (size_t) n : sizeof(key) - 1, m->cg_key);
+        return siphash24(key, n < 0 ? 0 : (size_t) n < sizeof(key) ? (size_t) n : sizeof(key) - 1, m->invalid_key);
 }
 
 /* Each invalid setting is logged once while it stays (it is remembered by a keyed
@@ -216,155 +104,18 @@ static void log_invalid(struct manager *m, const struct cgroup_selection *sel) {
         m->n_invalid_seen = sel->n_invalid;
 }
 
-/* Pins the event-loop thread, the walker and the workers to the online service CPUs
- * `now`. Returns how many workers are away from their own CPU, or -errno when a pin
- * did not hold (logged at debug: the caller tries again on the next tick). */
-static int service_cpus_repin(struct manager *m, const nb_cpumask *now) {
-        int r, first = 0, away;
-
-        /* Every thread, whatever failed before it: none left where others put it. */
-        r = cpus_pin_thread(pthread_self(), now);
-        if (r < 0)
-                first = log_debug_errno(r, "Failed to pin the event loop to the service CPUs: %m");
-        r = m->walker ? walker_repin(m->walker, now) : 0;
-        if (r < 0 && !first)
-                first = log_debug_errno(r, "Failed to pin the cgroup walker to the service CPUs: %m");
-        away = migrator_repin(m->migrator, now);
-        if (away < 0 && !first)
-                first = log_debug_errno(away, "Failed to pin the migration workers to the service CPUs: %m");
-        return first < 0 ? first : away;
-}
-
-/* Whether every thread is pinned where service_cpus_repin(m, now) pins it (exact), or
- * at least to some of the online service CPUs `now` and nothing else (!exact). */
-static bool service_cpus_pinned(struct manager *m, const nb_cpumask *now, bool exact) {
-        return cpus_thread_within(pthread_self(), now, exact) &&
-               (!m->walker || walker_pinned(m->walker, now, exact)) &&
-               migrator_pinned(m->migrator, now, exact);
-}
-
-/* The daemon's work must run on the service CPUs only, and others can change where
- * its threads may run: a service CPU going offline lets the threads pinned to it run
- * anywhere; a CPU coming online, or a change of the daemon's cpuset, resets every
- * thread to the cpuset's CPUs; taskset(1) needs no cooperation. So each tick reads
- * the online service CPUs and each thread's affinity (a few syscalls), and on any
- * difference pins them all again: the event loop and the walker to the online service
- * CPUs, each worker to its own CPU when that is online. A CPU back online joins the
- * cpuset only a moment later (deferred work in the kernel), and a pin taken before
- * then holds fewer CPUs than asked: it is taken again on the next tick. With no
- * service CPU online the tick does nothing: returns false. */
-#define REPIN_LOG_MS 60000
-#define REPIN_FAILING_LOG 4     /* ticks: 2 s */
-
-static bool service_cpus_check(struct manager *m) {
-        nb_cpumask online, now = {};
-        char all[256], cur[256];
-        bool changed;
-        int r;
-
-        if (topology_read_online_cpus(m->sys_root, &online) < 0)
-                return cpumask_weight(&m->service_online) > 0;   /* cannot tell: as before */
-        for (size_t i = 0; i < ELEMENTSOF(now.w); i++)
-                now.w[i] = m->service.w[i] & online.w[i];
-        changed = memcmp(&now, &m->service_online, sizeof(now)) != 0;
-        if (cpumask_weight(&now) == 0) {
-                if (changed)
-                        log_error("All service CPUs (%s) are offline: not scanning or moving anything until one is "
-                                  "back (the daemon's work must not run on the workload's CPUs)",
-                                  (cpumask_format(&m->service, all, sizeof(all)), all));
-                m->service_online = now;
-                return false;
-        }
-        if (!changed && service_cpus_pinned(m, &now, true))
-                return true;
-        r = service_cpus_repin(m, &now);
-        m->service_repins++;
-        if (r < 0) {
-                /* Tried again next tick. Work goes on where every thread is on some of
-                 * the service CPUs (a CPU back online and not yet in the cpuset, or a
-                 * cpuset that keeps one of them for good); none where a thread may be
-                 * elsewhere. A CPU back online makes this happen for a tick or two:
-                 * said only when it lasts. */
-                bool safe = service_cpus_pinned(m, &now, false);
-
-                cpumask_format(&now, cur, sizeof(cur));
-                if (++m->service_repin_failing == REPIN_FAILING_LOG && safe)
-                        log_warning_errno(r, "Cannot pin the daemon's threads to all of service CPUs %s: %m; working "
-                                          "on those they have (is the daemon's cpuset without some of them?)", cur);
-                else if (m->service_repin_failing == REPIN_FAILING_LOG)
-                        log_error_errno(r, "Cannot pin the daemon's threads to service CPUs %s: %m; not scanning or "
-                                        "moving anything until they can be (is the daemon's cpuset without them?)",
-                                        cur);
-                return safe;
-        }
-        if (m->service_repin_failing >= REPIN_FAILING_LOG)
-                log_notice("The daemon's threads are pinned to service CPUs again: working");
-        m->service_repin_failing = 0;
-        cpumask_format(&m->service, all, sizeof(all));
-        cpumask_format(&now, cur, sizeof(cur));
-        if (changed && cpumask_weight(&now) < cpumask_weight(&m->service))
-                log_warning("Service CPUs %s: only %s online, working on %s (%d worker(s) away from their own CPU)",
-                            all, cur, cur, r);
-        else if (changed)
-                log_notice("Service CPUs %s all online again: each worker back on its own CPU", all);
-        else if (!m->service_repin_logged_ms || clock_now_ms() - m->service_repin_logged_ms >= REPIN_LOG_MS) {
-                /* At most once a minute: someone may keep doing it. */
-                m->service_repin_logged_ms = clock_now_ms();
-                log_warning("The daemon's threads were allowed on other CPUs than the service CPUs (a cpuset "
-                            "change, or taskset): pinned to service CPUs %s again", cur);
-        }
-        m->service_online = now;
-        return true;
-}
-
 /* A count of page-level samples (page_sampler_drain): kept for the process's next scan. */
 static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
         struct manager *m = userdata;
-        struct proc_rec *p = find_proc(m, tgid);
+        struct proc_rec *p = proc_records_find(&m->procs, tgid);
 
-        m->page_samples += count;
+        m->counters.page_samples += count;
         if (!p)
                 return; /* exited, or not (yet) ours */
         if (!p->seen && page_agg_new(m->topo, page_size(), &p->seen) < 0)
                 return;
         page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
         (void) page_agg_add_counts(p->seen, addr, node, count);
-}
-
-/* A record seen this tick holds pid (a reused pid gets a new record before the old
- * one is forgotten: the new one's watch must stay). */
-static bool pid_current(struct manager *m, pid_t pid) {
-        for (size_t i = 0; i < m->n_procs; i++)
-                if (m->procs[i]->pid == pid && m->procs[i]->seen_tick == m->tick)
-                        return true;
-        return false;
-}
-
-/* A process holds a pidfd only while it is being balanced: its cgroup in balance mode,
- * not a dry run, and its last scan found it at least min_rss (numabalanced(8),
- * LIMITS). The pidfd spares it a stat read per tick and names it to its migration
- * jobs; a process without one is re-identified when due (admit), and its jobs open
- * their own. Descriptors are held back for the rest of the daemon (PIDFD_RESERVE):
- * past them a balanced process goes without. */
-static void update_pidfd(struct manager *m, struct proc_rec *p) {
-        bool want = p->cg->mode == CG_MODE_BALANCE && !m->opts.dry_run && p->scans > 0 &&
-                    p->reason != REASON_TOO_SMALL;
-        int fd;
-
-        if (!want && p->pidfd >= 0) {
-                close(p->pidfd);
-                p->pidfd = -1;
-                m->n_pidfds--;
-        }
-        if (!want || p->pidfd >= 0 || m->n_pidfds + PIDFD_RESERVE >= m->fd_limit)
-                return;
-        fd = open_checked_pidfd(m, p->pid, p->starttime);
-        if (fd < 0) {
-                log_debug_errno(fd, "pid=%d: no pidfd, its jobs open their own: %m", (int) p->pid);
-                return;
-        }
-        p->pidfd = fd;
-        m->n_pidfds++;
 }
 
 /* The tick's scans so far. */
@@ -374,8 +125,6 @@ struct scan_list {
         bool moves;                /* some plan of these has moves */
 };
 
-/* Scans p (due) into the list; a process that cannot be read is tried again later
- * (gone: forgotten at the next tick). */
 /* Each node's free memory, read by the first thing in a tick that needs it (a plan,
  * or a process held back at a full node) and by no tick that plans nothing: a settled
  * machine's tick then opens none of the per-node files (seven in a 2-node guest, a
@@ -383,141 +132,82 @@ struct scan_list {
 static void need_free_memory(struct manager *m) {
         int r;
 
-        if (m->free_read_tick == m->tick)
+        if (m->free_read_tick == m->counters.tick)
                 return;
-        m->free_read_tick = m->tick;
+        m->free_read_tick = m->counters.tick;
         r = topology_refresh_free(m->topo, m->sys_root);
         if (r < 0)
                 log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
 }
 
-static void scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
-                     struct scan_list *scans) {
-        uint64_t before[_STAGE_MAX], t;
-        int r;
-
-        need_free_memory(m);
-
-        if (scans->n == scans->cap) {
-                size_t nc = scans->cap ? scans->cap * 2 : 64;
-                struct scan *ns = realloc(scans->v, nc * sizeof(*ns));
-                if (!ns)
-                        return;
-                scans->v = ns;
-                scans->cap = nc;
-        }
-        scans->v[scans->n] = (struct scan) { .rec = p };
-        memcpy(before, p->cost_ns, sizeof(before));
-        t = cost_thread_ns();
-        r = scan_process(m, p, now, reserved, &scans->v[scans->n]);
-        cost_scanned(m, p, before, cost_thread_ns() - t);
-        if (r > 0) {
-                scans->moves |= scans->v[scans->n].plan.n_moves || scans->v[scans->n].pages.n_moves;
-                scans->n++;
-                return;
-        }
-        scan_done(&scans->v[scans->n]);   /* a plan made before a later step failed */
-        if (r == 0)
-                return;
-        /* Backed off like a settled process: a process that cannot be read (one of a
-         * tenant's, unreadable or gone) is not read again at every tick. */
-        scan_backoff(m, p, now);
-        if (r != -ESRCH && r != -ENOENT)
-                log_debug_errno(r, "cgroup=%s pid=%d: cannot read, ignoring: %m", p->cg->path, (int) p->pid);
+/* What the scans of this tick read besides their process. */
+static struct scan_env scan_env_of(const struct manager *m) {
+        return (struct scan_env) {
+                .cfg = &m->cfg,
+                .topo = m->topo,
+                .proc_root = m->proc_root,
+                .source = m->source,
+                .pages = m->pages,
+                .kernel_balances = m->counters.kernel_balances,
+                .dry_run = m->opts.dry_run,
+        };
 }
 
-/* A record for a process seen for the first time, watched from now on. NULL when it
- * cannot be watched (it exited, or out of memory): it is looked at again next tick. */
-static struct proc_rec *proc_rec_new(struct manager *m, pid_t pid, const struct proc_stat *st, uint64_t now) {
-        struct proc_rec *p, **n;
-        int r;
+/* Room for one more scan in the list. Out of memory, p stays due (its next scan
+ * time unchanged): it is scanned at the next tick, and that is said. */
+static bool scan_list_grow(struct manager *m, struct scan_list *scans, const struct proc_rec *p) {
+        size_t nc = scans->cap ? scans->cap * 2 : 64;
+        struct scan *ns;
 
-        p = calloc(1, sizeof(*p));
-        n = realloc(m->procs, (m->n_procs + 1) * sizeof(*n));
-        if (n)
-                m->procs = n;
-        if (!p || !n) {
-                free(p);
-                return NULL;
-        }
-        p->pid = pid;
-        p->starttime = st->starttime;
-        p->pidfd = -1;             /* update_pidfd(), once it is being balanced */
-        p->reason = _REASON_MAX;
-        p->hot_node = p->target_node = p->full_target = -1;
-        p->next_scan_ms = now;
-        m->procs[m->n_procs++] = p;
-        if (m->pages) {
-                r = page_sampler_watch(m->pages, p->pid);
-                if (r < 0)
-                        log_debug_errno(r, "pid=%d: not sampled page by page: %m", (int) p->pid);
-        }
-        /* Kept sorted for find_proc(); appended at the end, so re-sort (rare: only
-         * when processes arrive). */
-        qsort(m->procs, m->n_procs, sizeof(*m->procs), cmp_proc);
-        return p;
-}
-
-/* A user's opt-in covers only the processes that user may ptrace (lib/creds.h,
- * docs/OPT-IN.md). A known process is checked again when it is due for a scan: its
- * ids change at a setuid exec, and it can stop being dumpable; between scans it is
- * not read (the executor checks again before moving anything). */
-static bool still_covered(struct manager *m, const struct cg_rec *cg, struct proc_rec *p, uint64_t now) {
-        struct proc_creds c;
-
-        if (cg->covers_uid == CGROUP_COVERS_ALL || (p->covered_for == cg->covers_uid && now < p->next_scan_ms))
+        if (scans->n < scans->cap)
                 return true;
-        if (proc_read_creds(m->proc_root, p->pid, &c) < 0 || c.stat.starttime != p->starttime ||
-            !creds_belong_to(&c, cg->covers_uid)) {
-                log_debug("cgroup=%s pid=%d: not uid %u's process any more, not watched", cg->path, (int) p->pid,
-                          (unsigned) cg->covers_uid);
+        ns = realloc(scans->v, nc * sizeof(*ns));
+        if (!ns) {
+                if (log_ratelimit_ok(&m->oom_log, clock_now_ms(), NULL))
+                        log_warning("cgroup=%s pid=%d: out of memory for its scan, scanning it at the next tick",
+                                    p->cg->path, (int) p->pid);
                 return false;
         }
-        p->covered_for = cg->covers_uid;
+        scans->v = ns;
+        scans->cap = nc;
         return true;
 }
 
-/* The record of the process pid names now in cg, made if it is new. NULL: not ours to
- * watch (the daemon itself, gone, a zombie, a kernel thread, or another user's
- * process under a user's opt-in). */
-static struct proc_rec *admit(struct manager *m, const struct cg_rec *cg, pid_t pid, uint64_t now) {
-        struct proc_rec *p = find_proc(m, pid);
-        bool one_user = cg->covers_uid != CGROUP_COVERS_ALL;
-        struct proc_creds c;
+/* Scans p (due) into the list, its time charged to it; a process that cannot be read
+ * is tried again later (gone: forgotten at the next tick). Returns the CPU time
+ * charged. */
+static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
+                         struct scan_list *scans) {
+        struct scan_env env = scan_env_of(m);
+        struct scan *sc;
+        uint64_t charged = 0;
+        int r;
 
-        if (pid == getpid())
-                return NULL;
-        /* Known and alive (its pidfd not readable): the pid still names the process we
-         * opened, so its stat need not be read again: with a thousand settled
-         * processes, this read was most of the tick. */
-        if (p && p->pidfd >= 0 && !p->exited)
-                return still_covered(m, cg, p, now) ? p : NULL;
-        /* Known, without a pidfd (not being balanced): its start time is checked only
-         * when it is due for a scan. One that exited has left cgroup.procs by then;
-         * a pid reused in the same cgroup shows the old numbers until that scan. */
-        if (p && p->pidfd < 0 && now < p->next_scan_ms)
-                return still_covered(m, cg, p, now) ? p : NULL;
-        if ((one_user ? proc_read_creds(m->proc_root, pid, &c) : proc_read_stat(m->proc_root, pid, &c.stat)) < 0)
-                return NULL; /* gone already */
-        if (p && p->starttime != c.stat.starttime) {
-                /* The pid was reused: a different process. Forget the old one. */
-                p->seen_tick = 0;
-                p = NULL;
+        need_free_memory(m);
+        if (!scan_list_grow(m, scans, p))
+                return 0;
+        sc = &scans->v[scans->n];
+        *sc = (struct scan) { .rec = p };
+        r = scan_process(&env, p, now, reserved, sc);
+        for (int st = 0; st < _STAGE_MAX; st++) {
+                cost_charge_proc(&m->cost, p, (enum stage) st, sc->cost_ns[st]);
+                charged += sc->cost_ns[st];
         }
-        if (c.stat.state == 'Z' || c.stat.state == 'X' || (c.stat.flags & PF_KTHREAD_FLAG))
-                return NULL;
-        if (one_user && !creds_belong_to(&c, cg->covers_uid)) {
-                log_debug("cgroup=%s pid=%d: not uid %u's process (uids, gids or dumpable), not watched", cg->path,
-                          (int) pid, (unsigned) cg->covers_uid);
-                return NULL;
+        m->counters.sampled_scans += sc->sampled;
+        if (r > 0) {
+                scans->moves |= scans->v[scans->n].plan.n_moves || scans->v[scans->n].pages.n_moves;
+                scans->n++;
+                return charged;
         }
-        if (!p)
-                p = proc_rec_new(m, pid, &c.stat, now);
-        if (p) {
-                snprintf(p->comm, sizeof(p->comm), "%s", c.stat.comm);
-                p->covered_for = cg->covers_uid;
-        }
-        return p;
+        scan_done(sc);   /* a plan made before a later step failed */
+        if (r == 0)
+                return charged;
+        /* Backed off like a settled process: a process that cannot be read (one of a
+         * tenant's, unreadable or gone) is not read again at every tick. */
+        scan_backoff(&env, p, now);
+        if (r != -ESRCH && r != -ENOENT)
+                log_debug_errno(r, "cgroup=%s pid=%d: cannot read, ignoring: %m", p->cg->path, (int) p->pid);
+        return charged;
 }
 
 /* A tick with thousands of processes to read (a tenant's) takes seconds: the control
@@ -533,7 +223,7 @@ static void serve_meanwhile(struct manager *m) {
         m->last_served_ns = now;
         t = cost_thread_ns();
         m->while_moving(m->while_moving_userdata);
-        m->pump_ns += cost_thread_ns() - t;
+        cost_pumped(&m->cost, cost_thread_ns() - t);
 }
 
 /* Whether p's last plan held moves back at a node's free-memory floor and the node has
@@ -560,9 +250,9 @@ static void cg_growth(struct manager *m, struct cg_rec *cg) {
 
         if (cgroup_read_memory_current(m->cfg.cgroup_root, cg->path, &cur) < 0) {
                 if (cgroup_read_cpu_usage(m->cfg.cgroup_root, cg->path, &usec) < 0 || usec != cg->cpu_seen_usec)
-                        cg->cpu_ran_tick = m->tick;
+                        cg->cpu_ran_tick = m->counters.tick;
                 cg->cpu_seen_usec = usec;
-                cg->growth = m->tick - cg->cpu_ran_tick < GROW_CHECK_TICKS ? GROWTH_UNKNOWN : GROWTH_NONE;
+                cg->growth = m->counters.tick - cg->cpu_ran_tick < GROW_CHECK_TICKS ? GROWTH_UNKNOWN : GROWTH_NONE;
                 return;
         }
         cg->growth = cur >= cg->mem_seen + m->cfg.min_misplaced_kb * 1024 ? GROWTH_SOME : GROWTH_NONE;
@@ -579,7 +269,7 @@ static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
         uint64_t pages, kb;
 
         if (!p->rss_kb || p->next_scan_ms <= now + GROW_CHECK_TICKS * m->cfg.tick_ms || p->cg->growth == GROWTH_NONE ||
-            (p->cg->growth == GROWTH_UNKNOWN && (m->tick + (uint64_t) p->pid) % GROW_CHECK_TICKS))
+            (p->cg->growth == GROWTH_UNKNOWN && (m->counters.tick + (uint64_t) p->pid) % GROW_CHECK_TICKS))
                 return false;
         if (proc_read_statm_resident(m->proc_root, p->pid, &pages) < 0)
                 return false;   /* gone or unreadable: its own scan will say */
@@ -588,22 +278,39 @@ static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
                 p->rss_kb = kb;   /* shrank: growth counts from here */
                 return false;
         }
-        if (kb - p->rss_kb < m->cfg.min_misplaced_kb || kb - p->rss_kb < p->rss_kb / GROW_SHARE)
+        if (kb - p->rss_kb < m->cfg.min_misplaced_kb || kb - p->rss_kb < p->rss_kb / SCAN_GROW_SHARE)
                 return false;
         log_debug("cgroup=%s pid=%d: resident %" PRIu64 " KiB, %" PRIu64 " KiB more than at its last scan: "
                   "scanning now", p->cg->path, (int) p->pid, kb, kb - p->rss_kb);
         p->rss_kb = kb;
-        m->growth_scans++;
+        m->counters.growth_scans++;
         /* New memory is read in full, not sampled (sampled-scan.h). */
-        sampled_scan_forget(p);
+        proc_records_drop_huge(p);
         return true;
 }
 
+/* A process admitted now: its page samples are gathered from now on. */
+static void watch_new(struct manager *m, struct proc_rec *p) {
+        int r;
+
+        if (!m->pages)
+                return;
+        r = page_sampler_watch(m->pages, p->pid);
+        if (r < 0)
+                log_debug_errno(r, "pid=%d: not sampled page by page: %m", (int) p->pid);
+}
+
+/* Whether p is being balanced (and so holds a pidfd): its cgroup in balance mode, not
+ * a dry run, and its last scan found it at least min_rss (numabalanced(8), LIMITS). */
+static bool balanced(const struct manager *m, const struct proc_rec *p) {
+        return p->cg->mode == CG_MODE_BALANCE && !m->opts.dry_run && p->scans > 0 && p->reason != REASON_TOO_SMALL;
+}
+
 /* The processes of one selected cgroup: each is marked seen in this tick, and
- * scanned if it is due. Returns 0, or -EMFILE, -ENFILE, -ENOMEM when its list could
- * not be read for lack of them. */
+ * scanned if it is due. Adds the scans' CPU time (charged) to *scanned. Returns 0, or
+ * -EMFILE, -ENFILE, -ENOMEM when its list could not be read for lack of them. */
 static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
-                       struct scan_list *scans) {
+                       struct scan_list *scans, uint64_t *scanned) {
         _cleanup_free_ pid_t *pids = NULL;
         size_t n_pids = 0;
         int r;
@@ -619,18 +326,21 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 cg_growth(m, cg);
         for (size_t k = 0; k < n_pids; k++) {
                 struct proc_rec *p;
+                bool is_new;
 
                 serve_meanwhile(m);
-                p = admit(m, cg, pids[k], now);
+                p = proc_records_admit(&m->procs, m->proc_root, cg, pids[k], now, &is_new);
+                if (is_new)
+                        watch_new(m, p);
 
-                if (!p || p->seen_tick == m->tick)
+                if (!p || p->seen_tick == m->counters.tick)
                         continue; /* not ours, or listed twice */
-                p->seen_tick = m->tick;
+                p->seen_tick = m->counters.tick;
                 p->cg = cg;
                 cg->tick_procs++;
                 if (now >= p->next_scan_ms || room_again(m, p) || grew(m, p, now))
-                        scan_due(m, p, now, reserved, scans);
-                update_pidfd(m, p);
+                        *scanned += scan_due(m, p, now, reserved, scans);
+                proc_records_update_pidfd(&m->procs, m->proc_root, p, balanced(m, p));
         }
         return 0;
 }
@@ -647,12 +357,12 @@ static void keep_all(struct manager *m, int r) {
                 log_warning_errno(r, "Cannot read the cgroup tree under %s: %m; keeping the processes and cgroups "
                                   "already known until it can", m->cfg.cgroup_root);
         m->resources_short_logged = true;
-        for (size_t i = 0; i < m->n_procs; i++)
-                if (m->procs[i]->cg)
-                        m->procs[i]->seen_tick = m->tick;
+        for (size_t i = 0; i < m->procs.n; i++)
+                if (m->procs.v[i]->cg)
+                        m->procs.v[i]->seen_tick = m->counters.tick;
         /* Every cgroup record too (their process counts as they were). */
-        for (size_t i = 0; i < m->n_cgs; i++)
-                m->cgs[i]->seen_tick = m->tick;
+        for (size_t i = 0; i < m->cgs.n; i++)
+                m->cgs.v[i]->seen_tick = m->counters.tick;
 }
 
 /* The cgroups opted in now (config, xattrs), into *sel, with what is wrong with the
@@ -672,7 +382,7 @@ static int select_cgroups(struct manager *m, struct cgroup_selection *sel, bool 
                         return r;
                 if (r < 0) {
                         /* The cgroup root missing is not fatal: it may be mounted later. */
-                        log_full_errno(m->tick == 1 ? LOG_LVL_ERR : LOG_LVL_DEBUG, r,
+                        log_full_errno(m->counters.tick == 1 ? LOG_LVL_ERR : LOG_LVL_DEBUG, r,
                                        "Failed to walk the cgroup tree at %s, nothing selected: %m",
                                        m->cfg.cgroup_root);
                         *sel = (struct cgroup_selection) {};
@@ -693,32 +403,44 @@ static int select_cgroups(struct manager *m, struct cgroup_selection *sel, bool 
  * control socket is served mid-tick), change at the end of the tick only
  * (publish_cgroups), so that a reply never shows a tick half done. */
 static void mark_seen(struct manager *m, struct cg_rec *cg) {
-        if (cg->seen_tick != m->tick)
+        if (cg->seen_tick != m->counters.tick)
                 cg->tick_procs = 0;
-        cg->seen_tick = m->tick;
+        cg->seen_tick = m->counters.tick;
 }
 
 static void publish_cgroups(struct manager *m) {
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                m->cgs[i]->seen = m->cgs[i]->seen_tick == m->tick;
-                m->cgs[i]->n_procs = m->cgs[i]->seen ? m->cgs[i]->tick_procs : 0;
+        for (size_t i = 0; i < m->cgs.n; i++) {
+                m->cgs.v[i]->seen = m->cgs.v[i]->seen_tick == m->counters.tick;
+                m->cgs.v[i]->n_procs = m->cgs.v[i]->seen ? m->cgs.v[i]->tick_procs : 0;
         }
 }
 
-/* The tick's migration run: the workers' time is charged per job (jobs.c), and this
- * thread's part (building and accounting the jobs; not serving the control socket
- * meanwhile) in proportion to it. Adds what it charged to *charged. */
+/* The tick's migration run (jobs.h): the workers' time is charged per job, and this
+ * thread's part in proportion to it. Adds what it charged on this thread to *charged. */
 static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t now, uint64_t *charged) {
-        uint64_t *before, t, pump = m->pump_ns, main_ns;
+        struct jobs_env env = {
+                .check = {
+                        .cfg = &m->cfg,
+                        .topo = m->topo,
+                        .proc_root = m->proc_root,
+                        .sys_root = m->sys_root,
+                        .kernel_balances = m->counters.kernel_balances,
+                },
+                .dry_run = m->opts.dry_run,
+                .migrator = m->migrator,
+                .cost = &m->cost,
+                .counters = &m->counters,
+                .run_jobs = m->run_jobs,
+                .run_jobs_userdata = m->run_jobs_userdata,
+                .pump_ns = &m->cost.pump_ns,
+        };
+        uint64_t main_ns = 0;
         int r;
 
         if (scans->n == 0)
-                return 0;       /* nothing planned: no run (and no copy of every cgroup's cost) */
-        before = cost_migrate_before(m);
-        t = cost_thread_ns();
-        r = jobs_run(m, scans->v, scans->n, now);
-        main_ns = cost_thread_ns() - t - (m->pump_ns - pump);
-        *charged += main_ns - cost_migrate_after(m, before, main_ns);
+                return 0;       /* nothing planned: no run */
+        r = jobs_run(&env, scans->v, scans->n, now, &main_ns);
+        *charged += main_ns;
         return r;
 }
 
@@ -742,13 +464,13 @@ static void run_jobs_early(struct manager *m, struct scan_list *scans, uint64_t 
  * made or updated), or else the records as the last one left them; each marked seen. */
 static int tick_list(struct manager *m, const struct cgroup_selection *sel, bool fresh, struct cg_rec ***ret,
                      size_t *ret_n) {
-        size_t n_max = fresh ? sel->n_entries : m->n_cgs, n = 0;
+        size_t n_max = fresh ? sel->n_entries : m->cgs.n, n = 0;
         struct cg_rec **list = calloc(n_max ? n_max : 1, sizeof(*list));
 
         if (!list)
                 return -ENOMEM;
         for (size_t i = 0; i < n_max; i++) {
-                struct cg_rec *cg = fresh ? cg_records_get(m, &sel->entries[i]) : m->cgs[i];
+                struct cg_rec *cg = fresh ? cg_records_get(&m->cgs, m->cfg.cgroup_root, &sel->entries[i]) : m->cgs.v[i];
                 if (!cg)
                         continue;
                 mark_seen(m, cg);
@@ -762,14 +484,14 @@ static int tick_list(struct manager *m, const struct cgroup_selection *sel, bool
 /* A cgroup not read in this tick (its owner's turn was over): it and its processes
  * stay as the last read left them. */
 static void keep_cgroup(struct manager *m, struct cg_rec *cg) {
-        cg->kept_tick = m->tick;
+        cg->kept_tick = m->counters.tick;
         cg->tick_procs = cg->n_procs;
 }
 
 static void keep_their_processes(struct manager *m) {
-        for (size_t i = 0; i < m->n_procs; i++)
-                if (m->procs[i]->cg && m->procs[i]->cg->kept_tick == m->tick && m->procs[i]->seen_tick != m->tick)
-                        m->procs[i]->seen_tick = m->tick;
+        for (size_t i = 0; i < m->procs.n; i++)
+                if (m->procs.v[i]->cg && m->procs.v[i]->cg->kept_tick == m->counters.tick && m->procs.v[i]->seen_tick != m->counters.tick)
+                        m->procs.v[i]->seen_tick = m->counters.tick;
 }
 
 /* Where each owner's next turn starts: after what it read now (lib/interleave.h). */
@@ -790,19 +512,17 @@ static void remember_cursors(struct manager *m, const struct turns *t, const siz
         m->n_cursors = t->n_groups;
 }
 
-/* tick_cgroup(), its CPU time charged to cg: the scans charge read and decide
- * themselves, the rest (cgroup.procs, admitting its processes) is bookkeeping; the
- * control requests served meanwhile are nobody's. Adds what it charged to *charged. */
+/* tick_cgroup(), its CPU time charged to cg: the scans are charged read and decide,
+ * the rest (cgroup.procs, admitting its processes) is bookkeeping; the control
+ * requests served meanwhile are nobody's. Adds what it charged to *charged. */
 static int read_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
                        struct scan_list *scans, uint64_t *charged) {
-        uint64_t t = cost_thread_ns(), pump = m->pump_ns, scanned, spent;
+        uint64_t t = cost_thread_ns(), pump = m->cost.pump_ns, scanned = 0, spent;
         int r;
 
-        scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE];
-        r = tick_cgroup(m, cg, now, reserved, scans);
-        spent = cost_thread_ns() - t - (m->pump_ns - pump);
-        scanned = cg->cost_ns[STAGE_READ] + cg->cost_ns[STAGE_DECIDE] - scanned;
-        cost_charge(m, cg, STAGE_BOOKKEEPING, spent > scanned ? spent - scanned : 0);
+        r = tick_cgroup(m, cg, now, reserved, scans, &scanned);
+        spent = cost_thread_ns() - t - (m->cost.pump_ns - pump);
+        cost_charge(&m->cost, cg, STAGE_BOOKKEEPING, spent > scanned ? spent - scanned : 0);
         *charged += spent > scanned ? spent : scanned;
         return r;
 }
@@ -850,34 +570,29 @@ static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, b
         }
         keep_their_processes(m);
         remember_cursors(m, &t, read);
-        turns_done(&t);
+        interleave_turns_done(&t);
         return r;
 }
 
 /* Forgets the processes not seen in this tick (exited, or their cgroup opted out). */
 static void forget_departed(struct manager *m) {
-        size_t w = 0;
+        uint64_t tick = m->counters.tick;
 
-        /* First stop watching them, while every record is there to ask: pid_current()
-         * reads them all, and the loop below frees as it goes. If a new record holds
-         * the pid (reused), its next sample() watches it again from a new baseline. */
-        for (size_t i = 0; i < m->n_procs; i++) {
-                if (m->procs[i]->seen_tick == m->tick)
+        /* First stop watching them, while every record is there to ask: a new record
+         * may hold the same pid (reused), and its next sample() watches it again from
+         * a new baseline. */
+        for (size_t i = 0; i < m->procs.n; i++) {
+                pid_t pid = m->procs.v[i]->pid;
+
+                if (m->procs.v[i]->seen_tick == tick)
                         continue;
-                placement_source_unwatch(m->source, m->procs[i]->pid);
-                if (m->pages && !pid_current(m, m->procs[i]->pid))
-                        page_sampler_unwatch(m->pages, m->procs[i]->pid);
+                placement_source_unwatch(m->source, pid);
+                if (m->pages && !proc_records_current(&m->procs, pid, tick))
+                        page_sampler_unwatch(m->pages, pid);
         }
-        for (size_t i = 0; i < m->n_procs; i++)
-                if (m->procs[i]->seen_tick == m->tick)
-                        m->procs[w++] = m->procs[i];
-                else
-                        proc_rec_free(m, m->procs[i]);
-        m->n_procs = w;
+        proc_records_sweep(&m->procs, tick);
 }
 
-/* What the tick's decisions start from: the page-level samples since the last tick,
- * and the free memory of each node. */
 /* Whether the kernel's NUMA balancing is on now (bit 0, NUMA_BALANCING_NORMAL: bit 1 is
  * memory tiering only): memory whose policy asks for it ("balancing") is then the
  * kernel's (policy.h). Read every tick: the operator may switch it at any time. */
@@ -886,13 +601,15 @@ static void kernel_balancing_watch(struct manager *m) {
         bool on;
 
         on = kernel_balancing_read(m->proc_root, &v) >= 0 && (v & 1);
-        if (on != m->kernel_balances)
+        if (on != m->counters.kernel_balances)
                 log_info("kernel.numa_balancing is %s: memory whose policy has the balancing flag "
                          "(MPOL_F_NUMA_BALANCING) is %s", on ? "on" : "off",
                          on ? "left to the kernel" : "balanced by numabalanced within its policy");
-        m->kernel_balances = on;
+        m->counters.kernel_balances = on;
 }
 
+/* What the tick's decisions start from: the page-level samples since the last tick,
+ * and whether the kernel balances. */
 static void tick_prepare(struct manager *m) {
         int r;
 
@@ -912,14 +629,14 @@ static uint64_t charge_walk(struct manager *m, const struct cgroup_selection *se
         uint64_t ns = 0;
 
         for (size_t i = 0; i < sel->n_entries; i++) {
-                struct cg_rec *cg = cg_records_find(m, sel->entries[i].path);
+                struct cg_rec *cg = cg_records_find(&m->cgs, sel->entries[i].path);
 
                 if (!cg)
                         continue;       /* no record (out of memory): unattributed */
-                cost_charge(m, cg, STAGE_WALK, sel->entries[i].walk_ns);
+                cost_charge(&m->cost, cg, STAGE_WALK, sel->entries[i].walk_ns);
                 ns += sel->entries[i].walk_ns;
         }
-        ns += cost_walk_others(m, sel);
+        ns += cost_walk_others(&m->cost, &m->cgs, sel, m->counters.tick);
         return m->walker ? 0 : ns;
 }
 
@@ -928,31 +645,32 @@ static uint64_t charge_walk(struct manager *m, const struct cgroup_selection *se
  * work, shared among the cgroups in proportion to their processes. Control requests
  * served during the run are not theirs. */
 static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, uint64_t charged) {
-        uint64_t spent = cost_thread_ns() - start, served = m->pump_ns - pump;
+        uint64_t spent = cost_thread_ns() - start, served = m->cost.pump_ns - pump;
 
         if (spent > charged + served)
-                (void) cost_share_by_procs(m, STAGE_BOOKKEEPING, spent - charged - served);
+                (void) cost_share_by_procs(&m->cost, &m->cgs, STAGE_BOOKKEEPING, spent - charged - served);
 }
 
 int manager_tick(struct manager *m) {
         struct cgroup_selection sel = {};
         struct scan_list scans = {};
         _cleanup_free_ uint64_t *reserved = NULL;
-        uint64_t now = clock_now_ms(), t_start = clock_now_ns(CLOCK_MONOTONIC), cpu_start = cost_thread_ns(), pump = m->pump_ns;
+        uint64_t now = clock_now_ms(), t_start = clock_now_ns(CLOCK_MONOTONIC), cpu_start = cost_thread_ns();
+        uint64_t pump = m->cost.pump_ns;
         uint64_t charged = 0;
         bool fresh;
         int r;
 
-        m->tick++;
-        if (!service_cpus_check(m)) {
-                m->last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
+        m->counters.tick++;
+        if (!service_cpus_check(&m->service, m->sys_root, m->walker, m->migrator)) {
+                m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
                 return 0;
         }
         tick_prepare(m);
         reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
         if (!reserved)
                 return log_error_errno(-ENOMEM, "Out of memory");
-        mark_exited(m);
+        proc_records_poll_exited(&m->procs);
         m->jobs_ran_ns = t_start;
         r = select_cgroups(m, &sel, &fresh);
         if (r >= 0)
@@ -971,15 +689,15 @@ int manager_tick(struct manager *m) {
         free(scans.v);
         forget_departed(m);
         publish_cgroups(m);
-        cg_records_sweep(m);
+        cg_records_sweep(&m->cgs, &m->cost);
         /* Each scan's buffers (numa_maps text, parsed VMAs) are freed between records
          * that stay: glibc keeps the freed pages in the middle of the heap resident.
          * Give them back now and then (measured: 25 MB of heap for 1,000 processes,
          * most of it free). */
-        if (m->tick % TRIM_EVERY_TICKS == 0)
+        if (m->counters.tick % TRIM_EVERY_TICKS == 0)
                 (void) malloc_trim(0);
         tick_charge_rest(m, cpu_start, pump, charged);
-        m->last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
+        m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
         return r;
 }
 
@@ -999,18 +717,18 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (m->after_tick) {
                 /* The metrics file: each cgroup in it pays its share. */
                 uint64_t t = cost_thread_ns();
-                m->after_tick(m, m->after_tick_userdata);
-                (void) cost_share_even(m, STAGE_REPORT, cost_thread_ns() - t);
+                m->after_tick(&m->view, m->after_tick_userdata);
+                (void) cost_share_even(&m->cost, &m->cgs, STAGE_REPORT, cost_thread_ns() - t);
         }
-        cost_update_unattributed(m);
+        cost_update_unattributed(&m->cost);
         /* The next tick, or earlier if a node-change event asked for a scan sooner. */
         now = clock_now_ms();
         next = now + m->cfg.tick_ms;
         /* A due time already past (its process was not listed this tick) is not
          * waited for: that would spin. */
-        for (size_t i = 0; i < m->n_procs; i++)
-                if (m->procs[i]->react_due_ms > now && m->procs[i]->react_due_ms < next)
-                        next = m->procs[i]->react_due_ms;
+        for (size_t i = 0; i < m->procs.n; i++)
+                if (m->procs.v[i]->react_due_ms > now && m->procs.v[i]->react_due_ms < next)
+                        next = m->procs.v[i]->react_due_ms;
         sd_event_source_set_time(s, next * 1000);
         sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -1022,11 +740,11 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
  * minutes is otherwise rescanned only every scan_max_ms. */
 static void on_node_change(void *userdata, pid_t pid, int node) {
         struct manager *m = userdata;
-        struct proc_rec *p = find_proc(m, pid);
+        struct proc_rec *p = proc_records_find(&m->procs, pid);
         uint64_t due, when_usec;
         _cleanup_free_ uint64_t *scratch = NULL;
 
-        m->node_events++;
+        m->counters.node_events++;
         if (!p || !p->cg || p->cg->mode == CG_MODE_OFF || m->cfg.react_ms == 0)
                 return;
         due = clock_now_ms() + m->cfg.react_ms;
@@ -1044,7 +762,7 @@ static void on_node_change(void *userdata, pid_t pid, int node) {
         if (scratch && p->pl.primed) {
                 uint64_t t = cost_thread_ns();
                 (void) m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, scratch);
-                cost_charge_proc(m, p, STAGE_READ, cost_thread_ns() - t);
+                cost_charge_proc(&m->cost, p, STAGE_READ, cost_thread_ns() - t);
         }
         p->interval_ms = 0; /* scan_min_ms after this scan */
         p->next_scan_ms = due;
@@ -1067,7 +785,7 @@ int manager_start(struct manager *m) {
         int r;
 
         /* What the start cost (the topology, loading BPF, ...): the daemon's own. */
-        m->startup_cpu_ns = clock_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+        m->cost.startup_cpu_ns = clock_now_ns(CLOCK_PROCESS_CPUTIME_ID);
         r = sd_event_add_time_relative(m->event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the tick timer: %m");
@@ -1098,25 +816,34 @@ void manager_set_keepalive(struct manager *m, void (*fn)(void *userdata), void *
         m->keepalive_userdata = userdata;
 }
 
-void manager_set_after_tick(struct manager *m, void (*fn)(struct manager *m, void *userdata), void *userdata) {
+void manager_set_after_tick(struct manager *m, void (*fn)(const struct manager_view *v, void *userdata),
+                            void *userdata) {
         m->after_tick = fn;
         m->after_tick_userdata = userdata;
 }
 
+const struct manager_view *manager_view(const struct manager *m) {
+        return &m->view;
+}
+
 int manager_reload(struct manager *m, const struct nb_config *cfg) {
-        int r = cfg_copy(&m->cfg, cfg);
+        struct nb_config copy = {};
+        int r = config_copy(&copy, cfg);
+
         if (r < 0)
                 return log_error_errno(r, "Failed to apply the new configuration: %m");
+        config_done(&m->cfg);
+        m->cfg = copy;
         migrator_set_limits(m->migrator, m->cfg.rate_limit_mb_s, m->cfg.batch_pages);
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         if (m->walker && walker_set_config(m->walker, m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups,
                                            m->cfg.tick_ms) < 0)
                 log_warning("The cgroup walker keeps the previous cgroup rules: out of memory");
         /* New thresholds apply to everyone at the next scan. */
-        for (size_t i = 0; i < m->n_procs; i++) {
-                m->procs[i]->interval_ms = m->cfg.scan_min_ms;
-                if (m->procs[i]->next_scan_ms > clock_now_ms() + m->cfg.scan_min_ms)
-                        m->procs[i]->next_scan_ms = clock_now_ms() + m->cfg.scan_min_ms;
+        for (size_t i = 0; i < m->procs.n; i++) {
+                m->procs.v[i]->interval_ms = m->cfg.scan_min_ms;
+                if (m->procs.v[i]->next_scan_ms > clock_now_ms() + m->cfg.scan_min_ms)
+                        m->procs.v[i]->next_scan_ms = clock_now_ms() + m->cfg.scan_min_ms;
         }
         log_info("Configuration reloaded");
         return 0;
@@ -1136,11 +863,11 @@ void manager_stop(struct manager *m) {
 
 void manager_status(struct manager *m, char *buf, size_t size) {
         size_t n_cg = 0;
-        for (size_t i = 0; i < m->n_cgs; i++)
-                n_cg += m->cgs[i]->seen;
+        for (size_t i = 0; i < m->cgs.n; i++)
+                n_cg += m->cgs.v[i]->seen;
         snprintf(buf, size, "Watching %zu cgroup%s, %zu process%s; moved %" PRIu64 " MiB in the last minute; source %s",
-                 n_cg, n_cg == 1 ? "" : "s", m->n_procs, m->n_procs == 1 ? "" : "es",
-                 manager_moved_last_minute(m) >> 20, sampling_chain(m->source, m->pages));
+                 n_cg, n_cg == 1 ? "" : "s", m->procs.n, m->procs.n == 1 ? "" : "es",
+                 counters_moved_last_minute(&m->counters) >> 20, page_sampler_chain(m->source, m->pages));
 }
 
 /* SIGTERM and SIGINT are blocked (sd-event takes them from a signalfd), so a pending
@@ -1154,29 +881,53 @@ static bool stop_pending(void *ctx) {
 
         if (m->while_moving)
                 m->while_moving(m->while_moving_userdata);
-        if (m->keepalive && migrator_run_elapsed_ns(m->migrator) < MIGRATE_RUN_KEEPALIVE_MS * UINT64_C(1000000))
+        if (m->keepalive && migrator_run_elapsed_ns(m->migrator) < MANAGER_RUN_KEEPALIVE_MS * UINT64_C(1000000))
                 m->keepalive(m->keepalive_userdata);
-        m->pump_ns += cost_thread_ns() - t;
+        cost_pumped(&m->cost, cost_thread_ns() - t);
         if (sigpending(&set) < 0)
                 return false;
         return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
 }
 
+/* The reports' view: pointers into m, set once (m never moves). */
+static void view_init(struct manager *m) {
+        m->view = (struct manager_view) {
+                .cfg = &m->cfg,
+                .opts = &m->opts,
+                .service = &m->service,
+                .procs = &m->procs,
+                .cgs = &m->cgs,
+                .cost = &m->cost,
+                .counters = &m->counters,
+        };
+}
+
+/* What manager_new() found or started, into the view. */
+static void view_update(struct manager *m) {
+        m->view.proc_root = m->proc_root;
+        m->view.topo = m->topo;
+        m->view.source = m->source;
+        m->view.pages = m->pages;
+        m->view.migrator = m->migrator;
+}
+
 int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
         struct manager *m;
-        struct rlimit rl;
         nb_cpumask service;
         int r;
 
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
-        m->fd_limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (uint64_t) rl.rlim_cur : 1024;
-        siphash_random_key(m->cg_key);
+        proc_records_init(&m->procs);
+        cg_records_init(&m->cgs);
+        view_init(m);
+        siphash_random_key(m->invalid_key);
         m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
         m->invalid_count_log = LOG_RATELIMIT(60000, 1);
+        m->oom_log = LOG_RATELIMIT(60000, 1);
         m->event = sd_event_ref(e);
-        m->started_ms = clock_now_ms();
+        m->counters.started_ms = clock_now_ms();
         m->opts = *o;
         m->proc_root = strdup(o->proc_root ? o->proc_root : "/proc");
         m->sys_root = strdup(o->sys_root ? o->sys_root : "/sys");
@@ -1186,7 +937,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 r = -ENOMEM;
                 goto fail;
         }
-        r = cfg_copy(&m->cfg, cfg);
+        r = config_copy(&m->cfg, cfg);
         if (r < 0)
                 goto fail;
         r = topology_read(m->sys_root, &m->topo);
@@ -1194,7 +945,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 log_error_errno(r, "Failed to read the NUMA topology under %s/devices/system/node: %m", m->sys_root);
                 goto fail;
         }
-        r = placement_source_choose(m->cfg.source, m->topo, &m->source);
+        r = source_choose(m->cfg.source, m->topo, &m->source);
         if (r < 0)
                 goto fail;
         r = page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
@@ -1207,7 +958,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 if (c >= 0)
                         cpumask_set(&service, (unsigned) c);
         }
-        m->service = m->service_online = service;
+        m->service.service = m->service.online = service;
         r = migrator_new(&service, m->cfg.rate_limit_mb_s, m->cfg.batch_pages, &m->migrator);
         if (r < 0) {
                 log_error_errno(r, "Failed to start the migration workers: %m");
@@ -1215,7 +966,8 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         }
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         migrator_set_should_stop(m->migrator, stop_pending, m);
-        migrator_set_run_budget(m->migrator, MIGRATE_RUN_BUDGET_MS * UINT64_C(1000000));
+        migrator_set_run_budget(m->migrator, MANAGER_RUN_BUDGET_MS * UINT64_C(1000000));
+        view_update(m);
         *ret = m;
         return 0;
 fail:
@@ -1231,16 +983,14 @@ void manager_free(struct manager *m) {
         sd_event_source_unref(m->timer);
         sd_event_source_unref(m->events);
         migrator_free(m->migrator);
-        for (size_t i = 0; i < m->n_procs; i++)
-                proc_rec_free(m, m->procs[i]);
-        free(m->procs);
-        cg_records_free(m);
+        proc_records_done(&m->procs);
+        cg_records_done(&m->cgs);
         free(m->invalid_seen);
-        cost_subtrees_free(m);
+        cost_ledger_done(&m->cost);
         page_sampler_free(m->pages);
         placement_source_free(m->source);
         topology_free(m->topo);
-        cfg_release(&m->cfg);
+        config_done(&m->cfg);
         free(m->proc_root);
         free(m->sys_root);
         sd_event_unref(m->event);

@@ -9,6 +9,22 @@
 #include <systemd/sd-event.h>
 #include "config.h"
 
+struct topology;
+struct placement_source;
+struct page_sampler;
+struct migrator;
+struct service_pins;
+struct proc_records;
+struct cg_records;
+struct cost_ledger;
+struct counters;
+
+/* A tick's migration run ends after this long (the batches in flight finish, their
+ * counts exact) and the next tick continues: the bytes per process are bounded, not
+ * the processes (30 misplaced 1 GiB processes after a failover), nor the time (one at
+ * rate_limit_mb_s = 10 takes 100 s). Below half of the unit's WatchdogSec=30s, so the
+ * event loop's own pings come in time even without the ones sent during the run. */
+#define MANAGER_RUN_BUDGET_MS 10000
 struct manager_opts {
         bool dry_run;              /* plan and log, move nothing (like advise everywhere) */
         const char *proc_root;     /* "/proc" */
@@ -16,6 +32,23 @@ struct manager_opts {
 };
 
 struct manager;
+
+/* What the reports (report.c, metrics.c) read of the manager, between ticks or while
+ * a long tick serves the control socket: each piece as its owner module keeps it. */
+struct manager_view {
+        const struct nb_config *cfg;
+        const struct manager_opts *opts;
+        const char *proc_root;
+        const struct topology *topo;
+        const struct placement_source *source;
+        const struct page_sampler *pages;        /* NULL: no page-level sampling */
+        const struct migrator *migrator;
+        const struct service_pins *service;
+        const struct proc_records *procs;
+        const struct cg_records *cgs;
+        const struct cost_ledger *cost;
+        const struct counters *counters;
+};
 
 /* Copies what it needs of cfg. Starts the migration workers on the service CPUs. */
 int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret);
@@ -32,12 +65,15 @@ void manager_stop(struct manager *m);
  * (see control_pump). */
 void manager_set_while_moving(struct manager *m, void (*fn)(void *userdata), void *userdata);
 /* fn(userdata) is called every 100 ms while a tick waits for its migration jobs, as
- * long as the run may legitimately last (MIGRATE_RUN_KEEPALIVE_MS: its time budget,
+ * long as the run may legitimately last (MANAGER_RUN_KEEPALIVE_MS: its time budget,
  * then as long again for the batches in flight): lifecycle sends WATCHDOG=1 there. A
  * run stuck past it stops the calls, so that the watchdog still sees a stuck daemon. */
 void manager_set_keepalive(struct manager *m, void (*fn)(void *userdata), void *userdata);
 /* Called after every tick of the timer (not for manager_tick() called directly). */
-void manager_set_after_tick(struct manager *m, void (*fn)(struct manager *m, void *userdata), void *userdata);
+void manager_set_after_tick(struct manager *m, void (*fn)(const struct manager_view *v, void *userdata),
+                            void *userdata);
+/* The reports' view of m. */
+const struct manager_view *manager_view(const struct manager *m);
 /* One-line STATUS= summary. */
 void manager_status(struct manager *m, char *buf, size_t size);
 void manager_free(struct manager *m);

@@ -15,6 +15,7 @@
 #include "migrate.h"
 #include "parse.h"
 #include "report.h"
+#include "page-sampler.h"
 #include "source.h"
 
 /* U+FFFD, the replacement character, in UTF-8. */
@@ -113,7 +114,7 @@ struct mcg {
 };
 
 struct mtable {
-        struct mcg *v;             /* in m->cgs order */
+        struct mcg *v;             /* in the order of the cgroup records */
         size_t n, n_hidden;
         uint64_t *node_bytes;      /* n * n_nodes, behind v[i].node_bytes */
 };
@@ -158,12 +159,12 @@ static void hide_duplicates(struct mtable *t, struct mcg **by) {
 /* Each process's last scan added to its cgroup's sums: one pass over the processes,
  * not one per cgroup (20,000 cgroups and 2,000 processes are 40 million steps a tick
  * otherwise). by: scratch for n pointers. */
-static void sum_processes(const struct manager *m, struct mtable *t, struct mcg **by) {
+static void sum_processes(const struct manager_view *v, struct mtable *t, struct mcg **by) {
         for (size_t i = 0; i < t->n; i++)
                 by[i] = &t->v[i];
         qsort(by, t->n, sizeof(*by), cmp_rec);
-        for (size_t k = 0; k < m->n_procs; k++) {
-                const struct proc_rec *p = m->procs[k];
+        for (size_t k = 0; k < v->procs->n; k++) {
+                const struct proc_rec *p = v->procs->v[k];
                 struct mcg key = { .c = p->cg }, *kp = &key, **hit;
 
                 if (!p->cg)
@@ -171,7 +172,7 @@ static void sum_processes(const struct manager *m, struct mtable *t, struct mcg 
                 hit = bsearch(&kp, by, t->n, sizeof(*by), cmp_rec);
                 if (!hit)
                         continue;
-                for (unsigned n = 0; p->node_bytes && n < m->topo->n_nodes; n++)
+                for (unsigned n = 0; p->node_bytes && n < v->topo->n_nodes; n++)
                         (*hit)->node_bytes[n] += p->node_bytes[n];
                 (*hit)->local_bytes += p->local_bytes;
                 for (int r = 0; r < _REASON_MAX; r++)
@@ -179,25 +180,25 @@ static void sum_processes(const struct manager *m, struct mtable *t, struct mcg 
         }
 }
 
-static int mtable_build(const struct manager *m, struct mtable *t) {
+static int mtable_build(const struct manager_view *v, struct mtable *t) {
         _cleanup_free_ struct mcg **by = NULL;
-        size_t n_nodes = m->topo->n_nodes ? m->topo->n_nodes : 1;
+        size_t n_nodes = v->topo->n_nodes ? v->topo->n_nodes : 1;
 
-        *t = (struct mtable) { .n = m->n_cgs };
+        *t = (struct mtable) { .n = v->cgs->n };
         t->v = calloc(t->n ? t->n : 1, sizeof(*t->v));
         t->node_bytes = calloc((t->n ? t->n : 1) * n_nodes, sizeof(*t->node_bytes));
         by = calloc(t->n ? t->n : 1, sizeof(*by));
         if (!t->v || !t->node_bytes || !by)
                 goto oom;
         for (size_t i = 0; i < t->n; i++) {
-                t->v[i].c = m->cgs[i];
+                t->v[i].c = v->cgs->v[i];
                 t->v[i].node_bytes = t->node_bytes + i * n_nodes;
-                t->v[i].label = label_text(m->cgs[i]->path, &t->v[i].exact);
+                t->v[i].label = label_text(v->cgs->v[i]->path, &t->v[i].exact);
                 if (!t->v[i].label)
                         goto oom;
         }
         hide_duplicates(t, by);
-        sum_processes(m, t, by);
+        sum_processes(v, t, by);
         return 0;
 oom:
         mtable_done(t);
@@ -223,15 +224,15 @@ static void put_seconds(FILE *f, uint64_t ns) {
 }
 
 /* Per cgroup and node: the resident bytes of its processes at their last scan. */
-static void metrics_locality(const struct manager *m, const struct mtable *t, FILE *f) {
+static void metrics_locality(const struct manager_view *v, const struct mtable *t, FILE *f) {
         metric_head(f, "numabalanced_locality_bytes", "gauge",
                     "Resident bytes of the watched processes of a cgroup on each NUMA node, at their last scan.");
         for (size_t i = 0; i < t->n; i++) {
                 if (t->v[i].hidden || !t->v[i].c->seen)
                         continue;
-                for (unsigned n = 0; n < m->topo->n_nodes; n++) {
+                for (unsigned n = 0; n < v->topo->n_nodes; n++) {
                         metric_cg(f, "numabalanced_locality_bytes", &t->v[i]);
-                        fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", m->topo->nodes[n].id, t->v[i].node_bytes[n]);
+                        fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", v->topo->nodes[n].id, t->v[i].node_bytes[n]);
                 }
         }
         metric_head(f, "numabalanced_local_bytes", "gauge",
@@ -253,7 +254,7 @@ static void metrics_pages(const struct mtable *t, FILE *f) {
         for (size_t i = 0; i < t->n; i++)
                 for (size_t r = 0; r < ELEMENTSOF(results) && !t->v[i].hidden; r++) {
                         metric_cg(f, "numabalanced_pages_total", &t->v[i]);
-                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", migrate_class_name(results[r]),
+                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", executor_class_name(results[r]),
                                 t->v[i].c->pages[results[r]]);
                 }
 }
@@ -297,16 +298,16 @@ static void metrics_cgroup_costs(const struct mtable *t, FILE *f) {
 /* The daemon's CPU time that no opted-in cgroup carries: the walk of subtrees that
  * did not opt in (by top-level cgroup; one whose path is not valid UTF-8 is left out
  * and counted as hidden: only root makes top-level cgroups), its start, the rest. */
-static size_t metrics_daemon_costs(const struct manager *m, FILE *f) {
+static size_t metrics_daemon_costs(const struct manager_view *v, FILE *f) {
         uint64_t process = clock_now_ns(CLOCK_PROCESS_CPUTIME_ID);
         size_t hidden = 0;
 
         metric_head(f, "numabalanced_walk_cpu_seconds_total", "counter",
                     "CPU time of the cgroup tree walk on cgroups that did not opt in, by the top-level cgroup "
                     "they lie in.");
-        for (size_t i = 0; i < m->n_subtrees; i++) {
+        for (size_t i = 0; i < v->cost->n_subtrees; i++) {
                 bool exact;
-                _cleanup_free_ char *text = label_text(m->subtrees[i]->path, &exact);
+                _cleanup_free_ char *text = label_text(v->cost->subtrees[i]->path, &exact);
 
                 if (!text || !exact) {
                         hidden++;
@@ -315,67 +316,67 @@ static size_t metrics_daemon_costs(const struct manager *m, FILE *f) {
                 fputs("numabalanced_walk_cpu_seconds_total{subtree=\"", f);
                 metrics_put_label_value(f, text);
                 fputs("\"} ", f);
-                put_seconds(f, m->subtrees[i]->walk_ns);
+                put_seconds(f, v->cost->subtrees[i]->walk_ns);
         }
         metric_head(f, "numabalanced_daemon_cpu_seconds_total", "counter", "CPU time of the daemon in all.");
         fputs("numabalanced_daemon_cpu_seconds_total ", f);
         put_seconds(f, process);
         metric_head(f, "numabalanced_startup_cpu_seconds", "gauge", "CPU time of the daemon's start.");
         fputs("numabalanced_startup_cpu_seconds ", f);
-        put_seconds(f, m->startup_cpu_ns);
+        put_seconds(f, v->cost->startup_cpu_ns);
         metric_head(f, "numabalanced_unattributed_cpu_seconds_total", "counter",
                     "CPU time of the daemon charged to no cgroup since its start (the control socket, ticks with "
                     "nothing opted in).");
         fputs("numabalanced_unattributed_cpu_seconds_total ", f);
-        put_seconds(f, m->unattributed_ns);
+        put_seconds(f, v->cost->unattributed_ns);
         return hidden;
 }
 
 /* The daemon as a whole: ticks, the sampling source and chain, page samples, the
  * cgroups left out of the file. */
-static void metrics_daemon(const struct manager *m, const struct mtable *t, size_t hidden, FILE *f) {
+static void metrics_daemon(const struct manager_view *v, const struct mtable *t, size_t hidden, FILE *f) {
         metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
         fputs("numabalanced_tick_duration_seconds ", f);
-        put_seconds(f, m->last_tick_ns);
+        put_seconds(f, v->counters->last_tick_ns);
         metric_head(f, "numabalanced_ticks_total", "counter", "Ticks run since the daemon started.");
-        fprintf(f, "numabalanced_ticks_total %" PRIu64 "\n", m->tick);
+        fprintf(f, "numabalanced_ticks_total %" PRIu64 "\n", v->counters->tick);
         metric_head(f, "numabalanced_growth_scans_total", "counter",
                     "Scans of settled processes brought forward because they grew (new memory to place).");
-        fprintf(f, "numabalanced_growth_scans_total %" PRIu64 "\n", m->growth_scans);
+        fprintf(f, "numabalanced_growth_scans_total %" PRIu64 "\n", v->counters->growth_scans);
         metric_head(f, "numabalanced_sampled_scans_total", "counter",
                     "Scans of settled processes with a huge mapping that sampled its pages instead of "
                     "reading numa_maps (huge_vma).");
-        fprintf(f, "numabalanced_sampled_scans_total %" PRIu64 "\n", m->sampled_scans);
+        fprintf(f, "numabalanced_sampled_scans_total %" PRIu64 "\n", v->counters->sampled_scans);
         metric_head(f, "numabalanced_sampling_source", "gauge",
                     "Where the daemon learns which node each thread runs on: 1 for the source in use.");
         fputs("numabalanced_sampling_source{source=\"", f);
-        metrics_put_label_value(f, m->source ? m->source->name : "none");
+        metrics_put_label_value(f, v->source ? v->source->name : "none");
         fputs("\"} 1\n", f);
         metric_head(f, "numabalanced_sampling_chain", "gauge",
                     "The whole sampling chain in use (pmu+bpf, pmu+proc, bpf, proc): 1 for it.");
         fputs("numabalanced_sampling_chain{chain=\"", f);
-        metrics_put_label_value(f, m->source ? sampling_chain(m->source, m->pages) : "none");
+        metrics_put_label_value(f, v->source ? page_sampler_chain(v->source, v->pages) : "none");
         fputs("\"} 1\n", f);
         metric_head(f, "numabalanced_page_samples_total", "counter",
                     "Memory-access samples counted by page-level sampling (0 when it is off).");
-        fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", m->page_samples);
+        fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", v->counters->page_samples);
         metric_head(f, "numabalanced_metrics_cgroups_hidden", "gauge",
                     "Cgroups left out of this file: their path, made valid UTF-8, is another one's.");
         fprintf(f, "numabalanced_metrics_cgroups_hidden %zu\n", t->n_hidden + hidden);
 }
 
-int metrics_write(struct manager *m, FILE *f) {
+int metrics_write(const struct manager_view *v, FILE *f) {
         struct mtable t;
         int r;
 
-        r = mtable_build(m, &t);
+        r = mtable_build(v, &t);
         if (r < 0)
                 return r;
-        metrics_locality(m, &t, f);
+        metrics_locality(v, &t, f);
         metrics_pages(&t, f);
         metrics_skipped(&t, f);
         metrics_cgroup_costs(&t, f);
-        metrics_daemon(m, &t, metrics_daemon_costs(m, f), f);
+        metrics_daemon(v, &t, metrics_daemon_costs(v, f), f);
         mtable_done(&t);
         fflush(f);
         return ferror(f) ? -EIO : 0;
@@ -411,7 +412,7 @@ static int open_temporary(const char *path, gid_t gid, char **ret_tmp, int *ret_
         return TAKE_FD(fd);
 }
 
-int metrics_write_file(struct manager *m, const char *path, gid_t gid, int *ret_group_error) {
+int metrics_write_file(const struct manager_view *v, const char *path, gid_t gid, int *ret_group_error) {
         _cleanup_free_ char *tmp = NULL;
         int group_error = 0, fd, r;
         FILE *f;
@@ -425,7 +426,7 @@ int metrics_write_file(struct manager *m, const char *path, gid_t gid, int *ret_
                 close(fd);
                 goto fail;
         }
-        r = metrics_write(m, f);
+        r = metrics_write(v, f);
         if (fclose(f) != 0 && r >= 0)
                 r = -errno;
         if (r >= 0 && rename(tmp, path) < 0)
@@ -481,7 +482,7 @@ static void log_group(const char *path, const char *group, int r, bool resolved,
         s->group_error = r < 0 ? r : 0;
 }
 
-void metrics_update_file(struct manager *m, const char *path, const char *group, struct metrics_state *s) {
+void metrics_update_file(const struct manager_view *v, const char *path, const char *group, struct metrics_state *s) {
         gid_t gid = (gid_t) -1;
         int r, gr = 0;
         bool resolved = true;
@@ -492,7 +493,7 @@ void metrics_update_file(struct manager *m, const char *path, const char *group,
                 gr = resolve_group(s, group, &gid);
                 resolved = gr >= 0;
         }
-        r = metrics_write_file(m, path, gid, resolved ? &gr : NULL);
+        r = metrics_write_file(v, path, gid, resolved ? &gr : NULL);
         if (r < 0 && r != s->error)
                 log_warning_errno(r, "Failed to write the metrics to %s, ignoring: %m", path);
         else if (r >= 0 && s->error)

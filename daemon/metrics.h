@@ -19,20 +19,25 @@
 #pragma once
 #include <stdio.h>
 #include <sys/types.h>
-#include "manager-internal.h"
+#include "cg-records.h"
+#include "cost.h"
+#include "counters.h"
+#include "manager.h"
+#include "proc-records.h"
+#include "service-cpus.h"
 
 /* The mode of the metrics file. */
 #define METRICS_FILE_MODE 0640
 
 /* Writes the metrics to f. Returns 0, -ENOMEM, or -EIO if writing to f failed. */
-int metrics_write(struct manager *m, FILE *f);
+int metrics_write(const struct manager_view *v, FILE *f);
 
 /* Writes metrics_write() to path atomically: a temporary file in the same directory
  * (named ".<name>.XXXXXX", which the textfile collector ignores), mode
  * METRICS_FILE_MODE, group gid ((gid_t) -1: as created), renamed over path. Returns
  * 0 or -errno; nothing is logged. A group that cannot be set does not stop the file:
  * the error goes to *ret_group_error (0 when it was set or not asked for). */
-int metrics_write_file(struct manager *m, const char *path, gid_t gid, int *ret_group_error);
+int metrics_write_file(const struct manager_view *v, const char *path, gid_t gid, int *ret_group_error);
 
 /* What metrics_update_file() carries from one tick to the next. Zero it at first. */
 struct metrics_state {
@@ -46,7 +51,7 @@ struct metrics_state {
  * ""), with group (a name or a number; NULL or "": as created). Failures are logged
  * (warning) when they first happen and when they change, not at every tick, and so
  * are recoveries (info). */
-void metrics_update_file(struct manager *m, const char *path, const char *group, struct metrics_state *s);
+void metrics_update_file(const struct manager_view *v, const char *path, const char *group, struct metrics_state *s);
 void metrics_state_done(struct metrics_state *s);
 
 /* A label value as the exposition format takes it: invalid UTF-8 made U+FFFD, then

@@ -5,4 +5,4 @@
 #pragma once
 #include "executor.h"
 #include "job-split.h"
-#include "workers.h"
+#include "migrator.h"

@@ -12,9 +12,9 @@
 #include "clock.h"
 #include "log.h"
 #include "pagesize.h"
-#include "ratelimit.h"
+#include "token-bucket.h"
 #include "service-cpus.h"
-#include "workers.h"
+#include "migrator.h"
 
 /* A throttled worker sleeps in slices this long so that migrator_cancel() (SIGTERM)
  * is noticed quickly even under a very low budget. */
@@ -132,7 +132,7 @@ static void *worker_main(void *arg) {
                 (void) migrator_throttle(m, 0, clock_now_ns(CLOCK_MONOTONIC));
                 job->call_gate = migrator_call_gate;
                 job->call_gate_ctx = m;
-                (void) migrate_job_execute(job, batch, &m->run_cancel, migrator_throttle, m);
+                (void) executor_run_job(job, batch, &m->run_cancel, migrator_throttle, m);
 
                 pthread_mutex_lock(&m->lock);
                 m->state[i] = JOB_DONE;
@@ -173,7 +173,7 @@ static int start_worker(struct migrator *m, int cpu) {
         int r;
 
         cpumask_set(&own, (unsigned) cpu);
-        set = cpu_set_new(&own, &setsize);
+        set = service_cpus_cpuset_new(&own, &setsize);
         if (!set)
                 return -ENOMEM;
         w->m = m;
@@ -404,7 +404,7 @@ int migrator_repin(struct migrator *m, const nb_cpumask *online) {
                 int r;
 
                 away += !cpumask_test(online, (unsigned) w->cpu);
-                r = cpus_pin_thread(w->thread, &cpus);
+                r = service_cpus_pin_thread(w->thread, &cpus);
                 if (r < 0)
                         return r;
         }
@@ -415,7 +415,7 @@ bool migrator_pinned(const struct migrator *m, const nb_cpumask *online, bool ex
         for (unsigned i = 0; i < m->n_workers; i++) {
                 nb_cpumask cpus = exact ? worker_cpus(&m->workers[i], online) : *online;
 
-                if (!cpus_thread_within(m->workers[i].thread, &cpus, exact))
+                if (!service_cpus_thread_within(m->workers[i].thread, &cpus, exact))
                         return false;
         }
         return true;

@@ -14,7 +14,7 @@ struct migrator;
 
 /* Starts one worker per CPU of service_cpus (pinned to it before it runs; a CPU that
  * cannot take one is skipped with a warning). rate_limit_mb_s == 0: unlimited;
- * batch_pages: see migrate_job_execute(). -EINVAL when no worker could start. */
+ * batch_pages: see executor_run_job(). -EINVAL when no worker could start. */
 int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint64_t batch_pages,
                  struct migrator **ret);
 void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t batch_pages);

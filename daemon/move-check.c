@@ -72,7 +72,7 @@ typedef int (*check_fn)(struct check_job *cj, struct check_state *st, const stru
 
 /* The process that was scanned, not another one with its pid, and no exec since. */
 static int check_process(struct check_job *cj, struct check_state *st, const struct migrate_stop **ret_stop) {
-        int r = proc_read_creds(cj->run->proc_root, st->job->pid, &st->creds);
+        int r = creds_read(cj->run->proc_root, st->job->pid, &st->creds);
 
         if (r < 0) {
                 *ret_stop = r == -ESRCH ? &move_stop_exited : &move_stop_unreadable;
@@ -277,21 +277,21 @@ static void run_done(struct check_run *run) {
         free(run->rules);
 }
 
-static int run_copy(const struct manager *m, struct check_run *run) {
+static int run_copy(const struct move_check_env *env, struct check_run *run) {
         *run = (struct check_run) {
-                .proc_root = strdup(m->proc_root),
-                .cgroup_root = strdup(m->cfg.cgroup_root),
-                .sys_root = strdup(m->sys_root),
-                .rules = calloc(m->cfg.n_cgroups ? m->cfg.n_cgroups : 1, sizeof(*run->rules)),
-                .with_memory = m->topo->with_memory,
-                .policy_rules = (m->cfg.move_preferred ? POLICY_MOVE_PREFERRED : 0) |
-                                (m->kernel_balances ? POLICY_KERNEL_BALANCES : 0),
-                .free_floor_pct = m->cfg.free_floor_pct,
+                .proc_root = strdup(env->proc_root),
+                .cgroup_root = strdup(env->cfg->cgroup_root),
+                .sys_root = strdup(env->sys_root),
+                .rules = calloc(env->cfg->n_cgroups ? env->cfg->n_cgroups : 1, sizeof(*run->rules)),
+                .with_memory = env->topo->with_memory,
+                .policy_rules = (env->cfg->move_preferred ? POLICY_MOVE_PREFERRED : 0) |
+                                (env->kernel_balances ? POLICY_KERNEL_BALANCES : 0),
+                .free_floor_pct = env->cfg->free_floor_pct,
         };
         if (!run->proc_root || !run->cgroup_root || !run->sys_root || !run->rules)
                 return -ENOMEM;
-        for (; run->n_rules < m->cfg.n_cgroups; run->n_rules++) {
-                const struct cgroup_rule *r = &m->cfg.cgroups[run->n_rules];
+        for (; run->n_rules < env->cfg->n_cgroups; run->n_rules++) {
+                const struct cgroup_rule *r = &env->cfg->cgroups[run->n_rules];
 
                 run->rules[run->n_rules].mode = r->mode;
                 if (r->path && !(run->rules[run->n_rules].path = strdup(r->path)))
@@ -300,13 +300,13 @@ static int run_copy(const struct manager *m, struct check_run *run) {
         return 0;
 }
 
-int move_check_prepare(const struct manager *m, struct migrate_job *jobs, size_t n_jobs, struct move_check **ret) {
+int move_check_prepare(const struct move_check_env *env, struct migrate_job *jobs, size_t n_jobs, struct move_check **ret) {
         struct move_check *c = calloc(1, sizeof(*c));
         int r;
 
         if (!c)
                 return -ENOMEM;
-        r = run_copy(m, &c->run);
+        r = run_copy(env, &c->run);
         c->jobs = calloc(n_jobs ? n_jobs : 1, sizeof(*c->jobs));
         if (r < 0 || !c->jobs) {
                 move_check_free(c);

@@ -27,13 +27,15 @@
  * most a tenth of the job's time. A policy changed later than that is seen at the
  * next read. The checks' CPU time is the job's, charged to the process's cgroup.
  *
- * Nothing here touches the manager once the jobs run: move_check_prepare() copies
+ * Nothing here touches the daemon's state once the jobs run: move_check_prepare() copies
  * what the checks need (the roots, the config's cgroup rules, the nodes with memory,
  * each process's exec layout at its scan) on the event-loop thread, before. */
 #pragma once
 #include <stddef.h>
 #include "executor.h"
-#include "manager-internal.h"
+#include "config.h"
+#include "proc-records.h"
+#include "topology.h"
 
 /* A policy re-read between move calls waits at least this many times its own cost. */
 #define MOVE_CHECK_POLICY_RATIO 10
@@ -44,10 +46,19 @@ extern const struct migrate_stop move_stop_exited, move_stop_exec, move_stop_cgr
 
 struct move_check;
 
-/* Gives each job (built from the manager's records: userdata is the proc_rec) its
+/* What the checks read besides the job: copied by move_check_prepare (the workers run
+ * them while the event loop may reload the config). */
+struct move_check_env {
+        const struct nb_config *cfg;
+        const struct topology *topo;
+        const char *proc_root, *sys_root;
+        bool kernel_balances;
+};
+
+/* Gives each job (built from the process records: userdata is the proc_rec) its
  * check, for one run; the jobs must not be split or moved after. -ENOMEM: no job may
  * run (none is checked). */
-int move_check_prepare(const struct manager *m, struct migrate_job *jobs, size_t n_jobs, struct move_check **ret);
+int move_check_prepare(const struct move_check_env *env, struct migrate_job *jobs, size_t n_jobs, struct move_check **ret);
 void move_check_free(struct move_check *c);
 
 /* The executor's predicate (migrate_may_move_t), public for the tests. */

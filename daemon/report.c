@@ -22,6 +22,7 @@
 #include "caps.h"
 #include "control-protocol.h"
 #include "creds.h"
+#include "page-sampler.h"
 #include "source.h"
 
 static const char *const stage_names[_STAGE_MAX] = {
@@ -56,22 +57,22 @@ bool report_cg_visible(const struct cg_rec *c, uid_t uid) {
 /* Read now, not from the last scan: a process can become another user's since (a
  * setuid exec) or stop being dumpable. Only the candidates (real uid uid at the last
  * scan: the rule needs it) are read, and only for a request by a user, not root. */
-bool report_proc_visible(const struct manager *m, const struct proc_rec *p, uid_t uid) {
+bool report_proc_visible(const struct manager_view *v, const struct proc_rec *p, uid_t uid) {
         struct proc_creds c;
 
         if (uid == 0)
                 return true;
-        if (p->uid != uid || proc_read_creds(m->proc_root, p->pid, &c) < 0)
+        if (p->uid != uid || creds_read(v->proc_root, p->pid, &c) < 0)
                 return false;
         return c.stat.starttime == p->starttime && creds_belong_to(&c, uid);
 }
 
 /* The cgroup records the tick of now refers to (opted in at the last tick) that uid
  * may see. */
-static size_t n_active_cgs(const struct manager *m, uid_t uid) {
+static size_t n_active_cgs(const struct manager_view *v, uid_t uid) {
         size_t n = 0;
-        for (size_t i = 0; i < m->n_cgs; i++)
-                n += m->cgs[i]->seen && report_cg_visible(m->cgs[i], uid);
+        for (size_t i = 0; i < v->cgs->n; i++)
+                n += v->cgs->v[i]->seen && report_cg_visible(v->cgs->v[i], uid);
         return n;
 }
 
@@ -80,7 +81,7 @@ static size_t n_active_cgs(const struct manager *m, uid_t uid) {
 static void put_pages(struct json *j, const uint64_t pages[_MIG_CLASS_MAX]) {
         json_object_begin(j);
         for (int c = 0; c < _MIG_CLASS_MAX; c++) {
-                json_key(j, migrate_class_name(c));
+                json_key(j, executor_class_name(c));
                 json_u64(j, pages[c]);
         }
         json_object_end(j);
@@ -155,33 +156,33 @@ struct status_counts {
         size_t n_cgs, n_procs;
 };
 
-static void status_counts(struct manager *m, uid_t uid, struct status_counts *c) {
-        *c = (struct status_counts) { .n_cgs = n_active_cgs(m, uid) };
-        for (size_t i = 0; i < m->n_cgs; i++) {
-                if (!report_cg_visible(m->cgs[i], uid))
+static void status_counts(const struct manager_view *v, uid_t uid, struct status_counts *c) {
+        *c = (struct status_counts) { .n_cgs = n_active_cgs(v, uid) };
+        for (size_t i = 0; i < v->cgs->n; i++) {
+                if (!report_cg_visible(v->cgs->v[i], uid))
                         continue;
                 for (int s = 0; s < _STAGE_MAX; s++)
-                        c->cost[s] += m->cgs[i]->cost_ns[s];
+                        c->cost[s] += v->cgs->v[i]->cost_ns[s];
                 for (int k = 0; uid != 0 && k < _MIG_CLASS_MAX; k++)
-                        c->pages[k] += m->cgs[i]->pages[k];
+                        c->pages[k] += v->cgs->v[i]->pages[k];
         }
         if (uid == 0) {
                 /* And the cgroups that went (their records are freed). */
                 for (int s = 0; s < _STAGE_MAX; s++)
-                        c->cost[s] += m->departed_cost_ns[s];
-                memcpy(c->pages, m->total_pages, sizeof(c->pages));
-                c->n_procs = m->n_procs;
+                        c->cost[s] += v->cost->departed_ns[s];
+                memcpy(c->pages, v->counters->total_pages, sizeof(c->pages));
+                c->n_procs = v->procs->n;
         } else
-                for (size_t k = 0; k < m->n_procs; k++)
-                        c->n_procs += report_proc_visible(m, m->procs[k], uid);
+                for (size_t k = 0; k < v->procs->n; k++)
+                        c->n_procs += report_proc_visible(v, v->procs->v[k], uid);
 }
 
 /* The daemon's CPU time: in all, at its start, what was charged to cgroups (by
  * stage; of the walk, the part on subtrees not opted in), and the rest. Another uid
  * gets the whole only, and by stage what was charged to the cgroups it may see
  * (cost: status_counts). */
-static void put_cpu(struct json *j, const struct manager *m, uid_t uid, const uint64_t *cost) {
-        uint64_t process = clock_now_ns(CLOCK_PROCESS_CPUTIME_ID), charged = m->startup_cpu_ns, rest;
+static void put_cpu(struct json *j, const struct manager_view *v, uid_t uid, const uint64_t *cost) {
+        uint64_t process = clock_now_ns(CLOCK_PROCESS_CPUTIME_ID);
 
         if (uid != 0) {
                 json_object_begin(j);
@@ -190,96 +191,121 @@ static void put_cpu(struct json *j, const struct manager *m, uid_t uid, const ui
                 json_object_end(j);
                 return;
         }
-        for (int s = 0; s < _STAGE_MAX; s++)
-                charged += m->cost_ns[s];
-        rest = process > charged ? process - charged : 0;
         json_object_begin(j);
         json_key(j, "process"); json_u64(j, process);
-        json_key(j, "startup"); json_u64(j, m->startup_cpu_ns);
-        json_key(j, "by_stage"); put_cost(j, m->cost_ns);
-        json_key(j, "walk_not_opted_in"); json_u64(j, m->subtree_walk_ns);
-        json_key(j, "unattributed"); json_u64(j, rest > m->unattributed_ns ? rest : m->unattributed_ns);
+        json_key(j, "startup"); json_u64(j, v->cost->startup_cpu_ns);
+        json_key(j, "by_stage"); put_cost(j, v->cost->total_ns);
+        json_key(j, "walk_not_opted_in"); json_u64(j, v->cost->subtree_walk_ns);
+        json_key(j, "unattributed"); json_u64(j, cost_unattributed_now(v->cost));
         json_object_end(j);
 }
 
-int report_status(struct manager *m, uid_t uid, FILE *f) {
+int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         uint64_t knb, now = clock_now_ms();
         struct status_counts sc;
         char cpus[CPUMASK_STRMAX];
         int r;
         BEGIN_DOC(j, mem, buf, len);
 
-        status_counts(m, uid, &sc);
+        status_counts(v, uid, &sc);
 
         json_object_begin(&j);
         json_key(&j, "version"); json_string(&j, PACKAGE_VERSION);
         json_key(&j, "pid"); json_i64(&j, getpid());
-        json_key(&j, "uptime_ms"); json_u64(&j, now > m->started_ms ? now - m->started_ms : 0);
+        json_key(&j, "uptime_ms"); json_u64(&j, now > v->counters->started_ms ? now - v->counters->started_ms : 0);
         json_key(&j, "requester_uid"); json_u64(&j, uid);
-        json_key(&j, "sampling_source"); json_string(&j, m->source ? m->source->name : NULL);
-        json_key(&j, "sampling_chain"); json_string(&j, m->source ? sampling_chain(m->source, m->pages) : NULL);
-        json_key(&j, "page_sampling"); json_string(&j, page_sampler_name(m->pages));
-        json_key(&j, "page_samples"); json_u64(&j, m->page_samples);
+        json_key(&j, "sampling_source"); json_string(&j, v->source ? v->source->name : NULL);
+        json_key(&j, "sampling_chain"); json_string(&j, v->source ? page_sampler_chain(v->source, v->pages) : NULL);
+        json_key(&j, "page_sampling"); json_string(&j, page_sampler_name(v->pages));
+        json_key(&j, "page_samples"); json_u64(&j, v->counters->page_samples);
         json_key(&j, "capabilities_missing"); json_string(&j, caps_missing());
-        cpumask_format(&m->cfg.service_cpus, cpus, sizeof(cpus));
+        cpumask_format(&v->cfg->service_cpus, cpus, sizeof(cpus));
         json_key(&j, "service_cpus"); json_string(&j, cpus);
-        cpumask_format(&m->service_online, cpus, sizeof(cpus));
+        cpumask_format(&v->service->online, cpus, sizeof(cpus));
         json_key(&j, "service_cpus_online"); json_string(&j, cpus);
-        json_key(&j, "service_repins"); json_u64(&j, m->service_repins);
-        json_key(&j, "workers"); json_u64(&j, m->migrator ? migrator_n_workers(m->migrator) : 0);
-        json_key(&j, "dry_run"); json_bool(&j, m->opts.dry_run);
-        r = kernel_balancing_read(m->proc_root, &knb);
+        json_key(&j, "service_repins"); json_u64(&j, v->service->repins);
+        json_key(&j, "workers"); json_u64(&j, v->migrator ? migrator_n_workers(v->migrator) : 0);
+        json_key(&j, "dry_run"); json_bool(&j, v->opts->dry_run);
+        r = kernel_balancing_read(v->proc_root, &knb);
         json_key(&j, "kernel_numa_balancing");
         if (r >= 0)
                 json_u64(&j, knb);
         else
                 json_null(&j);
-        json_key(&j, "ticks"); json_u64(&j, m->tick);
-        json_key(&j, "tick_interval_ms"); json_u64(&j, m->cfg.tick_ms);
-        json_key(&j, "last_tick_ns"); json_u64(&j, m->last_tick_ns);
-        json_key(&j, "migration_run_budget_ms"); json_u64(&j, MIGRATE_RUN_BUDGET_MS);
-        json_key(&j, "migration_runs_cut"); json_u64(&j, migrator_runs_cut(m->migrator));
+        json_key(&j, "ticks"); json_u64(&j, v->counters->tick);
+        json_key(&j, "tick_interval_ms"); json_u64(&j, v->cfg->tick_ms);
+        json_key(&j, "last_tick_ns"); json_u64(&j, v->counters->last_tick_ns);
+        json_key(&j, "migration_run_budget_ms"); json_u64(&j, MANAGER_RUN_BUDGET_MS);
+        json_key(&j, "migration_runs_cut"); json_u64(&j, migrator_runs_cut(v->migrator));
         json_key(&j, "scope"); json_string(&j, uid == 0 ? "all" : "own");
         json_key(&j, "cgroups_watched"); json_u64(&j, sc.n_cgs);
         json_key(&j, "processes_watched"); json_u64(&j, sc.n_procs);
         json_key(&j, "pages"); put_pages(&j, sc.pages);
-        json_key(&j, "moved_bytes_last_minute"); json_u64(&j, manager_moved_last_minute(m));
-        json_key(&j, "cpu_ns"); put_cpu(&j, m, uid, sc.cost);
+        json_key(&j, "moved_bytes_last_minute"); json_u64(&j, counters_moved_last_minute(v->counters));
+        json_key(&j, "cpu_ns"); put_cpu(&j, v, uid, sc.cost);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
 }
 
 /* ---- list --------------------------------------------------------------------- */
 
-static void put_locality(struct json *j, const struct manager *m, const uint64_t *node_bytes) {
+static void put_locality(struct json *j, const struct manager_view *v, const uint64_t *node_bytes) {
         json_array_begin(j);
-        for (unsigned i = 0; node_bytes && i < m->topo->n_nodes; i++) {
+        for (unsigned i = 0; node_bytes && i < v->topo->n_nodes; i++) {
                 json_object_begin(j);
-                json_key(j, "node"); json_u64(j, m->topo->nodes[i].id);
+                json_key(j, "node"); json_u64(j, v->topo->nodes[i].id);
                 json_key(j, "bytes"); json_u64(j, node_bytes[i]);
                 json_object_end(j);
         }
         json_array_end(j);
 }
 
-static const char *proc_mode(const struct manager *m, const struct proc_rec *p) {
+static const char *proc_mode(const struct manager_view *v, const struct proc_rec *p) {
         if (!p->cg)
                 return NULL;
-        if (p->cg->mode == CG_MODE_BALANCE && m->opts.dry_run)
+        if (p->cg->mode == CG_MODE_BALANCE && v->opts->dry_run)
                 return "advise";
         return cg_mode_name(p->cg->mode);
 }
 
-/* One cgroup of list; sum: room for one count per node. */
-static void put_list_cgroup(struct json *j, const struct manager *m, const struct cg_rec *c, uint64_t *sum) {
+/* The processes of list, grouped by cgroup record (and by pid within one), so that a
+ * cgroup's sum is one binary search and a walk over its own processes: summing every
+ * process for every cgroup was quadratic (20,000 cgroups times 2,000 processes). */
+static int cmp_by_cg(const void *a, const void *b) {
+        const struct proc_rec *x = *(struct proc_rec *const *) a, *y = *(struct proc_rec *const *) b;
+        uintptr_t cx = (uintptr_t) x->cg, cy = (uintptr_t) y->cg;
+
+        if (cx != cy)
+                return cx < cy ? -1 : 1;
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The first of by_cg (n, sorted by cmp_by_cg) whose cgroup is c, or n. */
+static size_t first_of(struct proc_rec *const *by_cg, size_t n, const struct cg_rec *c) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if ((uintptr_t) by_cg[mid]->cg < (uintptr_t) c)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* One cgroup of list; sum: room for one count per node; by_cg: every process, sorted
+ * by cmp_by_cg. */
+static void put_list_cgroup(struct json *j, const struct manager_view *v, const struct cg_rec *c, uint64_t *sum,
+                            struct proc_rec *const *by_cg) {
         uint64_t total = 0;
 
-        memset(sum, 0, m->topo->n_nodes * sizeof(*sum));
-        for (size_t k = 0; k < m->n_procs; k++)
-                if (m->procs[k]->cg == c && m->procs[k]->node_bytes)
-                        for (unsigned n = 0; n < m->topo->n_nodes; n++)
-                                sum[n] += m->procs[k]->node_bytes[n];
-        for (unsigned n = 0; n < m->topo->n_nodes; n++)
+        memset(sum, 0, v->topo->n_nodes * sizeof(*sum));
+        for (size_t k = first_of(by_cg, v->procs->n, c); k < v->procs->n && by_cg[k]->cg == c; k++)
+                if (by_cg[k]->node_bytes)
+                        for (unsigned n = 0; n < v->topo->n_nodes; n++)
+                                sum[n] += by_cg[k]->node_bytes[n];
+        for (unsigned n = 0; n < v->topo->n_nodes; n++)
                 total += sum[n];
         json_object_begin(j);
         json_key(j, "path"); json_string(j, c->path);
@@ -289,25 +315,25 @@ static void put_list_cgroup(struct json *j, const struct manager *m, const struc
         json_key(j, "owner_uid"); json_u64(j, c->owner);
         json_key(j, "processes"); json_u64(j, c->seen ? c->n_procs : 0);
         json_key(j, "total_bytes"); json_u64(j, total);
-        json_key(j, "nodes"); put_locality(j, m, sum);
+        json_key(j, "nodes"); put_locality(j, v, sum);
         json_key(j, "pages"); put_pages(j, c->pages);
         json_key(j, "cpu_ns"); put_cost(j, c->cost_ns);
         json_object_end(j);
 }
 
-static void put_list_process(struct json *j, const struct manager *m, const struct proc_rec *p) {
+static void put_list_process(struct json *j, const struct manager_view *v, const struct proc_rec *p) {
         json_object_begin(j);
         json_key(j, "pid"); json_i64(j, p->pid);
         json_key(j, "comm"); json_string(j, p->comm);
         json_key(j, "uid"); json_u64(j, p->uid);
         json_key(j, "cgroup"); json_string(j, p->cg ? p->cg->path : NULL);
-        json_key(j, "mode"); json_string(j, proc_mode(m, p));
+        json_key(j, "mode"); json_string(j, proc_mode(v, p));
         json_key(j, "scans"); json_u64(j, p->scans);
         json_key(j, "sampled_scans"); json_u64(j, p->sampled_scans);
         json_key(j, "total_bytes"); json_u64(j, p->total_bytes);
         json_key(j, "local_bytes"); json_u64(j, p->local_bytes);
         json_key(j, "local_share"); json_double(j, share(p->local_bytes, p->total_bytes));
-        json_key(j, "nodes"); put_locality(j, m, p->node_bytes);
+        json_key(j, "nodes"); put_locality(j, v, p->node_bytes);
         json_key(j, "hot_node"); put_node_or_null(j, p->hot_node);
         json_key(j, "pages_moved"); json_u64(j, p->pages[MIG_MOVED]);
         json_key(j, "pages"); put_pages(j, p->pages);
@@ -317,38 +343,43 @@ static void put_list_process(struct json *j, const struct manager *m, const stru
         json_object_end(j);
 }
 
-int report_list(struct manager *m, uid_t uid, FILE *f) {
-        _cleanup_free_ uint64_t *sum = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*sum));
+int report_list(const struct manager_view *v, uid_t uid, FILE *f) {
+        _cleanup_free_ uint64_t *sum = calloc(v->topo->n_nodes ? v->topo->n_nodes : 1, sizeof(*sum));
+        _cleanup_free_ struct proc_rec **by_cg = calloc(v->procs->n ? v->procs->n : 1, sizeof(*by_cg));
         BEGIN_DOC(j, mem, buf, len);
 
-        if (!sum) {
+        if (!sum || !by_cg) {
                 fclose(mem);
                 free(buf);
                 return -ENOMEM;
         }
         json_object_begin(&j);
         json_key(&j, "requester_uid"); json_u64(&j, uid);
+        if (v->procs->n) {
+                memcpy(by_cg, v->procs->v, v->procs->n * sizeof(*by_cg));
+                qsort(by_cg, v->procs->n, sizeof(*by_cg), cmp_by_cg);
+        }
         json_key(&j, "cgroups");
         json_array_begin(&j);
-        for (size_t i = 0; i < m->n_cgs; i++)
-                if (report_cg_visible(m->cgs[i], uid))
-                        put_list_cgroup(&j, m, m->cgs[i], sum);
+        for (size_t i = 0; i < v->cgs->n; i++)
+                if (report_cg_visible(v->cgs->v[i], uid))
+                        put_list_cgroup(&j, v, v->cgs->v[i], sum, by_cg);
         json_array_end(&j);
 
         json_key(&j, "processes");
         json_array_begin(&j);
-        for (size_t k = 0; k < m->n_procs; k++)
-                if (report_proc_visible(m, m->procs[k], uid))
-                        put_list_process(&j, m, m->procs[k]);
+        for (size_t k = 0; k < v->procs->n; k++)
+                if (report_proc_visible(v, v->procs->v[k], uid))
+                        put_list_process(&j, v, v->procs->v[k]);
         json_array_end(&j);
 
         /* Walked, not opted in: the top-level cgroups' paths are root's to see. */
         json_key(&j, "subtrees_walked");
         json_array_begin(&j);
-        for (size_t i = 0; uid == 0 && i < m->n_subtrees; i++) {
+        for (size_t i = 0; uid == 0 && i < v->cost->n_subtrees; i++) {
                 json_object_begin(&j);
-                json_key(&j, "path"); json_string(&j, m->subtrees[i]->path);
-                json_key(&j, "walk_cpu_ns"); json_u64(&j, m->subtrees[i]->walk_ns);
+                json_key(&j, "path"); json_string(&j, v->cost->subtrees[i]->path);
+                json_key(&j, "walk_cpu_ns"); json_u64(&j, v->cost->subtrees[i]->walk_ns);
                 json_object_end(&j);
         }
         json_array_end(&j);
@@ -358,17 +389,17 @@ int report_list(struct manager *m, uid_t uid, FILE *f) {
 
 /* ---- explain ------------------------------------------------------------------ */
 
-static struct proc_rec *lookup(struct manager *m, pid_t pid) {
-        for (size_t i = 0; i < m->n_procs; i++)
-                if (m->procs[i]->pid == pid)
-                        return m->procs[i];
+static struct proc_rec *lookup(const struct manager_view *v, pid_t pid) {
+        for (size_t i = 0; i < v->procs->n; i++)
+                if (v->procs->v[i]->pid == pid)
+                        return v->procs->v[i];
         return NULL;
 }
 
-static struct cg_rec *lookup_cg(struct manager *m, const char *path) {
-        for (size_t i = 0; i < m->n_cgs; i++)
-                if (m->cgs[i]->seen && strcmp(m->cgs[i]->path, path) == 0)
-                        return m->cgs[i];
+static struct cg_rec *lookup_cg(const struct manager_view *v, const char *path) {
+        for (size_t i = 0; i < v->cgs->n; i++)
+                if (v->cgs->v[i]->seen && strcmp(v->cgs->v[i]->path, path) == 0)
+                        return v->cgs->v[i];
         return NULL;
 }
 
@@ -383,9 +414,9 @@ static void put_hidden(struct json *j) {
 }
 
 /* Why a process that is not watched is not: *ret_why and a malloc'd sentence. */
-static int unwatched_why(struct manager *m, const struct proc_creds *c, const char *cg, const char **ret_why,
+static int unwatched_why(const struct manager_view *v, const struct proc_creds *c, const char *cg, const char **ret_why,
                          char **ret_text) {
-        const struct cg_rec *rec = cg ? lookup_cg(m, cg) : NULL;
+        const struct cg_rec *rec = cg ? lookup_cg(v, cg) : NULL;
         int r;
 
         if (c->stat.flags & PF_KTHREAD_FLAG) {
@@ -419,7 +450,7 @@ static int unwatched_why(struct manager *m, const struct proc_creds *c, const ch
         return 0;
 }
 
-static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct json *j) {
+static int explain_unwatched(const struct manager_view *v, uid_t uid, pid_t pid, struct json *j) {
         _cleanup_free_ char *cg = NULL, *text = NULL;
         struct proc_creds c;
         const char *why;
@@ -431,7 +462,7 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
                 json_key(j, "explanation"); json_string(j, "this is numabalanced itself: it does not balance itself");
                 return 0;
         }
-        r = proc_read_creds(m->proc_root, pid, &c);
+        r = creds_read(v->proc_root, pid, &c);
         if (uid != 0 && (r < 0 || !creds_belong_to(&c, uid))) {
                 put_hidden(j);
                 return 0;
@@ -446,14 +477,14 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
                 json_key(j, "explanation"); json_string(j, "numabalanced cannot read this process");
                 return 0;
         }
-        r = proc_read_cgroup(m->proc_root, pid, &cg);
+        r = proc_read_cgroup(v->proc_root, pid, &cg);
         if (r == -ENOMEM)
                 return r;
         json_key(j, "visible"); json_bool(j, true);
         json_key(j, "comm"); json_string(j, c.stat.comm);
         json_key(j, "uid"); json_u64(j, c.status.uid_real);
         json_key(j, "cgroup"); json_string(j, cg);
-        r = unwatched_why(m, &c, cg, &why, &text);
+        r = unwatched_why(v, &c, cg, &why, &text);
         if (r < 0)
                 return r;
         json_key(j, CONTROL_KEY_WHY); json_string(j, why);
@@ -462,7 +493,7 @@ static int explain_unwatched(struct manager *m, uid_t uid, pid_t pid, struct jso
 }
 
 /* The one sentence of explain: what the last scan decided for p. malloc'd, or NULL. */
-static char *watched_explanation(const struct manager *m, const struct proc_rec *p, const char *mode) {
+static char *watched_explanation(const struct manager_view *v, const struct proc_rec *p, const char *mode) {
         char *text;
         int r;
 
@@ -471,7 +502,7 @@ static char *watched_explanation(const struct manager *m, const struct proc_rec 
         else if (p->reason == REASON_NONE && p->target_node >= 0)
                 r = asprintf(&text, "%s to node %d, where its threads run (hot node %d)",
                              strcmp(mode, "balance") == 0 ? "moving its misplaced memory" :
-                             m->opts.dry_run ? "dry run: would move its misplaced memory" :
+                             v->opts->dry_run ? "dry run: would move its misplaced memory" :
                              "advise mode: would move its misplaced memory",
                              p->target_node, p->hot_node);
         else if (p->reason == REASON_NONE)
@@ -522,30 +553,30 @@ static void put_page_level(struct json *j, const struct proc_rec *p) {
 }
 
 /* The ranges moved less than cooldown_ms ago, and when the last of them is free. */
-static void put_cooldown(struct json *j, const struct manager *m, const struct proc_rec *p, uint64_t now) {
+static void put_cooldown(struct json *j, const struct manager_view *v, const struct proc_rec *p, uint64_t now) {
         uint64_t remaining = 0;
         size_t in_cooldown = 0;
 
         for (size_t i = 0; i < p->n_hist; i++)
-                if (p->hist[i].when_ms + m->cfg.cooldown_ms > now) {
-                        uint64_t left = p->hist[i].when_ms + m->cfg.cooldown_ms - now;
+                if (p->hist[i].when_ms + v->cfg->cooldown_ms > now) {
+                        uint64_t left = p->hist[i].when_ms + v->cfg->cooldown_ms - now;
                         in_cooldown++;
                         if (left > remaining)
                                 remaining = left;
                 }
         json_key(j, "cooldown");
         json_object_begin(j);
-        json_key(j, "cooldown_ms"); json_u64(j, m->cfg.cooldown_ms);
+        json_key(j, "cooldown_ms"); json_u64(j, v->cfg->cooldown_ms);
         json_key(j, "ranges"); json_u64(j, in_cooldown);
         json_key(j, "remaining_ms"); json_u64(j, remaining);
         json_object_end(j);
 }
 
-static int explain_watched(struct manager *m, const struct proc_rec *p, struct json *j) {
+static int explain_watched(const struct manager_view *v, const struct proc_rec *p, struct json *j) {
         _cleanup_free_ char *text = NULL;
         char mems[NODEMASK_STRMAX];
         uint64_t now = clock_now_ms();
-        const char *mode = proc_mode(m, p);
+        const char *mode = proc_mode(v, p);
 
         json_key(j, "watched"); json_bool(j, true);
         json_key(j, "visible"); json_bool(j, true);
@@ -554,7 +585,7 @@ static int explain_watched(struct manager *m, const struct proc_rec *p, struct j
         json_key(j, "cgroup"); json_string(j, p->cg ? p->cg->path : NULL);
         json_key(j, "mode"); json_string(j, mode);
         json_key(j, "mode_source"); json_string(j, p->cg ? source_name(p->cg->source) : NULL);
-        json_key(j, "dry_run"); json_bool(j, m->opts.dry_run);
+        json_key(j, "dry_run"); json_bool(j, v->opts->dry_run);
         json_key(j, "scans"); json_u64(j, p->scans);
         json_key(j, "sampled_scans"); json_u64(j, p->sampled_scans);
         json_key(j, "hot_node"); put_node_or_null(j, p->scans ? p->hot_node : -1);
@@ -565,13 +596,13 @@ static int explain_watched(struct manager *m, const struct proc_rec *p, struct j
         json_string(j, p->reason < _REASON_MAX ? plan_reason_name(p->reason) : NULL);
         json_key(j, "reason_text");
         json_string(j, p->reason < _REASON_MAX ? plan_reason_text(p->reason) : NULL);
-        text = watched_explanation(m, p, mode);
+        text = watched_explanation(v, p, mode);
         if (!text)
                 return -ENOMEM;
         json_key(j, "explanation"); json_string(j, text);
         put_move_stop(j, p, now);
         put_page_level(j, p);
-        put_cooldown(j, m, p, now);
+        put_cooldown(j, v, p, now);
 
         json_key(j, "scan_interval_ms"); json_u64(j, p->interval_ms);
         json_key(j, "next_scan_in_ms"); json_u64(j, p->next_scan_ms > now ? p->next_scan_ms - now : 0);
@@ -583,29 +614,29 @@ static int explain_watched(struct manager *m, const struct proc_rec *p, struct j
         json_key(j, "total_bytes"); json_u64(j, p->total_bytes);
         json_key(j, "local_bytes"); json_u64(j, p->local_bytes);
         json_key(j, "local_share"); json_double(j, share(p->local_bytes, p->total_bytes));
-        json_key(j, "nodes"); put_locality(j, m, p->node_bytes);
+        json_key(j, "nodes"); put_locality(j, v, p->node_bytes);
         json_key(j, "pages"); put_pages(j, p->pages);
         json_key(j, "cpu_ns"); put_cost(j, p->cost_ns);
         return 0;
 }
 
-int report_explain(struct manager *m, uid_t uid, pid_t pid, FILE *f) {
-        struct proc_rec *p = lookup(m, pid);
+int report_explain(const struct manager_view *v, uid_t uid, pid_t pid, FILE *f) {
+        struct proc_rec *p = lookup(v, pid);
         int r;
         BEGIN_DOC(j, mem, buf, len);
 
         json_object_begin(&j);
         json_key(&j, "pid"); json_i64(&j, pid);
         json_key(&j, "requester_uid"); json_u64(&j, uid);
-        if (p && !report_proc_visible(m, p, uid)) {
+        if (p && !report_proc_visible(v, p, uid)) {
                 /* Word for word what a pid that does not exist gets. */
                 json_key(&j, "watched"); json_bool(&j, false);
                 put_hidden(&j);
                 r = 0;
         } else if (p)
-                r = explain_watched(m, p, &j);
+                r = explain_watched(v, p, &j);
         else
-                r = explain_unwatched(m, uid, pid, &j);
+                r = explain_unwatched(v, uid, pid, &j);
         if (r < 0) {
                 fclose(mem);
                 free(buf);

@@ -14,13 +14,18 @@
 #pragma once
 #include <stdio.h>
 #include <sys/types.h>
-#include "manager-internal.h"
+#include "cg-records.h"
+#include "cost.h"
+#include "counters.h"
+#include "manager.h"
+#include "proc-records.h"
+#include "service-cpus.h"
 
 /* The JSON documents (docs/ctl-json.md). Each writes one document ending with a
  * newline to f and returns 0, or -errno (only -ENOMEM). */
-int report_status(struct manager *m, uid_t uid, FILE *f);
-int report_list(struct manager *m, uid_t uid, FILE *f);
-int report_explain(struct manager *m, uid_t uid, pid_t pid, FILE *f);
+int report_status(const struct manager_view *v, uid_t uid, FILE *f);
+int report_list(const struct manager_view *v, uid_t uid, FILE *f);
+int report_explain(const struct manager_view *v, uid_t uid, pid_t pid, FILE *f);
 /* {"error": msg} */
 void report_error(FILE *f, const char *msg);
 
@@ -29,4 +34,4 @@ const char *report_stage_name(enum stage s);
 
 /* Visibility rules, for the tests. */
 bool report_cg_visible(const struct cg_rec *c, uid_t uid);
-bool report_proc_visible(const struct manager *m, const struct proc_rec *p, uid_t uid);
+bool report_proc_visible(const struct manager_view *v, const struct proc_rec *p, uid_t uid);

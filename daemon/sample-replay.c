@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include "cleanup.h"
 #include "log.h"
-#include "pagesample.h"
+#include "page-agg.h"
 #include "pagesize.h"
 #include "sample-replay.h"
 
@@ -58,7 +58,7 @@ static bool replay_line(struct sample_replay *r, const char *line, size_t len, r
         unsigned bad = 0;
         int node;
 
-        if (page_samples_parse(line, len, &s, &n, &bad) < 0 || n != 1) {
+        if (page_agg_parse_samples(line, len, &s, &n, &bad) < 0 || n != 1) {
                 r->skipped += len > 0 && line[0] != '#';
                 return false;
         }

@@ -12,6 +12,7 @@
 #include "proc.h"
 #include "sampled-scan.h"
 #include "scan.h"
+#include "page-sampler.h"
 #include "source.h"
 #include "smaps.h"
 
@@ -29,35 +30,30 @@
 
 static bool changed(uint64_t a, uint64_t b) {
         uint64_t d = a > b ? a - b : b - a, base = a > b ? a : b;
-        return base && d * 100 > base * CHANGE_PCT;
-}
-
-static void charge(struct proc_rec *p, enum stage stage, uint64_t ns) {
-        p->cost_ns[stage] += ns;
-        p->cg->cost_ns[stage] += ns;
+        return base && d * 100 > base * SCAN_CHANGE_PCT;
 }
 
 /* The back-off: scan often while misplaced or changing (active), half as often each
  * time once settled, down to scan_max_ms. */
-static void schedule_next(struct manager *m, struct proc_rec *p, uint64_t now, bool active) {
+static void schedule_next(const struct scan_env *env, struct proc_rec *p, uint64_t now, bool active) {
         if (active || p->interval_ms == 0)
-                p->interval_ms = m->cfg.scan_min_ms;
+                p->interval_ms = env->cfg->scan_min_ms;
         else
-                p->interval_ms *= BACKOFF_FACTOR;
-        if (p->interval_ms > m->cfg.scan_max_ms)
-                p->interval_ms = m->cfg.scan_max_ms;
+                p->interval_ms *= SCAN_BACKOFF_FACTOR;
+        if (p->interval_ms > env->cfg->scan_max_ms)
+                p->interval_ms = env->cfg->scan_max_ms;
         p->next_scan_ms = now + p->interval_ms;
 }
 
 /* CPU time of p's threads per node since its last scan, into cpu. Returns 1, or 0 at
  * first sight (the source has a baseline only: cpu then says where the threads are
  * now, placement.h, rather than wait a whole tick), or -errno. */
-static int sample_cpu(struct manager *m, struct proc_rec *p, uint64_t *cpu) {
-        int primed = m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, cpu);
+static int sample_cpu(const struct scan_env *env, struct proc_rec *p, uint64_t *cpu) {
+        int primed = env->source->sample(env->source, env->proc_root, p->pid, env->topo, &p->pl, cpu);
         int r;
 
         if (primed == 0) {
-                r = placement_first_estimate(m->proc_root, p->pid, m->topo, cpu);
+                r = placement_first_estimate(env->proc_root, p->pid, env->topo, cpu);
                 if (r < 0)
                         return r;
         }
@@ -66,13 +62,13 @@ static int sample_cpu(struct manager *m, struct proc_rec *p, uint64_t *cpu) {
 
 /* Its threads ran on more than one node in the window, each with a share worth a
  * page-level signal (SPAN_SHARE_PCT of its CPU time). */
-static bool spans_nodes(const struct manager *m, const uint64_t *cpu) {
+static bool spans_nodes(const struct scan_env *env, const uint64_t *cpu) {
         uint64_t total = 0;
         unsigned n = 0;
 
-        for (unsigned i = 0; i < m->topo->n_nodes; i++)
+        for (unsigned i = 0; i < env->topo->n_nodes; i++)
                 total += cpu[i];
-        for (unsigned i = 0; total && i < m->topo->n_nodes; i++)
+        for (unsigned i = 0; total && i < env->topo->n_nodes; i++)
                 n += cpu[i] * 100 >= total * SPAN_SHARE_PCT;
         return n >= 2;
 }
@@ -81,14 +77,14 @@ static bool spans_nodes(const struct manager *m, const uint64_t *cpu) {
  * its maps say (plan_decide needs CPU time to choose a node), so they are not read
  * again. Idle processes (most of a server's) cost one sample per scan; the locality
  * shown is that of the last full read. Returns true when p was idle (and is done). */
-static bool scan_idle(struct manager *m, struct proc_rec *p, int primed, const uint64_t *cpu, uint64_t now) {
+static bool scan_idle(const struct scan_env *env, struct proc_rec *p, int primed, const uint64_t *cpu, uint64_t now) {
         uint64_t total = 0;
 
         /* Sampled pages are evidence even without CPU time (new ones: what was carried
          * over waits for more). */
         if (primed == 0 || page_agg_fresh(p->seen) || p->scans == 0)
                 return false;
-        for (unsigned i = 0; i < m->topo->n_nodes; i++)
+        for (unsigned i = 0; i < env->topo->n_nodes; i++)
                 total += cpu[i];
         if (total)
                 return false;
@@ -97,20 +93,20 @@ static bool scan_idle(struct manager *m, struct proc_rec *p, int primed, const u
         p->full_target = -1;     /* nothing planned: room on a node is no reason to look again */
         p->last_scan_ms = now;
         p->scans++;
-        schedule_next(m, p, now, false);
+        schedule_next(env, p, now, false);
         return true;
 }
 
-static int read_status(struct manager *m, struct proc_rec *p, struct proc_status *status) {
+static int read_status(const struct scan_env *env, struct proc_rec *p, struct proc_status *status) {
         struct proc_stat st;
-        int r = proc_read_status(m->proc_root, p->pid, status);
+        int r = proc_read_status(env->proc_root, p->pid, status);
 
         if (r < 0)
                 return r;
         p->uid = status->uid_real;
         /* The tick does not re-read stat for a live known process; its name may have
          * changed (exec, prctl) since: refresh it here. */
-        if (proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime) {
+        if (proc_read_stat(env->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime) {
                 snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
                 /* Before numa_maps: an exec after this shows at the check before moving. */
                 p->layout = st.layout;
@@ -119,7 +115,7 @@ static int read_status(struct manager *m, struct proc_rec *p, struct proc_status
 }
 
 /* What p maps where: its numa_maps, and each VMA's end from its maps. */
-static int read_layout(struct manager *m, struct proc_rec *p, struct numa_maps **ret_maps, uint64_t **ret_ends) {
+static int read_layout(const struct scan_env *env, struct proc_rec *p, struct numa_maps **ret_maps, uint64_t **ret_ends) {
         _cleanup_free_ char *buf = NULL;
         _cleanup_free_ struct vma_range *ranges = NULL;
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
@@ -127,7 +123,7 @@ static int read_layout(struct manager *m, struct proc_rec *p, struct numa_maps *
         size_t len = 0, n_ranges = 0;
         int r;
 
-        r = proc_read_numa_maps(m->proc_root, p->pid, &buf, &len);
+        r = proc_read_numa_maps(env->proc_root, p->pid, &buf, &len);
         if (r < 0)
                 return r;
         r = numa_maps_parse(buf, len, &maps);
@@ -136,7 +132,7 @@ static int read_layout(struct manager *m, struct proc_rec *p, struct numa_maps *
         if (maps->n_bad_lines)
                 log_debug("pid=%d: %u numa_maps line(s) did not parse (first: %u), ignoring", (int) p->pid,
                           maps->n_bad_lines, maps->bad_lines[0]);
-        r = proc_read_maps(m->proc_root, p->pid, &ranges, &n_ranges);
+        r = maps_read(env->proc_root, p->pid, &ranges, &n_ranges);
         if (r < 0)
                 return r;
         ends = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*ends));
@@ -151,13 +147,13 @@ static int read_layout(struct manager *m, struct proc_rec *p, struct numa_maps *
 
 /* The policies of p's threads (thread-policy.h): read again at every scan, since threads
  * come and go and set their own. A single-threaded process costs nothing more. */
-static int read_thread_policies(struct manager *m, struct proc_rec *p, const struct proc_status *status,
+static int read_thread_policies(const struct scan_env *env, struct proc_rec *p, const struct proc_status *status,
                                 const struct numa_maps *maps, struct thread_policies *ret) {
         int r;
 
         if (status->threads <= 1)
                 return thread_policies_single(maps, ret);
-        r = thread_policies_read(m->proc_root, p->pid, maps, ret);
+        r = thread_policies_read(env->proc_root, p->pid, maps, ret);
         if (r < 0)
                 return r;
         if (ret->unknown)
@@ -168,7 +164,7 @@ static int read_thread_policies(struct manager *m, struct proc_rec *p, const str
 
 /* Which of maps' VMAs are locked (mlock): smaps is read only when status shows locked
  * memory and it matters (move_mlocked = no). *ret stays NULL when none is. */
-static int read_locked(struct manager *m, struct proc_rec *p, const struct proc_status *status,
+static int read_locked(const struct scan_env *env, struct proc_rec *p, const struct proc_status *status,
                        const struct numa_maps *maps, bool **ret) {
         _cleanup_free_ uint64_t *starts = NULL;
         size_t n = 0;
@@ -176,9 +172,9 @@ static int read_locked(struct manager *m, struct proc_rec *p, const struct proc_
         int r;
 
         *ret = NULL;
-        if (status->vm_lck_kb == 0 || m->cfg.move_mlocked)
+        if (status->vm_lck_kb == 0 || env->cfg->move_mlocked)
                 return 0;
-        r = proc_read_locked(m->proc_root, p->pid, &starts, &n);
+        r = smaps_read_locked(env->proc_root, p->pid, &starts, &n);
         if (r < 0)
                 return r;
         locked = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*locked));
@@ -192,12 +188,12 @@ static int read_locked(struct manager *m, struct proc_rec *p, const struct proc_
 
 /* Settled still, by its samples (sampled-scan.h): the decision, locality and
  * baseline of its last full read stand. */
-static void scan_sampled(struct manager *m, struct proc_rec *p, uint64_t now) {
+static void scan_sampled(const struct scan_env *env, struct proc_rec *p, uint64_t now, struct scan *s) {
+        s->sampled = true;
         p->last_scan_ms = now;
         p->scans++;
         p->sampled_scans++;
-        m->sampled_scans++;
-        schedule_next(m, p, now, false);
+        schedule_next(env, p, now, false);
 }
 
 /* What a scan reads of a process besides its status: its layout, the policies of its
@@ -216,21 +212,21 @@ static void reading_done(struct reading *rd) {
         free(rd->locked);
 }
 
-static int read_process(struct manager *m, struct proc_rec *p, const struct proc_status *status,
+static int read_process(const struct scan_env *env, struct proc_rec *p, const struct proc_status *status,
                         struct reading *rd) {
         int r;
 
-        r = read_layout(m, p, &rd->maps, &rd->ends);
+        r = read_layout(env, p, &rd->maps, &rd->ends);
         if (r < 0)
                 return r;
-        r = read_thread_policies(m, p, status, rd->maps, &rd->threads);
+        r = read_thread_policies(env, p, status, rd->maps, &rd->threads);
         if (r < 0)
                 return r;
-        return read_locked(m, p, status, rd->maps, &rd->locked);
+        return read_locked(env, p, status, rd->maps, &rd->locked);
 }
 
-static struct plan_params plan_params_of(const struct manager *m) {
-        const struct nb_config *c = &m->cfg;
+struct plan_params scan_plan_params(const struct scan_env *env) {
+        const struct nb_config *c = env->cfg;
 
         return (struct plan_params) {
                 .min_cpu_share_pct = c->min_cpu_share_pct,
@@ -239,15 +235,15 @@ static struct plan_params plan_params_of(const struct manager *m) {
                 .free_floor_pct = c->free_floor_pct,
                 .move_shared = c->move_shared,
                 .move_preferred = c->move_preferred,
-                .kernel_balances = m->kernel_balances,
+                .kernel_balances = env->kernel_balances,
                 .move_mlocked = c->move_mlocked,
                 .min_misplaced_kb = c->min_misplaced_kb,
-                .max_bytes = c->batch_pages * page_size() * BATCHES_PER_PROCESS_PER_TICK,
+                .max_bytes = c->batch_pages * page_size() * SCAN_BATCHES_PER_TICK,
         };
 }
 
-static bool advise_only(const struct manager *m, const struct proc_rec *p) {
-        return p->cg->mode == CG_MODE_ADVISE || m->opts.dry_run;
+static bool advise_only(const struct scan_env *env, const struct proc_rec *p) {
+        return p->cg->mode == CG_MODE_ADVISE || env->dry_run;
 }
 
 /* In advise mode (or a dry run) nothing moves, so the ranges that would are said, at
@@ -270,7 +266,7 @@ static void log_page_ranges(const struct proc_rec *p, const struct plan *pages) 
  * EVIDENCE_KEEP_PAGES pages a process): at the software source's 100 samples per
  * second a 16 MiB part of a thread gets 0.6 samples a page in 30 s, so evidence
  * dropped at each scan would almost never show a page twice. */
-static int decide_pages(struct manager *m, struct proc_rec *p, const struct plan_input *in,
+static int decide_pages(const struct scan_env *env, struct proc_rec *p, const struct plan_input *in,
                         const struct plan_params *pp, uint64_t *reserved, struct scan *s) {
         struct page_decision d;
         int r;
@@ -282,10 +278,10 @@ static int decide_pages(struct manager *m, struct proc_rec *p, const struct plan
         r = page_agg_decide(p->seen, PAGE_MIN_SAMPLES, &d);
         if (r < 0)
                 return r;
-        r = plan_pages(m->topo, in, pp, &d, &s->plan, reserved, &s->pages);
+        r = plan_pages(env->topo, in, pp, &d, &s->plan, reserved, &s->pages);
         p->pages_seen = d.pages;
         p->pages_shared = d.shared;
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
         if (r < 0)
                 return r;
         {
@@ -302,38 +298,38 @@ static int decide_pages(struct manager *m, struct proc_rec *p, const struct plan
         if (s->pages.n_moves)
                 log_debug("cgroup=%s pid=%d: page-level: %zu page(s) sampled, %zu shared, %s %" PRIu64
                           " KiB in %zu range(s)", p->cg->path, (int) p->pid, p->pages_seen, p->pages_shared,
-                          advise_only(m, p) ? "would move" : "moving", s->pages.bytes / 1024, s->pages.n_moves);
-        if (advise_only(m, p))
+                          advise_only(env, p) ? "would move" : "moving", s->pages.bytes / 1024, s->pages.n_moves);
+        if (advise_only(env, p))
                 log_page_ranges(p, &s->pages);
         return 0;
 }
 
 /* For the reports: p's locality against the nodes its threads ran on in the window.
- * Returns whether its size or its local share changed notably (CHANGE_PCT). */
-static bool update_locality(struct manager *m, struct proc_rec *p, const struct numa_maps *maps,
+ * Returns whether its size or its local share changed notably (SCAN_CHANGE_PCT). */
+static bool update_locality(const struct scan_env *env, struct proc_rec *p, const struct numa_maps *maps,
                             const uint64_t *cpu) {
         struct locality loc;
         uint64_t local = 0;
         bool changing;
 
-        if (locality_compute(m->topo, maps, NULL, 0, &loc) < 0)
+        if (locality_compute(env->topo, maps, NULL, 0, &loc) < 0)
                 return false;
-        for (unsigned i = 0; i < m->topo->n_nodes; i++)
+        for (unsigned i = 0; i < env->topo->n_nodes; i++)
                 if (cpu[i])
                         local += loc.bytes[i];
         changing = changed(p->total_bytes, loc.total_bytes) || changed(p->local_bytes, local);
         p->total_bytes = loc.total_bytes;
         p->local_bytes = local;
         if (!p->node_bytes)
-                p->node_bytes = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*p->node_bytes));
+                p->node_bytes = calloc(env->topo->n_nodes ? env->topo->n_nodes : 1, sizeof(*p->node_bytes));
         if (p->node_bytes)
-                memcpy(p->node_bytes, loc.bytes, m->topo->n_nodes * sizeof(*p->node_bytes));
+                memcpy(p->node_bytes, loc.bytes, env->topo->n_nodes * sizeof(*p->node_bytes));
         locality_done(&loc);
         return changing;
 }
 
 /* One line when the decision changed (its reason, or in advise mode the amount). */
-static void log_decision(struct manager *m, const struct proc_rec *p, const struct plan *plan) {
+static void log_decision(const struct scan_env *env, const struct proc_rec *p, const struct plan *plan) {
         struct log_fields lf = {};
 
         if (plan->reason == p->reason &&
@@ -348,7 +344,7 @@ static void log_decision(struct manager *m, const struct proc_rec *p, const stru
                 log_full_errno_fields(LOG_LVL_INFO, 0, &lf,
                                       "cgroup=%s pid=%d comm=%s: %s %" PRIu64 " KiB in %zu VMA(s) to node %d",
                                       p->cg->path, (int) p->pid, p->comm,
-                                      advise_only(m, p) ? "advise: would move" : "moving",
+                                      advise_only(env, p) ? "advise: would move" : "moving",
                                       plan->bytes / 1024, plan->n_moves, plan->moves[0].target);
         } else
                 log_full_errno_fields(LOG_LVL_INFO, 0, &lf, "cgroup=%s pid=%d comm=%s: not moving: %s (reason=%s)",
@@ -379,7 +375,7 @@ static void remember(struct proc_rec *p, const struct plan *plan, const struct p
  * pages are taken away. One window's grace only: a confined thread that stays idle
  * stops keeping its node's pages at the next scan. The threads are read only when a
  * busy node went quiet, which few scans see. */
-static nb_nodemask keep_before(struct manager *m, struct proc_rec *p, const nb_nodemask *before,
+static nb_nodemask keep_before(const struct scan_env *env, struct proc_rec *p, const nb_nodemask *before,
                                const nb_nodemask *now) {
         nb_nodemask quiet, confined;
 
@@ -390,7 +386,7 @@ static nb_nodemask keep_before(struct manager *m, struct proc_rec *p, const nb_n
                 if (!nodemask_test(now, (unsigned) n))
                         nodemask_set(&quiet, (unsigned) n);
         if (nodemask_empty(&quiet) ||
-            placement_confined_nodes(m->proc_root, p->pid, m->topo, CONFINED_THREADS_MAX, &confined) < 0)
+            placement_confined_nodes(env->proc_root, p->pid, env->topo, CONFINED_THREADS_MAX, &confined) < 0)
                 return (nb_nodemask) {};
         nodemask_and(&quiet, &quiet, &confined);
         NODEMASK_FOREACH(n, &quiet)
@@ -399,90 +395,95 @@ static nb_nodemask keep_before(struct manager *m, struct proc_rec *p, const nb_n
         return quiet;
 }
 
-int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s) {
+/* scan_process() but for the time it took, of which it measures the decision's. */
+static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s) {
         _cleanup_free_ uint64_t *cpu = NULL;
         _cleanup_(reading_done) struct reading rd = {};
         struct proc_status status;
         struct plan_input in;
-        struct plan_params pp = plan_params_of(m);
-        uint64_t t0 = clock_now_ns(CLOCK_THREAD_CPUTIME_ID), t1, t2;
+        struct plan_params pp = scan_plan_params(env);
+        uint64_t t1;
         bool changing, active;
         nb_nodemask cpu_nodes, busy_before = p->busy_nodes, busy;
         int r, primed;
 
         p->react_due_ms = 0;
-        cpu = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*cpu));
+        cpu = calloc(env->topo->n_nodes ? env->topo->n_nodes : 1, sizeof(*cpu));
         if (!cpu)
                 return -ENOMEM;
-        primed = sample_cpu(m, p, cpu);
+        primed = sample_cpu(env, p, cpu);
         if (primed < 0)
                 return primed;
-        busy = plan_busy_nodes(m->topo, cpu, pp.keep_node_share_pct);
+        busy = plan_busy_nodes(env->topo, cpu, pp.keep_node_share_pct);
         if (!nodemask_empty(&busy))
                 p->busy_nodes = busy; /* a window without CPU time says nothing of where it works */
-        if (m->pages)
-                page_sampler_span(m->pages, p->pid, spans_nodes(m, cpu));
-        if (scan_idle(m, p, primed, cpu, now)) {
-                charge(p, STAGE_READ, clock_now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
+        if (env->pages)
+                page_sampler_span(env->pages, p->pid, spans_nodes(env, cpu));
+        if (scan_idle(env, p, primed, cpu, now))
                 return 0;
-        }
-        r = read_status(m, p, &status);
+        r = read_status(env, p, &status);
         if (r < 0)
                 return r;
-        if (status.vm_rss_kb < m->cfg.min_rss_kb) {
+        if (status.vm_rss_kb < env->cfg->min_rss_kb) {
                 p->reason = REASON_TOO_SMALL;
                 p->rss_kb = status.vm_rss_kb;
-                p->interval_ms = m->cfg.scan_max_ms;
+                p->interval_ms = env->cfg->scan_max_ms;
                 p->next_scan_ms = now + p->interval_ms;
                 return 0;
         }
-        cpu_nodes = sampled_scan_cpu_nodes(m, cpu);
-        if (sampled_scan_unchanged(m, p, cpu_nodes, status.vm_rss_kb)) {
-                scan_sampled(m, p, now);
-                charge(p, STAGE_READ, clock_now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
+        cpu_nodes = sampled_scan_cpu_nodes(env, cpu);
+        if (sampled_scan_unchanged(env, p, cpu_nodes, status.vm_rss_kb)) {
+                scan_sampled(env, p, now, s);
                 return 0;
         }
-        r = read_process(m, p, &status, &rd);
+        r = read_process(env, p, &status, &rd);
         if (r < 0)
                 return r;
-        t1 = clock_now_ns(CLOCK_THREAD_CPUTIME_ID);
+        t1 = cost_thread_ns();
 
         in = (struct plan_input) {
                 .maps = rd.maps,
                 .vma_end = rd.ends,
-                .mems_allowed = status.has_mems_allowed ? status.mems_allowed : m->topo->with_memory,
+                .mems_allowed = status.has_mems_allowed ? status.mems_allowed : env->topo->with_memory,
                 .cpu_ns = cpu,
                 .history = p->hist,
                 .n_history = p->n_hist,
                 .now_ms = now,
                 .threads = &rd.threads,
                 .vma_mlocked = rd.locked,
-                .keep_before = keep_before(m, p, &busy_before, &busy),
+                .keep_before = keep_before(env, p, &busy_before, &busy),
         };
-        r = plan_decide(m->topo, &in, &pp, reserved, &s->plan);
+        r = plan_decide(env->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)
                 return r;
-        r = decide_pages(m, p, &in, &pp, reserved, s);
+        r = decide_pages(env, p, &in, &pp, reserved, s);
         if (r < 0)
                 return r;
-        changing = update_locality(m, p, rd.maps, cpu);
-        t2 = clock_now_ns(CLOCK_THREAD_CPUTIME_ID);
-        charge(p, STAGE_READ, t1 - t0);
-        charge(p, STAGE_DECIDE, t2 - t1);
+        changing = update_locality(env, p, rd.maps, cpu);
+        s->cost_ns[STAGE_DECIDE] = cost_thread_ns() - t1;
 
-        log_decision(m, p, &s->plan);
+        log_decision(env, p, &s->plan);
         remember(p, &s->plan, &in, &status, now);
         active = s->plan.n_moves || s->pages.n_moves || primed == 0 || changing;
-        schedule_next(m, p, now, active);
-        sampled_scan_note(m, p, rd.maps, rd.ends, &s->plan, !active, cpu_nodes);
+        schedule_next(env, p, now, active);
+        sampled_scan_note(env, p, rd.maps, rd.ends, &s->plan, !active, cpu_nodes);
         /* The parsed maps go now (cleanup): the plans name their ranges, which is all
          * the jobs need, and every scan of a tick holding its process's maps until
          * the jobs ran was the tick's peak memory. */
         return 1;
 }
 
-void scan_backoff(struct manager *m, struct proc_rec *p, uint64_t now) {
-        schedule_next(m, p, now, false);
+int scan_process(const struct scan_env *env, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s) {
+        uint64_t t0 = cost_thread_ns(), spent;
+        int r = scan(env, p, now, reserved, s);
+
+        spent = cost_thread_ns() - t0;
+        s->cost_ns[STAGE_READ] = spent > s->cost_ns[STAGE_DECIDE] ? spent - s->cost_ns[STAGE_DECIDE] : 0;
+        return r;
+}
+
+void scan_backoff(const struct scan_env *env, struct proc_rec *p, uint64_t now) {
+        schedule_next(env, p, now, false);
 }
 
 void scan_done(struct scan *s) {

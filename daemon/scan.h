@@ -1,13 +1,48 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The per-process scan: sample where its threads ran, read what it maps where, decide
  * (plan_decide, plan_pages), update its locality and schedule its next scan. One
- * process at a time, on the event-loop thread; it writes that process's record and
- * its cgroup's cost counters, nothing else of the manager. */
+ * process at a time, on the event-loop thread. It reads the environment (struct
+ * scan_env: config, topology, sources), writes that process's record and its plans,
+ * and measures its own CPU time into the scan; it writes nothing else: the tick
+ * charges the time (cost.h) and counts the scan. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
-#include "manager-internal.h"
+#include "config.h"
+#include "cost.h"
 #include "numa_maps.h"
 #include "plan.h"
+#include "proc-records.h"
+#include "page-sampler.h"
+#include "page-sampler.h"
+#include "source.h"
+#include "topology.h"
+
+/* A process whose layout did not change is scanned half as often each time, down to
+ * scan_max_ms; any move or change brings it back to scan_min_ms. */
+#define SCAN_BACKOFF_FACTOR 2
+/* A change of this many percent of its resident bytes, or of the local share,
+ * counts as "changing" for the backoff. */
+#define SCAN_CHANGE_PCT 5
+/* A settled process grown by min_misplaced and by 1/SCAN_GROW_SHARE of itself since
+ * its last scan is scanned now (the tick's grew()); the same share of a huge VMA is
+ * the tolerance of a sampled scan (sampled-scan.c). At most SCAN_GROW_SHARE scans per
+ * doubling of a steadily growing process. */
+#define SCAN_GROW_SHARE 32
+/* Each process moves at most this many batches' worth per tick, so that a tick (and
+ * a SIGTERM waiting for it) stays bounded; the next tick continues. */
+#define SCAN_BATCHES_PER_TICK 4
+
+/* What a scan reads besides its process: the same for every scan of a tick. */
+struct scan_env {
+        const struct nb_config *cfg;
+        const struct topology *topo;
+        const char *proc_root;
+        const struct placement_source *source;
+        struct page_sampler *pages;  /* page-level sampling, NULL: off */
+        bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */
+        bool dry_run;                /* plan and log, move nothing */
+};
 
 /* One process's scan in this tick, until its jobs have run: its plans (the ranges to
  * move), not its maps, which are freed once it is decided. */
@@ -15,14 +50,19 @@ struct scan {
         struct proc_rec *rec;
         struct plan plan;          /* VMA-level: memory follows CPU */
         struct plan pages;         /* page-level: sampled pages to the node that touches them */
+        uint64_t cost_ns[_STAGE_MAX];  /* its CPU time, read and decide (for the tick to charge) */
+        bool sampled;              /* settled still by its samples: numa_maps not read */
 };
 
 /* Reads and decides for one due process. reserved: bytes already planned to each node
  * in this tick (the free-memory floor is shared), updated. Returns 1 with the plans in
  * *s, 0 when it was not decided on (idle since its last scan, or below min_rss: its
- * next scan is scheduled), or -errno (-ESRCH, -ENOENT: it is gone). */
-int scan_process(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s);
+ * next scan is scheduled), or -errno (-ESRCH, -ENOENT: it is gone). s->cost_ns is set
+ * whatever it returns. */
+int scan_process(const struct scan_env *env, struct proc_rec *p, uint64_t now, uint64_t *reserved, struct scan *s);
 void scan_done(struct scan *s);
 /* A scan of p failed: its next one is scheduled as for a settled process (half as
  * often each time, down to scan_max_ms), not at the next tick. */
-void scan_backoff(struct manager *m, struct proc_rec *p, uint64_t now);
+void scan_backoff(const struct scan_env *env, struct proc_rec *p, uint64_t now);
+/* The plan parameters of the config (plan.h). */
+struct plan_params scan_plan_params(const struct scan_env *env);

@@ -6,9 +6,12 @@
 #include <unistd.h>
 #include "log.h"
 #include "service-cpus.h"
+#include "clock.h"
 #include "topology.h"
+#include "walker.h"
+#include "migrator.h"
 
-cpu_set_t *cpu_set_new(const nb_cpumask *cpus, size_t *ret_size) {
+cpu_set_t *service_cpus_cpuset_new(const nb_cpumask *cpus, size_t *ret_size) {
         size_t size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
         cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
 
@@ -41,7 +44,7 @@ static int thread_cpus(pthread_t thread, nb_cpumask *ret) {
         return 0;
 }
 
-bool cpus_thread_within(pthread_t thread, const nb_cpumask *cpus, bool exact) {
+bool service_cpus_thread_within(pthread_t thread, const nb_cpumask *cpus, bool exact) {
         nb_cpumask got;
 
         if (thread_cpus(thread, &got) < 0)
@@ -54,9 +57,9 @@ bool cpus_thread_within(pthread_t thread, const nb_cpumask *cpus, bool exact) {
         return cpumask_weight(&got) > 0;
 }
 
-int cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus) {
+int service_cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus) {
         size_t size;
-        cpu_set_t *set = cpu_set_new(cpus, &size);
+        cpu_set_t *set = service_cpus_cpuset_new(cpus, &size);
         int r;
 
         if (!set)
@@ -66,7 +69,7 @@ int cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus) {
         /* The kernel cuts the mask to the cpuset's CPUs, and a CPU just back online
          * rejoins the cpuset only when the kernel's hotplug work has run: a pin taken
          * before then holds fewer CPUs than asked. */
-        if (r == 0 && !cpus_thread_within(thread, cpus, true))
+        if (r == 0 && !service_cpus_thread_within(thread, cpus, true))
                 r = -EAGAIN;
         return r;
 }
@@ -149,10 +152,112 @@ int service_cpus_pin_process(const nb_cpumask *cpus) {
 
         cpumask_format(cpus, s, sizeof(s));
         /* A CPU just back online may not be in the cpuset yet (cpus_pin_thread). */
-        for (int tries = 0; (r = cpus_pin_thread(pthread_self(), cpus)) == -EAGAIN && tries < 10; tries++)
+        for (int tries = 0; (r = service_cpus_pin_thread(pthread_self(), cpus)) == -EAGAIN && tries < 10; tries++)
                 usleep(50 * 1000);
         if (r < 0)
                 return log_error_errno(r, "Failed to pin to the service CPUs %s: %m", s);
         log_info("Running on service CPUs %s", s);
         return 0;
+}
+
+/* ---- keeping every thread pinned --------------------------------------------- */
+
+/* Pins the event-loop thread, the walker and the workers to the online service CPUs
+ * `now`. Returns how many workers are away from their own CPU, or -errno when a pin
+ * did not hold (logged at debug: the caller tries again on the next tick). */
+static int repin(struct walker *w, struct migrator *mig, const nb_cpumask *now) {
+        int r, first = 0, away;
+
+        /* Every thread, whatever failed before it: none left where others put it. */
+        r = service_cpus_pin_thread(pthread_self(), now);
+        if (r < 0)
+                first = log_debug_errno(r, "Failed to pin the event loop to the service CPUs: %m");
+        r = w ? walker_repin(w, now) : 0;
+        if (r < 0 && !first)
+                first = log_debug_errno(r, "Failed to pin the cgroup walker to the service CPUs: %m");
+        away = migrator_repin(mig, now);
+        if (away < 0 && !first)
+                first = log_debug_errno(away, "Failed to pin the migration workers to the service CPUs: %m");
+        return first < 0 ? first : away;
+}
+
+/* Whether every thread is pinned where repin(w, mig, now) pins it (exact), or
+ * at least to some of the online service CPUs `now` and nothing else (!exact). */
+static bool pinned(struct walker *w, struct migrator *mig, const nb_cpumask *now, bool exact) {
+        return service_cpus_thread_within(pthread_self(), now, exact) &&
+               (!w || walker_pinned(w, now, exact)) && migrator_pinned(mig, now, exact);
+}
+
+/* The daemon's work must run on the service CPUs only, and others can change where
+ * its threads may run: a service CPU going offline lets the threads pinned to it run
+ * anywhere; a CPU coming online, or a change of the daemon's cpuset, resets every
+ * thread to the cpuset's CPUs; taskset(1) needs no cooperation. So each tick reads
+ * the online service CPUs and each thread's affinity (a few syscalls), and on any
+ * difference pins them all again: the event loop and the walker to the online service
+ * CPUs, each worker to its own CPU when that is online. A CPU back online joins the
+ * cpuset only a moment later (deferred work in the kernel), and a pin taken before
+ * then holds fewer CPUs than asked: it is taken again on the next tick. With no
+ * service CPU online the tick does nothing: returns false. */
+#define REPIN_LOG_MS 60000
+#define REPIN_FAILING_LOG 4     /* ticks: 2 s */
+
+bool service_cpus_check(struct service_pins *s, const char *sys_root, struct walker *w, struct migrator *mig) {
+        nb_cpumask online, now = {};
+        char all[256], cur[256];
+        bool changed;
+        int r;
+
+        if (topology_read_online_cpus(sys_root, &online) < 0)
+                return cpumask_weight(&s->online) > 0;   /* cannot tell: as before */
+        for (size_t i = 0; i < ELEMENTSOF(now.w); i++)
+                now.w[i] = s->service.w[i] & online.w[i];
+        changed = memcmp(&now, &s->online, sizeof(now)) != 0;
+        if (cpumask_weight(&now) == 0) {
+                if (changed)
+                        log_error("All service CPUs (%s) are offline: not scanning or moving anything until one is "
+                                  "back (the daemon's work must not run on the workload's CPUs)",
+                                  (cpumask_format(&s->service, all, sizeof(all)), all));
+                s->online = now;
+                return false;
+        }
+        if (!changed && pinned(w, mig, &now, true))
+                return true;
+        r = repin(w, mig, &now);
+        s->repins++;
+        if (r < 0) {
+                /* Tried again next tick. Work goes on where every thread is on some of
+                 * the service CPUs (a CPU back online and not yet in the cpuset, or a
+                 * cpuset that keeps one of them for good); none where a thread may be
+                 * elsewhere. A CPU back online makes this happen for a tick or two:
+                 * said only when it lasts. */
+                bool safe = pinned(w, mig, &now, false);
+
+                cpumask_format(&now, cur, sizeof(cur));
+                if (++s->repin_failing == REPIN_FAILING_LOG && safe)
+                        log_warning_errno(r, "Cannot pin the daemon's threads to all of service CPUs %s: %m; working "
+                                          "on those they have (is the daemon's cpuset without some of them?)", cur);
+                else if (s->repin_failing == REPIN_FAILING_LOG)
+                        log_error_errno(r, "Cannot pin the daemon's threads to service CPUs %s: %m; not scanning or "
+                                        "moving anything until they can be (is the daemon's cpuset without them?)",
+                                        cur);
+                return safe;
+        }
+        if (s->repin_failing >= REPIN_FAILING_LOG)
+                log_notice("The daemon's threads are pinned to service CPUs again: working");
+        s->repin_failing = 0;
+        cpumask_format(&s->service, all, sizeof(all));
+        cpumask_format(&now, cur, sizeof(cur));
+        if (changed && cpumask_weight(&now) < cpumask_weight(&s->service))
+                log_warning("Service CPUs %s: only %s online, working on %s (%d worker(s) away from their own CPU)",
+                            all, cur, cur, r);
+        else if (changed)
+                log_notice("Service CPUs %s all online again: each worker back on its own CPU", all);
+        else if (!s->repin_logged_ms || clock_now_ms() - s->repin_logged_ms >= REPIN_LOG_MS) {
+                /* At most once a minute: someone may keep doing it. */
+                s->repin_logged_ms = clock_now_ms();
+                log_warning("The daemon's threads were allowed on other CPUs than the service CPUs (a cpuset "
+                            "change, or taskset): pinned to service CPUs %s again", cur);
+        }
+        s->online = now;
+        return true;
 }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include "nodemask.h"
 
 /* Resolves the configured service CPUs against the online CPUs (read under sys_root)
@@ -21,15 +22,32 @@ int service_cpus_pin_process(const nb_cpumask *cpus);
 
 /* A glibc cpu_set_t holding `cpus`, sized for NB_CPUS_MAX (its size in *ret_size),
  * for the affinity calls; NULL when out of memory. Free it with CPU_FREE(). */
-cpu_set_t *cpu_set_new(const nb_cpumask *cpus, size_t *ret_size);
+cpu_set_t *service_cpus_cpuset_new(const nb_cpumask *cpus, size_t *ret_size);
 
 /* Whether `thread` may run on exactly `cpus` now (exact), or on some of them and no
  * other (!exact). Someone else can change that: a cpuset change or a CPU coming
  * online resets the affinity of the cpuset's tasks, and taskset(1) needs no
  * cooperation. */
-bool cpus_thread_within(pthread_t thread, const nb_cpumask *cpus, bool exact);
+bool service_cpus_thread_within(pthread_t thread, const nb_cpumask *cpus, bool exact);
 
 /* Pins `thread` (pthread_self() for the caller) to `cpus`. Returns 0, -EAGAIN when the
  * kernel kept it to fewer CPUs than asked (a CPU just back online that its cpuset has
  * not taken back yet), or -errno (-EINVAL: none of `cpus` usable now). */
-int cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus);
+int service_cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus);
+
+struct walker;
+struct migrator;
+
+/* Where the daemon's threads are pinned (service_cpus_check). */
+struct service_pins {
+        nb_cpumask service;          /* the service CPUs the workers were started on */
+        nb_cpumask online;           /* of those, the ones every thread is pinned to */
+        uint64_t repin_logged_ms;    /* when threads pinned by others were last logged */
+        unsigned repin_failing;      /* checks in a row whose re-pinning did not hold */
+        uint64_t repins;             /* re-pinnings of all threads: hotplug, cpuset, taskset, retries */
+};
+
+/* Before each tick: the calling thread (the event loop), the walker (NULL: none) and
+ * the migration workers pinned to the online service CPUs again if anything moved
+ * them. Returns whether work may go on (every thread on some service CPU). */
+bool service_cpus_check(struct service_pins *s, const char *sys_root, struct walker *w, struct migrator *mig);

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0-or-later
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Where thread placement comes from (source.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -6,13 +7,9 @@
 #include <string.h>
 #include "build-config.h"
 #include "log.h"
-#include "pmu.h"
 #include "source.h"
-#include "sample-replay.h"
-#include "sw-sampler.h"
 #if HAVE_BPF
 #include "bpf/sched-loader.h"
-#include "bpf/memsample-loader.h"
 
 /* What an EPERM from bpf() usually means, for the operator. */
 static const char *hint(int r) {
@@ -20,7 +17,7 @@ static const char *hint(int r) {
 }
 #endif
 
-int placement_source_choose(enum sample_source want, const struct topology *t,
+int source_choose(enum sample_source want, const struct topology *t,
                             const struct placement_source **ret) {
         if (want == SOURCE_PROC) {
                 log_info("Sampling where threads run from /proc (source proc): [sample] source = proc");
@@ -47,245 +44,4 @@ int placement_source_choose(enum sample_source want, const struct topology *t,
 #endif
         *ret = &placement_source_proc;
         return 0;
-}
-
-struct page_sampler {
-        char name[32];
-        struct sw_sampler *sw;     /* pmu = software */
-        struct sample_replay *replay;  /* pmu = replay; neither: the BPF program's */
-#if HAVE_BPF
-        struct memsample *ms;
-#endif
-};
-
-const char *page_sampler_name(const struct page_sampler *s) { return s ? s->name : NULL; }
-
-const char *sampling_chain(const struct placement_source *placement, const struct page_sampler *s) {
-        bool bpf = placement && strcmp(placement->name, "bpf") == 0;
-        if (s && s->sw)
-                return bpf ? "software+bpf" : "software+proc";
-        if (s && s->replay)
-                return bpf ? "replay+bpf" : "replay+proc";
-        if (s)
-                return bpf ? "pmu+bpf" : "pmu+proc";
-        return bpf ? "bpf" : "proc";
-}
-
-static const char *scheduler_part(const struct placement_source *placement) {
-        return strcmp(placement->name, "bpf") == 0 ? "BPF scheduler" : "/proc";
-}
-
-/* The chain without page-level sampling, and why. */
-static void log_chain_without(const struct placement_source *placement, const char *why, int r) {
-        if (r < 0)
-                log_full_errno(LOG_LVL_INFO, r, "Sampling chain: %s only: page-level sampling off: %s: %m%s",
-                               scheduler_part(placement), why, r == -EPERM || r == -EACCES ?
-                               " (needs CAP_PERFMON and CAP_BPF, or CAP_SYS_ADMIN)" : "");
-        else
-                log_info("Sampling chain: %s only: page-level sampling off: %s", scheduler_part(placement), why);
-}
-
-/* pmu = replay (sample-replay.h): a test feature; a file that cannot be opened is an error. */
-static int replay_choose(const struct nb_config *cfg, const struct topology *t,
-                         const struct placement_source *placement, struct page_sampler **ret) {
-        struct page_sampler *s = calloc(1, sizeof(*s));
-        int r;
-
-        if (!s)
-                return -ENOMEM;
-        r = sample_replay_open(cfg->replay_path, t, &s->replay);
-        if (r < 0) {
-                free(s);
-                return log_error_errno(r, "[sample] pmu = replay: cannot open replay_path \"%s\": %m",
-                                       cfg->replay_path ? cfg->replay_path : "");
-        }
-        snprintf(s->name, sizeof(s->name), "replay");
-        log_info("Sampling chain: replayed page samples (%s, [sample] pmu = replay: for tests) + %s",
-                 cfg->replay_path, scheduler_part(placement));
-        *ret = s;
-        return 0;
-}
-
-/* pmu = software, or pmu = auto without a usable PMU (no_pmu says why, else NULL): the
- * self-check first (sw-sampler.h); refused with the reason said. Under an emulator the
- * refusal is expected in auto mode: said as information, not as a warning. */
-static int software_choose(const struct nb_config *cfg, const char *proc_root, const struct topology *t,
-                           const struct placement_source *placement, const char *no_pmu,
-                           struct page_sampler **ret) {
-        struct sample_check c = {};
-        struct page_sampler *s = calloc(1, sizeof(*s));
-        char why[256], buf[768];
-        int r;
-
-        if (!s)
-                return -ENOMEM;
-        r = sw_sampler_new(proc_root, t, cfg->software_sample_rate, &s->sw, &c);
-        if (r == -ENOTRECOVERABLE)
-                snprintf(why, sizeof(why), "its self-check's timer samples did not follow the accesses on this CPU "
-                         "(%" PRIu64 " and %" PRIu64 " of %" PRIu64 " and %" PRIu64 " samples decoded to an address "
-                         "in the right place): an emulated CPU (QEMU TCG?)", c.own[0], c.own[1], c.samples[0],
-                         c.samples[1]);
-        else if (r == -EOPNOTSUPP)
-                snprintf(why, sizeof(why), "no instruction decoder in this build (x86-64 with Capstone only)");
-        else if (r < 0)
-                snprintf(why, sizeof(why), "its self-check could not sample: %s%s", strerror(-r),
-                         r == -EACCES || r == -EPERM ? " (needs CAP_PERFMON or CAP_SYS_ADMIN)" : "");
-        if (r < 0) {
-                free(s);
-                if (no_pmu)
-                        snprintf(buf, sizeof(buf), "%s; software sampling refused: %s", no_pmu, why);
-                else {
-                        snprintf(buf, sizeof(buf), "[sample] pmu = software refused: %s", why);
-                        log_warning("%s", buf);
-                }
-                log_chain_without(placement, buf, 0);
-                return r == -ENOMEM ? r : 0;
-        }
-        snprintf(s->name, sizeof(s->name), "software");
-        log_info("Sampling chain: software (task-clock, %" PRIu64 " samples/s of each thread spanning nodes; "
-                 "self-check: %" PRIu64 " and %" PRIu64 " of %" PRIu64 " and %" PRIu64 " decoded addresses "
-                 "in place%s%s) + %s", cfg->software_sample_rate, c.own[0], c.own[1], c.addresses[0], c.addresses[1],
-                 no_pmu ? "; [sample] pmu = auto, and " : "", no_pmu ? no_pmu : "", scheduler_part(placement));
-        *ret = s;
-        return 0;
-}
-
-/* pmu = auto found no PMU it can use (why): software sampling, else none. */
-static int no_pmu(const struct nb_config *cfg, const char *proc_root, const struct topology *t,
-                  const struct placement_source *placement, const char *why, struct page_sampler **ret) {
-        if (cfg->pmu == PMU_MODE_AUTO)
-                return software_choose(cfg, proc_root, t, placement, why, ret);
-        log_chain_without(placement, why, 0);
-        return 0;
-}
-
-int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, const char *sys_root,
-                        const struct topology *t, const struct placement_source *placement,
-                        struct page_sampler **ret) {
-        struct perf_event_attr attr;
-        struct pmu_info p = { .kind = PMU_NONE, .type = -1 };
-        const char *why = NULL, *name;
-        char buf[512];
-        int r;
-
-        *ret = NULL;
-        if (cfg->pmu == PMU_MODE_OFF) {
-                log_chain_without(placement, "[sample] pmu = off", 0);
-                return 0;
-        }
-        if (cfg->pmu == PMU_MODE_SOFTWARE)
-                return software_choose(cfg, proc_root, t, placement, NULL, ret);
-        if (cfg->pmu == PMU_MODE_REPLAY)
-                return replay_choose(cfg, t, placement, ret);
-        if (cfg->pmu == PMU_MODE_PAGE_FAULTS) {
-#if HAVE_BPF
-                memsample_attr_page_faults(&attr, 1);
-#endif
-                name = "page-faults";
-        } else {
-                r = pmu_detect(sys_root, &p);
-                if (r < 0) {
-                        snprintf(buf, sizeof(buf), "cannot read %s/bus/event_source/devices", sys_root);
-                        log_chain_without(placement, buf, r);
-                        return 0;
-                }
-                if (p.kind == PMU_NONE)
-                        return no_pmu(cfg, proc_root, t, placement, "no PMU with precise memory sampling "
-                                      "(cpu/events/mem-loads, ibs_op, arm_spe_*)", ret);
-                r = pmu_attr(sys_root, &p, cfg->pmu_sample_rate, &attr, &why);
-                if (r < 0) {
-                        snprintf(buf, sizeof(buf), "%s (%s) found, but %s", pmu_kind_name(p.kind), p.device, why);
-                        return no_pmu(cfg, proc_root, t, placement, buf, ret);
-                }
-                name = pmu_kind_name(p.kind);
-        }
-#if HAVE_BPF
-        {
-                struct page_sampler *s = calloc(1, sizeof(*s));
-                if (!s)
-                        return -ENOMEM;
-                snprintf(s->name, sizeof(s->name), "%s", name);
-                r = memsample_new(t, &attr, &s->ms, &why);
-                /* Not software instead: what keeps the PMU's events from opening (the
-                 * capabilities) keeps the software source's on other processes too. */
-                if (r < 0) {
-                        free(s);
-                        snprintf(buf, sizeof(buf), "%s: %s", name, why);
-                        log_chain_without(placement, buf, r);
-                        return 0;
-                }
-                if (cfg->pmu == PMU_MODE_PAGE_FAULTS)
-                        log_info("Sampling chain: page faults (every fault, [sample] pmu = page-faults: first "
-                                 "touches only, for tests) + %s", scheduler_part(placement));
-                else
-                        log_info("Sampling chain: PMU (%s on %s, %" PRIu64 " samples/s per CPU) + %s", name,
-                                 p.device, cfg->pmu_sample_rate, scheduler_part(placement));
-                *ret = s;
-                return 0;
-        }
-#else
-        (void) t;
-        (void) attr;
-        (void) why;
-        snprintf(buf, sizeof(buf), "%s found, but numabalanced was built without BPF (-Dbpf)", name);
-        return no_pmu(cfg, proc_root, t, placement, buf, ret);    /* software needs no BPF */
-#endif
-}
-
-int page_sampler_watch(struct page_sampler *s, pid_t pid) {
-        if (s->sw || s->replay)
-                return 0;          /* sampled once it spans nodes (page_sampler_span) */
-#if HAVE_BPF
-        return memsample_watch(s->ms, pid);
-#else
-        (void) s;
-        (void) pid;
-        return -EOPNOTSUPP;
-#endif
-}
-
-void page_sampler_span(struct page_sampler *s, pid_t pid, bool spans) {
-        if (s && s->sw)
-                sw_sampler_span(s->sw, pid, spans);
-}
-
-void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
-        if (s->replay)
-                return;
-        if (s->sw) {
-                sw_sampler_forget(s->sw, pid);
-                return;
-        }
-#if HAVE_BPF
-        (void) memsample_unwatch(s->ms, pid);
-#else
-        (void) s;
-        (void) pid;
-#endif
-}
-
-int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata) {
-        if (s->sw)
-                return sw_sampler_drain(s->sw, fn, userdata);
-        if (s->replay)
-                return sample_replay_drain(s->replay, fn, userdata);
-#if HAVE_BPF
-        return memsample_drain_all(s->ms, fn, userdata);
-#else
-        (void) s;
-        (void) fn;
-        (void) userdata;
-        return 0;
-#endif
-}
-
-void page_sampler_free(struct page_sampler *s) {
-        if (!s)
-                return;
-        sw_sampler_free(s->sw);
-        sample_replay_free(s->replay);
-#if HAVE_BPF
-        memsample_free(s->ms);
-#endif
-        free(s);
 }

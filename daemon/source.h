@@ -10,36 +10,5 @@
  * makes a missing BPF an error; SOURCE_PROC does not try BPF. Logs one line naming the
  * source in use and why. Returns 0 with *ret (release it with placement_source_free()),
  * or -errno when want is SOURCE_BPF and BPF cannot be used (logged). */
-int placement_source_choose(enum sample_source want, const struct topology *t,
-                            const struct placement_source **ret);
-
-/* Page-level sampling: memory-access samples (the PMU's precise sampling, or the
- * page-fault software event with [sample] pmu = page-faults) counted per (process,
- * node, page) in the kernel by memsample.bpf.c, drained by the manager once per tick.
- * The manager does not know about BPF or perf: this is its whole interface. */
-struct page_sampler;
-
-/* Chooses per cfg->pmu and what the machine offers under sys_root, and logs the
- * sampling chain once: "PMU (intel-pebs) + BPF scheduler", "BPF scheduler only
- * (why)", "/proc only (why)". placement: the source placement_source_choose() gave.
- * Returns 0 with *ret NULL when page-level sampling is off (not an error: the chain
- * says why), or a sampler (page_sampler_free()). */
-int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, const char *sys_root,
-                        const struct topology *t, const struct placement_source *placement,
-                        struct page_sampler **ret);
-/* "intel-pebs", "amd-ibs", "page-faults", "software". */
-const char *page_sampler_name(const struct page_sampler *s);
-int page_sampler_watch(struct page_sampler *s, pid_t pid);
-/* After each scan of pid: whether its threads spanned nodes in the window. The software
- * source samples only those (sw-sampler.h); the PMU's samples every watched process. */
-void page_sampler_span(struct page_sampler *s, pid_t pid, bool spans);
-void page_sampler_unwatch(struct page_sampler *s, pid_t pid);
-typedef void (*page_sample_fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count);
-/* Hands every count gathered since the last call to fn and forgets it. Returns the
- * number of (process, node, page) entries, or -errno. */
-int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata);
-void page_sampler_free(struct page_sampler *s);
-
-/* The chain as status shows it: "pmu+bpf", "pmu+proc", "software+bpf", "software+proc",
- * "bpf" or "proc". */
-const char *sampling_chain(const struct placement_source *placement, const struct page_sampler *s);
+int source_choose(enum sample_source want, const struct topology *t,
+                  const struct placement_source **ret);

@@ -2,7 +2,7 @@
 /* The token bucket of the migration budget (ratelimit.h). */
 #include <stdint.h>
 #include "clock.h"
-#include "ratelimit.h"
+#include "token-bucket.h"
 
 /* Burst of the token bucket: 100 ms worth of the rate, so a budget of N MB/s never sees
  * more than N/10 MB above the line at any instant. */

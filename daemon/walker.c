@@ -44,7 +44,7 @@ static void config_release(struct walk_config *c) {
         *c = (struct walk_config) {};
 }
 
-static int config_copy(struct walk_config *dst, const char *root, const struct cgroup_rule *rules, size_t n_rules,
+static int walk_config_copy(struct walk_config *dst, const char *root, const struct cgroup_rule *rules, size_t n_rules,
                        uint64_t interval_ms, uint64_t generation) {
         struct walk_config c = { .interval_ms = interval_ms, .generation = generation };
 
@@ -123,7 +123,7 @@ static void *walker_main(void *arg) {
                 struct cgroup_selection sel = {};
                 uint64_t generation = w->cfg.generation;
                 struct walk_config c;
-                int r = config_copy(&c, w->cfg.root, w->cfg.rules, w->cfg.n_rules, w->cfg.interval_ms, generation);
+                int r = walk_config_copy(&c, w->cfg.root, w->cfg.rules, w->cfg.n_rules, w->cfg.interval_ms, generation);
 
                 uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC);
 
@@ -148,7 +148,7 @@ int walker_new(const char *root, const struct cgroup_rule *rules, size_t n_rules
 
         if (!w)
                 return -ENOMEM;
-        r = config_copy(&w->cfg, root, rules, n_rules, interval_ms, 1);
+        r = walk_config_copy(&w->cfg, root, rules, n_rules, interval_ms, 1);
         if (r < 0) {
                 free(w);
                 return r;
@@ -180,7 +180,7 @@ int walker_set_config(struct walker *w, const char *root, const struct cgroup_ru
         int r;
 
         pthread_mutex_lock(&w->lock);
-        r = config_copy(&c, root, rules, n_rules, interval_ms, w->cfg.generation + 1);
+        r = walk_config_copy(&c, root, rules, n_rules, interval_ms, w->cfg.generation + 1);
         if (r >= 0) {
                 config_release(&w->cfg);
                 w->cfg = c;
@@ -233,9 +233,9 @@ void walker_free(struct walker *w) {
 }
 
 int walker_repin(struct walker *w, const nb_cpumask *cpus) {
-        return cpus_pin_thread(w->thread, cpus);
+        return service_cpus_pin_thread(w->thread, cpus);
 }
 
 bool walker_pinned(const struct walker *w, const nb_cpumask *cpus, bool exact) {
-        return cpus_thread_within(w->thread, cpus, exact);
+        return service_cpus_thread_within(w->thread, cpus, exact);
 }

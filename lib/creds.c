@@ -16,7 +16,7 @@ static int gone(int r) {
         return r == -ENOENT ? -ESRCH : r;
 }
 
-int proc_read_creds(const char *proc_root, pid_t pid, struct proc_creds *ret) {
+int creds_read(const char *proc_root, pid_t pid, struct proc_creds *ret) {
         _cleanup_free_ char *stat_buf = NULL, *status_buf = NULL;
         _cleanup_close_ int dfd = -1;
         char dir[PATH_MAX];

@@ -30,7 +30,7 @@ struct proc_creds {
 
 /* Reads stat (and its owner) and status of pid through one open directory, so that
  * all three describe one process. Returns 0, -ESRCH when it is gone, -errno. */
-int proc_read_creds(const char *proc_root, pid_t pid, struct proc_creds *ret);
+int creds_read(const char *proc_root, pid_t pid, struct proc_creds *ret);
 
 /* The one user (not root) that may ptrace the process, or CREDS_NOBODY. Gids must
  * agree with each other (the ptrace rule compares them with the caller's gid). */

@@ -26,7 +26,7 @@ static int cmp_owner(const void *a, const void *b) {
         return (x->index > y->index) - (x->index < y->index);
 }
 
-void turns_done(struct turns *t) {
+void interleave_turns_done(struct turns *t) {
         free(t->order);
         free(t->group);
         free(t->group_owner);
@@ -98,7 +98,7 @@ int interleave_by_owner(const uid_t *owners, size_t n, const struct owner_cursor
         t = (struct turns) {};
         r = 0;
 finish:
-        turns_done(&t);
+        interleave_turns_done(&t);
         free(it);
         free(start);
         free(taken);

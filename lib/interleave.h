@@ -30,4 +30,4 @@ struct turns {
  * cursor (cursors[] may be NULL; an owner not in it starts at its first). -ENOMEM. */
 int interleave_by_owner(const uid_t *owners, size_t n, const struct owner_cursor *cursors, size_t n_cursors,
                         struct turns *ret);
-void turns_done(struct turns *t);
+void interleave_turns_done(struct turns *t);

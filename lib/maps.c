@@ -66,7 +66,7 @@ uint64_t maps_end_of(const struct vma_range *r, size_t n, uint64_t start) {
         return 0;
 }
 
-int proc_read_maps(const char *proc_root, pid_t pid, struct vma_range **ret, size_t *ret_n) {
+int maps_read(const char *proc_root, pid_t pid, struct vma_range **ret, size_t *ret_n) {
         _cleanup_free_ char *buf = NULL;
         char path[4096];
         size_t len;

@@ -16,4 +16,4 @@ struct vma_range {
 int maps_parse(const char *buf, size_t len, struct vma_range **ret, size_t *ret_n, unsigned *ret_bad);
 /* The end of the VMA that starts at start, or 0. */
 uint64_t maps_end_of(const struct vma_range *r, size_t n, uint64_t start);
-int proc_read_maps(const char *proc_root, pid_t pid, struct vma_range **ret, size_t *ret_n);
+int maps_read(const char *proc_root, pid_t pid, struct vma_range **ret, size_t *ret_n);

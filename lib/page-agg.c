@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cleanup.h"
-#include "pagesample.h"
+#include "page-agg.h"
 #include "pagesize.h"
 #include "parse.h"
 
@@ -244,14 +244,14 @@ uint64_t page_agg_fresh(const struct page_agg *a) {
         return a ? a->fresh : 0;
 }
 
-void page_decision_done(struct page_decision *d) {
+void page_agg_decision_done(struct page_decision *d) {
         if (!d)
                 return;
         free(d->moves);
         *d = (struct page_decision) {};
 }
 
-int page_samples_parse(const char *buf, size_t len, struct page_sample **ret, size_t *ret_n,
+int page_agg_parse_samples(const char *buf, size_t len, struct page_sample **ret, size_t *ret_n,
                        unsigned *ret_bad_line) {
         _cleanup_free_ struct page_sample *v = NULL;
         size_t n = 0, cap = 0;

@@ -69,10 +69,10 @@ size_t page_agg_pages(const struct page_agg *a);
 /* Samples added since the aggregate was made: 0 for one that holds only carried
  * evidence (nothing new to decide on). */
 uint64_t page_agg_fresh(const struct page_agg *a);
-void page_decision_done(struct page_decision *d);
+void page_agg_decision_done(struct page_decision *d);
 
 /* A stored sample stream: one "TID CPU ADDR" per line (ADDR in hex with 0x), '#'
  * comments and blank lines ignored. Returns -EINVAL with *ret_bad_line on the first
  * line that does not parse. */
-int page_samples_parse(const char *buf, size_t len, struct page_sample **ret, size_t *ret_n,
+int page_agg_parse_samples(const char *buf, size_t len, struct page_sample **ret, size_t *ret_n,
                        unsigned *ret_bad_line);

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "locality.h"
-#include "pagesample.h"
+#include "page-agg.h"
 #include "pagesize.h"
 #include "plan.h"
 #include "policy.h"

@@ -84,7 +84,7 @@ int smaps_locked_parse(const char *buf, size_t len, uint64_t **ret, size_t *ret_
         return 0;
 }
 
-int proc_read_locked(const char *proc_root, pid_t pid, uint64_t **ret, size_t *ret_n) {
+int smaps_read_locked(const char *proc_root, pid_t pid, uint64_t **ret, size_t *ret_n) {
         _cleanup_free_ char *path = NULL, *buf = NULL;
         size_t len = 0;
         int r;

@@ -19,6 +19,6 @@
  * any header is ignored. Returns 0 or -ENOMEM. */
 int smaps_locked_parse(const char *buf, size_t len, uint64_t **ret, size_t *ret_n);
 /* Reads <proc_root>/<pid>/smaps and parses it. -ESRCH: gone. */
-int proc_read_locked(const char *proc_root, pid_t pid, uint64_t **ret, size_t *ret_n);
+int smaps_read_locked(const char *proc_root, pid_t pid, uint64_t **ret, size_t *ret_n);
 /* Whether start is among the sorted starts. */
 bool smaps_locked_has(const uint64_t *starts, size_t n, uint64_t start);

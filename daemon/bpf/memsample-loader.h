@@ -6,7 +6,7 @@
 #pragma once
 #include <linux/perf_event.h>
 #include <sys/types.h>
-#include "pagesample.h"
+#include "page-agg.h"
 #include "topology.h"
 
 struct memsample;

@@ -37,21 +37,21 @@ TEST(classify) {
                 { -EIO, false, MIG_REFUSED },    /* anything unknown: do not retry blindly */
         };
         for (size_t i = 0; i < ELEMENTSOF(table); i++) {
-                enum migrate_class c = migrate_classify(table[i].status, 1, table[i].was_on_target);
+                enum migrate_class c = executor_classify(table[i].status, 1, table[i].was_on_target);
                 if (c != table[i].c)
                         fprintf(stderr, "classify(%d): %s, expected %s\n", table[i].status,
-                                migrate_class_name(c), migrate_class_name(table[i].c));
+                                executor_class_name(c), executor_class_name(table[i].c));
                 CHECK_INT(c, table[i].c);
         }
 }
 
 TEST(class_names) {
-        CHECK_STR(migrate_class_name(MIG_MOVED), "moved");
-        CHECK_STR(migrate_class_name(MIG_ALREADY), "already");
-        CHECK_STR(migrate_class_name(MIG_BUSY), "busy");
-        CHECK_STR(migrate_class_name(MIG_GONE), "gone");
-        CHECK_STR(migrate_class_name(MIG_REFUSED), "refused");
-        CHECK(migrate_class_name(_MIG_CLASS_MAX) == NULL);
+        CHECK_STR(executor_class_name(MIG_MOVED), "moved");
+        CHECK_STR(executor_class_name(MIG_ALREADY), "already");
+        CHECK_STR(executor_class_name(MIG_BUSY), "busy");
+        CHECK_STR(executor_class_name(MIG_GONE), "gone");
+        CHECK_STR(executor_class_name(MIG_REFUSED), "refused");
+        CHECK(executor_class_name(_MIG_CLASS_MAX) == NULL);
 }
 
 TEST(pmd_size) {
@@ -71,7 +71,7 @@ TEST(all_already_there) {
         setup_self_job(&job, rg, area);
         CHECK(job.starttime != 0);
         /* Small batches: the query chunks are sized by the batch; make it take many. */
-        CHECK_INT(migrate_job_execute(&job, 1000, NULL, NULL, NULL), 0);
+        CHECK_INT(executor_run_job(&job, 1000, NULL, NULL, NULL), 0);
         CHECK_INT(job.error, 0);
         CHECK_INT(job.pages[MIG_ALREADY], TOUCHED / page_size());
         CHECK_INT(job.pages[MIG_MOVED], 0);
@@ -94,7 +94,7 @@ TEST(kept_node_pages_stay) {
         setup_self_job(&job, rg, area);
         job.target_node = 1;
         nodemask_set(&job.keep_nodes, 0);
-        CHECK_INT(migrate_job_execute(&job, 1000, NULL, NULL, NULL), 0);
+        CHECK_INT(executor_run_job(&job, 1000, NULL, NULL, NULL), 0);
         CHECK_INT(job.error, 0);
         CHECK_INT(job_total(&job), 0);
         CHECK_INT(job.pages[MIG_MOVED], 0);
@@ -112,7 +112,7 @@ TEST(own_pidfd_and_max_pages) {
         job.pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
         CHECK(job.pidfd >= 0);
         job.max_pages = 1;
-        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), 0);
+        CHECK_INT(executor_run_job(&job, 0, NULL, NULL, NULL), 0);
         CHECK_INT(job.pages[MIG_ALREADY], TOUCHED / page_size());
         /* The caller's pidfd stays open: it is the caller's. */
         CHECK(fcntl(job.pidfd, F_GETFD) >= 0);
@@ -129,7 +129,7 @@ TEST(not_the_sampled_process) {
         /* The process holding the pid started at another time: nothing is done. */
         setup_self_job(&job, rg, area);
         job.starttime += 1;
-        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -ESRCH);
+        CHECK_INT(executor_run_job(&job, 0, NULL, NULL, NULL), -ESRCH);
         CHECK_INT(job.error, -ESRCH);
         CHECK_INT(job_total(&job), 0);
 }
@@ -143,17 +143,17 @@ TEST(bad_input) {
                 return;
         setup_self_job(&job, rg, area);
         rg[0].start += 1;
-        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -EINVAL);
+        CHECK_INT(executor_run_job(&job, 0, NULL, NULL, NULL), -EINVAL);
         CHECK_INT(job_total(&job), 0);
         setup_self_job(&job, rg, area);
         job.target_node = -1;
-        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -EINVAL);
+        CHECK_INT(executor_run_job(&job, 0, NULL, NULL, NULL), -EINVAL);
         /* A page size that is not a multiple of the base page size (the range itself
          * aligned to it). */
         setup_self_job(&job, rg, area);
         rg[0].page_size = page_size() + page_size() / 2;
         rg[0].start = rg[0].end = 1000 * 3 * page_size();
-        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -EINVAL);
+        CHECK_INT(executor_run_job(&job, 0, NULL, NULL, NULL), -EINVAL);
 }
 
 TEST(cancelled_before_start) {
@@ -165,7 +165,7 @@ TEST(cancelled_before_start) {
         if (!area)
                 return;
         setup_self_job(&job, rg, area);
-        CHECK_INT(migrate_job_execute(&job, 0, &cancel, NULL, NULL), -ECANCELED);
+        CHECK_INT(executor_run_job(&job, 0, &cancel, NULL, NULL), -ECANCELED);
         CHECK_INT(job.pages[MIG_MOVED], 0);
 }
 
@@ -198,7 +198,7 @@ TEST(may_move_asked_before_the_job) {
         job.may_move = refuse;
         job.may_move_ctx = &n_asked;
         n_asked = 0;
-        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -ESTALE);
+        CHECK_INT(executor_run_job(&job, 0, NULL, NULL, NULL), -ESTALE);
         CHECK_INT(n_asked, 1);
         CHECK(job.stop == &test_stop);
         CHECK_INT(job_total(&job), 0);
@@ -206,7 +206,7 @@ TEST(may_move_asked_before_the_job) {
         setup_self_job(&job, rg, area);
         job.may_move = allow;
         n_asked = 0;
-        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), 0);
+        CHECK_INT(executor_run_job(&job, 0, NULL, NULL, NULL), 0);
         CHECK(n_asked >= 1);
         CHECK(job.stop == NULL);
         CHECK_INT(job.pages[MIG_ALREADY], TOUCHED / page_size());
@@ -238,7 +238,7 @@ TEST(a_change_is_seen_at_the_next_batch_with_nothing_to_move) {
         n_asked = 0;
         n_allowed = 1;
         /* Batches of 1,000 pages: the 2,048 touched pages take three of them at least. */
-        CHECK_INT(migrate_job_execute(&job, 1000, NULL, NULL, NULL), -ESTALE);
+        CHECK_INT(executor_run_job(&job, 1000, NULL, NULL, NULL), -ESTALE);
         CHECK_INT(n_asked, 2);
         CHECK(job.stop == &test_stop);
         CHECK(job.pages[MIG_ALREADY] > 0 && job.pages[MIG_ALREADY] < TOUCHED / page_size());
@@ -251,7 +251,7 @@ TEST(process_gone) {
                 .ranges = &rg, .n_ranges = 1,
         };
 
-        CHECK_INT(migrate_job_execute(&job, 0, NULL, NULL, NULL), -ESRCH);
+        CHECK_INT(executor_run_job(&job, 0, NULL, NULL, NULL), -ESRCH);
         CHECK_INT(job_total(&job), 0);
 }
 

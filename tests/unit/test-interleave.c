@@ -15,7 +15,7 @@ static void check_order(const uid_t *owners, size_t n, const struct owner_cursor
                 CHECK_INT(t.order[i], want[i]);
                 CHECK_INT(t.group_owner[t.group[i]], owners[t.order[i]]);
         }
-        turns_done(&t);
+        interleave_turns_done(&t);
 }
 
 TEST(turns_between_owners) {
@@ -30,7 +30,7 @@ TEST(turns_between_owners) {
         CHECK_INT(t.n_groups, 3);
         CHECK(t.n_groups == 3 && t.group_owner[0] == 1000 && t.group_owner[1] == 0 && t.group_owner[2] == 2000);
         CHECK(t.n_groups == 3 && t.group_size[0] == 5 && t.group_size[1] == 2 && t.group_size[2] == 1);
-        turns_done(&t);
+        interleave_turns_done(&t);
 }
 
 /* An owner's turns start at its cursor (modulo its count), and wrap. */
@@ -50,7 +50,7 @@ TEST(one_owner_and_none) {
         check_order(one, ELEMENTSOF(one), NULL, 0, want);
         CHECK_INT(interleave_by_owner(one, 0, NULL, 0, &t), 0);
         CHECK(t.n == 0 && t.n_groups == 0);
-        turns_done(&t);
+        interleave_turns_done(&t);
 }
 
 /* Every index exactly once, whatever the owners and cursors. */
@@ -74,7 +74,7 @@ TEST(a_permutation) {
                         break;
                 seen[k] = 1;
         }
-        turns_done(&t);
+        interleave_turns_done(&t);
 }
 
 DEFINE_TEST_MAIN()

@@ -17,7 +17,7 @@
 #include "log.h"
 #include "self-job.h"
 #include "test.h"
-#include "workers.h"
+#include "migrator.h"
 
 TEST(no_service_cpus) {
         nb_cpumask none = {};

@@ -7,7 +7,7 @@
 #include <string.h>
 #include "cleanup.h"
 #include "numa_maps.h"
-#include "pagesample.h"
+#include "page-agg.h"
 #include "plan.h"
 #include "policy.h"
 #include "parse.h"
@@ -31,7 +31,7 @@ static int replay(const char *name, uint64_t page_size, unsigned min_samples, st
         CHECK_INT(r, 0);
         if (r < 0)
                 return r;
-        r = page_samples_parse(buf, len, &s, &n, &bad);
+        r = page_agg_parse_samples(buf, len, &s, &n, &bad);
         CHECK_INT(r, 0);
         CHECK_INT(bad, 0);
         if (r < 0)
@@ -80,7 +80,7 @@ TEST(private_pages_to_their_threads_node) {
         }
         CHECK_INT(to0, 64);
         CHECK_INT(to1, 64);
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
 }
 
 /* One sample is not evidence: with min_samples 6 nothing moves. */
@@ -90,7 +90,7 @@ TEST(private_too_few_samples_no_move) {
         CHECK_INT(replay("private.samples", 4096, 6, &d), 0);
         CHECK_INT(d.n_moves, 0);
         CHECK_INT(d.too_few, 128);
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
 }
 
 /* Per 2 MiB huge page: the 64 pages of each thread fall in one huge page. */
@@ -103,7 +103,7 @@ TEST(private_per_huge_page) {
         CHECK_INT(d.moves[0].page, 0x7f0000000000);
         CHECK_INT(d.moves[0].node, 0);
         CHECK_INT(d.moves[1].node, 1);
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
 }
 
 /* Pages touched from both nodes are shared; seen once, too few; from no known CPU, no node. */
@@ -118,7 +118,7 @@ TEST(mixed_samples_classified) {
         CHECK_INT(d.pages, 48);
         for (size_t i = 0; i < d.n_moves; i++)
                 CHECK(d.moves[i].page >> 36 == 0x7f0 || d.moves[i].page >> 36 == 0x7f1);
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
 }
 
 /* One page touched from each node in turn: shared, never moved. */
@@ -129,7 +129,7 @@ TEST(pingpong_page_shared) {
         CHECK_INT(d.pages, 1);
         CHECK_INT(d.n_moves, 0);
         CHECK_INT(d.shared, 1);
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
 }
 
 /* What the BPF map hands over: (page, node, count). */
@@ -154,7 +154,7 @@ TEST(counts_from_the_bpf_map) {
         CHECK_INT(d.moves[1].page, 0x2000);
         CHECK_INT(d.moves[1].samples, 2);
         CHECK_INT(d.moves[5001].node, 1);
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
         CHECK_INT(page_agg_decide(a, 0, &d), -EINVAL);
 }
 
@@ -195,7 +195,7 @@ TEST(carry_keeps_single_samples) {
                 CHECK_INT(d.moves[0].node, 0);
                 CHECK_INT(d.moves[0].samples, 2);
         }
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
 }
 
 /* The carry is bounded: at most max_pages pages; nothing left is NULL. */
@@ -221,7 +221,7 @@ TEST(parse_samples) {
         size_t n = 0;
         unsigned line = 0;
 
-        CHECK_INT(page_samples_parse(good, strlen(good), &s, &n, &line), 0);
+        CHECK_INT(page_agg_parse_samples(good, strlen(good), &s, &n, &line), 0);
         CHECK_INT(n, 1);
         if (n == 1) {
                 CHECK_INT(s[0].tid, 5);
@@ -229,7 +229,7 @@ TEST(parse_samples) {
                 CHECK_INT(s[0].addr, 0xabc);
         }
         free(s);
-        CHECK_INT(page_samples_parse("", 0, &s, &n, &line), 0);
+        CHECK_INT(page_agg_parse_samples("", 0, &s, &n, &line), 0);
         CHECK_INT(n, 0);
         free(s);
 }
@@ -247,7 +247,7 @@ TEST(parse_samples_malformed) {
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 s = NULL;
                 line = 0;
-                CHECK_INT(page_samples_parse(bad[i], strlen(bad[i]), &s, &n, &line), -EINVAL);
+                CHECK_INT(page_agg_parse_samples(bad[i], strlen(bad[i]), &s, &n, &line), -EINVAL);
                 CHECK_INT(line, 1);
                 CHECK(s == NULL);
         }
@@ -331,7 +331,7 @@ static void page_plan(const char *maps_text, const char *mems, const struct plan
                 CHECK(nodemask_test(&allowed, (unsigned) ret->moves[i].target));
                 CHECK(ret->moves[i].start >= v->start && ret->moves[i].end <= ends[ret->moves[i].vma]);
         }
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
 }
 
 static const struct plan_params pp_default = { .free_floor_pct = 5 };

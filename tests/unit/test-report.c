@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* report (status, list, explain as JSON; the metrics text), the control socket's
- * request parser, and lib/json-parse, on a manager state built by hand (the fields
- * of manager-internal.h) with a fake /proc and cgroup tree in a temporary directory.
+ * request parser, and lib/json-parse, on a manager view built by hand (manager.h:
+ * the records, ledger and counters, each as its module keeps it) with a fake /proc and cgroup tree in a temporary directory.
  *
  *   test-report                   the checks
  *   test-report --metrics FILE    writes the metrics of the same state to FILE (for
@@ -16,14 +16,26 @@
 #include "config.h"
 #include "control.h"
 #include "json-parse.h"
-#include "manager-internal.h"
+#include "manager.h"
 #include "metrics.h"
 #include "move-check.h"
 #include "report.h"
 #include "test.h"
 
 static char tmpdir[] = "/tmp/test-report-XXXXXX";
-static struct manager mgr;      /* the state every case reports on, made by intro() */
+/* The state every case reports on, made by intro(), and the view of it. */
+static struct {
+        struct nb_config cfg;
+        struct manager_opts opts;
+        char *proc_root;
+        struct topology *topo;
+        struct proc_records procs;
+        struct cg_records cgs;
+        struct cost_ledger cost;
+        struct counters counters;
+        struct service_pins service;
+} state;
+static struct manager_view mgr;
 
 static void write_file(const char *dir, const char *name, const char *text) {
         char path[4096];
@@ -159,46 +171,56 @@ static void fake_watched(void) {
         (void) fake_ids(501, ids4(user), ids4(user), 0);
 }
 
-static void build(struct manager *m) {
+static void build(struct manager_view *v) {
         static struct cg_rec *cgs[] = { &cg_a, &cg_b, &cg_old };
         static struct proc_rec *procs[] = { &p1, &p2, &p3, &p4, &p5 };
         static struct subtree_rec *subtrees[] = { &st_user };
         char path[4096];
         int r;
 
-        *m = (struct manager) {};
-        config_defaults(&m->cfg);
+        config_defaults(&state.cfg);
         snprintf(path, sizeof(path), "%s/cg", tmpdir);
-        free(m->cfg.cgroup_root);
-        m->cfg.cgroup_root = strdup(path);
-        m->cfg.cooldown_ms = 30000;
+        free(state.cfg.cgroup_root);
+        state.cfg.cgroup_root = strdup(path);
+        state.cfg.cooldown_ms = 30000;
         snprintf(path, sizeof(path), "%s/proc", tmpdir);
-        m->proc_root = strdup(path);
-        r = topology_read(TEST_DATA_DIR "/sys/2n2c", &m->topo);
-        if (r < 0 || m->topo->n_nodes != 2) {
+        state.proc_root = strdup(path);
+        r = topology_read(TEST_DATA_DIR "/sys/2n2c", &state.topo);
+        if (r < 0 || state.topo->n_nodes != 2) {
                 fprintf(stderr, "cannot read the 2n2c topology\n");
                 abort();
         }
-        m->source = &placement_source_proc;
-        m->cgs = cgs;
-        m->n_cgs = ELEMENTSOF(cgs);
-        m->procs = procs;
-        m->n_procs = ELEMENTSOF(procs);
-        m->subtrees = subtrees;
-        m->n_subtrees = ELEMENTSOF(subtrees);
+        state.cgs.v = cgs;
+        state.cgs.n = ELEMENTSOF(cgs);
+        state.procs.v = procs;
+        state.procs.n = ELEMENTSOF(procs);
+        state.cost.subtrees = subtrees;
+        state.cost.n_subtrees = ELEMENTSOF(subtrees);
         /* What was charged: the records' (a record that left would still count here),
          * and the subtree's walk. */
         for (size_t i = 0; i < ELEMENTSOF(cgs); i++)
                 for (int s = 0; s < _STAGE_MAX; s++)
-                        m->cost_ns[s] += cgs[i]->cost_ns[s];
-        m->cost_ns[STAGE_WALK] += st_user.walk_ns;
-        m->subtree_walk_ns = st_user.walk_ns;
-        m->startup_cpu_ns = 2000000;
-        m->unattributed_ns = 5000000;
-        m->tick = 42;
-        m->last_tick_ns = 1234567;
-        m->total_pages[MIG_MOVED] = 100;
-        m->started_ms = mono_ms() - 5000;
+                        state.cost.total_ns[s] += cgs[i]->cost_ns[s];
+        state.cost.total_ns[STAGE_WALK] += st_user.walk_ns;
+        state.cost.subtree_walk_ns = st_user.walk_ns;
+        state.cost.startup_cpu_ns = 2000000;
+        state.cost.unattributed_ns = 5000000;
+        state.counters.tick = 42;
+        state.counters.last_tick_ns = 1234567;
+        state.counters.total_pages[MIG_MOVED] = 100;
+        state.counters.started_ms = mono_ms() - 5000;
+        *v = (struct manager_view) {
+                .cfg = &state.cfg,
+                .opts = &state.opts,
+                .proc_root = state.proc_root,
+                .topo = state.topo,
+                .source = &placement_source_proc,
+                .service = &state.service,
+                .procs = &state.procs,
+                .cgs = &state.cgs,
+                .cost = &state.cost,
+                .counters = &state.counters,
+        };
         p1.skipped_bytes[REASON_SHARED] = 8192;
         static struct plan_history h1[1];
         h1[0] = (struct plan_history) { 0x1000, 1, mono_ms() - 1000 };
@@ -212,7 +234,7 @@ static void build(struct manager *m) {
 }
 
 /* Runs a report into a buffer and parses it; NULL (and a failed check) if invalid. */
-static struct jv *doc(int (*fn)(struct manager *, uid_t, FILE *), struct manager *m, uid_t uid) {
+static struct jv *doc(int (*fn)(const struct manager_view *, uid_t, FILE *), const struct manager_view *m, uid_t uid) {
         char *buf = NULL;
         size_t len = 0, off = 0;
         FILE *f = open_memstream(&buf, &len);
@@ -233,11 +255,11 @@ static struct jv *doc(int (*fn)(struct manager *, uid_t, FILE *), struct manager
 
 static uid_t explain_uid;
 static pid_t explain_pid;
-static int explain_fn(struct manager *m, uid_t uid, FILE *f) {
+static int explain_fn(const struct manager_view *m, uid_t uid, FILE *f) {
         return report_explain(m, explain_uid, explain_pid, f);
 }
 
-static struct jv *explain(struct manager *m, uid_t uid, pid_t pid) {
+static struct jv *explain(const struct manager_view *m, uid_t uid, pid_t pid) {
         explain_uid = uid;
         explain_pid = pid;
         return doc(explain_fn, m, uid);
@@ -677,32 +699,32 @@ static struct cg_rec cg_fffd = { .path = "/user.slice/odd" FFFD, .mode = CG_MODE
 static struct cg_rec cg_bad3 = { .path = "/user.slice/\xc0\xaf" "etc", .mode = CG_MODE_ADVISE,
                                  .source = CG_FROM_USER, .owner = 1000, .pages = { 44 }, .seen = true };
 
-static struct cg_rec **with_odd_names(struct manager *m, size_t *saved_n) {
+static struct cg_rec **with_odd_names(size_t *saved_n) {
         static struct cg_rec *cgs[8];
-        struct cg_rec **saved = m->cgs;
+        struct cg_rec **saved = state.cgs.v;
 
-        *saved_n = m->n_cgs;
-        memcpy(cgs, m->cgs, m->n_cgs * sizeof(*cgs));
-        cgs[m->n_cgs] = &cg_bad1;
-        cgs[m->n_cgs + 1] = &cg_bad2;
-        cgs[m->n_cgs + 2] = &cg_fffd;
-        cgs[m->n_cgs + 3] = &cg_bad3;
-        m->cgs = cgs;
-        m->n_cgs += 4;
+        *saved_n = state.cgs.n;
+        memcpy(cgs, state.cgs.v, state.cgs.n * sizeof(*cgs));
+        cgs[state.cgs.n] = &cg_bad1;
+        cgs[state.cgs.n + 1] = &cg_bad2;
+        cgs[state.cgs.n + 2] = &cg_fffd;
+        cgs[state.cgs.n + 3] = &cg_bad3;
+        state.cgs.v = cgs;
+        state.cgs.n += 4;
         return saved;
 }
 
 TEST(metrics_odd_cgroup_names) {
         size_t saved_n;
-        struct cg_rec **saved = with_odd_names(&mgr, &saved_n);
+        struct cg_rec **saved = with_odd_names(&saved_n);
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
 
         CHECK_INT(metrics_write(&mgr, f), 0);
         fclose(f);
-        mgr.cgs = saved;
-        mgr.n_cgs = saved_n;
+        state.cgs.v = saved;
+        state.cgs.n = saved_n;
         CHECK(strstr(buf, "numabalanced_pages_total{cgroup=\"/user.slice/odd" FFFD "\",result=\"moved\"} 33\n"));
         CHECK(!strstr(buf, "} 11\n") && !strstr(buf, "} 22\n"));
         CHECK(strstr(buf, "numabalanced_pages_total{cgroup=\"/user.slice/" FFFD FFFD "etc\",result=\"moved\"} 44\n"));
@@ -747,18 +769,18 @@ static void outro(void) {
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
         if (system(cmd) != 0)
                 fprintf(stderr, "could not remove %s\n", tmpdir);
-        config_done(&mgr.cfg);
-        free(mgr.proc_root);
-        topology_free(mgr.topo);
+        config_done(&state.cfg);
+        free(state.proc_root);
+        topology_free(state.topo);
 }
 
 static int write_metrics(const char *path) {
         size_t saved_n;
-        struct cg_rec **saved = with_odd_names(&mgr, &saved_n);
+        struct cg_rec **saved = with_odd_names(&saved_n);
         int r = metrics_write_file(&mgr, path, (gid_t) -1, NULL);
 
-        mgr.cgs = saved;
-        mgr.n_cgs = saved_n;
+        state.cgs.v = saved;
+        state.cgs.n = saved_n;
         if (r < 0)
                 fprintf(stderr, "metrics_write_file: %s\n", strerror(-r));
         return r < 0;

@@ -67,7 +67,7 @@ TEST(locked_read_gone) {
         _cleanup_free_ uint64_t *starts = NULL;
         size_t n = 0;
 
-        CHECK_INT(proc_read_locked(TEST_DATA_DIR "/proc/root", 99999, &starts, &n), -ESRCH);
+        CHECK_INT(smaps_read_locked(TEST_DATA_DIR "/proc/root", 99999, &starts, &n), -ESRCH);
 }
 
 /* The captured process with its threads on node 1 of the 2-node test bed: everything

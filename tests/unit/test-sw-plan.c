@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "numa_maps.h"
-#include "pagesample.h"
+#include "page-agg.h"
 #include "plan.h"
 #include "split-workload.h"
 #include "sw-sampler.h"
@@ -78,7 +78,7 @@ static int sample_and_plan(unsigned n, uint64_t buf, struct plan *ret) {
         in = (struct plan_input) { .maps = maps, .vma_end = &end, .cpu_ns = cpu };
         nodemask_parse("0-1", &in.mems_allowed);
         r = plan_pages(topo, &in, &pp, &d, NULL, reserved, ret);
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
         return r;
 }
 

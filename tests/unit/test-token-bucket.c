@@ -2,7 +2,7 @@
 /* The migration budget's token bucket (daemon/ratelimit.h) on a clock the test moves
  * by hand: no sleeping, exact numbers. */
 #include <stdint.h>
-#include "ratelimit.h"
+#include "token-bucket.h"
 #include "test.h"
 
 #define MB (UINT64_C(1) << 20)

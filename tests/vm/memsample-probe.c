@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include "bpf/memsample-loader.h"
 #include "log.h"
-#include "pagesample.h"
+#include "page-agg.h"
 #include "parse.h"
 
 static int node, n_pages;
@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
                ", \"distinct_pages\": %zu, \"moves\": %zu, \"moves_in_range\": %u, \"moves_in_range_to_node\": %u,"
                " \"shared\": %zu, \"too_few\": %zu}\n",
                node, n_pages, drained, d.samples, d.pages, d.n_moves, in_range, on_node, d.shared, d.too_few);
-        page_decision_done(&d);
+        page_agg_decision_done(&d);
         memsample_free(ms);
         return in_range == (unsigned) n_pages && on_node == (unsigned) n_pages ? 0 : 1;
 }

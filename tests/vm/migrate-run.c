@@ -305,7 +305,7 @@ static int cmd_move(int argc, char **argv) {
         json_key(&j, "pid");
         json_i64(&j, pid);
         for (unsigned c = 0; c < _MIG_CLASS_MAX; c++) {
-                json_key(&j, migrate_class_name(c));
+                json_key(&j, executor_class_name(c));
                 json_u64(&j, job.pages[c]);
         }
         json_key(&j, "error");

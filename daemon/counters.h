@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The tick's counters, for the reports (status, metrics): written by the tick and the
+ * jobs, read by report.c and metrics.c between ticks. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "migrate.h"
+
+#define COUNTERS_MOVED_SLOTS 60
+
+struct counters {
+        uint64_t tick;
+        uint64_t last_tick_ns;       /* how long the last tick took (CLOCK_MONOTONIC) */
+        uint64_t started_ms;         /* CLOCK_MONOTONIC, for the uptime */
+        uint64_t node_events;        /* node-change events received */
+        uint64_t growth_scans;       /* scans brought forward by growth */
+        uint64_t sampled_scans;      /* scans of settled processes that sampled instead of reading numa_maps */
+        uint64_t page_samples;       /* page-level sample counts drained */
+        uint64_t total_pages[_MIG_CLASS_MAX];
+        bool kernel_balances;        /* kernel.numa_balancing on at the last tick (policy.h) */
+        uint64_t moved_ring[COUNTERS_MOVED_SLOTS];  /* bytes moved per second slot, for "last minute" */
+        uint64_t ring_sec[COUNTERS_MOVED_SLOTS];
+};
+
+/* bytes moved now (CLOCK_MONOTONIC). */
+void counters_moved(struct counters *c, uint64_t bytes);
+/* Bytes moved in the last 60 s. */
+uint64_t counters_moved_last_minute(const struct counters *c);

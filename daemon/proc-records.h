@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The process records: one per process of an opted-in cgroup that the daemon watches,
+ * sorted by pid, with the pidfds of those being balanced. Admission (who is ours to
+ * watch: lib/creds.h, docs/OPT-IN.md), re-identification (a pid reused is a new
+ * process) and forgetting live here; what a scan learns of a process is written into
+ * its record by the scan (scan.h), and what its moves did by the jobs (jobs.h). On
+ * the event-loop thread. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "cg-records.h"
+#include "cost.h"
+#include "migrate.h"
+#include "proc.h"
+#include "nodemask.h"
+#include "page-agg.h"
+#include "placement.h"
+#include "plan.h"
+
+/* Cooldown history kept per process (plan.h), at most. */
+#define PROC_HISTORY_MAX 256
+/* Descriptors a process's pidfd may not take: the cgroup walk (one per level, 64),
+ * the control connections (at most 64), the BPF maps and the rest of the daemon. */
+#define PIDFD_RESERVE 256
+
+/* A VMA of huge_vma or more as the full read that left its process settled found it:
+ * the baseline its samples are compared with (sampled-scan.h). */
+struct huge_vma {
+        uint64_t start, end;
+        uint64_t *pages;           /* base pages per node id (huge_n_ids entries) */
+};
+
+struct proc_rec {
+        pid_t pid;
+        uint64_t starttime;
+        int pidfd;                 /* -1 unless it is being balanced (proc_records_update_pidfd) */
+        char comm[64];
+        struct cg_rec *cg;         /* valid for the current tick */
+        struct placement_state pl;
+        uint64_t next_scan_ms, interval_ms;
+        struct plan_history *hist; /* grown on demand (most processes never move), at most PROC_HISTORY_MAX */
+        size_t n_hist, cap_hist;
+        bool exited;               /* its pidfd said so at the start of this tick */
+        uint64_t pages[_MIG_CLASS_MAX];
+        uint64_t cost_ns[_STAGE_MAX];  /* written by cost.c only */
+        enum plan_reason reason;   /* of the last scan; _REASON_MAX before the first */
+        uint64_t planned_bytes;
+        int hot_node;              /* of the last scan, -1 if none */
+        int target_node;           /* of the last plan's first move, -1 if none */
+        int full_target;           /* the last plan's first move held back at that node's
+                                    * free-memory floor, -1 if none: scanned again as soon
+                                    * as the node has room (room_again) */
+        uint64_t skipped_bytes[_REASON_MAX]; /* misplaced bytes left alone, last scan */
+        uint64_t last_scan_ms;
+        uint64_t rss_kb;           /* resident at its last scan (or growth seen since), 0: unknown */
+        uint64_t scans;
+        nb_nodemask mems_allowed;
+        uid_t uid;                 /* real uid, for the control socket's filter */
+        uid_t covered_for;         /* the cgroup's covers_uid its ids were last checked against */
+        struct proc_mm_layout layout;  /* its exec layout at its last scan (move-check.h) */
+        const struct migrate_stop *move_stop;  /* why its last stopped job stopped, NULL: none */
+        uint64_t move_stop_ms;     /* when */
+        uint64_t total_bytes, local_bytes;
+        uint64_t *node_bytes;      /* bytes per topology node index, last scan; NULL before */
+        uint64_t seen_tick;
+        uint64_t react_due_ms;     /* a scan brought forward by a node-change event, 0: none */
+        nb_nodemask busy_nodes;    /* nodes with keep_node_share_pct of its CPU time in the last
+                                    * window that had any (scan.c, keep_before) */
+        /* Page-level sampling: counts gathered since the last scan. */
+        struct page_agg *seen;
+        size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */
+        uint64_t page_planned_bytes;       /* page-level moves planned, last scan */
+        /* Sampled scans (sampled-scan.h): its huge VMAs, and the nodes with
+         * min_cpu_share_pct of its CPU time, at the full read that left it settled;
+         * none: read in full. */
+        struct huge_vma *huge;
+        size_t n_huge;
+        nb_nodemask huge_cpu_nodes;
+        uint64_t huge_rss_kb;              /* its resident size at that read */
+        uint64_t sampled_scans;            /* scans that did not read numa_maps */
+};
+
+struct proc_records {
+        struct proc_rec **v;       /* sorted by pid */
+        size_t n;
+        size_t n_pidfds;           /* held by the records */
+        uint64_t fd_limit;         /* RLIMIT_NOFILE's soft limit at start */
+        /* pidfd_open(2), replaced by the tests (a descriptor that polls readable once
+         * pid has exited, or -errno); NULL: the real thing. */
+        int (*open_pidfd)(pid_t pid);
+};
+
+/* No records; fd_limit from RLIMIT_NOFILE. */
+void proc_records_init(struct proc_records *r);
+struct proc_rec *proc_records_find(const struct proc_records *r, pid_t pid);
+
+/* One poll(2) over every record's pidfd: sets each record's exited. */
+void proc_records_poll_exited(struct proc_records *r);
+
+/* The record of the process pid names now in cg, made if it is new (*ret_new set).
+ * NULL: not ours to watch (the daemon itself, gone, a zombie, a kernel thread, or
+ * another user's process under a user's opt-in). now: CLOCK_MONOTONIC ms. */
+struct proc_rec *proc_records_admit(struct proc_records *r, const char *proc_root, const struct cg_rec *cg,
+                                    pid_t pid, uint64_t now, bool *ret_new);
+
+/* p holds a pidfd while want (it is being balanced), if descriptors allow (past
+ * PIDFD_RESERVE below the limit it goes without: its jobs open their own). */
+void proc_records_update_pidfd(struct proc_records *r, const char *proc_root, struct proc_rec *p, bool want);
+
+/* Whether a record seen at tick holds pid (a reused pid gets a new record before the
+ * old one is forgotten). */
+bool proc_records_current(const struct proc_records *r, pid_t pid, uint64_t tick);
+
+/* Frees the records not seen at tick. */
+void proc_records_sweep(struct proc_records *r, uint64_t tick);
+
+/* Forgets p's huge VMAs (sampled-scan.h): it is read in full at its next scan. */
+void proc_records_drop_huge(struct proc_rec *p);
+
+void proc_records_done(struct proc_records *r);
