@@ -44,6 +44,14 @@ struct conn {
         size_t drained;
 };
 
+/* One user's request budget (CONTROL_REQUESTS_PER_UID_S): tokens, and when they
+ * were counted. */
+struct budget {
+        uid_t uid;
+        uint64_t at_ms;
+        uint64_t tokens_milli;     /* thousandths of a request */
+};
+
 struct control {
         sd_event *event;
         struct manager *manager;
@@ -57,6 +65,8 @@ struct control {
         struct log_ratelimit pause_log, busy_log;
         struct conn *conns;
         unsigned n_conns;
+        struct budget budgets[CONTROL_BUDGETS_MAX];
+        unsigned n_budgets;
 };
 
 /* ---- connections ------------------------------------------------------------------ */
@@ -159,6 +169,40 @@ static void conn_reply_error(struct conn *k, const char *msg) {
         conn_reply(k);
 }
 
+/* Whether uid may make one more request now (and takes it). A user not remembered
+ * takes the slot of the one whose budget was counted longest ago: it was full by
+ * then, or nearly. */
+static bool budget_take(struct control *c, uid_t uid, uint64_t now_ms) {
+        const uint64_t full = CONTROL_REQUESTS_PER_UID_S * UINT64_C(1000);
+        struct budget *b = NULL;
+
+        if (uid == 0)
+                return true;
+        for (unsigned i = 0; i < c->n_budgets && !b; i++)
+                if (c->budgets[i].uid == uid)
+                        b = &c->budgets[i];
+        if (!b) {
+                if (c->n_budgets < CONTROL_BUDGETS_MAX)
+                        b = &c->budgets[c->n_budgets++];
+                else {
+                        b = &c->budgets[0];
+                        for (unsigned i = 1; i < c->n_budgets; i++)
+                                if (c->budgets[i].at_ms < b->at_ms)
+                                        b = &c->budgets[i];
+                }
+                *b = (struct budget) { .uid = uid, .at_ms = now_ms, .tokens_milli = full };
+        }
+        /* A token per 1000/CONTROL_REQUESTS_PER_UID_S ms, up to a second's worth. */
+        b->tokens_milli += (now_ms - b->at_ms) * CONTROL_REQUESTS_PER_UID_S;
+        if (b->tokens_milli > full)
+                b->tokens_milli = full;
+        b->at_ms = now_ms;
+        if (b->tokens_milli < 1000)
+                return false;
+        b->tokens_milli -= 1000;
+        return true;
+}
+
 static void conn_handle(struct conn *k, const char *line, size_t len) {
         struct control_request req;
         const char *error = NULL;
@@ -169,6 +213,13 @@ static void conn_handle(struct conn *k, const char *line, size_t len) {
         if (r < 0) {
                 log_debug("control: pid %d uid %u: %s", (int) k->peer_pid, (unsigned) k->uid, error);
                 conn_reply_error(k, error);
+                return;
+        }
+        if (!budget_take(k->ctl, k->uid, clock_now_ms())) {
+                log_debug("control: pid %d uid %u: over %u requests a second, refused", (int) k->peer_pid,
+                          (unsigned) k->uid, CONTROL_REQUESTS_PER_UID_S);
+                conn_reply_error(k, "busy: at most " CONTROL_STRINGIFY(CONTROL_REQUESTS_PER_UID_S)
+                                    " requests a second per user; try again in a second");
                 return;
         }
         f = open_memstream(&k->out, &k->out_len);

@@ -22,6 +22,13 @@
 
 #define CONTROL_CONNECTIONS_PER_UID 8
 #define CONTROL_CONNECTIONS_MAX 64
+/* Requests a user other than root may make per second (a token bucket per uid, this
+ * many at once): a reply reads every record the user may see, on the event loop, so a
+ * user who asks in a loop must not keep it from ticking nor from answering root. Over
+ * it, the reply is an error saying so; root is never limited. */
+#define CONTROL_REQUESTS_PER_UID_S 10
+/* Users whose budget is remembered: at most one per connection that can be open. */
+#define CONTROL_BUDGETS_MAX CONTROL_CONNECTIONS_MAX
 
 struct manager;
 struct control;

@@ -371,6 +371,37 @@ try:
     else:
         print('note: not root, the per-uid connection limit is not checked')
 
+    # --- one user asking in a loop is held to its request budget; root is not
+    if os.getuid() == 0:
+        os.chmod(tmp, 0o755)
+        replies = []
+        os.seteuid(65533)
+        try:
+            for _ in range(40):
+                replies.append(raw(b'list\n'))
+        finally:
+            os.seteuid(0)
+        busy = sum(b'busy: at most 10 requests a second per user' in r for r in replies)
+        ok = sum(r.startswith(b'{"requester_uid"') for r in replies)
+        # 10 at once, then one per 100 ms: however slow this machine, most are refused.
+        check(busy >= 20 and ok >= 10 and busy + ok == 40,
+              f'uid 65533 asking 40 times in a row: {ok} answered, {busy} refused, expected 10+ and 20+')
+        t0 = time.time()
+        answered = 0
+        for _ in range(20):
+            rc, st4 = ctl_json('status')
+            answered += rc == 0 and st4.get('pid') == daemon.pid
+        check(answered == 20, f'root asking 20 times in a row: {answered} answered')
+        time.sleep(1.1)
+        os.seteuid(65533)
+        try:
+            again = raw(b'list\n')
+        finally:
+            os.seteuid(0)
+        check(again.startswith(b'{"requester_uid"'), f'uid 65533 a second later: {again[:100]}')
+    else:
+        print('note: not root, the per-uid request budget is not checked')
+
     # --- out of descriptors: accept(2) fails with EMFILE while connections wait; the
     # listening socket must be left alone for a while, not spin the event loop.
     check_emfile()
