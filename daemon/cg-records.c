@@ -94,16 +94,30 @@ static struct cg_rec *add(struct cg_records *r, const char *cgroup_root, const c
         return c;
 }
 
+/* Whose turn reads the cgroup of e (cg_rec.turn_uid). */
+static uid_t turn_of(const char *cgroup_root, const struct cgroup_entry *e, uid_t dir_owner) {
+        if (e->covers_uid != CGROUP_COVERS_ALL)
+                return e->covers_uid;
+        if (e->decided_by && strcmp(e->decided_by, e->path) != 0)
+                return owner_of(cgroup_root, e->decided_by);
+        return dir_owner;
+}
+
 struct cg_rec *cg_records_get(struct cg_records *r, const char *cgroup_root, const struct cgroup_entry *e) {
         struct cg_rec *c = cg_records_find(r, e->path);
+        bool made = !c;
 
-        if (!c)
+        if (made)
                 c = add(r, cgroup_root, e->path);
-        if (c) {
-                c->mode = e->mode;
-                c->source = e->source;
-                c->covers_uid = e->covers_uid;
-        }
+        if (!c)
+                return NULL;
+        /* Read when the record is made, or when what decides it may have changed: a
+         * stat per selected cgroup at every walk would be 60,000 of them. */
+        if (made || e->covers_uid != c->covers_uid || e->mode != c->mode || e->source != c->source)
+                c->turn_uid = turn_of(cgroup_root, e, c->owner);
+        c->mode = e->mode;
+        c->source = e->source;
+        c->covers_uid = e->covers_uid;
         return c;
 }
 

@@ -23,6 +23,10 @@ struct cg_rec {
         enum cg_mode mode;
         enum cg_source source;
         uid_t owner;               /* owner of the cgroup directory */
+        uid_t turn_uid;            /* whose turn reads it (cg_records_get): the user its opt-in
+                                    * covers, or the owner of the directory whose setting
+                                    * applies; never a subdirectory's own owner, which a
+                                    * tenant can choose (sub-uids in a user namespace) */
         uid_t covers_uid;          /* whose processes its opt-in covers (cgroup_entry), this tick */
         unsigned n_procs;          /* at the last tick */
         uint64_t pages[_MIG_CLASS_MAX];
@@ -31,6 +35,9 @@ struct cg_rec {
         uint64_t kept_tick;        /* a tick that did not read it (its owner's turn was over) */
         uint64_t seen_tick;        /* the tick that selected it last; during a tick: */
         unsigned tick_procs;       /* its processes so far (n_procs at the end) */
+        size_t pid_cursor;         /* where in cgroup.procs the next read starts (a read cut
+                                    * at its owner's deadline goes on from there) */
+        size_t pid_cursor_start;   /* where this tick's read started */
         uint64_t mem_seen;         /* memory.current when growth was last looked for */
         uint64_t cpu_seen_usec;    /* cpu.stat usage_usec at the last look, */
         uint64_t cpu_ran_tick;     /* and the last tick that found it advanced */
@@ -47,8 +54,9 @@ struct cg_records {
 
 /* An empty set with a fresh hash key. */
 void cg_records_init(struct cg_records *r);
-/* The record of the selected cgroup e, made if new (its owner read from its directory
- * under cgroup_root), with e's mode, source and coverage. NULL when out of memory. */
+/* The record of the selected cgroup e, made if new (its owner, and its turn's owner,
+ * read from the directories under cgroup_root), with e's mode, source and coverage.
+ * NULL when out of memory. */
 struct cg_rec *cg_records_get(struct cg_records *r, const char *cgroup_root, const struct cgroup_entry *e);
 /* The record of path, or NULL. */
 struct cg_rec *cg_records_find(const struct cg_records *r, const char *path);

@@ -13,6 +13,7 @@ struct counters {
         uint64_t last_tick_ns;       /* how long the last tick took (CLOCK_MONOTONIC) */
         uint64_t started_ms;         /* CLOCK_MONOTONIC, for the uptime */
         uint64_t node_events;        /* node-change events received */
+        uint64_t react_scans;        /* processes scanned on their own after a node change */
         uint64_t growth_scans;       /* scans brought forward by growth */
         uint64_t sampled_scans;      /* scans of settled processes that sampled instead of reading numa_maps */
         uint64_t page_samples;       /* page-level sample counts drained */

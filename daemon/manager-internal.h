@@ -44,6 +44,11 @@
 #define FIRST_WALK_POLL_MS 10
 /* A tick reads each owner's cgroups for this long at most (tick_cgroups). */
 #define OWNER_TURN_NS (200 * UINT64_C(1000000))
+/* A tick reads cgroups for this long at most, all owners together (the rest kept
+ * for the next ticks, as an owner's turn is): with the jobs' run budget
+ * (MANAGER_RUN_BUDGET_MS), a tick stays well below the unit's WatchdogSec=30s however
+ * many owners there are. */
+#define TICK_READ_BUDGET_NS (2000 * UINT64_C(1000000))
 /* A tick runs the jobs planned so far once it has read for this long (run_jobs_early). */
 #define JOBS_EARLY_NS (100 * UINT64_C(1000000))
 /* How often a long tick serves the control socket (serve_meanwhile). */
@@ -51,10 +56,19 @@
 /* New invalid cgroup settings logged one by one per minute, at most. */
 #define INVALID_LOG_BURST 10
 
+/* A thread of pid now runs on node: pid's process is scanned on its own react_ms
+ * later (manager_react_pass), no sooner than scan_min_ms after its last scan. The
+ * source's event callback; the tests call it directly. */
+void manager_node_changed(void *userdata, pid_t pid, int node);
+/* Scans the processes whose react scan is due, and runs their jobs: no walk, no
+ * cgroup read, no report. */
+void manager_react_pass(struct manager *m);
+
 struct manager {
         sd_event *event;
         sd_event_source *timer;
         sd_event_source *events;   /* the source's node-change events, if it has them */
+        sd_event_source *react_timer;  /* the next react scan (manager_react_pass), or off */
         struct manager_opts opts;
         char *proc_root, *sys_root;
         struct nb_config cfg;      /* a private copy of the config (config_copy) */
@@ -90,6 +104,9 @@ struct manager {
         void *while_moving_userdata;
         uint64_t last_served_ns;
         uint64_t jobs_ran_ns;      /* this tick's start, or its last early jobs (run_jobs_early) */
+        uint64_t tick_started_ns;  /* CLOCK_MONOTONIC (tick_deadline_ns) */
+        uint64_t owner_turn_ns, read_budget_ns;  /* OWNER_TURN_NS, TICK_READ_BUDGET_NS (tests
+                                                  * under valgrind give more) */
         void (*keepalive)(void *userdata);     /* WATCHDOG=1 mid-run */
         void *keepalive_userdata;
         volatile int cancel;

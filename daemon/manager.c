@@ -212,7 +212,9 @@ static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, ui
 
 /* A tick with thousands of processes to read (a tenant's) takes seconds: the control
  * socket is served every SERVE_EVERY_NS meanwhile, as during the migration jobs, so that
- * `numabalancectl status` answers within a second whatever the tick does. Between two
+ * `numabalancectl status` answers within a second whatever the tick does, and the
+ * watchdog is pinged: a tick that goes on reading is working (its length is bounded:
+ * TICK_READ_BUDGET_NS), one stuck in a call does not come here, and systemd sees it. Between two
  * processes the state the replies read is whole: records sorted, every process's
  * cgroup record alive (records are freed at the end of the tick only). */
 static void serve_meanwhile(struct manager *m) {
@@ -223,6 +225,8 @@ static void serve_meanwhile(struct manager *m) {
         m->last_served_ns = now;
         t = cost_thread_ns();
         m->while_moving(m->while_moving_userdata);
+        if (m->keepalive)
+                m->keepalive(m->keepalive_userdata);
         cost_pumped(&m->cost, cost_thread_ns() - t);
 }
 
@@ -306,11 +310,31 @@ static bool balanced(const struct manager *m, const struct proc_rec *p) {
         return p->cg->mode == CG_MODE_BALANCE && !m->opts.dry_run && p->scans > 0 && p->reason != REASON_TOO_SMALL;
 }
 
-/* The processes of one selected cgroup: each is marked seen in this tick, and
- * scanned if it is due. Adds the scans' CPU time (charged) to *scanned. Returns 0, or
- * -EMFILE, -ENFILE, -ENOMEM when its list could not be read for lack of them. */
-static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
-                       struct scan_list *scans, uint64_t *scanned) {
+/* When the tick stops reading cgroups: TICK_READ_BUDGET_NS after it began. */
+static uint64_t tick_deadline_ns(const struct manager *m) {
+        return m->tick_started_ns + m->read_budget_ns;
+}
+
+/* A cgroup whose reading stopped at its owner's deadline: its processes not reached
+ * stay as the last read left them (keep_their_processes), and the next read starts
+ * where this one stopped, so that a cgroup of 10,000 due processes is read over
+ * several ticks, all of them in turn, instead of holding one tick for all. */
+static void cut_cgroup(struct manager *m, struct cg_rec *cg, size_t next, size_t n_pids) {
+        cg->pid_cursor = next;
+        cg->kept_tick = m->counters.tick;
+        if (cg->tick_procs < cg->n_procs)
+                cg->tick_procs = cg->n_procs;
+        log_debug("cgroup=%s: its owner's turn is over after %zu of %zu processes, the rest at the next tick",
+                  cg->path, (next + n_pids - cg->pid_cursor_start) % n_pids, n_pids);
+}
+
+/* The processes of one selected cgroup, from where its last read stopped: each is
+ * marked seen in this tick, and scanned if it is due, until deadline_ns
+ * (CLOCK_MONOTONIC; at least one process is read). Adds the scans' CPU time
+ * (charged) to *scanned. Returns 0, or -EMFILE, -ENFILE, -ENOMEM when its list could
+ * not be read for lack of them. */
+static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t deadline_ns,
+                       uint64_t *reserved, struct scan_list *scans, uint64_t *scanned) {
         _cleanup_free_ pid_t *pids = NULL;
         size_t n_pids = 0;
         int r;
@@ -324,12 +348,18 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
         }
         if (n_pids)
                 cg_growth(m, cg);
+        cg->pid_cursor_start = n_pids ? cg->pid_cursor % n_pids : 0;
         for (size_t k = 0; k < n_pids; k++) {
+                size_t at = (cg->pid_cursor_start + k) % n_pids;
                 struct proc_rec *p;
                 bool is_new;
 
+                if (k > 0 && clock_now_ns(CLOCK_MONOTONIC) >= deadline_ns) {
+                        cut_cgroup(m, cg, at, n_pids);
+                        break;
+                }
                 serve_meanwhile(m);
-                p = proc_records_admit(&m->procs, m->proc_root, cg, pids[k], now, &is_new);
+                p = proc_records_admit(&m->procs, m->proc_root, cg, pids[at], now, &is_new);
                 if (is_new)
                         watch_new(m, p);
 
@@ -515,12 +545,12 @@ static void remember_cursors(struct manager *m, const struct turns *t, const siz
 /* tick_cgroup(), its CPU time charged to cg: the scans are charged read and decide,
  * the rest (cgroup.procs, admitting its processes) is bookkeeping; the control
  * requests served meanwhile are nobody's. Adds what it charged to *charged. */
-static int read_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t *reserved,
-                       struct scan_list *scans, uint64_t *charged) {
+static int read_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t deadline_ns,
+                       uint64_t *reserved, struct scan_list *scans, uint64_t *charged) {
         uint64_t t = cost_thread_ns(), pump = m->cost.pump_ns, scanned = 0, spent;
         int r;
 
-        r = tick_cgroup(m, cg, now, reserved, scans, &scanned);
+        r = tick_cgroup(m, cg, now, deadline_ns, reserved, scans, &scanned);
         spent = cost_thread_ns() - t - (m->cost.pump_ns - pump);
         cost_charge(&m->cost, cg, STAGE_BOOKKEEPING, spent > scanned ? spent - scanned : 0);
         *charged += spent > scanned ? spent : scanned;
@@ -528,8 +558,9 @@ static int read_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
 }
 
 /* The selected cgroups and their processes, their owners taking turns, each owner's
- * read for OWNER_TURN_NS at most per tick (the rest kept for the next ticks, which
- * start where this one ended), the jobs planned run early (run_jobs_early). Adds the
+ * read for OWNER_TURN_NS at most per tick, and all of them for TICK_READ_BUDGET_NS
+ * (the rest kept for the next ticks, which start where this one ended, within a
+ * cgroup too), the jobs planned run early (run_jobs_early). Adds the
  * CPU time it charged to *charged. Returns 0, or -errno when a cgroup.procs could not
  * be read, or the turns made, for lack of resources. */
 static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, bool fresh, uint64_t now,
@@ -549,21 +580,23 @@ static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, b
         spent = calloc(n + 1, sizeof(*spent));
         read = calloc(n + 1, sizeof(*read));
         for (size_t i = 0; owners && i < n; i++)
-                owners[i] = list[i]->owner;
+                owners[i] = list[i]->turn_uid;
         if (!owners || !spent || !read || interleave_by_owner(owners, n, m->cursors, m->n_cursors, &t) < 0)
                 return -ENOMEM;
         for (size_t i = 0; r >= 0 && i < t.n; i++) {
                 struct cg_rec *cg = list[t.order[i]];
                 size_t g = t.group[i];
-                uint64_t t0;
+                uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC), deadline;
 
-                if (spent[g] >= OWNER_TURN_NS) {
+                if (spent[g] >= m->owner_turn_ns || t0 >= tick_deadline_ns(m)) {
                         keep_cgroup(m, cg);
                         continue;
                 }
+                deadline = t0 + (m->owner_turn_ns - spent[g]);
+                if (deadline > tick_deadline_ns(m))
+                        deadline = tick_deadline_ns(m);
                 serve_meanwhile(m);
-                t0 = clock_now_ns(CLOCK_MONOTONIC);
-                r = read_cgroup(m, cg, now, reserved, scans, charged);
+                r = read_cgroup(m, cg, now, deadline, reserved, scans, charged);
                 spent[g] += clock_now_ns(CLOCK_MONOTONIC) - t0;
                 read[g]++;
                 run_jobs_early(m, scans, now, charged);
@@ -671,7 +704,7 @@ int manager_tick(struct manager *m) {
         if (!reserved)
                 return log_error_errno(-ENOMEM, "Out of memory");
         proc_records_poll_exited(&m->procs);
-        m->jobs_ran_ns = t_start;
+        m->jobs_ran_ns = m->tick_started_ns = t_start;
         r = select_cgroups(m, &sel, &fresh);
         if (r >= 0)
                 r = tick_cgroups(m, &sel, fresh, now, reserved, &scans, &charged);
@@ -721,43 +754,111 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 (void) cost_share_even(&m->cost, &m->cgs, STAGE_REPORT, cost_thread_ns() - t);
         }
         cost_update_unattributed(&m->cost);
-        /* The next tick, or earlier if a node-change event asked for a scan sooner. */
+        /* The next tick. A node-change event does not bring it forward: it has the
+         * process that moved scanned on its own (react_pass). */
         now = clock_now_ms();
         next = now + m->cfg.tick_ms;
-        /* A due time already past (its process was not listed this tick) is not
-         * waited for: that would spin. */
-        for (size_t i = 0; i < m->procs.n; i++)
-                if (m->procs.v[i]->react_due_ms > now && m->procs.v[i]->react_due_ms < next)
-                        next = m->procs.v[i]->react_due_ms;
         sd_event_source_set_time(s, next * 1000);
         sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+/* Whether p still names the process it was made for, right before a scan outside the
+ * tick (which admitted it): its pidfd has not said it exited, and its start time is
+ * the record's. */
+static bool still_there(const struct manager *m, const struct proc_rec *p) {
+        struct proc_stat st;
+        struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+
+        if (p->pidfd >= 0 && poll(&pfd, 1, 0) != 0)
+                return false;
+        return proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime;
+}
+
+/* The react timer at the earliest pending react scan, or off. */
+static void react_arm(struct manager *m) {
+        uint64_t next = UINT64_MAX;
+
+        if (!m->react_timer)
+                return;
+        for (size_t i = 0; i < m->procs.n; i++)
+                if (m->procs.v[i]->react_due_ms && m->procs.v[i]->react_due_ms < next)
+                        next = m->procs.v[i]->react_due_ms;
+        if (next == UINT64_MAX) {
+                (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
+                return;
+        }
+        (void) sd_event_source_set_time(m->react_timer, next * 1000);
+        (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_ONESHOT);
+}
+
+void manager_react_pass(struct manager *m) {
+        _cleanup_free_ uint64_t *reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
+        struct scan_list scans = {};
+        uint64_t now = clock_now_ms(), charged = 0;
+
+        if (!reserved || !service_cpus_check(&m->service, m->sys_root, m->walker, m->migrator))
+                return;
+        m->free_read_tick = 0;     /* free memory read again if anything plans */
+        for (size_t i = 0; i < m->procs.n; i++) {
+                struct proc_rec *p = m->procs.v[i];
+
+                if (!p->react_due_ms || p->react_due_ms > now)
+                        continue;
+                /* Only a process the last tick saw in a cgroup still opted in. */
+                if (p->seen_tick != m->counters.tick || !p->cg || !p->cg->seen || p->cg->mode == CG_MODE_OFF ||
+                    !still_there(m, p)) {
+                        p->react_due_ms = 0;
+                        continue;
+                }
+                (void) scan_due(m, p, now, reserved, &scans);
+                p->react_due_ms = 0;
+                m->counters.react_scans++;
+        }
+        (void) run_jobs(m, &scans, now, &charged);
+        for (size_t i = 0; i < scans.n; i++)
+                scan_done(&scans.v[i]);
+        free(scans.v);
+}
+
+static int on_react(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+
+        manager_react_pass(m);
+        react_arm(m);
         return 0;
 }
 
 /* A thread of pid started running on another node (BPF source). Restart the
  * process's window now (the CPU time before the move says nothing about where it runs
  * next) and decide again react_ms later, whatever its backoff: a process settled for
- * minutes is otherwise rescanned only every scan_max_ms. */
-static void on_node_change(void *userdata, pid_t pid, int node) {
+ * minutes is otherwise rescanned only every scan_max_ms. That process alone is scanned
+ * then (manager_react_pass), charged to it: not a whole tick, which a tenant whose
+ * threads keep hopping could otherwise bring every react_ms. And no sooner than
+ * scan_min_ms after its last scan: however often its threads move, it is scanned at
+ * most as often as a process that keeps changing. */
+void manager_node_changed(void *userdata, pid_t pid, int node) {
         struct manager *m = userdata;
         struct proc_rec *p = proc_records_find(&m->procs, pid);
-        uint64_t due, when_usec;
+        uint64_t now = clock_now_ms(), due;
         _cleanup_free_ uint64_t *scratch = NULL;
 
         m->counters.node_events++;
         if (!p || !p->cg || p->cg->mode == CG_MODE_OFF || m->cfg.react_ms == 0)
                 return;
-        due = clock_now_ms() + m->cfg.react_ms;
         /* A react scan already pending has this move in its window. Otherwise the
          * window restarts even if a scan is due sooner: that scan would decide on
          * CPU time mostly from before the move, find no node above the hysteresis,
          * and the process would wait for the one after. Pending at most once, so a
          * process whose threads keep moving cannot postpone its scans forever. */
-        if (p->react_due_ms > clock_now_ms())
+        if (p->react_due_ms > now)
                 return;
+        due = now + m->cfg.react_ms;
+        if (p->last_scan_ms && p->last_scan_ms + m->cfg.scan_min_ms > due)
+                due = p->last_scan_ms + m->cfg.scan_min_ms;
         p->react_due_ms = due;
         log_debug("cgroup=%s pid=%d: a thread now runs on node %d, deciding again in %" PRIu64 " ms", p->cg->path,
-                  (int) pid, node, m->cfg.react_ms);
+                  (int) pid, node, due - now);
         scratch = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*scratch));
         if (scratch && p->pl.primed) {
                 uint64_t t = cost_thread_ns();
@@ -765,17 +866,14 @@ static void on_node_change(void *userdata, pid_t pid, int node) {
                 cost_charge_proc(&m->cost, p, STAGE_READ, cost_thread_ns() - t);
         }
         p->interval_ms = 0; /* scan_min_ms after this scan */
-        p->next_scan_ms = due;
-        /* Bring the tick forward if it would come later. */
-        if (sd_event_source_get_time(m->timer, &when_usec) >= 0 && when_usec > due * 1000) {
-                sd_event_source_set_time(m->timer, due * 1000);
-                sd_event_source_set_enabled(m->timer, SD_EVENT_ONESHOT);
-        }
+        if (p->next_scan_ms > due)
+                p->next_scan_ms = due;
+        react_arm(m);
 }
 
 static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct manager *m = userdata;
-        int r = m->source->events_consume(m->source, on_node_change, m);
+        int r = m->source->events_consume(m->source, manager_node_changed, m);
         if (r < 0)
                 log_debug_errno(r, "Failed to read node-change events: %m");
         return 0;
@@ -795,6 +893,11 @@ int manager_start(struct manager *m) {
                 log_warning_errno(r, "Failed to start the cgroup walker, walking at every tick instead: %m");
         /* sd-event's default accuracy (250 ms) would blur react_ms and the tick. */
         (void) sd_event_source_set_time_accuracy(m->timer, 1000);
+        r = sd_event_add_time(m->event, &m->react_timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_react, m);
+        if (r < 0)
+                log_warning_errno(r, "Node changes of threads will be seen at the next scan only: no timer: %m");
+        else
+                (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
         if (m->source->events_fd && m->source->events_consume) {
                 int fd = m->source->events_fd(m->source);
                 if (fd >= 0)
@@ -859,6 +962,8 @@ void manager_stop(struct manager *m) {
                 sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
         if (m->events)
                 sd_event_source_set_enabled(m->events, SD_EVENT_OFF);
+        if (m->react_timer)
+                sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
 }
 
 void manager_status(struct manager *m, char *buf, size_t size) {
@@ -926,6 +1031,8 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
         m->invalid_count_log = LOG_RATELIMIT(60000, 1);
         m->oom_log = LOG_RATELIMIT(60000, 1);
+        m->owner_turn_ns = OWNER_TURN_NS;
+        m->read_budget_ns = TICK_READ_BUDGET_NS;
         m->event = sd_event_ref(e);
         m->counters.started_ms = clock_now_ms();
         m->opts = *o;
@@ -982,6 +1089,7 @@ void manager_free(struct manager *m) {
         free(m->cursors);
         sd_event_source_unref(m->timer);
         sd_event_source_unref(m->events);
+        sd_event_source_unref(m->react_timer);
         migrator_free(m->migrator);
         proc_records_done(&m->procs);
         cg_records_done(&m->cgs);

@@ -343,6 +343,9 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
         metric_head(f, "numabalanced_growth_scans_total", "counter",
                     "Scans of settled processes brought forward because they grew (new memory to place).");
         fprintf(f, "numabalanced_growth_scans_total %" PRIu64 "\n", v->counters->growth_scans);
+        metric_head(f, "numabalanced_react_scans_total", "counter",
+                    "Processes scanned on their own after one of their threads ran on another node.");
+        fprintf(f, "numabalanced_react_scans_total %" PRIu64 "\n", v->counters->react_scans);
         metric_head(f, "numabalanced_sampled_scans_total", "counter",
                     "Scans of settled processes with a huge mapping that sampled its pages instead of "
                     "reading numa_maps (huge_vma).");

@@ -76,6 +76,56 @@ TEST(owner_from_directory) {
         rmdir(root);
 }
 
+/* Turns go by whom the opt-in belongs to, never by a subdirectory's own owner: a
+ * tenant who chowns its cgroups to sub-uids (a user namespace) gets no more turns. */
+TEST(turn_by_opt_in_not_subdirectory_owner) {
+        char root[] = "/tmp/test-cg-records-XXXXXX", dir[256];
+        struct cgroup_entry below_rule = { .path = "/tenant/c1", .decided_by = "/tenant",
+                                           .covers_uid = CGROUP_COVERS_ALL },
+                            by_user = { .path = "/tenant/c2", .decided_by = "/tenant/c2", .covers_uid = 1000,
+                                        .source = CG_FROM_USER },
+                            own_rule = { .path = "/tenant/c3", .decided_by = "/tenant/c3",
+                                         .covers_uid = CGROUP_COVERS_ALL };
+        struct cg_records r;
+        struct cg_rec *c1, *c2, *c3;
+
+        if (geteuid() != 0) {
+                TEST_SKIP("not root: cannot give directories to other uids");
+                return;
+        }
+        if (!mkdtemp(root)) {
+                TEST_FAIL("mkdtemp: %m");
+                return;
+        }
+        snprintf(dir, sizeof(dir), "%s/tenant", root);
+        CHECK_INT(mkdir(dir, 0755), 0);
+        CHECK_INT(chown(dir, 1000, 1000), 0);
+        for (int i = 1; i <= 3; i++) {
+                snprintf(dir, sizeof(dir), "%s/tenant/c%d", root, i);
+                CHECK_INT(mkdir(dir, 0755), 0);
+                CHECK_INT(chown(dir, 100000 + (uid_t) i, 100000), 0);     /* sub-uids */
+        }
+        cg_records_init(&r);
+        c1 = cg_records_get(&r, root, &below_rule);
+        c2 = cg_records_get(&r, root, &by_user);
+        c3 = cg_records_get(&r, root, &own_rule);
+        CHECK(c1 && c1->owner == 100001 && c1->turn_uid == 1000);  /* the rule's directory */
+        CHECK(c2 && c2->owner == 100002 && c2->turn_uid == 1000);  /* the user its opt-in covers */
+        CHECK(c3 && c3->turn_uid == 100003);                       /* its own rule: its own owner */
+        /* The opt-in changes hands: the turn follows. */
+        by_user.covers_uid = 2000;
+        c2 = cg_records_get(&r, root, &by_user);
+        CHECK(c2 && c2->turn_uid == 2000);
+        cg_records_done(&r);
+        for (int i = 1; i <= 3; i++) {
+                snprintf(dir, sizeof(dir), "%s/tenant/c%d", root, i);
+                rmdir(dir);
+        }
+        snprintf(dir, sizeof(dir), "%s/tenant", root);
+        rmdir(dir);
+        rmdir(root);
+}
+
 /* Records not seen go; the others stay findable; their time is the ledger's. */
 TEST(sweep_frees_unseen) {
         struct cost_ledger l = {};

@@ -1840,6 +1840,8 @@ TEST(maps_freed_before_the_jobs_run) {
         }
         set_procs(list);
         env.heap_in_jobs = 0;
+        if (under_valgrind())   /* every process in one tick, however slow */
+                env.m->owner_turn_ns = env.m->read_budget_ns = UINT64_C(1) << 40;
         CHECK_INT(tick(), 0);
         after = heap_in_use();
         CHECK(job(DB) != NULL && env.m->procs.n == (size_t) n_big + 1);
@@ -1987,6 +1989,117 @@ TEST(a_tenants_turn_is_bounded_and_goes_round) {
                 CHECK(rec(WEB) != NULL);
         }
         CHECK_INT(env.m->cgs.n, 5001);
+        env_done();
+}
+
+/* One cgroup listing 300,000 processes (pids that do not exist: a failed read each)
+ * and one real process after them: the read stops at the owner's turn (200 ms) and
+ * the next tick goes on from where it stopped, so the last process is found within a
+ * few ticks, and the processes not reached stay as they were. (A cgroup was read
+ * whole in one tick: one cgroup's processes made the tick as long as they liked.) */
+TEST(one_big_cgroup_is_read_over_several_ticks) {
+        /* Under valgrind fewer: its reading of the list alone takes most of a turn. */
+        const pid_t n = under_valgrind() ? 20000 : 300000, last = 400000;
+        char path[PATH_MAX];
+        struct cg_rec *cg;
+        FILE *f;
+        int ticks;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        snprintf(path, sizeof(path), "%s/app.slice/cgroup.procs", env.cgroup);
+        f = fopen(path, "w");
+        if (!f)
+                abort();
+        for (pid_t pid = 10000; pid < 10000 + n; pid++)
+                fprintf(f, "%d\n", (int) pid);
+        fprintf(f, "%d\n", (int) last);
+        fclose(f);
+        put_proc(WEB, last);
+
+        CHECK_INT(tick(), 0);
+        cg = cg_records_find(&env.m->cgs, "/app.slice");
+        CHECK(cg != NULL);
+        if (!cg) {
+                env_done();
+                return;
+        }
+        printf("first tick: %.3f s, stopped at %zu of %d processes\n", env.m->counters.last_tick_ns / 1e9,
+               cg->pid_cursor, (int) n + 1);
+        CHECK(cg->kept_tick == env.m->counters.tick);
+        CHECK(cg->pid_cursor > 0 && cg->pid_cursor < (size_t) n);
+        CHECK(rec(last) == NULL);
+        for (ticks = 2; ticks <= 60 && !rec(last); ticks++)
+                CHECK_INT(tick(), 0);
+        printf("the last process found at tick %d\n", ticks - 1);
+        CHECK(rec(last) != NULL);
+        /* Found, it stays while other parts of the list are read. */
+        for (int i = 0; i < 3; i++) {
+                CHECK_INT(tick(), 0);
+                CHECK(rec(last) != NULL);
+        }
+        env_done();
+}
+
+/* A node change has the process that moved scanned on its own, react_ms later and no
+ * sooner than scan_min_ms after its last scan, its time charged to it: no tick, no
+ * cgroup read, the other processes untouched. (It brought the whole tick forward: a
+ * tenant whose threads kept hopping had every cgroup read every react_ms.) */
+TEST(a_node_change_rescans_that_process_only) {
+        uint64_t ticks, web_scans, db_scans, web_read, due;
+        struct proc_rec *web;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .scan_min_ms = 300, .scan_max_ms = 600000 }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        put_proc(WEB, WEB);
+        set_procs("3001\n3002\n");
+        CHECK_INT(tick(), 0);
+        web = rec(WEB);
+        CHECK(web && rec(DB) && web->scans == 1 && rec(DB)->scans == 1);
+        if (!web || !rec(DB)) {
+                env_done();
+                return;
+        }
+        ticks = env.m->counters.tick;
+        web_scans = web->scans;
+        db_scans = rec(DB)->scans;
+        web_read = web->cost_ns[STAGE_READ];
+
+        manager_node_changed(env.m, WEB, 0);
+        due = web->react_due_ms;
+        CHECK(due >= web->last_scan_ms + 300);
+        CHECK_INT(env.m->counters.node_events, 1);
+        /* Not due yet: nothing. */
+        manager_react_pass(env.m);
+        CHECK_INT(web->scans, web_scans);
+        /* The cgroup's list empties: a react pass does not read it. */
+        set_procs("");
+        while (clock_now_ms() < due)
+                usleep(10000);
+        manager_react_pass(env.m);
+        CHECK_INT(web->scans, web_scans + 1);
+        CHECK_INT(rec(DB)->scans, db_scans);
+        CHECK_INT(env.m->counters.tick, ticks);
+        CHECK_INT(env.m->counters.react_scans, 1);
+        CHECK(web->cost_ns[STAGE_READ] > web_read);
+        CHECK_INT(web->react_due_ms, 0);
+
+        /* A hundred hops right after: one react scan, scan_min_ms after the last. */
+        for (int i = 0; i < 100; i++)
+                manager_node_changed(env.m, WEB, i % 2);
+        CHECK(web->react_due_ms >= web->last_scan_ms + 300);
+        manager_react_pass(env.m);
+        CHECK_INT(web->scans, web_scans + 1);
+        CHECK_INT(env.m->counters.react_scans, 1);
+
+        /* A process that left is not scanned: its record goes at the next tick. */
+        while (clock_now_ms() < web->react_due_ms)
+                usleep(10000);
+        CHECK_INT(tick(), 0);       /* the empty list: both forgotten */
+        CHECK(rec(WEB) == NULL);
+        manager_react_pass(env.m);
+        CHECK_INT(env.m->counters.react_scans, 1);
         env_done();
 }
 
