@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cleanup.h"
+#include "interleave.h"
 #include "jobs.h"
 #include "log.h"
 #include "move-check.h"
@@ -96,6 +98,54 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
         return 0;
 }
 
+/* The owner whose turn a job takes (cg_rec.turn_uid). */
+static uid_t job_owner(const struct migrate_job *j) {
+        const struct proc_rec *p = j->userdata;
+
+        return p && p->cg ? p->cg->turn_uid : 0;
+}
+
+/* The jobs of several owners take turns in the run's order, one of each owner's
+ * (largest first within an owner) and then the next of each: the workers take jobs
+ * in order and the run is cut at its time budget, so largest first across everyone
+ * let one tenant's thousand processes take every run. Each owner also gets at most
+ * its share of the run's bytes (env->run_bytes_max over the owners, at least one
+ * job): the rest is planned again at its processes' next scans. Out of memory, the
+ * order stays largest first. */
+static void take_turns(const struct jobs_env *env, struct migrate_job *jobs, size_t *n_jobs) {
+        _cleanup_free_ uid_t *owners = calloc(*n_jobs ? *n_jobs : 1, sizeof(*owners));
+        _cleanup_free_ struct migrate_job *ordered = calloc(*n_jobs ? *n_jobs : 1, sizeof(*ordered));
+        _cleanup_free_ uint64_t *taken = NULL;
+        struct turns t = {};
+        size_t n = 0;
+
+        if (!owners || !ordered)
+                return;
+        for (size_t q = 0; q < *n_jobs; q++)
+                owners[q] = job_owner(&jobs[q]);
+        if (interleave_by_owner(owners, *n_jobs, NULL, 0, &t) < 0)
+                return;
+        taken = calloc(t.n_groups ? t.n_groups : 1, sizeof(*taken));
+        if (!taken) {
+                interleave_turns_done(&t);
+                return;
+        }
+        for (size_t i = 0; i < t.n; i++) {
+                struct migrate_job *j = &jobs[t.order[i]];
+                uint64_t bytes = j->max_pages * page_size(), share = env->run_bytes_max / t.n_groups;
+
+                if (env->run_bytes_max && taken[t.group[i]] && taken[t.group[i]] + bytes > share) {
+                        free(j->ranges);       /* over its owner's share: not this run */
+                        continue;
+                }
+                taken[t.group[i]] += bytes;
+                ordered[n++] = *j;
+        }
+        memcpy(jobs, ordered, n * sizeof(*jobs));
+        *n_jobs = n;
+        interleave_turns_done(&t);
+}
+
 /* One job per (process, target node) from the plans of the processes in balance
  * mode, largest first. Returns 0 with *ret (NULL when there is nothing to move). */
 static int build_jobs(const struct jobs_env *env, const struct scan *scans, size_t n_scans, struct migrate_job **ret,
@@ -133,10 +183,11 @@ static int build_jobs(const struct jobs_env *env, const struct scan *scans, size
                         return r;
                 }
         }
-        /* Largest gain first across processes too: the workers take jobs in order and
-         * the tick waits for all, so a long-lived process with much to move must not
-         * queue behind small, often short-lived ones (bench churn). */
+        /* Largest gain first within an owner: the workers take jobs in order and the
+         * tick waits for all, so a long-lived process with much to move must not queue
+         * behind small, often short-lived ones (bench churn); owners take turns. */
         qsort(jobs, n_jobs, sizeof(*jobs), cmp_job_size);
+        take_turns(env, jobs, &n_jobs);
         *ret = jobs;
         *ret_n = n_jobs;
         return 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* From plans to moves: one migration job per (process, target node) built from the
- * tick's scans, largest first, split among the workers, run, and the results
+ * tick's scans, owners taking turns (largest first within each, each within its share
+ * of the run's bytes), split among the workers, run, and the results
  * accounted (per process and cgroup, in the counters, the CPU time in the ledger, and
  * the ranges moved remembered for the cooldown). On the event-loop thread, after the
  * scans whose plans it runs. */
@@ -21,6 +22,8 @@
 struct jobs_env {
         struct move_check_env check;   /* for the checks before each move (move-check.h) */
         bool dry_run;                  /* nothing runs */
+        uint64_t run_bytes_max;        /* what a run may move in all, shared among the owners
+                                        * of its jobs; 0: no share */
         struct migrator *migrator;
         struct cost_ledger *cost;      /* the run's CPU time is charged here */
         struct counters *counters;     /* pages moved, bytes in the last minute */

@@ -457,6 +457,8 @@ static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t n
                         .kernel_balances = m->counters.kernel_balances,
                 },
                 .dry_run = m->opts.dry_run,
+                /* What the rate limit lets a run move in its time budget. */
+                .run_bytes_max = m->cfg.rate_limit_mb_s * (MANAGER_RUN_BUDGET_MS / 1000) << 20,
                 .migrator = m->migrator,
                 .cost = &m->cost,
                 .counters = &m->counters,

@@ -2103,4 +2103,56 @@ TEST(a_node_change_rescans_that_process_only) {
         env_done();
 }
 
+/* Ten processes of a tenant (uid 1000's cgroup) with 40 MiB each to move, and root's
+ * one with 16 MiB: root's job is second in the run, not last (largest first across
+ * everyone put it behind all of the tenant's); and with a rate limit each owner gets
+ * at most its share of what the run may move (4 MB/s for 10 s, halved: the tenant's
+ * first job only, and root's). */
+static void tenant_and_root(uint64_t rate_mb_s) {
+        struct nb_config cfg;
+        char path[PATH_MAX], list[512] = "";
+
+        snprintf(path, sizeof(path), "%s/app.slice", env.cgroup);
+        CHECK(chown(path, 1000, 1000) == 0);
+        for (pid_t pid = 5000; pid < 5010; pid++) {
+                put_proc(DB, pid);
+                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%d\n", (int) pid);
+        }
+        set_procs(list);
+        snprintf(path, sizeof(path), "%s/z.slice", env.cgroup);
+        CHECK(mkdir(path, 0755) == 0);
+        strcat(path, "/cgroup.procs");
+        write_file(path, "6000\n");
+        put_proc(WEB, 6000);
+        cfg = env.m->cfg;
+        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE }, { "/z.slice", CG_MODE_BALANCE } };
+        cfg.n_cgroups = 2;
+        cfg.rate_limit_mb_s = rate_mb_s;
+        CHECK(manager_reload(env.m, &cfg) == 0);
+        CHECK_INT(tick(), 0);
+}
+
+TEST(owners_take_turns_in_a_run) {
+        size_t at = SIZE_MAX;
+
+        if (geteuid() != 0)
+                TEST_SKIP("not root: the tenant's cgroup cannot be given to uid 1000");
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = 1000, .scan_max_ms = 60000 }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        tenant_and_root(0);     /* no rate limit: no share */
+        CHECK_INT(env.n_jobs, 11);
+        for (size_t i = 0; i < env.n_jobs; i++)
+                if (env.jobs[i].pid == 6000)
+                        at = i;
+        CHECK_INT(at, 1);
+        env_done();
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = 1000, .scan_max_ms = 60000 }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        tenant_and_root(4);
+        CHECK_INT(env.n_jobs, 2);
+        CHECK(job(6000) != NULL && job(5000) != NULL);
+        env_done();
+}
+
 DEFINE_TEST_MAIN()
