@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "cleanup.h"
 #include "ctl-daemon.h"
+#include "term-text.h"
 #include "json-parse.h"
 #include "pagesize.h"
 
@@ -86,15 +87,10 @@ int ctl_ask(const struct daemon_args *a, const char *request, char **ret, size_t
 
 /* ---- human output --------------------------------------------------------------- */
 
-/* Untrusted text (comm, cgroup paths) for a terminal: control bytes become '?'. */
+/* Untrusted text (comm, cgroup paths) for a terminal: every control character (C1
+ * too) and every byte that is not valid UTF-8 becomes '?' (lib/term-text.h). */
 const char *ctl_safe(const char *s, char *buf, size_t size) {
-        size_t i = 0;
-        if (!s)
-                return "-";
-        for (; s[i] && i + 1 < size; i++)
-                buf[i] = ((unsigned char) s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
-        buf[i] = 0;
-        return buf;
+        return term_text_safe(s, buf, size);
 }
 
 const char *ctl_bytes(uint64_t b, char *buf, size_t size) {

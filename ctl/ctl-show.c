@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctl-show.h"
+#include "term-text.h"
 #include "json.h"
 #include "locality.h"
 #include "numa_maps.h"
@@ -292,14 +293,11 @@ static const char *human_bytes(uint64_t b, char *buf, size_t size) {
         return buf;
 }
 
-/* Prints text that came from the process (comm, paths) with control bytes escaped,
- * so that a hostile name cannot rewrite the operator's terminal. */
+/* Prints text that came from the process (comm, paths) with every control character
+ * (C1 too) and every byte that is not valid UTF-8 escaped, so that a hostile name
+ * cannot rewrite the operator's terminal (lib/term-text.h). */
 static void print_safe(const char *s) {
-        for (const unsigned char *p = (const unsigned char *) s; p && *p; p++)
-                if (*p < 0x20 || *p == 0x7f)
-                        printf("\\x%02x", *p);
-                else
-                        putchar(*p);
+        term_text_print(stdout, s);
 }
 
 /* Pages here are base pages; a VMA's own page size shows in its size column. */
