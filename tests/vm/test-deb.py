@@ -14,7 +14,8 @@
     newer version of the same package (repacked with a higher version) installs over
     it, the service is active again, and the edited file is kept as it was;
   - purge: `dpkg --purge` leaves no unit file, no /run/numabalanced, no
-    /etc/numabalanced.conf, and the service is not running.
+    /etc/numabalanced.conf, and the service is not running; a kernel.numa_balancing
+    value saved under /run by a daemon that did not exit cleanly is put back first.
 The package is built on the host first (scripts/build-deb; scripts/test does it).
 Results: NUMABALANCED_RESULTS/deb.json.
 """
@@ -214,7 +215,20 @@ def test_upgrade(deb, tmp):
 
 
 def test_purge():
+    # As a daemon killed while it held kernel.numa_balancing at 0 leaves it: the
+    # operator's value saved under /run, the sysctl at 0. The purge puts it back, as
+    # the next start would have (it deleted the saved value and left the sysctl at 0).
+    run("systemctl", "stop", UNIT)
+    os.makedirs("/run/numabalanced", exist_ok=True)
+    with open("/run/numabalanced/kernel.numa_balancing", "w") as f:
+        f.write("1\n")
+    with open("/proc/sys/kernel/numa_balancing", "w") as f:
+        f.write("0")
     r = timed("dpkg --purge", "dpkg", "--purge", "numabalanced")
+    with open("/proc/sys/kernel/numa_balancing") as f:
+        after = f.read().strip()
+    check(after == "1", f"kernel.numa_balancing after the purge: {after}, expected the saved 1")
+    results["numa_balancing_after_purge"] = after
     check(r.returncode == 0, f"dpkg --purge: {r.stdout[-2000:]}{r.stderr[-2000:]}")
     left = [p for p in (f"/lib/systemd/system/{UNIT}", "/run/numabalanced", CONF, "/usr/sbin/numabalanced",
                         "/etc/systemd/system/multi-user.target.wants/" + UNIT) if os.path.lexists(p)]
