@@ -28,8 +28,6 @@ static const struct {
         { CAP_SYS_PTRACE, "CAP_SYS_PTRACE",
           "processes of other users and non-dumpable ones cannot be read or moved (ptrace access check): "
           "they are listed as unreadable and left alone" },
-        { CAP_SYS_NICE, "CAP_SYS_NICE",
-          NULL /* depends on move_shared: see below */ },
         { CAP_BPF, "CAP_BPF",
           "no BPF: thread placement is sampled from /proc and page-level sampling is off" },
         { CAP_PERFMON, "CAP_PERFMON",
@@ -64,11 +62,6 @@ int caps_check(const struct nb_config *cfg) {
                                   "and they fall back to /proc)";
                         lost = false;
                 }
-                if (needed[i].cap == CAP_SYS_NICE) {
-                        /* MPOL_MF_MOVE_ALL is no longer used: shared pages are never moved. */
-                        without = "nothing is lost (shared pages are never moved, MPOL_MF_MOVE_ALL is not used)";
-                        lost = false;
-                }
                 log_full_errno(lost ? LOG_LVL_WARNING : LOG_LVL_NOTICE, 0, "Missing capability %s: %s",
                                needed[i].name, without);
                 snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
@@ -76,6 +69,6 @@ int caps_check(const struct nb_config *cfg) {
                 n++;
         }
         if (n == 0)
-                log_info("Capabilities: CAP_SYS_PTRACE CAP_SYS_NICE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN, all present");
+                log_info("Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN, all present");
         return (int) n;
 }

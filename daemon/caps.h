@@ -10,8 +10,7 @@
 #include "config.h"
 
 /* Logs the missing ones (warning) or that all are there (info). Returns the number
- * missing, or -errno if the effective set cannot be read. CAP_SYS_NICE (for
- * MPOL_MF_MOVE_ALL) is no longer needed: its absence is a notice. */
+ * missing, or -errno if the effective set cannot be read. */
 int caps_check(const struct nb_config *cfg);
 /* The missing ones as "CAP_A CAP_B" (empty: none), for status; "" before caps_check(). */
 const char *caps_missing(void);

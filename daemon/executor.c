@@ -335,7 +335,7 @@ static bool batch_failed_whole(struct job_run *jr, int call_error, uint64_t res[
                 break;
         case -EPERM:
         case -EACCES:
-                /* No ptrace right, MOVE_ALL without CAP_SYS_NICE, or the target node is
+                /* No ptrace right, or the target node is
                  * outside the process's cpuset. */
         case -ENODEV:
                 /* The target node has no memory. */
@@ -456,8 +456,13 @@ static void flush_batch(struct job_run *jr) {
                  * pid still names it. The pages of this batch were not passed: not
                  * counted. */
                 job_stop(jr, -ESRCH);
-        else if (may_still_move(jr)) {
-                /* (When it may not, the job stopped: the batch is not passed, not counted.) */
+        else if (!may_still_move(jr))
+                ;       /* the job stopped: the batch is not passed, not counted */
+        else if (pidfd_exited(jr->pidfd))
+                /* Again after the checks by pid (they read /proc/PID): the pid they read
+                 * must still name the process the pidfd holds when the call goes. */
+                job_stop(jr, -ESRCH);
+        else {
                 call_error = move_batch(jr, res);
                 for (unsigned c = 0; c < _MIG_CLASS_MAX; c++)
                         jr->job->pages[c] += res[c];
@@ -839,7 +844,7 @@ int executor_run_job(struct migrate_job *job, uint64_t batch_pages, volatile int
                 .pidfd = -1,
                 .batch_max = batch_pages == 0 ? MIGRATE_BATCH_DEFAULT
                            : batch_pages > MIGRATE_BATCH_MAX ? MIGRATE_BATCH_MAX : batch_pages,
-                .flags = job->move_all ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE,
+                .flags = MPOL_MF_MOVE,   /* never MOVE_ALL: shared pages are not moved */
                 .cancel = cancel,
                 .throttle = throttle,
                 .throttle_ctx = throttle_ctx,

@@ -64,7 +64,6 @@ struct migrate_job {
         uint64_t starttime;        /* /proc/PID/stat field 22 when sampled */
         int target_node;
         nb_nodemask keep_nodes;    /* pages on these nodes stay (plan: keep_node_share_pct) */
-        bool move_all;             /* MPOL_MF_MOVE_ALL (needs CAP_SYS_NICE): shared pages too */
         bool thread_policy;        /* some range has no VMA policy: its threads' policies govern it */
         struct migrate_range *ranges;
         size_t n_ranges;

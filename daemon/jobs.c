@@ -59,7 +59,7 @@ static void jobs_free(struct migrate_job *jobs, size_t n_jobs) {
 
 /* Adds pl's moves of scan i to the jobs, one job per (scan, target node). */
 static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs, size_t i, const struct scan *sc,
-                     const struct plan *pl, bool move_all, size_t ranges_cap) {
+                     const struct plan *pl, size_t ranges_cap) {
         struct proc_rec *p = sc->rec;
 
         for (size_t k = 0; k < pl->n_moves; k++) {
@@ -76,7 +76,6 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
                                 .starttime = p->starttime,
                                 .target_node = pl->moves[k].target,
                                 .keep_nodes = pl->moves[k].keep,
-                                .move_all = move_all,
                                 .cgroup = p->cg->path,
                                 .userdata = p,
                         };
@@ -175,9 +174,9 @@ static int build_jobs(const struct jobs_env *env, const struct scan *scans, size
                         continue;
                 /* Never MPOL_MF_MOVE_ALL: a page that became shared since the scan is
                  * refused by the kernel (lib/plan plans no shared VMA, docs/DESIGN.md). */
-                r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, false, n);
+                r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, n);
                 if (r >= 0)
-                        r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, false, n);
+                        r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, n);
                 if (r < 0) {
                         jobs_free(jobs, n_jobs);
                         return r;
