@@ -4,6 +4,7 @@
 #include <string.h>
 #include "cleanup.h"
 #include "page-agg.h"
+#include "siphash.h"
 #include "pagesize.h"
 #include "parse.h"
 
@@ -18,8 +19,11 @@ struct page_agg {
         size_t slots, used;
         uint64_t samples, no_node;
         uint64_t fresh;               /* samples added since it was made (carried ones are not) */
+        uint8_t key[SIPHASH_KEY_SIZE];  /* of the slots: the addresses are the tenant's to choose */
+        size_t longest_probe;         /* the longest run of slots a lookup walked */
 };
 
+/* A mixer for the clock (page_agg_carry's starting place), not for addresses. */
 static uint64_t hash64(uint64_t x) {
         x ^= x >> 33;
         x *= 0xff51afd7ed558ccdull;
@@ -38,6 +42,7 @@ int page_agg_new(const struct topology *t, uint64_t unit, struct page_agg **ret)
                 return -ENOMEM;
         a->t = t;
         a->page_mask = ~(unit - 1);
+        siphash_random_key(a->key);
         a->slots = 1024;
         a->pages = calloc(a->slots, sizeof(*a->pages));
         a->counts = calloc(a->slots * t->n_nodes, sizeof(*a->counts));
@@ -63,11 +68,25 @@ void page_agg_set_clock(struct page_agg *a, uint32_t now) {
         a->clock = now;
 }
 
-static size_t find_slot(const uint64_t *pages, size_t slots, uint64_t key) {
-        size_t i = hash64(key) & (slots - 1);
-        while (pages[i] && pages[i] != key)
+/* The slot of key (a page address + 1), or the empty one where it goes: linear
+ * probing from a keyed hash. The page addresses are the sampled process's to choose,
+ * and an invertible hash let it put every page in one run of slots, each lookup then
+ * walking all of them (quadratic); with SipHash under a key drawn per aggregate it
+ * cannot aim. */
+static size_t find_slot(struct page_agg *a, const uint64_t *pages, size_t slots, uint64_t key) {
+        size_t i = siphash24(&key, sizeof(key), a->key) & (slots - 1), probe = 0;
+
+        while (pages[i] && pages[i] != key) {
                 i = (i + 1) & (slots - 1);
+                probe++;
+        }
+        if (probe > a->longest_probe)
+                a->longest_probe = probe;
         return i;
+}
+
+size_t page_agg_longest_probe(const struct page_agg *a) {
+        return a ? a->longest_probe : 0;
 }
 
 static int grow(struct page_agg *a) {
@@ -85,7 +104,7 @@ static int grow(struct page_agg *a) {
                 size_t j;
                 if (!a->pages[i])
                         continue;
-                j = find_slot(pages, n, a->pages[i]);
+                j = find_slot(a, pages, n, a->pages[i]);
                 pages[j] = a->pages[i];
                 stamps[j] = a->stamps[i];
                 memcpy(&counts[j * nn], &a->counts[i * nn], nn * sizeof(*counts));
@@ -110,7 +129,7 @@ static int add(struct page_agg *a, uint64_t addr, int idx, uint64_t count) {
                 if (r < 0)
                         return r;
         }
-        i = find_slot(a->pages, a->slots, key);
+        i = find_slot(a, a->pages, a->slots, key);
         if (!a->pages[i]) {
                 a->pages[i] = key;
                 a->used++;

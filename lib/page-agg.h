@@ -66,6 +66,8 @@ int page_agg_carry(const struct page_agg *a, unsigned min_samples, uint32_t olde
                    struct page_agg **ret);
 /* Distinct pages held. */
 size_t page_agg_pages(const struct page_agg *a);
+/* The longest run of slots a lookup has walked (the table's health, for the tests). */
+size_t page_agg_longest_probe(const struct page_agg *a);
 /* Samples added since the aggregate was made: 0 for one that holds only carried
  * evidence (nothing new to decide on). */
 uint64_t page_agg_fresh(const struct page_agg *a);

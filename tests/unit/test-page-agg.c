@@ -590,4 +590,50 @@ static void outro(void) {
         topology_free(topo);
 }
 
+/* The unkeyed hash the table used, and its inverse: what a process that chooses its
+ * page addresses can compute. */
+static uint64_t old_hash(uint64_t x) {
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        return x;
+}
+
+static uint64_t old_hash_inverse(uint64_t y) {
+        uint64_t inv = 0xff51afd7ed558ccdull;
+
+        for (int i = 0; i < 5; i++)     /* Newton: the inverse of the odd constant mod 2^64 */
+                inv *= 2 - 0xff51afd7ed558ccdull * inv;
+        y ^= y >> 33;
+        y *= inv;
+        y ^= y >> 33;
+        return y;
+}
+
+/* 2,000 page addresses whose keys (address + 1) all hashed to slot 0 of any table up
+ * to 65,536 slots: under the unkeyed hash every lookup walked all of them (the
+ * longest run here was 1,999); with the keyed hash they spread. */
+TEST(chosen_addresses_do_not_collide) {
+        struct page_agg *a = NULL;
+        size_t n = 0;
+
+        CHECK_INT(old_hash_inverse(old_hash(0x123456789abcdef0ull)), 0x123456789abcdef0ull);
+        CHECK_INT(page_agg_new(topo, 4096, &a), 0);
+        if (!a)
+                return;
+        for (uint64_t y = 0; n < 2000 && y < (UINT64_C(1) << 40); y += UINT64_C(1) << 16) {
+                uint64_t key = old_hash_inverse(y);
+
+                if ((key & 4095) != 1)
+                        continue;       /* not a page address + 1 */
+                CHECK_INT(page_agg_add_counts(a, key - 1, topo->nodes[0].id, 1), 0);
+                n++;
+        }
+        CHECK_INT(n, 2000);
+        CHECK_INT(page_agg_pages(a), 2000);
+        printf("2000 chosen pages: the longest probe %zu slots\n", page_agg_longest_probe(a));
+        CHECK(page_agg_longest_probe(a) < 100);
+        page_agg_free(a);
+}
+
 DEFINE_TEST_MAIN_FULL(intro, outro)
