@@ -14,6 +14,7 @@
 #include "pagesize.h"
 #include "policy.h"
 #include "proc.h"
+#include "smaps.h"
 #include "thread-policy.h"
 #include "topology.h"
 
@@ -33,7 +34,8 @@ const struct migrate_stop
         move_stop_unreadable = { "unreadable", "the process's /proc files could not be read" },
         move_stop_target_full = { "target-full",
                                   "the target node fell below its free-memory floor (free_floor_pct) since the "
-                                  "scan" };
+                                  "scan" },
+        move_stop_locked = { "locked", "the memory was locked (mlock) since the scan (move_mlocked = no)" };
 
 /* What every job of the run shares: copied before the run, read-only while it runs. */
 struct check_run {
@@ -43,6 +45,7 @@ struct check_run {
         nb_nodemask with_memory;
         unsigned policy_rules;       /* policy_allowed_nodes()'s, as at the scan */
         unsigned free_floor_pct;
+        bool move_mlocked;
 };
 
 /* One job's (one part's: parts run side by side): the scan's facts, and when its
@@ -244,12 +247,52 @@ static int check_thread_policy(struct check_job *cj, struct check_state *st, con
         return r == -ENOMEM ? r : -ESTALE;
 }
 
+/* No range locked since the scan, unless move_mlocked: the scan left locked VMAs
+ * alone, and a process may lock memory between its scan and the move (smaps read only
+ * when its status shows locked memory: most never lock any). */
+static int check_locked(struct check_job *cj, struct check_state *st, const struct migrate_stop **ret_stop) {
+        const struct migrate_job *job = st->job;
+        _cleanup_free_ uint64_t *starts = NULL;
+        _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
+        size_t n = 0;
+        int r;
+
+        if (cj->run->move_mlocked || st->creds.status.vm_lck_kb == 0)
+                return 0;
+        r = smaps_read_locked(cj->run->proc_root, job->pid, &starts, &n);
+        if (r < 0) {
+                *ret_stop = r == -ESRCH ? &move_stop_exited : &move_stop_unreadable;
+                return r == -ENOMEM ? r : -ESTALE;
+        }
+        for (size_t k = 0; k < job->n_ranges; k++)
+                for (size_t i = 0; i < n; i++)
+                        if (starts[i] < job->ranges[k].end && starts[i] >= job->ranges[k].start) {
+                                *ret_stop = &move_stop_locked;
+                                return -ESTALE;
+                        }
+        /* A locked VMA that starts below a range and covers it: the VMA the range starts
+         * in is locked when its start is listed (numa_maps has the starts). */
+        r = read_policies(cj, job->pid, &maps);
+        if (r < 0) {
+                *ret_stop = r == -ESRCH ? &move_stop_exited : &move_stop_unreadable;
+                return r == -ENOMEM ? r : -ESTALE;
+        }
+        for (size_t k = 0; k < job->n_ranges; k++)
+                if (maps->n_vmas && maps->vmas[vma_at(maps, job->ranges[k].start)].start <= job->ranges[k].start &&
+                    smaps_locked_has(starts, n, maps->vmas[vma_at(maps, job->ranges[k].start)].start)) {
+                        *ret_stop = &move_stop_locked;
+                        return -ESTALE;
+                }
+        return 0;
+}
+
 /* In this order: each may use what the ones before it read (check_state). */
 static const check_fn checks[] = {
         check_process,
         check_cgroup,
         check_policy,
         check_thread_policy,
+        check_locked,
         check_target_room,   /* last: a process that may not move says so, not "full" */
 };
 
@@ -287,6 +330,7 @@ static int run_copy(const struct move_check_env *env, struct check_run *run) {
                 .policy_rules = (env->cfg->move_preferred ? POLICY_MOVE_PREFERRED : 0) |
                                 (env->kernel_balances ? POLICY_KERNEL_BALANCES : 0),
                 .free_floor_pct = env->cfg->free_floor_pct,
+                .move_mlocked = env->cfg->move_mlocked,
         };
         if (!run->proc_root || !run->cgroup_root || !run->sys_root || !run->rules)
                 return -ENOMEM;

@@ -42,7 +42,8 @@
 
 /* Why a check stopped a job (migrate_job.stop). */
 extern const struct migrate_stop move_stop_exited, move_stop_exec, move_stop_cgroup, move_stop_not_covered,
-        move_stop_policy, move_stop_thread_policy, move_stop_unreadable, move_stop_target_full;
+        move_stop_policy, move_stop_thread_policy, move_stop_unreadable, move_stop_target_full,
+        move_stop_locked;
 
 struct move_check;
 

@@ -1302,6 +1302,26 @@ static void worker_binds_to_node_1(pid_t pid) {
         bind_worker("bind:1");
 }
 
+/* mlock() of the 32 MiB VMA the job moves: status shows locked memory, smaps which. */
+static void locks_the_vma(pid_t pid) {
+        char path[PATH_MAX];
+
+        edit_proc_file(pid, "status", "VmLck:\t       0 kB", "VmLck:\t   32768 kB");
+        snprintf(path, sizeof(path), "%s/%d/smaps", env.proc, (int) pid);
+        write_file(path, "7f3a00000000-7f3a02000000 rw-p 00000000 00:00 0 \n"
+                         "Size:              32768 kB\nLocked:            32768 kB\nVmFlags: rd wr mr mw me lo ac \n");
+}
+
+/* mlock() of another VMA (the heap, already on node 0): the job goes on. */
+static void locks_another_vma(pid_t pid) {
+        char path[PATH_MAX];
+
+        edit_proc_file(pid, "status", "VmLck:\t       0 kB", "VmLck:\t    2048 kB");
+        snprintf(path, sizeof(path), "%s/%d/smaps", env.proc, (int) pid);
+        write_file(path, "55d0c0a00000-55d0c0c00000 rw-p 00000000 00:00 0 [heap]\n"
+                         "Size:               2048 kB\nLocked:             2048 kB\nVmFlags: rd wr mr mw me lo ac \n");
+}
+
 static void sudo(pid_t pid) {
         set_ids(pid, "1000\t0\t0\t0", "1000\t1000\t1000\t1000", 0);
 }
@@ -1325,6 +1345,8 @@ static const struct change changes[] = {
         { "interleave", interleave_all, "policy-changed", 0 },
         { "cpuset without the target", cpuset_to_node_1, "policy-changed", 0 },
         { "a worker thread binds itself", worker_binds_to_node_1, "thread-policy-changed", 0 },
+        { "mlock of the moving VMA", locks_the_vma, "locked", 0 },
+        { "mlock of another VMA", locks_another_vma, NULL, 0 },
         { "exec", execs, "exec", 0 },
         { "exit", exits, "exited", 0 },
         { "pid reused", pid_reused, "exited", 0 },
