@@ -83,6 +83,10 @@ static int load_config(const struct args *a, struct nb_config *ret) {
         return r;
 }
 
+/* The exit status of a start refused for its configuration (systemd.exec(5), the
+ * LSB's "program is not configured"). */
+#define EXIT_NOT_CONFIGURED 6
+
 static int check_config(const struct args *a) {
         const char *path = a->check_file ? a->check_file : a->config;
         bool named = a->check_file || a->config_named;
@@ -111,8 +115,7 @@ static int check_config(const struct args *a) {
 
 /* A new configuration (SIGHUP, through lifecycle.c): validated completely before
  * anything changes. */
-static int reload(void *userdata) {
-        struct daemon *d = userdata;
+static int reload_config(struct daemon *d) {
         struct nb_config cfg = {};
         int r;
 
@@ -147,6 +150,15 @@ static int reload(void *userdata) {
         config_done(&d->cfg);
         d->cfg = cfg;
         return 0;
+}
+
+/* reload_config(), its outcome kept for the metrics. */
+static int reload(void *userdata) {
+        struct daemon *d = userdata;
+        int r = reload_config(d);
+
+        manager_note_reload(d->manager, r >= 0);
+        return r;
 }
 
 /* ---- running ---------------------------------------------------------------- */
@@ -378,7 +390,9 @@ int main(int argc, char **argv) {
                 log_set_max_level(a.log_level);
         r = load_config(&a, &d.cfg);
         if (r < 0)
-                return EXIT_FAILURE;
+                /* "Not configured" (the LSB's 6): the unit's RestartPreventExitStatus=6
+                 * does not restart on it, every 5 s for ever, until the file is fixed. */
+                return EXIT_NOT_CONFIGURED;
         if (a.log_level < 0)
                 log_set_max_level(d.cfg.log_level);
         if (kernel_requirements_check() < 0 || cgroup_root_resolve(&d.cfg, true) < 0) {

@@ -954,6 +954,12 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
         return 0;
 }
 
+void manager_note_reload(struct manager *m, bool ok) {
+        m->counters.reloads_failed += !ok;
+        m->counters.last_reload_failed = !ok;
+        m->counters.last_reload_ms = clock_now_ms();
+}
+
 void manager_stop(struct manager *m) {
         if (!m)
                 return;

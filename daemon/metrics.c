@@ -343,6 +343,10 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
         metric_head(f, "numabalanced_growth_scans_total", "counter",
                     "Scans of settled processes brought forward because they grew (new memory to place).");
         fprintf(f, "numabalanced_growth_scans_total %" PRIu64 "\n", v->counters->growth_scans);
+        metric_head(f, "numabalanced_config_last_reload_successful", "gauge",
+                    "1 if the last reload of the configuration was applied (or none was asked for), 0 if it "
+                    "was refused: the daemon runs on the configuration it had.");
+        fprintf(f, "numabalanced_config_last_reload_successful %d\n", !v->counters->last_reload_failed);
         metric_head(f, "numabalanced_react_scans_total", "counter",
                     "Processes scanned on their own after one of their threads ran on another node.");
         fprintf(f, "numabalanced_react_scans_total %" PRIu64 "\n", v->counters->react_scans);

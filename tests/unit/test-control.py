@@ -300,6 +300,28 @@ try:
     check(0 < read_s <= d2['cgroups'][0]['cpu_ns']['read'] / 1e9 + 1e-9, f'metrics cpu read {read_s}')
     moved = promparse.get(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='moved')
     check(moved <= d2['cgroups'][0]['pages']['moved'], 'metrics moved vs list')
+    check(promparse.get(fam, 'numabalanced_config_last_reload_successful') == 1, 'metrics: reload ok before any')
+
+    # --- a refused reload shows in the metrics, and a good one again
+    def reload_metric(text):
+        good = open(conf).read()
+        open(conf, 'w').write(text)
+        daemon.send_signal(signal.SIGHUP)
+        want = 0 if text != good else 1
+        value = None
+        for _ in range(50):
+            time.sleep(0.1)
+            try:
+                value = promparse.get(promparse.parse(open(metrics).read()), 'numabalanced_config_last_reload_successful')
+            except (OSError, ValueError, KeyError):
+                continue
+            if value == want:
+                break
+        open(conf, 'w').write(good)
+        return value
+    good_conf = open(conf).read()
+    check(reload_metric(good_conf + '[daemon]\nno_such_key = 1\n') == 0, 'metrics: a refused reload is not 0')
+    check(reload_metric(good_conf) == 1, 'metrics: a good reload after a refused one is not 1')
 
     # --- bad requests on raw sockets: an error reply, then the daemon carries on
     def err_of(out):

@@ -71,10 +71,10 @@ check(err == missing + ': No such file or directory\n', '--check-config missing:
 
 # The daemon itself refuses a bad file before doing anything.
 rc, out, err = run('--config', bad, '--once', '--dry-run')
-check(rc == 1, 'start with a bad config: exit %d' % rc)
+check(rc == 6, 'start with a bad config: exit %d, expected 6 (not configured)' % rc)
 check(expected[0] in err and bad + ' has 4 errors' in err, 'start with a bad config: stderr %r' % err)
 rc, out, err = run('--config', missing, '--once', '--dry-run')
-check(rc == 1 and 'No such file or directory' in err, 'start with a missing named config: exit %d, %r' % (rc, err))
+check(rc == 6 and 'No such file or directory' in err, 'start with a missing named config: exit %d, %r' % (rc, err))
 
 # --- service CPUs ----------------------------------------------------------------
 sys_cpus = os.path.join(data, 'sys-cpus')

@@ -40,6 +40,7 @@ for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local
                   ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),
                   ('numabalanced_growth_scans_total', 'counter'),
                   ('numabalanced_react_scans_total', 'counter'),
+                  ('numabalanced_config_last_reload_successful', 'gauge'),
                   ('numabalanced_sampled_scans_total', 'counter'),
                   ('numabalanced_sampling_chain', 'gauge'), ('numabalanced_page_samples_total', 'counter'),
                   ('numabalanced_walk_cpu_seconds_total', 'counter'),

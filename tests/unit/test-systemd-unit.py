@@ -56,8 +56,14 @@ def main():
     check(re.fullmatch(r"/\S+/numabalanced", exec_start),
           f"ExecStart={exec_start}: expected an absolute path to numabalanced with @sbindir@ substituted")
     check(s.get("Type") == ["notify"], f"Type={s.get('Type')}: expected notify")
-    check(s.get("ExecReload") == ["/bin/kill -HUP $MAINPID"],
-          f"ExecReload={s.get('ExecReload')}: expected /bin/kill -HUP $MAINPID")
+    # A reload checks the file first (a broken one fails systemctl reload), then signals.
+    reload = s.get("ExecReload", [])
+    check(len(reload) == 2 and re.fullmatch(r"/\S+/numabalanced --check-config", reload[0]) and
+          reload[1] == "/bin/kill -HUP $MAINPID",
+          f"ExecReload={reload}: expected numabalanced --check-config, then /bin/kill -HUP $MAINPID")
+    # A broken configuration at start exits 6, which must not be restarted for ever.
+    check(s.get("RestartPreventExitStatus") == ["6"],
+          f"RestartPreventExitStatus={s.get('RestartPreventExitStatus')}: expected 6")
     check(s.get("WatchdogSec"), "no WatchdogSec=")
     # A pidfd per balanced process: the default soft limit of 1024 is far too few.
     nofile = s.get("LimitNOFILE", ["0"])[-1].split(":")[-1]
@@ -90,7 +96,8 @@ def verify(analyze, env, text, exec_start, daemon, mandir):
     os.mkdir(vdir)
     vunit = os.path.join(vdir, "numabalanced.service")
     with open(vunit, "w") as f:
-        f.write(text.replace(f"ExecStart={exec_start}\n", f"ExecStart={os.path.abspath(daemon)}\n"))
+        f.write(text.replace(f"ExecStart={exec_start}\n", f"ExecStart={os.path.abspath(daemon)}\n")
+                .replace(f"ExecReload={exec_start} ", f"ExecReload={os.path.abspath(daemon)} "))
     manpath = os.path.join(tmp, "man")
     for page in os.listdir(mandir):
         m = re.fullmatch(r".+\.([1-8])", page)
