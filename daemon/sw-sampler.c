@@ -157,7 +157,7 @@ static void on_sample(void *userdata, const struct task_sample *t) {
         uint64_t a, sp = t->regs[7];
         int n = task_sample_code(t->pid, t->ip, code), node;
 
-        if (n <= 0 || insn_decoder_addr(c->s->dec, t->ip, code, (size_t) n, t->regs, &a) < 0)
+        if (n <= 0 || insn_decoder_addr(c->s->dec, (uint64_t) t->pid, t->ip, code, (size_t) n, t->regs, &a) < 0)
                 return;
         if ((a > sp ? a - sp : sp - a) < SW_STACK_BYTES)
                 return;            /* the thread's stack: its own */

@@ -25,6 +25,7 @@ struct operand {
 };
 
 struct entry {
+        uint64_t space;            /* the address space ip is in (insn_decoder_addr) */
         uint64_t ip;               /* 0: empty */
         uint8_t len;               /* bytes of code compared on a hit */
         uint8_t code[INSN_CODE_LEN];
@@ -37,27 +38,35 @@ struct insn_decoder {
         csh cs;                    /* with operand details: the chosen instruction */
         csh sweep;                 /* without: the sweeps that choose it */
         struct entry cache[INSN_CACHE_SIZE];
-        uint64_t boundaries[INSN_CACHE_SIZE];  /* IPs sampled: instruction starts for certain */
+        struct boundary {
+                uint64_t space, ip;
+        } boundaries[INSN_CACHE_SIZE];         /* IPs sampled: instruction starts for certain */
         uint64_t boundary_gen;
         struct insn_decoder_stats stats;
 };
 
-static size_t slot(uint64_t ip) {
+/* What is learnt of an IP (its instruction, that an instruction starts there) holds
+ * in its address space only: one process's code says nothing of another's at the same
+ * address, and a tenant's samples must not steer how another process's are decoded. */
+static size_t slot(uint64_t space, uint64_t ip) {
         /* Fibonacci hashing: neighbouring IPs land far apart. */
-        return (size_t) ((ip * UINT64_C(11400714819323198485)) >> 52) & (INSN_CACHE_SIZE - 1);
+        return (size_t) (((ip ^ space * UINT64_C(0x9e3779b97f4a7c15)) * UINT64_C(11400714819323198485)) >> 52) &
+               (INSN_CACHE_SIZE - 1);
 }
 
-static void learn_boundary(struct insn_decoder *d, uint64_t ip) {
-        uint64_t *b = &d->boundaries[slot(ip)];
+static void learn_boundary(struct insn_decoder *d, uint64_t space, uint64_t ip) {
+        struct boundary *b = &d->boundaries[slot(space, ip)];
 
-        if (*b != ip) {
-                *b = ip;
+        if (b->ip != ip || b->space != space) {
+                *b = (struct boundary) { space, ip };
                 d->boundary_gen++;
         }
 }
 
-static bool is_boundary(const struct insn_decoder *d, uint64_t ip) {
-        return d->boundaries[slot(ip)] == ip;
+static bool is_boundary(const struct insn_decoder *d, uint64_t space, uint64_t ip) {
+        const struct boundary *b = &d->boundaries[slot(space, ip)];
+
+        return b->ip == ip && b->space == space;
 }
 
 /* Capstone's register to perf's index (any width of it). */
@@ -169,7 +178,8 @@ static void vote(struct insn_decoder *d, uint64_t ip, const uint8_t *code, size_
 /* The instruction that ended at ip: one starting at a sampled IP (a boundary for
  * certain), else the one most sweeps agree on (the longer on a tie); certain too when
  * it won at least 4 votes and twice the runner-up's, so it is not decoded again. */
-static bool decode(struct insn_decoder *d, uint64_t ip, const uint8_t *code, size_t len, struct entry *e) {
+static bool decode(struct insn_decoder *d, uint64_t space, uint64_t ip, const uint8_t *code, size_t len,
+                   struct entry *e) {
         unsigned votes[INSN_MAX_LEN + 1] = {}, best_votes = 0, second = 0;
         size_t best = 0;
         bool certain = false;
@@ -179,7 +189,7 @@ static bool decode(struct insn_decoder *d, uint64_t ip, const uint8_t *code, siz
         for (size_t k = 1; k <= INSN_MAX_LEN && k <= len && !certain; k++) {
                 if (!votes[k])
                         continue;
-                if (is_boundary(d, ip - k)) {
+                if (is_boundary(d, space, ip - k)) {
                         best = k;
                         certain = true;
                 } else if (votes[k] >= best_votes) {
@@ -199,7 +209,7 @@ static bool decode(struct insn_decoder *d, uint64_t ip, const uint8_t *code, siz
                 if (n)
                         cs_free(insn, n);
         }
-        *e = (struct entry) { .ip = ip, .len = (uint8_t) len, .certain = certain, .boundary_gen = d->boundary_gen,
+        *e = (struct entry) { .space = space, .ip = ip, .len = (uint8_t) len, .certain = certain, .boundary_gen = d->boundary_gen,
                               .op = op };
         memcpy(e->code, code, len);
         return best != 0;
@@ -211,20 +221,20 @@ static uint64_t reg_value(const uint64_t *regs, struct reg_ref r) {
         return r.low32 ? (uint32_t) regs[r.idx] : regs[r.idx];
 }
 
-int insn_decoder_addr(struct insn_decoder *d, uint64_t ip, const uint8_t *code, size_t len,
+int insn_decoder_addr(struct insn_decoder *d, uint64_t space, uint64_t ip, const uint8_t *code, size_t len,
                       const uint64_t regs[INSN_REGS], uint64_t *ret_addr) {
         struct entry *e;
 
         if (!d || !code || len == 0 || len > INSN_CODE_LEN || ip < len || !regs || !ret_addr)
                 return -EINVAL;
         d->stats.lookups++;
-        learn_boundary(d, ip);
-        e = &d->cache[slot(ip)];
-        if (e->ip == ip && e->len == len && memcmp(e->code, code, len) == 0 &&
+        learn_boundary(d, space, ip);
+        e = &d->cache[slot(space, ip)];
+        if (e->space == space && e->ip == ip && e->len == len && memcmp(e->code, code, len) == 0 &&
             (e->certain || e->boundary_gen == d->boundary_gen))
                 d->stats.hits++;
         else {
-                decode(d, ip, code, len, e);
+                decode(d, space, ip, code, len, e);
                 d->stats.decoded++;
         }
         if (!e->op.usable)
@@ -277,9 +287,9 @@ void insn_decoder_free(struct insn_decoder *d) {
         (void) d;
 }
 
-int insn_decoder_addr(struct insn_decoder *d, uint64_t ip, const uint8_t *code, size_t len,
+int insn_decoder_addr(struct insn_decoder *d, uint64_t space, uint64_t ip, const uint8_t *code, size_t len,
                       const uint64_t regs[INSN_REGS], uint64_t *ret_addr) {
-        (void) d, (void) ip, (void) code, (void) len, (void) regs, (void) ret_addr;
+        (void) d, (void) space, (void) ip, (void) code, (void) len, (void) regs, (void) ret_addr;
         return -EOPNOTSUPP;
 }
 

@@ -51,8 +51,10 @@ void insn_decoder_free(struct insn_decoder *d);
  * before is not mapped). Returns 0 with the address in *ret_addr; -ENOENT when the
  * instruction that ended at ip has no memory operand the registers give (none, an
  * LEA, a segment base such as TLS, two memory operands, an address register it wrote
- * itself, bytes that are no instruction); -EINVAL for bad arguments. */
-int insn_decoder_addr(struct insn_decoder *d, uint64_t ip, const uint8_t *code, size_t len,
+ * itself, bytes that are no instruction); -EINVAL for bad arguments. space names the
+ * address space ip is in (the process's pid): what is learnt of an IP in one is never
+ * used for another. */
+int insn_decoder_addr(struct insn_decoder *d, uint64_t space, uint64_t ip, const uint8_t *code, size_t len,
                       const uint64_t regs[INSN_REGS], uint64_t *ret_addr);
 
 /* What the decoder did so far: lookups, cache hits, and lookups that gave an address. */

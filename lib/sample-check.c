@@ -28,7 +28,7 @@ static void count(void *userdata, const struct task_sample *t) {
                 return;
         y->c->samples[k]++;
         n = task_sample_code(t->pid, t->ip, code);
-        if (n <= 0 || insn_decoder_addr(y->dec, t->ip, code, (size_t) n, t->regs, &a) < 0 || a < y->lo || a >= y->hi)
+        if (n <= 0 || insn_decoder_addr(y->dec, (uint64_t) t->pid, t->ip, code, (size_t) n, t->regs, &a) < 0 || a < y->lo || a >= y->hi)
                 return;
         y->c->addresses[k]++;
         y->c->own[k] += (a < y->mid) == (k == 0);

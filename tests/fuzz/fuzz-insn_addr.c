@@ -27,12 +27,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (unsigned i = 0; i < INSN_REGS; i++)
                 regs[i] = ip * (i + 1);
         if (state < 0) {
-                FUZZ_ASSERT(insn_decoder_addr(d, ip, data + 8, len, regs, &a) == -EOPNOTSUPP);
+                FUZZ_ASSERT(insn_decoder_addr(d, 0, ip, data + 8, len, regs, &a) == -EOPNOTSUPP);
                 return 0;
         }
-        r = insn_decoder_addr(d, ip, data + 8, len, regs, &a);
+        r = insn_decoder_addr(d, 0, ip, data + 8, len, regs, &a);
         FUZZ_ASSERT(r == 0 || r == -ENOENT);
-        again = insn_decoder_addr(d, ip, data + 8, len, regs, &b);
+        again = insn_decoder_addr(d, 0, ip, data + 8, len, regs, &b);
         FUZZ_ASSERT(again == r && (r < 0 || a == b));
         return 0;
 }

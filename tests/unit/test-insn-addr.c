@@ -26,7 +26,7 @@ static int addr_of(const uint8_t *bytes, size_t n, uint64_t ip, const uint64_t *
         /* Padded in front with one-byte NOPs, as the code before an instruction. */
         memset(code, 0x90, sizeof(code));
         memcpy(code + sizeof(code) - n, bytes, n);
-        return insn_decoder_addr(dec, ip, code, sizeof(code), regs, ret);
+        return insn_decoder_addr(dec, 0, ip, code, sizeof(code), regs, ret);
 }
 
 TEST(decoded_addresses) {
@@ -55,7 +55,7 @@ TEST(decoded_addresses) {
         regs[1] = UINT64_C(0xffffffff00001000);
         CHECK_INT(addr_of((const uint8_t[]) { 0x67, 0x8b, 0x03 }, 3, 0x401600, regs, &a), 0);
         CHECK_INT(a, 0x1000);
-        CHECK_INT(insn_decoder_addr(dec, 0x401600, (const uint8_t[]) { 0x90 }, 0, regs, &a), -EINVAL);
+        CHECK_INT(insn_decoder_addr(dec, 0, 0x401600, (const uint8_t[]) { 0x90 }, 0, regs, &a), -EINVAL);
 }
 
 /* The split workload's inner loop as gcc -O2 builds it: the bytes before the load's end
@@ -91,11 +91,49 @@ TEST(ambiguous_tail_decoded_from_context) {
         regs[3] = 0x16696;                              /* rdx: its remainder */
         regs[4] = 0x40000;                              /* rsi: the words */
         regs[5] = UINT64_C(0x7fa7a9c00000);             /* rdi: the buffer */
-        CHECK_INT(insn_decoder_addr(dec, 0x403000, loop, sizeof(loop), regs, &a), 0);
+        CHECK_INT(insn_decoder_addr(dec, 0, 0x403000, loop, sizeof(loop), regs, &a), 0);
         CHECK_INT(a, UINT64_C(0x7fa7a9c00000) + 0x16696 * 8);
         /* With only the last 15 bytes, as before: the context still decides. */
-        CHECK_INT(insn_decoder_addr(dec, 0x404000, loop + sizeof(loop) - INSN_MAX_LEN, INSN_MAX_LEN, regs, &a), 0);
+        CHECK_INT(insn_decoder_addr(dec, 0, 0x404000, loop + sizeof(loop) - INSN_MAX_LEN, INSN_MAX_LEN, regs, &a), 0);
         CHECK_INT(a, UINT64_C(0x7fa7a9c00000) + 0x16696 * 8);
+}
+
+/* A boundary learnt in one address space (a sample of one process) does not steer the
+ * decoding of another process's sample at the same address: a tenant's samples could
+ * otherwise make the decoder read another process's loads as from another register. */
+TEST(what_one_space_learns_stays_there) {
+        static const uint8_t loop[] = {
+                0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x48, 0x89, 0xda, 0x48, 0xc1, 0xe2, 0x0d, 0x48, 0x31, 0xda,
+                0x48, 0x89, 0xd0, 0x48, 0xc1, 0xe8, 0x07, 0x48, 0x31, 0xd0, 0x31, 0xd2, 0x48, 0x89, 0xc3, 0x48,
+                0xc1, 0xe3, 0x11, 0x48, 0x31, 0xc3, 0x48, 0x89, 0xd8, 0x48, 0xf7, 0xf6, 0x4c, 0x03, 0x24, 0xd7,
+        };
+        const uint64_t ip = 0x405000, right = UINT64_C(0x7fa7a9c00000) + 0x16696 * 8;
+        uint64_t regs[INSN_REGS] = {}, a = 0, steered = 0;
+        size_t k;
+
+        if (!dec)
+                TEST_SKIP("no decoder in this build (x86-64 with Capstone)");
+        regs[0] = UINT64_C(0x1b54a52bd677);
+        regs[1] = UINT64_C(0x6d5294af59dd6696);
+        regs[3] = 0x16696;
+        regs[4] = 0x40000;
+        regs[5] = UINT64_C(0x7fa7a9c00000);
+        /* A start that, known as a boundary, makes the decoder take another instruction
+         * (the longer one the context overrules): each tried in a space of its own. */
+        for (k = 5; k <= INSN_MAX_LEN && !steered; k++) {
+                uint64_t space = 1000 + k;
+
+                (void) insn_decoder_addr(dec, space, ip - k, loop, sizeof(loop) - k, regs, &a);
+                if (insn_decoder_addr(dec, space, ip, loop, sizeof(loop), regs, &a) != 0 || a != right)
+                        steered = k;
+        }
+        CHECK_MSG(steered, "no boundary steers the decoding: the case tests nothing");
+        /* The same IP and bytes in another space: the context decides, as if nothing
+         * had been learnt anywhere. */
+        CHECK_INT(insn_decoder_addr(dec, 2000, ip, loop, sizeof(loop), regs, &a), 0);
+        CHECK_INT(a, right);
+        /* And the steered space's cached entry is not the other's either. */
+        CHECK(insn_decoder_addr(dec, 1000 + steered, ip, loop, sizeof(loop), regs, &a) != 0 || a != right);
 }
 
 /* Code that changed under the same IP (a JIT) is decoded again. */
