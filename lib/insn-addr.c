@@ -115,9 +115,18 @@ static struct operand operand_of(csh cs, const cs_insn *insn) {
         cs_regs rd, wr;
         uint8_t n_rd = 0, n_wr = 0;
 
-        /* LEA computes an address without touching it; NOPs with operands touch nothing. */
-        if (insn->id == X86_INS_LEA || insn->id == X86_INS_NOP)
+        /* LEA computes an address without touching it; NOPs with operands touch nothing;
+         * prefetches and cache-line flushes take any address, mapped or not, without
+         * faulting: a process could make its samples name pages it never uses. */
+        switch (insn->id) {
+        case X86_INS_LEA: case X86_INS_NOP:
+        case X86_INS_PREFETCH: case X86_INS_PREFETCHNTA: case X86_INS_PREFETCHT0: case X86_INS_PREFETCHT1:
+        case X86_INS_PREFETCHT2: case X86_INS_PREFETCHW:
+        case X86_INS_CLFLUSH: case X86_INS_CLFLUSHOPT: case X86_INS_CLWB:
                 return op;
+        default:
+                break;
+        }
         for (uint8_t i = 0; i < x->op_count; i++) {
                 if (x->operands[i].type != X86_OP_MEM)
                         continue;

@@ -98,6 +98,28 @@ TEST(ambiguous_tail_decoded_from_context) {
         CHECK_INT(a, UINT64_C(0x7fa7a9c00000) + 0x16696 * 8);
 }
 
+/* Prefetches and cache-line flushes take any address without touching it: no sample
+ * address from them (a process could name pages it never uses). */
+TEST(prefetch_and_flush_give_no_address) {
+        static const struct { const char *what; uint8_t code[4]; size_t len; } insns[] = {
+                { "prefetcht0 (%rax)", { 0x0f, 0x18, 0x08 }, 3 },
+                { "prefetchnta (%rax)", { 0x0f, 0x18, 0x00 }, 3 },
+                { "prefetchw (%rax)", { 0x0f, 0x0d, 0x08 }, 3 },
+                { "clflush (%rax)", { 0x0f, 0xae, 0x38 }, 3 },
+        };
+        uint64_t regs[INSN_REGS] = {}, a = 0;
+
+        if (!dec)
+                TEST_SKIP("no decoder in this build (x86-64 with Capstone)");
+        regs[0] = 0x5000;
+        for (size_t i = 0; i < sizeof(insns) / sizeof(insns[0]); i++)
+                CHECK_MSG(addr_of(insns[i].code, insns[i].len, 0x406000 + i * 0x100, regs, &a) == -ENOENT,
+                          "%s gave an address", insns[i].what);
+        /* A load from the same register still does. */
+        CHECK_INT(addr_of((const uint8_t[]) { 0x48, 0x8b, 0x10 }, 3, 0x407000, regs, &a), 0);
+        CHECK_INT(a, 0x5000);
+}
+
 /* A boundary learnt in one address space (a sample of one process) does not steer the
  * decoding of another process's sample at the same address: a tenant's samples could
  * otherwise make the decoder read another process's loads as from another register. */
