@@ -10,7 +10,7 @@
 #   STOPPING=1
 # A refused reload still ends with READY=1: systemd waits for it to end the reload,
 # and the daemon goes on running on its previous configuration.
-# Usage: test-notify.py NUMABALANCED
+# Usage: test-lifecycle.py NUMABALANCED
 import os
 import signal
 import socket
@@ -23,7 +23,7 @@ import nbtest  # noqa: E402
 from nbtest import check  # noqa: E402
 
 exe = sys.argv[1]
-tmp = nbtest.tmpdir('test-notify-')
+tmp = nbtest.tmpdir('test-lifecycle-')
 conf = os.path.join(tmp, 'numabalanced.conf')
 
 
