@@ -58,6 +58,7 @@ TEST(replay_drains_what_was_written) {
         close(fd);
         config_defaults(&cfg);
         cfg.pmu = PMU_MODE_REPLAY;
+        free(cfg.replay_path);
         cfg.replay_path = strdup(path);
         CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &placement_source_proc, &s), 0);
         CHECK(s != NULL);
@@ -82,6 +83,7 @@ TEST(replay_without_its_file_is_an_error) {
 
         config_defaults(&cfg);
         cfg.pmu = PMU_MODE_REPLAY;
+        free(cfg.replay_path);
         cfg.replay_path = strdup("/nonexistent/replay");
         CHECK(page_sampler_choose(&cfg, "/proc", "/sys", topo, &placement_source_proc, &s) < 0);
         CHECK(s == NULL);

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The tree's layout holds what docs/ARCHITECTURE.md promises a newcomer.
+
+    test-layout.py SOURCE_ROOT
+
+1. Every module of the daemon (daemon/NAME.c, main.c included) has a unit test of its
+   own: tests/unit/test-NAME.c or tests/unit/test-NAME.py. The BPF programs and their
+   loaders (daemon/bpf/) are tested in the VM suite (tests/vm/test-bpf.py) and are not
+   counted here.
+2. Every file of daemon/, daemon/bpf/, lib/ and ctl/ (sources, headers and meson.build
+   files aside; vmlinux is generated) is named in docs/ARCHITECTURE.md, by its path
+   or its file name, so that the map covers the whole tree.
+3. struct manager (daemon/manager-internal.h) is seen by daemon/manager.c and its test
+   only: every other step takes what it uses.
+Each check runs first on a scratch tree that breaks it, so that none can pass by
+finding nothing.
+"""
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import nbtest  # noqa: E402
+from nbtest import check  # noqa: E402
+
+SOURCE_DIRS = ['daemon', 'daemon/bpf', 'lib', 'ctl']
+NOT_NAMED = {'meson.build', 'vmlinux'}
+
+
+def modules_without_test(root):
+    out = []
+    for f in sorted(os.listdir(os.path.join(root, 'daemon'))):
+        if not f.endswith('.c'):
+            continue
+        name = f[:-2]
+        if not any(os.path.exists(os.path.join(root, 'tests', 'unit', 'test-' + name + ext)) for ext in ('.c', '.py')):
+            out.append('daemon/' + f)
+    return out
+
+
+def files_not_in_architecture(root):
+    text = open(os.path.join(root, 'docs', 'ARCHITECTURE.md'), encoding='utf-8').read()
+    out = []
+    for d in SOURCE_DIRS:
+        full = os.path.join(root, d)
+        for f in sorted(os.listdir(full)):
+            if f in NOT_NAMED or os.path.isdir(os.path.join(full, f)):
+                continue
+            if not re.search(r'(?<![\w.-])' + re.escape(f) + r'(?![\w-])', text):
+                out.append(d + '/' + f)
+    return out
+
+
+def manager_internal_users(root):
+    out = []
+    for d in SOURCE_DIRS + ['tests/unit', 'tests/vm', 'tests/fuzz']:
+        full = os.path.join(root, d)
+        if not os.path.isdir(full):
+            continue
+        for f in sorted(os.listdir(full)):
+            if not f.endswith(('.c', '.h')):
+                continue
+            path = d + '/' + f
+            if path in ('daemon/manager.c', 'daemon/manager-internal.h', 'tests/unit/test-manager.c'):
+                continue
+            if '"manager-internal.h"' in open(os.path.join(full, f), encoding='utf-8', errors='replace').read():
+                out.append(path)
+    return out
+
+
+def scratch_tree():
+    t = tempfile.mkdtemp(prefix='test-layout-')
+    for d in SOURCE_DIRS + ['tests/unit', 'docs']:
+        os.makedirs(os.path.join(t, d), exist_ok=True)
+    for f in ('daemon/a.c', 'daemon/b.c', 'tests/unit/test-a.py', 'lib/x.h', 'daemon/bpf/meson.build'):
+        open(os.path.join(t, f), 'w').close()
+    with open(os.path.join(t, 'daemon/b.c'), 'w') as f:
+        f.write('#include "manager-internal.h"\n')
+    with open(os.path.join(t, 'docs/ARCHITECTURE.md'), 'w') as f:
+        f.write('a.c: the first; b.c: the second; not x.hh\n')
+    return t
+
+
+def main():
+    root = sys.argv[1]
+    t = scratch_tree()
+    check(modules_without_test(t) == ['daemon/b.c'], 'the checker finds a module without a test')
+    check(files_not_in_architecture(t) == ['lib/x.h'], 'the checker finds a file the map does not name')
+    check(manager_internal_users(t) == ['daemon/b.c'], 'the checker finds a module that sees struct manager')
+    shutil.rmtree(t)
+
+    missing = modules_without_test(root)
+    check(not missing, 'every daemon module has its own unit test: missing for ' + ', '.join(missing))
+    unnamed = files_not_in_architecture(root)
+    check(not unnamed, 'docs/ARCHITECTURE.md names every file: it does not name ' + ', '.join(unnamed))
+    users = manager_internal_users(root)
+    check(not users, 'only manager.c and its test see struct manager: also ' + ', '.join(users))
+    return nbtest.finish()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
