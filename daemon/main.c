@@ -180,6 +180,16 @@ static int run_once(struct daemon *d) {
         return 0;
 }
 
+/* A clean stop takes its metrics file along: a file left behind looks, to the
+ * textfile collector, like a daemon that stopped ticking (an alert), where the
+ * operator stopped it. A crash leaves it, and its age says so. */
+static void remove_metrics(const struct daemon *d) {
+        const char *path = d->cfg.metrics_path;
+
+        if (path && *path && unlink(path) < 0 && errno != ENOENT)
+                log_warning_errno(-errno, "Failed to remove the metrics file %s: %m", path);
+}
+
 static int run(struct daemon *d) {
         int r;
 
@@ -227,6 +237,7 @@ static int run(struct daemon *d) {
         r = sd_event_loop(d->event);
         if (r < 0)
                 return log_error_errno(r, "The event loop failed: %m");
+        remove_metrics(d);
         return r;
 }
 

@@ -474,6 +474,7 @@ finally:
             daemon.kill()
             check(False, 'daemon did not stop')
     check(not os.path.exists(sock), 'the socket is left behind')
+    check(not os.path.exists(metrics), 'the metrics file is left behind after a clean stop')
     for w in work:
         w.kill()
         w.wait()
