@@ -17,7 +17,9 @@
  *      the ticks, the signals, STATUS= and the watchdog.
  * The daemon never forks (Type=notify): --foreground is accepted for habit's sake. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,7 @@
 #include "manager.h"
 #include "metrics.h"
 #include "nodemask.h"
+#include "parse.h"
 #include "service-cpus.h"
 
 struct args {
@@ -41,6 +44,7 @@ struct args {
         bool config_named;           /* --config given: a missing file is an error */
         bool check;
         const char *check_file;
+        const char *check_of;        /* --check-config-of PID */
         bool once, dry_run, foreground;
         int log_level;               /* -1: from the config */
         const char *proc_root, *sys_root;
@@ -111,6 +115,46 @@ static int check_config(const struct args *a) {
                 fprintf(stderr, "%s: %s\n", path, strerror(-r));
         config_errors_done(&errs);
         return EXIT_FAILURE;
+}
+
+static int parse_args(int argc, char **argv, struct args *a);
+
+/* --check-config-of PID: the file the running daemon PID would read at its next
+ * reload, checked as --check-config checks one: its own command line (from
+ * /proc/PID/cmdline) parsed as it parsed it, so that a unit whose ExecStart= names
+ * another --config (a drop-in) has that file checked, not the default. */
+static int check_config_of(const char *pid_text, const char *proc_root) {
+        _cleanup_free_ char *cmdline = NULL;
+        _cleanup_free_ char **argv = NULL;
+        char path[PATH_MAX];
+        struct args running = { .config = CONFIG_DEFAULT_PATH, .log_level = -1, .proc_root = "/proc",
+                                .sys_root = "/sys", .control_socket = CONTROL_SOCKET_DEFAULT };
+        size_t len = 0, argc = 0;
+        int pid, r;
+
+        if (parse_int(pid_text, 1, INT32_MAX, &pid) < 0) {
+                fprintf(stderr, "--check-config-of: \"%s\" is not a process id\n", pid_text);
+                return EXIT_FAILURE;
+        }
+        snprintf(path, sizeof(path), "%s/%d/cmdline", proc_root, (int) pid);
+        r = read_file_at(AT_FDCWD, path, 65536, &cmdline, &len);
+        if (r < 0 || len == 0) {
+                fprintf(stderr, "--check-config-of: cannot read the command line of process %d: %s\n", (int) pid,
+                        r < 0 ? strerror(-r) : "it has none (not a running daemon)");
+                return EXIT_FAILURE;
+        }
+        argv = calloc(len + 2, sizeof(*argv));
+        if (!argv)
+                return EXIT_FAILURE;
+        for (size_t i = 0; i < len; i += strlen(cmdline + i) + 1)
+                argv[argc++] = cmdline + i;
+        optind = 0;     /* getopt_long() from the start again, on that argv */
+        opterr = 0;
+        if (parse_args((int) argc, argv, &running) <= 0 || running.check || running.check_of) {
+                fprintf(stderr, "--check-config-of: process %d does not run as a numabalanced daemon\n", (int) pid);
+                return EXIT_FAILURE;
+        }
+        return check_config(&running);
 }
 
 /* A new configuration (SIGHUP, through lifecycle.c): validated completely before
@@ -253,6 +297,8 @@ static void help(void) {
                "  -n, --dry-run            plan and log, move nothing, change no sysctl\n"
                "      --check-config [FILE] check the configuration, print \"configuration OK\"\n"
                "                           or every error, and exit\n"
+               "      --check-config-of PID  the same for the file the running daemon PID reads\n"
+               "                           (its own --config, or the default): ExecReload=\n"
                "  -l, --log-level LEVEL    err, warning, notice, info or debug (wins over the config)\n"
                "      --proc-root DIR      where /proc is (for tests; default /proc)\n"
                "      --sys-root DIR       where /sys is (for tests; default /sys)\n"
@@ -263,7 +309,7 @@ static void help(void) {
                CONFIG_DEFAULT_PATH, CONTROL_SOCKET_DEFAULT);
 }
 
-enum { OPT_ONCE = 256, OPT_CHECK, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_CONTROL_SOCKET };
+enum { OPT_ONCE = 256, OPT_CHECK, OPT_CHECK_OF, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_CONTROL_SOCKET };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, 'c' },
@@ -271,6 +317,7 @@ static const struct option options[] = {
         { "once", no_argument, NULL, OPT_ONCE },
         { "dry-run", no_argument, NULL, 'n' },
         { "check-config", optional_argument, NULL, OPT_CHECK },
+        { "check-config-of", required_argument, NULL, OPT_CHECK_OF },
         { "log-level", required_argument, NULL, 'l' },
         { "proc-root", required_argument, NULL, OPT_PROC_ROOT },
         { "sys-root", required_argument, NULL, OPT_SYS_ROOT },
@@ -300,6 +347,9 @@ static int parse_args(int argc, char **argv, struct args *a) {
                         break;
                 case 'n':
                         a->dry_run = true;
+                        break;
+                case OPT_CHECK_OF:
+                        a->check_of = optarg;
                         break;
                 case OPT_CHECK:
                         a->check = true;
@@ -393,6 +443,8 @@ int main(int argc, char **argv) {
         r = parse_args(argc, argv, &a);
         if (r <= 0)
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        if (a.check_of)
+                return check_config_of(a.check_of, a.proc_root);
         if (a.check)
                 return check_config(&a);
 

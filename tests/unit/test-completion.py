@@ -49,7 +49,7 @@ def main():
     got = complete(root, ["numabalanced", "--log-level", ""], 2)
     check(set(got) == {"err", "warning", "notice", "info", "debug"}, f"numabalanced --log-level <Tab>: {got}")
     got = complete(root, ["numabalanced", "--ch"], 1)
-    check(got == ["--check-config"], f"numabalanced --ch<Tab>: {got}")
+    check(got == ["--check-config", "--check-config-of"], f"numabalanced --ch<Tab>: {got}")
     return nbtest.finish()
 
 

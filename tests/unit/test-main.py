@@ -10,6 +10,7 @@ import resource
 import signal
 import socket
 import subprocess
+import time
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -75,6 +76,29 @@ check(rc == 6, 'start with a bad config: exit %d, expected 6 (not configured)' %
 check(expected[0] in err and bad + ' has 4 errors' in err, 'start with a bad config: stderr %r' % err)
 rc, out, err = run('--config', missing, '--once', '--dry-run')
 check(rc == 6 and 'No such file or directory' in err, 'start with a missing named config: exit %d, %r' % (rc, err))
+
+# --- --check-config-of PID: the file a running daemon reads (ExecReload=) -----------
+# The daemon runs with --config running.conf; the check reads that path from its
+# command line, so a broken edit of that file (not of the default) fails the check.
+running = conf('running.conf', '[select]\ncgroup_root = %s\n[sample]\nsource = proc\npmu = off\n' % tmp)
+d = subprocess.Popen([exe, '--foreground', '--dry-run', '--control-socket=', '--config', running],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    time.sleep(0.5)
+    rc, out, err = run('--check-config-of', str(d.pid))
+    check(rc == 0 and out == 'configuration OK\n', '--check-config-of a running daemon: exit %d, %r %r' % (rc, out, err))
+    with open(running, 'a') as f:
+        f.write('[daemon]\nno_such_key = 1\n')
+    rc, out, err = run('--check-config-of', str(d.pid))
+    check(rc == 1 and running + ':7: [daemon] no_such_key: unknown key' in err,
+          '--check-config-of after a broken edit: exit %d, %r' % (rc, err))
+finally:
+    d.terminate()
+    d.wait(20)
+rc, out, err = run('--check-config-of', str(os.getpid()))
+check(rc == 1 and 'does not run as a numabalanced daemon' in err, '--check-config-of another process: %d %r' % (rc, err))
+rc, out, err = run('--check-config-of', 'x1')
+check(rc == 1 and 'not a process id' in err, '--check-config-of x1: %d %r' % (rc, err))
 
 # --- service CPUs ----------------------------------------------------------------
 sys_cpus = os.path.join(data, 'sys-cpus')

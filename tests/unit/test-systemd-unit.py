@@ -58,9 +58,9 @@ def main():
     check(s.get("Type") == ["notify"], f"Type={s.get('Type')}: expected notify")
     # A reload checks the file first (a broken one fails systemctl reload), then signals.
     reload = s.get("ExecReload", [])
-    check(len(reload) == 2 and re.fullmatch(r"/\S+/numabalanced --check-config", reload[0]) and
+    check(len(reload) == 2 and re.fullmatch(r"/\S+/numabalanced --check-config-of \$MAINPID", reload[0]) and
           reload[1] == "/bin/kill -HUP $MAINPID",
-          f"ExecReload={reload}: expected numabalanced --check-config, then /bin/kill -HUP $MAINPID")
+          f"ExecReload={reload}: expected numabalanced --check-config-of $MAINPID, then /bin/kill -HUP $MAINPID")
     # A broken configuration at start exits 6, which must not be restarted for ever.
     check(s.get("RestartPreventExitStatus") == ["6"],
           f"RestartPreventExitStatus={s.get('RestartPreventExitStatus')}: expected 6")

@@ -240,6 +240,8 @@ def run(build):
         # which the unit's SystemCallFilter= refuses: no leak check under systemd (the
         # other VM tests do it); ignored by a build without ASan.
         f.write(f"[Service]\nExecStart=\nExecStart={TEST_DIR}/numabalanced --config {conf}\n"
+                f"ExecReload=\nExecReload={TEST_DIR}/numabalanced --check-config-of $MAINPID\n"
+                "ExecReload=/bin/kill -HUP $MAINPID\n"
                 "Environment=ASAN_OPTIONS=detect_leaks=0\n")
     # No daemon-reload: nothing has named the unit since boot, so systemd reads it,
     # drop-in included, from the unit directories the first time it is asked for (below).
