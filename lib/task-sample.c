@@ -2,6 +2,7 @@
 /* Timer samples of threads with their user registers (task-sample.h). */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,15 @@ void task_sampler_remove(struct task_sampler *s, pid_t pid, pid_t tid) {
         }
 }
 
+/* The live /proc, not a root passed in as lib's readers take: the events and the
+ * code bytes are the running kernel's and processes' own. */
+static bool thread_of(pid_t pid, pid_t tid) {
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d", (int) pid, (int) tid);
+        return access(path, F_OK) == 0;
+}
+
 int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
         struct perf_event_attr a = {
                 .type = PERF_TYPE_SOFTWARE,
@@ -122,6 +132,16 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
                 int e = -errno;
                 r->fd = -1;
                 return e;
+        }
+        /* The tid came from a listing of pid's threads: by now that thread may have
+         * ended and its id gone to a thread of another process, which the event would
+         * sample (its registers, then its code bytes). Checked after the open: the
+         * event holds the task it opened, and the task is pid's thread exactly when
+         * /proc finds it among pid's threads now. */
+        if (!thread_of(pid, tid)) {
+                close(fd);
+                r->fd = -1;
+                return -ESRCH;
         }
         meta = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (meta == MAP_FAILED) {

@@ -29,7 +29,8 @@ void task_sampler_free(struct task_sampler *s);
 
 /* Starts sampling thread tid (pid: its process, for the caller's bookkeeping).
  * Returns 0, -E2BIG at TASK_SAMPLE_MAX_THREADS, or perf_event_open's -errno (-EACCES:
- * perf_event_paranoid or a missing CAP_PERFMON; -ESRCH: gone). */
+ * perf_event_paranoid or a missing CAP_PERFMON; -ESRCH: gone, or tid is not, or no
+ * longer, a thread of pid). */
 int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid);
 /* Stops sampling thread tid of pid, or (tid 0) every thread of pid. */
 void task_sampler_remove(struct task_sampler *s, pid_t pid, pid_t tid);
