@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The executor: moves the page ranges of one process to one node with move_pages(2),
- * on the calling thread (the worker pool, workers.h, runs it on pinned threads).
+ * on the calling thread (the worker pool, migrator.h, runs it on pinned threads).
  *
  * Per job: the pid is re-checked through its pidfd (the process we sampled, same
  * start time) before the call, and the result is discarded if the pidfd has become

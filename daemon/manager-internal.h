@@ -21,7 +21,6 @@
 #include "proc-records.h"
 #include "service-cpus.h"
 #include "page-sampler.h"
-#include "page-sampler.h"
 #include "source.h"
 #include "topology.h"
 

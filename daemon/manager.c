@@ -125,10 +125,11 @@ struct scan_list {
         bool moves;                /* some plan of these has moves */
 };
 
-/* Each node's free memory, read by the first thing in a tick that needs it (a plan,
- * or a process held back at a full node) and by no tick that plans nothing: a settled
- * machine's tick then opens none of the per-node files (seven in a 2-node guest, a
- * third of the tick's opens), on the service CPU a workload may share. */
+/* Each node's free memory, read by the first thing in a tick that may need it (a
+ * scan, which may plan, or a process held back at a full node) and by no tick that
+ * scans nothing: a settled machine's tick then opens none of the per-node files (seven
+ * in a 2-node guest, a third of the tick's opens), on the service CPU a workload may
+ * share. */
 static void need_free_memory(struct manager *m) {
         int r;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The worker pool (workers.h): pinned threads, the job queue of one run, and the
+/* The worker pool (migrator.h): pinned threads, the job queue of one run, and the
  * budget they share. */
 #include <errno.h>
 #include <inttypes.h>

@@ -2,8 +2,9 @@
 /* report: what the manager knows, as JSON for the control socket (status, list,
  * explain); metrics.h has it as Prometheus text for node_exporter.
  *
- * Everything here reads struct manager (manager-internal.h) on the event-loop thread,
- * between ticks, and changes nothing. Strings that come from processes or the file
+ * Everything here reads the manager's view (struct manager_view, manager.h) on the
+ * event-loop thread, between ticks or while a long tick serves the socket, and changes
+ * nothing. Strings that come from processes or the file
  * system (comm, cgroup paths) are escaped by lib/json or by the metrics writer.
  *
  * Visibility (the control socket passes the peer's uid): uid 0 sees everything;

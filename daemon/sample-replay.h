@@ -2,7 +2,7 @@
 /* Page-level samples replayed from a file ([sample] pmu = replay, replay_path): how
  * samples recorded on a real CPU (the software source's, which an emulated CPU cannot
  * produce) are fed to a daemon in the test bed's TCG guests. One sample per line,
- * "TGID CPU ADDR" (lib/pagesample's stream syntax, the first field the process), as
+ * "TGID CPU ADDR" (lib/page-agg's stream syntax, the first field the process), as
  * they are appended: each drain reads what was added since the last one, at most
  * REPLAY_MAX_BYTES, a line cut at the end kept for the next. The path comes from the
  * root-owned configuration; it is a test feature, like pmu = page-faults. */

@@ -14,7 +14,6 @@
 #include "plan.h"
 #include "proc-records.h"
 #include "page-sampler.h"
-#include "page-sampler.h"
 #include "source.h"
 #include "topology.h"
 

@@ -2,7 +2,7 @@
 /* The software page-level source ([sample] pmu = software): the threads of processes
  * whose threads span nodes, sampled by lib/task-sample, each sample's data address
  * decoded by lib/insn-addr, counted for the node of the CPU the sample was taken on.
- * daemon/source.c wraps it as a page_sampler; this is its whole interface.
+ * daemon/page-sampler.c wraps it as a page_sampler; this is its whole interface.
  *
  * Only processes whose threads ran on more than one node in their last scan window are
  * sampled (sw_sampler_span): a process on one node needs no page-level signal. At most

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The token bucket of the migration budget (ratelimit.h). */
+/* The token bucket of the migration budget (token-bucket.h). */
 #include <stdint.h>
 #include "clock.h"
 #include "token-bucket.h"

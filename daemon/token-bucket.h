@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The migration budget: a token bucket in bytes. It takes the time as a parameter
  * (nanoseconds of any monotonic clock) and neither reads a clock nor sleeps, so its
- * arithmetic is tested without waiting (tests/unit/test-ratelimit.c); the worker pool
- * (workers.c) owns the one bucket of a migrator, locks it and does the sleeping.
+ * arithmetic is tested without waiting (tests/unit/test-token-bucket.c); the worker pool
+ * (migrator.c) owns the one bucket of a migrator, locks it and does the sleeping.
  *
  * rate_bytes_s == 0: unlimited. The burst is 100 ms worth of the rate. The bucket may
  * go into debt (a batch larger than the burst is allowed, then paid for by sleeping),

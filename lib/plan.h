@@ -142,7 +142,7 @@ void plan_done(struct plan *p);
  * below it), from the topology's last free-memory reading. */
 uint64_t plan_node_room(const struct topology *t, int node, const struct plan_params *p);
 
-/* Page-level moves from sampled memory accesses (lib/pagesample's two-sample rule:
+/* Page-level moves from sampled memory accesses (lib/page-agg's two-sample rule:
  * d->moves are pages seen only from one node, at least twice). Each such page moves to
  * that node when, under the same rules as plan_decide():
  *   - it lies in a VMA of in->maps (in->vma_end known) whose policy is movable

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* memsample.bpf.c's loader: the program attached to one sampling perf event per
  * online CPU, per-process watch, and draining the per-(tgid, node, page) counts into a
- * lib/pagesample aggregation. The daemon opens it through daemon/source.c
+ * lib/page-agg aggregation. The daemon opens it through daemon/source.c
  * (page_sampler); tests/vm/memsample-probe drives it with the page-faults event. */
 #pragma once
 #include <linux/perf_event.h>

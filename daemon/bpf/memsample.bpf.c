@@ -3,7 +3,7 @@
  * events that carry a data address (PEBS mem-loads, IBS op, SPE; or the page-faults
  * software event, whose address is the faulting one), counting samples per (tgid,
  * node of the sampling CPU, page) for the watched tgids, so that no sample is copied
- * to user space one by one. The daemon drains the map per process into lib/pagesample,
+ * to user space one by one. The daemon drains the map per process into lib/page-agg,
  * which applies the two-sample rule. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Migration jobs on the test process itself, targeting node 0, where all its memory
  * already is: they run without root and without a second node (test-executor.c,
- * test-workers.c). Moving pages between nodes is tests/vm/test-migrate.py's. */
+ * test-migrator.c). Moving pages between nodes is tests/vm/test-migrate.py's. */
 #pragma once
 #include <stdint.h>
 #include <string.h>

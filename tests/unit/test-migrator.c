@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The worker pool (daemon/workers.h): pinned workers running jobs on this very process
+/* The worker pool (daemon/migrator.h): pinned workers running jobs on this very process
  * (node 0, where everything already is), cancellation, the should_stop callback and
  * repinning after hotplug. Not run under valgrind (it does not know pidfd_open). */
 #include <dirent.h>

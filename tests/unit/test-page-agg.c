@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* lib/pagesample on stored sample streams (tests/data/pmu, see make-streams.py) and
+/* lib/page-agg on stored sample streams (tests/data/pmu, see make-streams.py) and
  * lib/pmu on stored /sys trees (tests/data/sys-pmu). */
 #include <errno.h>
 #include <fcntl.h>

@@ -3,6 +3,7 @@
  * online CPUs and the ones this process may use; pinning a thread and seeing where it
  * may run; and the check before each tick that pins every thread back where it
  * belongs, or stops the work while no service CPU is online. */
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -18,6 +19,15 @@ static char tmpdir[] = "/tmp/test-service-cpus-XXXXXX";
 static char sys_online[256], sys_offline[256];
 static nb_cpumask allowed;     /* this process's CPUs at start */
 static int first_cpu = -1, other_cpu = -1;
+
+/* The log lines at notice level or above since the last clear: what an operator reads. */
+static char logged[8192];
+
+static void capture(int level, int error, const struct log_fields *fields, const char *msg) {
+        size_t n = strlen(logged);
+
+        snprintf(logged + n, sizeof(logged) - n, "<%d>%s\n", level, msg);
+}
 
 static void write_online(const char *root, const char *text) {
         char path[512];
@@ -102,6 +112,177 @@ TEST(check_repins_and_stops_when_offline) {
         CHECK_INT(service_cpus_pin_thread(pthread_self(), &allowed), 0);
 }
 
+/* The stored tree tests/data/sys-cpus (CPUs 0-3 online), this process kept to its first
+ * CPU for the while: each refusal names what it is against, and a list only partly
+ * usable is cut to what is, with a warning. */
+TEST(resolve_against_stored_sys_cpus) {
+        nb_cpumask want = {}, got = {}, one = {};
+        char expect[256];
+        int elsewhere = -1;
+
+        if (first_cpu > 3)
+                TEST_SKIP("this process may not run on any of CPUs 0-3 (sys-cpus' online CPUs)");
+        elsewhere = first_cpu == 0 ? 1 : 0;
+        cpumask_set(&one, (unsigned) first_cpu);
+        CHECK_INT(service_cpus_pin_thread(pthread_self(), &one), 0);
+
+        logged[0] = 0;
+        CHECK_INT(service_cpus_resolve(&want, TEST_DATA_DIR "/sys-cpus", &got), 0);
+        CHECK(cpumask_equal(&got, &one));
+        CHECK_STR(logged, "");
+
+        /* 0-3: online, but only the first CPU allowed: that one, said. */
+        for (unsigned c = 0; c < 4; c++)
+                cpumask_set(&want, c);
+        CHECK_INT(service_cpus_resolve(&want, TEST_DATA_DIR "/sys-cpus", &got), 0);
+        CHECK(cpumask_equal(&got, &one));
+        snprintf(expect, sizeof(expect), "<4>service_cpus=0-3: only %d are online and allowed (online: 0-3, "
+                 "allowed: %d), using those\n", first_cpu, first_cpu);
+        CHECK_STR(logged, expect);
+
+        /* Online, not allowed: refused. */
+        logged[0] = 0;
+        want = (nb_cpumask) {};
+        cpumask_set(&want, (unsigned) elsewhere);
+        got = (nb_cpumask) {};
+        CHECK_INT(service_cpus_resolve(&want, TEST_DATA_DIR "/sys-cpus", &got), -EINVAL);
+        CHECK_INT(cpumask_weight(&got), 0);      /* not written on a refusal */
+        snprintf(expect, sizeof(expect), "<3>service_cpus=%d names no CPU this process may run on (allowed: %d), "
+                 "refusing to start\n", elsewhere, first_cpu);
+        CHECK_STR(logged, expect);
+
+        /* Allowed or not, not online: refused, naming the online ones. */
+        logged[0] = 0;
+        want = (nb_cpumask) {};
+        cpumask_set(&want, 7);
+        CHECK_INT(service_cpus_resolve(&want, TEST_DATA_DIR "/sys-cpus", &got), -EINVAL);
+        CHECK_STR(logged, "<3>service_cpus=7 names no online CPU (online: 0-3), refusing to start\n");
+
+        CHECK_INT(service_cpus_pin_thread(pthread_self(), &allowed), 0);
+}
+
+/* No online file under sys_root: an error that names the file. */
+TEST(resolve_without_online_file) {
+        nb_cpumask want = {}, got;
+        char root[512], expect[1024];
+
+        snprintf(root, sizeof(root), "%s/nothing", tmpdir);
+        logged[0] = 0;
+        CHECK_INT(service_cpus_resolve(&want, root, &got), -ENOENT);
+        snprintf(expect, sizeof(expect), "<3>Failed to read the online CPUs from %s/devices/system/cpu/online: "
+                 "No such file or directory\n", root);
+        CHECK_STR(logged, expect);
+}
+
+/* A mask with no CPU of this machine: -EINVAL, and the thread stays where it was. */
+TEST(pin_to_nothing_usable) {
+        nb_cpumask none = {}, far = {};
+
+        cpumask_set(&far, 4000);
+        CHECK_INT(service_cpus_pin_thread(pthread_self(), &far), -EINVAL);
+        CHECK_INT(service_cpus_pin_thread(pthread_self(), &none), -EINVAL);
+        CHECK(service_cpus_thread_within(pthread_self(), &allowed, true));
+        CHECK(!service_cpus_thread_within(pthread_self(), &none, false));
+        CHECK(!service_cpus_thread_within(pthread_self(), &far, false));
+}
+
+/* The glibc set the affinity calls take: sized for NB_CPUS_MAX, holding the mask. */
+TEST(cpuset_for_the_affinity_calls) {
+        nb_cpumask m = {};
+        size_t size = 0;
+        cpu_set_t *set;
+
+        cpumask_set(&m, 0);
+        cpumask_set(&m, 4000);
+        set = service_cpus_cpuset_new(&m, &size);
+        CHECK(set != NULL);
+        if (!set)
+                return;
+        CHECK_INT(size, CPU_ALLOC_SIZE(NB_CPUS_MAX));
+        CHECK_INT(CPU_COUNT_S(size, set), 2);
+        CHECK(CPU_ISSET_S(0, size, set) && CPU_ISSET_S(4000, size, set));
+        CPU_FREE(set);
+}
+
+/* The threads of this process but the calling one (the migrator's workers). */
+static int others_to(const nb_cpumask *cpus) {
+        size_t size;
+        cpu_set_t *set = service_cpus_cpuset_new(cpus, &size);
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *de;
+        int n = 0;
+
+        while (set && d && (de = readdir(d))) {
+                pid_t tid = atoi(de->d_name);
+                if (tid > 0 && tid != gettid() && sched_setaffinity(tid, size, set) == 0)
+                        n++;
+        }
+        if (d)
+                closedir(d);
+        CPU_FREE(set);
+        return n;
+}
+
+/* taskset on a migration worker: the check pins it back to its own CPU; said once a
+ * minute at most (someone may keep doing it). */
+TEST(check_repins_a_worker) {
+        struct service_pins s = {};
+        struct migrator *mig = NULL;
+        nb_cpumask one = {}, other = {};
+
+        if (other_cpu < 0)
+                TEST_SKIP("one CPU: nowhere else to move a thread");
+        cpumask_set(&one, (unsigned) first_cpu);
+        cpumask_set(&other, (unsigned) other_cpu);
+        s.service = s.online = one;
+        CHECK_INT(migrator_new(&one, 0, 512, &mig), 0);
+        if (!mig)
+                return;
+        CHECK_INT(service_cpus_pin_thread(pthread_self(), &one), 0);
+        CHECK(migrator_pinned(mig, &one, true));
+        logged[0] = 0;
+        CHECK_INT(others_to(&other), 1);
+        CHECK(!migrator_pinned(mig, &one, true));
+        CHECK(service_cpus_check(&s, sys_online, NULL, mig));
+        CHECK_INT(s.repins, 1);
+        CHECK(migrator_pinned(mig, &one, true));
+        CHECK_MSG(strstr(logged, "<4>The daemon's threads were allowed on other CPUs than the service CPUs"),
+                  "logged: %s", logged);
+        /* Again at once: pinned back again, not said again. */
+        logged[0] = 0;
+        CHECK_INT(others_to(&other), 1);
+        CHECK(service_cpus_check(&s, sys_online, NULL, mig));
+        CHECK_INT(s.repins, 2);
+        CHECK(migrator_pinned(mig, &one, true));
+        CHECK_STR(logged, "");
+        /* Nothing moved: nothing done. */
+        CHECK(service_cpus_check(&s, sys_online, NULL, mig));
+        CHECK_INT(s.repins, 2);
+        migrator_free(mig);
+        CHECK_INT(service_cpus_pin_thread(pthread_self(), &allowed), 0);
+}
+
+/* The online CPUs cannot be read: as before (work if there was work), nothing re-pinned. */
+TEST(check_cannot_read_online) {
+        struct service_pins s = {};
+        struct migrator *mig = NULL;
+        nb_cpumask one = {};
+        char root[512];
+
+        snprintf(root, sizeof(root), "%s/nothing", tmpdir);
+        cpumask_set(&one, (unsigned) first_cpu);
+        s.service = s.online = one;
+        CHECK_INT(migrator_new(&one, 0, 512, &mig), 0);
+        if (!mig)
+                return;
+        CHECK(service_cpus_check(&s, root, NULL, mig));
+        CHECK_INT(s.repins, 0);
+        s.online = (nb_cpumask) {};
+        CHECK(!service_cpus_check(&s, root, NULL, mig));
+        CHECK_INT(s.repins, 0);
+        migrator_free(mig);
+}
+
 static int intro(void) {
         cpu_set_t set;
         char text[64];
@@ -127,7 +308,8 @@ static int intro(void) {
         /* Every CPU but the first. */
         snprintf(text, sizeof(text), "%d\n", first_cpu + 1);
         write_online(sys_offline, text);
-        log_set_max_level(LOG_LVL_ERR);
+        log_set_max_level(LOG_LVL_NOTICE);
+        log_set_sink(capture);
         return 0;
 }
 

@@ -2,7 +2,7 @@
 /* The software page-level source live on this machine's real CPU, through to the plan:
  * a process (this test) whose threads each work their own part of one buffer, thread
  * k pinned to CPU k % 2, sampled by daemon/sw-sampler; the samples go through the
- * two-sample rule (lib/pagesample) into plan_pages() with the stored 2n1m topology
+ * two-sample rule (lib/page-agg) into plan_pages() with the stored 2n1m topology
  * (tests/data/sys/2n1m: CPU 0 on node 0, CPU 1 on node 1) and numa_maps saying the
  * whole buffer is on node 0. Asserted: every move targets node 1 and lies in the parts
  * of the threads on CPU 1, at least MIN_COVER_PCT of those parts are planned, and

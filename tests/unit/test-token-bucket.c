@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The migration budget's token bucket (daemon/ratelimit.h) on a clock the test moves
+/* The migration budget's token bucket (daemon/token-bucket.h) on a clock the test moves
  * by hand: no sleeping, exact numbers. */
 #include <stdint.h>
 #include "token-bucket.h"

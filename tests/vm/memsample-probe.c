@@ -3,7 +3,7 @@
  * every machine has: page faults. Loads memsample.bpf.c on the page-faults software
  * event (every fault sampled) on all CPUs, watches itself, and has a thread pinned to
  * NODE fault PAGES pages in twice (touch, MADV_DONTNEED, touch). Drained into
- * lib/pagesample, the two-sample rule must send every one of those pages to NODE.
+ * lib/page-agg, the two-sample rule must send every one of those pages to NODE.
  * Prints one JSON line; exit status 0 when that holds.
  *
  *   memsample-probe NODE [PAGES] */

@@ -22,7 +22,7 @@ they are:
 Then the PMU aggregation program (memsample.bpf.c) for real, on the page-faults
 software event (the guest has no PMU; a fault's sample carries its address):
 memsample-probe has a thread pinned to node N fault 256 pages in twice, and after the
-drain into lib/pagesample the two-sample rule must send all 256 to N, for N = 0 and 1.
+drain into lib/page-agg the two-sample rule must send all 256 to N, for N = 0 and 1.
 Results go to $NUMABALANCED_RESULTS/bpf-placement.json.
 """
 import argparse

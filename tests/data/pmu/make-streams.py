@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Writes the constructed PMU sample streams replayed by tests/unit/test-pagesample.c,
+"""Writes the constructed PMU sample streams replayed by tests/unit/test-page-agg.c,
 for the 2n2c topology (tests/data/sys/2n2c: CPUs 0-1 on node 0, 2-3 on node 1).
 Deterministic (fixed seed): re-running it gives the same files.
 
