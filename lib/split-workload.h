@@ -2,7 +2,7 @@
 /* The split workload: threads of the caller's process, thread k reading random 8-byte
  * words of the k-th of n equal parts of one buffer, until stopped. The shape of a big
  * database or JVM whose threads span nodes, each with its own data; the software
- * page-level source is proven on it (lib/sample-check, tests/unit/test-sw-plan.c,
+ * page-level source is proven on it (lib/sample-check, tests/unit/test-sw-sampler.c,
  * tests/unit/sw-record.c, bench/sw-cost.c). */
 #pragma once
 #include <stddef.h>

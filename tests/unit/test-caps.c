@@ -87,4 +87,105 @@ TEST(nothing_before_the_check) {
         CHECK_STR(caps_missing(), "");
 }
 
+/* The log lines of one check, for the child to send. */
+static char said[2048];
+
+static void capture(int level, int error, const struct log_fields *fields, const char *msg) {
+        size_t n = strlen(said);
+
+        snprintf(said + n, sizeof(said) - n, "<%d>%s\n", level, msg);
+}
+
+/* What caps_check() logs (level and text) in a child whose effective set is cut to keep. */
+static int said_with(uint64_t keep, char *out, size_t size) {
+        struct nb_config cfg;
+        int p[2], status;
+        size_t got = 0;
+        ssize_t n;
+        pid_t pid;
+
+        config_defaults(&cfg);
+        if (pipe(p) < 0)
+                return -errno;
+        pid = fork();
+        if (pid == 0) {
+                close(p[0]);
+                log_set_max_level(LOG_LVL_DEBUG);
+                log_set_sink(capture);
+                said[0] = 0;
+                if (keep_only(keep) < 0)
+                        _exit(100);
+                (void) caps_check(&cfg);
+                config_done(&cfg);
+                _exit(write(p[1], said, strlen(said)) < 0 ? 101 : 0);
+        }
+        close(p[1]);
+        while (got < size - 1 && (n = read(p[0], out + got, size - 1 - got)) > 0)
+                got += (size_t) n;
+        out[got] = 0;
+        close(p[0]);
+        config_done(&cfg);
+        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+                return -ECHILD;
+        return WEXITSTATUS(status);
+}
+
+/* Each missing one in a line of its own, with what the daemon cannot do without it;
+ * CAP_BPF and CAP_PERFMON missing while CAP_SYS_ADMIN is there lose nothing (BPF works
+ * through CAP_SYS_ADMIN): a notice, not a warning. */
+TEST(what_the_operator_reads) {
+        char out[2048];
+
+        if (geteuid() != 0)
+                TEST_SKIP("not root: the test's own effective set is not the daemon's");
+        CHECK_INT(said_with(~UINT64_C(0), out, sizeof(out)), 0);
+        CHECK_STR(out, "<6>Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN, all present\n");
+        CHECK_INT(said_with(~BIT(CAP_BPF), out, sizeof(out)), 0);
+        CHECK_STR(out, "<5>Missing capability CAP_BPF: BPF and perf work through CAP_SYS_ADMIN while it is there "
+                       "(drop that one too and they fall back to /proc)\n");
+        CHECK_INT(said_with(~(BIT(CAP_PERFMON) | BIT(CAP_SYS_ADMIN)), out, sizeof(out)), 0);
+        CHECK_STR(out, "<4>Missing capability CAP_PERFMON: no BPF tracing or perf events: thread placement is "
+                       "sampled from /proc and page-level sampling is off\n"
+                       "<4>Missing capability CAP_SYS_ADMIN: trusted.numabalanced xattrs cannot be read (the kernel "
+                       "hides trusted.* without it): cgroups opted in that way are not seen; user.numabalanced and "
+                       "[select] cgroups still work\n");
+        CHECK_INT(said_with(~BIT(CAP_SYS_PTRACE), out, sizeof(out)), 0);
+        CHECK_STR(out, "<4>Missing capability CAP_SYS_PTRACE: processes of other users and non-dumpable ones cannot "
+                       "be read or moved (ptrace access check): they are listed as unreadable and left alone\n");
+}
+
+/* The test's own effective set, whoever runs it (an unprivileged user has none of
+ * them): the check counts and names exactly those /proc/self/status says are off. */
+TEST(as_proc_status_says) {
+        static const struct { int cap; const char *name; } four[] = {
+                { CAP_SYS_PTRACE, "CAP_SYS_PTRACE" }, { CAP_BPF, "CAP_BPF" },
+                { CAP_PERFMON, "CAP_PERFMON" }, { CAP_SYS_ADMIN, "CAP_SYS_ADMIN" },
+        };
+        char line[256], expect[128] = "";
+        unsigned long long eff = 0;
+        bool found = false;
+        struct nb_config cfg;
+        int n = 0;
+        FILE *f = fopen("/proc/self/status", "r");
+
+        if (!f)
+                TEST_SKIP("no /proc/self/status");
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "CapEff: %llx", &eff) == 1)
+                        found = true;
+        fclose(f);
+        CHECK(found);
+        for (size_t i = 0; i < sizeof(four) / sizeof(four[0]); i++)
+                if (!(eff >> four[i].cap & 1)) {
+                        snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect), "%s%s", n ? " " : "",
+                                 four[i].name);
+                        n++;
+                }
+        config_defaults(&cfg);
+        log_set_max_level(LOG_LVL_ERR);
+        CHECK_INT(caps_check(&cfg), n);
+        CHECK_STR(caps_missing(), expect);
+        config_done(&cfg);
+}
+
 DEFINE_TEST_MAIN()

@@ -48,7 +48,7 @@ static void write_online(const char *root, const char *text) {
 }
 
 TEST(resolve_against_online_and_allowed) {
-        nb_cpumask want = {}, got;
+        nb_cpumask want = {}, got = {};
 
         /* Empty: the lowest online CPU this process may use. */
         CHECK_INT(service_cpus_resolve(&want, sys_online, &got), 0);
@@ -303,8 +303,12 @@ static int intro(void) {
         snprintf(sys_offline, sizeof(sys_offline), "%s/off", tmpdir);
         mkdir(sys_online, 0755);
         mkdir(sys_offline, 0755);
-        snprintf(text, sizeof(text), "%d%s%d\n", first_cpu, other_cpu >= 0 ? "," : "", other_cpu >= 0 ? other_cpu : 0);
-        write_online(sys_online, other_cpu >= 0 ? text : "0\n");
+        /* The first two CPUs we may use, or the only one. */
+        if (other_cpu >= 0)
+                snprintf(text, sizeof(text), "%d,%d\n", first_cpu, other_cpu);
+        else
+                snprintf(text, sizeof(text), "%d\n", first_cpu);
+        write_online(sys_online, text);
         /* Every CPU but the first. */
         snprintf(text, sizeof(text), "%d\n", first_cpu + 1);
         write_online(sys_offline, text);
