@@ -21,6 +21,8 @@ struct sample_replay {
         const struct topology *topo;
         char tail[LINE_MAX_KEPT];  /* a line cut at the end of the last read */
         size_t n_tail;
+        bool dropping;             /* a line too long was dropped: the rest of it up to its
+                                    * newline is no line of its own */
         uint64_t skipped;
 };
 
@@ -86,12 +88,16 @@ int sample_replay_drain(struct sample_replay *r, replay_sample_fn fn, void *user
         len = r->n_tail + (size_t) got;
         for (size_t i = 0; i < len; i++)
                 if (buf[i] == '\n') {
-                        n += replay_line(r, buf + start, i - start, fn, userdata);
+                        if (!r->dropping)
+                                n += replay_line(r, buf + start, i - start, fn, userdata);
+                        r->dropping = false;
                         start = i + 1;
                 }
         r->n_tail = len - start;
-        if (r->n_tail >= LINE_MAX_KEPT) {
-                r->skipped++;      /* no line is this long: drop it */
+        if (r->n_tail >= LINE_MAX_KEPT || (r->dropping && r->n_tail)) {
+                /* No line is this long: drop it, and what comes of it until its newline. */
+                r->skipped += !r->dropping;
+                r->dropping = true;
                 r->n_tail = 0;
         }
         memcpy(r->tail, buf + start, r->n_tail);

@@ -205,6 +205,28 @@ TEST(no_path_is_invalid) {
         CHECK(r == NULL);
 }
 
+/* A line too long to keep, cut at a read's end: the rest of it, coming in a later
+ * drain, is no line of its own (it made up a sample: tgid 100 at 0x5000). */
+TEST(the_rest_of_a_dropped_line_is_dropped_too) {
+        struct sample_replay *r = fresh();
+        struct got g = {};
+        char junk[201];
+
+        CHECK(r != NULL);
+        if (!r)
+                return;
+        memset(junk, '1', 200);
+        junk[200] = 0;
+        append(junk);
+        CHECK_INT(sample_replay_drain(r, take, &g), 0);
+        append(" 100 0 0x5000\n101 0 0x6000\n");
+        CHECK_INT(sample_replay_drain(r, take, &g), 1);
+        CHECK(g.n >= 1 && g.tgid[g.n - 1] == 101);
+        for (size_t i = 0; i < g.n; i++)
+                CHECK(g.tgid[i] != 100);
+        sample_replay_free(r);
+}
+
 static int intro(void) {
         int fd = mkstemp(path);
 
