@@ -137,9 +137,9 @@ static bool placement_unchanged(const struct scan_env *env, struct proc_rec *p) 
 bool sampled_scan_unchanged(const struct scan_env *env, struct proc_rec *p, nb_nodemask cpu_nodes, uint64_t rss_kb) {
         bool same;
 
-        if (!p->n_huge || !env->cfg->huge_vma_kb || page_agg_fresh(p->seen))
+        if (!p->n_huge)
                 return false;
-        same = nodemask_equal(&cpu_nodes, &p->huge_cpu_nodes) &&
+        same = env->cfg->huge_vma_kb && !page_agg_fresh(p->seen) && nodemask_equal(&cpu_nodes, &p->huge_cpu_nodes) &&
                !differs(rss_kb, p->huge_rss_kb, tolerance(env, p->huge_rss_kb, 1)) && placement_unchanged(env, p);
         if (!same)
                 sampled_scan_forget(p);

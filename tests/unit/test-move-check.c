@@ -1,22 +1,30 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The check before each move call (daemon/move-check.h) on its own, without a tick:
- * a job planned for the stored process 3001 (tests/data/manager) in a fake /proc and
- * cgroup tree, and one change at a time since its scan: each is seen, and says why. */
+/* The check before each move call (daemon/move-check.h) on its own, without a tick and
+ * without root: a job planned for the stored process 3001 (tests/data/manager) in a
+ * fake /proc, a fake cgroup tree and a copy of the stored topology sys/2n2c, all under
+ * a temporary directory, and one change at a time since its scan: each is seen, and
+ * says why (its move_stop_* reason's name). The cases on user.* xattrs are skipped
+ * where the temporary directory's file system refuses them. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "config.h"
 #include "move-check.h"
+#include "pagesize.h"
 #include "proc.h"
 #include "proc-records.h"
 #include "test.h"
 #include "topology.h"
 
+#define MIB (UINT64_C(1) << 20)
+
 static char tmpdir[] = "/tmp/test-move-check-XXXXXX";
-static char proc_root[256], cgroup_root[256];
+static char proc_root[256], cgroup_root[256], sys_root[256];
 static struct topology *topo;
+static char no_xattrs[256];     /* why the user.* cases are skipped, "" if they run */
 
 /* A shell command, "@" in it standing for arg (a path of ours). */
 static void sh(const char *cmd, const char *arg) {
@@ -34,12 +42,16 @@ static void sh(const char *cmd, const char *arg) {
                 abort();
 }
 
-/* A fresh copy of the process as it was scanned, in /app.slice (opted in). */
+/* A fresh copy of the process as it was scanned, in /app.slice, each thread's
+ * numa_maps the main one's; and a fresh copy of the topology (node 0 with room). */
 static void fresh_process(void) {
         sh("rm -rf '@/3001' && cp -r '" TEST_DATA_DIR "/manager/proc/3001' '@/3001' && "
-           "echo 0::/app.slice > '@/3001/cgroup'", proc_root);
+           "echo 0::/app.slice > '@/3001/cgroup' && "
+           "for t in '@'/3001/task/*; do cp '@/3001/numa_maps' \"$t/numa_maps\" || exit 1; done", proc_root);
+        sh("rm -rf '@' && cp -r '" TEST_DATA_DIR "/sys/2n2c' '@'", sys_root);
 }
 
+/* Replaces the first what in <proc_root>/3001/<name> with with. */
 static void edit(const char *name, const char *what, const char *with) {
         char path[512], *text = NULL, *at, out[65536];
         size_t len = 0;
@@ -58,20 +70,90 @@ static void edit(const char *name, const char *what, const char *with) {
         free(text);
 }
 
-/* Runs the check of one job (the 32 MiB VMA to node 0) after change(); its verdict. */
-static const char *verdict(void (*change)(void)) {
+/* Node 0's MemFree in the copy of the topology, its MemTotal 1000 MiB (whose 5% is
+ * 51200 kB to the byte). */
+static void node0_free_kb(unsigned long kb) {
+        char path[512], line[128];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/devices/system/node/node0/meminfo", sys_root);
+        f = fopen(path, "w");
+        if (!f)
+                abort();
+        snprintf(line, sizeof(line), "Node 0 MemTotal:        1024000 kB\nNode 0 MemFree:        %8lu kB\n", kb);
+        fputs(line, f);
+        fclose(f);
+}
+
+/* user.numabalanced on <cgroup_root><rel>; NULL: removed. */
+static void set_user_xattr(const char *rel, const char *value) {
+        char path[512];
+
+        snprintf(path, sizeof(path), "%s%s", cgroup_root, rel);
+        if (value ? setxattr(path, "user.numabalanced", value, strlen(value), 0)
+                  : removexattr(path, "user.numabalanced"))
+                TEST_FAIL("%s user.numabalanced on %s: %m", value ? "setxattr" : "removexattr", path);
+}
+
+/* No user.numabalanced on /app.slice (whether it had one or not). */
+static void clear_xattr(void) {
+        char path[512];
+
+        snprintf(path, sizeof(path), "%s/app.slice", cgroup_root);
+        if (!no_xattrs[0])
+                (void) removexattr(path, "user.numabalanced");
+}
+
+/* The process's ids all uid's (status), and dumpable: its /proc/PID/stat owned by it
+ * (chown needs root; without it the files are the runner's, which is uid here). */
+static void ids_of(uid_t uid) {
+        char path[512], ids[64];
+
+        snprintf(ids, sizeof(ids), "Uid:\t%u\t%u\t%u\t%u", (unsigned) uid, (unsigned) uid, (unsigned) uid,
+                 (unsigned) uid);
+        edit("status", "Uid:\t1000\t1000\t1000\t1000", ids);
+        snprintf(path, sizeof(path), "%s/3001/stat", proc_root);
+        if (geteuid() == 0 && chown(path, uid, uid) < 0)
+                TEST_FAIL("chown %s: %m", path);
+}
+
+/* The user that may own a delegated cgroup here: 1000 as root (chown), the runner
+ * otherwise. */
+static uid_t tenant(void) {
+        return geteuid() == 0 ? 1000 : geteuid();
+}
+
+/* How the job is set up. */
+struct setup {
+        bool by_xattr;            /* no config rule: /app.slice's user.numabalanced says balance */
+        enum cg_mode rule_mode;   /* the config rule's for /app.slice (0: balance) */
+        bool thread_policy;       /* some range without a VMA policy */
+        uint64_t page_size;       /* the range's, 0: the base page size */
+        int free_floor_pct;       /* -1: the default (5) */
+        void (*before)(void);     /* after the fresh copy, before the scan's facts are taken */
+        void (*change)(void);     /* after move_check_prepare: what changed since the scan */
+};
+
+/* Runs the check of one job (the 32 MiB VMA at 0x7f3a00000000 to node 0); its verdict:
+ * "move", or the stop's name. */
+static const char *verdict_of(const struct setup *s) {
         struct nb_config cfg;
         struct move_check_env env;
         struct proc_stat st;
+        char proc_root_copy[sizeof(proc_root)];
         struct proc_rec p = { .pid = 3001 };
-        struct migrate_range range = { 0x7f3a00000000, 0x7f3a02000000, 4096 };
+        struct migrate_range range = { 0x7f3a00000000, 0x7f3a02000000, s->page_size ? s->page_size : page_size() };
         struct migrate_job job = { .pid = 3001, .target_node = 0, .ranges = &range, .n_ranges = 1, .max_pages = 8192,
-                                   .userdata = &p };
+                                   .userdata = &p, .thread_policy = s->thread_policy };
         const struct migrate_stop *stop = NULL;
         struct move_check *c = NULL;
         int r;
 
         fresh_process();
+        if (s->by_xattr)
+                set_user_xattr("/app.slice", "balance");
+        if (s->before)
+                s->before();
         if (proc_read_stat(proc_root, 3001, &st) < 0)
                 abort();
         p.starttime = job.starttime = st.starttime;
@@ -79,33 +161,90 @@ static const char *verdict(void (*change)(void)) {
         config_defaults(&cfg);
         free(cfg.cgroup_root);
         cfg.cgroup_root = strdup(cgroup_root);
-        cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
-        cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), CG_MODE_BALANCE };
-        cfg.n_cgroups = 1;
-        env = (struct move_check_env) { .cfg = &cfg, .topo = topo, .proc_root = proc_root,
-                                        .sys_root = TEST_DATA_DIR "/sys/2n2c" };
+        if (s->free_floor_pct >= 0)
+                cfg.free_floor_pct = (unsigned) s->free_floor_pct;
+        if (!s->by_xattr) {
+                cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
+                cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"),
+                                                        s->rule_mode ? s->rule_mode : CG_MODE_BALANCE };
+                cfg.n_cgroups = 1;
+        }
+        /* The roots and the config are copied: the ones given may go once prepared. */
+        snprintf(proc_root_copy, sizeof(proc_root_copy), "%s", proc_root);
+        env = (struct move_check_env) { .cfg = &cfg, .topo = topo, .proc_root = proc_root_copy, .sys_root = sys_root };
         CHECK_INT(move_check_prepare(&env, &job, 1, &c), 0);
-        config_done(&cfg);          /* prepared: the checks hold their own copy */
+        config_done(&cfg);
+        memset(proc_root_copy, 'x', sizeof(proc_root_copy) - 1);
         CHECK(job.may_move == move_check_job && job.may_move_ctx);
-        if (change)
-                change();
+        if (s->change)
+                s->change();
         r = job.may_move(job.may_move_ctx, &job, &stop);
         move_check_free(c);
+        clear_xattr();
         if (r == 0)
-                return "move";
+                return stop ? "move, but a stop was set" : "move";
+        if (r != -ESTALE)
+                return "an error other than -ESTALE";
         return stop ? stop->name : "?";
 }
+
+static const char *verdict(void (*change)(void)) {
+        return verdict_of(&(struct setup) { .free_floor_pct = -1, .change = change });
+}
+
+#define NEED_XATTRS() do {                                                      \
+        if (no_xattrs[0])                                                       \
+                TEST_SKIP("%s", no_xattrs);                                     \
+        } while (0)
+
+/* --- what changes ------------------------------------------------------------------- */
 
 static void gone(void) {
         sh("rm -rf '@/3001'", proc_root);
 }
 
-static void leaves_the_cgroup(void) {
+static void reused(void) {
+        /* Another process under the same pid: another start time. */
+        edit("stat", " 5000 ", " 5001 ");
+}
+
+static void execs(void) {
+        /* start_code (field 26): exec puts the program elsewhere. */
+        edit("stat", " 93978048487424 ", " 93978048491520 ");
+}
+
+static void moves_to_another_cgroup(void) {
         sh("echo 0::/other.slice > '@/3001/cgroup'", proc_root);
+}
+
+static void its_cgroup_goes(void) {
+        sh("echo 0::/gone.slice > '@/3001/cgroup'", proc_root);
 }
 
 static void binds_to_node_1(void) {
         edit("numa_maps", "7f3a00000000 default", "7f3a00000000 bind:1");
+}
+
+static void binds_part_of_it_to_node_1(void) {
+        /* mbind() on the second half splits the VMA: the range touches both. */
+        edit("numa_maps", "7f3a02000000 bind:1 anon=1024",
+             "7f3a01000000 bind:1 anon=1 dirty=1 N1=1 kernelpagesize_kB=4\n7f3a02000000 bind:1 anon=1024");
+}
+
+static void binds_a_thread_to_node_1(void) {
+        char path[512];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/3001/task/3003/numa_maps", proc_root);
+        f = fopen(path, "w");
+        if (!f)
+                abort();
+        fputs("55d0c0a00000 bind:1 heap anon=512 dirty=512 active=0 N0=512 kernelpagesize_kB=4\n", f);
+        fclose(f);
+}
+
+static void numa_maps_unreadable(void) {
+        sh("rm -f '@/3001/numa_maps' && mkdir '@/3001/numa_maps'", proc_root);
 }
 
 static void locks_it(void) {
@@ -119,18 +258,232 @@ static void locks_it(void) {
         fclose(f);
 }
 
-static void reused(void) {
-        /* Another process under the same pid: another start time. */
-        edit("stat", " 5000 ", " 5001 ");
+static void locks_another_vma(void) {
+        char path[512];
+        FILE *f;
+
+        edit("status", "VmLck:\t       0 kB", "VmLck:\t    8192 kB");
+        snprintf(path, sizeof(path), "%s/3001/smaps", proc_root);
+        f = fopen(path, "w");
+        fputs("7f3a04000000-7f3a04800000 rw-p 00000000 00:00 0 \nSize: 8192 kB\nVmFlags: rd wr mr mw me lo ac \n", f);
+        fclose(f);
 }
 
-TEST(each_change_is_seen) {
+static void fills_node_0(void) {
+        node0_free_kb(51199);     /* 1 kB under 5% of 1024000 kB */
+}
+
+static void node_0_at_its_floor(void) {
+        node0_free_kb(51200);     /* 5% of 1024000 kB, to the byte: not under it */
+}
+
+static void fills_node_0_and_exits(void) {
+        fills_node_0();
+        gone();
+}
+
+static void advised(void) {
+        set_user_xattr("/app.slice", "advise");
+}
+
+static void opts_out(void) {
+        set_user_xattr("/app.slice", NULL);
+}
+
+/* --- the cases ------------------------------------------------------------------------ */
+
+TEST(unchanged_moves) {
         CHECK_STR(verdict(NULL), "move");
+}
+
+TEST(the_process_exited_or_was_replaced) {
         CHECK_STR(verdict(gone), "exited");
         CHECK_STR(verdict(reused), "exited");
-        CHECK_STR(verdict(leaves_the_cgroup), "cgroup-changed");
+}
+
+TEST(an_exec_since_the_scan) {
+        CHECK_STR(verdict(execs), "exec");
+}
+
+TEST(out_of_a_balanced_cgroup) {
+        CHECK_STR(verdict(moves_to_another_cgroup), "cgroup-changed");
+        CHECK_STR(verdict(its_cgroup_goes), "cgroup-changed");
+        /* The config's rule for its cgroup is what the check applies (as prepared). */
+        CHECK_STR(verdict_of(&(struct setup) { .rule_mode = CG_MODE_ADVISE, .free_floor_pct = -1 }), "cgroup-changed");
+        CHECK_STR(verdict_of(&(struct setup) { .rule_mode = CG_MODE_OFF, .free_floor_pct = -1 }), "cgroup-changed");
+}
+
+static void app_slice_owned_by_tenant(void) {
+        char path[512];
+
+        snprintf(path, sizeof(path), "%s/app.slice", cgroup_root);
+        if (geteuid() == 0 && chown(path, tenant(), tenant()) < 0)
+                TEST_FAIL("chown %s: %m", path);
+        ids_of(tenant());
+}
+
+static void app_slice_owned_by_root(void) {
+        char path[512];
+
+        snprintf(path, sizeof(path), "%s/app.slice", cgroup_root);
+        if (geteuid() == 0 && chown(path, 0, 0) < 0)
+                TEST_FAIL("chown %s: %m", path);
+}
+
+/* Opted in by user.numabalanced (the config has no rule): its value changed to advise,
+ * or removed, since the scan. As root, /app.slice is root's and its setting covers
+ * everyone; otherwise it is the runner's, whose processes it covers: the process is
+ * made the runner's. */
+TEST(its_xattr_changed) {
+        void (*before)(void) = geteuid() == 0 ? app_slice_owned_by_root : app_slice_owned_by_tenant;
+
+        NEED_XATTRS();
+        CHECK_STR(verdict_of(&(struct setup) { .by_xattr = true, .free_floor_pct = -1, .before = before }), "move");
+        CHECK_STR(verdict_of(&(struct setup) { .by_xattr = true, .free_floor_pct = -1, .before = before,
+                                               .change = advised }), "cgroup-changed");
+        CHECK_STR(verdict_of(&(struct setup) { .by_xattr = true, .free_floor_pct = -1, .before = before,
+                                               .change = opts_out }), "cgroup-changed");
+}
+
+static void setuid_root(void) {
+        char from[64], to[64];
+
+        snprintf(from, sizeof(from), "Uid:\t%u\t%u", (unsigned) tenant(), (unsigned) tenant());
+        snprintf(to, sizeof(to), "Uid:\t%u\t0", (unsigned) tenant());
+        edit("status", from, to);
+}
+
+static void another_users(void) {
+        char from[64];
+
+        snprintf(from, sizeof(from), "Uid:\t%u\t%u\t%u\t%u", (unsigned) tenant(), (unsigned) tenant(),
+                 (unsigned) tenant(), (unsigned) tenant());
+        edit("status", from, "Uid:\t4242\t4242\t4242\t4242");
+}
+
+/* A user's opt-in (user.* on a cgroup delegated to them) covers their processes only:
+ * one whose ids changed since its scan (a setuid exec, another user's) is not covered. */
+TEST(no_longer_covered_by_a_users_opt_in) {
+        NEED_XATTRS();
+        CHECK_STR(verdict_of(&(struct setup) { .by_xattr = true, .free_floor_pct = -1,
+                                               .before = app_slice_owned_by_tenant }), "move");
+        CHECK_STR(verdict_of(&(struct setup) { .by_xattr = true, .free_floor_pct = -1,
+                                               .before = app_slice_owned_by_tenant, .change = setuid_root }),
+                  "not-covered");
+        CHECK_STR(verdict_of(&(struct setup) { .by_xattr = true, .free_floor_pct = -1,
+                                               .before = app_slice_owned_by_tenant, .change = another_users }),
+                  "not-covered");
+        if (geteuid() == 0)
+                app_slice_owned_by_root();
+}
+
+TEST(a_policy_no_longer_allows_the_target) {
         CHECK_STR(verdict(binds_to_node_1), "policy-changed");
+        CHECK_STR(verdict(binds_part_of_it_to_node_1), "policy-changed");
+}
+
+/* Memory without a VMA policy goes where every thread's policy allows: read again only
+ * for the jobs that hold such memory. */
+TEST(a_threads_policy_no_longer_allows_the_target) {
+        CHECK_STR(verdict_of(&(struct setup) { .thread_policy = true, .free_floor_pct = -1 }), "move");
+        CHECK_STR(verdict_of(&(struct setup) { .thread_policy = true, .free_floor_pct = -1,
+                                               .change = binds_a_thread_to_node_1 }), "thread-policy-changed");
+        CHECK_STR(verdict(binds_a_thread_to_node_1), "move");
+}
+
+TEST(unreadable) {
+        CHECK_STR(verdict(numa_maps_unreadable), "unreadable");
+}
+
+TEST(locked_since_the_scan) {
         CHECK_STR(verdict(locks_it), "locked");
+        CHECK_STR(verdict(locks_another_vma), "move");
+}
+
+/* The target under its free-memory floor since the scan; at it, to the byte, is not
+ * under it. Not checked with free_floor_pct = 0, nor for a job of hugetlb pages only
+ * (they take the target's free huge pages). A process that may not move says so
+ * first. */
+TEST(the_target_filled) {
+        CHECK_STR(verdict(fills_node_0), "target-full");
+        CHECK_STR(verdict(node_0_at_its_floor), "move");
+        CHECK_STR(verdict_of(&(struct setup) { .free_floor_pct = 0, .change = fills_node_0 }), "move");
+        CHECK_STR(verdict_of(&(struct setup) { .page_size = 2 * MIB, .free_floor_pct = -1, .change = fills_node_0 }),
+                  "move");
+        CHECK_STR(verdict(fills_node_0_and_exits), "exited");
+}
+
+/* Several jobs: each gets its own check, with its own process's scan facts (here one
+ * scanned before an exec: its layout differs). */
+TEST(each_job_its_own_check) {
+        struct nb_config cfg;
+        struct move_check_env env;
+        struct proc_stat st;
+        struct proc_rec p[2] = { { .pid = 3001 }, { .pid = 3001 } };
+        struct migrate_range range = { 0x7f3a00000000, 0x7f3a02000000, page_size() };
+        struct migrate_job jobs[2];
+        const struct migrate_stop *stop = NULL;
+        struct move_check *c = NULL;
+
+        fresh_process();
+        if (proc_read_stat(proc_root, 3001, &st) < 0)
+                abort();
+        for (int i = 0; i < 2; i++) {
+                p[i].starttime = st.starttime;
+                p[i].layout = st.layout;
+                jobs[i] = (struct migrate_job) { .pid = 3001, .starttime = st.starttime, .target_node = 0,
+                                                 .ranges = &range, .n_ranges = 1, .userdata = &p[i] };
+        }
+        p[1].layout.start_code++;
+        config_defaults(&cfg);
+        free(cfg.cgroup_root);
+        cfg.cgroup_root = strdup(cgroup_root);
+        cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
+        cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), CG_MODE_BALANCE };
+        cfg.n_cgroups = 1;
+        env = (struct move_check_env) { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .sys_root = sys_root };
+        CHECK_INT(move_check_prepare(&env, jobs, 2, &c), 0);
+        config_done(&cfg);
+        CHECK(jobs[0].may_move == move_check_job && jobs[1].may_move == move_check_job);
+        CHECK(jobs[0].may_move_ctx && jobs[1].may_move_ctx && jobs[0].may_move_ctx != jobs[1].may_move_ctx);
+        CHECK_INT(move_check_job(jobs[0].may_move_ctx, &jobs[0], &stop), 0);
+        CHECK(stop == NULL);
+        CHECK_INT(move_check_job(jobs[1].may_move_ctx, &jobs[1], &stop), -ESTALE);
+        CHECK(stop == &move_stop_exec);
+        /* Asked again (before the next batch): the same answers. */
+        stop = NULL;
+        CHECK_INT(move_check_job(jobs[0].may_move_ctx, &jobs[0], &stop), 0);
+        CHECK_INT(move_check_job(jobs[1].may_move_ctx, &jobs[1], &stop), -ESTALE);
+        move_check_free(c);
+        move_check_free(NULL);
+}
+
+/* No job: prepared all the same (a run with nothing to check). */
+TEST(no_jobs) {
+        struct nb_config cfg;
+        struct move_check_env env;
+        struct move_check *c = NULL;
+
+        config_defaults(&cfg);
+        env = (struct move_check_env) { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .sys_root = sys_root };
+        CHECK_INT(move_check_prepare(&env, NULL, 0, &c), 0);
+        CHECK(c != NULL);
+        move_check_free(c);
+        config_done(&cfg);
+}
+
+/* Every reason has a name and a text; the names are distinct. */
+TEST(the_reasons) {
+        const struct migrate_stop *all[] = { &move_stop_exited, &move_stop_exec, &move_stop_cgroup,
+                                             &move_stop_not_covered, &move_stop_policy, &move_stop_thread_policy,
+                                             &move_stop_unreadable, &move_stop_target_full, &move_stop_locked };
+        const size_t n = sizeof(all) / sizeof(all[0]);
+
+        for (size_t i = 0; i < n; i++) {
+                CHECK(all[i]->name && *all[i]->name && all[i]->text && *all[i]->text);
+                for (size_t k = 0; k < i; k++)
+                        CHECK(strcmp(all[i]->name, all[k]->name) != 0);
+        }
 }
 
 static int intro(void) {
@@ -138,8 +491,16 @@ static int intro(void) {
                 return 1;
         snprintf(proc_root, sizeof(proc_root), "%s/proc", tmpdir);
         snprintf(cgroup_root, sizeof(cgroup_root), "%s/cg", tmpdir);
+        snprintf(sys_root, sizeof(sys_root), "%s/sys", tmpdir);
         sh("mkdir -p '@'", proc_root);
         sh("mkdir -p '@/app.slice' '@/other.slice'", cgroup_root);
+        if (setxattr(cgroup_root, "user.numabalanced.probe", "1", 1, 0) < 0) {
+                if (errno != EOPNOTSUPP && errno != EPERM)
+                        return 1;
+                snprintf(no_xattrs, sizeof(no_xattrs), "the file system under %s refuses user.* xattrs (%s)", tmpdir,
+                         strerror(errno));
+        } else
+                removexattr(cgroup_root, "user.numabalanced.probe");
         return topology_read(TEST_DATA_DIR "/sys/2n2c", &topo) < 0;
 }
 

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* One process's scan (daemon/scan.h) on its own, without a tick: a stored process
- * (tests/data/manager/proc/3001: 32 + 8 MiB of private memory on node 1) in a fake
- * /proc, and a placement source that says where its threads ran. What the scan plans,
- * what it writes into the record, when it scans again, and that it charges nothing
- * itself (its CPU time is in the scan, for the tick to charge). */
+/* One process's scan (daemon/scan.h) on its own, without a tick and without struct
+ * manager: stored processes (tests/data/manager/proc: 3001 "db", 32 + 8 MiB of private
+ * memory on node 1; 3002 "web", 16 MiB on node 0) in a fake /proc, and a placement
+ * source that says where their threads ran. What the scan plans, what it writes into
+ * the record, when it scans again, that an idle process is not read again, and that it
+ * charges nothing itself (its CPU time is in the scan, for the tick to charge). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "config.h"
+#include "pagesize.h"
 #include "proc-records.h"
 #include "scan.h"
 #include "test.h"
@@ -17,15 +19,20 @@
 
 static char tmpdir[] = "/tmp/test-scan-XXXXXX";
 static char proc_root[256];
-static struct topology *topo;
-static uint64_t cpu_now[2];     /* what the source says the threads ran, per node index */
+static struct topology *topo;   /* tests/data/sys/2n2c: nodes 0 and 1, 1 GiB each */
+
+/* The scripted source: what the threads ran per node index since the last sample. */
+static uint64_t cpu_now[2];
+static bool source_sees_gone;   /* false: says 1 even for a process whose directory went */
+static unsigned source_samples; /* sample() calls */
 
 static int scripted_sample(const struct placement_source *s, const char *root, pid_t pid, const struct topology *t,
                            struct placement_state *st, uint64_t *ns_by_node) {
         char path[512];
 
+        source_samples++;
         snprintf(path, sizeof(path), "%s/%d", root, (int) pid);
-        if (access(path, F_OK) < 0)
+        if (source_sees_gone && access(path, F_OK) < 0)
                 return -ESRCH;
         for (unsigned i = 0; i < t->n_nodes && i < 2; i++)
                 ns_by_node[i] += cpu_now[i];
@@ -39,19 +46,27 @@ struct fixture {
         struct scan_env env;
         struct cg_rec cg;
         struct proc_rec p;
+        uint64_t *reserved;     /* plan_reserved_len() entries */
 };
 
-static void fixture_start(struct fixture *f, pid_t pid) {
+static void fixture_start(struct fixture *f, pid_t pid, uint64_t starttime) {
         config_defaults(&f->cfg);
         f->cfg.scan_min_ms = 1000;
         f->cfg.scan_max_ms = 60000;
-        f->env = (struct scan_env) { .cfg = &f->cfg, .topo = topo, .proc_root = proc_root, .source = &scripted };
+        f->env = (struct scan_env) { .cfg = &f->cfg, .topo = topo, .proc_root = proc_root, .source = &scripted,
+                                     .pages = NULL };
         f->cg = (struct cg_rec) { .path = "/app.slice", .mode = CG_MODE_BALANCE };
-        f->p = (struct proc_rec) { .pid = pid, .starttime = 5000, .pidfd = -1, .cg = &f->cg, .reason = _REASON_MAX,
-                                   .hot_node = -1, .target_node = -1, .full_target = -1 };
+        f->p = (struct proc_rec) { .pid = pid, .starttime = starttime, .pidfd = -1, .cg = &f->cg,
+                                   .reason = _REASON_MAX, .hot_node = -1, .target_node = -1, .full_target = -1 };
+        f->reserved = calloc(plan_reserved_len(topo), sizeof(*f->reserved));
+        if (!f->reserved)
+                abort();
+        source_sees_gone = true;
+        source_samples = 0;
 }
 
 static void fixture_done(struct fixture *f) {
+        free(f->reserved);
         free(f->p.node_bytes);
         free(f->p.hist);
         proc_records_drop_huge(&f->p);
@@ -60,18 +75,27 @@ static void fixture_done(struct fixture *f) {
         config_done(&f->cfg);
 }
 
-/* Its threads on node 0, its memory on node 1: the plan moves the 40 MiB to node 0,
- * and the record says so; the scan comes again scan_min_ms later. */
+/* Renames <proc_root>/<pid>/<name> to <name>.away (away) or back (!away). */
+static void hide(pid_t pid, const char *name, bool away) {
+        char a[512], b[600];
+
+        snprintf(a, sizeof(a), "%s/%d/%s", proc_root, (int) pid, name);
+        snprintf(b, sizeof(b), "%s.away", a);
+        if (rename(away ? a : b, away ? b : a) < 0)
+                TEST_FAIL("rename %s: %m", away ? a : b);
+}
+
+/* 3001: its threads on node 0, its memory on node 1: the plan moves the 40 MiB to
+ * node 0, and the record says so; the scan comes again scan_min_ms later. */
 TEST(misplaced_memory_is_planned) {
         struct fixture f;
         struct scan s = {};
-        uint64_t reserved[8] = {};
 
-        fixture_start(&f, 3001);
+        fixture_start(&f, 3001, 5000);
         s.rec = &f.p;
         cpu_now[0] = 500000000;
         cpu_now[1] = 0;
-        CHECK_INT(scan_process(&f.env, &f.p, 100000, reserved, &s), 1);
+        CHECK_INT(scan_process(&f.env, &f.p, 100000, f.reserved, &s), 1);
         CHECK_INT(s.plan.n_moves, 2);
         CHECK_INT(s.plan.bytes, 40 * MIB);
         CHECK(s.plan.n_moves && s.plan.moves[0].target == 0);
@@ -91,65 +115,227 @@ TEST(misplaced_memory_is_planned) {
         fixture_done(&f);
 }
 
-/* Idle since the last scan: decided without reading its maps again, and backed off:
- * twice the interval each time, up to scan_max_ms. */
-TEST(idle_backs_off) {
+/* 3002: memory on node 0 (16 MiB private, 4156 pages with libc's), its threads on
+ * node 1: one move of the private VMA to node 1, and every field of the record the
+ * reports read. */
+TEST(misplaced_to_node_1_record_updated) {
         struct fixture f;
         struct scan s = {};
-        uint64_t reserved[8] = {}, interval = 0;
+        const uint64_t ps = 4096;   /* numa_maps' kernelpagesize_kB=4 */
 
-        fixture_start(&f, 3001);
+        fixture_start(&f, 3002, 5100);
+        s.rec = &f.p;
+        cpu_now[0] = 0;
+        cpu_now[1] = 800000000;
+        CHECK_INT(scan_process(&f.env, &f.p, 200000, f.reserved, &s), 1);
+        CHECK_INT(s.plan.n_moves, 1);
+        if (s.plan.n_moves == 1) {
+                CHECK_INT(s.plan.moves[0].start, 0x7f5000000000);
+                CHECK_INT(s.plan.moves[0].target, 1);
+                CHECK_INT(s.plan.moves[0].bytes, 16 * MIB);
+        }
+        CHECK_INT(s.plan.bytes, 16 * MIB);
+        CHECK_INT(s.pages.n_moves, 0);     /* no page-level sampling: env.pages is NULL */
+        CHECK(!s.sampled);
+        CHECK_INT(f.p.reason, REASON_NONE);
+        CHECK_INT(f.p.planned_bytes, 16 * MIB);
+        CHECK_INT(f.p.target_node, 1);
+        CHECK_INT(f.p.hot_node, 1);
+        CHECK_INT(f.p.full_target, -1);
+        CHECK_INT(f.p.rss_kb, 17840);
+        CHECK_INT(f.p.uid, 1000);
+        CHECK_STR(f.p.comm, "web");
+        /* Every page of its numa_maps, and those on node 1 (where its threads ran). */
+        CHECK_INT(f.p.total_bytes, (4096 + 60 + 256 + 40 + 8) * ps);
+        CHECK_INT(f.p.local_bytes, (256 + 40 + 8) * ps);
+        CHECK(f.p.node_bytes != NULL);
+        if (f.p.node_bytes) {
+                CHECK_INT(f.p.node_bytes[0], (4096 + 60) * ps);
+                CHECK_INT(f.p.node_bytes[1], (256 + 40 + 8) * ps);
+        }
+        CHECK_INT(f.p.last_scan_ms, 200000);
+        CHECK_INT(f.p.interval_ms, 1000);
+        CHECK_INT(f.p.next_scan_ms, 200000 + f.cfg.scan_min_ms);
+        CHECK_INT(f.p.scans, 1);
+        /* The node's room is shared by the tick's scans: this plan's bytes are reserved. */
+        CHECK_INT(f.reserved[0], 0);
+        CHECK_INT(f.reserved[1], 16 * MIB);
+        /* Its exec layout at the scan, for the check before moving (move-check.h). */
+        CHECK_INT(f.p.layout.start_code, UINT64_C(93978048487424));
+        CHECK(s.cost_ns[STAGE_READ] > 0);
+        CHECK_INT(f.p.cost_ns[STAGE_READ] + f.p.cost_ns[STAGE_DECIDE], 0);
+        scan_done(&s);
+        fixture_done(&f);
+}
+
+/* Advise mode and a dry run plan all the same (the log says "would move"; the jobs
+ * leave them out, test-jobs.c). */
+TEST(advise_and_dry_run_still_plan) {
+        for (int dry = 0; dry <= 1; dry++) {
+                struct fixture f;
+                struct scan s = {};
+
+                fixture_start(&f, 3002, 5100);
+                if (dry)
+                        f.env.dry_run = true;
+                else
+                        f.cg.mode = CG_MODE_ADVISE;
+                s.rec = &f.p;
+                cpu_now[0] = 0;
+                cpu_now[1] = 800000000;
+                CHECK_INT(scan_process(&f.env, &f.p, 1000, f.reserved, &s), 1);
+                CHECK_INT(s.plan.n_moves, 1);
+                CHECK_INT(s.plan.bytes, 16 * MIB);
+                CHECK_INT(f.p.planned_bytes, 16 * MIB);
+                CHECK_INT(f.p.target_node, 1);
+                CHECK_INT(f.p.next_scan_ms, 1000 + 1000);
+                scan_done(&s);
+                fixture_done(&f);
+        }
+}
+
+/* Idle since the last scan: decided without reading its files again (numa_maps, maps
+ * and status are away, and the scan does not fail), and backed off: twice the
+ * interval each time, up to scan_max_ms. */
+TEST(idle_is_not_read_again_and_backs_off) {
+        struct fixture f;
+        struct scan s = {};
+        uint64_t want = 1000;
+
+        fixture_start(&f, 3001, 5000);
         cpu_now[0] = 500000000;
         cpu_now[1] = 0;
         s.rec = &f.p;
-        CHECK_INT(scan_process(&f.env, &f.p, 0, reserved, &s), 1);
+        CHECK_INT(scan_process(&f.env, &f.p, 0, f.reserved, &s), 1);
+        CHECK_INT(f.p.interval_ms, 1000);
         scan_done(&s);
         cpu_now[0] = 0;
+        hide(3001, "numa_maps", true);
+        hide(3001, "maps", true);
+        hide(3001, "status", true);
         for (int i = 1; i <= 8; i++) {
                 uint64_t now = (uint64_t) i * 100000;
 
+                want = want * 2 > 60000 ? 60000 : want * 2;
                 s = (struct scan) { .rec = &f.p };
-                CHECK_INT(scan_process(&f.env, &f.p, now, reserved, &s), 0);
+                CHECK_INT(scan_process(&f.env, &f.p, now, f.reserved, &s), 0);
                 CHECK_INT(f.p.reason, REASON_NO_CPU_TIME);
+                CHECK_INT(f.p.planned_bytes, 0);
+                CHECK_INT(f.p.last_scan_ms, now);
                 CHECK_INT(s.plan.n_moves, 0);
-                interval = f.p.next_scan_ms - now;
+                CHECK_MSG(f.p.interval_ms == want && f.p.next_scan_ms == now + want,
+                          "scan %d: interval %" PRIu64 " next %" PRIu64 ", expected %" PRIu64, i, f.p.interval_ms,
+                          f.p.next_scan_ms, want);
                 scan_done(&s);
         }
+        hide(3001, "numa_maps", false);
+        hide(3001, "maps", false);
+        hide(3001, "status", false);
         CHECK_INT(f.p.scans, 9);
-        CHECK_INT(interval, 60000);       /* 1 s doubled, capped at scan_max_ms */
+        CHECK_INT(f.p.interval_ms, 60000);      /* 1 s doubled, capped at scan_max_ms */
+        CHECK_INT(source_samples, 9);           /* sampled every time: one sample per idle scan */
+        /* Busy again: read, planned, and back to scan_min_ms at once. */
+        cpu_now[0] = 500000000;
+        s = (struct scan) { .rec = &f.p };
+        CHECK_INT(scan_process(&f.env, &f.p, 900000, f.reserved, &s), 1);
+        CHECK_INT(s.plan.n_moves, 2);
+        CHECK_INT(f.p.interval_ms, 1000);
+        CHECK_INT(f.p.next_scan_ms, 900000 + 1000);
+        scan_done(&s);
         fixture_done(&f);
 }
 
 TEST(too_small_waits_scan_max) {
         struct fixture f;
         struct scan s = {};
-        uint64_t reserved[8] = {};
 
-        fixture_start(&f, 3001);
+        fixture_start(&f, 3001, 5000);
         f.cfg.min_rss_kb = 1024 * 1024;    /* 1 GiB: the process has 52 MiB */
         cpu_now[0] = 500000000;
+        cpu_now[1] = 0;
         s.rec = &f.p;
-        CHECK_INT(scan_process(&f.env, &f.p, 5000, reserved, &s), 0);
+        CHECK_INT(scan_process(&f.env, &f.p, 5000, f.reserved, &s), 0);
         CHECK_INT(f.p.reason, REASON_TOO_SMALL);
+        CHECK_INT(f.p.interval_ms, 60000);
         CHECK_INT(f.p.next_scan_ms, 5000 + 60000);
         CHECK_INT(f.p.rss_kb, 53680);
+        CHECK_INT(s.plan.n_moves, 0);
+        CHECK_INT(f.p.planned_bytes, 0);
+        CHECK_INT(f.reserved[0] + f.reserved[1], 0);
+        scan_done(&s);
+        /* Just at min_rss: scanned as any other. */
+        f.cfg.min_rss_kb = 53680;
+        s = (struct scan) { .rec = &f.p };
+        CHECK_INT(scan_process(&f.env, &f.p, 6000, f.reserved, &s), 1);
+        CHECK_INT(f.p.reason, REASON_NONE);
+        CHECK_INT(f.p.next_scan_ms, 6000 + 1000);
         scan_done(&s);
         fixture_done(&f);
 }
 
+/* Gone: from the source (no /proc/PID at all), or between the sample and the read
+ * (the source said where it ran, its files are gone): -ESRCH or -ENOENT, and its
+ * record is left as it was. */
 TEST(gone_is_an_error) {
         struct fixture f;
         struct scan s = {};
-        uint64_t reserved[8] = {};
+        int r;
 
-        fixture_start(&f, 4242);
+        fixture_start(&f, 4242, 1);
         s.rec = &f.p;
-        CHECK(scan_process(&f.env, &f.p, 0, reserved, &s) < 0);
+        cpu_now[0] = 500000000;
+        r = scan_process(&f.env, &f.p, 0, f.reserved, &s);
+        CHECK_MSG(r == -ESRCH || r == -ENOENT, "scan_process: %d", r);
+        CHECK_INT(f.p.scans, 0);
+        CHECK_INT(f.p.reason, _REASON_MAX);
         scan_done(&s);
-        /* Backed off like a settled process, not read again at every tick. */
+        /* Its directory went after the sample. */
+        source_sees_gone = false;
+        s = (struct scan) { .rec = &f.p };
+        r = scan_process(&f.env, &f.p, 0, f.reserved, &s);
+        CHECK_MSG(r == -ESRCH || r == -ENOENT, "scan_process: %d", r);
+        CHECK_INT(f.p.scans, 0);
+        CHECK_INT(f.p.next_scan_ms, 0);
+        scan_done(&s);
+        fixture_done(&f);
+}
+
+/* The real /proc placement source on a pid that no process has: -ESRCH or -ENOENT. */
+TEST(gone_with_the_proc_source) {
+        struct fixture f;
+        struct scan s = {};
+        int r;
+
+        fixture_start(&f, 4242, 1);
+        f.env.source = &placement_source_proc;
+        s.rec = &f.p;
+        r = scan_process(&f.env, &f.p, 0, f.reserved, &s);
+        CHECK_MSG(r == -ESRCH || r == -ENOENT, "scan_process: %d", r);
+        CHECK_INT(f.p.scans, 0);
+        scan_done(&s);
+        fixture_done(&f);
+}
+
+/* A failed scan is backed off like a settled process: half as often each time, up to
+ * scan_max_ms; a first backoff starts at scan_min_ms. */
+TEST(backoff_doubles_up_to_scan_max) {
+        struct fixture f;
+
+        fixture_start(&f, 4242, 1);
         scan_backoff(&f.env, &f.p, 0);
+        CHECK_INT(f.p.interval_ms, 1000);
+        CHECK_INT(f.p.next_scan_ms, 1000);
+        scan_backoff(&f.env, &f.p, 10);
+        CHECK_INT(f.p.interval_ms, 2000);
+        CHECK_INT(f.p.next_scan_ms, 2010);
+        for (int i = 0; i < 10; i++)
+                scan_backoff(&f.env, &f.p, 500);
+        CHECK_INT(f.p.interval_ms, 60000);
+        CHECK_INT(f.p.next_scan_ms, 60500);
+        /* A smaller scan_max_ms (a reload) caps what was already longer. */
+        f.cfg.scan_max_ms = 5000;
         scan_backoff(&f.env, &f.p, 0);
-        CHECK_INT(f.p.next_scan_ms, 2000);
+        CHECK_INT(f.p.interval_ms, 5000);
         fixture_done(&f);
 }
 
@@ -158,14 +344,25 @@ TEST(plan_params_from_the_config) {
         struct fixture f;
         struct plan_params pp;
 
-        fixture_start(&f, 3001);
+        fixture_start(&f, 3001, 5000);
         f.cfg.free_floor_pct = 7;
+        f.cfg.min_cpu_share_pct = 70;
+        f.cfg.keep_node_share_pct = 25;
+        f.cfg.cooldown_ms = 12345;
+        f.cfg.move_shared = true;
+        f.cfg.batch_pages = 1000;
         f.env.kernel_balances = true;
         pp = scan_plan_params(&f.env);
         CHECK_INT(pp.free_floor_pct, 7);
+        CHECK_INT(pp.min_cpu_share_pct, 70);
+        CHECK_INT(pp.keep_node_share_pct, 25);
+        CHECK_INT(pp.cooldown_ms, 12345);
+        CHECK(pp.move_shared);
         CHECK(pp.kernel_balances);
         CHECK_INT(pp.min_misplaced_kb, f.cfg.min_misplaced_kb);
-        CHECK_INT(pp.max_bytes, f.cfg.batch_pages * 4096 * SCAN_BATCHES_PER_TICK);
+        CHECK_INT(pp.max_bytes, 1000 * page_size() * SCAN_BATCHES_PER_TICK);
+        f.env.kernel_balances = false;
+        CHECK(!scan_plan_params(&f.env).kernel_balances);
         fixture_done(&f);
 }
 
@@ -175,9 +372,10 @@ static int intro(void) {
         if (!mkdtemp(tmpdir))
                 return 1;
         snprintf(proc_root, sizeof(proc_root), "%s/proc", tmpdir);
+        /* Each thread's numa_maps: the main one's (no thread policy of its own). */
         snprintf(cmd, sizeof(cmd),
-                 "mkdir -p '%s' && cp -r '%s/manager/proc/3001' '%s/3001' && "
-                 "for t in '%s'/3001/task/*; do cp '%s/3001/numa_maps' \"$t/numa_maps\"; done",
+                 "mkdir -p '%s' && for p in 3001 3002; do cp -r '%s/manager/proc/'$p '%s/'$p && "
+                 "for t in '%s'/$p/task/*; do cp '%s/'$p/numa_maps \"$t/numa_maps\" || exit 1; done || exit 1; done",
                  proc_root, TEST_DATA_DIR, proc_root, proc_root, proc_root);
         if (system(cmd) != 0)
                 return 1;
