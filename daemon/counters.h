@@ -19,6 +19,7 @@ struct counters {
         uint64_t page_samples;       /* page-level sample counts drained */
         uint64_t total_pages[_MIG_CLASS_MAX];
         bool kernel_balances;        /* kernel.numa_balancing on at the last tick (policy.h) */
+        int64_t kernel_numa_balancing;  /* its value then, -1: unreadable */
         bool last_reload_failed;     /* the last reload was refused (the running config stays) */
         uint64_t last_reload_ms;     /* CLOCK_MONOTONIC of the last reload asked for, 0: none */
         uint64_t reloads_failed;

@@ -636,7 +636,8 @@ static void kernel_balancing_watch(struct manager *m) {
         uint64_t v = 0;
         bool on;
 
-        on = kernel_balancing_read(m->proc_root, &v) >= 0 && (v & 1);
+        m->counters.kernel_numa_balancing = kernel_balancing_read(m->proc_root, &v) >= 0 ? (int64_t) v : -1;
+        on = m->counters.kernel_numa_balancing >= 0 && (v & 1);
         if (on != m->counters.kernel_balances)
                 log_info("kernel.numa_balancing is %s: memory whose policy has the balancing flag "
                          "(MPOL_F_NUMA_BALANCING) is %s", on ? "on" : "off",

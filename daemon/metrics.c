@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "build-config.h"
 #include "cleanup.h"
 #include "log.h"
 #include "metrics.h"
@@ -335,6 +336,16 @@ static size_t metrics_daemon_costs(const struct manager_view *v, FILE *f) {
 /* The daemon as a whole: ticks, the sampling source and chain, page samples, the
  * cgroups left out of the file. */
 static void metrics_daemon(const struct manager_view *v, const struct mtable *t, size_t hidden, FILE *f) {
+        metric_head(f, "numabalanced_build_info", "gauge", "The daemon's version, as a label; always 1.");
+        fputs("numabalanced_build_info{version=\"", f);
+        metrics_put_label_value(f, PACKAGE_VERSION);
+        fputs("\"} 1\n", f);
+        if (v->counters->kernel_numa_balancing >= 0) {
+                metric_head(f, "numabalanced_kernel_numa_balancing", "gauge",
+                            "kernel.numa_balancing at the last tick: 0 off, 1 the kernel balances (then memory "
+                            "whose policy asks for it is the kernel's), 2 memory tiering, 3 both.");
+                fprintf(f, "numabalanced_kernel_numa_balancing %" PRId64 "\n", v->counters->kernel_numa_balancing);
+        }
         metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
         fputs("numabalanced_tick_duration_seconds ", f);
         put_seconds(f, v->counters->last_tick_ns);

@@ -40,6 +40,7 @@ for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local
                   ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),
                   ('numabalanced_growth_scans_total', 'counter'),
                   ('numabalanced_react_scans_total', 'counter'),
+                  ('numabalanced_build_info', 'gauge'), ('numabalanced_kernel_numa_balancing', 'gauge'),
                   ('numabalanced_config_last_reload_successful', 'gauge'),
                   ('numabalanced_sampled_scans_total', 'counter'),
                   ('numabalanced_sampling_chain', 'gauge'), ('numabalanced_page_samples_total', 'counter'),
@@ -72,6 +73,10 @@ check(abs(g(fam, 'numabalanced_startup_cpu_seconds') - 0.002) < 1e-12, 'startup 
 check(abs(g(fam, 'numabalanced_unattributed_cpu_seconds_total') - 0.005) < 1e-12, 'unattributed cpu')
 check(g(fam, 'numabalanced_daemon_cpu_seconds_total') > 0, 'daemon cpu')
 check(abs(g(fam, 'numabalanced_tick_duration_seconds') - 0.001234567) < 1e-12, 'tick duration')
+check(len(fam['numabalanced_build_info']['samples']) == 1 and
+      list(fam['numabalanced_build_info']['samples'].values()) == [1] and
+      dict(next(iter(fam['numabalanced_build_info']['samples']))).get('version'), 'build_info with its version')
+check(g(fam, 'numabalanced_kernel_numa_balancing') == 0, 'kernel_numa_balancing')
 check(g(fam, 'numabalanced_sampling_source', source='proc') == 1, 'sampling source')
 check(g(fam, 'numabalanced_sampling_chain', chain='proc') == 1, 'sampling chain')
 check(g(fam, 'numabalanced_processes', cgroup='/a.slice') == 2, 'processes')
