@@ -51,23 +51,64 @@ void json_object_end(struct json *j) { close_(j, '}'); }
 void json_array_begin(struct json *j) { open_(j, '['); }
 void json_array_end(struct json *j) { close_(j, ']'); }
 
+/* The code point of the valid UTF-8 sequence at p (its length in *n), or -1 for a
+ * byte that starts none (a stray continuation, an overlong form, a surrogate, past
+ * U+10FFFF, cut short). */
+static long utf8_at(const unsigned char *p, size_t *n) {
+        long cp;
+        size_t len;
+
+        if (p[0] < 0x80) {
+                *n = 1;
+                return p[0];
+        }
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                len = 2, cp = p[0] & 0x1f;
+        else if (p[0] >= 0xe0 && p[0] <= 0xef)
+                len = 3, cp = p[0] & 0x0f;
+        else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+                len = 4, cp = p[0] & 0x07;
+        else
+                return -1;
+        for (size_t i = 1; i < len; i++) {
+                if ((p[i] & 0xc0) != 0x80)
+                        return -1;
+                cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
+            cp > 0x10ffff)
+                return -1;
+        *n = len;
+        return cp;
+}
+
+/* Strings from tenants (comm, cgroup paths) as valid JSON in valid UTF-8: UTF-8
+ * passes as it is (a name round-trips), every control character is escaped (C1 too,
+ * U+0080-U+009F, which terminals act on), and a byte that is not UTF-8 becomes
+ * U+FFFD, so that nothing from /proc can break the document. */
 static void put_string(FILE *f, const char *s) {
         fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *) s; p && *p; p++) {
-                switch (*p) {
-                case '"': fputs("\\\"", f); break;
-                case '\\': fputs("\\\\", f); break;
-                case '\n': fputs("\\n", f); break;
-                case '\t': fputs("\\t", f); break;
-                case '\r': fputs("\\r", f); break;
-                default:
-                        /* Control bytes and bytes >= 0x80 are escaped one by one, so
-                         * that invalid UTF-8 from /proc can never break the document. */
-                        if (*p < 0x20 || *p >= 0x7f)
-                                fprintf(f, "\\u%04x", *p);
-                        else
-                                fputc(*p, f);
-                }
+        for (const unsigned char *p = (const unsigned char *) s; p && *p;) {
+                size_t n = 1;
+                long cp = utf8_at(p, &n);
+
+                if (cp == '"')
+                        fputs("\\\"", f);
+                else if (cp == '\\')
+                        fputs("\\\\", f);
+                else if (cp == '\n')
+                        fputs("\\n", f);
+                else if (cp == '\t')
+                        fputs("\\t", f);
+                else if (cp == '\r')
+                        fputs("\\r", f);
+                else if (cp < 0)
+                        fputs("\\ufffd", f);
+                else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+                        fprintf(f, "\\u%04lx", cp);
+                else
+                        fwrite(p, 1, n, f);
+                p += n;
         }
         fputc('"', f);
 }

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "control.h"
+#include "json.h"
 #include "json-parse.h"
 #include "manager.h"
 #include "metrics.h"
@@ -343,8 +344,9 @@ TEST(list_as_root) {
         CHECK(!jv_bool(jv_get(&cgs->items[2], "active"), true));
         p = procs ? &procs->items[0] : NULL;
         CHECK_INT(jv_i64(jv_get(p, "pid"), 0), 100);
-        /* comm: the control byte and the byte 0xff are escaped, and read back as U+0001, U+00FF. */
-        CHECK_STR(jv_str(jv_get(p, "comm"), NULL), "db\x01\xc3\xbf");
+        /* comm: the control byte is escaped and reads back as U+0001; the byte 0xff, no
+         * UTF-8, as U+FFFD. */
+        CHECK_STR(jv_str(jv_get(p, "comm"), NULL), "db\x01\xef\xbf\xbd");
         CHECK_INT((int) (jv_num(jv_get(p, "local_share"), 0) * 100), 75);
         CHECK_INT(jv_u64(jv_get(p, "pages_moved"), 0), 100);
         CHECK_STR(jv_str(jv_get(p, "reason"), NULL), "none");
@@ -532,6 +534,38 @@ TEST(explain_not_covered_by_a_users_opt_in) {
         CHECK_STR(jv_str(jv_get(d, "why"), NULL), "not-covered");
         CHECK(strstr(jv_str(jv_get(d, "explanation"), ""), "covers only the processes uid"));
         jv_free(d);
+}
+
+/* UTF-8 names go out as they are and come back the same (they were escaped byte by
+ * byte and came back as other characters); controls, C1 included, are escaped;
+ * bytes that are no UTF-8 become U+FFFD. */
+TEST(json_strings_in_utf8) {
+        static const struct { const char *in, *out, *back; } cases[] = {
+                { "/caf\xc3\xa9.slice/\xe6\x97\xa5\xf0\x9f\x98\x80", "\"/caf\xc3\xa9.slice/\xe6\x97\xa5\xf0\x9f\x98\x80\"",
+                  "/caf\xc3\xa9.slice/\xe6\x97\xa5\xf0\x9f\x98\x80" },
+                { "a\xc2\x9b" "31m", "\"a\\u009b31m\"", "a\xc2\x9b" "31m" },
+                { "a\x1b[2J\x7f", "\"a\\u001b[2J\\u007f\"", "a\x1b[2J\x7f" },
+                { "\xff\xc0\xaf", "\"\\ufffd\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+                { "\xe6\x97", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *buf = NULL;
+                size_t len = 0, off = 0;
+                FILE *f = open_memstream(&buf, &len);
+                struct json j;
+
+                json_init(&j, f, false);
+                struct jv *v = NULL;
+
+                json_string(&j, cases[i].in);
+                fclose(f);
+                CHECK_STR(buf, cases[i].out);
+                CHECK_INT(jv_parse(buf, len, &v, &off), 0);
+                CHECK_STR(jv_str(v, NULL), cases[i].back);
+                jv_free(v);
+                free(buf);
+        }
 }
 
 TEST(json_parse_strict) {
