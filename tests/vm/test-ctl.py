@@ -200,8 +200,18 @@ def run(env, res):
     scenario.sysctl_numa_balancing(0)
     cg = env.cgroup("nb-ctl", "balance")
     cg_off = env.cgroup("nb-ctl-off")
-    env.start_daemon(extra_conf=f"[report]\nmetrics_path = {METRICS}\n", args=("--control-socket", SOCK))
-    # top is up before the workload appears: the move (a few seconds) happens under it.
+    # 32 MB/s: the 256 MiB move takes about 8 s whatever the guest's speed, so top draws
+    # frames while it runs (moved whole in huge pages, it took 0.35 s in a fast guest, and
+    # no frame fell between the process's first listing and the end of its run).
+    env.start_daemon(extra_conf=f"[report]\nmetrics_path = {METRICS}\n[migrate]\nrate_limit_mb_s = 32\n",
+                     args=("--control-socket", SOCK))
+    # The socket first: top gives up at once on a daemon that is not listening yet (under
+    # ASan in TCG, loading BPF and the software sampler's self-check took 0.5 s).
+    deadline = time.time() + 30
+    while not os.path.exists(SOCK) and time.time() < deadline:
+        time.sleep(0.1)
+    check(os.path.exists(SOCK), f"the daemon did not listen on {SOCK} within 30 s:\n{env.log()}")
+    # top is up before the workload appears: the move (seconds) happens under it.
     top = TopWatch(env)
     p, start, _ = env.start_workload(cg, 256, 0, 1)
     top.pid = p.pid
