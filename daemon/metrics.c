@@ -18,38 +18,12 @@
 #include "report.h"
 #include "page-sampler.h"
 #include "source.h"
+#include "utf8.h"
 
 /* U+FFFD, the replacement character, in UTF-8. */
 #define REPLACEMENT "\xef\xbf\xbd"
 
 /* ---- label values ------------------------------------------------------------- */
-
-/* The length (1 to 4) of the valid UTF-8 sequence s starts with, 0 if it starts none:
- * no overlong forms, no surrogates, nothing above U+10FFFF (what Go's
- * utf8.ValidString, and so node_exporter, accepts). Never reads past a NUL. */
-static size_t utf8_seq(const unsigned char *s) {
-        unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-
-        if (c < 0x80)
-                return 1;
-        if (c >= 0xc2 && c <= 0xdf)
-                return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-        if (c >= 0xe0 && c <= 0xef) {
-                if (c == 0xe0)
-                        lo = 0xa0;
-                else if (c == 0xed)
-                        hi = 0x9f;     /* the surrogates */
-                return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
-        }
-        if (c >= 0xf0 && c <= 0xf4) {
-                if (c == 0xf0)
-                        lo = 0x90;
-                else if (c == 0xf4)
-                        hi = 0x8f;     /* above U+10FFFF */
-                return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 && (s[3] & 0xc0) == 0x80 ? 4 : 0;
-        }
-        return 0;
-}
 
 void metrics_put_label_value(FILE *f, const char *s) {
         const unsigned char *c = (const unsigned char *) (s ? s : "");

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <inttypes.h>
 #include "json.h"
+#include "utf8.h"
 
 void json_init(struct json *j, FILE *f, bool pretty) {
         *j = (struct json) { .f = f, .pretty = pretty };
@@ -51,37 +52,6 @@ void json_object_end(struct json *j) { close_(j, '}'); }
 void json_array_begin(struct json *j) { open_(j, '['); }
 void json_array_end(struct json *j) { close_(j, ']'); }
 
-/* The code point of the valid UTF-8 sequence at p (its length in *n), or -1 for a
- * byte that starts none (a stray continuation, an overlong form, a surrogate, past
- * U+10FFFF, cut short). */
-static long utf8_at(const unsigned char *p, size_t *n) {
-        long cp;
-        size_t len;
-
-        if (p[0] < 0x80) {
-                *n = 1;
-                return p[0];
-        }
-        if (p[0] >= 0xc2 && p[0] <= 0xdf)
-                len = 2, cp = p[0] & 0x1f;
-        else if (p[0] >= 0xe0 && p[0] <= 0xef)
-                len = 3, cp = p[0] & 0x0f;
-        else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-                len = 4, cp = p[0] & 0x07;
-        else
-                return -1;
-        for (size_t i = 1; i < len; i++) {
-                if ((p[i] & 0xc0) != 0x80)
-                        return -1;
-                cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
-            cp > 0x10ffff)
-                return -1;
-        *n = len;
-        return cp;
-}
-
 /* Strings from tenants (comm, cgroup paths) as valid JSON in valid UTF-8: UTF-8
  * passes as it is (a name round-trips), every control character is escaped (C1 too,
  * U+0080-U+009F, which terminals act on), and a byte that is not UTF-8 becomes
@@ -89,9 +59,14 @@ static long utf8_at(const unsigned char *p, size_t *n) {
 static void put_string(FILE *f, const char *s) {
         fputc('"', f);
         for (const unsigned char *p = (const unsigned char *) s; p && *p;) {
-                size_t n = 1;
-                long cp = utf8_at(p, &n);
+                size_t n = utf8_seq(p);
+                uint32_t cp = n ? utf8_code_point(p, n) : 0;
 
+                if (n == 0) {
+                        fputs("\\ufffd", f);
+                        p++;
+                        continue;
+                }
                 if (cp == '"')
                         fputs("\\\"", f);
                 else if (cp == '\\')
@@ -102,10 +77,8 @@ static void put_string(FILE *f, const char *s) {
                         fputs("\\t", f);
                 else if (cp == '\r')
                         fputs("\\r", f);
-                else if (cp < 0)
-                        fputs("\\ufffd", f);
-                else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
-                        fprintf(f, "\\u%04lx", cp);
+                else if (utf8_is_control(cp))
+                        fprintf(f, "\\u%04x", (unsigned) cp);
                 else
                         fwrite(p, 1, n, f);
                 p += n;

@@ -2,31 +2,12 @@
 /* Tenants' text for a terminal (term-text.h). */
 #include <stdint.h>
 #include "term-text.h"
+#include "utf8.h"
 
 size_t term_text_char_len(const unsigned char *s) {
-        uint32_t cp;
-        size_t n;
+        size_t n = utf8_seq(s);
 
-        if (s[0] < 0x80)
-                return s[0] >= 0x20 && s[0] != 0x7f ? 1 : 0;
-        if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                n = 2, cp = s[0] & 0x1f;
-        else if (s[0] >= 0xe0 && s[0] <= 0xef)
-                n = 3, cp = s[0] & 0x0f;
-        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-                n = 4, cp = s[0] & 0x07;
-        else
-                return 0;       /* a continuation byte alone, or never valid */
-        for (size_t i = 1; i < n; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;       /* cut short (the NUL included) */
-                cp = (cp << 6) | (s[i] & 0x3f);
-        }
-        /* Overlong forms, surrogates, beyond U+10FFFF, and the C1 controls. */
-        if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
-            cp > 0x10ffff || (cp >= 0x80 && cp <= 0x9f))
-                return 0;
-        return n;
+        return n && !utf8_is_control(utf8_code_point(s, n)) ? n : 0;
 }
 
 const char *term_text_safe(const char *s, char *buf, size_t size) {
