@@ -22,7 +22,8 @@
 #include <sys/types.h>
 #include "nodemask.h"
 
-/* Per-page outcome classes (docs/DESIGN.md). */
+/* Per-page outcome classes ("Moving: per-page outcome classes" in the repository's
+ * docs/DESIGN.md). */
 enum migrate_class {
         MIG_MOVED,          /* now on the target node, moved by this job */
         MIG_ALREADY,        /* was on the target already (not counted as moved) */

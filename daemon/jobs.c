@@ -172,8 +172,9 @@ static int build_jobs(const struct jobs_env *env, const struct scan *scans, size
 
                 if (!n || p->cg->mode != CG_MODE_BALANCE || env->dry_run)
                         continue;
-                /* Never MPOL_MF_MOVE_ALL: a page that became shared since the scan is
-                 * refused by the kernel (lib/plan plans no shared VMA, docs/DESIGN.md). */
+                /* The executor moves with MPOL_MF_MOVE only: a page that became shared
+                 * since the scan is refused by the kernel, and lib/plan plans no shared
+                 * VMA ("Shared pages" in the repository's docs/DESIGN.md). */
                 r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, n);
                 if (r >= 0)
                         r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, n);
