@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "creds.h"
 #include "log.h"
+#include "maps.h"
 #include "move-check.h"
 #include "numa_maps.h"
 #include "pagesize.h"
@@ -248,41 +249,34 @@ static int check_thread_policy(struct check_job *cj, struct check_state *st, con
 }
 
 /* No range locked since the scan, unless move_mlocked: the scan left locked VMAs
- * alone, and a process may lock memory between its scan and the move (smaps read only
- * when its status shows locked memory: most never lock any). */
+ * alone, and a process may lock memory between its scan and the move. smaps (which
+ * VMAs are locked) is read only when status shows locked memory, most processes never
+ * lock any; their ends come from maps, which walks no page table. */
 static int check_locked(struct check_job *cj, struct check_state *st, const struct migrate_stop **ret_stop) {
         const struct migrate_job *job = st->job;
         _cleanup_free_ uint64_t *starts = NULL;
-        _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
-        size_t n = 0;
+        _cleanup_free_ struct vma_range *ranges = NULL;
+        size_t n = 0, n_ranges = 0;
         int r;
 
         if (cj->run->move_mlocked || st->creds.status.vm_lck_kb == 0)
                 return 0;
         r = smaps_read_locked(cj->run->proc_root, job->pid, &starts, &n);
+        if (r >= 0 && n)
+                r = maps_read(cj->run->proc_root, job->pid, &ranges, &n_ranges);
         if (r < 0) {
                 *ret_stop = r == -ESRCH ? &move_stop_exited : &move_stop_unreadable;
                 return r == -ENOMEM ? r : -ESTALE;
         }
-        for (size_t k = 0; k < job->n_ranges; k++)
-                for (size_t i = 0; i < n; i++)
-                        if (starts[i] < job->ranges[k].end && starts[i] >= job->ranges[k].start) {
+        for (size_t i = 0; i < n; i++) {
+                uint64_t end = maps_end_of(ranges, n_ranges, starts[i]);
+
+                for (size_t k = 0; k < job->n_ranges; k++)
+                        if (starts[i] < job->ranges[k].end && (end ? end : starts[i] + 1) > job->ranges[k].start) {
                                 *ret_stop = &move_stop_locked;
                                 return -ESTALE;
                         }
-        /* A locked VMA that starts below a range and covers it: the VMA the range starts
-         * in is locked when its start is listed (numa_maps has the starts). */
-        r = read_policies(cj, job->pid, &maps);
-        if (r < 0) {
-                *ret_stop = r == -ESRCH ? &move_stop_exited : &move_stop_unreadable;
-                return r == -ENOMEM ? r : -ESTALE;
         }
-        for (size_t k = 0; k < job->n_ranges; k++)
-                if (maps->n_vmas && maps->vmas[vma_at(maps, job->ranges[k].start)].start <= job->ranges[k].start &&
-                    smaps_locked_has(starts, n, maps->vmas[vma_at(maps, job->ranges[k].start)].start)) {
-                        *ret_stop = &move_stop_locked;
-                        return -ESTALE;
-                }
         return 0;
 }
 
