@@ -16,6 +16,8 @@ struct counters {
         uint64_t react_scans;        /* processes scanned on their own after a node change */
         uint64_t growth_scans;       /* scans brought forward by growth */
         uint64_t sampled_scans;      /* scans of settled processes that sampled instead of reading numa_maps */
+        uint64_t quarantines;        /* processes quarantined: a read of theirs overran its deadline */
+        uint64_t reads_deferred;     /* scans not started: the owner's read overran, or no reader free */
         uint64_t page_samples;       /* page-level sample counts drained */
         uint64_t total_pages[_MIG_CLASS_MAX];
         bool kernel_balances;        /* kernel.numa_balancing on at the last tick (policy.h) */

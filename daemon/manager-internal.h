@@ -76,6 +76,7 @@ struct manager {
         const struct placement_source *source;
         struct page_sampler *pages;  /* page-level sampling, NULL: off */
         struct migrator *migrator;
+        struct tenant_reader *reader;  /* the reads a tenant can make wait, with a deadline */
         struct walker *walker;     /* the cgroup walk's thread; NULL: walked in the tick (tests, --once) */
         struct service_pins service;
 
@@ -94,6 +95,7 @@ struct manager {
         size_t n_invalid_seen;
         struct log_ratelimit invalid_log, invalid_count_log;
         struct log_ratelimit oom_log;  /* a scan dropped for lack of memory (scan_list_grow) */
+        struct log_ratelimit quarantine_log;  /* a read that overran (quarantine) */
         uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
         uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
 

@@ -38,6 +38,7 @@
 #include "proc-records.h"
 #include "scan.h"
 #include "service-cpus.h"
+#include "tenant-reader.h"
 #include "siphash.h"
 #include "page-sampler.h"
 #include "source.h"
@@ -141,9 +142,14 @@ static void need_free_memory(struct manager *m) {
                 log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
 }
 
+static struct service_threads service_threads_of(const struct manager *m) {
+        return (struct service_threads) { .walker = m->walker, .migrator = m->migrator, .reader = m->reader };
+}
+
 /* What the scans of this tick read besides their process. */
 static struct scan_env scan_env_of(const struct manager *m) {
         return (struct scan_env) {
+                .reader = m->reader,
                 .cfg = &m->cfg,
                 .topo = m->topo,
                 .proc_root = m->proc_root,
@@ -174,9 +180,27 @@ static bool scan_list_grow(struct manager *m, struct scan_list *scans, const str
         return true;
 }
 
+/* A read of p's files or memory overran its deadline: its owner is keeping it
+ * waiting (a FUSE page, a busy mmap lock) or it is much bigger than it looks. Either
+ * way it is not read again for QUARANTINE_MS, and explain says why. The reader refuses
+ * its owner's other reads until that one returns. */
+#define QUARANTINE_MS (10 * 60 * UINT64_C(1000))
+static void quarantine(struct manager *m, struct proc_rec *p, uint64_t now) {
+        p->quarantined_until_ms = now + QUARANTINE_MS;
+        p->next_scan_ms = p->quarantined_until_ms;
+        p->reason = REASON_QUARANTINED;
+        p->planned_bytes = p->page_planned_bytes = 0;
+        m->counters.quarantines++;
+        if (log_ratelimit_ok(&m->quarantine_log, now, NULL))
+                log_warning("cgroup=%s pid=%d comm=%s uid=%u: a read of its /proc files or memory did not finish "
+                            "in time: quarantined for %" PRIu64 " min (none of its owner's processes is read "
+                            "until that read returns)", p->cg->path, (int) p->pid, p->comm, (unsigned) p->cg->turn_uid,
+                            QUARANTINE_MS / 60000);
+}
+
 /* Scans p (due) into the list, its time charged to it; a process that cannot be read
- * is tried again later (gone: forgotten at the next tick). Returns the CPU time
- * charged. */
+ * is tried again later (gone: forgotten at the next tick), one whose read overran is
+ * quarantined. Returns the CPU time charged. */
 static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
                          struct scan_list *scans) {
         struct scan_env env = scan_env_of(m);
@@ -184,6 +208,8 @@ static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, ui
         uint64_t charged = 0;
         int r;
 
+        if (p->quarantined_until_ms > now)
+                return 0;
         need_free_memory(m);
         if (!scan_list_grow(m, scans, p))
                 return 0;
@@ -203,6 +229,16 @@ static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, ui
         scan_done(sc);   /* a plan made before a later step failed */
         if (r == 0)
                 return charged;
+        if (r == -ETIMEDOUT) {
+                quarantine(m, p, now);
+                return charged;
+        }
+        if (r == -EBUSY) {
+                /* Due still: refused at once while its owner's read lasts. */
+                p->reason = REASON_READ_DEFERRED;
+                m->counters.reads_deferred++;
+                return charged;
+        }
         /* Backed off like a settled process: a process that cannot be read (one of a
          * tenant's, unreadable or gone) is not read again at every tick. */
         scan_backoff(&env, p, now);
@@ -456,6 +492,7 @@ static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t n
                         .proc_root = m->proc_root,
                         .sys_root = m->sys_root,
                         .kernel_balances = m->counters.kernel_balances,
+                        .reader = m->reader,
                 },
                 .dry_run = m->opts.dry_run,
                 /* What the rate limit lets a run move in its time budget. */
@@ -698,8 +735,10 @@ int manager_tick(struct manager *m) {
         bool fresh;
         int r;
 
+        struct service_threads threads = service_threads_of(m);
+
         m->counters.tick++;
-        if (!service_cpus_check(&m->service, m->sys_root, m->walker, m->migrator)) {
+        if (!service_cpus_check(&m->service, m->sys_root, &threads)) {
                 m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
                 return 0;
         }
@@ -800,8 +839,9 @@ void manager_react_pass(struct manager *m) {
         _cleanup_free_ uint64_t *reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
         struct scan_list scans = {};
         uint64_t now = clock_now_ms(), charged = 0;
+        struct service_threads threads = service_threads_of(m);
 
-        if (!reserved || !service_cpus_check(&m->service, m->sys_root, m->walker, m->migrator))
+        if (!reserved || !service_cpus_check(&m->service, m->sys_root, &threads))
                 return;
         m->free_read_tick = 0;     /* free memory read again if anything plans */
         for (size_t i = 0; i < m->procs.n; i++) {
@@ -1041,6 +1081,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
         m->invalid_count_log = LOG_RATELIMIT(60000, 1);
         m->oom_log = LOG_RATELIMIT(60000, 1);
+        m->quarantine_log = LOG_RATELIMIT(60000, 10);
         m->owner_turn_ns = OWNER_TURN_NS;
         m->read_budget_ns = TICK_READ_BUDGET_NS;
         m->event = sd_event_ref(e);
@@ -1084,6 +1125,11 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         migrator_set_should_stop(m->migrator, stop_pending, m);
         migrator_set_run_budget(m->migrator, MANAGER_RUN_BUDGET_MS * UINT64_C(1000000));
+        r = tenant_reader_new(&service, 0, &m->reader);
+        if (r < 0) {
+                log_error_errno(r, "Failed to set up the reader threads: %m");
+                goto fail;
+        }
         view_update(m);
         *ret = m;
         return 0;
@@ -1101,6 +1147,7 @@ void manager_free(struct manager *m) {
         sd_event_source_unref(m->events);
         sd_event_source_unref(m->react_timer);
         migrator_free(m->migrator);
+        tenant_reader_free(m->reader);
         proc_records_done(&m->procs);
         cg_records_done(&m->cgs);
         free(m->invalid_seen);

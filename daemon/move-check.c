@@ -11,6 +11,7 @@
 #include "log.h"
 #include "maps.h"
 #include "move-check.h"
+#include "tenant-files.h"
 #include "numa_maps.h"
 #include "pagesize.h"
 #include "policy.h"
@@ -47,6 +48,7 @@ struct check_run {
         unsigned policy_rules;       /* policy_allowed_nodes()'s, as at the scan */
         unsigned free_floor_pct;
         bool move_mlocked;
+        struct tenant_reader *reader;
 };
 
 /* One job's (one part's: parts run side by side): the scan's facts, and when its
@@ -54,6 +56,8 @@ struct check_run {
 struct check_job {
         const struct check_run *run;
         struct proc_mm_layout layout;     /* at the scan */
+        uid_t owner;                      /* whose turn read it (tenant-reader.h) */
+        unsigned deadline_ms;             /* for its reads, from its size at the scan */
         uint64_t policy_read_end_ns;      /* CLOCK_MONOTONIC; 0: not read in this job yet */
         uint64_t policy_cost_ns;
 };
@@ -181,16 +185,20 @@ static bool range_allowed(const struct check_run *run, const struct numa_maps *m
         return true;
 }
 
+/* Who the job's reads are for: the reader (tenant-files.h) bounds their wait. */
+static struct tenant_proc tenant_proc_of(const struct check_job *cj, pid_t pid) {
+        return (struct tenant_proc) {
+                .proc_root = cj->run->proc_root, .pid = pid, .owner = cj->owner, .deadline_ms = cj->deadline_ms,
+        };
+}
+
 /* Reads the process's policies (numa_maps) into *ret, and what that cost. */
 static int read_policies(struct check_job *cj, pid_t pid, struct numa_maps **ret) {
-        _cleanup_free_ char *buf = NULL;
+        const struct tenant_proc tp = tenant_proc_of(cj, pid);
         uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC);
-        size_t len;
         int r;
 
-        r = proc_read_numa_maps(cj->run->proc_root, pid, &buf, &len);
-        if (r >= 0)
-                r = numa_maps_parse(buf, len, ret);
+        r = tenant_numa_maps(cj->run->reader, &tp, ret);
         if (r < 0)
                 return r;
         cj->policy_read_end_ns = clock_now_ns(CLOCK_MONOTONIC);
@@ -254,6 +262,7 @@ static int check_thread_policy(struct check_job *cj, struct check_state *st, con
  * lock any; their ends come from maps, which walks no page table. */
 static int check_locked(struct check_job *cj, struct check_state *st, const struct migrate_stop **ret_stop) {
         const struct migrate_job *job = st->job;
+        const struct tenant_proc tp = tenant_proc_of(cj, job->pid);
         _cleanup_free_ uint64_t *starts = NULL;
         _cleanup_free_ struct vma_range *ranges = NULL;
         size_t n = 0, n_ranges = 0;
@@ -261,9 +270,9 @@ static int check_locked(struct check_job *cj, struct check_state *st, const stru
 
         if (cj->run->move_mlocked || st->creds.status.vm_lck_kb == 0)
                 return 0;
-        r = smaps_read_locked(cj->run->proc_root, job->pid, &starts, &n);
+        r = tenant_smaps_locked(cj->run->reader, &tp, &starts, &n);
         if (r >= 0 && n)
-                r = maps_read(cj->run->proc_root, job->pid, &ranges, &n_ranges);
+                r = tenant_maps(cj->run->reader, &tp, &ranges, &n_ranges);
         if (r < 0) {
                 *ret_stop = r == -ESRCH ? &move_stop_exited : &move_stop_unreadable;
                 return r == -ENOMEM ? r : -ESTALE;
@@ -325,6 +334,7 @@ static int run_copy(const struct move_check_env *env, struct check_run *run) {
                                 (env->kernel_balances ? POLICY_KERNEL_BALANCES : 0),
                 .free_floor_pct = env->cfg->free_floor_pct,
                 .move_mlocked = env->cfg->move_mlocked,
+                .reader = env->reader,
         };
         if (!run->proc_root || !run->cgroup_root || !run->sys_root || !run->rules)
                 return -ENOMEM;
@@ -354,7 +364,12 @@ int move_check_prepare(const struct move_check_env *env, struct migrate_job *job
         for (size_t q = 0; q < n_jobs; q++) {
                 const struct proc_rec *p = jobs[q].userdata;
 
-                c->jobs[q] = (struct check_job) { .run = &c->run, .layout = p->layout };
+                c->jobs[q] = (struct check_job) {
+                        .run = &c->run,
+                        .layout = p->layout,
+                        .owner = p->cg ? p->cg->turn_uid : 0,
+                        .deadline_ms = tenant_read_deadline_ms(p->rss_kb * UINT64_C(1024)),
+                };
                 jobs[q].may_move = move_check_job;
                 jobs[q].may_move_ctx = &c->jobs[q];
         }

@@ -35,6 +35,7 @@
 #include "executor.h"
 #include "config.h"
 #include "proc-records.h"
+#include "tenant-reader.h"
 #include "topology.h"
 
 /* A policy re-read between move calls waits at least this many times its own cost. */
@@ -54,6 +55,7 @@ struct move_check_env {
         const struct topology *topo;
         const char *proc_root, *sys_root;
         bool kernel_balances;
+        struct tenant_reader *reader; /* maps, smaps and numa_maps read through it; NULL: here */
 };
 
 /* Gives each job (built from the process records: userdata is the proc_rec) its

@@ -40,6 +40,7 @@ struct proc_rec {
         struct cg_rec *cg;         /* valid for the current tick */
         struct placement_state pl;
         uint64_t next_scan_ms, interval_ms;
+        uint64_t quarantined_until_ms;  /* a read overran (tenant-reader.h): not read before; 0: never */
         struct plan_history *hist; /* grown on demand (most processes never move), at most PROC_HISTORY_MAX */
         size_t n_hist, cap_hist;
         bool exited;               /* its pidfd said so at the start of this tick */

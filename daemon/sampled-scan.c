@@ -9,6 +9,7 @@
 #include "maps.h"
 #include "pagesize.h"
 #include "sampled-scan.h"
+#include "tenant-files.h"
 #include "vma-sample.h"
 
 /* Entries of a per-node-id array: the highest node id + 1 (ids are sorted). */
@@ -109,9 +110,16 @@ static uint64_t tolerance(const struct scan_env *env, uint64_t whole, uint64_t u
 static bool placement_unchanged(const struct scan_env *env, struct proc_rec *p) {
         _cleanup_free_ struct vma_range *ranges = NULL;
         _cleanup_free_ uint64_t *est = calloc(n_ids(env) ? n_ids(env) : 1, sizeof(*est));
+        const struct tenant_proc tp = {
+                .proc_root = env->proc_root,
+                .pid = p->pid,
+                .owner = p->cg ? p->cg->turn_uid : 0,
+                .deadline_ms = tenant_read_deadline_ms(p->rss_kb * UINT64_C(1024)),
+        };
         size_t n_ranges = 0;
 
-        if (!est || maps_read(env->proc_root, p->pid, &ranges, &n_ranges) < 0)
+        /* Whatever kept maps from being read, numa_maps is read (and met the same way). */
+        if (!est || tenant_maps(env->reader, &tp, &ranges, &n_ranges) < 0)
                 return false;
         for (size_t i = 0; i < p->n_huge; i++) {
                 const struct huge_vma *h = &p->huge[i];

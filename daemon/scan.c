@@ -12,6 +12,7 @@
 #include "proc.h"
 #include "sampled-scan.h"
 #include "scan.h"
+#include "tenant-files.h"
 #include "page-sampler.h"
 #include "source.h"
 #include "smaps.h"
@@ -114,25 +115,23 @@ static int read_status(const struct scan_env *env, struct proc_rec *p, struct pr
         return 0;
 }
 
-/* What p maps where: its numa_maps, and each VMA's end from its maps. */
-static int read_layout(const struct scan_env *env, struct proc_rec *p, struct numa_maps **ret_maps, uint64_t **ret_ends) {
-        _cleanup_free_ char *buf = NULL;
+/* What p maps where: its numa_maps, and each VMA's end from its maps. Both read
+ * through the reader (tenant-files.h): p's owner can make them wait. */
+static int read_layout(const struct scan_env *env, const struct tenant_proc *tp, struct numa_maps **ret_maps,
+                       uint64_t **ret_ends) {
         _cleanup_free_ struct vma_range *ranges = NULL;
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
         uint64_t *ends;
-        size_t len = 0, n_ranges = 0;
+        size_t n_ranges = 0;
         int r;
 
-        r = proc_read_numa_maps(env->proc_root, p->pid, &buf, &len);
-        if (r < 0)
-                return r;
-        r = numa_maps_parse(buf, len, &maps);
+        r = tenant_numa_maps(env->reader, tp, &maps);
         if (r < 0)
                 return r;
         if (maps->n_bad_lines)
-                log_debug("pid=%d: %u numa_maps line(s) did not parse (first: %u), ignoring", (int) p->pid,
+                log_debug("pid=%d: %u numa_maps line(s) did not parse (first: %u), ignoring", (int) tp->pid,
                           maps->n_bad_lines, maps->bad_lines[0]);
-        r = maps_read(env->proc_root, p->pid, &ranges, &n_ranges);
+        r = tenant_maps(env->reader, tp, &ranges, &n_ranges);
         if (r < 0)
                 return r;
         ends = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*ends));
@@ -164,7 +163,7 @@ static int read_thread_policies(const struct scan_env *env, struct proc_rec *p, 
 
 /* Which of maps' VMAs are locked (mlock): smaps is read only when status shows locked
  * memory and it matters (move_mlocked = no). *ret stays NULL when none is. */
-static int read_locked(const struct scan_env *env, struct proc_rec *p, const struct proc_status *status,
+static int read_locked(const struct scan_env *env, const struct tenant_proc *tp, const struct proc_status *status,
                        const struct numa_maps *maps, bool **ret) {
         _cleanup_free_ uint64_t *starts = NULL;
         size_t n = 0;
@@ -174,7 +173,7 @@ static int read_locked(const struct scan_env *env, struct proc_rec *p, const str
         *ret = NULL;
         if (status->vm_lck_kb == 0 || env->cfg->move_mlocked)
                 return 0;
-        r = smaps_read_locked(env->proc_root, p->pid, &starts, &n);
+        r = tenant_smaps_locked(env->reader, tp, &starts, &n);
         if (r < 0)
                 return r;
         locked = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*locked));
@@ -214,15 +213,21 @@ static void reading_done(struct reading *rd) {
 
 static int read_process(const struct scan_env *env, struct proc_rec *p, const struct proc_status *status,
                         struct reading *rd) {
+        const struct tenant_proc tp = {
+                .proc_root = env->proc_root,
+                .pid = p->pid,
+                .owner = p->cg ? p->cg->turn_uid : 0,
+                .deadline_ms = tenant_read_deadline_ms(status->vm_rss_kb * UINT64_C(1024)),
+        };
         int r;
 
-        r = read_layout(env, p, &rd->maps, &rd->ends);
+        r = read_layout(env, &tp, &rd->maps, &rd->ends);
         if (r < 0)
                 return r;
         r = read_thread_policies(env, p, status, rd->maps, &rd->threads);
         if (r < 0)
                 return r;
-        return read_locked(env, p, status, rd->maps, &rd->locked);
+        return read_locked(env, &tp, status, rd->maps, &rd->locked);
 }
 
 struct plan_params scan_plan_params(const struct scan_env *env) {

@@ -15,6 +15,7 @@
 #include "proc-records.h"
 #include "page-sampler.h"
 #include "source.h"
+#include "tenant-reader.h"
 #include "topology.h"
 
 /* A process whose layout did not change is scanned half as often each time, down to
@@ -34,6 +35,7 @@
 
 /* What a scan reads besides its process: the same for every scan of a tick. */
 struct scan_env {
+        struct tenant_reader *reader; /* numa_maps, maps and smaps read through it; NULL: here */
         const struct nb_config *cfg;
         const struct topology *topo;
         const char *proc_root;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "service-cpus.h"
+#include "tenant-reader.h"
 #include "clock.h"
 #include "topology.h"
 #include "walker.h"
@@ -165,27 +166,31 @@ int service_cpus_pin_process(const nb_cpumask *cpus) {
 /* Pins the event-loop thread, the walker and the workers to the online service CPUs
  * `now`. Returns how many workers are away from their own CPU, or -errno when a pin
  * did not hold (logged at debug: the caller tries again on the next tick). */
-static int repin(struct walker *w, struct migrator *mig, const nb_cpumask *now) {
+static int repin(const struct service_threads *t, const nb_cpumask *now) {
         int r, first = 0, away;
 
         /* Every thread, whatever failed before it: none left where others put it. */
         r = service_cpus_pin_thread(pthread_self(), now);
         if (r < 0)
                 first = log_debug_errno(r, "Failed to pin the event loop to the service CPUs: %m");
-        r = w ? walker_repin(w, now) : 0;
+        r = t->walker ? walker_repin(t->walker, now) : 0;
         if (r < 0 && !first)
                 first = log_debug_errno(r, "Failed to pin the cgroup walker to the service CPUs: %m");
-        away = migrator_repin(mig, now);
+        r = tenant_reader_repin(t->reader, now);
+        if (r < 0 && !first)
+                first = log_debug_errno(r, "Failed to pin the reader threads to the service CPUs: %m");
+        away = migrator_repin(t->migrator, now);
         if (away < 0 && !first)
                 first = log_debug_errno(away, "Failed to pin the migration workers to the service CPUs: %m");
         return first < 0 ? first : away;
 }
 
-/* Whether every thread is pinned where repin(w, mig, now) pins it (exact), or
- * at least to some of the online service CPUs `now` and nothing else (!exact). */
-static bool pinned(struct walker *w, struct migrator *mig, const nb_cpumask *now, bool exact) {
+/* Whether every thread is pinned where repin(t, now) pins it (exact), or at least to
+ * some of the online service CPUs `now` and nothing else (!exact). */
+static bool pinned(const struct service_threads *t, const nb_cpumask *now, bool exact) {
         return service_cpus_thread_within(pthread_self(), now, exact) &&
-               (!w || walker_pinned(w, now, exact)) && migrator_pinned(mig, now, exact);
+               (!t->walker || walker_pinned(t->walker, now, exact)) &&
+               tenant_reader_pinned(t->reader, now, exact) && migrator_pinned(t->migrator, now, exact);
 }
 
 /* The daemon's work must run on the service CPUs only, and others can change where
@@ -194,14 +199,14 @@ static bool pinned(struct walker *w, struct migrator *mig, const nb_cpumask *now
  * thread to the cpuset's CPUs; taskset(1) needs no cooperation. So each tick reads
  * the online service CPUs and each thread's affinity (a few syscalls), and on any
  * difference pins them all again: the event loop and the walker to the online service
- * CPUs, each worker to its own CPU when that is online. A CPU back online joins the
+ * CPUs (the reader threads too), each worker to its own CPU when that is online. A CPU back online joins the
  * cpuset only a moment later (deferred work in the kernel), and a pin taken before
  * then holds fewer CPUs than asked: it is taken again on the next tick. With no
  * service CPU online the tick does nothing: returns false. */
 #define REPIN_LOG_MS 60000
 #define REPIN_FAILING_LOG 4     /* ticks: 2 s */
 
-bool service_cpus_check(struct service_pins *s, const char *sys_root, struct walker *w, struct migrator *mig) {
+bool service_cpus_check(struct service_pins *s, const char *sys_root, const struct service_threads *t) {
         nb_cpumask online, now = {};
         char all[256], cur[256];
         bool changed;
@@ -220,9 +225,9 @@ bool service_cpus_check(struct service_pins *s, const char *sys_root, struct wal
                 s->online = now;
                 return false;
         }
-        if (!changed && pinned(w, mig, &now, true))
+        if (!changed && pinned(t, &now, true))
                 return true;
-        r = repin(w, mig, &now);
+        r = repin(t, &now);
         s->repins++;
         if (r < 0) {
                 /* Tried again next tick. Work goes on where every thread is on some of
@@ -230,7 +235,7 @@ bool service_cpus_check(struct service_pins *s, const char *sys_root, struct wal
                  * cpuset that keeps one of them for good); none where a thread may be
                  * elsewhere. A CPU back online makes this happen for a tick or two:
                  * said only when it lasts. */
-                bool safe = pinned(w, mig, &now, false);
+                bool safe = pinned(t, &now, false);
 
                 cpumask_format(&now, cur, sizeof(cur));
                 if (++s->repin_failing == REPIN_FAILING_LOG && safe)

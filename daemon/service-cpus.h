@@ -37,6 +37,14 @@ int service_cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus);
 
 struct walker;
 struct migrator;
+struct tenant_reader;
+
+/* The daemon's threads besides the event loop (NULL: none of that kind). */
+struct service_threads {
+        struct walker *walker;
+        struct migrator *migrator;
+        struct tenant_reader *reader;
+};
 
 /* Where the daemon's threads are pinned (service_cpus_check). */
 struct service_pins {
@@ -47,7 +55,8 @@ struct service_pins {
         uint64_t repins;             /* re-pinnings of all threads: hotplug, cpuset, taskset, retries */
 };
 
-/* Before each tick: the calling thread (the event loop), the walker (NULL: none) and
- * the migration workers pinned to the online service CPUs again if anything moved
- * them. Returns whether work may go on (every thread on some service CPU). */
-bool service_cpus_check(struct service_pins *s, const char *sys_root, struct walker *w, struct migrator *mig);
+/* Before each tick: the calling thread (the event loop), the walker, the reader
+ * threads and the migration workers pinned to the online service CPUs again if
+ * anything moved them. Returns whether work may go on (every thread on some service
+ * CPU). */
+bool service_cpus_check(struct service_pins *s, const char *sys_root, const struct service_threads *t);

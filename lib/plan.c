@@ -27,6 +27,8 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_SHARED_UNVERIFIED] = "shared-unverified",
         [REASON_KERNEL_BALANCED] = "kernel-balanced",
         [REASON_SOURCE_IN_USE] = "source-in-use",
+        [REASON_QUARANTINED] = "quarantined",
+        [REASON_READ_DEFERRED] = "read-deferred",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -53,6 +55,10 @@ static const char *const reason_texts[_REASON_MAX] = {
                                    "(MPOL_F_NUMA_BALANCING), and kernel.numa_balancing is on",
         [REASON_SOURCE_IN_USE] = "the pages are on a node where its threads also run (keep_node_share_pct): "
                                  "they may be the ones using them",
+        [REASON_QUARANTINED] = "a read of its /proc files or of its memory did not finish within its deadline: "
+                               "not read again for 10 minutes, nor any process of its owner while that read lasts",
+        [REASON_READ_DEFERRED] = "not read this time: a read of another process of its owner has not returned, "
+                                 "or every reader thread is busy",
 };
 
 const char *plan_reason_name(enum plan_reason r) {

@@ -52,6 +52,8 @@ enum plan_reason {
         REASON_SHARED_UNVERIFIED, /* shared pages with move_shared: their other mappers unknown */
         REASON_KERNEL_BALANCED,   /* "balancing" policy, kernel.numa_balancing on: the kernel's */
         REASON_SOURCE_IN_USE,     /* on a node with keep_node_share_pct of the CPU time */
+        REASON_QUARANTINED,       /* a read of its files or memory overran its deadline (set by the manager) */
+        REASON_READ_DEFERRED,     /* not read: its owner has a read that overran, or no reader free */
         _REASON_MAX,
 };
 

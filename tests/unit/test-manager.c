@@ -37,6 +37,7 @@
 #include "pagesize.h"
 #include "page-sampler.h"
 #include "source.h"
+#include "tenant-reader.h"
 #include "test.h"
 #include "walker.h"
 
@@ -569,6 +570,63 @@ TEST(plans_memory_to_the_node_its_threads_run_on) {
 
         CHECK_INT(env.m->cgs.n, 1);
         CHECK(env.m->cgs.n == 1 && env.m->cgs.v[0]->seen && env.m->cgs.v[0]->n_procs == 2);
+        env_done();
+}
+
+/* A process whose numa_maps read waits for good (a FIFO nobody writes stands for a
+ * page of a FUSE file its owner never answers): the tick goes on at the deadline, the
+ * process is quarantined and says so, the others are planned as ever; when the read
+ * returns at last its thread frees it. */
+TEST(a_read_that_waits_for_good_quarantines_its_process) {
+        char fifo[PATH_MAX + 32];
+        struct tenant_reader *capped = NULL;
+        struct proc_rec *p;
+        uint64_t t;
+        int fd;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        /* The manager's reader, with a deadline short enough for a unit test. */
+        CHECK_INT(tenant_reader_new(&env.m->service.service, 200, &capped), 0);
+        tenant_reader_free(env.m->reader);
+        env.m->reader = capped;
+        put_proc(DB, DB);
+        put_proc(WEB, 3000);
+        snprintf(fifo, sizeof(fifo), "%s/3000/numa_maps", env.proc);
+        CHECK_INT(unlink(fifo), 0);
+        CHECK_INT(mkfifo(fifo, 0600), 0);
+        set_procs("3001\n3000\n");
+        t = clock_now_ms();
+        CHECK_INT(tick(), 0);
+        CHECK(clock_now_ms() - t < 2000);
+        p = rec(3000);
+        CHECK(p && p->reason == REASON_QUARANTINED && p->quarantined_until_ms > clock_now_ms());
+        CHECK_INT(env.m->counters.quarantines, 1);
+        CHECK(job(3000) == NULL);
+        CHECK(tenant_reader_owner_stuck(env.m->reader, p ? p->cg->turn_uid : 0));
+        /* Its owner's other process waits: the wait ended the owner's turn (both are
+         * root's here), and the owner's reads are refused until that read returns. */
+        CHECK(job(DB) == NULL);
+        CHECK(!rec(DB) || rec(DB)->scans == 0);
+
+        /* Quarantined: the next tick does not try again. */
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->counters.quarantines, 1);
+        CHECK(rec(3000) && rec(3000)->reason == REASON_QUARANTINED);
+        CHECK(rec(DB) && rec(DB)->reason == REASON_READ_DEFERRED && rec(DB)->scans == 0);
+        CHECK(env.m->counters.reads_deferred >= 1);
+
+        /* The read returns: the owner is read again (the process after its quarantine). */
+        fd = open(fifo, O_WRONLY);
+        if (fd >= 0)
+                close(fd);
+        for (int i = 0; i < 200 && tenant_reader_owner_stuck(env.m->reader, p ? p->cg->turn_uid : 0); i++)
+                usleep(10000);
+        CHECK(!tenant_reader_owner_stuck(env.m->reader, p ? p->cg->turn_uid : 0));
+        add_cpu_time(DB, 3001, 1000000000);
+        CHECK_INT(tick(), 0);
+        CHECK(job(DB) != NULL);
+        CHECK(rec(3000) && rec(3000)->reason == REASON_QUARANTINED);
         env_done();
 }
 

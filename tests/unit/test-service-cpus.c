@@ -97,17 +97,17 @@ TEST(check_repins_and_stops_when_offline) {
         if (!mig)
                 return;
         CHECK_INT(service_cpus_pin_thread(pthread_self(), &one), 0);
-        CHECK(service_cpus_check(&s, sys_online, NULL, mig));
+        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
         CHECK_INT(s.repins, 0);
         CHECK_INT(service_cpus_pin_thread(pthread_self(), &other), 0);
-        CHECK(service_cpus_check(&s, sys_online, NULL, mig));
+        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
         CHECK_INT(s.repins, 1);
         CHECK(service_cpus_thread_within(pthread_self(), &one, true));
         /* The service CPU goes offline: no work (and nothing pinned to nowhere). */
-        CHECK(!service_cpus_check(&s, sys_offline, NULL, mig));
+        CHECK(!service_cpus_check(&s, sys_offline, &(struct service_threads) { .migrator = mig }));
         CHECK(cpumask_weight(&s.online) == 0);
         /* Back online: work again. */
-        CHECK(service_cpus_check(&s, sys_online, NULL, mig));
+        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
         migrator_free(mig);
         CHECK_INT(service_cpus_pin_thread(pthread_self(), &allowed), 0);
 }
@@ -243,7 +243,7 @@ TEST(check_repins_a_worker) {
         logged[0] = 0;
         CHECK_INT(others_to(&other), 1);
         CHECK(!migrator_pinned(mig, &one, true));
-        CHECK(service_cpus_check(&s, sys_online, NULL, mig));
+        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
         CHECK_INT(s.repins, 1);
         CHECK(migrator_pinned(mig, &one, true));
         CHECK_MSG(strstr(logged, "<4>The daemon's threads were allowed on other CPUs than the service CPUs"),
@@ -251,12 +251,12 @@ TEST(check_repins_a_worker) {
         /* Again at once: pinned back again, not said again. */
         logged[0] = 0;
         CHECK_INT(others_to(&other), 1);
-        CHECK(service_cpus_check(&s, sys_online, NULL, mig));
+        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
         CHECK_INT(s.repins, 2);
         CHECK(migrator_pinned(mig, &one, true));
         CHECK_STR(logged, "");
         /* Nothing moved: nothing done. */
-        CHECK(service_cpus_check(&s, sys_online, NULL, mig));
+        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
         CHECK_INT(s.repins, 2);
         migrator_free(mig);
         CHECK_INT(service_cpus_pin_thread(pthread_self(), &allowed), 0);
@@ -275,10 +275,10 @@ TEST(check_cannot_read_online) {
         CHECK_INT(migrator_new(&one, 0, 512, &mig), 0);
         if (!mig)
                 return;
-        CHECK(service_cpus_check(&s, root, NULL, mig));
+        CHECK(service_cpus_check(&s, root, &(struct service_threads) { .migrator = mig }));
         CHECK_INT(s.repins, 0);
         s.online = (nb_cpumask) {};
-        CHECK(!service_cpus_check(&s, root, NULL, mig));
+        CHECK(!service_cpus_check(&s, root, &(struct service_threads) { .migrator = mig }));
         CHECK_INT(s.repins, 0);
         migrator_free(mig);
 }
