@@ -339,6 +339,13 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
                     "Scans of settled processes with a huge mapping that sampled its pages instead of "
                     "reading numa_maps (huge_vma).");
         fprintf(f, "numabalanced_sampled_scans_total %" PRIu64 "\n", v->counters->sampled_scans);
+        metric_head(f, "numabalanced_quarantines_total", "counter",
+                    "Processes quarantined for 10 minutes because a read of their /proc files or memory "
+                    "overran its deadline (numabalanced(8), LIMITS).");
+        fprintf(f, "numabalanced_quarantines_total %" PRIu64 "\n", v->counters->quarantines);
+        metric_head(f, "numabalanced_reads_deferred_total", "counter",
+                    "Scans not started because the owner has a read that overran, or no reader thread was free.");
+        fprintf(f, "numabalanced_reads_deferred_total %" PRIu64 "\n", v->counters->reads_deferred);
         metric_head(f, "numabalanced_sampling_source", "gauge",
                     "Where the daemon learns which node each thread runs on: 1 for the source in use.");
         fputs("numabalanced_sampling_source{source=\"", f);

@@ -40,6 +40,8 @@ for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local
                   ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),
                   ('numabalanced_growth_scans_total', 'counter'),
                   ('numabalanced_react_scans_total', 'counter'),
+                  ('numabalanced_quarantines_total', 'counter'),
+                  ('numabalanced_reads_deferred_total', 'counter'),
                   ('numabalanced_build_info', 'gauge'), ('numabalanced_kernel_numa_balancing', 'gauge'),
                   ('numabalanced_config_last_reload_successful', 'gauge'),
                   ('numabalanced_sampled_scans_total', 'counter'),
