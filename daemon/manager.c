@@ -267,6 +267,11 @@ static void serve_meanwhile(struct manager *m) {
         cost_pumped(&m->cost, cost_thread_ns() - t);
 }
 
+/* The event loop waiting on a tenant's read (tenant-reader.h) serves meanwhile too. */
+static void serve_while_reading(void *userdata) {
+        serve_meanwhile(userdata);
+}
+
 /* Whether p's last plan held moves back at a node's free-memory floor and the node has
  * room again (this tick's reading): p is scanned now rather than at its backed-off
  * time, so that memory kept out of a full node follows as soon as the node empties.
@@ -1130,6 +1135,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 log_error_errno(r, "Failed to set up the reader threads: %m");
                 goto fail;
         }
+        tenant_reader_set_serve(m->reader, serve_while_reading, m);
         view_update(m);
         *ret = m;
         return 0;

@@ -35,6 +35,10 @@ struct tenant_reader {
         unsigned deadline_cap_ms;      /* 0: none */
         bool shutdown;
         uint64_t calls, overruns, refused;
+        /* While the event loop waits on a read, it still serves (tenant_reader_set_serve). */
+        pthread_t serve_thread;
+        void (*serve)(void *userdata);
+        void *serve_userdata;
 };
 
 unsigned tenant_read_deadline_ms(uint64_t resident_bytes) {
@@ -185,15 +189,43 @@ static unsigned call_deadline_ms(const struct tenant_reader *tr, const struct te
         return tr->deadline_cap_ms && ms > tr->deadline_cap_ms ? tr->deadline_cap_ms : ms;
 }
 
-static void deadline_at(struct timespec *ts, unsigned ms) {
-        uint64_t t = clock_now_ns(CLOCK_MONOTONIC) + (uint64_t) ms * NSEC_PER_MSEC;
+/* Called with tr->lock held: until c is done or its deadline passed. The thread that
+ * serves (the event loop) wakes every SERVE_EVERY_MS meanwhile to serve, unlocked. */
+#define SERVE_EVERY_MS 100u
+static void wait_call(struct tenant_reader *tr, struct tenant_call *c, unsigned deadline_ms) {
+        bool serves = tr->serve && pthread_equal(pthread_self(), tr->serve_thread);
+        uint64_t end = clock_now_ns(CLOCK_MONOTONIC) + (uint64_t) deadline_ms * NSEC_PER_MSEC;
 
-        ts->tv_sec = (time_t) (t / NSEC_PER_SEC);
-        ts->tv_nsec = (long) (t % NSEC_PER_SEC);
+        while (c->state == CALL_QUEUED || c->state == CALL_RUNNING) {
+                uint64_t now = clock_now_ns(CLOCK_MONOTONIC), slice_end;
+                struct timespec until;
+
+                if (now >= end)
+                        return;
+                slice_end = serves && end - now > SERVE_EVERY_MS * NSEC_PER_MSEC ? now + SERVE_EVERY_MS * NSEC_PER_MSEC
+                                                                                  : end;
+                until = (struct timespec) { .tv_sec = (time_t) (slice_end / NSEC_PER_SEC),
+                                            .tv_nsec = (long) (slice_end % NSEC_PER_SEC) };
+                if (pthread_cond_timedwait(&tr->done_cond, &tr->lock, &until) == ETIMEDOUT && serves &&
+                    slice_end < end && (c->state == CALL_QUEUED || c->state == CALL_RUNNING)) {
+                        pthread_mutex_unlock(&tr->lock);
+                        tr->serve(tr->serve_userdata);
+                        pthread_mutex_lock(&tr->lock);
+                }
+        }
+}
+
+void tenant_reader_set_serve(struct tenant_reader *tr, void (*serve)(void *userdata), void *userdata) {
+        if (!tr)
+                return;
+        pthread_mutex_lock(&tr->lock);
+        tr->serve_thread = pthread_self();
+        tr->serve = serve;
+        tr->serve_userdata = userdata;
+        pthread_mutex_unlock(&tr->lock);
 }
 
 int tenant_reader_call(struct tenant_reader *tr, struct tenant_call *c) {
-        struct timespec until;
         int r;
 
         if (!c || !c->run || !c->release)
@@ -218,10 +250,7 @@ int tenant_reader_call(struct tenant_reader *tr, struct tenant_call *c) {
         tr->calls++;
         pthread_cond_signal(&tr->work_cond);
 
-        deadline_at(&until, call_deadline_ms(tr, c));
-        while (c->state == CALL_QUEUED || c->state == CALL_RUNNING)
-                if (pthread_cond_timedwait(&tr->done_cond, &tr->lock, &until) == ETIMEDOUT)
-                        break;
+        wait_call(tr, c, call_deadline_ms(tr, c));
         switch (c->state) {
         case CALL_DONE:
                 r = c->result;

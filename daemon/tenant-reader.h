@@ -63,6 +63,10 @@ void tenant_reader_free(struct tenant_reader *tr);
  * is still the caller's. With tr NULL (tests, one-shot runs), runs c->run right here. */
 int tenant_reader_call(struct tenant_reader *tr, struct tenant_call *c);
 
+/* The calling thread (the event loop) runs serve(userdata) every 100 ms while it waits
+ * on a read: the control socket and the watchdog are served whatever the read does. */
+void tenant_reader_set_serve(struct tenant_reader *tr, void (*serve)(void *userdata), void *userdata);
+
 /* Whether owner has a read that overran and has not returned. */
 bool tenant_reader_owner_stuck(struct tenant_reader *tr, uid_t owner);
 

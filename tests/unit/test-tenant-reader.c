@@ -148,6 +148,33 @@ TEST(threads_bounded_then_refused) {
         close(fds[1]);
 }
 
+static int served;
+static void count_serve(void *userdata) {
+        (void) userdata;
+        served++;
+}
+
+/* The event loop serves every 100 ms while it waits on a read; no other thread does. */
+TEST(the_loop_serves_while_it_waits) {
+        struct tenant_reader *tr = NULL;
+        nb_cpumask cpus = one_cpu();
+        int fds[2], released = 0;
+        struct pipe_call *c;
+
+        CHECK_INT(pipe(fds), 0);
+        CHECK_INT(tenant_reader_new(&cpus, 0, &tr), 0);
+        tenant_reader_set_serve(tr, count_serve, NULL);
+        served = 0;
+        c = pipe_call(fds[0], 1000, 450, &released);
+        CHECK_INT(tenant_reader_call(tr, &c->call), -ETIMEDOUT);
+        CHECK(served >= 3 && served <= 5);
+        CHECK_INT(write(fds[1], "\x01", 1), 1);
+        CHECK(wait_released(&released, 1));
+        tenant_reader_free(tr);
+        close(fds[0]);
+        close(fds[1]);
+}
+
 TEST(no_reader_runs_here) {
         int fds[2], released = 0;
         struct pipe_call *c;
