@@ -266,8 +266,8 @@ static void put_header(FILE *out, const struct frame *cur, const struct frame *p
                 if (cur->t > prev->t && p1 >= p0)
                         cpu = (double) (p1 - p0) / 1e9 / (cur->t - prev->t);
         }
-        snprintf(line, sizeof(line), "numabalanced pid %" PRId64 ", up %.0f s: chain %s, daemon CPU %s, moved last "
-                 "minute %s", jv_i64(jv_get(st, "pid"), 0), (double) jv_u64(jv_get(st, "uptime_ms"), 0) / 1000.0,
+        snprintf(line, sizeof(line), "numabalanced pid %" PRId64 ", up %.0f s, chain %s, CPU %s, moved %s/min",
+                 jv_i64(jv_get(st, "pid"), 0), (double) jv_u64(jv_get(st, "uptime_ms"), 0) / 1000.0,
                  jv_str(jv_get(st, "sampling_chain"), "-"), cpu < 0 ? "-" : (snprintf(b, sizeof(b), "%.1f%%", 100 * cpu), b),
                  ctl_bytes(jv_u64(jv_get(st, "moved_bytes_last_minute"), 0), b + 32, 32));
         put_line(out, line, width, tty);
@@ -276,8 +276,9 @@ static void put_header(FILE *out, const struct frame *cur, const struct frame *p
         if (tty)
                 put_line(out, line, width, tty);
         put_line(out, "", width, tty);
-        snprintf(line, sizeof(line), "%-8s %-28s %6s %9s %-24s %9s %9s  %s", "PID", "CGROUP / COMM", "LOCAL",
-                 "MISPLACED", "NODES", "MOVED/s", "REFUSED", "REASON");
+        /* The figures a sort key names first, so that 80 columns show them all. */
+        snprintf(line, sizeof(line), "%-8s %-24s %5s %8s %9s %7s  %-24s %s", "PID", "CGROUP / COMM", "LOCAL",
+                 "MOVED/s", "MISPLACED", "REFUSED", "NODES", "REASON");
         put_line(out, line, width, tty);
 }
 
@@ -290,9 +291,9 @@ static void put_row(FILE *out, const struct row *r, int width, bool tty) {
                 snprintf(local, sizeof(local), "%.0f%%", 100.0 * (double) r->local / (double) r->total);
         snprintf(pid, sizeof(pid), r->pid ? "%" PRId64 : "", r->pid);
         snprintf(rate, sizeof(rate), "%.1fMi", r->moved_mib_s);
-        snprintf(line, sizeof(line), "%-8s %s%-*.*s %6s %9s %-24s %9s %9" PRIu64 "  %s", pid, r->pid ? "  " : "",
-                 r->pid ? 26 : 28, r->pid ? 26 : 28, r->name, local, ctl_bytes(misplaced(r), mis, sizeof(mis)),
-                 r->nodes, rate, r->refused, r->pid ? r->reason : "");
+        snprintf(line, sizeof(line), "%-8s %s%-*.*s %5s %8s %9s %7" PRIu64 "  %-24s %s", pid, r->pid ? "  " : "",
+                 r->pid ? 22 : 24, r->pid ? 22 : 24, r->name, local, rate, ctl_bytes(misplaced(r), mis, sizeof(mis)),
+                 r->refused, r->nodes, r->pid ? r->reason : "");
         put_line(out, line, width, tty);
 }
 

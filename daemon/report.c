@@ -900,8 +900,10 @@ static int cgroup_why(const struct cgroup_setting *s, const struct cg_rec *rec, 
                              "%u levels deep) cut it off", CGROUP_WALK_MAX_CGROUPS, CGROUP_WALK_MAX_DEPTH);
         } else if (u->watched == 0 && rec->n_procs == 0) {
                 *ret_why = "no-processes";
-                r = asprintf(ret_text, "opted in and selected, but none of its processes is watched (%zu in "
-                             "cgroup.procs; the counts below say why)", u->total);
+                r = u->total == 0 ? asprintf(ret_text, "opted in and selected, but it has no process of its own "
+                                             "(those of the cgroups below it are theirs)")
+                                  : asprintf(ret_text, "opted in and selected, but none of its %zu processes is "
+                                             "watched (the counts say why)", u->total);
         } else {
                 *ret_why = "watched";
                 r = asprintf(ret_text, "opted in and selected: %u of its processes watched at the last tick",

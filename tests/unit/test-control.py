@@ -389,6 +389,9 @@ def check_top_window(sock4, n):
                 break
             time.sleep(0.2)
         check(lines and lines[0].startswith('numabalanced pid'), f'top at 80x24: header not on the first line: {lines[:3]}')
+        # The columns the sort keys name fit in 80 columns.
+        check(len(lines) > 3 and all(k in lines[3] for k in ('LOCAL', 'MOVED/s', 'MISPLACED', 'REFUSED')),
+              f'top at 80 columns cuts its columns: {lines[3:4]}')
         check(len(lines) <= 24 and any(f'{n - 23}' in x or 'more rows' in x for x in lines),
               f'top at 80x24: {len(lines)} lines, no count of the rows left out:\n' + '\n'.join(lines))
         subprocess.run(['tmux', 'send-keys', '-t', name, 'l'], check=True)

@@ -98,7 +98,7 @@ class TopWatch:
         return [f.replace("\r", "") for f in text.split("\033[H") if f.strip()]
 
     def row(self, text):
-        """The workload's row of a screen: [pid, comm, local, nodes..., moved/s, refused, reason]."""
+        """The workload's row of a screen: [pid, comm, local, moved/s, misplaced, refused, nodes..., reason]."""
         for line in text.splitlines():
             f = line.split()
             if f and f[0] == str(self.pid):
