@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "cleanup.h"
+#include "json.h"
 #include "ctl-daemon.h"
 #include "term-text.h"
 #include "json-parse.h"
@@ -304,32 +305,245 @@ static void print_explain(const struct jv *d) {
         printf("  %-18s %s\n", "Daemon CPU time:", cost(jv_get(d, "cpu_ns"), b3, sizeof(b3)));
 }
 
+/* ---- requests and pages ---------------------------------------------------------- */
+
+/* The request line for a (list: from the cursor after, or NULL) into buf. Returns 0,
+ * or -E2BIG when it is longer than the daemon takes. */
+static int request_line(const struct daemon_args *a, const char *after, char *buf, size_t size) {
+        size_t o;
+        int n;
+
+        if (size > CONTROL_REQUEST_MAX)
+                size = CONTROL_REQUEST_MAX;
+        n = snprintf(buf, size, "%s", control_cmd_name(a->cmd));
+        o = (size_t) n;
+        if (a->cmd == CONTROL_EXPLAIN && a->cgroup) {
+                buf[o++] = ' ';
+                n = control_path_encode(a->cgroup, buf + o, size - o);
+        } else if (a->cmd == CONTROL_EXPLAIN)
+                n = snprintf(buf + o, size - o, " %d", (int) a->pid);
+        else if (a->cmd == CONTROL_LIST && after)
+                n = snprintf(buf + o, size - o, " after=%s", after);
+        else
+                n = 0;
+        if (n < 0 || (o += (size_t) n) >= size)
+                return -E2BIG;
+        for (size_t i = 0; a->cmd == CONTROL_LIST && i < a->n_filters; i++) {
+                if (o + 2 >= size)
+                        return -E2BIG;
+                buf[o++] = ' ';
+                n = a->filters[i][0] == '/' ? control_path_encode(a->filters[i], buf + o, size - o)
+                                            : snprintf(buf + o, size - o, "%s", a->filters[i]);
+                if (n < 0 || (o += (size_t) n) >= size)
+                        return -E2BIG;
+        }
+        if (o + 2 > size)
+                return -E2BIG;
+        buf[o++] = '\n';
+        buf[o] = 0;
+        return 0;
+}
+
+/* Busy replies are asked again, a second later, this many times. */
+#define BUSY_RETRIES 10
+
+/* One request, its reply parsed: 0, 1 (an error reply: *ret holds it) or -errno
+ * after one line on stderr. */
+static int ask_parsed(const struct daemon_args *a, const char *line, char **ret_raw, size_t *ret_len, struct jv **ret) {
+        for (unsigned attempt = 0;; attempt++) {
+                _cleanup_free_ char *reply = NULL;
+                _cleanup_(jv_freep) struct jv *d = NULL;
+                size_t len = 0, off = 0;
+                bool connected;
+                int r = ctl_ask(a, line, &reply, &len, &connected);
+
+                if (r < 0 && !connected)
+                        return fail_reach(a, r), r;
+                if (r < 0) {
+                        fprintf(stderr, "numabalancectl: no reply from numabalanced at %s: %s\n", a->socket,
+                                strerror(-r));
+                        return r;
+                }
+                r = jv_parse(reply, len, &d, &off);
+                if (r < 0 || d->type != JV_OBJECT) {
+                        fprintf(stderr, "numabalancectl: the reply from %s is not a JSON object (at byte %zu)\n",
+                                a->socket, off);
+                        return -EBADMSG;
+                }
+                if (attempt < BUSY_RETRIES && strncmp(jv_str(jv_get(d, CONTROL_KEY_ERROR), ""), "busy:", 5) == 0) {
+                        sleep(1);
+                        continue;
+                }
+                *ret = TAKE_PTR(d);
+                if (ret_raw) {
+                        *ret_raw = TAKE_PTR(reply);
+                        *ret_len = len;
+                }
+                return jv_get(*ret, CONTROL_KEY_ERROR) ? 1 : 0;
+        }
+}
+
+/* Moves the items of from's array key to the end of into's. */
+static int append_items(struct jv *into, struct jv *from, const char *key) {
+        struct jv *dst = (struct jv *) jv_get(into, key), *src = (struct jv *) jv_get(from, key), *items;
+
+        if (!dst || !src || dst->type != JV_ARRAY || src->type != JV_ARRAY || src->n == 0)
+                return 0;
+        items = realloc(dst->items, (dst->n + src->n) * sizeof(*items));
+        if (!items)
+                return -ENOMEM;
+        memcpy(items + dst->n, src->items, src->n * sizeof(*items));
+        dst->items = items;
+        dst->n += src->n;
+        src->n = 0;                /* moved: freeing src frees none of them */
+        return 0;
+}
+
+/* Pages asked for at most: a cursor always moves on, this only stops a daemon that
+ * does not. */
+#define LIST_PAGES_MAX 100000
+
+int ctl_list(const struct daemon_args *a, struct jv **ret) {
+        _cleanup_(jv_freep) struct jv *all = NULL;
+        _cleanup_free_ char *after = NULL;
+        char line[CONTROL_REQUEST_MAX];
+        int r;
+
+        for (unsigned page = 0; page < LIST_PAGES_MAX; page++) {
+                _cleanup_(jv_freep) struct jv *d = NULL;
+                const char *next;
+
+                if (request_line(a, after, line, sizeof(line)) < 0) {
+                        fprintf(stderr, "numabalancectl: the request is longer than %d bytes: fewer or shorter "
+                                "cgroups\n", CONTROL_REQUEST_MAX);
+                        return -E2BIG;
+                }
+                r = ask_parsed(a, line, NULL, NULL, &d);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        char b[512];
+                        fprintf(stderr, "numabalancectl: numabalanced refused the request: %s\n",
+                                ctl_safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
+                        return -EPROTO;
+                }
+                next = jv_bool(jv_get(d, CONTROL_KEY_TRUNCATED), false) ? jv_str(jv_get(d, CONTROL_KEY_NEXT), NULL)
+                                                                         : NULL;
+                if (next && after && strcmp(next, after) == 0)
+                        next = NULL;       /* no progress: stop rather than ask for ever */
+                free(after);
+                after = next ? strdup(next) : NULL;
+                if (next && !after)
+                        return -ENOMEM;
+                if (!all)
+                        all = TAKE_PTR(d);
+                else if (append_items(all, d, "cgroups") < 0 || append_items(all, d, "processes") < 0 ||
+                         append_items(all, d, "subtrees_walked") < 0)
+                        return -ENOMEM;
+                if (!after)
+                        break;
+        }
+        *ret = TAKE_PTR(all);
+        return 0;
+}
+
+/* A parsed document written back as JSON (list, merged), without the keys of paging. */
+static void jv_write(struct json *j, const struct jv *v, bool top) {
+        switch (v->type) {
+        case JV_NULL: json_null(j); break;
+        case JV_BOOL: json_bool(j, v->b); break;
+        case JV_STRING: json_string(j, v->text); break;
+        case JV_NUMBER:
+                if (strpbrk(v->text, ".eE"))
+                        json_double(j, v->num);
+                else if (v->text[0] == '-')
+                        json_i64(j, strtoll(v->text, NULL, 10));
+                else
+                        json_u64(j, strtoull(v->text, NULL, 10));
+                break;
+        case JV_ARRAY:
+                json_array_begin(j);
+                for (size_t i = 0; i < v->n; i++)
+                        jv_write(j, &v->items[i], false);
+                json_array_end(j);
+                break;
+        case JV_OBJECT:
+                json_object_begin(j);
+                for (size_t i = 0; i < v->n; i++) {
+                        if (top && (strcmp(v->keys[i], CONTROL_KEY_TRUNCATED) == 0 ||
+                                    strcmp(v->keys[i], CONTROL_KEY_NEXT) == 0))
+                                continue;
+                        json_key(j, v->keys[i]);
+                        jv_write(j, &v->items[i], false);
+                }
+                json_object_end(j);
+                break;
+        }
+}
+
+static int ctl_daemon_list(const struct daemon_args *a) {
+        _cleanup_(jv_freep) struct jv *d = NULL;
+        struct json j;
+
+        if (ctl_list(a, &d) < 0)
+                return 1;
+        if (a->json) {
+                json_init(&j, stdout, false);
+                jv_write(&j, d, true);
+                json_finish(&j);
+        } else
+                print_list(d);
+        return fflush(stdout) != 0 ? 1 : 0;
+}
+
+static void print_explain_cgroup(const struct jv *d) {
+        char b1[4096], b2[256];
+        const struct jv *nw = jv_get(d, "not_watched");
+
+        printf("cgroup %s: %s\n", ctl_safe(jv_str(jv_get(d, "cgroup"), "?"), b1, sizeof(b1)),
+               ctl_safe(jv_str(jv_get(d, "explanation"), "?"), b2, sizeof(b2)));
+        if (!jv_get(d, "selected"))
+                return;
+        if (jv_str(jv_get(d, "mode"), NULL))
+                printf("  %-18s %s (from %s%s%s)\n", "Mode:", ctl_safe(jv_str(jv_get(d, "mode"), NULL), b2, 32),
+                       ctl_safe(jv_str(jv_get(d, "mode_source"), "?"), b2 + 32, 64),
+                       jv_str(jv_get(d, "config_rule"), NULL) ? ", cgroups = " : "",
+                       jv_str(jv_get(d, "config_rule"), NULL) ?
+                       ctl_safe(jv_str(jv_get(d, "config_rule"), NULL), b1, sizeof(b1)) : "");
+        else
+                printf("  %-18s not opted in\n", "Mode:");
+        if (!jv_is_null(jv_get(d, "covers_uid")) && jv_get(d, "covers_uid"))
+                printf("  %-18s only the processes uid %" PRIu64 " may ptrace\n", "Covers:",
+                       jv_u64(jv_get(d, "covers_uid"), 0));
+        printf("  %-18s %s\n", "Selected by walk:", jv_bool(jv_get(d, "selected"), false) ? "yes" : "no");
+        printf("  %-18s %" PRIu64 " watched of %" PRIu64 " in cgroup.procs\n", "Processes:",
+               jv_u64(jv_get(d, "processes_watched"), 0), jv_u64(jv_get(d, "cgroup_procs"), 0));
+        for (size_t i = 0, shown = 0; nw && nw->type == JV_OBJECT && i < nw->n; i++)
+                if (jv_u64(&nw->items[i], 0))
+                        printf("  %-18s %" PRIu64 " %s\n", shown++ ? "" : "Not watched:", jv_u64(&nw->items[i], 0),
+                               ctl_safe(nw->keys[i], b2, sizeof(b2)));
+        if (jv_u64(jv_get(d, "examined"), 0) < jv_u64(jv_get(d, "cgroup_procs"), 0))
+                printf("  %-18s the first %" PRIu64 " processes only\n", "Looked at:", jv_u64(jv_get(d, "examined"), 0));
+}
+
 int ctl_daemon(const struct daemon_args *a) {
         _cleanup_free_ char *reply = NULL;
         _cleanup_(jv_freep) struct jv *d = NULL;
-        char request[64];
-        size_t len = 0, off = 0;
-        bool connected;
+        char request[CONTROL_REQUEST_MAX];
+        size_t len = 0;
         const char *why;
         int r;
 
-        if (a->cmd == CONTROL_EXPLAIN)
-                snprintf(request, sizeof(request), "%s %d\n", control_cmd_name(a->cmd), (int) a->pid);
-        else
-                snprintf(request, sizeof(request), "%s\n", control_cmd_name(a->cmd));
-        r = ctl_ask(a, request, &reply, &len, &connected);
-        if (r < 0 && !connected)
-                return fail_reach(a, r);
-        if (r < 0) {
-                fprintf(stderr, "numabalancectl: no reply from numabalanced at %s: %s\n", a->socket, strerror(-r));
+        if (a->cmd == CONTROL_LIST)
+                return ctl_daemon_list(a);
+        if (request_line(a, NULL, request, sizeof(request)) < 0) {
+                fprintf(stderr, "numabalancectl: the cgroup path is too long to ask about\n");
                 return 1;
         }
-        r = jv_parse(reply, len, &d, &off);
-        if (r < 0 || d->type != JV_OBJECT) {
-                fprintf(stderr, "numabalancectl: the reply from %s is not a JSON object (at byte %zu)\n", a->socket, off);
+        r = ask_parsed(a, request, &reply, &len, &d);
+        if (r < 0)
                 return 1;
-        }
-        if (jv_get(d, CONTROL_KEY_ERROR)) {
+        if (r > 0) {
                 char b[512];
                 if (a->json)
                         fwrite(reply, 1, len, stdout);
@@ -342,12 +556,13 @@ int ctl_daemon(const struct daemon_args *a) {
                 fwrite(reply, 1, len, stdout);
         else if (a->cmd == CONTROL_STATUS)
                 print_status(d);
-        else if (a->cmd == CONTROL_LIST)
-                print_list(d);
+        else if (a->cgroup)
+                print_explain_cgroup(d);
         else
                 print_explain(d);
         if (fflush(stdout) != 0)
                 return 1;
-        /* explain of a process one may not see, or that does not exist, fails. */
-        return strcmp(why, CONTROL_WHY_NOT_VISIBLE) == 0 || strcmp(why, CONTROL_WHY_NO_SUCH_PROCESS) == 0 ? 1 : 0;
+        /* explain of what one may not see, or that does not exist, fails. */
+        return strcmp(why, CONTROL_WHY_NOT_VISIBLE) == 0 || strcmp(why, CONTROL_WHY_NO_SUCH_PROCESS) == 0 ||
+               strcmp(why, CONTROL_WHY_NO_SUCH_CGROUP) == 0 ? 1 : 0;
 }

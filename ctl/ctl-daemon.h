@@ -13,8 +13,13 @@ struct daemon_args {
         const char *socket;        /* CONTROL_SOCKET_DEFAULT */
         bool json;
         enum control_cmd cmd;
-        pid_t pid;                 /* explain */
+        pid_t pid;                 /* explain PID */
+        const char *cgroup;        /* explain CGROUP */
+        char *const *filters;      /* list: cgroup paths ("/...") and pids, as given */
+        size_t n_filters;
 };
+
+struct jv;
 
 /* Returns the exit status: 0, or 1 (one line on stderr says why). */
 int ctl_daemon(const struct daemon_args *a);
@@ -22,6 +27,10 @@ int ctl_daemon(const struct daemon_args *a);
 /* Sends one request line to the daemon and reads its whole reply (NUL-terminated).
  * Returns 0 or -errno; *ret_connected says whether the socket was reached. */
 int ctl_ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected);
+/* list, every page of it (the daemon pages its replies, CONTROL_REPLY_MAX) merged into
+ * one document, without truncated and next. Returns 0, or -errno after one line on
+ * stderr. */
+int ctl_list(const struct daemon_args *a, struct jv **ret);
 /* Untrusted text (comm, cgroup paths) for a terminal: control bytes become '?'. */
 const char *ctl_safe(const char *s, char *buf, size_t size);
 /* "1.5Gi" and the like. */

@@ -18,29 +18,45 @@
 #include "json-parse.h"
 #include "pagesize.h"
 
-/* Rows kept from one frame to the next, for the rates. */
-#define ROWS_MAX 4096
+/* A terminal whose size cannot be read is taken as this. */
+#define DEFAULT_ROWS 24
+#define DEFAULT_COLS 80
+/* Lines above the rows: the daemon's line, the keys, a blank line, the column names. */
+#define HEADER_LINES 4
 
 struct row {
         int64_t pid;               /* 0: a cgroup's row */
-        char name[96];             /* comm, or the cgroup path */
-        char cgroup[256];
-        double local;              /* share, -1 when unknown */
+        char *cgroup;              /* the cgroup's path, as the daemon sent it */
+        char name[96];             /* comm, or the cgroup path, safe for a terminal */
+        uint64_t total, local;     /* bytes; local: on the node its threads run on */
         char nodes[96];
         uint64_t moved, refused;
         double moved_mib_s;        /* since the last frame */
         char reason[32];
+        const struct row *group;   /* a process's cgroup row (NULL: none listed) */
 };
 
 struct frame {
-        struct jv *status, *list;
+        struct jv *status;
+        struct row *rows;          /* sorted by identity (row_cmp_id) */
+        size_t n;
         double t;                  /* CLOCK_MONOTONIC, s */
 };
 
+static const char *const sort_names[_TOP_SORT_MAX] = {
+        [TOP_SORT_MOVED] = "moved", [TOP_SORT_MISPLACED] = "misplaced", [TOP_SORT_LOCAL] = "local",
+        [TOP_SORT_REFUSED] = "refused", [TOP_SORT_PID] = "pid",
+};
+
+const char *top_sort_name(enum top_sort s) {
+        return (unsigned) s < _TOP_SORT_MAX ? sort_names[s] : "?";
+}
 
 static void frame_done(struct frame *f) {
         jv_free(f->status);
-        jv_free(f->list);
+        for (size_t i = 0; i < f->n; i++)
+                free(f->rows[i].cgroup);
+        free(f->rows);
         *f = (struct frame) {};
 }
 
@@ -65,23 +81,14 @@ static struct jv *request(const struct daemon_args *a, const char *line) {
         return d;
 }
 
-static int fetch(const struct daemon_args *a, struct frame *f) {
-        f->status = request(a, "status\n");
-        f->list = f->status ? request(a, "list\n") : NULL;
-        f->t = clock_now_s();
-        return f->list ? 0 : -ENOTCONN;
-}
+/* Identity: cgroup path, the cgroup's own row first, then pid. */
+static int row_cmp_id(const void *a, const void *b) {
+        const struct row *x = a, *y = b;
+        int c = strcmp(x->cgroup, y->cgroup);
 
-/* The pages moved of the row with this pid (cgroup rows: path) in the previous frame. */
-static uint64_t moved_before(const struct jv *list, int64_t pid, const char *path) {
-        const struct jv *arr = jv_get(list, pid ? "processes" : "cgroups");
-
-        for (size_t i = 0; arr && i < arr->n; i++) {
-                const struct jv *x = &arr->items[i];
-                if (pid ? jv_i64(jv_get(x, "pid"), 0) == pid : strcmp(jv_str(jv_get(x, "path"), ""), path) == 0)
-                        return jv_u64(jv_get(pid ? x : jv_get(x, "pages"), pid ? "pages_moved" : "moved"), 0);
-        }
-        return UINT64_MAX;
+        if (c)
+                return c;
+        return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 static void node_text(const struct jv *nodes, uint64_t total, char *buf, size_t size) {
@@ -96,94 +103,162 @@ static void node_text(const struct jv *nodes, uint64_t total, char *buf, size_t 
         }
 }
 
-/* The rows of a frame: each cgroup, then its processes. */
-static size_t rows_of(const struct frame *cur, const struct frame *prev, struct row *rows) {
-        const struct jv *cgs = jv_get(cur->list, "cgroups"), *procs = jv_get(cur->list, "processes");
-        double dt = prev && prev->list ? cur->t - prev->t : 0;
-        size_t n = 0;
+static int row_of_cgroup(const struct jv *c, struct row *r) {
+        const char *path = jv_str(jv_get(c, "path"), "");
 
-        for (size_t i = 0; cgs && i < cgs->n && n < ROWS_MAX; i++) {
-                const struct jv *c = &cgs->items[i];
-                struct row *r = &rows[n++];
-                uint64_t total = jv_u64(jv_get(c, "total_bytes"), 0), local = 0, was;
-                const char *path = jv_str(jv_get(c, "path"), "");
+        *r = (struct row) { .cgroup = strdup(path), .total = jv_u64(jv_get(c, "total_bytes"), 0) };
+        if (!r->cgroup)
+                return -ENOMEM;
+        ctl_safe(path, r->name, sizeof(r->name));
+        node_text(jv_get(c, "nodes"), r->total, r->nodes, sizeof(r->nodes));
+        r->moved = jv_u64(jv_get(jv_get(c, "pages"), "moved"), 0);
+        r->refused = jv_u64(jv_get(jv_get(c, "pages"), "refused"), 0);
+        return 0;
+}
 
-                *r = (struct row) { .local = -1 };
-                ctl_safe(path, r->name, sizeof(r->name));
-                ctl_safe(path, r->cgroup, sizeof(r->cgroup));
-                for (size_t k = 0; procs && k < procs->n; k++)
-                        if (strcmp(jv_str(jv_get(&procs->items[k], "cgroup"), ""), path) == 0)
-                                local += jv_u64(jv_get(&procs->items[k], "local_bytes"), 0);
-                if (total)
-                        r->local = (double) local / (double) total;
-                node_text(jv_get(c, "nodes"), total, r->nodes, sizeof(r->nodes));
-                r->moved = jv_u64(jv_get(jv_get(c, "pages"), "moved"), 0);
-                r->refused = jv_u64(jv_get(jv_get(c, "pages"), "refused"), 0);
-                was = dt > 0 ? moved_before(prev->list, 0, path) : UINT64_MAX;
-                if (was != UINT64_MAX && r->moved >= was)
-                        r->moved_mib_s = (double) (r->moved - was) * (double) page_size() / 1048576.0 / dt;
+static int row_of_process(const struct jv *p, struct row *r) {
+        *r = (struct row) { .pid = jv_i64(jv_get(p, "pid"), 0), .cgroup = strdup(jv_str(jv_get(p, "cgroup"), "")),
+                            .total = jv_u64(jv_get(p, "total_bytes"), 0),
+                            .local = jv_u64(jv_get(p, "local_bytes"), 0) };
+        if (!r->cgroup)
+                return -ENOMEM;
+        ctl_safe(jv_str(jv_get(p, "comm"), NULL), r->name, sizeof(r->name));
+        node_text(jv_get(p, "nodes"), r->total, r->nodes, sizeof(r->nodes));
+        r->moved = jv_u64(jv_get(p, "pages_moved"), 0);
+        r->refused = jv_u64(jv_get(jv_get(p, "pages"), "refused"), 0);
+        ctl_safe(jv_str(jv_get(p, "reason"), "-"), r->reason, sizeof(r->reason));
+        return 0;
+}
+
+/* The rows of a list, sorted by identity; a cgroup's local bytes are its processes'. */
+static int rows_of(const struct jv *list, struct frame *f) {
+        const struct jv *cgs = jv_get(list, "cgroups"), *procs = jv_get(list, "processes");
+        size_t n = (cgs ? cgs->n : 0) + (procs ? procs->n : 0);
+        struct row *group = NULL;
+
+        f->rows = calloc(n ? n : 1, sizeof(*f->rows));
+        if (!f->rows)
+                return -ENOMEM;
+        for (size_t i = 0; cgs && i < cgs->n; i++, f->n++)
+                if (row_of_cgroup(&cgs->items[i], &f->rows[f->n]) < 0)
+                        return -ENOMEM;
+        for (size_t i = 0; procs && i < procs->n; i++, f->n++)
+                if (row_of_process(&procs->items[i], &f->rows[f->n]) < 0)
+                        return -ENOMEM;
+        qsort(f->rows, f->n, sizeof(*f->rows), row_cmp_id);
+        for (size_t i = 0; i < f->n; i++) {
+                struct row *r = &f->rows[i];
+                if (r->pid == 0) {
+                        group = r;
+                        continue;
+                }
+                if (group && strcmp(group->cgroup, r->cgroup) == 0) {
+                        r->group = group;
+                        group->local += r->local;
+                }
         }
-        for (size_t i = 0; procs && i < procs->n && n < ROWS_MAX; i++) {
-                const struct jv *p = &procs->items[i];
-                struct row *r = &rows[n++];
-                uint64_t total = jv_u64(jv_get(p, "total_bytes"), 0), was;
+        return 0;
+}
 
-                *r = (struct row) { .pid = jv_i64(jv_get(p, "pid"), 0), .local = -1 };
-                ctl_safe(jv_str(jv_get(p, "comm"), NULL), r->name, sizeof(r->name));
-                ctl_safe(jv_str(jv_get(p, "cgroup"), NULL), r->cgroup, sizeof(r->cgroup));
-                if (total)
-                        r->local = jv_num(jv_get(p, "local_share"), 0);
-                node_text(jv_get(p, "nodes"), total, r->nodes, sizeof(r->nodes));
-                r->moved = jv_u64(jv_get(p, "pages_moved"), 0);
-                r->refused = jv_u64(jv_get(jv_get(p, "pages"), "refused"), 0);
-                ctl_safe(jv_str(jv_get(p, "reason"), "-"), r->reason, sizeof(r->reason));
-                was = dt > 0 ? moved_before(prev->list, r->pid, NULL) : UINT64_MAX;
-                if (was != UINT64_MAX && r->moved >= was)
-                        r->moved_mib_s = (double) (r->moved - was) * (double) page_size() / 1048576.0 / dt;
+/* Each row's rate, from the same row of the frame before (found by identity). */
+static void rates(struct frame *cur, const struct frame *prev) {
+        double dt = prev && prev->status ? cur->t - prev->t : 0;
+
+        for (size_t i = 0; dt > 0 && i < cur->n; i++) {
+                struct row *r = &cur->rows[i];
+                const struct row *was = bsearch(r, prev->rows, prev->n, sizeof(*r), row_cmp_id);
+                if (was && r->moved >= was->moved)
+                        r->moved_mib_s = (double) (r->moved - was->moved) * (double) page_size() / 1048576.0 / dt;
         }
-        return n;
+}
+
+static int fetch(const struct daemon_args *a, struct frame *f, const struct frame *prev) {
+        struct daemon_args la = *a;
+        _cleanup_(jv_freep) struct jv *list = NULL;
+
+        la.cmd = CONTROL_LIST;
+        la.n_filters = 0;
+        f->status = request(a, "status\n");
+        if (!f->status || ctl_list(&la, &list) < 0 || rows_of(list, f) < 0)
+                return -ENOTCONN;
+        f->t = clock_now_s();
+        rates(f, prev);
+        return 0;
 }
 
 static enum top_sort sort_key;
 
-/* Within a cgroup's group: processes by the key; the cgroups themselves likewise. */
+static uint64_t misplaced(const struct row *r) {
+        return r->total > r->local ? r->total - r->local : 0;
+}
+
+/* The chosen key, the largest first (local: the worst first; pid: the smallest). */
 static int cmp_key(const struct row *x, const struct row *y) {
+        double lx, ly;
+
         switch (sort_key) {
         case TOP_SORT_MOVED:
-                return x->moved_mib_s < y->moved_mib_s ? 1 : x->moved_mib_s > y->moved_mib_s ? -1 : 0;
+                return (x->moved_mib_s < y->moved_mib_s) - (x->moved_mib_s > y->moved_mib_s);
+        case TOP_SORT_MISPLACED:
+                return (misplaced(x) < misplaced(y)) - (misplaced(x) > misplaced(y));
         case TOP_SORT_LOCAL:
-                return x->local < y->local ? -1 : x->local > y->local ? 1 : 0;
+                lx = x->total ? (double) x->local / (double) x->total : 2;
+                ly = y->total ? (double) y->local / (double) y->total : 2;
+                return (lx > ly) - (lx < ly);
         case TOP_SORT_REFUSED:
-                return x->refused < y->refused ? 1 : x->refused > y->refused ? -1 : 0;
+                return (x->refused < y->refused) - (x->refused > y->refused);
         case TOP_SORT_PID:
         default:
-                return x->pid < y->pid ? -1 : x->pid > y->pid;
+                return 0;
         }
 }
 
-static int cmp_rows(const void *a, const void *b) {
-        const struct row *x = a, *y = b;
-        int c = strcmp(x->cgroup, y->cgroup);
+/* Display order: the cgroups by the key across all of them (then by path), each
+ * followed by its processes by the key (then by pid); processes whose cgroup is not
+ * listed form a group of their own, by their cgroup path. */
+static int cmp_display(const void *a, const void *b) {
+        const struct row *x = *(const struct row *const *) a, *y = *(const struct row *const *) b;
+        const struct row *gx = x->pid ? x->group : x, *gy = y->pid ? y->group : y;
+        int c;
 
-        if (c != 0)
-                return c;
+        if (gx != gy) {
+                c = gx && gy ? cmp_key(gx, gy) : 0;
+                return c ? c : strcmp(gx ? gx->cgroup : x->cgroup, gy ? gy->cgroup : y->cgroup);
+        }
         if ((x->pid == 0) != (y->pid == 0))
-                return x->pid == 0 ? -1 : 1;         /* the cgroup's row first */
+                return x->pid == 0 ? -1 : 1;
         c = cmp_key(x, y);
-        return c ? c : (x->pid < y->pid ? -1 : x->pid > y->pid);
+        return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-static const char *sort_name(enum top_sort s) {
-        static const char *const names[] = { "moved", "local", "refused", "pid" };
-        return names[s];
+/* The screen's size: rows and columns; 0 rows when stdout is not a terminal (no
+ * bound). */
+static void screen_size(bool tty, int *rows, int *cols) {
+        struct winsize ws;
+
+        *rows = 0;
+        *cols = 1000;
+        if (!tty)
+                return;
+        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) {
+                *rows = ws.ws_row;
+                *cols = ws.ws_col;
+        } else {
+                *rows = DEFAULT_ROWS;
+                *cols = DEFAULT_COLS;
+        }
 }
 
-static void render(FILE *out, const struct frame *cur, const struct frame *prev, struct row *rows, int width,
-                   bool tty) {
+/* One line of the frame: cut to the width; on a terminal the rest of the line erased
+ * (the frame overwrites the last one instead of clearing the screen first). */
+static void put_line(FILE *out, const char *line, int width, bool tty) {
+        fprintf(out, "%.*s%s\n", width, line, tty ? "\033[K" : "");
+}
+
+static void put_header(FILE *out, const struct frame *cur, const struct frame *prev, int width, bool tty) {
         const struct jv *st = cur->status;
         double cpu = -1;
         char line[1024], b[64];
-        size_t n = rows_of(cur, prev, rows);
 
         if (prev && prev->status) {
                 uint64_t p0 = jv_u64(jv_get(jv_get(prev->status, "cpu_ns"), "process"), 0);
@@ -191,38 +266,74 @@ static void render(FILE *out, const struct frame *cur, const struct frame *prev,
                 if (cur->t > prev->t && p1 >= p0)
                         cpu = (double) (p1 - p0) / 1e9 / (cur->t - prev->t);
         }
-        qsort(rows, n, sizeof(*rows), cmp_rows);
-        if (tty)
-                fputs("\033[H\033[2J", out);
-        snprintf(line, sizeof(line), "numabalanced pid %" PRId64 ", up %.0f s: chain %s, daemon CPU %s, moved last "
-                 "minute %s", jv_i64(jv_get(st, "pid"), 0), (double) jv_u64(jv_get(st, "uptime_ms"), 0) / 1000.0,
+        snprintf(line, sizeof(line), "numabalanced pid %" PRId64 ", up %.0f s, chain %s, CPU %s, moved %s/min",
+                 jv_i64(jv_get(st, "pid"), 0), (double) jv_u64(jv_get(st, "uptime_ms"), 0) / 1000.0,
                  jv_str(jv_get(st, "sampling_chain"), "-"), cpu < 0 ? "-" : (snprintf(b, sizeof(b), "%.1f%%", 100 * cpu), b),
                  ctl_bytes(jv_u64(jv_get(st, "moved_bytes_last_minute"), 0), b + 32, 32));
-        fprintf(out, "%.*s\n", width, line);
-        snprintf(line, sizeof(line), "sorted by %s (m moved, l local, r refused, p pid; q quits)", sort_name(sort_key));
+        put_line(out, line, width, tty);
+        snprintf(line, sizeof(line), "sorted by %s (m moved, b misplaced, l local, r refused, p pid; q quits)",
+                 top_sort_name(sort_key));
         if (tty)
-                fprintf(out, "%.*s\n", width, line);
-        fputc('\n', out);
-        snprintf(line, sizeof(line), "%-8s %-28s %6s %-24s %9s %9s  %s", "PID", "CGROUP / COMM", "LOCAL", "NODES",
-                 "MOVED/s", "REFUSED", "REASON");
-        fprintf(out, "%.*s\n", width, line);
-        for (size_t i = 0; i < n; i++) {
-                const struct row *r = &rows[i];
-                char local[16], pid[16], rate[24];
-                if (r->local < 0)
-                        snprintf(local, sizeof(local), "-");
-                else
-                        snprintf(local, sizeof(local), "%.0f%%", 100 * r->local);
-                snprintf(pid, sizeof(pid), r->pid ? "%" PRId64 : "", r->pid);
-                snprintf(rate, sizeof(rate), "%.1fMi", r->moved_mib_s);
-                snprintf(line, sizeof(line), "%-8s %s%-*.*s %6s %-24s %9s %9" PRIu64 "  %s", pid, r->pid ? "  " : "",
-                         r->pid ? 26 : 28, r->pid ? 26 : 28, r->name, local, r->nodes, rate, r->refused,
-                         r->pid ? r->reason : "");
-                fprintf(out, "%.*s\n", width, line);
+                put_line(out, line, width, tty);
+        put_line(out, "", width, tty);
+        /* The figures a sort key names first, so that 80 columns show them all. */
+        snprintf(line, sizeof(line), "%-8s %-24s %5s %8s %9s %7s  %-24s %s", "PID", "CGROUP / COMM", "LOCAL",
+                 "MOVED/s", "MISPLACED", "REFUSED", "NODES", "REASON");
+        put_line(out, line, width, tty);
+}
+
+static void put_row(FILE *out, const struct row *r, int width, bool tty) {
+        char line[1024], local[16], pid[16], rate[24], mis[32];
+
+        if (r->total == 0)
+                snprintf(local, sizeof(local), "-");
+        else
+                snprintf(local, sizeof(local), "%.0f%%", 100.0 * (double) r->local / (double) r->total);
+        snprintf(pid, sizeof(pid), r->pid ? "%" PRId64 : "", r->pid);
+        snprintf(rate, sizeof(rate), "%.1fMi", r->moved_mib_s);
+        snprintf(line, sizeof(line), "%-8s %s%-*.*s %5s %8s %9s %7" PRIu64 "  %-24s %s", pid, r->pid ? "  " : "",
+                 r->pid ? 22 : 24, r->pid ? 22 : 24, r->name, local, rate, ctl_bytes(misplaced(r), mis, sizeof(mis)),
+                 r->refused, r->nodes, r->pid ? r->reason : "");
+        put_line(out, line, width, tty);
+}
+
+/* One frame: on a terminal of height rows, the header and as many rows as fit below
+ * it with one line left (a newline on the last line would scroll the header away),
+ * the last one counting the rows not shown. */
+static int render(FILE *out, const struct frame *cur, const struct frame *prev, bool tty) {
+        _cleanup_free_ const struct row **order = calloc(cur->n ? cur->n : 1, sizeof(*order));
+        int height, width;
+        size_t fit;
+
+        if (!order)
+                return -ENOMEM;
+        screen_size(tty, &height, &width);
+        for (size_t i = 0; i < cur->n; i++)
+                order[i] = &cur->rows[i];
+        qsort(order, cur->n, sizeof(*order), cmp_display);
+        if (tty)
+                fputs("\033[H", out);
+        put_header(out, cur, prev, width, tty);
+        fit = cur->n;
+        if (height > 0) {
+                size_t room = height > HEADER_LINES + 1 ? (size_t) (height - HEADER_LINES - 1) : 1;
+                if (fit > room)
+                        fit = room - 1;
         }
-        if (n == 0)
-                fprintf(out, "No cgroup is watched.\n");
+        for (size_t i = 0; i < fit; i++)
+                put_row(out, order[i], width, tty);
+        if (fit < cur->n) {
+                char line[96];
+                snprintf(line, sizeof(line), "... %zu more row%s (a larger window shows them)", cur->n - fit,
+                         cur->n - fit == 1 ? "" : "s");
+                put_line(out, line, width, tty);
+        }
+        if (cur->n == 0)
+                put_line(out, "No cgroup is watched.", width, tty);
+        if (tty)
+                fputs("\033[J", out);
         fflush(out);
+        return 0;
 }
 
 static struct termios saved_tio;
@@ -248,7 +359,7 @@ static void raw_mode(void) {
         t.c_cc[VTIME] = 0;
         if (tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0) {
                 raw_on = true;
-                fputs("\033[?25l", stdout);
+                fputs("\033[?25l\033[2J", stdout);   /* cleared once, at the start */
                 atexit(raw_off);
         }
 }
@@ -271,57 +382,70 @@ static int key(int ms) {
         return (unsigned char) c;
 }
 
-static int width_of_terminal(void) {
-        struct winsize ws;
-        return ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20 ? ws.ws_col : 1000;
+/* The sort key a key press chooses, or -1. */
+static int sort_of_key(int k) {
+        switch (k) {
+        case 'm': return TOP_SORT_MOVED;
+        case 'b': return TOP_SORT_MISPLACED;
+        case 'l': return TOP_SORT_LOCAL;
+        case 'r': return TOP_SORT_REFUSED;
+        case 'p': return TOP_SORT_PID;
+        }
+        return -1;
+}
+
+static int snapshot(const struct daemon_args *a, unsigned interval_ms, struct frame *prev) {
+        struct frame cur = {};
+        int r = 0;
+
+        usleep(interval_ms * 1000);
+        if (fetch(a, &cur, prev) < 0 || render(stdout, &cur, prev, false) < 0)
+                r = 1;
+        frame_done(&cur);
+        return r;
 }
 
 int ctl_top(const struct daemon_args *a, unsigned interval_ms, enum top_sort sort) {
-        _cleanup_free_ struct row *rows = calloc(ROWS_MAX, sizeof(*rows));
         struct frame prev = {}, cur = {};
-        bool tty = isatty(STDOUT_FILENO);
         int r = 0;
 
-        if (!rows)
-                return 1;
         sort_key = sort;
-        if (fetch(a, &prev) < 0) {
+        if (fetch(a, &prev, NULL) < 0) {
                 frame_done(&prev);
                 return 1;
         }
-        if (!tty) {
+        if (!isatty(STDOUT_FILENO)) {
                 /* One snapshot: the rates over one interval. */
-                usleep(interval_ms * 1000);
-                if (fetch(a, &cur) < 0)
-                        r = 1;
-                else
-                        render(stdout, &cur, &prev, rows, 1000, false);
+                r = snapshot(a, interval_ms, &prev);
                 frame_done(&prev);
-                frame_done(&cur);
                 return r;
         }
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
         raw_mode();
-        render(stdout, &prev, NULL, rows, width_of_terminal(), true);
+        render(stdout, &prev, NULL, true);
         for (;;) {
                 double next = clock_now_s() + interval_ms / 1000.0, left;
-                int k = 0;
+                int k = 0, s;
                 /* (left computed once: a negative poll timeout would wait for ever) */
                 while (!stop_signal && k == 0 && (left = next - clock_now_s()) > 0)
                         k = key((int) (left * 1000) + 1);
                 if (stop_signal || k == 'q' || k == 'Q' || k < 0)
                         break;
-                if (k == 'm' || k == 'l' || k == 'r' || k == 'p')
-                        sort_key = k == 'm' ? TOP_SORT_MOVED : k == 'l' ? TOP_SORT_LOCAL
-                                   : k == 'r' ? TOP_SORT_REFUSED : TOP_SORT_PID;
-                if (fetch(a, &cur) < 0) {
+                s = sort_of_key(k);
+                if (s >= 0) {
+                        /* Redrawn at once in the new order, with the rates of the last frame. */
+                        sort_key = (enum top_sort) s;
+                        render(stdout, &prev, NULL, true);
+                        continue;
+                }
+                if (fetch(a, &cur, &prev) < 0) {
                         raw_off();
                         fprintf(stderr, "numabalancectl top: the daemon went away\n");
                         r = 1;
                         break;
                 }
-                render(stdout, &cur, &prev, rows, width_of_terminal(), true);
+                render(stdout, &cur, &prev, true);
                 frame_done(&prev);
                 prev = cur;
                 cur = (struct frame) {};

@@ -4,8 +4,9 @@
  *   show PID     standalone (no daemon needed): a process's memory placement per VMA
  *                and per node, against where its threads run.
  *   status       the daemon: sources, service CPUs, kernel balancing, totals;
- *   list         the cgroups and processes it watches, with locality and costs;
- *   explain PID  why a process is or is not being moved.
+ *   list [CGROUP|PID...]  the cgroups and processes it watches, with locality and
+ *                costs (those given, and the cgroups below a cgroup given);
+ *   explain PID|CGROUP  why a process or a cgroup is or is not being moved.
  *                These three ask the daemon over its control socket
  *                (lib/control-protocol.h).
  *   top          status and list again and again, as a live view (ctl-top.h).
@@ -37,21 +38,25 @@ static void usage(FILE *f) {
                 "                  against the nodes its threads run on (no daemon needed)\n"
                 "  status          The daemon: sampling source, service CPUs, kernel balancing,\n"
                 "                  pages moved, its CPU time\n"
-                "  list            Cgroups and processes watched: mode, memory per node,\n"
-                "                  pages moved and refused, the daemon's CPU time on each\n"
-                "  explain PID     Why a process is or is not being moved\n"
+                "  list [CGROUP|PID...]\n"
+                "                  Cgroups and processes watched: mode, memory per node,\n"
+                "                  pages moved and refused, the daemon's CPU time on each;\n"
+                "                  only the cgroups given (and those below) and the PIDs given\n"
+                "  explain PID|CGROUP\n"
+                "                  Why a process, or a cgroup's processes, are or are not\n"
+                "                  being moved\n"
                 "  top             A live view: per cgroup and process, locality, MiB/s moved,\n"
                 "                  pages refused; the daemon's CPU share (q quits)\n"
                 "\n"
                 "Options:\n"
-                "  --json          Machine-readable output (see numabalancectl(8))\n"
+                "  --json          Machine-readable output (see numabalancectl(1))\n"
                 "  --pretty        Indent the JSON\n"
                 "  --all           show: list VMAs that hold no pages too\n"
                 "  --proc-root DIR Read processes from DIR instead of /proc\n"
                 "  --sys-root DIR  Read the topology from DIR instead of /sys\n"
                 "  --socket PATH   The daemon's control socket (default " CONTROL_SOCKET_DEFAULT ")\n"
                 "  --delay SECONDS top: the refresh interval (default 2, at least 0.2)\n"
-                "  --sort KEY      top: moved, local, refused or pid (default moved)\n"
+                "  --sort KEY      top: moved, misplaced, local, refused or pid (default moved)\n"
                 "  -h, --help      This help\n"
                 "  --version       Version\n");
 }
@@ -60,11 +65,10 @@ static void usage(FILE *f) {
 static const struct {
         const char *name;
         enum control_cmd cmd;
-        bool takes_pid;
 } daemon_commands[] = {
-        { "status", CONTROL_STATUS, false },
-        { "list", CONTROL_LIST, false },
-        { "explain", CONTROL_EXPLAIN, true },
+        { "status", CONTROL_STATUS },
+        { "list", CONTROL_LIST },
+        { "explain", CONTROL_EXPLAIN },
 };
 
 /* The options into *a and *da. Returns -1 to go on to the command, or the exit
@@ -73,7 +77,6 @@ static unsigned top_interval_ms = 2000;
 static enum top_sort top_sort = TOP_SORT_MOVED;
 
 static int parse_top_option(int c, const char *arg) {
-        static const char *const keys[] = { "moved", "local", "refused", "pid" };
         char *end;
         double d;
 
@@ -86,12 +89,12 @@ static int parse_top_option(int c, const char *arg) {
                 top_interval_ms = (unsigned) (d * 1000);
                 return -1;
         }
-        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-                if (strcmp(arg, keys[i]) == 0) {
+        for (int i = 0; i < _TOP_SORT_MAX; i++)
+                if (strcmp(arg, top_sort_name((enum top_sort) i)) == 0) {
                         top_sort = (enum top_sort) i;
                         return -1;
                 }
-        fprintf(stderr, "numabalancectl: --sort takes moved, local, refused or pid, not '%s'\n", arg);
+        fprintf(stderr, "numabalancectl: --sort takes moved, misplaced, local, refused or pid, not '%s'\n", arg);
         return 2;
 }
 
@@ -158,6 +161,37 @@ static int command_args(const char *cmd, int n, char **args, pid_t *pid) {
         return 0;
 }
 
+/* The arguments of a command that asks the daemon, into *da: none for status; cgroups
+ * and pids for list; one pid or cgroup for explain. Returns 0 or 2 (usage). */
+static int daemon_command_args(const char *cmd, int n, char **args, struct daemon_args *da) {
+        uint64_t v;
+
+        if (da->cmd == CONTROL_STATUS)
+                return command_args(cmd, n, args, NULL);
+        if (da->cmd == CONTROL_EXPLAIN && n != 1) {
+                fprintf(stderr, "numabalancectl: explain takes exactly one PID or cgroup\n");
+                return 2;
+        }
+        if (n > CONTROL_FILTERS_MAX) {
+                fprintf(stderr, "numabalancectl: list takes at most %d cgroups and PIDs\n", CONTROL_FILTERS_MAX);
+                return 2;
+        }
+        for (int i = 0; i < n; i++)
+                if (args[i][0] != '/' && parse_u64(args[i], 1, INT32_MAX, &v) < 0) {
+                        fprintf(stderr, "numabalancectl: '%s' is neither a pid nor a cgroup path (from \"/\")\n",
+                                args[i]);
+                        return 2;
+                }
+        if (da->cmd == CONTROL_LIST) {
+                da->filters = args;
+                da->n_filters = (size_t) n;
+        } else if (args[0][0] == '/')
+                da->cgroup = args[0];
+        else
+                da->pid = (pid_t) strtol(args[0], NULL, 10);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         struct show_args a = { .proc_root = "/proc", .sys_root = "/sys" };
         struct daemon_args da = { .socket = CONTROL_SOCKET_DEFAULT };
@@ -192,10 +226,10 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < ELEMENTSOF(daemon_commands); i++) {
                 if (strcmp(cmd, daemon_commands[i].name) != 0)
                         continue;
-                r = command_args(cmd, argc - optind, argv + optind, daemon_commands[i].takes_pid ? &da.pid : NULL);
+                da.cmd = daemon_commands[i].cmd;
+                r = daemon_command_args(cmd, argc - optind, argv + optind, &da);
                 if (r)
                         return r;
-                da.cmd = daemon_commands[i].cmd;
                 return ctl_daemon(&da);
         }
         fprintf(stderr, "numabalancectl: unknown command '%s' (try --help)\n", cmd);

@@ -24,6 +24,13 @@
 #define ACCEPT_PER_WAKEUP 32
 /* After the reply, at most this much more input is read and dropped before closing. */
 #define CONTROL_DRAIN_MAX (1024 * 1024)
+/* The kernel's send buffer of a connection (it doubles it): what a peer that does not
+ * read holds there, beside its reply in our memory. */
+#define CONTROL_SNDBUF (32 * 1024)
+/* Unsent reply bytes of users other than root, in all: a request that could take it
+ * over (a reply is at most CONTROL_REPLY_MAX) is answered busy. Root's are bounded by
+ * its CONTROL_CONNECTIONS_PER_UID connections. */
+#define CONTROL_QUEUED_MAX (16 * CONTROL_REPLY_MAX)
 /* How long the listening socket is left alone after accept(2) ran out of descriptors
  * or memory: epoll reports it readable while a connection waits, so watching it
  * meanwhile would spin the event loop at 100% of the service CPU. */
@@ -203,6 +210,16 @@ static bool budget_take(struct control *c, uid_t uid, uint64_t now_ms) {
         return true;
 }
 
+/* What the connections of users other than root have yet to send. */
+static size_t queued_by_users(const struct control *c) {
+        size_t n = 0;
+
+        for (const struct conn *k = c->conns; k; k = k->next)
+                if (k->uid != 0 && k->out && !k->draining)
+                        n += k->out_len - k->out_off;
+        return n;
+}
+
 static void conn_handle(struct conn *k, const char *line, size_t len) {
         struct control_request req;
         const char *error = NULL;
@@ -222,6 +239,12 @@ static void conn_handle(struct conn *k, const char *line, size_t len) {
                                     " requests a second per user; try again in a second");
                 return;
         }
+        if (k->uid != 0 && queued_by_users(k->ctl) + CONTROL_REPLY_MAX > CONTROL_QUEUED_MAX) {
+                log_debug("control: pid %d uid %u: replies waiting to be read fill the queue, refused",
+                          (int) k->peer_pid, (unsigned) k->uid);
+                conn_reply_error(k, "busy: too many replies waiting to be read; try again in a second");
+                return;
+        }
         f = open_memstream(&k->out, &k->out_len);
         if (!f) {
                 conn_free(k);
@@ -232,10 +255,14 @@ static void conn_handle(struct conn *k, const char *line, size_t len) {
                 r = report_status(manager_view(k->ctl->manager), k->uid, f);
                 break;
         case CONTROL_LIST:
-                r = report_list(manager_view(k->ctl->manager), k->uid, f);
+                r = report_list(manager_view(k->ctl->manager), k->uid, &req, f);
                 break;
         case CONTROL_EXPLAIN:
-                r = report_explain(manager_view(k->ctl->manager), k->uid, req.pid, f);
+                if (req.path >= 0)
+                        r = report_explain_cgroup(manager_view(k->ctl->manager), k->uid,
+                                                  control_request_str(&req, req.path), f);
+                else
+                        r = report_explain(manager_view(k->ctl->manager), k->uid, req.pid, f);
                 break;
         default:
                 r = -EINVAL;
@@ -384,6 +411,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         close(cfd);
                         continue;
                 }
+                (void) setsockopt(cfd, SOL_SOCKET, SO_SNDBUF, &(int) { CONTROL_SNDBUF }, sizeof(int));
                 if (over_limit(c, cred.uid)) {
                         uint64_t suppressed = 0;
                         if (log_ratelimit_ok(&c->busy_log, clock_now_ms(), &suppressed))

@@ -21,6 +21,7 @@
 #include "report.h"
 #include "caps.h"
 #include "control-protocol.h"
+#include "control-request.h"
 #include "creds.h"
 #include "page-sampler.h"
 #include "source.h"
@@ -343,9 +344,191 @@ static void put_list_process(struct json *j, const struct manager_view *v, const
         json_object_end(j);
 }
 
-int report_list(const struct manager_view *v, uid_t uid, FILE *f) {
+/* ---- list pages ---- */
+
+/* What one item of list can take at most, so that a page is cut before the item
+ * that would take it past CONTROL_REPLY_MAX: JSON escapes a byte to 6 at most
+ * (\u00XX), a node's entry is under 64 bytes, and the rest of an item (keys, numbers,
+ * the page and cost objects) is well under LIST_ITEM_FIXED. */
+#define LIST_ITEM_FIXED 2048
+static size_t item_bound(const struct manager_view *v, const char *a, const char *b) {
+        return LIST_ITEM_FIXED + 6 * ((a ? strlen(a) : 0) + (b ? strlen(b) : 0)) + 64 * (size_t) v->topo->n_nodes;
+}
+
+/* The end of a truncated page: the arrays closed, truncated, and the cursor (an
+ * encoded path is 3 bytes a byte at most). */
+static size_t tail_bound(const char *key) {
+        return 256 + 3 * (key ? strlen(key) : 0);
+}
+
+struct page {
+        struct json *j;
+        FILE *mem;
+        char **buf;
+        size_t *len;
+        bool full;                 /* an item did not fit: the page ends here */
+        char section;              /* of the last item written */
+        const char *key_path;      /* its key */
+        pid_t key_pid;
+};
+
+/* Whether an item of bound bytes, whose cursor key is key, still fits in the page;
+ * the first item of a page always does (every item is far under the cap). */
+static bool page_fits(struct page *pg, size_t bound, const char *key) {
+        if (pg->full)
+                return false;
+        fflush(pg->mem);
+        if (pg->section && *pg->len + bound + tail_bound(key) > CONTROL_REPLY_MAX) {
+                pg->full = true;
+                return false;
+        }
+        return true;
+}
+
+static void page_wrote(struct page *pg, char section, const char *path, pid_t pid) {
+        pg->section = section;
+        pg->key_path = path;
+        pg->key_pid = pid;
+}
+
+/* Whether path is prefix or below it ("/" holds everything). */
+static bool path_under(const char *path, const char *prefix) {
+        size_t n = strlen(prefix);
+
+        if (strcmp(prefix, "/") == 0)
+                return true;
+        return strncmp(path, prefix, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+/* The filters of a list request, with each pid's record (NULL: not watched, or not
+ * visible to the requester). */
+struct list_filter {
+        const struct control_request *req;
+        const struct proc_rec *by_pid[CONTROL_FILTERS_MAX];
+};
+
+static void filter_init(struct list_filter *lf, const struct manager_view *v, uid_t uid,
+                        const struct control_request *req) {
+        *lf = (struct list_filter) { .req = req };
+        for (size_t i = 0; req && i < req->n_filters; i++)
+                if (req->filters[i].pid) {
+                        const struct proc_rec *p = proc_records_find(v->procs, req->filters[i].pid);
+                        lf->by_pid[i] = p && report_proc_visible(v, p, uid) ? p : NULL;
+                }
+}
+
+static bool filter_cg(const struct list_filter *lf, const struct cg_rec *c) {
+        if (!lf->req || lf->req->n_filters == 0)
+                return true;
+        for (size_t i = 0; i < lf->req->n_filters; i++) {
+                const char *path = control_request_str(lf->req, lf->req->filters[i].path);
+                if (path ? path_under(c->path, path) : lf->by_pid[i] && lf->by_pid[i]->cg == c)
+                        return true;
+        }
+        return false;
+}
+
+static bool filter_proc(const struct list_filter *lf, const struct proc_rec *p) {
+        if (!lf->req || lf->req->n_filters == 0)
+                return true;
+        for (size_t i = 0; i < lf->req->n_filters; i++) {
+                const char *path = control_request_str(lf->req, lf->req->filters[i].path);
+                if (path ? p->cg && path_under(p->cg->path, path) : lf->req->filters[i].pid == p->pid)
+                        return true;
+        }
+        return false;
+}
+
+static int cmp_cg_path(const void *a, const void *b) {
+        return strcmp((*(struct cg_rec *const *) a)->path, (*(struct cg_rec *const *) b)->path);
+}
+
+/* The cgroups of this page: visible, selected by the filters, after the cursor, by
+ * path. */
+static int list_cgroups(struct page *pg, const struct manager_view *v, uid_t uid, const struct list_filter *lf,
+                        uint64_t *sum, struct proc_rec *const *by_cg) {
+        const struct control_request *req = lf->req;
+        const char *after = req && req->after == 'c' ? control_request_str(req, req->after_path) : NULL;
+        _cleanup_free_ struct cg_rec **cgs = NULL;
+        size_t n = 0;
+
+        if (req && (req->after == 'p' || req->after == 's'))
+                return 0;
+        cgs = calloc(v->cgs->n ? v->cgs->n : 1, sizeof(*cgs));
+        if (!cgs)
+                return -ENOMEM;
+        for (size_t i = 0; i < v->cgs->n; i++) {
+                struct cg_rec *c = v->cgs->v[i];
+                if (report_cg_visible(c, uid) && (!after || strcmp(c->path, after) > 0) && filter_cg(lf, c))
+                        cgs[n++] = c;
+        }
+        qsort(cgs, n, sizeof(*cgs), cmp_cg_path);
+        for (size_t i = 0; i < n && page_fits(pg, item_bound(v, cgs[i]->path, NULL), cgs[i]->path); i++) {
+                put_list_cgroup(pg->j, v, cgs[i], sum, by_cg);
+                page_wrote(pg, 'c', cgs[i]->path, 0);
+        }
+        return 0;
+}
+
+static void list_processes(struct page *pg, const struct manager_view *v, uid_t uid, const struct list_filter *lf) {
+        const struct control_request *req = lf->req;
+        pid_t after = req && req->after == 'p' ? req->after_pid : 0;
+
+        if (pg->full || (req && req->after == 's'))
+                return;
+        for (size_t k = 0; k < v->procs->n; k++) {
+                const struct proc_rec *p = v->procs->v[k];
+                if (p->pid <= after || !filter_proc(lf, p))
+                        continue;
+                if (!page_fits(pg, item_bound(v, p->comm, p->cg ? p->cg->path : NULL), NULL))
+                        return;
+                if (!report_proc_visible(v, p, uid))
+                        continue;
+                put_list_process(pg->j, v, p);
+                page_wrote(pg, 'p', NULL, p->pid);
+        }
+}
+
+/* Walked, not opted in: the top-level cgroups' paths are root's to see, and only in a
+ * list that is not filtered. */
+static void list_subtrees(struct page *pg, const struct manager_view *v, uid_t uid, const struct list_filter *lf) {
+        const struct control_request *req = lf->req;
+        const char *after = req && req->after == 's' ? control_request_str(req, req->after_path) : NULL;
+
+        if (pg->full || uid != 0 || (req && req->n_filters))
+                return;
+        for (size_t i = 0; i < v->cost->n_subtrees; i++) {
+                const struct subtree_rec *s = v->cost->subtrees[i];
+                if (after && strcmp(s->path, after) <= 0)
+                        continue;
+                if (!page_fits(pg, item_bound(v, s->path, NULL), s->path))
+                        return;
+                json_object_begin(pg->j);
+                json_key(pg->j, "path"); json_string(pg->j, s->path);
+                json_key(pg->j, "walk_cpu_ns"); json_u64(pg->j, s->walk_ns);
+                json_object_end(pg->j);
+                page_wrote(pg, 's', s->path, 0);
+        }
+}
+
+static void put_cursor(struct page *pg) {
+        char next[CONTROL_REQUEST_MAX];
+
+        json_key(pg->j, CONTROL_KEY_TRUNCATED); json_bool(pg->j, pg->full);
+        if (!pg->full)
+                return;
+        json_key(pg->j, CONTROL_KEY_NEXT);
+        if (control_cursor_format(pg->section, pg->key_path, pg->key_pid, next, sizeof(next)) < 0)
+                json_null(pg->j);
+        else
+                json_string(pg->j, next);
+}
+
+int report_list(const struct manager_view *v, uid_t uid, const struct control_request *req, FILE *f) {
         _cleanup_free_ uint64_t *sum = calloc(v->topo->n_nodes ? v->topo->n_nodes : 1, sizeof(*sum));
         _cleanup_free_ struct proc_rec **by_cg = calloc(v->procs->n ? v->procs->n : 1, sizeof(*by_cg));
+        struct list_filter lf;
+        struct page pg;
         BEGIN_DOC(j, mem, buf, len);
 
         if (!sum || !by_cg) {
@@ -353,6 +536,8 @@ int report_list(const struct manager_view *v, uid_t uid, FILE *f) {
                 free(buf);
                 return -ENOMEM;
         }
+        pg = (struct page) { .j = &j, .mem = mem, .buf = &buf, .len = &len };
+        filter_init(&lf, v, uid, req);
         json_object_begin(&j);
         json_key(&j, "requester_uid"); json_u64(&j, uid);
         if (v->procs->n) {
@@ -361,28 +546,23 @@ int report_list(const struct manager_view *v, uid_t uid, FILE *f) {
         }
         json_key(&j, "cgroups");
         json_array_begin(&j);
-        for (size_t i = 0; i < v->cgs->n; i++)
-                if (report_cg_visible(v->cgs->v[i], uid))
-                        put_list_cgroup(&j, v, v->cgs->v[i], sum, by_cg);
+        if (list_cgroups(&pg, v, uid, &lf, sum, by_cg) < 0) {
+                fclose(mem);
+                free(buf);
+                return -ENOMEM;
+        }
         json_array_end(&j);
 
         json_key(&j, "processes");
         json_array_begin(&j);
-        for (size_t k = 0; k < v->procs->n; k++)
-                if (report_proc_visible(v, v->procs->v[k], uid))
-                        put_list_process(&j, v, v->procs->v[k]);
+        list_processes(&pg, v, uid, &lf);
         json_array_end(&j);
 
-        /* Walked, not opted in: the top-level cgroups' paths are root's to see. */
         json_key(&j, "subtrees_walked");
         json_array_begin(&j);
-        for (size_t i = 0; uid == 0 && i < v->cost->n_subtrees; i++) {
-                json_object_begin(&j);
-                json_key(&j, "path"); json_string(&j, v->cost->subtrees[i]->path);
-                json_key(&j, "walk_cpu_ns"); json_u64(&j, v->cost->subtrees[i]->walk_ns);
-                json_object_end(&j);
-        }
+        list_subtrees(&pg, v, uid, &lf);
         json_array_end(&j);
+        put_cursor(&pg);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
 }
@@ -637,6 +817,212 @@ int report_explain(const struct manager_view *v, uid_t uid, pid_t pid, FILE *f) 
                 r = explain_watched(v, p, &j);
         else
                 r = explain_unwatched(v, uid, pid, &j);
+        if (r < 0) {
+                fclose(mem);
+                free(buf);
+                return r;
+        }
+        json_object_end(&j);
+        return finish(&j, mem, &buf, &len, f);
+}
+
+/* ---- explain CGROUP ----------------------------------------------------------- */
+
+/* Processes of a cgroup's cgroup.procs looked at one by one (each costs a read of its
+ * stat and status): the rest are counted, not classified. */
+#define EXPLAIN_CG_PROCS_MAX 256
+
+/* Why the processes of a cgroup that are not watched are not, counted by reason. */
+struct unwatched_counts {
+        size_t watched, kernel, zombie, not_covered, not_yet, gone, unread, examined, total;
+};
+
+static void count_unwatched(const struct manager_view *v, const struct cg_rec *rec, const char *path,
+                            struct unwatched_counts *u) {
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n = 0;
+
+        *u = (struct unwatched_counts) {};
+        if (cgroup_read_procs(v->cfg->cgroup_root, path, &pids, &n) < 0)
+                return;
+        u->total = n;
+        for (size_t i = 0; i < n && u->examined < EXPLAIN_CG_PROCS_MAX; i++) {
+                const struct proc_rec *p = proc_records_find(v->procs, pids[i]);
+                struct proc_creds c;
+
+                u->examined++;
+                if (p && rec && p->cg == rec) {
+                        u->watched++;
+                        continue;
+                }
+                if (creds_read(v->proc_root, pids[i], &c) < 0)
+                        u->gone++;
+                else if (c.stat.flags & PF_KTHREAD_FLAG)
+                        u->kernel++;
+                else if (c.stat.state == 'Z' || c.stat.state == 'X')
+                        u->zombie++;
+                else if (rec && rec->covers_uid != CGROUP_COVERS_ALL && !creds_belong_to(&c, rec->covers_uid))
+                        u->not_covered++;
+                else if (rec)
+                        u->not_yet++;
+                else
+                        u->unread++;
+        }
+}
+
+/* The config rule nearest above path (or on it), or NULL. */
+static const char *config_rule_of(const struct nb_config *cfg, const char *path) {
+        const char *best = NULL;
+
+        for (size_t i = 0; i < cfg->n_cgroups; i++)
+                if (path_under(path, cfg->cgroups[i].path) && (!best || strlen(cfg->cgroups[i].path) > strlen(best)))
+                        best = cfg->cgroups[i].path;
+        return best;
+}
+
+/* The why of explain CGROUP and its sentence (malloc'd). */
+static int cgroup_why(const struct cgroup_setting *s, const struct cg_rec *rec, const struct unwatched_counts *u,
+                      const char **ret_why, char **ret_text) {
+        int r;
+
+        if (s->mode == CG_MODE_UNSET) {
+                *ret_why = "not-opted-in";
+                r = asprintf(ret_text, "not opted in: no trusted.numabalanced or user.numabalanced of balance or "
+                             "advise on it or a parent that counts, and no cgroups = line of the configuration "
+                             "names it or a parent");
+        } else if (s->mode == CG_MODE_OFF) {
+                *ret_why = "opted-out";
+                r = asprintf(ret_text, "opted out: the nearest setting on its path says off");
+        } else if (!rec) {
+                *ret_why = "not-selected";
+                r = asprintf(ret_text, "opted in, but the last walk of the cgroup tree did not select it: it is "
+                             "newer than that walk (the next one picks it up), or the walk's bounds (%u cgroups, "
+                             "%u levels deep) cut it off", CGROUP_WALK_MAX_CGROUPS, CGROUP_WALK_MAX_DEPTH);
+        } else if (u->watched == 0 && rec->n_procs == 0) {
+                *ret_why = "no-processes";
+                r = u->total == 0 ? asprintf(ret_text, "opted in and selected, but it has no process of its own "
+                                             "(those of the cgroups below it are theirs)")
+                                  : asprintf(ret_text, "opted in and selected, but none of its %zu processes is "
+                                             "watched (the counts say why)", u->total);
+        } else {
+                *ret_why = "watched";
+                r = asprintf(ret_text, "opted in and selected: %u of its processes watched at the last tick",
+                             rec->n_procs);
+        }
+        if (r < 0) {
+                *ret_text = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static void put_unwatched(struct json *j, const struct unwatched_counts *u) {
+        json_key(j, "cgroup_procs"); json_u64(j, u->total);
+        json_key(j, "examined"); json_u64(j, u->examined);
+        json_key(j, "not_watched");
+        json_object_begin(j);
+        json_key(j, "kernel-thread"); json_u64(j, u->kernel);
+        json_key(j, "zombie"); json_u64(j, u->zombie);
+        json_key(j, "not-covered"); json_u64(j, u->not_covered);
+        json_key(j, "not-yet-seen"); json_u64(j, u->not_yet);
+        json_key(j, "not-opted-in"); json_u64(j, u->unread);
+        json_key(j, "gone"); json_u64(j, u->gone);
+        json_object_end(j);
+}
+
+/* A cgroup path as /proc/PID/cgroup names it: "/", or "/"-separated names none of
+ * which is empty, "." or "..", so that nothing outside the cgroup root is looked at. */
+static bool cgroup_path_ok(const char *path) {
+        if (path[0] != '/')
+                return false;
+        if (strcmp(path, "/") == 0)
+                return true;
+        for (const char *p = path; *p;) {
+                const char *c = p + 1, *e = strchrnul(c, '/');
+                size_t n = (size_t) (e - c);
+                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                p = e;
+        }
+        return true;
+}
+
+/* Whether uid may ask about the cgroup at path: root, or the owner of its directory
+ * (what list shows it). 0, or -ENOENT for a cgroup that does not exist. */
+static int cgroup_visible(const struct manager_view *v, const char *path, uid_t uid, bool *ret) {
+        _cleanup_free_ char *dir = NULL;
+        struct stat st;
+
+        if (!cgroup_path_ok(path))
+                return -ENOENT;
+        if (asprintf(&dir, "%s%s", v->cfg->cgroup_root, strcmp(path, "/") == 0 ? "" : path) < 0)
+                return -ENOMEM;
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                return -ENOENT;
+        *ret = uid == 0 || st.st_uid == uid;
+        return 0;
+}
+
+static int explain_cgroup_body(const struct manager_view *v, uid_t uid, const char *path, struct json *j) {
+        const struct cg_rec *rec = lookup_cg(v, path);
+        _cleanup_free_ char *text = NULL;
+        struct cgroup_setting s = {};
+        struct unwatched_counts u;
+        const char *why, *rule;
+        bool visible = false;
+        int r;
+
+        r = cgroup_visible(v, path, uid, &visible);
+        if (r == -ENOMEM)
+                return r;
+        if (uid != 0 && (r < 0 || !visible)) {
+                json_key(j, "visible"); json_bool(j, false);
+                json_key(j, CONTROL_KEY_WHY); json_string(j, CONTROL_WHY_NOT_VISIBLE);
+                json_key(j, "explanation");
+                json_string(j, "no such cgroup, or not yours: a user may ask about the cgroups whose directory it "
+                               "owns");
+                return 0;
+        }
+        if (r >= 0)
+                r = cgroup_setting_of(v->cfg->cgroup_root, v->cfg->cgroups, v->cfg->n_cgroups, path, &s);
+        if (r == -ENOMEM)
+                return r;
+        json_key(j, "visible"); json_bool(j, true);
+        if (r < 0) {
+                json_key(j, CONTROL_KEY_WHY); json_string(j, CONTROL_WHY_NO_SUCH_CGROUP);
+                json_key(j, "explanation");
+                json_string(j, "no such cgroup under the cgroup root (give the path as /proc/PID/cgroup names it)");
+                return 0;
+        }
+        count_unwatched(v, rec, path, &u);
+        r = cgroup_why(&s, rec, &u, &why, &text);
+        if (r < 0)
+                return r;
+        rule = s.source == CG_FROM_CONFIG ? config_rule_of(v->cfg, path) : NULL;
+        json_key(j, CONTROL_KEY_WHY); json_string(j, why);
+        json_key(j, "explanation"); json_string(j, text);
+        json_key(j, "mode"); json_string(j, s.mode == CG_MODE_UNSET ? NULL : cg_mode_name(s.mode));
+        json_key(j, "mode_source"); json_string(j, s.mode == CG_MODE_UNSET ? NULL : source_name(s.source));
+        json_key(j, "config_rule"); json_string(j, rule);
+        json_key(j, "covers_uid");
+        if (s.mode == CG_MODE_UNSET || s.covers_uid == CGROUP_COVERS_ALL)
+                json_null(j);
+        else
+                json_u64(j, s.covers_uid);
+        json_key(j, "selected"); json_bool(j, rec != NULL);
+        json_key(j, "processes_watched"); json_u64(j, rec ? rec->n_procs : 0);
+        put_unwatched(j, &u);
+        return 0;
+}
+
+int report_explain_cgroup(const struct manager_view *v, uid_t uid, const char *path, FILE *f) {
+        int r;
+        BEGIN_DOC(j, mem, buf, len);
+
+        json_object_begin(&j);
+        json_key(&j, "cgroup"); json_string(&j, path);
+        json_key(&j, "requester_uid"); json_u64(&j, uid);
+        r = explain_cgroup_body(v, uid, path, &j);
         if (r < 0) {
                 fclose(mem);
                 free(buf);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include "cg-records.h"
+#include "control-request.h"
 #include "cost.h"
 #include "counters.h"
 #include "manager.h"
@@ -25,8 +26,12 @@
 /* The JSON documents (docs/ctl-json.md). Each writes one document ending with a
  * newline to f and returns 0, or -errno (only -ENOMEM). */
 int report_status(const struct manager_view *v, uid_t uid, FILE *f);
-int report_list(const struct manager_view *v, uid_t uid, FILE *f);
+/* list: one page of at most CONTROL_REPLY_MAX bytes, with the request's filters and
+ * from its cursor (req NULL: everything from the start). */
+int report_list(const struct manager_view *v, uid_t uid, const struct control_request *req, FILE *f);
 int report_explain(const struct manager_view *v, uid_t uid, pid_t pid, FILE *f);
+/* explain CGROUP: its opt-in, whether the walk selected it, its processes. */
+int report_explain_cgroup(const struct manager_view *v, uid_t uid, const char *path, FILE *f);
 /* {"error": msg} */
 void report_error(FILE *f, const char *msg);
 

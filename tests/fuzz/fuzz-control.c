@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The control protocol on arbitrary bytes, both ways:
  *   - control_parse_request(): what any local user can send the daemon. Success only
- *     for the exact verbs, a pid in 1..INT32_MAX for explain, nothing written on
+ *     for the exact verbs, a pid in 1..INT32_MAX or a path for explain, at most
+ *     CONTROL_FILTERS_MAX filters for list, nothing written on
  *     failure, and an error message every time it fails;
  *   - jv_parse(): how numabalancectl reads a reply. Valid or -EINVAL with an offset
  *     inside the input; no crash, no leak, bounded depth. */
@@ -32,10 +33,12 @@ static void request(const char *s, size_t size) {
                 break;
         case CONTROL_LIST:
                 FUZZ_ASSERT(size >= 4 && memcmp(s, "list", 4) == 0);
+                FUZZ_ASSERT(req.n_filters <= CONTROL_FILTERS_MAX);
                 break;
         case CONTROL_EXPLAIN:
                 FUZZ_ASSERT(size > 8 && memcmp(s, "explain ", 8) == 0);
-                FUZZ_ASSERT(req.pid >= 1);
+                FUZZ_ASSERT((req.pid >= 1) != (req.path >= 0));
+                FUZZ_ASSERT(req.path < 0 || control_request_str(&req, req.path)[0] == '/');
                 break;
         default:
                 FUZZ_ASSERT(!"unknown command accepted");

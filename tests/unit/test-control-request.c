@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The control socket's request parser (daemon/control-request.h): status, list,
- * explain PID, and nothing near them. */
+/* The control socket's request parser (daemon/control-request.h): status, list with
+ * its filters and cursor, explain PID or CGROUP, and nothing near them. */
 #include <string.h>
 #include "control-request.h"
 #include "test.h"
@@ -32,6 +32,24 @@ TEST(control_requests_invalid) {
         BAD("status ");
         BAD(" status");
         BAD("list x");
+        BAD("list ");
+        BAD("list /a ");
+        BAD("list /a  /b");
+        BAD("list 0");
+        BAD("list /a%");
+        BAD("list /a%4");
+        BAD("list /a%zz");
+        BAD("list /a%00b");
+        BAD("list a.slice");
+        BAD("list after=");
+        BAD("list after=x/a");
+        BAD("list after=p0");
+        BAD("list after=c");
+        BAD("list /a after=p1");
+        BAD("list 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17");
+        BAD("explain /a b");
+        BAD("explain /a\"b");
+        BAD("explain a/b");
         BAD("explain");
         BAD("explain ");
         BAD("explain 0");
@@ -50,17 +68,73 @@ TEST(control_requests_invalid) {
 #undef OK
 #undef BAD
 
-/* 255 bytes is an unknown command; 256 is too long. */
+/* 4095 bytes is an unknown command; 4096 is too long. */
 TEST(control_request_too_long) {
         struct control_request q;
         const char *err = NULL;
-        char big[300];
+        char big[CONTROL_REQUEST_MAX + 8];
 
         memset(big, 'a', sizeof(big));
-        CHECK_INT(control_parse_request(big, 255, &q, &err), -EINVAL);
+        CHECK_INT(control_parse_request(big, CONTROL_REQUEST_MAX - 1, &q, &err), -EINVAL);
         CHECK(strstr(err, "unknown"));
-        CHECK_INT(control_parse_request(big, 256, &q, &err), -EINVAL);
+        CHECK_INT(control_parse_request(big, CONTROL_REQUEST_MAX, &q, &err), -EINVAL);
         CHECK(strstr(err, "too long"));
+}
+
+/* list's filters and cursor, explain's cgroup: paths decoded, pids parsed. */
+TEST(control_request_arguments) {
+        struct control_request q;
+        const char *err = NULL;
+        const char *line = "list after=c/a%20b 42 /system.slice/db%25.service /%C3%A9t%C3%A9";
+
+        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(q.cmd, CONTROL_LIST);
+        CHECK_INT(q.after, 'c');
+        CHECK_STR(control_request_str(&q, q.after_path), "/a b");
+        CHECK_INT(q.n_filters, 3);
+        CHECK_INT(q.filters[0].pid, 42);
+        CHECK(control_request_str(&q, q.filters[0].path) == NULL);
+        CHECK_STR(control_request_str(&q, q.filters[1].path), "/system.slice/db%.service");
+        CHECK_STR(control_request_str(&q, q.filters[2].path), "/\xc3\xa9t\xc3\xa9");
+        line = "list after=p77";
+        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(q.after, 'p');
+        CHECK_INT(q.after_pid, 77);
+        CHECK_INT(q.n_filters, 0);
+        line = "explain /user.slice/user-1000.slice";
+        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(q.cmd, CONTROL_EXPLAIN);
+        CHECK_INT(q.pid, 0);
+        CHECK_STR(control_request_str(&q, q.path), "/user.slice/user-1000.slice");
+        line = "explain /";
+        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_STR(control_request_str(&q, q.path), "/");
+}
+
+/* What numabalancectl encodes, the daemon decodes back: every byte but NUL. */
+TEST(control_path_round_trip) {
+        struct control_request q;
+        const char *err = NULL;
+        char path[256], line[CONTROL_REQUEST_MAX], cursor[1024];
+        size_t o = 0;
+
+        path[o++] = '/';
+        for (int b = 1; b < 256; b++)
+                if (b != '/')
+                        path[o++] = (char) b;
+        path[o] = 0;
+        memcpy(line, "explain ", 8);
+        CHECK(control_path_encode(path, line + 8, sizeof(line) - 8) > 0);
+        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_STR(control_request_str(&q, q.path), path);
+        /* A cursor is one word a client gives back as it came. */
+        CHECK(control_cursor_format('s', path, 0, cursor, sizeof(cursor)) > 0);
+        snprintf(line, sizeof(line), "list after=%s", cursor);
+        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(q.after, 's');
+        CHECK_STR(control_request_str(&q, q.after_path), path);
+        /* Too small a buffer is said, not cut. */
+        CHECK_INT(control_path_encode(path, line, 10), -1);
 }
 
 /* The largest PID the kernel can have (PID_MAX_LIMIT is 2^22; pid_t goes to INT32_MAX). */
@@ -81,17 +155,17 @@ TEST(control_request_errors_say_why) {
 
         CHECK_INT(control_parse_request("", 0, &q, &err), -EINVAL);
         CHECK_STR(err, CONTROL_ERROR_EMPTY);
-        CHECK_STR(err, "empty request (accepted: status, list, explain PID)");
+        CHECK_STR(err, "empty request (accepted: status, list, explain PID|CGROUP)");
         CHECK_INT(control_parse_request("\r", 1, &q, &err), -EINVAL);
         CHECK_STR(err, CONTROL_ERROR_EMPTY);
         CHECK_INT(control_parse_request("help", 4, &q, &err), -EINVAL);
-        CHECK_STR(err, "unknown command (accepted: status, list, explain PID)");
+        CHECK_STR(err, "unknown command (accepted: status, list, explain PID|CGROUP)");
         CHECK_INT(control_parse_request("explain", 7, &q, &err), -EINVAL);
-        CHECK_STR(err, "explain needs a PID");
+        CHECK_STR(err, "explain needs a PID or a cgroup");
         CHECK_INT(control_parse_request("explain self", 12, &q, &err), -EINVAL);
-        CHECK_STR(err, "explain: not a valid PID (a decimal number from 1)");
+        CHECK_STR(err, "explain: not a valid PID (a decimal number from 1) nor a cgroup path");
         CHECK_INT(control_parse_request("explain 0", 9, &q, &err), -EINVAL);
-        CHECK_STR(err, "explain: not a valid PID (a decimal number from 1)");
+        CHECK_STR(err, "explain: not a valid PID (a decimal number from 1) nor a cgroup path");
         CHECK_INT(control_parse_request("status\t", 7, &q, &err), -EINVAL);
         CHECK_STR(err, "request contains a control or non-ASCII byte");
         CHECK_INT(control_parse_request("list\x7f", 5, &q, &err), -EINVAL);

@@ -215,6 +215,220 @@ def check_long_tick():
             check(False, 'the long-tick daemon did not stop')
 
 
+def many_daemon(n):
+    """A daemon whose opted-in tree holds n cgroups with long names (empty) and, in the
+    last by path, a workload of ours: its list takes several pages."""
+    root = os.path.join(tmp, 'cg-many')
+    os.makedirs(os.path.join(root, 'many'))
+    for k in range(n):
+        d = os.path.join(root, 'many', f'c{k:04d}-' + 'x' * 200)
+        os.makedirs(d)
+        open(os.path.join(d, 'cgroup.procs'), 'w').close()
+    last = os.path.join(root, 'many', 'zz-busy')
+    os.makedirs(last)
+    with open(os.path.join(last, 'cgroup.procs'), 'w') as f:
+        f.write(f'{work[0].pid}\n')
+    open(os.path.join(root, 'many', 'cgroup.procs'), 'w').close()
+    conf2 = os.path.join(tmp, 'many.conf')
+    with open(conf2, 'w') as f:
+        f.write(f'[daemon]\nservice_cpus = {cpu}\ntick_ms = 200\nscan_min_ms = 200\n[select]\ncgroup_root = {root}\n'
+                f'cgroups = /many=advise\nmin_rss = 1M\n[sample]\nsource = proc\npmu = off\n')
+    sock4 = os.path.join(tmp, 'run', 'control4')
+    d4 = subprocess.Popen([daemon_exe, '--foreground', '--config', conf2, '--control-socket', sock4],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if os.path.exists(sock4):
+            r = subprocess.run([ctl_exe, '--socket', sock4, '--json', 'list', '/many/zz-busy'], capture_output=True,
+                               text=True, timeout=30)
+            try:
+                if any(p['scans'] >= 1 for p in json.loads(r.stdout)['processes']):
+                    break
+            except (ValueError, KeyError):
+                pass
+        time.sleep(0.2)
+    return d4, sock4
+
+
+def stop(d, what):
+    d.send_signal(signal.SIGTERM)
+    try:
+        d.wait(30)
+    except subprocess.TimeoutExpired:
+        d.kill()
+        check(False, f'the {what} daemon did not stop')
+
+
+def check_pages(sock4, n):
+    """list in pages: each reply within 256 KiB, the cursor through every cgroup once;
+    numabalancectl merges them into one document."""
+    pages, seen, line = 0, [], b'list\n'
+    while pages < 100:
+        out = raw(line, sock_path=sock4)
+        pages += 1
+        check(len(out) <= 256 * 1024, f'a list reply of {len(out)} bytes')
+        d = json.loads(out)
+        seen += [c['path'] for c in d['cgroups']]
+        if not d.get('truncated'):
+            break
+        check(isinstance(d.get('next'), str) and ' ' not in d['next'], f'list page {pages}: next {d.get("next")!r}')
+        line = f'list after={d["next"]}\n'.encode()
+    print(f'list of {n + 2} cgroups: {pages} pages')
+    check(pages >= 3, f'{n + 2} cgroups with 200-byte names in {pages} page(s)')
+    check(len(seen) == len(set(seen)) == n + 2 and seen == sorted(seen), f'pages: {len(seen)} cgroups, '
+          f'{len(set(seen))} distinct')
+    r = subprocess.run([ctl_exe, '--socket', sock4, '--json', 'list'], capture_output=True, text=True, timeout=60)
+    d = json.loads(r.stdout or '{}')
+    check(r.returncode == 0 and len(d.get('cgroups', [])) == n + 2 and 'truncated' not in d and 'next' not in d,
+          f'numabalancectl list --json: rc {r.returncode}, {len(d.get("cgroups", []))} cgroups, keys {list(d)}')
+    check(any(p['pid'] == work[0].pid for p in d.get('processes', [])), 'the merged list lacks the workload')
+    # Filtered: the one cgroup, and its process.
+    r = subprocess.run([ctl_exe, '--socket', sock4, '--json', 'list', '/many/zz-busy'], capture_output=True,
+                       text=True, timeout=30)
+    d = json.loads(r.stdout or '{}')
+    check([c['path'] for c in d.get('cgroups', [])] == ['/many/zz-busy'] and
+          [p['pid'] for p in d.get('processes', [])] == [work[0].pid], f'list /many/zz-busy: {r.stdout[:300]}')
+
+
+def check_unread_replies(sock4):
+    """Clients that ask for list and never read: each is dropped within the 3 s deadline
+    (its reply does not fit in the socket's buffer), and status answers within a second
+    meanwhile."""
+    stalled = []
+    for _ in range(6):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock4)
+        s.sendall(b'list\n')
+        stalled.append(s)
+    t0 = time.time()
+    slowest = 0.0
+    while time.time() - t0 < 4.0:
+        t1 = time.time()
+        out = raw(b'status\n', sock_path=sock4)
+        slowest = max(slowest, time.time() - t1)
+        check(out.startswith(b'{"version"'), f'status beside unread replies: {out[:100]}')
+        time.sleep(0.2)
+    check(slowest < 1.0, f'status took {slowest:.2f} s beside 6 unread list replies')
+    dropped = 0
+    for s in stalled:
+        s.settimeout(1.0)
+        got = b''
+        try:
+            while True:
+                d = s.recv(1 << 20)
+                if not d:
+                    break
+                got += d
+        except OSError:
+            pass
+        s.close()
+        try:
+            json.loads(got)
+        except ValueError:
+            dropped += 1       # cut: the daemon closed before the reply was out
+    print(f'unread replies: {dropped} of 6 dropped after 4 s; the slowest status {slowest:.2f} s')
+    check(dropped == 6, f'{6 - dropped} of 6 clients that did not read for 4 s still got their whole reply')
+
+
+def check_uid_flood(sock4):
+    """uid 65534 opens 64 connections and holds them: uid 65533 and root still get
+    status within a second."""
+    os.chmod(tmp, 0o755)
+    held = []
+    os.seteuid(65534)
+    try:
+        for _ in range(64):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect(sock4)
+            except BlockingIOError:
+                pass
+            except OSError:
+                s.close()
+                continue
+            held.append(s)
+    finally:
+        os.seteuid(0)
+    time.sleep(0.3)
+    for who in (65533, 0):
+        t0 = time.time()
+        if who:
+            os.seteuid(who)
+        try:
+            out = raw(b'status\n', sock_path=sock4, timeout=5)
+        finally:
+            os.seteuid(0)
+        took = time.time() - t0
+        check(out.startswith(b'{"version"') and took < 1.0,
+              f'uid {who} while uid 65534 holds 64 connections: {took:.2f} s, {out[:100]}')
+    for s in held:
+        s.close()
+
+
+def check_top_window(sock4, n):
+    """top in an 80x24 terminal (tmux) on more cgroups than fit: the header stays on the
+    first line, no frame is longer than the window, the rows not shown are counted, and
+    sorting by local share brings the one cgroup with memory to the top."""
+    import shutil
+    if not shutil.which('tmux'):
+        print('note: no tmux, top in a terminal is not checked')
+        return
+    name = f'nbtop{os.getpid()}'
+    subprocess.run(['tmux', 'new-session', '-d', '-s', name, '-x', '80', '-y', '24',
+                    f'{ctl_exe} --socket {sock4} --delay 0.5 top'], check=True)
+    try:
+        def screen():
+            return subprocess.run(['tmux', 'capture-pane', '-p', '-t', name], capture_output=True,
+                                  text=True).stdout.rstrip('\n').split('\n')
+        lines = []
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            lines = screen()
+            if any('more rows' in x for x in lines):
+                break
+            time.sleep(0.2)
+        check(lines and lines[0].startswith('numabalanced pid'), f'top at 80x24: header not on the first line: {lines[:3]}')
+        # The columns the sort keys name fit in 80 columns.
+        check(len(lines) > 3 and all(k in lines[3] for k in ('LOCAL', 'MOVED/s', 'MISPLACED', 'REFUSED')),
+              f'top at 80 columns cuts its columns: {lines[3:4]}')
+        check(len(lines) <= 24 and any(f'{n - 23}' in x or 'more rows' in x for x in lines),
+              f'top at 80x24: {len(lines)} lines, no count of the rows left out:\n' + '\n'.join(lines))
+        subprocess.run(['tmux', 'send-keys', '-t', name, 'l'], check=True)
+        busy = None
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            lines = screen()
+            rows = [x for x in lines[4:] if x.strip()]
+            if 'sorted by local' in lines[1] and rows:
+                busy = rows[0]
+                if 'zz-busy' in busy:
+                    break
+            time.sleep(0.2)
+        check(busy is not None and 'zz-busy' in busy and lines[0].startswith('numabalanced pid'),
+              f'top sorted by local: the cgroup with memory is not first:\n' + '\n'.join(lines))
+        subprocess.run(['tmux', 'send-keys', '-t', name, 'q'], check=True)
+        time.sleep(0.5)
+    finally:
+        subprocess.run(['tmux', 'kill-session', '-t', name], capture_output=True)
+
+
+def check_many():
+    n = 1200
+    d4, sock4 = many_daemon(n)
+    try:
+        check_pages(sock4, n)
+        check_unread_replies(sock4)
+        if os.getuid() == 0:
+            check_uid_flood(sock4)
+        else:
+            print('note: not root, the flood by one uid is not checked')
+        check_top_window(sock4, n)
+        check(d4.poll() is None, 'the daemon with many cgroups died')
+    finally:
+        stop(d4, 'many-cgroup')
+
+
 try:
     # Ready: the socket exists and the workload has been scanned.
     deadline = time.time() + 20
@@ -277,6 +491,36 @@ try:
     rc, ex = ctl_json('explain', '2147483647')
     check(rc == 1 and ex.get('why') == 'no-such-process', f'explain of no process: rc {rc} {ex}')
 
+    # --- explain CGROUP: its opt-in, whether the walk took it, its processes
+    rc, ex = ctl_json('explain', '/a.slice')
+    check(rc == 0 and ex.get('why') == 'watched' and ex.get('mode') == 'balance' and
+          ex.get('mode_source') == 'config' and ex.get('config_rule') == '/a.slice' and ex.get('selected') is True
+          and ex.get('processes_watched') == 1 and ex.get('cgroup_procs') == 1, f'explain /a.slice: {ex}')
+    rc, ex = ctl_json('explain', '/b.slice')
+    check(rc == 0 and ex.get('why') == 'not-opted-in' and ex.get('mode') is None and ex.get('selected') is False
+          and ex.get('cgroup_procs') == 1 and ex.get('not_watched', {}).get('not-opted-in') == 1,
+          f'explain /b.slice: {ex}')
+    rc, ex = ctl_json('explain', '/no/such.slice')
+    check(rc == 1 and ex.get('why') == 'no-such-cgroup', f'explain of no cgroup: rc {rc} {ex}')
+    rc, ex = ctl_json('explain', '/a.slice/../b.slice')
+    check(rc == 1 and ex.get('why') == 'no-such-cgroup', f'explain with "..": rc {rc} {ex}')
+    r = ctl('explain', '/b.slice')
+    check(r.returncode == 0 and 'not opted in' in r.stdout and 'Processes:' in r.stdout, f'explain cgroup table {r.stdout!r}')
+
+    # --- list filtered by cgroup and by pid
+    rc, d = ctl_json('list', '/a.slice')
+    check(rc == 0 and [c['path'] for c in d.get('cgroups', [])] == ['/a.slice'] and
+          [p['pid'] for p in d.get('processes', [])] == [work[0].pid], f'list /a.slice: {d}')
+    rc, d = ctl_json('list', '/b.slice')
+    check(rc == 0 and d.get('cgroups') == [] and d.get('processes') == [], f'list /b.slice: {d}')
+    rc, d = ctl_json('list', str(work[0].pid))
+    check(rc == 0 and [c['path'] for c in d.get('cgroups', [])] == ['/a.slice'] and
+          [p['pid'] for p in d.get('processes', [])] == [work[0].pid], f'list PID: {d}')
+    rc, d = ctl_json('list', str(work[1].pid))
+    check(rc == 0 and d.get('processes') == [], f'list of a pid not watched: {d}')
+    r = ctl('list', 'x')
+    check(r.returncode == 2, 'list x is a usage error')
+
     # --- the tables
     r = ctl('status')
     check(r.returncode == 0 and 'Sampling chain:    /proc only (no page-level sampling)' in r.stdout and 'Daemon CPU time:' in r.stdout,
@@ -330,7 +574,7 @@ try:
         except ValueError:
             return None
     check('unknown command' in (err_of(raw(b'bogus\n')) or ''), 'unknown command')
-    check('too long' in (err_of(raw(b'a' * 300 + b'\n')) or ''), 'oversized request')
+    check('too long' in (err_of(raw(b'a' * 5000 + b'\n')) or ''), 'oversized request')
     check('too long' in (err_of(raw(b'a' * 200000)) or ''), 'very oversized request')
     check('empty request' in (err_of(raw(b'')) or ''), 'empty request')
     check('empty request' in (err_of(raw(b'\n')) or ''), 'empty line')
@@ -434,6 +678,9 @@ try:
     # --- ticks of seconds (a tenant's thousands of processes): status still answers
     check_long_tick()
 
+    # --- 1,200 cgroups: list in pages, unread replies dropped, one uid's flood, top's window
+    check_many()
+
     # --- a second daemon on the same socket is refused
     r = subprocess.run([daemon_exe, '--foreground', '--config', conf, '--control-socket', sock],
                        capture_output=True, text=True, timeout=20)
@@ -453,6 +700,11 @@ try:
         ex.pop('pid', None)
         none.pop('pid', None)
         check(rc2 == 1 and ex == none, f'uid 65534: explain of root\'s process {ex}, of no process {none}')
+        # Root's cgroup and one that does not exist: the same answer too.
+        rc, ex = ctl_json('explain', '/a.slice', user=65534)
+        rc2, none = ctl_json('explain', '/no/such.slice', user=65534)
+        check(rc == rc2 == 1 and ex.get('why') == 'not-visible' and 'mode' not in ex and
+              {**ex, 'cgroup': ''} == {**none, 'cgroup': ''}, f'uid 65534: explain /a.slice {ex}, of none {none}')
         # status counts only what it may see: none of root's cgroups and processes.
         rc, st = ctl_json('status', user=65534)
         check(rc == 0 and st.get('scope') == 'own' and st.get('cgroups_watched') == 0 and

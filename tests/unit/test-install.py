@@ -48,7 +48,7 @@ def main():
         p(sbindir) + "/numabalanced",
         os.path.normpath(unitdir) + "/numabalanced.service",
         p(mandir) + "/man8/numabalanced.8",
-        p(mandir) + "/man8/numabalancectl.8",
+        p(mandir) + "/man1/numabalancectl.1",
         p(mandir) + "/man5/numabalanced.conf.5",
         p(sysconfdir) + "/numabalanced.conf",
         p(datadir) + "/bash-completion/completions/numabalanced",
@@ -73,7 +73,7 @@ def main():
     unit = open(dest + os.path.normpath(unitdir) + "/numabalanced.service").read()
     check(f"\nExecStart={p(sbindir)}/numabalanced\n" in unit,
           f"the installed unit's ExecStart does not name {p(sbindir)}/numabalanced")
-    for page in ("man8/numabalanced.8", "man5/numabalanced.conf.5", "man8/numabalancectl.8"):
+    for page in ("man8/numabalanced.8", "man5/numabalanced.conf.5", "man1/numabalancectl.1"):
         check(filecmp.cmp(dest + p(mandir) + "/" + page, os.path.join(src, "man", os.path.basename(page)),
                           shallow=False), f"{page} differs from man/{os.path.basename(page)}")
 

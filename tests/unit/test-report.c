@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "move-check.h"
 #include "report.h"
+#include "control-request.h"
 #include "test.h"
 
 static char tmpdir[] = "/tmp/test-report-XXXXXX";
@@ -254,6 +255,11 @@ static struct jv *doc(int (*fn)(const struct manager_view *, uid_t, FILE *), con
         return v;
 }
 
+/* list from the start, unfiltered, as a client's first request. */
+static int list_all(const struct manager_view *m, uid_t uid, FILE *f) {
+        return report_list(m, uid, NULL, f);
+}
+
 static uid_t explain_uid;
 static pid_t explain_pid;
 static int explain_fn(const struct manager_view *m, uid_t uid, FILE *f) {
@@ -316,7 +322,7 @@ static bool has_pid(const struct jv *procs, int64_t pid) {
 
 /* As root: every cgroup (the inactive one too) and every process. */
 TEST(list_as_root) {
-        struct jv *d = doc(report_list, &mgr, 0);
+        struct jv *d = doc(list_all, &mgr, 0);
         const struct jv *cgs = jv_get(d, "cgroups"), *procs = jv_get(d, "processes"), *c, *p;
 
         CHECK(cgs && cgs->n == 3);
@@ -339,9 +345,13 @@ TEST(list_as_root) {
         CHECK(jv_get(d, "subtrees_walked") && jv_get(d, "subtrees_walked")->n == 1);
         CHECK_STR(jv_str(jv_get(&jv_get(d, "subtrees_walked")->items[0], "path"), NULL), "/user.slice");
         CHECK_INT(jv_u64(jv_get(&jv_get(d, "subtrees_walked")->items[0], "walk_cpu_ns"), 0), 7000);
-        /* The hostile path comes back exactly. */
-        CHECK_STR(jv_str(jv_get(&cgs->items[1], "path"), NULL), "/user.slice/x\"y\\z\nw");
-        CHECK(!jv_bool(jv_get(&cgs->items[2], "active"), true));
+        /* By path; the hostile path comes back exactly. */
+        CHECK_STR(jv_str(jv_get(&cgs->items[1], "path"), NULL), "/gone.slice");
+        CHECK(!jv_bool(jv_get(&cgs->items[1], "active"), true));
+        CHECK_STR(jv_str(jv_get(&cgs->items[2], "path"), NULL), "/user.slice/x\"y\\z\nw");
+        /* All of it fits: no cursor. */
+        CHECK(!jv_bool(jv_get(d, "truncated"), true));
+        CHECK(!jv_get(d, "next"));
         p = procs ? &procs->items[0] : NULL;
         CHECK_INT(jv_i64(jv_get(p, "pid"), 0), 100);
         /* comm: the control byte is escaped and reads back as U+0001; the byte 0xff, no
@@ -360,7 +370,7 @@ TEST(list_as_root) {
  * that it may not ptrace: sudo (its real uid, euid 0) and, as root can make it, one
  * that is not dumpable. */
 TEST(list_as_a_user) {
-        struct jv *d = doc(report_list, &mgr, user);
+        struct jv *d = doc(list_all, &mgr, user);
         const struct jv *cgs, *procs;
 
         cgs = jv_get(d, "cgroups");
@@ -396,10 +406,63 @@ TEST(status_as_a_user) {
 }
 
 TEST(list_as_a_user_with_nothing) {
-        struct jv *d = doc(report_list, &mgr, 2000);
+        struct jv *d = doc(list_all, &mgr, 2000);
 
         CHECK(jv_get(d, "cgroups") && jv_get(d, "cgroups")->n == 0);
         CHECK(jv_get(d, "processes") && jv_get(d, "processes")->n == 0);
+        jv_free(d);
+}
+
+/* list with a request line (filters, a cursor), as the socket passes it; *ret_len:
+ * the reply's size. */
+static struct jv *list_req(const char *line, uid_t uid, size_t *ret_len) {
+        struct control_request req;
+        const char *err = NULL;
+        char *buf = NULL;
+        size_t len = 0, off = 0;
+        FILE *f = open_memstream(&buf, &len);
+        struct jv *v = NULL;
+
+        CHECK_INT(control_parse_request(line, strlen(line), &req, &err), 0);
+        CHECK_INT(report_list(&mgr, uid, &req, f), 0);
+        fclose(f);
+        CHECK_INT(jv_parse(buf, len, &v, &off), 0);
+        free(buf);
+        if (ret_len)
+                *ret_len = len;
+        return v;
+}
+
+/* A cgroup filter takes the cgroup and those below it, with their processes; a pid
+ * filter its process and that process's cgroup; what a user may not see stays hidden
+ * whatever it names. */
+TEST(list_filtered) {
+        struct jv *d = list_req("list /a.slice", 0, NULL);
+        const struct jv *cgs = jv_get(d, "cgroups"), *procs = jv_get(d, "processes");
+
+        CHECK(cgs && cgs->n == 1 && procs && procs->n == 2);
+        CHECK_STR(jv_str(jv_get(&cgs->items[0], "path"), NULL), "/a.slice");
+        CHECK(has_pid(procs, 100) && has_pid(procs, 300));
+        CHECK(jv_get(d, "subtrees_walked")->n == 0);
+        jv_free(d);
+        /* "/user.slice" is the parent of cg_b: below it counts; "/a" is no prefix of "/a.slice". */
+        d = list_req("list /user.slice /a", 0, NULL);
+        cgs = jv_get(d, "cgroups");
+        CHECK(cgs && cgs->n == 1);
+        CHECK_STR(jv_str(jv_get(&cgs->items[0], "path"), NULL), "/user.slice/x\"y\\z\nw");
+        jv_free(d);
+        /* The hostile name, percent-encoded as numabalancectl sends it. */
+        d = list_req("list /user.slice/x%22y%5Cz%0Aw", 0, NULL);
+        CHECK(jv_get(d, "cgroups")->n == 1 && jv_get(d, "processes")->n == 3);
+        jv_free(d);
+        d = list_req("list 200", 0, NULL);
+        cgs = jv_get(d, "cgroups");
+        procs = jv_get(d, "processes");
+        CHECK(cgs && cgs->n == 1 && procs && procs->n == 1 && has_pid(procs, 200));
+        jv_free(d);
+        /* uid 2000 names root's cgroup and process: nothing. */
+        d = list_req("list /a.slice 100", 2000, NULL);
+        CHECK(jv_get(d, "cgroups")->n == 0 && jv_get(d, "processes")->n == 0);
         jv_free(d);
 }
 
@@ -707,6 +770,75 @@ TEST(metrics_odd_cgroup_names) {
         CHECK(strstr(buf, "\nnumabalanced_metrics_cgroups_hidden 2\n"));
         CHECK(!strstr(buf, "\xff") && !strstr(buf, "\xfe") && !strstr(buf, "\xc0"));
         free(buf);
+}
+
+/* Many cgroups with long names: each page is at most CONTROL_REPLY_MAX bytes, the
+ * cursor leads through all of them once, in order, and the last page says it is.
+ * Last of the file: under valgrind it takes seconds, which the cooldown times that
+ * the explain tests check would feel. */
+TEST(list_paged) {
+        enum { N = 3000 };
+        struct cg_rec *many = calloc(N, sizeof(*many)), **v = calloc(N + 3, sizeof(*v));
+        struct cg_rec **saved = state.cgs.v;
+        size_t saved_n = state.cgs.n, seen = 0, pages = 0, biggest = 0;
+        char line[CONTROL_REQUEST_MAX], last[512] = "";
+        bool ordered = true, more = true;
+
+        for (size_t i = 0; i < N; i++) {
+                char path[512];
+                snprintf(path, sizeof(path), "/tenant.slice/%04zu-%0300d", i, 0);
+                many[i] = (struct cg_rec) { .path = strdup(path), .mode = CG_MODE_ADVISE, .source = CG_FROM_USER,
+                                            .owner = i % 2 ? user : 0, .seen = true };
+                v[i] = &many[i];
+        }
+        for (size_t i = 0; i < saved_n; i++)
+                v[N + i] = saved[i];
+        state.cgs.v = v;
+        state.cgs.n = N + saved_n;
+        snprintf(line, sizeof(line), "list");
+        while (more && pages < 100) {
+                size_t len = 0;
+                struct jv *d = list_req(line, 0, &len);
+                const struct jv *cgs = jv_get(d, "cgroups");
+
+                pages++;
+                biggest = len > biggest ? len : biggest;
+                for (size_t i = 0; cgs && i < cgs->n; i++) {
+                        const char *path = jv_str(jv_get(&cgs->items[i], "path"), "");
+                        ordered = ordered && strcmp(path, last) > 0;
+                        snprintf(last, sizeof(last), "%s", path);
+                        seen++;
+                }
+                more = jv_bool(jv_get(d, "truncated"), false);
+                if (more)
+                        snprintf(line, sizeof(line), "list after=%s", jv_str(jv_get(d, "next"), ""));
+                jv_free(d);
+        }
+        printf("list of %d cgroups: %zu pages, the largest %zu bytes\n", N + 3, pages, biggest);
+        CHECK(pages > 2);
+        CHECK(biggest <= CONTROL_REPLY_MAX);
+        CHECK_INT(seen, N + 3);
+        CHECK(ordered);
+        /* A user's pages hold its own cgroups only, the half it owns (and cg_b). */
+        snprintf(line, sizeof(line), "list");
+        seen = 0;
+        for (more = true, pages = 0; more && pages < 100; pages++) {
+                struct jv *d = list_req(line, user, NULL);
+                const struct jv *cgs = jv_get(d, "cgroups");
+                for (size_t i = 0; cgs && i < cgs->n; i++)
+                        seen++;
+                more = jv_bool(jv_get(d, "truncated"), false);
+                if (more)
+                        snprintf(line, sizeof(line), "list after=%s", jv_str(jv_get(d, "next"), ""));
+                jv_free(d);
+        }
+        CHECK_INT(seen, N / 2 + 1);
+        state.cgs.v = saved;
+        state.cgs.n = saved_n;
+        for (size_t i = 0; i < N; i++)
+                free(many[i].path);
+        free(many);
+        free(v);
 }
 
 /* The fake /proc (processes that are not watched, each for another reason) and the

@@ -89,15 +89,16 @@ class TopWatch:
         return tmux("capture-pane", "-p", "-t", "nbtop").stdout
 
     def frames(self):
-        """The frames top drew so far (each begins with its clear-screen sequence)."""
+        """The frames top drew so far (each begins by moving the cursor home: top draws
+        over the last frame instead of clearing the screen)."""
         try:
             text = open(self.out, errors="replace").read()
         except FileNotFoundError:
             return []
-        return [f.replace("\r", "") for f in text.split("\033[H\033[2J") if f.strip()]
+        return [f.replace("\r", "") for f in text.split("\033[H") if f.strip()]
 
     def row(self, text):
-        """The workload's row of a screen: [pid, comm, local, nodes..., moved/s, refused, reason]."""
+        """The workload's row of a screen: [pid, comm, local, moved/s, misplaced, refused, nodes..., reason]."""
         for line in text.splitlines():
             f = line.split()
             if f and f[0] == str(self.pid):
