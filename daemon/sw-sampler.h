@@ -9,7 +9,12 @@
  * TASK_SAMPLE_MAX_THREADS threads are sampled at once, whoever asks first; the others
  * wait for room, said in the debug log. A thread that ended gives its slot back at its
  * process's next scan, and a process that stops spanning nodes or exits gives all. Addresses within SW_STACK_BYTES of the sampled
- * stack pointer are dropped: a thread's stack and its locals are its own. */
+ * stack pointer are dropped: a thread's stack and its locals are its own.
+ *
+ * The code bytes are read at the drain, by pid, and kept only when the sampled process
+ * had not exited by the end of the read (task_sample_code_of). They are decoded on a
+ * thread that holds no capability (daemon/caps.h, caps_drop_thread), started for each
+ * batch of DECODE_BATCH samples: Capstone parses bytes tenants wrote. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,3 +43,6 @@ typedef void (*sw_sample_fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned
 /* Every sample since the last drain, decoded: fn(tgid, page-aligned address, node, 1)
  * for each that gave an address. Returns the number of samples read. */
 int sw_sampler_drain(struct sw_sampler *s, sw_sample_fn fn, void *userdata);
+/* For the tests: hook(userdata) runs on each decoding thread, after it dropped its
+ * capabilities and before it decodes. */
+void sw_sampler_set_decode_hook(struct sw_sampler *s, void (*hook)(void *userdata), void *userdata);

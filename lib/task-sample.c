@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Timer samples of threads with their user registers (task-sample.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <linux/perf_event.h>
@@ -13,9 +14,14 @@
 #include "pagesize.h"
 #include "task-sample.h"
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
 struct ring {
         pid_t pid, tid;
         int fd;                    /* -1: a free slot */
+        int pidfd;                 /* names pid's process as it was when the thread was added */
         struct perf_event_mmap_page *meta;   /* then the data pages */
         size_t map_len;
 };
@@ -46,6 +52,7 @@ void task_sampler_free(struct task_sampler *s) {
                 if (s->rings[i].fd >= 0) {
                         munmap(s->rings[i].meta, s->rings[i].map_len);
                         close(s->rings[i].fd);
+                        close(s->rings[i].pidfd);
                 }
         free(s);
 }
@@ -93,8 +100,16 @@ void task_sampler_remove(struct task_sampler *s, pid_t pid, pid_t tid) {
                         continue;
                 munmap(r->meta, r->map_len);
                 close(r->fd);
+                close(r->pidfd);
                 r->fd = -1;
         }
+}
+
+/* Whether the process pidfd names has exited (its pid may name another one since). */
+static bool exited(int pidfd) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+        return poll(&p, 1, 0) != 0;   /* readable, or an error: not to be trusted */
 }
 
 /* The live /proc, not a root passed in as lib's readers take: the events and the
@@ -119,8 +134,7 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
                 .exclude_hv = 1,
         };
         struct ring *r;
-        int fd;
-
+        int fd, pidfd;
         void *meta;
         size_t len = (1 + TASK_SAMPLE_RING_PAGES) * page_size();
 
@@ -133,12 +147,24 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
                 r->fd = -1;
                 return e;
         }
+        /* The process that pid names now, for the code bytes read by pid at each drain
+         * (task_sample_code_of): opened before the check below, so that the check
+         * covers it too. */
+        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0) {
+                int e = -errno;
+                close(fd);
+                r->fd = -1;
+                return e;
+        }
         /* The tid came from a listing of pid's threads: by now that thread may have
          * ended and its id gone to a thread of another process, which the event would
          * sample (its registers, then its code bytes). Checked after the open: the
          * event holds the task it opened, and the task is pid's thread exactly when
-         * /proc finds it among pid's threads now. */
-        if (!thread_of(pid, tid)) {
+         * /proc finds it among pid's threads now. The pidfd's process is the one
+         * checked unless it exited in between, which its pidfd then says. */
+        if (!thread_of(pid, tid) || exited(pidfd)) {
+                close(pidfd);
                 close(fd);
                 r->fd = -1;
                 return -ESRCH;
@@ -146,11 +172,12 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
         meta = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (meta == MAP_FAILED) {
                 int e = -errno;
+                close(pidfd);
                 close(fd);
                 r->fd = -1;
                 return e;
         }
-        *r = (struct ring) { .pid = pid, .tid = tid, .fd = fd, .meta = meta, .map_len = len };
+        *r = (struct ring) { .pid = pid, .tid = tid, .fd = fd, .pidfd = pidfd, .meta = meta, .map_len = len };
         return 0;
 }
 
@@ -206,7 +233,8 @@ static int drain_ring(struct ring *r, void (*fn)(void *, const struct task_sampl
                         ring_copy(r, tail, buf, h.size);
                         if (h.type == PERF_RECORD_SAMPLE) {
                                 struct task_sample t;
-                                if (parse_sample(buf + sizeof(h), h.size - sizeof(h), &t)) {
+                                if (parse_sample(buf + sizeof(h), h.size - sizeof(h), &t) && t.pid == r->pid) {
+                                        t.pidfd = r->pidfd;
                                         fn(userdata, &t);
                                         n++;
                                 }
@@ -252,4 +280,18 @@ int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]) {
                 from = ip / ps * ps;
         }
         return (int) (ip - from);
+}
+
+int task_sample_code_of(const struct task_sample *t, uint8_t code[INSN_CODE_LEN]) {
+        int n = task_sample_code(t->pid, t->ip, code);
+
+        /* Read by pid number: if the sampled process exited before the read, the pid
+         * may name another process by now, whose bytes these would be. Asked after
+         * the read: a process that had not exited when it ended still held its pid
+         * during it, so the bytes are its own. */
+        if (n > 0 && exited(t->pidfd)) {
+                memset(code, 0, INSN_CODE_LEN);
+                return -ESRCH;
+        }
+        return n;
 }

@@ -126,6 +126,97 @@ TEST(four_threads_quarters) {
         check_plan(4);
 }
 
+/* What the decoding thread found of itself: its tid, CapEff and CapPrm from its own
+ * /proc/self/task/TID/status, read by the kernel's account, not the code's. */
+struct decoder_seen {
+        pid_t tid;
+        uint64_t eff, prm;
+        bool read;
+};
+
+static bool status_caps(pid_t tid, uint64_t *eff, uint64_t *prm) {
+        char path[64], line[256];
+        FILE *f;
+        int got = 0;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int) tid);
+        f = fopen(path, "re");
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f)) {
+                got += sscanf(line, "CapEff: %" SCNx64, eff) == 1;
+                got += sscanf(line, "CapPrm: %" SCNx64, prm) == 1;
+        }
+        fclose(f);
+        return got == 2;
+}
+
+static void on_decoder(void *userdata) {
+        struct decoder_seen *seen = userdata;
+
+        seen->tid = gettid();
+        seen->read = status_caps(seen->tid, &seen->eff, &seen->prm);
+}
+
+static void count_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
+        (void) tgid;
+        (void) addr;
+        (void) node;
+        *(uint64_t *) userdata += count;
+}
+
+/* The bytes of sampled code are parsed by Capstone on a thread that holds no
+ * capability, while the thread that drains (the daemon's event loop) keeps its own. */
+TEST(decoded_without_capabilities) {
+        const size_t bytes = (size_t) 1 << 20;
+        uint64_t *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        static const int cpus[2] = { 0, 1 };
+        struct decoder_seen seen = {};
+        struct split_workload *w = NULL;
+        struct sw_sampler *s = NULL;
+        struct sample_check c;
+        uint64_t main_eff = 0, main_prm = 0, addresses = 0;
+        int r;
+
+        CHECK(buf != MAP_FAILED);
+        if (buf == MAP_FAILED)
+                return;
+        memset(buf, 1, bytes);
+        r = sw_sampler_new("/proc", topo, RATE, &s, &c);
+        if (r == -EOPNOTSUPP || (r < 0 && geteuid() != 0)) {
+                munmap(buf, bytes);
+                TEST_SKIP("software sampling unavailable here: %s", strerror(-r));
+        }
+        CHECK_INT(r, 0);
+        if (r < 0)
+                return;
+        sw_sampler_set_decode_hook(s, on_decoder, &seen);
+        CHECK_INT(split_workload_start(buf, bytes, 2, cpus, &w), 0);
+        sw_sampler_span(s, getpid(), true);
+        for (int waited = 0; waited < RUN_MS && !seen.tid; waited += 20) {
+                usleep(20 * 1000);
+                sw_sampler_drain(s, count_sample, &addresses);
+        }
+        split_workload_stop(w);
+        sw_sampler_free(s);
+        munmap(buf, bytes);
+        CHECK(status_caps(gettid(), &main_eff, &main_prm));
+        printf("decoding thread %d: CapEff %016" PRIx64 " CapPrm %016" PRIx64 "; draining thread %d: CapEff %016"
+               PRIx64 "; %" PRIu64 " addresses\n", (int) seen.tid, seen.eff, seen.prm, (int) gettid(), main_eff,
+               addresses);
+        CHECK(seen.tid > 0 && seen.tid != gettid());
+        CHECK(seen.read);
+        CHECK(addresses > 0);
+        if (main_eff == 0) {
+                printf("not asserted: the decoding thread's empty CapEff, since this test runs without "
+                       "capabilities (not root) and so has none to drop\n");
+                return;
+        }
+        CHECK_INT(seen.eff, 0);
+        CHECK_INT(seen.prm, 0);
+        CHECK(main_eff != 0);   /* the draining thread kept its own */
+}
+
 static int intro(void) {
         char path[512];
 
