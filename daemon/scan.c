@@ -418,7 +418,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         if (!nodemask_empty(&busy))
                 p->busy_nodes = busy; /* a window without CPU time says nothing of where it works */
         if (env->pages)
-                page_sampler_span(env->pages, p->pid, spans_nodes(env, cpu));
+                page_sampler_span(env->pages, p->pid, p->cg->turn_uid, spans_nodes(env, cpu));
         if (scan_idle(env, p, primed, cpu, now))
                 return 0;
         r = read_status(env, p, &status);
@@ -464,6 +464,8 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
 
         log_decision(env, p, &s->plan);
         remember(p, &s->plan, &in, &status, now);
+        /* Where its next page samples may lie (out of memory: the old ranges). */
+        (void) proc_records_set_mapped(p, rd.maps, rd.ends);
         active = s->plan.n_moves || s->pages.n_moves || primed == 0 || changing;
         schedule_next(env, p, now, active);
         sampled_scan_note(env, p, rd.maps, rd.ends, &s->plan, !active, cpu_nodes);

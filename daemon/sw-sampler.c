@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "caps.h"
+#include "clock.h"
 #include "insn-addr.h"
 #include "cleanup.h"
 #include "log.h"
 #include "pagesize.h"
 #include "proc.h"
+#include "sample-quota.h"
 #include "sw-sampler.h"
 #include "task-sample.h"
 
@@ -39,6 +41,14 @@ struct decode_item {
         uint64_t addr;
 };
 
+/* A process whose threads spanned nodes at its last scan, and whose turn reads it. */
+struct spanning {
+        pid_t pid;
+        uid_t owner;
+        size_t n_threads;          /* at its last scan */
+        size_t cursor;             /* where in its thread list the next slots go */
+};
+
 struct sw_sampler {
         char *proc_root;
         const struct topology *topo;
@@ -49,9 +59,10 @@ struct sw_sampler {
         int decode_error;          /* the last batch's thread could not start or drop its capabilities */
         void (*decode_hook)(void *userdata);
         void *decode_hook_data;
-        pid_t *spanning;           /* the processes sampled, sorted */
+        struct spanning *spanning; /* the processes sampled, sorted by pid */
         size_t n_spanning;
-        bool full_logged;          /* the thread bound was hit: said once until it is not */
+        struct sample_quota quota; /* the thread slots, shared among owners */
+        uint64_t turn_ms;          /* SAMPLE_TURN_MS; shorter in the tests */
 };
 
 struct drain_ctx {
@@ -77,6 +88,8 @@ int sw_sampler_new(const char *proc_root, const struct topology *t, uint64_t rat
                 return -ENOMEM;
         s->proc_root = strdup(proc_root);
         s->topo = t;
+        s->turn_ms = SAMPLE_TURN_MS;
+        sample_quota_init(&s->quota, TASK_SAMPLE_MAX_THREADS);
         r = s->proc_root ? task_sampler_new(1000000000 / rate, &s->ts) : -ENOMEM;
         if (r >= 0)
                 r = insn_decoder_new(&s->dec);
@@ -97,6 +110,7 @@ void sw_sampler_free(struct sw_sampler *s) {
         insn_decoder_free(s->dec);
         free(s->batch);
         free(s->spanning);
+        sample_quota_done(&s->quota);
         free(s->proc_root);
         free(s);
 }
@@ -106,9 +120,9 @@ static ssize_t find(const struct sw_sampler *s, pid_t pid) {
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (s->spanning[mid] == pid)
+                if (s->spanning[mid].pid == pid)
                         return (ssize_t) mid;
-                if (s->spanning[mid] < pid)
+                if (s->spanning[mid].pid < pid)
                         lo = mid + 1;
                 else
                         hi = mid;
@@ -116,64 +130,158 @@ static ssize_t find(const struct sw_sampler *s, pid_t pid) {
         return -(ssize_t) lo - 1;
 }
 
-/* Adds pid's threads not sampled yet, while there is room. */
-static void add_threads(struct sw_sampler *s, pid_t pid) {
-        _cleanup_free_ pid_t *tids = NULL;
-        size_t n = 0;
+void sw_sampler_set_slots(struct sw_sampler *s, size_t slots, uint64_t turn_ms) {
+        s->quota.total = slots < TASK_SAMPLE_MAX_THREADS ? slots : TASK_SAMPLE_MAX_THREADS;
+        s->turn_ms = turn_ms;
+}
 
-        if (proc_list_tasks(s->proc_root, pid, &tids, &n) < 0)
+const struct sample_quota *sw_sampler_quota(const struct sw_sampler *s) { return &s->quota; }
+
+bool sw_sampler_sampling(const struct sw_sampler *s, pid_t tid) { return task_sampler_has(s->ts, tid); }
+
+struct owner_match {
+        const struct sw_sampler *s;
+        uid_t owner;
+};
+
+static bool owned_by(void *userdata, pid_t pid) {
+        const struct owner_match *m = userdata;
+        ssize_t i = find(m->s, pid);
+
+        return i >= 0 && m->s->spanning[i].owner == m->owner;
+}
+
+/* owner's thread sampled longest: false if none, or (turn_ms above 0) none sampled
+ * that long. Stopped otherwise. */
+static bool stop_oldest(struct sw_sampler *s, uid_t owner, uint64_t turn_ms) {
+        struct owner_match m = { s, owner };
+        uint64_t since;
+        pid_t pid, tid;
+
+        if (!task_sampler_oldest(s->ts, owned_by, &m, &pid, &tid, &since) ||
+            (turn_ms && since + turn_ms > clock_now_ms()))
+                return false;
+        task_sampler_remove(s->ts, pid, tid);
+        sample_quota_give(&s->quota, owner, 1);
+        return true;
+}
+
+/* What owner wants again, from its processes' threads; every owner above its share
+ * then gives back its threads sampled longest. */
+static void want_again(struct sw_sampler *s, uid_t owner) {
+        uint64_t want = 0;
+
+        for (size_t i = 0; i < s->n_spanning; i++)
+                if (s->spanning[i].owner == owner)
+                        want += s->spanning[i].n_threads;
+        (void) sample_quota_want(&s->quota, owner, want);
+        for (size_t k = 0; k < s->quota.n; k++)
+                for (uint64_t n = sample_quota_excess(&s->quota, s->quota.v[k].uid); n > 0; n--)
+                        if (!stop_oldest(s, s->quota.v[k].uid, 0))
+                                break;
+}
+
+/* Stops sampling pid's threads, or those not among alive[n] (ended), giving their slots
+ * back to owner. */
+static void stop_threads(struct sw_sampler *s, pid_t pid, uid_t owner, const pid_t *alive, size_t n, bool all) {
+        size_t before = task_sampler_count_of(s->ts, pid);
+
+        if (all)
+                task_sampler_remove(s->ts, pid, 0);
+        else
+                task_sampler_prune(s->ts, pid, alive, n);
+        sample_quota_give(&s->quota, owner, before - task_sampler_count_of(s->ts, pid));
+}
+
+/* Adds pid's threads not sampled yet within its owner's share, from where the last
+ * scan's left off: an owner with more threads than its share has them sampled in
+ * turns (a thread sampled turn_ms gives its slot to a waiting one of the same owner
+ * at this scan). */
+static void add_threads(struct sw_sampler *s, size_t at) {
+        _cleanup_free_ pid_t *tids = NULL;
+        struct spanning *sp = &s->spanning[at];
+        const pid_t pid = sp->pid;
+        const uid_t owner = sp->owner;
+        size_t n = 0, waiting, last = SIZE_MAX;
+
+        if (proc_list_tasks(s->proc_root, pid, &tids, &n) < 0 || n == 0)
                 return;
         /* Threads that ended give their slots back first: a process whose threads come
          * and go must not fill the bound with dead ones. */
-        task_sampler_prune(s->ts, pid, tids, n);
-        for (size_t i = 0; i < n; i++) {
-                int r;
-                if (task_sampler_has(s->ts, tids[i]))
-                        continue;
-                r = task_sampler_add(s->ts, pid, tids[i]);
-                if (r == -E2BIG) {
-                        if (!s->full_logged)
-                                log_debug("Software sampling: %d threads sampled already: pid=%d's others wait",
-                                          TASK_SAMPLE_MAX_THREADS, (int) pid);
-                        s->full_logged = true;
-                        return;
-                }
-                if (r < 0)
-                        log_debug_errno(r, "pid=%d tid=%d: cannot sample it: %m", (int) pid, (int) tids[i]);
+        stop_threads(s, pid, owner, tids, n, false);
+        sp->n_threads = n;
+        want_again(s, owner);
+        sp = &s->spanning[at];
+        waiting = n - task_sampler_count_of(s->ts, pid);
+        if (waiting && sample_quota_room(&s->quota, owner) == 0 && sample_quota_share(&s->quota, owner) > 0) {
+                uint64_t turns = sample_quota_share(&s->quota, owner) / 4 + 1;
+                while (turns-- > 0 && waiting-- > 0 && stop_oldest(s, owner, s->turn_ms))
+                        ;
+                waiting = n - task_sampler_count_of(s->ts, pid);
         }
+        for (size_t k = 0; k < n && waiting > 0; k++) {
+                pid_t tid = tids[(sp->cursor + k) % n];
+                int r;
+
+                if (task_sampler_has(s->ts, tid))
+                        continue;
+                if (!sample_quota_take(&s->quota, owner)) {
+                        sample_quota_refuse(&s->quota, owner, waiting - 1);
+                        log_debug("Software sampling: uid %u's share of %" PRIu64 " threads is taken: pid=%d's "
+                                  "other %zu wait their turn", (unsigned) owner,
+                                  sample_quota_share(&s->quota, owner), (int) pid, waiting);
+                        break;
+                }
+                r = task_sampler_add(s->ts, pid, tid);
+                if (r < 0) {
+                        sample_quota_give(&s->quota, owner, 1);
+                        log_debug_errno(r, "pid=%d tid=%d: cannot sample it: %m", (int) pid, (int) tid);
+                        if (r == -E2BIG)
+                                break;
+                        continue;
+                }
+                waiting--;
+                last = k;
+        }
+        if (last != SIZE_MAX)
+                sp->cursor = (sp->cursor + last + 1) % n;
 }
 
 void sw_sampler_forget(struct sw_sampler *s, pid_t pid) {
         ssize_t i = find(s, pid);
+        uid_t owner;
 
         if (i < 0)
                 return;
-        task_sampler_remove(s->ts, pid, 0);
-        memmove(s->spanning + i, s->spanning + i + 1, (s->n_spanning - (size_t) i - 1) * sizeof(pid_t));
+        owner = s->spanning[i].owner;
+        stop_threads(s, pid, owner, NULL, 0, true);
+        memmove(s->spanning + i, s->spanning + i + 1, (s->n_spanning - (size_t) i - 1) * sizeof(*s->spanning));
         s->n_spanning--;
-        if (task_sampler_count(s->ts) < TASK_SAMPLE_MAX_THREADS)
-                s->full_logged = false;
+        want_again(s, owner);
 }
 
-void sw_sampler_span(struct sw_sampler *s, pid_t pid, bool spans) {
+void sw_sampler_span(struct sw_sampler *s, pid_t pid, uid_t owner, bool spans) {
         ssize_t i = find(s, pid);
 
-        if (!spans) {
+        if (!spans || (i >= 0 && s->spanning[i].owner != owner)) {
                 sw_sampler_forget(s, pid);
-                return;
+                if (!spans)
+                        return;
+                i = find(s, pid);
         }
         if (i < 0) {
-                pid_t *n = realloc(s->spanning, (s->n_spanning + 1) * sizeof(pid_t));
+                struct spanning *n = realloc(s->spanning, (s->n_spanning + 1) * sizeof(*n));
                 size_t at = (size_t) (-i - 1);
                 if (!n)
                         return;
                 s->spanning = n;
-                memmove(n + at + 1, n + at, (s->n_spanning - at) * sizeof(pid_t));
-                n[at] = pid;
+                memmove(n + at + 1, n + at, (s->n_spanning - at) * sizeof(*n));
+                n[at] = (struct spanning) { .pid = pid, .owner = owner };
                 s->n_spanning++;
+                i = (ssize_t) at;
         }
         /* At every scan that finds it spanning: threads come and go. */
-        add_threads(s, pid);
+        add_threads(s, (size_t) i);
 }
 
 void sw_sampler_set_decode_hook(struct sw_sampler *s, void (*hook)(void *userdata), void *userdata) {

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "clock.h"
 #include "pagesize.h"
 #include "task-sample.h"
 
@@ -24,12 +25,15 @@ struct ring {
         int pidfd;                 /* names pid's process as it was when the thread was added */
         struct perf_event_mmap_page *meta;   /* then the data pages */
         size_t map_len;
+        uint64_t seq;              /* the order it was added in */
+        uint64_t since_ms;         /* and when (CLOCK_MONOTONIC) */
 };
 
 struct task_sampler {
         uint64_t period_ns;
         struct ring rings[TASK_SAMPLE_MAX_THREADS];
         size_t n;                  /* slots used so far (some may be free again) */
+        uint64_t seq;              /* of the last thread added */
 };
 
 int task_sampler_new(uint64_t period_ns, struct task_sampler **ret) {
@@ -83,6 +87,31 @@ bool task_sampler_has(const struct task_sampler *s, pid_t tid) {
                 if (s->rings[i].fd >= 0 && s->rings[i].tid == tid)
                         return true;
         return false;
+}
+
+size_t task_sampler_count_of(const struct task_sampler *s, pid_t pid) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n; i++)
+                n += s->rings[i].fd >= 0 && s->rings[i].pid == pid;
+        return n;
+}
+
+bool task_sampler_oldest(const struct task_sampler *s, bool (*match)(void *userdata, pid_t pid), void *userdata,
+                         pid_t *ret_pid, pid_t *ret_tid, uint64_t *ret_since_ms) {
+        const struct ring *best = NULL;
+
+        for (size_t i = 0; i < s->n; i++) {
+                const struct ring *r = &s->rings[i];
+                if (r->fd >= 0 && (!best || r->seq < best->seq) && match(userdata, r->pid))
+                        best = r;
+        }
+        if (!best)
+                return false;
+        *ret_pid = best->pid;
+        *ret_tid = best->tid;
+        *ret_since_ms = best->since_ms;
+        return true;
 }
 
 size_t task_sampler_count(const struct task_sampler *s) {
@@ -177,7 +206,8 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
                 r->fd = -1;
                 return e;
         }
-        *r = (struct ring) { .pid = pid, .tid = tid, .fd = fd, .pidfd = pidfd, .meta = meta, .map_len = len };
+        *r = (struct ring) { .pid = pid, .tid = tid, .fd = fd, .pidfd = pidfd, .meta = meta, .map_len = len,
+                             .seq = ++s->seq, .since_ms = clock_now_ms() };
         return 0;
 }
 

@@ -39,8 +39,13 @@ void task_sampler_remove(struct task_sampler *s, pid_t pid, pid_t tid);
  * events would hold a slot for nothing). */
 void task_sampler_prune(struct task_sampler *s, pid_t pid, const pid_t *alive, size_t n_alive);
 bool task_sampler_has(const struct task_sampler *s, pid_t tid);
-/* Threads sampled now. */
+/* Threads sampled now: in all, and of pid. */
 size_t task_sampler_count(const struct task_sampler *s);
+size_t task_sampler_count_of(const struct task_sampler *s, pid_t pid);
+/* The thread sampled longest among those whose process match() accepts, and since
+ * when (CLOCK_MONOTONIC ms): false if none. */
+bool task_sampler_oldest(const struct task_sampler *s, bool (*match)(void *userdata, pid_t pid), void *userdata,
+                         pid_t *ret_pid, pid_t *ret_tid, uint64_t *ret_since_ms);
 
 struct task_sample {
         pid_t pid, tid;
