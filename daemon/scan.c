@@ -13,6 +13,7 @@
 #include "sampled-scan.h"
 #include "scan.h"
 #include "page-sampler.h"
+#include "thread-mems.h"
 #include "source.h"
 #include "smaps.h"
 
@@ -101,6 +102,11 @@ static int read_status(const struct scan_env *env, struct proc_rec *p, struct pr
         struct proc_stat st;
         int r = proc_read_status(env->proc_root, p->pid, status);
 
+        if (r < 0)
+                return r;
+        /* In a threaded subtree its threads may have cpusets of their own: the nodes
+         * its memory may go to are those every thread's allows (lib/thread-mems.h). */
+        r = thread_mems_narrow(env->proc_root, env->cfg->cgroup_root, p->cg ? p->cg->path : NULL, p->pid, status);
         if (r < 0)
                 return r;
         p->uid = status->uid_real;
