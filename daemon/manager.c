@@ -664,6 +664,7 @@ static void tick_prepare(struct manager *m) {
                 if (r < 0)
                         log_debug_errno(r, "Failed to read the page-level samples: %m");
                 m->counters.sampling_refused = q ? q->refused : 0;
+                m->sampler_thread_ns = page_sampler_take_cpu_ns(m->pages);
         }
         kernel_balancing_watch(m);
 }
@@ -692,8 +693,10 @@ static uint64_t charge_walk(struct manager *m, const struct cgroup_selection *se
  * work, shared among the cgroups in proportion to their processes. Control requests
  * served during the run are not theirs. */
 static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, uint64_t charged) {
-        uint64_t spent = cost_thread_ns() - start, served = m->cost.pump_ns - pump;
+        /* The decoding threads' time too (sw-sampler.h): it is the tick's samples'. */
+        uint64_t spent = cost_thread_ns() - start + m->sampler_thread_ns, served = m->cost.pump_ns - pump;
 
+        m->sampler_thread_ns = 0;
         if (spent > charged + served)
                 (void) cost_share_by_procs(&m->cost, &m->cgs, STAGE_BOOKKEEPING, spent - charged - served);
 }

@@ -255,6 +255,10 @@ void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
 #endif
 }
 
+uint64_t page_sampler_take_cpu_ns(struct page_sampler *s) {
+        return s && s->sw ? sw_sampler_take_cpu_ns(s->sw) : 0;
+}
+
 const struct sample_quota *page_sampler_quota(const struct page_sampler *s) {
         if (!s || s->replay)
                 return NULL;

@@ -34,6 +34,9 @@ int page_sampler_watch(struct page_sampler *s, pid_t pid, uid_t owner);
  * the PMU's samples every watched process. */
 void page_sampler_span(struct page_sampler *s, pid_t pid, uid_t owner, bool spans);
 void page_sampler_unwatch(struct page_sampler *s, pid_t pid);
+/* CPU time spent for the drains on threads of the sampler's own (the software source's
+ * decoding threads) since the last call: the calling thread's own is not in it. */
+uint64_t page_sampler_take_cpu_ns(struct page_sampler *s);
 /* The slots (threads or watched processes) shared among owners, with what each was
  * refused; NULL when none are (no sampler, replay). */
 const struct sample_quota *page_sampler_quota(const struct page_sampler *s);

@@ -57,6 +57,8 @@ struct sw_sampler {
         struct decode_item *batch; /* DECODE_BATCH */
         size_t n_batch;
         int decode_error;          /* the last batch's thread could not start or drop its capabilities */
+        uint64_t decode_ns;        /* CPU time of the decoding threads, not yet taken */
+        uint64_t batch_ns;         /* the last batch's thread's */
         void (*decode_hook)(void *userdata);
         void *decode_hook_data;
         struct spanning *spanning; /* the processes sampled, sorted by pid */
@@ -138,6 +140,13 @@ void sw_sampler_set_slots(struct sw_sampler *s, size_t slots, uint64_t turn_ms) 
 const struct sample_quota *sw_sampler_quota(const struct sw_sampler *s) { return &s->quota; }
 
 bool sw_sampler_sampling(const struct sw_sampler *s, pid_t tid) { return task_sampler_has(s->ts, tid); }
+
+uint64_t sw_sampler_take_cpu_ns(struct sw_sampler *s) {
+        uint64_t ns = s->decode_ns;
+
+        s->decode_ns = 0;
+        return ns;
+}
 
 struct owner_match {
         const struct sw_sampler *s;
@@ -309,6 +318,7 @@ static void *decode_main(void *userdata) {
                 it->found = insn_decoder_addr(s->dec, (uint64_t) it->pid, it->ip, it->code, it->len, it->regs,
                                               &it->addr) == 0;
         }
+        s->batch_ns = clock_now_ns(CLOCK_THREAD_CPUTIME_ID);   /* all of this thread's life */
         return NULL;
 }
 
@@ -323,13 +333,16 @@ static void decode_batch(struct drain_ctx *c) {
         if (s->n_batch == 0)
                 return;
         s->decode_error = 0;
+        s->batch_ns = 0;
         for (size_t i = 0; i < s->n_batch; i++)
                 s->batch[i].found = false;
         r = -pthread_create(&th, NULL, decode_main, s);
         if (r == 0)
                 r = -pthread_join(th, NULL);
-        if (r == 0)
+        if (r == 0) {
+                s->decode_ns += s->batch_ns;
                 r = s->decode_error;
+        }
         if (r < 0) {
                 log_debug_errno(r, "Software sampling: %zu sample(s) not decoded: no capability-free thread: %m",
                                 s->n_batch);

@@ -51,6 +51,9 @@ typedef void (*sw_sample_fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned
 int sw_sampler_drain(struct sw_sampler *s, sw_sample_fn fn, void *userdata);
 /* The thread slots: each owner's share, what it holds and was refused. */
 const struct sample_quota *sw_sampler_quota(const struct sw_sampler *s);
+/* CPU time the decoding threads spent since the last call (the caller's thread
+ * measures only its own). */
+uint64_t sw_sampler_take_cpu_ns(struct sw_sampler *s);
 /* Whether thread tid is sampled now. */
 bool sw_sampler_sampling(const struct sw_sampler *s, pid_t tid);
 /* For the tests: fewer slots than TASK_SAMPLE_MAX_THREADS, and a shorter turn. */

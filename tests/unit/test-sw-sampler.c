@@ -179,7 +179,7 @@ TEST(decoded_without_capabilities) {
         struct split_workload *w = NULL;
         struct sw_sampler *s = NULL;
         struct sample_check c;
-        uint64_t main_eff = 0, main_prm = 0, addresses = 0;
+        uint64_t main_eff = 0, main_prm = 0, addresses = 0, decode_ns;
         int r;
 
         CHECK(buf != MAP_FAILED);
@@ -202,12 +202,16 @@ TEST(decoded_without_capabilities) {
                 sw_sampler_drain(s, count_sample, &addresses);
         }
         split_workload_stop(w);
+        /* The decoding threads' CPU time, for the tick to charge: taken once. */
+        decode_ns = sw_sampler_take_cpu_ns(s);
+        CHECK(decode_ns > 0);
+        CHECK_INT(sw_sampler_take_cpu_ns(s), 0);
         sw_sampler_free(s);
         munmap(buf, bytes);
         CHECK(status_caps(gettid(), &main_eff, &main_prm));
         printf("decoding thread %d: CapEff %016" PRIx64 " CapPrm %016" PRIx64 "; draining thread %d: CapEff %016"
-               PRIx64 "; %" PRIu64 " addresses\n", (int) seen.tid, seen.eff, seen.prm, (int) gettid(), main_eff,
-               addresses);
+               PRIx64 "; %" PRIu64 " addresses, decoding threads' CPU %" PRIu64 " us\n", (int) seen.tid, seen.eff,
+               seen.prm, (int) gettid(), main_eff, addresses, decode_ns / 1000);
         CHECK(seen.tid > 0 && seen.tid != gettid());
         CHECK(seen.read);
         CHECK(addresses > 0);
