@@ -219,6 +219,10 @@ int page_sampler_watch(struct page_sampler *s, pid_t pid, uid_t owner) {
 #if HAVE_BPF
         {
                 int r = sample_slots_ask(&s->watch, (uint32_t) pid, owner, clock_now_ms());
+                if (r == 0)
+                        log_debug("pid=%d: not watched for now: uid %u holds its share of %" PRIu64 " of the %d "
+                                  "processes watched", (int) pid, (unsigned) owner,
+                                  sample_quota_share(&s->watch.quota, owner), MEMSAMPLE_MAX_WATCHED);
                 return r < 0 ? r : 0;   /* 0: it waits for its owner's share */
         }
 #else
