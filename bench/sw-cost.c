@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
                 bool sampled = (i % 4 == 1) || (i % 4 == 2);
                 uint64_t b0, t0, b1, s0[2], s1[2];
 
-                sw_sampler_span(s, getpid(), sampled);
+                sw_sampler_span(s, getpid(), getuid(), sampled);
                 b0 = split_workload_batches(w);
                 t0 = now_ns(CLOCK_MONOTONIC);
                 split_workload_slow(w, &s0[0], &s0[1]);

@@ -4,6 +4,7 @@
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "caps.h"
@@ -71,4 +72,24 @@ int caps_check(const struct nb_config *cfg) {
         if (n == 0)
                 log_info("Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN, all present");
         return (int) n;
+}
+
+int caps_drop_thread(void) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+        uint64_t left = 0;
+        int r;
+
+        /* capset(2) itself, not a libc wrapper that would broadcast it to every thread:
+         * on Linux each thread has its own sets, and only the calling one's change. An
+         * empty permitted set cannot be regained by this thread short of an exec,
+         * which no_new_privs keeps from adding any. */
+        if (syscall(SYS_capset, &h, d) < 0)
+                return -errno;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        r = effective(&left);
+        if (r < 0)
+                return r;
+        return left ? -EPERM : 0;
 }

@@ -14,3 +14,8 @@
 int caps_check(const struct nb_config *cfg);
 /* The missing ones as "CAP_A CAP_B" (empty: none), for status; "" before caps_check(). */
 const char *caps_missing(void);
+/* Drops every capability of the calling thread alone (effective, permitted,
+ * inheritable; no_new_privs set), for a thread that parses bytes a tenant wrote: a
+ * flaw in the parser then runs with none of the daemon's capabilities. The process's
+ * other threads keep theirs. Returns 0, or -errno (-EPERM: some remain). */
+int caps_drop_thread(void);

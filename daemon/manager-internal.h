@@ -96,6 +96,7 @@ struct manager {
         struct log_ratelimit invalid_log, invalid_count_log;
         struct log_ratelimit oom_log;  /* a scan dropped for lack of memory (scan_list_grow) */
         struct log_ratelimit quarantine_log;  /* a read that overran (quarantine) */
+        uint64_t sampler_thread_ns;   /* this tick's: CPU time of the page sampler's own threads */
         uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
         uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
 

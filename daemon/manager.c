@@ -113,6 +113,13 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
         m->counters.page_samples += count;
         if (!p)
                 return; /* exited, or not (yet) ours */
+        /* An address outside every mapping its last full read found is not its memory
+         * (a decoded address gone wrong, or chosen): dropped before it takes room in
+         * the table (page-agg.h). Before its first full read, all are. */
+        if (!proc_records_mapped(p, addr)) {
+                m->counters.page_samples_unmapped += count;
+                return;
+        }
         if (!p->seen && page_agg_new(m->topo, page_size(), &p->seen) < 0)
                 return;
         page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
@@ -336,12 +343,12 @@ static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
 }
 
 /* A process admitted now: its page samples are gathered from now on. */
-static void watch_new(struct manager *m, struct proc_rec *p) {
+static void watch_new(struct manager *m, struct proc_rec *p, const struct cg_rec *cg) {
         int r;
 
         if (!m->pages)
                 return;
-        r = page_sampler_watch(m->pages, p->pid);
+        r = page_sampler_watch(m->pages, p->pid, cg->turn_uid);
         if (r < 0)
                 log_debug_errno(r, "pid=%d: not sampled page by page: %m", (int) p->pid);
 }
@@ -403,7 +410,7 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 serve_meanwhile(m);
                 p = proc_records_admit(&m->procs, m->proc_root, cg, pids[at], now, &is_new);
                 if (is_new)
-                        watch_new(m, p);
+                        watch_new(m, p, cg);
 
                 if (!p || p->seen_tick == m->counters.tick)
                         continue; /* not ours, or listed twice */
@@ -693,9 +700,13 @@ static void tick_prepare(struct manager *m) {
         int r;
 
         if (m->pages) {
+                const struct sample_quota *q = page_sampler_quota(m->pages);
+
                 r = page_sampler_drain(m->pages, on_page_sample, m);
                 if (r < 0)
                         log_debug_errno(r, "Failed to read the page-level samples: %m");
+                m->counters.sampling_refused = q ? q->refused : 0;
+                m->sampler_thread_ns = page_sampler_take_cpu_ns(m->pages);
         }
         kernel_balancing_watch(m);
 }
@@ -724,8 +735,10 @@ static uint64_t charge_walk(struct manager *m, const struct cgroup_selection *se
  * work, shared among the cgroups in proportion to their processes. Control requests
  * served during the run are not theirs. */
 static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, uint64_t charged) {
-        uint64_t spent = cost_thread_ns() - start, served = m->cost.pump_ns - pump;
+        /* The decoding threads' time too (sw-sampler.h): it is the tick's samples'. */
+        uint64_t spent = cost_thread_ns() - start + m->sampler_thread_ns, served = m->cost.pump_ns - pump;
 
+        m->sampler_thread_ns = 0;
         if (spent > charged + served)
                 (void) cost_share_by_procs(&m->cost, &m->cgs, STAGE_BOOKKEEPING, spent - charged - served);
 }

@@ -359,6 +359,16 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
         metric_head(f, "numabalanced_page_samples_total", "counter",
                     "Memory-access samples counted by page-level sampling (0 when it is off).");
         fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", v->counters->page_samples);
+        metric_head(f, "numabalanced_page_samples_dropped_total", "counter",
+                    "Page-level samples dropped before they were counted: unmapped, at an address outside every "
+                    "mapping of the process its last full read found.");
+        fprintf(f, "numabalanced_page_samples_dropped_total{reason=\"unmapped\"} %" PRIu64 "\n",
+                v->counters->page_samples_unmapped);
+        metric_head(f, "numabalanced_sampling_refused_total", "counter",
+                    "Threads (software sampling) or processes (PMU sampling) not sampled when they asked: their "
+                    "owner held its share of the slots (TASK_SAMPLE_MAX_THREADS threads, 1,024 processes).");
+        fprintf(f, "numabalanced_sampling_refused_total{reason=\"quota\"} %" PRIu64 "\n",
+                v->counters->sampling_refused);
         metric_head(f, "numabalanced_metrics_cgroups_hidden", "gauge",
                     "Cgroups left out of this file: their path, made valid UTF-8, is another one's.");
         fprintf(f, "numabalanced_metrics_cgroups_hidden %zu\n", t->n_hidden + hidden);

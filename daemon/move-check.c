@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "creds.h"
 #include "log.h"
+#include "thread-mems.h"
 #include "maps.h"
 #include "move-check.h"
 #include "tenant-files.h"
@@ -148,8 +149,23 @@ static int check_cgroup(struct check_job *cj, struct check_state *st, const stru
                 *ret_stop = &move_stop_cgroup;
         else if (cs.covers_uid != CGROUP_COVERS_ALL && !creds_belong_to(&st->creds, cs.covers_uid))
                 *ret_stop = &move_stop_not_covered;
-        else
-                return 0;
+        else {
+                /* Its threads' own cpusets in a threaded subtree: the policy checks after
+                 * this one allow only nodes every thread's cpuset allows
+                 * (lib/thread-mems.h). */
+                r = thread_mems_narrow(run->proc_root, run->cgroup_root, path, st->job->pid, &st->creds.status);
+                if (r == 0 || (r > 0 && nodemask_test(&st->creds.status.mems_allowed, (unsigned) st->job->target_node)))
+                        return 0;
+                if (r > 0) {
+                        log_debug("pid=%d: a thread's cpuset does not allow node %d", (int) st->job->pid,
+                                  st->job->target_node);
+                        *ret_stop = &move_stop_policy;
+                        return -ESTALE;
+                }
+                if (r == -ENOMEM)
+                        return r;
+                *ret_stop = r == -ESRCH ? &move_stop_exited : &move_stop_unreadable;
+        }
         log_debug("pid=%d: %s: %s", (int) st->job->pid, r < 0 ? "cannot read its cgroup" : path,
                   (*ret_stop)->name);
         return -ESTALE;

@@ -7,11 +7,14 @@
 #include <string.h>
 #include "build-config.h"
 #include "log.h"
+#include "clock.h"
 #include "page-sampler.h"
 #include "pmu.h"
 #include "sample-replay.h"
 #include "sw-sampler.h"
 #if HAVE_BPF
+#include <linux/types.h>
+#include "bpf/memsample.h"
 #include "bpf/memsample-loader.h"
 #endif
 
@@ -21,8 +24,19 @@ struct page_sampler {
         struct sample_replay *replay;  /* pmu = replay; neither: the BPF program's */
 #if HAVE_BPF
         struct memsample *ms;
+        struct sample_slots watch; /* the processes in its watch map, shared among owners */
 #endif
 };
+
+#if HAVE_BPF
+/* The watch map is the BPF program's; which processes are in it is the daemon's
+ * choice, made per owner (sample_slots). */
+static int hold_watch(void *userdata, uint32_t id, bool on) {
+        struct page_sampler *s = userdata;
+
+        return on ? memsample_watch(s->ms, (pid_t) id) : memsample_unwatch(s->ms, (pid_t) id);
+}
+#endif
 
 const char *page_sampler_name(const struct page_sampler *s) { return s ? s->name : NULL; }
 
@@ -180,6 +194,7 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                         log_chain_without(placement, buf, r);
                         return 0;
                 }
+                sample_slots_init(&s->watch, MEMSAMPLE_MAX_WATCHED, hold_watch, s);
                 if (cfg->pmu == PMU_MODE_PAGE_FAULTS)
                         log_info("Sampling chain: page faults (every fault, [sample] pmu = page-faults: first "
                                  "touches only, for tests) + %s", scheduler_part(placement));
@@ -198,21 +213,35 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
 #endif
 }
 
-int page_sampler_watch(struct page_sampler *s, pid_t pid) {
+int page_sampler_watch(struct page_sampler *s, pid_t pid, uid_t owner) {
         if (s->sw || s->replay)
                 return 0;          /* sampled once it spans nodes (page_sampler_span) */
 #if HAVE_BPF
-        return memsample_watch(s->ms, pid);
+        {
+                int r = sample_slots_ask(&s->watch, (uint32_t) pid, owner, clock_now_ms());
+                if (r == 0)
+                        log_debug("pid=%d: not watched for now: uid %u holds its share of %" PRIu64 " of the %d "
+                                  "processes watched", (int) pid, (unsigned) owner,
+                                  sample_quota_share(&s->watch.quota, owner), MEMSAMPLE_MAX_WATCHED);
+                return r < 0 ? r : 0;   /* 0: it waits for its owner's share */
+        }
 #else
         (void) s;
         (void) pid;
+        (void) owner;
         return -EOPNOTSUPP;
 #endif
 }
 
-void page_sampler_span(struct page_sampler *s, pid_t pid, bool spans) {
+void page_sampler_span(struct page_sampler *s, pid_t pid, uid_t owner, bool spans) {
         if (s && s->sw)
-                sw_sampler_span(s->sw, pid, spans);
+                sw_sampler_span(s->sw, pid, owner, spans);
+#if HAVE_BPF
+        /* At each scan: a process waiting for its owner's share asks again, and may be
+         * given a turn (sample-quota.h). */
+        else if (s && s->ms)
+                (void) page_sampler_watch(s, pid, owner);
+#endif
 }
 
 void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
@@ -223,10 +252,26 @@ void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
                 return;
         }
 #if HAVE_BPF
-        (void) memsample_unwatch(s->ms, pid);
+        sample_slots_forget(&s->watch, (uint32_t) pid, clock_now_ms());
 #else
         (void) s;
         (void) pid;
+#endif
+}
+
+uint64_t page_sampler_take_cpu_ns(struct page_sampler *s) {
+        return s && s->sw ? sw_sampler_take_cpu_ns(s->sw) : 0;
+}
+
+const struct sample_quota *page_sampler_quota(const struct page_sampler *s) {
+        if (!s || s->replay)
+                return NULL;
+        if (s->sw)
+                return sw_sampler_quota(s->sw);
+#if HAVE_BPF
+        return &s->watch.quota;
+#else
+        return NULL;
 #endif
 }
 
@@ -251,6 +296,8 @@ void page_sampler_free(struct page_sampler *s) {
         sw_sampler_free(s->sw);
         sample_replay_free(s->replay);
 #if HAVE_BPF
+        if (s->ms)
+                sample_slots_done(&s->watch);
         memsample_free(s->ms);
 #endif
         free(s);

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 #include "config.h"
 #include "placement.h"
+#include "sample-quota.h"
 #include "topology.h"
 
 /* Page-level sampling: memory-access samples (the PMU's precise sampling, or the
@@ -23,11 +24,22 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                         struct page_sampler **ret);
 /* "intel-pebs", "amd-ibs", "page-faults", "software". */
 const char *page_sampler_name(const struct page_sampler *s);
-int page_sampler_watch(struct page_sampler *s, pid_t pid);
+/* pid, whose cgroup's turn is owner's (cg_rec.turn_uid), is to be sampled. The BPF
+ * program watches MEMSAMPLE_MAX_WATCHED processes at most, shared among owners
+ * (lib/sample-quota.h): a process beyond its owner's share waits, and asks again at
+ * each scan (page_sampler_span), where it may be given a turn. */
+int page_sampler_watch(struct page_sampler *s, pid_t pid, uid_t owner);
 /* After each scan of pid: whether its threads spanned nodes in the window. The software
- * source samples only those (sw-sampler.h); the PMU's samples every watched process. */
-void page_sampler_span(struct page_sampler *s, pid_t pid, bool spans);
+ * source samples only those (sw-sampler.h), within owner's share of its thread slots;
+ * the PMU's samples every watched process. */
+void page_sampler_span(struct page_sampler *s, pid_t pid, uid_t owner, bool spans);
 void page_sampler_unwatch(struct page_sampler *s, pid_t pid);
+/* CPU time spent for the drains on threads of the sampler's own (the software source's
+ * decoding threads) since the last call: the calling thread's own is not in it. */
+uint64_t page_sampler_take_cpu_ns(struct page_sampler *s);
+/* The slots (threads or watched processes) shared among owners, with what each was
+ * refused; NULL when none are (no sampler, replay). */
+const struct sample_quota *page_sampler_quota(const struct page_sampler *s);
 typedef void (*page_sample_fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count);
 /* Hands every count gathered since the last call to fn and forgets it. Returns the
  * number of (process, node, page) entries, or -errno. */

@@ -29,6 +29,51 @@ void proc_records_drop_huge(struct proc_rec *p) {
         p->n_huge = 0;
 }
 
+static int cmp_range(const void *a, const void *b) {
+        const struct mapped_range *x = a, *y = b;
+        return (x->start > y->start) - (x->start < y->start);
+}
+
+int proc_records_set_mapped(struct proc_rec *p, const struct numa_maps *maps, const uint64_t *ends) {
+        size_t n = maps->n_vmas < PROC_MAPPED_MAX ? maps->n_vmas : PROC_MAPPED_MAX, k = 0;
+        struct mapped_range *v = calloc(n ? n : 1, sizeof(*v));
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (ends[i] > maps->vmas[i].start)
+                        v[k++] = (struct mapped_range) { maps->vmas[i].start, ends[i] };
+        qsort(v, k, sizeof(*v), cmp_range);
+        n = k;
+        k = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (k && v[i].start <= v[k - 1].end) {
+                        if (v[i].end > v[k - 1].end)
+                                v[k - 1].end = v[i].end;
+                } else
+                        v[k++] = v[i];
+        }
+        free(p->mapped);
+        p->mapped = v;
+        p->n_mapped = k;
+        return 0;
+}
+
+bool proc_records_mapped(const struct proc_rec *p, uint64_t addr) {
+        size_t lo = 0, hi = p->n_mapped;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (addr < p->mapped[mid].start)
+                        hi = mid;
+                else if (addr >= p->mapped[mid].end)
+                        lo = mid + 1;
+                else
+                        return true;
+        }
+        return false;
+}
+
 static void rec_free(struct proc_records *r, struct proc_rec *p) {
         if (!p)
                 return;
@@ -38,6 +83,7 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
         }
         placement_state_done(&p->pl);
         page_agg_free(p->seen);
+        free(p->mapped);
         free(p->hist);
         free(p->node_bytes);
         proc_records_drop_huge(p);

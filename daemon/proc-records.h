@@ -15,9 +15,15 @@
 #include "migrate.h"
 #include "proc.h"
 #include "nodemask.h"
+#include "numa_maps.h"
 #include "page-agg.h"
 #include "placement.h"
 #include "plan.h"
+
+/* Address ranges kept per process for its page samples (proc_records_set_mapped), at
+ * most: ranges of adjacent mappings are merged, so this is far above what processes
+ * need (a few hundred); a process with more keeps its first ones. */
+#define PROC_MAPPED_MAX 65536
 
 /* Cooldown history kept per process (plan.h), at most. */
 #define PROC_HISTORY_MAX 256
@@ -69,8 +75,11 @@ struct proc_rec {
         uint64_t react_due_ms;     /* a scan brought forward by a node-change event, 0: none */
         nb_nodemask busy_nodes;    /* nodes with keep_node_share_pct of its CPU time in the last
                                     * window that had any (scan.c, keep_before) */
-        /* Page-level sampling: counts gathered since the last scan. */
+        /* Page-level sampling: counts gathered since the last scan, of addresses in
+         * the ranges its last full read found mapped (merged, sorted). */
         struct page_agg *seen;
+        struct mapped_range { uint64_t start, end; } *mapped;
+        size_t n_mapped;
         size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */
         uint64_t page_planned_bytes;       /* page-level moves planned, last scan */
         /* Sampled scans (sampled-scan.h): its huge VMAs, and the nodes with
@@ -116,6 +125,13 @@ bool proc_records_current(const struct proc_records *r, pid_t pid, uint64_t tick
 
 /* Frees the records not seen at tick. */
 void proc_records_sweep(struct proc_records *r, uint64_t tick);
+
+/* p's mappings as its full read found them: VMA i from maps->vmas[i].start to ends[i]
+ * (0: unknown, left out). -ENOMEM (the old ranges kept). */
+int proc_records_set_mapped(struct proc_rec *p, const struct numa_maps *maps, const uint64_t *ends);
+/* Whether addr lies in p's mappings as its last full read found them (none read yet:
+ * false). A page sample anywhere else is not p's memory to count. */
+bool proc_records_mapped(const struct proc_rec *p, uint64_t addr);
 
 /* Forgets p's huge VMAs (sampled-scan.h): it is read in full at its next scan. */
 void proc_records_drop_huge(struct proc_rec *p);

@@ -14,6 +14,7 @@
 #include "scan.h"
 #include "tenant-files.h"
 #include "page-sampler.h"
+#include "thread-mems.h"
 #include "source.h"
 #include "smaps.h"
 
@@ -102,6 +103,11 @@ static int read_status(const struct scan_env *env, struct proc_rec *p, struct pr
         struct proc_stat st;
         int r = proc_read_status(env->proc_root, p->pid, status);
 
+        if (r < 0)
+                return r;
+        /* In a threaded subtree its threads may have cpusets of their own: the nodes
+         * its memory may go to are those every thread's allows (lib/thread-mems.h). */
+        r = thread_mems_narrow(env->proc_root, env->cfg->cgroup_root, p->cg ? p->cg->path : NULL, p->pid, status);
         if (r < 0)
                 return r;
         p->uid = status->uid_real;
@@ -423,7 +429,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         if (!nodemask_empty(&busy))
                 p->busy_nodes = busy; /* a window without CPU time says nothing of where it works */
         if (env->pages)
-                page_sampler_span(env->pages, p->pid, spans_nodes(env, cpu));
+                page_sampler_span(env->pages, p->pid, p->cg->turn_uid, spans_nodes(env, cpu));
         if (scan_idle(env, p, primed, cpu, now))
                 return 0;
         r = read_status(env, p, &status);
@@ -469,6 +475,8 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
 
         log_decision(env, p, &s->plan);
         remember(p, &s->plan, &in, &status, now);
+        /* Where its next page samples may lie (out of memory: the old ranges). */
+        (void) proc_records_set_mapped(p, rd.maps, rd.ends);
         active = s->plan.n_moves || s->pages.n_moves || primed == 0 || changing;
         schedule_next(env, p, now, active);
         sampled_scan_note(env, p, rd.maps, rd.ends, &s->plan, !active, cpu_nodes);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Timer samples of threads with their user registers (task-sample.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <linux/perf_event.h>
@@ -10,20 +11,29 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "clock.h"
 #include "pagesize.h"
 #include "task-sample.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 struct ring {
         pid_t pid, tid;
         int fd;                    /* -1: a free slot */
+        int pidfd;                 /* names pid's process as it was when the thread was added */
         struct perf_event_mmap_page *meta;   /* then the data pages */
         size_t map_len;
+        uint64_t seq;              /* the order it was added in */
+        uint64_t since_ms;         /* and when (CLOCK_MONOTONIC) */
 };
 
 struct task_sampler {
         uint64_t period_ns;
         struct ring rings[TASK_SAMPLE_MAX_THREADS];
         size_t n;                  /* slots used so far (some may be free again) */
+        uint64_t seq;              /* of the last thread added */
 };
 
 int task_sampler_new(uint64_t period_ns, struct task_sampler **ret) {
@@ -46,6 +56,7 @@ void task_sampler_free(struct task_sampler *s) {
                 if (s->rings[i].fd >= 0) {
                         munmap(s->rings[i].meta, s->rings[i].map_len);
                         close(s->rings[i].fd);
+                        close(s->rings[i].pidfd);
                 }
         free(s);
 }
@@ -78,6 +89,31 @@ bool task_sampler_has(const struct task_sampler *s, pid_t tid) {
         return false;
 }
 
+size_t task_sampler_count_of(const struct task_sampler *s, pid_t pid) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n; i++)
+                n += s->rings[i].fd >= 0 && s->rings[i].pid == pid;
+        return n;
+}
+
+bool task_sampler_oldest(const struct task_sampler *s, bool (*match)(void *userdata, pid_t pid), void *userdata,
+                         pid_t *ret_pid, pid_t *ret_tid, uint64_t *ret_since_ms) {
+        const struct ring *best = NULL;
+
+        for (size_t i = 0; i < s->n; i++) {
+                const struct ring *r = &s->rings[i];
+                if (r->fd >= 0 && (!best || r->seq < best->seq) && match(userdata, r->pid))
+                        best = r;
+        }
+        if (!best)
+                return false;
+        *ret_pid = best->pid;
+        *ret_tid = best->tid;
+        *ret_since_ms = best->since_ms;
+        return true;
+}
+
 size_t task_sampler_count(const struct task_sampler *s) {
         size_t n = 0;
 
@@ -93,8 +129,16 @@ void task_sampler_remove(struct task_sampler *s, pid_t pid, pid_t tid) {
                         continue;
                 munmap(r->meta, r->map_len);
                 close(r->fd);
+                close(r->pidfd);
                 r->fd = -1;
         }
+}
+
+/* Whether the process pidfd names has exited (its pid may name another one since). */
+static bool exited(int pidfd) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+        return poll(&p, 1, 0) != 0;   /* readable, or an error: not to be trusted */
 }
 
 /* The live /proc, not a root passed in as lib's readers take: the events and the
@@ -119,8 +163,7 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
                 .exclude_hv = 1,
         };
         struct ring *r;
-        int fd;
-
+        int fd, pidfd;
         void *meta;
         size_t len = (1 + TASK_SAMPLE_RING_PAGES) * page_size();
 
@@ -133,12 +176,24 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
                 r->fd = -1;
                 return e;
         }
+        /* The process that pid names now, for the code bytes read by pid at each drain
+         * (task_sample_code_of): opened before the check below, so that the check
+         * covers it too. */
+        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0) {
+                int e = -errno;
+                close(fd);
+                r->fd = -1;
+                return e;
+        }
         /* The tid came from a listing of pid's threads: by now that thread may have
          * ended and its id gone to a thread of another process, which the event would
          * sample (its registers, then its code bytes). Checked after the open: the
          * event holds the task it opened, and the task is pid's thread exactly when
-         * /proc finds it among pid's threads now. */
-        if (!thread_of(pid, tid)) {
+         * /proc finds it among pid's threads now. The pidfd's process is the one
+         * checked unless it exited in between, which its pidfd then says. */
+        if (!thread_of(pid, tid) || exited(pidfd)) {
+                close(pidfd);
                 close(fd);
                 r->fd = -1;
                 return -ESRCH;
@@ -146,11 +201,13 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
         meta = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (meta == MAP_FAILED) {
                 int e = -errno;
+                close(pidfd);
                 close(fd);
                 r->fd = -1;
                 return e;
         }
-        *r = (struct ring) { .pid = pid, .tid = tid, .fd = fd, .meta = meta, .map_len = len };
+        *r = (struct ring) { .pid = pid, .tid = tid, .fd = fd, .pidfd = pidfd, .meta = meta, .map_len = len,
+                             .seq = ++s->seq, .since_ms = clock_now_ms() };
         return 0;
 }
 
@@ -206,7 +263,8 @@ static int drain_ring(struct ring *r, void (*fn)(void *, const struct task_sampl
                         ring_copy(r, tail, buf, h.size);
                         if (h.type == PERF_RECORD_SAMPLE) {
                                 struct task_sample t;
-                                if (parse_sample(buf + sizeof(h), h.size - sizeof(h), &t)) {
+                                if (parse_sample(buf + sizeof(h), h.size - sizeof(h), &t) && t.pid == r->pid) {
+                                        t.pidfd = r->pidfd;
                                         fn(userdata, &t);
                                         n++;
                                 }
@@ -252,4 +310,18 @@ int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]) {
                 from = ip / ps * ps;
         }
         return (int) (ip - from);
+}
+
+int task_sample_code_of(const struct task_sample *t, uint8_t code[INSN_CODE_LEN]) {
+        int n = task_sample_code(t->pid, t->ip, code);
+
+        /* Read by pid number: if the sampled process exited before the read, the pid
+         * may name another process by now, whose bytes these would be. Asked after
+         * the read: a process that had not exited when it ended still held its pid
+         * during it, so the bytes are its own. */
+        if (n > 0 && exited(t->pidfd)) {
+                memset(code, 0, INSN_CODE_LEN);
+                return -ESRCH;
+        }
+        return n;
 }

@@ -9,8 +9,9 @@
  * The cost charged to a sampled thread is one timer interrupt per period of its own
  * run time. Only samples that interrupted user code are kept (exclude_kernel): their
  * IP follows the access. Bounded: at most TASK_SAMPLE_MAX_THREADS events
- * per sampler, each with a ring of TASK_SAMPLE_RING_PAGES pages; a ring that fills
- * between drains loses samples (counted), never blocks the thread. */
+ * per sampler, each with a ring of TASK_SAMPLE_RING_PAGES pages and a pidfd of its
+ * process (two descriptors a thread); a ring that fills between drains loses samples
+ * (counted), never blocks the thread. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,11 +39,18 @@ void task_sampler_remove(struct task_sampler *s, pid_t pid, pid_t tid);
  * events would hold a slot for nothing). */
 void task_sampler_prune(struct task_sampler *s, pid_t pid, const pid_t *alive, size_t n_alive);
 bool task_sampler_has(const struct task_sampler *s, pid_t tid);
-/* Threads sampled now. */
+/* Threads sampled now: in all, and of pid. */
 size_t task_sampler_count(const struct task_sampler *s);
+size_t task_sampler_count_of(const struct task_sampler *s, pid_t pid);
+/* The thread sampled longest among those whose process match() accepts, and since
+ * when (CLOCK_MONOTONIC ms): false if none. */
+bool task_sampler_oldest(const struct task_sampler *s, bool (*match)(void *userdata, pid_t pid), void *userdata,
+                         pid_t *ret_pid, pid_t *ret_tid, uint64_t *ret_since_ms);
 
 struct task_sample {
         pid_t pid, tid;
+        int pidfd;                 /* the sampler's, naming pid's process: valid until the
+                                    * thread is removed */
         int cpu;                   /* where the sample was taken */
         uint64_t ip;
         uint64_t regs[INSN_REGS];
@@ -57,3 +65,7 @@ int task_sampler_drain(struct task_sampler *s, void (*fn)(void *userdata, const 
  * caller may read pid's memory), into code; fewer when the page before ip's is not
  * mapped. Returns the number of bytes, or -errno. */
 int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]);
+/* task_sample_code() for sample t, the process re-checked right after the read:
+ * -ESRCH (and no bytes) when the sampled process exited, whose pid may name another
+ * process since. What the drain reads code bytes with. */
+int task_sample_code_of(const struct task_sample *t, uint8_t code[INSN_CODE_LEN]);

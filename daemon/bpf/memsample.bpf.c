@@ -23,7 +23,7 @@ struct {
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, 1024);
+        __uint(max_entries, MEMSAMPLE_MAX_WATCHED);
         __type(key, __u32);
         __type(value, __u8);
 } watched SEC(".maps");

@@ -6,6 +6,9 @@
  * over more pages evicts the least recently sampled ones instead of failing. 32 bytes
  * a key and value, plus the map's overhead: about 6 MB. */
 #define MEMSAMPLE_MAX_ENTRIES 65536
+/* Processes watched at once: which ones, the daemon chooses per owner
+ * (daemon/page-sampler.c). */
+#define MEMSAMPLE_MAX_WATCHED 1024
 
 struct memsample_key {
         __u32 tgid;

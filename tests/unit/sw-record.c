@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "sw-record: cannot start the threads: %s\n", strerror(-r));
                 return 1;
         }
-        sw_sampler_span(s, getpid(), true);
+        sw_sampler_span(s, getpid(), getuid(), true);
         printf("# sw-record %u %u %u %" PRIu64 ": %u thread(s), thread k on CPU k %% 2 (node k %% 2), each "
                "reading its own 1/%u of %u MiB\n# node offset\n", n, mb, ms, rate, n, n, mb);
         for (unsigned waited = 0; waited < ms; waited += 20) {

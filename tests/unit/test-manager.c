@@ -102,14 +102,25 @@ static bool watched(pid_t pid) {
         return false;
 }
 
-int page_sampler_watch(struct page_sampler *s, pid_t pid) {
+int page_sampler_watch(struct page_sampler *s, pid_t pid, uid_t owner) {
+        (void) owner;
         if (!watched(pid) && s->n_watched < ELEMENTSOF(s->watched))
                 s->watched[s->n_watched++] = pid;
         return 0;
 }
 
-void page_sampler_span(struct page_sampler *s, pid_t pid, bool spans) {
-        (void) s, (void) pid, (void) spans;
+void page_sampler_span(struct page_sampler *s, pid_t pid, uid_t owner, bool spans) {
+        (void) s, (void) pid, (void) owner, (void) spans;
+}
+
+uint64_t page_sampler_take_cpu_ns(struct page_sampler *s) {
+        (void) s;
+        return 0;
+}
+
+const struct sample_quota *page_sampler_quota(const struct page_sampler *s) {
+        (void) s;
+        return NULL;
 }
 
 void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
@@ -763,6 +774,29 @@ TEST(page_samples_move_pages_to_the_node_that_touches_them) {
         CHECK(p && p->pages_seen == 3 && p->pages_shared == 1 && p->page_planned_bytes == 4096);
         /* Single pages moved are not remembered for the cooldown. */
         CHECK(p && p->n_hist == 0 && p->pages[MIG_MOVED] == 1);
+        env_done();
+}
+
+/* Samples at addresses outside every mapping of web (between its heap and its next
+ * mapping, and far above everything) are dropped and counted, never stored: the
+ * same counts inside the heap make a move, these make nothing. */
+TEST(page_samples_outside_the_mappings_are_dropped) {
+        struct proc_rec *p;
+
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(WEB, WEB);
+        set_procs("3002\n");
+        CHECK_INT(tick(), 0);
+        queue_sample(WEB, 0x7000000000, 0, 3);        /* no mapping there */
+        queue_sample(WEB, 0x7ffffffff000ULL * 16, 0, 5);
+        queue_sample(WEB, 0x5601a0001234, 0, 3);      /* the heap: kept */
+        env.jobs_move = true;
+        CHECK_INT(tick(), 0);
+        p = rec(WEB);
+        CHECK_INT(env.m ? manager_view(env.m)->counters->page_samples_unmapped : 0, 8);
+        CHECK_INT(env.m ? manager_view(env.m)->counters->page_samples : 0, 11);
+        CHECK(p && p->pages_seen == 1);
         env_done();
 }
 

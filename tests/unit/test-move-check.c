@@ -391,6 +391,42 @@ TEST(a_threads_policy_no_longer_allows_the_target) {
         CHECK_STR(verdict(binds_a_thread_to_node_1), "move");
 }
 
+/* /app.slice's cgroup.type, and each thread's status: the main one's, thread 3003's
+ * Mems_allowed_list mems3003. */
+static void threads_in_cgroup_type(const char *type, const char *mems3003) {
+        char path[512];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/app.slice/cgroup.type", cgroup_root);
+        f = fopen(path, "w");
+        if (!f)
+                abort();
+        fprintf(f, "%s\n", type);
+        fclose(f);
+        sh("cp '@/3001/status' '@/3001/task/3001/status' && cp '@/3001/status' '@/3001/task/3003/status'", proc_root);
+        snprintf(path, sizeof(path), "Mems_allowed_list:\t%s", mems3003);
+        edit("task/3003/status", "Mems_allowed_list:\t0-1", path);
+}
+
+static void threaded_a_thread_on_node_1(void) { threads_in_cgroup_type("threaded", "1"); }
+static void domain_threaded_a_thread_on_node_1(void) { threads_in_cgroup_type("domain threaded", "1"); }
+static void threaded_all_allow_both(void) { threads_in_cgroup_type("threaded", "0-1"); }
+static void domain_a_thread_on_node_1(void) { threads_in_cgroup_type("domain", "1"); }
+
+/* In a threaded subtree each thread has a cpuset of its own: memory goes to node 0
+ * only if every thread's allows it, whatever the main thread's says. In a domain
+ * cgroup all threads share the main one's (the others' status is not read). */
+TEST(a_threads_cpuset_does_not_allow_the_target) {
+        char path[512];
+
+        CHECK_STR(verdict(threaded_a_thread_on_node_1), "policy-changed");
+        CHECK_STR(verdict(domain_threaded_a_thread_on_node_1), "policy-changed");
+        CHECK_STR(verdict(threaded_all_allow_both), "move");
+        CHECK_STR(verdict(domain_a_thread_on_node_1), "move");
+        snprintf(path, sizeof(path), "%s/app.slice/cgroup.type", cgroup_root);
+        unlink(path);
+}
+
 TEST(unreadable) {
         CHECK_STR(verdict(numa_maps_unreadable), "unreadable");
 }

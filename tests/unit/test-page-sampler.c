@@ -78,8 +78,8 @@ TEST(replay_drains_what_was_written) {
                 CHECK_STR(page_sampler_name(s), "replay");
                 CHECK_STR(page_sampler_chain(&placement_source_proc, s), "replay+proc");
                 CHECK_STR(page_sampler_chain(&bpf_like, s), "replay+bpf");
-                CHECK_INT(page_sampler_watch(s, 100), 0);
-                page_sampler_span(s, 100, true);
+                CHECK_INT(page_sampler_watch(s, 100, 0), 0);
+                page_sampler_span(s, 100, 0, true);
                 CHECK_INT(page_sampler_drain(s, take, &d), 2);
                 CHECK_INT(d.n, 2);
                 CHECK(d.n == 2 && d.tgid[0] == 100 && d.addr[1] == UINT64_C(0x7f0000002000));
@@ -146,7 +146,7 @@ TEST(auto_without_event_sources_is_none) {
 
 /* No sampler: the calls that take one may still be made with none. */
 TEST(none_is_safe_to_pass) {
-        page_sampler_span(NULL, 1, true);
+        page_sampler_span(NULL, 1, 0, true);
         page_sampler_free(NULL);
         CHECK(page_sampler_name(NULL) == NULL);
         CHECK_STR(page_sampler_chain(NULL, NULL), "proc");
@@ -243,8 +243,8 @@ TEST(replay_the_stored_recording) {
         p.hits = calloc(p.length / p.page, sizeof(*p.hits));
         if (s && p.hits) {
                 /* A replay samples whatever the file holds: watching changes nothing. */
-                CHECK_INT(page_sampler_watch(s, p.pid), 0);
-                page_sampler_span(s, p.pid, true);
+                CHECK_INT(page_sampler_watch(s, p.pid, 0), 0);
+                page_sampler_span(s, p.pid, 0, true);
                 r = page_sampler_drain(s, tally, &p);
                 CHECK_INT(r, lines);
                 CHECK_INT(p.n, lines);

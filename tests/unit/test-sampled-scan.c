@@ -54,6 +54,7 @@ static void start(struct fixture *f) {
 static void done(struct fixture *f) {
         proc_records_drop_huge(&f->p);
         page_agg_free(f->p.seen);
+        free(f->p.mapped);
         numa_maps_free(f->maps);
         config_done(&f->cfg);
 }

@@ -7,6 +7,7 @@
  * charges nothing itself (its CPU time is in the scan, for the tick to charge). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "config.h"
 #include "pagesize.h"
@@ -71,6 +72,7 @@ static void fixture_done(struct fixture *f) {
         free(f->p.hist);
         proc_records_drop_huge(&f->p);
         page_agg_free(f->p.seen);
+        free(f->p.mapped);
         placement_state_done(&f->p.pl);
         config_done(&f->cfg);
 }
@@ -113,6 +115,51 @@ TEST(misplaced_memory_is_planned) {
         CHECK_INT(f.cg.cost_ns[STAGE_READ], 0);
         scan_done(&s);
         fixture_done(&f);
+}
+
+/* 3001 again, its main thread allowed nodes 0-1 and in a threaded cgroup whose
+ * thread 3003 has a cpuset of node 1 only: node 0 is not allowed to every thread, so
+ * nothing moves there (though its threads run there); in a domain cgroup (no thread
+ * in a cgroup of its own) its 40 MiB go to node 0. */
+TEST(a_threads_cpuset_is_obeyed) {
+        char cgroup_root[300], cmd[4096];
+        struct fixture f;
+        struct scan s = {};
+
+        snprintf(cgroup_root, sizeof(cgroup_root), "%s/cgroup", tmpdir);
+        snprintf(cmd, sizeof(cmd),
+                 "mkdir -p '%s/app.slice' && echo threaded > '%s/app.slice/cgroup.type' && "
+                 "cp '%s/3001/status' '%s/3001/task/3001/status' && "
+                 "sed 's/^Mems_allowed_list:.*/Mems_allowed_list:\t1/' '%s/3001/status' > '%s/3001/task/3003/status'",
+                 cgroup_root, cgroup_root, proc_root, proc_root, proc_root, proc_root);
+        if (system(cmd) != 0)
+                TEST_FAIL("cannot make the fake cgroup tree");
+        for (int threaded = 1; threaded >= 0; threaded--) {
+                size_t to0 = 0;
+
+                fixture_start(&f, 3001, 5000);
+                free(f.cfg.cgroup_root);
+                f.cfg.cgroup_root = strdup(cgroup_root);
+                s = (struct scan) { .rec = &f.p };
+                cpu_now[0] = 500000000;
+                cpu_now[1] = 0;
+                CHECK_INT(scan_process(&f.env, &f.p, 100000, f.reserved, &s), 1);
+                printf("%s: %zu move(s), mems_allowed %s\n", threaded ? "threaded" : "domain", s.plan.n_moves,
+                       nodemask_test(&f.p.mems_allowed, 0) ? "0-1" : "1");
+                for (size_t k = 0; k < s.plan.n_moves; k++)
+                        to0 += s.plan.moves[k].target == 0;
+                CHECK_INT(to0, threaded ? 0 : 2);
+                CHECK(nodemask_test(&f.p.mems_allowed, 0) == !threaded);
+                scan_done(&s);
+                fixture_done(&f);
+                snprintf(cmd, sizeof(cmd), "echo domain > '%s/app.slice/cgroup.type'", cgroup_root);
+                if (system(cmd) != 0)
+                        TEST_FAIL("cannot write cgroup.type");
+        }
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s/3001/task/3001/status' '%s/3001/task/3003/status'", cgroup_root,
+                 proc_root, proc_root);
+        if (system(cmd) != 0)
+                TEST_FAIL("cannot clean up");
 }
 
 /* 3002: memory on node 0 (16 MiB private, 4156 pages with libc's), its threads on

@@ -10,8 +10,12 @@
  * (quarters: A and C on CPU 0, B and D on CPU 1). Needs x86-64 with Capstone, two
  * CPUs, and perf_event_open (root, or perf_event_paranoid <= 2; skipped otherwise
  * unless root, where a failure is a failure). */
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -60,7 +64,7 @@ static int sample_and_plan(unsigned n, uint64_t buf, struct plan *ret) {
                 sw_sampler_free(s);
                 return r;
         }
-        sw_sampler_span(s, getpid(), true);
+        sw_sampler_span(s, getpid(), getuid(), true);
         CHECK_INT(page_agg_new(topo, 4096, &agg), 0);
         for (int waited = 0; agg && waited < RUN_MS; waited += 20) {
                 usleep(20 * 1000);
@@ -124,6 +128,215 @@ TEST(two_threads_halves) {
 
 TEST(four_threads_quarters) {
         check_plan(4);
+}
+
+/* What the decoding thread found of itself: its tid, CapEff and CapPrm from its own
+ * /proc/self/task/TID/status, read by the kernel's account, not the code's. */
+struct decoder_seen {
+        pid_t tid;
+        uint64_t eff, prm;
+        bool read;
+};
+
+static bool status_caps(pid_t tid, uint64_t *eff, uint64_t *prm) {
+        char path[64], line[256];
+        FILE *f;
+        int got = 0;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int) tid);
+        f = fopen(path, "re");
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f)) {
+                got += sscanf(line, "CapEff: %" SCNx64, eff) == 1;
+                got += sscanf(line, "CapPrm: %" SCNx64, prm) == 1;
+        }
+        fclose(f);
+        return got == 2;
+}
+
+static void on_decoder(void *userdata) {
+        struct decoder_seen *seen = userdata;
+
+        seen->tid = gettid();
+        seen->read = status_caps(seen->tid, &seen->eff, &seen->prm);
+}
+
+static void count_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
+        (void) tgid;
+        (void) addr;
+        (void) node;
+        *(uint64_t *) userdata += count;
+}
+
+/* The bytes of sampled code are parsed by Capstone on a thread that holds no
+ * capability, while the thread that drains (the daemon's event loop) keeps its own. */
+TEST(decoded_without_capabilities) {
+        const size_t bytes = (size_t) 1 << 20;
+        uint64_t *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        static const int cpus[2] = { 0, 1 };
+        struct decoder_seen seen = {};
+        struct split_workload *w = NULL;
+        struct sw_sampler *s = NULL;
+        struct sample_check c;
+        uint64_t main_eff = 0, main_prm = 0, addresses = 0, decode_ns;
+        int r;
+
+        CHECK(buf != MAP_FAILED);
+        if (buf == MAP_FAILED)
+                return;
+        memset(buf, 1, bytes);
+        r = sw_sampler_new("/proc", topo, RATE, &s, &c);
+        if (r == -EOPNOTSUPP || (r < 0 && geteuid() != 0)) {
+                munmap(buf, bytes);
+                TEST_SKIP("software sampling unavailable here: %s", strerror(-r));
+        }
+        CHECK_INT(r, 0);
+        if (r < 0)
+                return;
+        sw_sampler_set_decode_hook(s, on_decoder, &seen);
+        CHECK_INT(split_workload_start(buf, bytes, 2, cpus, &w), 0);
+        sw_sampler_span(s, getpid(), getuid(), true);
+        for (int waited = 0; waited < RUN_MS && !seen.tid; waited += 20) {
+                usleep(20 * 1000);
+                sw_sampler_drain(s, count_sample, &addresses);
+        }
+        split_workload_stop(w);
+        /* The decoding threads' CPU time, for the tick to charge: taken once. */
+        decode_ns = sw_sampler_take_cpu_ns(s);
+        CHECK(decode_ns > 0);
+        CHECK_INT(sw_sampler_take_cpu_ns(s), 0);
+        sw_sampler_free(s);
+        munmap(buf, bytes);
+        CHECK(status_caps(gettid(), &main_eff, &main_prm));
+        printf("decoding thread %d: CapEff %016" PRIx64 " CapPrm %016" PRIx64 "; draining thread %d: CapEff %016"
+               PRIx64 "; %" PRIu64 " addresses, decoding threads' CPU %" PRIu64 " us\n", (int) seen.tid, seen.eff,
+               seen.prm, (int) gettid(), main_eff, addresses, decode_ns / 1000);
+        CHECK(seen.tid > 0 && seen.tid != gettid());
+        CHECK(seen.read);
+        CHECK(addresses > 0);
+        if (main_eff == 0) {
+                printf("not asserted: the decoding thread's empty CapEff, since this test runs without "
+                       "capabilities (not root) and so has none to drop\n");
+                return;
+        }
+        CHECK_INT(seen.eff, 0);
+        CHECK_INT(seen.prm, 0);
+        CHECK(main_eff != 0);   /* the draining thread kept its own */
+}
+
+/* A process of n threads (its main one and n - 1 more), all waiting; their tids. */
+static void *wait_forever(void *arg) {
+        (void) arg;
+        for (;;)
+                pause();
+        return NULL;
+}
+
+static pid_t threads_process(unsigned n, pid_t *tids) {
+        int p[2];
+        pid_t pid;
+
+        if (pipe(p) < 0)
+                return -1;
+        pid = fork();
+        if (pid == 0) {
+                close(p[0]);
+                for (unsigned i = 1; i < n; i++) {
+                        pthread_t th;
+                        if (pthread_create(&th, NULL, wait_forever, NULL) != 0)
+                                _exit(1);
+                }
+                if (write(p[1], "x", 1) < 0)
+                        _exit(1);
+                wait_forever(NULL);
+        }
+        close(p[1]);
+        if (pid > 0) {
+                char c;
+                char dir[64];
+                DIR *d;
+                struct dirent *e;
+                unsigned k = 0;
+
+                if (read(p[0], &c, 1) != 1)
+                        pid = -1;
+                snprintf(dir, sizeof(dir), "/proc/%d/task", (int) pid);
+                d = pid > 0 ? opendir(dir) : NULL;
+                while (d && (e = readdir(d)))
+                        if (e->d_name[0] != '.' && k < n)
+                                tids[k++] = atoi(e->d_name);
+                if (d)
+                        closedir(d);
+        }
+        close(p[0]);
+        return pid;
+}
+
+static unsigned sampled_of(const struct sw_sampler *s, const pid_t *tids, unsigned n) {
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < n; i++)
+                k += sw_sampler_sampling(s, tids[i]);
+        return k;
+}
+
+/* One owner's process with 12 threads takes all 8 slots while alone; another owner's
+ * process of 3 threads arriving gets its 3 and the first keeps 5; over the first's
+ * later scans its threads take turns, each one sampled at some point; what the first
+ * was refused is counted against it, the second was refused nothing. */
+TEST(thread_slots_shared_by_owner) {
+        pid_t ta[12] = {}, tb[3] = {};
+        bool ever[12] = {}, all = true;
+        struct sw_sampler *s = NULL;
+        struct sample_check c;
+        const struct sample_quota *q;
+        pid_t a, b;
+        int r;
+
+        r = sw_sampler_new("/proc", topo, RATE, &s, &c);
+        if (r == -EOPNOTSUPP || (r < 0 && geteuid() != 0))
+                TEST_SKIP("software sampling unavailable here: %s", strerror(-r));
+        CHECK_INT(r, 0);
+        if (r < 0)
+                return;
+        sw_sampler_set_slots(s, 8, 100);
+        a = threads_process(12, ta);
+        b = threads_process(3, tb);
+        CHECK(a > 0 && b > 0);
+        sw_sampler_span(s, a, 1000, true);
+        CHECK_INT(sampled_of(s, ta, 12), 8);
+        sw_sampler_span(s, b, 2000, true);
+        CHECK_INT(sampled_of(s, tb, 3), 3);
+        CHECK_INT(sampled_of(s, ta, 12), 5);
+        for (int round = 0; round < 12; round++) {
+                usleep(120 * 1000);
+                sw_sampler_span(s, a, 1000, true);
+                sw_sampler_span(s, b, 2000, true);
+                CHECK_INT(sampled_of(s, ta, 12), 5);
+                CHECK_INT(sampled_of(s, tb, 3), 3);
+                for (unsigned i = 0; i < 12; i++)
+                        ever[i] |= sw_sampler_sampling(s, ta[i]);
+        }
+        for (unsigned i = 0; i < 12; i++)
+                all &= ever[i];
+        CHECK(all);
+        q = sw_sampler_quota(s);
+        CHECK_INT(q->n, 2);
+        printf("uid %u: share %" PRIu64 ", refused %" PRIu64 "; uid %u: share %" PRIu64 ", refused %" PRIu64 "\n",
+               (unsigned) q->v[0].uid, q->v[0].share, q->v[0].refused, (unsigned) q->v[1].uid, q->v[1].share,
+               q->v[1].refused);
+        CHECK(q->v[0].refused > 0);
+        CHECK_INT(q->v[1].refused, 0);
+        /* The second leaves: the first takes the whole table again at its next scan. */
+        sw_sampler_forget(s, b);
+        sw_sampler_span(s, a, 1000, true);
+        CHECK_INT(sampled_of(s, ta, 12), 8);
+        sw_sampler_free(s);
+        kill(a, SIGKILL);
+        kill(b, SIGKILL);
+        waitpid(a, NULL, 0);
+        waitpid(b, NULL, 0);
 }
 
 static int intro(void) {

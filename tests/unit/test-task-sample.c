@@ -2,7 +2,10 @@
 /* Thread sampling (lib/task-sample.h): a thread is sampled only while it is a thread
  * of the process it was listed under, so that a tid gone to another process is never
  * sampled (its registers and code bytes are not the sampled process's). */
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "task-sample.h"
@@ -33,6 +36,92 @@ TEST(only_a_thread_of_its_process) {
         CHECK_INT(task_sampler_add(s, child, child), 0);
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);
+        task_sampler_free(s);
+}
+
+static pid_t spinner(void) {
+        pid_t pid = fork();
+
+        if (pid == 0)
+                for (volatile uint64_t i = 0;; i++)
+                        ;
+        return pid;
+}
+
+static void keep_first(void *userdata, const struct task_sample *t) {
+        struct task_sample *first = userdata;
+
+        if (first->pid == 0)
+                *first = *t;
+}
+
+/* A process forked with pid want, through ns_last_pid (root only); -1 if another
+ * process took it first. */
+static pid_t spinner_at(pid_t want) {
+        char v[32];
+        int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+        pid_t got;
+
+        if (fd < 0)
+                return -1;
+        snprintf(v, sizeof(v), "%d", (int) want - 1);
+        if (write(fd, v, strlen(v)) < 0) {
+                close(fd);
+                return -1;
+        }
+        close(fd);
+        got = spinner();
+        if (got != want) {
+                kill(got, SIGKILL);
+                waitpid(got, NULL, 0);
+                return -1;
+        }
+        return got;
+}
+
+/* Code bytes are read by pid number at the drain: a sample of a process that exited
+ * since, whose pid a new process holds now (made so with ns_last_pid), gives no bytes,
+ * though the pid reads fine: the new process (a fork of this test) has the same code
+ * at the same address. */
+TEST(code_not_read_from_a_reused_pid) {
+        struct task_sample first = {};
+        struct task_sampler *s = NULL;
+        uint8_t code[INSN_CODE_LEN];
+        pid_t a, b = -1;
+        int r;
+
+        if (geteuid() != 0)
+                TEST_SKIP("not root: a pid cannot be reused on purpose (ns_last_pid)");
+        CHECK_INT(task_sampler_new(100000, &s), 0);
+        a = spinner();
+        r = task_sampler_add(s, a, a);
+        if (r == -EACCES || r == -EPERM || r == -ENOENT || r == -EOPNOTSUPP) {
+                kill(a, SIGKILL);
+                waitpid(a, NULL, 0);
+                task_sampler_free(s);
+                TEST_SKIP("perf events refused here (%d)", r);
+        }
+        CHECK_INT(r, 0);
+        for (int i = 0; i < 100 && first.pid == 0; i++) {
+                usleep(10000);
+                task_sampler_drain(s, keep_first, &first, NULL);
+        }
+        CHECK_INT(first.pid, a);
+        CHECK(task_sample_code_of(&first, code) > 0);   /* alive: its bytes */
+        kill(a, SIGKILL);
+        waitpid(a, NULL, 0);
+        for (int tries = 0; tries < 20 && b < 0; tries++)
+                b = spinner_at(a);
+        if (b < 0) {
+                task_sampler_free(s);
+                TEST_SKIP("pid %d was taken by another process before this test could", (int) a);
+        }
+        printf("pid %d exited and was given to a new process; by pid: %d bytes; re-checked: %d\n", (int) a,
+               task_sample_code(first.pid, first.ip, code), task_sample_code_of(&first, code));
+        CHECK(task_sample_code(first.pid, first.ip, code) > 0);   /* the new process's bytes */
+        CHECK_INT(task_sample_code_of(&first, code), -ESRCH);
+        kill(b, SIGKILL);
+        waitpid(b, NULL, 0);
         task_sampler_free(s);
 }
 
