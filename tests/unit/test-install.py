@@ -9,7 +9,8 @@ The directories are meson's (absolute, or relative to PREFIX) and the unit
 directory as systemd/meson.build computed it. Expected: numabalancectl in bindir,
 numabalanced in sbindir, numabalanced.service in the unit directory (ExecStart
 naming the installed numabalanced), the three man pages in mandir, and
-numabalanced.conf in sysconfdir (the shipped file); nothing else (no static
+numabalanced.conf in sysconfdir (the shipped file) and the empty directory
+numabalanced.conf.d beside it; nothing else (no static
 library, no test programs).
 """
 import filecmp
@@ -55,6 +56,7 @@ def main():
         p(datadir) + "/bash-completion/completions/numabalancectl",
     }
     conf = p(sysconfdir) + "/numabalanced.conf"
+    confd = p(sysconfdir) + "/numabalanced.conf.d"
 
     dest = nbtest.tmpdir("test-install-")
     install(meson, build, dest)
@@ -66,6 +68,10 @@ def main():
         nbtest.finish()
     print("ok: installed exactly:\n  " + "\n  ".join(sorted(got)))
 
+    # The directory of the services' opt-in files: there, empty, owned by its owner
+    # alone (the daemon refuses one others may write).
+    check(os.path.isdir(dest + confd) and not os.listdir(dest + confd), f"{confd} is not an empty directory")
+    check(os.stat(dest + confd).st_mode & 0o022 == 0, f"{confd} is writable by group or others")
     for f in (p(bindir) + "/numabalancectl", p(sbindir) + "/numabalanced"):
         check(os.access(dest + f, os.X_OK), f"{f} is not executable")
     check(filecmp.cmp(dest + conf, os.path.join(src, "conf", "numabalanced.conf"), shallow=False),
