@@ -1056,33 +1056,18 @@ static bool key_is_list(const struct conf_key *k) {
         return k->type->storage == CONFIG_STORAGE_CGROUPS;
 }
 
-/* The rules of one cgroups line (value, already parsed into *add) appended to the
- * load's, unless one names a path an earlier line already named: which of the two
- * was meant is the question, as with a path named twice on one line. Takes *add. */
+/* The rules of one cgroups line (already parsed into *add, which is taken) appended
+ * to the load's, with where they were made. A path named on two lines is found once
+ * all are read (rules_check_twice()), so that thousands of rules cost no more than
+ * sorting them. */
 static int rules_append(struct config_load *L, const struct conf_key *k, const char *path, unsigned line,
                         struct nb_config *add) {
+        size_t n = L->c.n_cgroups;
         struct cgroup_rule *nr;
         struct config_origin *no;
-        size_t n = L->c.n_cgroups;
-        bool twice = false;
-        int r = 0;
 
-        for (size_t i = 0; i < add->n_cgroups && r >= 0; i++)
-                for (size_t j = 0; j < n; j++) {
-                        if (strcmp(add->cgroups[i].path, L->c.cgroups[j].path) != 0)
-                                continue;
-                        r = errors_add(L->errs, "%s:%u: [%s] %s: \"%s=%s\": the path is already named at %s:%u "
-                                       "(accepted: one rule per cgroup, in all the files)",
-                                       path, line, k->section, k->key, add->cgroups[i].path,
-                                       cg_mode_name(add->cgroups[i].mode), L->rule_origin[j].path,
-                                       L->rule_origin[j].line);
-                        twice = true;
-                        break;
-                }
-        if (twice || r < 0 || !add->n_cgroups) {
-                field_free(k, add);
-                return r;
-        }
+        if (!add->n_cgroups)
+                return 0;
         nr = realloc(L->c.cgroups, (n + add->n_cgroups) * sizeof(*nr));
         if (nr)
                 L->c.cgroups = nr;
@@ -1104,19 +1089,69 @@ static int rules_append(struct config_load *L, const struct conf_key *k, const c
         return 0;
 }
 
-/* e is the last entry of its key in the file. */
-static bool config_lines_last(const struct config_lines *s, const struct config_line *e) {
-        for (const struct config_line *f = e + 1; f < s->v + s->n; f++)
-                if (f->key && strcmp(f->section, e->section) == 0 && strcmp(f->key, e->key) == 0)
-                        return false;
-        return true;
+static const struct cgroup_rule *sort_rules;
+
+/* By path, then in the order the rules were read. */
+static int rule_index_cmp(const void *a, const void *b) {
+        size_t i = *(const size_t *) a, j = *(const size_t *) b;
+        int r = strcmp(sort_rules[i].path, sort_rules[j].path);
+        return r ? r : (i > j) - (i < j);
+}
+
+static int size_cmp(const void *a, const void *b) {
+        size_t i = *(const size_t *) a, j = *(const size_t *) b;
+        return (i > j) - (i < j);
+}
+
+/* A path named by two cgroups lines, in one file or two: which rule was meant is the
+ * question, as for a path named twice on one line. Each later naming is reported,
+ * in the order read, with the first one's place. O(n log n) in the rules. */
+static int rules_check_twice(struct config_load *L) {
+        const struct conf_key *k = key_find("select", "cgroups");
+        size_t n = L->c.n_cgroups, n_twice = 0;
+        _cleanup_free_ size_t *idx = NULL, *first = NULL, *twice = NULL;
+        int r = 0;
+
+        if (n < 2)
+                return 0;
+        idx = malloc(n * sizeof(*idx));
+        first = malloc(n * sizeof(*first));
+        twice = malloc(n * sizeof(*twice));
+        if (!idx || !first || !twice)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                idx[i] = i;
+        /* qsort() takes no context; a load runs on one thread at a time (the event
+         * loop, or a check), and the pointer is set and used only here. */
+        sort_rules = L->c.cgroups;
+        qsort(idx, n, sizeof(*idx), rule_index_cmp);
+        sort_rules = NULL;
+        /* In a run of equal paths, the first (read first) is where the path was named. */
+        for (size_t i = 1, head = idx[0]; i < n; i++) {
+                if (strcmp(L->c.cgroups[idx[i]].path, L->c.cgroups[head].path) != 0) {
+                        head = idx[i];
+                        continue;
+                }
+                first[idx[i]] = head;
+                twice[n_twice++] = idx[i];
+        }
+        qsort(twice, n_twice, sizeof(*twice), size_cmp);
+        for (size_t t = 0; t < n_twice && r >= 0; t++) {
+                size_t i = twice[t], f = first[i];
+                r = errors_add(L->errs, "%s:%u: [%s] %s: \"%s=%s\": the path is already named at %s:%u "
+                               "(accepted: one rule per cgroup, in all the files)",
+                               L->rule_origin[i].path, L->rule_origin[i].line, k->section, k->key,
+                               L->c.cgroups[i].path, cg_mode_name(L->c.cgroups[i].mode),
+                               L->rule_origin[f].path, L->rule_origin[f].line);
+        }
+        return r;
 }
 
 /* One entry of a file (path, a string of the load's): its structure (known section
  * and key, not a duplicate within the file), then its value, which replaces what an
  * earlier file set, or for cgroups is added to it. */
 static int config_line_check(struct config_load *L, const char *path, const struct config_lines *s,
-                             const struct config_line *e, const dictionary *d) {
+                             const struct config_line *e, bool last, const dictionary *d) {
         struct config_errors *errs = L->errs;
         char accepted[1024], problem[512];
         const struct conf_key *k;
@@ -1146,8 +1181,8 @@ static int config_line_check(struct config_load *L, const char *path, const stru
                 return errors_add(errs, "%s:%u: [%s] %s: unknown key (accepted: %s)",
                                   path, e->line, e->section, e->key, accepted);
         }
-        f = config_lines_find(s, e->section, e->key);
-        if (f != e && !key_is_list(k))
+        f = key_is_list(k) ? e : config_lines_find(s, e->section, e->key);
+        if (f != e)
                 return errors_add(errs, "%s:%u: [%s] %s: duplicate key, already set on line %u (accepted: one setting per key"
                                   " in a file)",
                                   path, e->line, e->section, e->key, f->line);
@@ -1162,7 +1197,7 @@ static int config_line_check(struct config_load *L, const char *path, const stru
 
         /* iniparser keeps the last of a repeated key: the earlier cgroups lines are
          * read from the scan, which reads them with iniparser's own patterns. */
-        value = key_is_list(k) && !config_lines_last(s, e) ? e->value : value_of(d, e);
+        value = key_is_list(k) && !last ? e->value : value_of(d, e);
         if (key_is_list(k)) {
                 struct nb_config add = {};
                 r = k->type->parse(k, value, (char *) &add + k->offset, problem, sizeof(problem));
@@ -1187,6 +1222,7 @@ static int config_line_check(struct config_load *L, const char *path, const stru
 static int config_load_text(struct config_load *L, const char *path, const char *text, size_t len) {
         _cleanup_(config_lines_done) struct config_lines lines = {};
         _cleanup_(dictionary_freep) dictionary *d = NULL;
+        size_t last[ELEMENTSOF(conf_keys)];
         int r;
 
         r = config_lines_scan(text, len, &lines);
@@ -1194,9 +1230,19 @@ static int config_load_text(struct config_load *L, const char *path, const char 
                 return r;
         d = dictionary_of(text, len);
 
+        /* The last entry of each list key in this file: the one iniparser keeps. */
+        for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
+                last[i] = SIZE_MAX;
+        for (size_t i = 0; i < lines.n; i++) {
+                const struct conf_key *k = lines.v[i].key ? key_find(lines.v[i].section, lines.v[i].key) : NULL;
+                if (k && key_is_list(k))
+                        last[k - conf_keys] = i;
+        }
+
         /* In the file's order, so that the errors read top to bottom. */
         for (size_t i = 0; i < lines.n; i++) {
-                r = config_line_check(L, path, &lines, &lines.v[i], d);
+                const struct conf_key *k = lines.v[i].key ? key_find(lines.v[i].section, lines.v[i].key) : NULL;
+                r = config_line_check(L, path, &lines, &lines.v[i], k && last[k - conf_keys] == i, d);
                 if (r < 0)
                         return r;
         }
@@ -1404,6 +1450,9 @@ int config_load(const char *path, unsigned flags, struct nb_config *cfg, struct 
         if (asprintf(&dir, "%s.d", path) < 0)
                 return -ENOMEM;
         r = config_load_dir(&L, dir, &files.n_dropins);
+        if (r < 0)
+                return r;
+        r = rules_check_twice(&L);
         if (r < 0)
                 return r;
 

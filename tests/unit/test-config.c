@@ -921,11 +921,18 @@ TEST(dropins_errors_at_their_line) {
 
         free(dropin(m, "10-bad.conf", "# bad\n[daemon]\ntick_ms = fast\n[select]\ncgroups = /b=balance /a.slice=off\n"));
         free(dropin(m, "20-unknown.conf", "[select]\ncgroup = /c=balance\n"));
+        free(dropin(m, "30-third.conf", "[select]\ncgroups = /b=off\ncgroups = /a.slice=advise\n"));
+        /* Paths named twice are found once every file is read: after the other errors,
+         * each at its own line, with the place that named the path first. */
         TREE_ERRORS(m,
                     "FILE.d/10-bad.conf:3: [daemon] tick_ms: \"fast\" is not a number (accepted: 100..60000)",
+                    "FILE.d/20-unknown.conf:2: [select] cgroup: unknown key (accepted: cgroup_root, cgroups, min_rss)",
                     "FILE.d/10-bad.conf:5: [select] cgroups: \"/a.slice=off\": the path is already named at FILE:2 "
                     "(accepted: one rule per cgroup, in all the files)",
-                    "FILE.d/20-unknown.conf:2: [select] cgroup: unknown key (accepted: cgroup_root, cgroups, min_rss)");
+                    "FILE.d/30-third.conf:2: [select] cgroups: \"/b=off\": the path is already named at "
+                    "FILE.d/10-bad.conf:5 (accepted: one rule per cgroup, in all the files)",
+                    "FILE.d/30-third.conf:3: [select] cgroups: \"/a.slice=advise\": the path is already named at FILE:2 "
+                    "(accepted: one rule per cgroup, in all the files)");
         tree_done(m);
 
         m = tree("cross", "[daemon]\nscan_max_ms = 2000\n", true);
