@@ -1266,8 +1266,8 @@ static int owner_check(struct config_load *L, const char *path, const struct sta
 
 /* Reads the file name (relative to dirfd) shown as path, after the owner check.
  * Returns 1 with the text, 0 when it is not read (in the directory: not a regular
- * file; or a problem, then in the errors), or -errno: for the main file, why it
- * cannot be read; out of memory for either. */
+ * file, or gone; or a problem, then in the errors), or -errno: for the main file,
+ * why it cannot be read; out of memory for either. */
 static int config_read(struct config_load *L, int dirfd, const char *name, const char *path, bool in_dir,
                        char **ret, size_t *ret_len) {
         /* O_NONBLOCK in the directory: a FIFO there is skipped, not waited on. */
@@ -1287,6 +1287,10 @@ static int config_read(struct config_load *L, int dirfd, const char *name, const
                 return 1;
         if (!in_dir || r == -ENOMEM)
                 return r;
+        /* Removed since the directory was listed (a configuration manager at work), or
+         * a dangling symlink: nothing to read, as if it were not there. */
+        if (r == -ENOENT)
+                return 0;
         r = errors_add(L->errs, "%s: %s", path, strerror(-r));
         return r < 0 ? r : 0;
 }
@@ -1302,7 +1306,8 @@ static int config_load_file(struct config_load *L, int dirfd, const char *name, 
         path = config_load_path(L, shown);
         if (!path)
                 return -ENOMEM;
-        return config_load_text(L, path, text, len) < 0 ? -ENOMEM : 1;
+        r = config_load_text(L, path, text, len);
+        return r < 0 ? r : 1;
 }
 
 /* Names in a .d directory that are read: "*.conf", not hidden (editors' and

@@ -852,6 +852,9 @@ TEST(dropins_in_order_and_cgroups_together) {
         if (asprintf(&p, "%s.d/60-masked.conf", m) < 0 || symlink("/dev/null", p) < 0)
                 abort();
         free(p);
+        if (asprintf(&p, "%s.d/70-dangling.conf", m) < 0 || symlink("/nonexistent/x.conf", p) < 0)
+                abort();
+        free(p);
 
         r = config_load(m, 0, &c, &errs, &files);
         CHECK_INT(r, 0);
