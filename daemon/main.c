@@ -73,7 +73,9 @@ static int load_config(const struct args *a, struct nb_config *ret) {
         int r;
 
         r = config_load(a->config, a->config_named ? 0 : CONFIG_MAIN_OPTIONAL, ret, &errs, &files);
-        if (r == 0 && files.main_missing)
+        if (r == 0 && files.main_missing && !files.n_dropins)
+                log_info("%s does not exist, using the built-in defaults", a->config);
+        else if (r == 0 && files.main_missing)
                 log_info("%s does not exist, using the built-in defaults and %zu file%s of %s.d", a->config,
                          files.n_dropins, files.n_dropins == 1 ? "" : "s", a->config);
         else if (r == 0 && files.n_dropins)
