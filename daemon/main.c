@@ -65,22 +65,27 @@ struct daemon {
 
 /* ---- configuration ---------------------------------------------------------- */
 
-/* Loads the config file; a missing default file means the defaults. Errors are
- * logged, all of them. */
+/* Loads the config file and its .d directory; a missing default file means the
+ * defaults (with the directory's files). Errors are logged, all of them. */
 static int load_config(const struct args *a, struct nb_config *ret) {
         struct config_errors errs = {};
+        struct config_files files = {};
         int r;
 
-        r = config_load(a->config, ret, &errs);
-        if (r == -ENOENT && !a->config_named) {
+        r = config_load(a->config, a->config_named ? 0 : CONFIG_MAIN_OPTIONAL, ret, &errs, &files);
+        if (r == 0 && files.main_missing && !files.n_dropins)
                 log_info("%s does not exist, using the built-in defaults", a->config);
-                config_defaults(ret);
-                return 0;
-        }
+        else if (r == 0 && files.main_missing)
+                log_info("%s does not exist, using the built-in defaults and %zu file%s of %s.d", a->config,
+                         files.n_dropins, files.n_dropins == 1 ? "" : "s", a->config);
+        else if (r == 0 && files.n_dropins)
+                log_info("Read %s and %zu file%s of %s.d", a->config, files.n_dropins,
+                         files.n_dropins == 1 ? "" : "s", a->config);
         if (r == -EINVAL) {
                 for (size_t i = 0; i < errs.n; i++)
                         log_error("%s", errs.msgs[i]);
-                log_error("%s has %zu error%s", a->config, errs.n, errs.n == 1 ? "" : "s");
+                log_error("The configuration (%s and %s.d) has %zu error%s", a->config, a->config, errs.n,
+                          errs.n == 1 ? "" : "s");
         } else if (r < 0)
                 log_error_errno(r, "Failed to read %s: %m", a->config);
         config_errors_done(&errs);
@@ -95,17 +100,18 @@ static int check_config(const struct args *a) {
         const char *path = a->check_file ? a->check_file : a->config;
         bool named = a->check_file || a->config_named;
         struct config_errors errs = {};
+        struct config_files files = {};
         struct nb_config cfg = {};
         int r;
 
-        r = config_load(path, &cfg, &errs);
+        r = config_load(path, named ? 0 : CONFIG_MAIN_OPTIONAL, &cfg, &errs, &files);
         if (r == 0) {
+                if (files.main_missing)
+                        printf("%s does not exist: the built-in defaults apply\n", path);
+                if (files.n_dropins)
+                        printf("%s.d: %zu file%s read\n", path, files.n_dropins, files.n_dropins == 1 ? "" : "s");
                 printf("configuration OK\n");
                 config_done(&cfg);
-                return EXIT_SUCCESS;
-        }
-        if (r == -ENOENT && !named) {
-                printf("%s does not exist: the built-in defaults apply\nconfiguration OK\n", path);
                 return EXIT_SUCCESS;
         }
         if (r == -EINVAL)

@@ -13,6 +13,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "metrics.h"
+#include "pagesize.h"
 #include "migrate.h"
 #include "parse.h"
 #include "report.h"
@@ -225,7 +226,8 @@ static void metrics_pages(const struct mtable *t, FILE *f) {
         static const int results[] = { MIG_MOVED, MIG_BUSY, MIG_GONE, MIG_REFUSED };
 
         metric_head(f, "numabalanced_pages_total", "counter",
-                    "Base pages (4 KiB) the daemon passed to move_pages(2), per cgroup and result.");
+                    "Base pages (numabalanced_page_size_bytes each) the daemon passed to move_pages(2), per "
+                    "cgroup and result.");
         for (size_t i = 0; i < t->n; i++)
                 for (size_t r = 0; r < ELEMENTSOF(results) && !t->v[i].hidden; r++) {
                         metric_cg(f, "numabalanced_pages_total", &t->v[i]);
@@ -246,6 +248,21 @@ static void metrics_skipped(const struct mtable *t, FILE *f) {
                         metric_cg(f, "numabalanced_skipped_bytes", &t->v[i]);
                         fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", plan_reason_name(r), t->v[i].skipped[r]);
                 }
+        }
+}
+
+/* Per selected cgroup: its mode, as a label of an always-1 gauge (a mode change
+ * replaces one series, not every series of the cgroup), so that rules can keep to the
+ * cgroups in balance mode: an advise cgroup is not moved, its memory not local on
+ * purpose. */
+static void metrics_cgroup_info(const struct mtable *t, FILE *f) {
+        metric_head(f, "numabalanced_cgroup_info", "gauge",
+                    "An opted-in cgroup selected at the last tick, with its mode (balance or advise); always 1.");
+        for (size_t i = 0; i < t->n; i++) {
+                if (t->v[i].hidden || !t->v[i].c->seen)
+                        continue;
+                metric_cg(f, "numabalanced_cgroup_info", &t->v[i]);
+                fprintf(f, ",mode=\"%s\"} 1\n", cg_mode_name(t->v[i].c->mode));
         }
 }
 
@@ -320,6 +337,10 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
                             "whose policy asks for it is the kernel's), 2 memory tiering, 3 both.");
                 fprintf(f, "numabalanced_kernel_numa_balancing %" PRId64 "\n", v->counters->kernel_numa_balancing);
         }
+        /* The unit of numabalanced_pages_total: 4 KiB on x86-64, up to 64 KiB on arm64. */
+        metric_head(f, "numabalanced_page_size_bytes", "gauge",
+                    "The kernel's base page size: numabalanced_pages_total times this is bytes.");
+        fprintf(f, "numabalanced_page_size_bytes %zu\n", page_size());
         metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
         fputs("numabalanced_tick_duration_seconds ", f);
         put_seconds(f, v->counters->last_tick_ns);
@@ -384,6 +405,7 @@ int metrics_write(const struct manager_view *v, FILE *f) {
         metrics_locality(v, &t, f);
         metrics_pages(&t, f);
         metrics_skipped(&t, f);
+        metrics_cgroup_info(&t, f);
         metrics_cgroup_costs(&t, f);
         metrics_daemon(v, &t, metrics_daemon_costs(v, f), f);
         mtable_done(&t);

@@ -27,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <iniparser.h>
 #include "cleanup.h"
@@ -40,6 +42,10 @@
  * refused here too, with its line number. */
 #define CONF_LINE_MAX 1000
 #define CONF_FILE_MAX (1024 * 1024)
+/* The files of a .d directory read at most: one per cgroup set is the expected use;
+ * with CONF_FILE_MAX a file, a bound on what one load holds at once (one file's
+ * text, the config built so far). */
+#define CONF_DIR_FILES_MAX 1024
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
 
@@ -1002,13 +1008,155 @@ static const char *value_of(const dictionary *d, const struct config_line *e) {
         return v ? v : e->value;
 }
 
-/* One entry of the file: its structure (known section and key, not a duplicate),
- * then its value. */
-static int config_line_check(const char *path, const struct config_lines *s, const struct config_line *e,
-                             const dictionary *d, struct nb_config *c, struct config_errors *errs) {
+/* ---- the files: the main one, then its .d directory ---------------------------- */
+
+/* Where a setting was made: one of the load's files, and the line. */
+struct config_origin {
+        const char *path;       /* owned by struct config_load's paths; NULL: the default */
+        unsigned line;
+};
+
+/* One load across the main file and the files of its .d directory: the config they
+ * build, where each key was last set (a later file's setting wins) and where each
+ * cgroup rule was made (the rules of every file are put together). */
+struct config_load {
+        struct nb_config c;
+        struct config_errors *errs;
+        struct config_origin key_origin[ELEMENTSOF(conf_keys)];
+        struct config_origin *rule_origin;      /* one per rule of c.cgroups */
+        char **paths;                           /* every file read, for the origins */
+        size_t n_paths;
+};
+
+static void config_load_done(struct config_load *L) {
+        config_done(&L->c);
+        free(L->rule_origin);
+        for (size_t i = 0; i < L->n_paths; i++)
+                free(L->paths[i]);
+        free(L->paths);
+}
+
+/* A copy of path that lives as long as the load. */
+static const char *config_load_path(struct config_load *L, const char *path) {
+        char **np = realloc(L->paths, (L->n_paths + 1) * sizeof(*np));
+        char *copy = strdup(path);
+
+        if (np)
+                L->paths = np;
+        if (!np || !copy) {
+                free(copy);
+                return NULL;
+        }
+        return L->paths[L->n_paths++] = copy;
+}
+
+/* The cgroups key: its values are lists, put together across lines and files
+ * rather than replaced, so that no line length limits how many cgroups are named. */
+static bool key_is_list(const struct conf_key *k) {
+        return k->type->storage == CONFIG_STORAGE_CGROUPS;
+}
+
+/* The rules of one cgroups line (already parsed into *add, which is taken) appended
+ * to the load's, with where they were made. A path named on two lines is found once
+ * all are read (rules_check_twice()), so that thousands of rules cost no more than
+ * sorting them. */
+static int rules_append(struct config_load *L, const struct conf_key *k, const char *path, unsigned line,
+                        struct nb_config *add) {
+        size_t n = L->c.n_cgroups;
+        struct cgroup_rule *nr;
+        struct config_origin *no;
+
+        if (!add->n_cgroups)
+                return 0;
+        nr = realloc(L->c.cgroups, (n + add->n_cgroups) * sizeof(*nr));
+        if (nr)
+                L->c.cgroups = nr;
+        no = realloc(L->rule_origin, (n + add->n_cgroups) * sizeof(*no));
+        if (no)
+                L->rule_origin = no;
+        if (!nr || !no) {
+                field_free(k, add);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < add->n_cgroups; i++) {
+                L->c.cgroups[n + i] = add->cgroups[i];
+                L->rule_origin[n + i] = (struct config_origin) { path, line };
+        }
+        L->c.n_cgroups = n + add->n_cgroups;
+        free(add->cgroups);
+        add->cgroups = NULL;
+        add->n_cgroups = 0;
+        return 0;
+}
+
+static const struct cgroup_rule *sort_rules;
+
+/* By path, then in the order the rules were read. */
+static int rule_index_cmp(const void *a, const void *b) {
+        size_t i = *(const size_t *) a, j = *(const size_t *) b;
+        int r = strcmp(sort_rules[i].path, sort_rules[j].path);
+        return r ? r : (i > j) - (i < j);
+}
+
+static int size_cmp(const void *a, const void *b) {
+        size_t i = *(const size_t *) a, j = *(const size_t *) b;
+        return (i > j) - (i < j);
+}
+
+/* A path named by two cgroups lines, in one file or two: which rule was meant is the
+ * question, as for a path named twice on one line. Each later naming is reported,
+ * in the order read, with the first one's place. O(n log n) in the rules. */
+static int rules_check_twice(struct config_load *L) {
+        const struct conf_key *k = key_find("select", "cgroups");
+        size_t n = L->c.n_cgroups, n_twice = 0;
+        _cleanup_free_ size_t *idx = NULL, *first = NULL, *twice = NULL;
+        int r = 0;
+
+        if (n < 2)
+                return 0;
+        idx = malloc(n * sizeof(*idx));
+        first = malloc(n * sizeof(*first));
+        twice = malloc(n * sizeof(*twice));
+        if (!idx || !first || !twice)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                idx[i] = i;
+        /* qsort() takes no context; a load runs on one thread at a time (the event
+         * loop, or a check), and the pointer is set and used only here. */
+        sort_rules = L->c.cgroups;
+        qsort(idx, n, sizeof(*idx), rule_index_cmp);
+        sort_rules = NULL;
+        /* In a run of equal paths, the first (read first) is where the path was named. */
+        for (size_t i = 1, head = idx[0]; i < n; i++) {
+                if (strcmp(L->c.cgroups[idx[i]].path, L->c.cgroups[head].path) != 0) {
+                        head = idx[i];
+                        continue;
+                }
+                first[idx[i]] = head;
+                twice[n_twice++] = idx[i];
+        }
+        qsort(twice, n_twice, sizeof(*twice), size_cmp);
+        for (size_t t = 0; t < n_twice && r >= 0; t++) {
+                size_t i = twice[t], f = first[i];
+                r = errors_add(L->errs, "%s:%u: [%s] %s: \"%s=%s\": the path is already named at %s:%u "
+                               "(accepted: one rule per cgroup, in all the files)",
+                               L->rule_origin[i].path, L->rule_origin[i].line, k->section, k->key,
+                               L->c.cgroups[i].path, cg_mode_name(L->c.cgroups[i].mode),
+                               L->rule_origin[f].path, L->rule_origin[f].line);
+        }
+        return r;
+}
+
+/* One entry of a file (path, a string of the load's): its structure (known section
+ * and key, not a duplicate within the file), then its value, which replaces what an
+ * earlier file set, or for cgroups is added to it. */
+static int config_line_check(struct config_load *L, const char *path, const struct config_lines *s,
+                             const struct config_line *e, bool last, const dictionary *d) {
+        struct config_errors *errs = L->errs;
         char accepted[1024], problem[512];
         const struct conf_key *k;
         const struct config_line *f;
+        const char *value;
         int r;
 
         if (e->error)
@@ -1033,20 +1181,33 @@ static int config_line_check(const char *path, const struct config_lines *s, con
                 return errors_add(errs, "%s:%u: [%s] %s: unknown key (accepted: %s)",
                                   path, e->line, e->section, e->key, accepted);
         }
-        f = config_lines_find(s, e->section, e->key);
+        f = key_is_list(k) ? e : config_lines_find(s, e->section, e->key);
         if (f != e)
-                return errors_add(errs, "%s:%u: [%s] %s: duplicate key, already set on line %u (accepted: one setting per key)",
+                return errors_add(errs, "%s:%u: [%s] %s: duplicate key, already set on line %u (accepted: one setting per key"
+                                  " in a file)",
                                   path, e->line, e->section, e->key, f->line);
         /* The values of a duplicated key are not checked: which one was meant is the
          * question (iniparser would have kept the last one). */
-        if (config_lines_duplicated(s, e))
+        if (!key_is_list(k) && config_lines_duplicated(s, e))
                 return 0;
         if (!e->value)
                 return errors_add(errs, "%s:%u: [%s] %s: the last line ends in '\\', continuing the value past the end of "
                                   "the file (accepted: a '\\' at the end of a line only before another line)",
                                   path, e->line, e->section, e->key);
 
-        r = k->type->parse(k, value_of(d, e), (char *) c + k->offset, problem, sizeof(problem));
+        /* iniparser keeps the last of a repeated key: the earlier cgroups lines are
+         * read from the scan, which reads them with iniparser's own patterns. */
+        value = key_is_list(k) && !last ? e->value : value_of(d, e);
+        if (key_is_list(k)) {
+                struct nb_config add = {};
+                r = k->type->parse(k, value, (char *) &add + k->offset, problem, sizeof(problem));
+                if (r >= 0)
+                        return rules_append(L, k, path, e->line, &add);
+        } else {
+                r = k->type->parse(k, value, (char *) &L->c + k->offset, problem, sizeof(problem));
+                if (r >= 0)
+                        L->key_origin[k - conf_keys] = (struct config_origin) { path, e->line };
+        }
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -1057,51 +1218,260 @@ static int config_line_check(const char *path, const struct config_lines *s, con
         return 0;
 }
 
-int config_load(const char *path, struct nb_config *cfg, struct config_errors *errs) {
-        _cleanup_free_ char *text = NULL;
-        _cleanup_(config_done) struct nb_config c = {};
+/* One file's text (read once), over what the files before it set. */
+static int config_load_text(struct config_load *L, const char *path, const char *text, size_t len) {
         _cleanup_(config_lines_done) struct config_lines lines = {};
         _cleanup_(dictionary_freep) dictionary *d = NULL;
-        size_t n_errs_before = errs->n, len;
+        size_t last[ELEMENTSOF(conf_keys)];
         int r;
-
-        /* The one open and read of the file: everything below works on this text. */
-        r = read_file_at(AT_FDCWD, path, CONF_FILE_MAX, &text, &len);
-        if (r < 0)
-                return log_debug_errno(r, "config: cannot read %s: %m", path);
-
-        r = config_defaults_full(&c);
-        if (r < 0)
-                return r;
 
         r = config_lines_scan(text, len, &lines);
         if (r < 0)
                 return r;
         d = dictionary_of(text, len);
 
+        /* The last entry of each list key in this file: the one iniparser keeps. */
+        for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
+                last[i] = SIZE_MAX;
+        for (size_t i = 0; i < lines.n; i++) {
+                const struct conf_key *k = lines.v[i].key ? key_find(lines.v[i].section, lines.v[i].key) : NULL;
+                if (k && key_is_list(k))
+                        last[k - conf_keys] = i;
+        }
+
         /* In the file's order, so that the errors read top to bottom. */
         for (size_t i = 0; i < lines.n; i++) {
-                r = config_line_check(path, &lines, &lines.v[i], d, &c, errs);
+                const struct conf_key *k = lines.v[i].key ? key_find(lines.v[i].section, lines.v[i].key) : NULL;
+                r = config_line_check(L, path, &lines, &lines.v[i], k && last[k - conf_keys] == i, d);
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
 
-        /* Cross-key rules, once every value is known, reported at the key that breaks them. */
-        if (errs->n == n_errs_before && c.scan_min_ms > c.scan_max_ms) {
-                const struct config_line *e = config_lines_find(&lines, "daemon", "scan_min_ms");
-                if (!e)
-                        e = config_lines_find(&lines, "daemon", "scan_max_ms");
-                r = errors_add(errs, "%s:%u: [daemon] scan_min_ms: %" PRIu64 " is above scan_max_ms %" PRIu64
-                               " (accepted: scan_min_ms <= scan_max_ms)",
-                               path, e ? e->line : 0, c.scan_min_ms, c.scan_max_ms);
+/* The daemon runs as root and takes from these files where it writes (metrics_path)
+ * and what it moves: a file or directory that another user could change would hand
+ * that user root's say. Accepted: owned by root (or by the user reading it, for a
+ * daemon or a check run without root), writable by its owner alone. */
+static int owner_check(struct config_load *L, const char *path, const struct stat *st) {
+        if (st->st_uid != 0 && st->st_uid != geteuid())
+                return errors_add(L->errs, "%s: owned by uid %u (accepted: owned by root, writable by its owner only)",
+                                  path, (unsigned) st->st_uid);
+        if (st->st_mode & (S_IWGRP | S_IWOTH))
+                return errors_add(L->errs, "%s: writable by %s (mode %04o; accepted: owned by root, writable by its owner only)",
+                                  path, st->st_mode & S_IWOTH ? "others" : "its group",
+                                  (unsigned) (st->st_mode & 07777));
+        return 1;
+}
+
+/* Reads the file name (relative to dirfd) shown as path, after the owner check.
+ * Returns 1 with the text, 0 when it is not read (in the directory: not a regular
+ * file, or gone; or a problem, then in the errors), or -errno: for the main file,
+ * why it cannot be read; out of memory for either. */
+static int config_read(struct config_load *L, int dirfd, const char *name, const char *path, bool in_dir,
+                       char **ret, size_t *ret_len) {
+        /* O_NONBLOCK in the directory: a FIFO there is skipped, not waited on. */
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | (in_dir ? O_NONBLOCK : 0));
+        struct stat st;
+        int r;
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                r = -errno;
+        else if (in_dir && !S_ISREG(st.st_mode))
+                return 0;
+        else if ((r = owner_check(L, path, &st)) <= 0)
+                return r;
+        else
+                r = read_fd_all(fd, CONF_FILE_MAX, ret, ret_len);
+        if (r >= 0)
+                return 1;
+        if (!in_dir || r == -ENOMEM)
+                return r;
+        /* Removed since the directory was listed (a configuration manager at work), or
+         * a dangling symlink: nothing to read, as if it were not there. */
+        if (r == -ENOENT)
+                return 0;
+        r = errors_add(L->errs, "%s: %s", path, strerror(-r));
+        return r < 0 ? r : 0;
+}
+
+static int config_load_file(struct config_load *L, int dirfd, const char *name, const char *shown, bool in_dir) {
+        _cleanup_free_ char *text = NULL;
+        const char *path;
+        size_t len = 0;
+        int r = config_read(L, dirfd, name, shown, in_dir, &text, &len);
+
+        if (r <= 0)
+                return r;
+        path = config_load_path(L, shown);
+        if (!path)
+                return -ENOMEM;
+        r = config_load_text(L, path, text, len);
+        return r < 0 ? r : 1;
+}
+
+/* Names in a .d directory that are read: "*.conf", not hidden (editors' and
+ * packages' leftovers, "x.conf~", "x.conf.dpkg-old", ".x.conf.swp", are not). */
+static bool dropin_name(const char *name) {
+        size_t len = strlen(name);
+        return name[0] != '.' && len > 5 && strcmp(name + len - 5, ".conf") == 0;
+}
+
+static int strcmp_ptr(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void names_free(char **names, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(names[i]);
+        free(names);
+}
+
+/* The names of dir (an open directory, taken) that are read, sorted bytewise, as
+ * systemd and chrony order theirs. */
+static int dropin_names(struct config_load *L, const char *dir, int dfd, char ***ret, size_t *ret_n) {
+        DIR *dh = fdopendir(dfd);
+        char **names = NULL;
+        size_t n = 0;
+        struct dirent *de;
+        int r = 0;
+
+        if (!dh) {
+                close(dfd);
+                return -errno;
+        }
+        while ((errno = 0, de = readdir(dh))) {
+                char **nn;
+
+                if (!dropin_name(de->d_name))
+                        continue;
+                if (n == CONF_DIR_FILES_MAX) {
+                        r = errors_add(L->errs, "%s: more than " STRINGIFY(CONF_DIR_FILES_MAX) " files ending in .conf "
+                                       "(accepted: at most " STRINGIFY(CONF_DIR_FILES_MAX) ")", dir);
+                        r = r < 0 ? r : -EINVAL;
+                        break;
+                }
+                nn = realloc(names, (n + 1) * sizeof(*nn));
+                if (!nn || !(nn[n] = strdup(de->d_name))) {
+                        if (nn)
+                                names = nn;
+                        r = -ENOMEM;
+                        break;
+                }
+                names = nn;
+                n++;
+        }
+        if (!de && errno && r == 0)
+                r = -errno;
+        closedir(dh);
+        if (r < 0) {
+                names_free(names, n);
+                return r;
+        }
+        if (n)
+                qsort(names, n, sizeof(*names), strcmp_ptr);
+        *ret = names;
+        *ret_n = n;
+        return 0;
+}
+
+/* The files of dir, in order, over what the main file set. A missing directory is
+ * none; one that cannot be read, or that another user may write, is an error. */
+static int config_load_dir(struct config_load *L, const char *dir, size_t *ret_n) {
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char **names = NULL;
+        size_t n = 0;
+        struct stat st;
+        int r;
+
+        *ret_n = 0;
+        if (dfd < 0 && errno == ENOENT)
+                return 0;
+        if (dfd < 0 || fstat(dfd, &st) < 0) {
+                r = errors_add(L->errs, "%s: %s", dir, strerror(errno));
+                return r < 0 ? r : 0;
+        }
+        r = owner_check(L, dir, &st);
+        if (r <= 0)
+                return r;
+        r = dropin_names(L, dir, fcntl(dfd, F_DUPFD_CLOEXEC, 3), &names, &n);
+        if (r == -EINVAL)
+                return 0;       /* in the errors */
+        if (r < 0) {
+                if (r == -ENOMEM)
+                        return r;
+                r = errors_add(L->errs, "%s: %s", dir, strerror(-r));
+                return r < 0 ? r : 0;
+        }
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                _cleanup_free_ char *shown = NULL;
+
+                if (asprintf(&shown, "%s/%s", dir, names[i]) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = config_load_file(L, dfd, names[i], shown, true);
+                if (r > 0)
+                        (*ret_n)++;
+        }
+        names_free(names, n);
+        return r < 0 ? r : 0;
+}
+
+/* Cross-key rules, once every value is known, reported where the key that breaks
+ * them was last set. */
+static int config_cross_check(struct config_load *L) {
+        const struct conf_key *kmin = key_find("daemon", "scan_min_ms"), *kmax = key_find("daemon", "scan_max_ms");
+        struct config_origin o;
+
+        if (L->c.scan_min_ms <= L->c.scan_max_ms)
+                return 0;
+        o = L->key_origin[kmin - conf_keys];
+        if (!o.path)
+                o = L->key_origin[kmax - conf_keys];
+        return errors_add(L->errs, "%s:%u: [daemon] scan_min_ms: %" PRIu64 " is above scan_max_ms %" PRIu64
+                          " (accepted: scan_min_ms <= scan_max_ms)",
+                          o.path ? o.path : "?", o.line, L->c.scan_min_ms, L->c.scan_max_ms);
+}
+
+int config_load(const char *path, unsigned flags, struct nb_config *cfg, struct config_errors *errs,
+                struct config_files *ret_files) {
+        _cleanup_(config_load_done) struct config_load L = { .errs = errs };
+        _cleanup_free_ char *dir = NULL;
+        struct config_files files = {};
+        size_t n_errs_before = errs->n;
+        int r;
+
+        r = config_defaults_full(&L.c);
+        if (r < 0)
+                return r;
+
+        r = config_load_file(&L, AT_FDCWD, path, path, false);
+        if (r == -ENOENT && (flags & CONFIG_MAIN_OPTIONAL))
+                files.main_missing = true;
+        else if (r < 0)
+                return r == -ENOMEM ? r : log_debug_errno(r, "config: cannot read %s: %m", path);
+
+        if (asprintf(&dir, "%s.d", path) < 0)
+                return -ENOMEM;
+        r = config_load_dir(&L, dir, &files.n_dropins);
+        if (r < 0)
+                return r;
+        r = rules_check_twice(&L);
+        if (r < 0)
+                return r;
+
+        if (errs->n == n_errs_before) {
+                r = config_cross_check(&L);
                 if (r < 0)
                         return r;
         }
-
         if (errs->n > n_errs_before)
                 return -EINVAL;
-        *cfg = c;
-        c = (struct nb_config) {};
+        *cfg = L.c;
+        L.c = (struct nb_config) {};
+        if (ret_files)
+                *ret_files = files;
         return 0;
 }
 

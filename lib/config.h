@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* /etc/numabalanced.conf: one table of {section, key, parser, range, field}, parsed
- * strictly (iniparser's own getint/getboolean accept garbage and are not used).
+/* /etc/numabalanced.conf and the NAME.conf files of /etc/numabalanced.conf.d: one
+ * table of {section, key, parser, range, field}, parsed strictly (iniparser's own getint/getboolean accept garbage and are not used).
  * Every error is kept, formatted as
  *     FILE:LINE: [section] key: problem (accepted: ...)
  * so that --check-config and a refused SIGHUP reload can print them all. */
@@ -80,13 +80,27 @@ struct config_errors {
 
 /* Fills *cfg with the defaults. */
 void config_defaults(struct nb_config *cfg);
-/* Loads path over the defaults. Returns 0 when the file is valid, -EINVAL when it has
- * errors (all in *errs; *cfg is then not to be used), -ENOENT if the file is missing
- * (a missing file is an error only when it was named explicitly: the caller decides),
- * or another -errno. The file is opened and read once. *cfg is written only on
- * success, and then wholly (release what it held before with config_done()); errors
- * are appended to *errs, which starts zeroed. */
-int config_load(const char *path, struct nb_config *cfg, struct config_errors *errs);
+/* What config_load() read. */
+struct config_files {
+        bool main_missing;           /* the main file does not exist (CONFIG_MAIN_OPTIONAL) */
+        size_t n_dropins;            /* files of PATH.d read */
+};
+/* config_load() flags: a missing main file is the defaults (its .d directory is
+ * still read), for the default path; a file named by the operator must exist. */
+#define CONFIG_MAIN_OPTIONAL 1u
+/* Loads path, then the files "*.conf" of the directory path.d (not hidden, regular
+ * files; in bytewise order), over the defaults. A key set in a later file replaces
+ * its value; the cgroups rules of every line of every file are put together (a path
+ * named twice is an error). Each file, and the directory, must be owned by root (or
+ * the reading user) and writable by its owner only. Returns 0 when all are valid,
+ * -EINVAL when any has errors (all in *errs, as "FILE:LINE: ..." or "FILE: ...";
+ * *cfg is then not to be used), -ENOENT if the main file is missing (without
+ * CONFIG_MAIN_OPTIONAL), or another -errno of the main file. Each file is opened and
+ * read once. *cfg (and *ret_files, which may be NULL) is written only on success,
+ * and then wholly (release what it held before with config_done()); errors are
+ * appended to *errs, which starts zeroed. */
+int config_load(const char *path, unsigned flags, struct nb_config *cfg, struct config_errors *errs,
+                struct config_files *ret_files);
 /* Releases what *cfg holds (every string and the cgroup rules: the key table says
  * which) and leaves those fields empty; a second call does nothing. */
 void config_done(struct nb_config *cfg);

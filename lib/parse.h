@@ -24,3 +24,5 @@ int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
  * a NUL-terminated buffer, using large reads (numa_maps takes the target's mmap lock
  * once per read()). Fails with -EFBIG beyond max_size. */
 int read_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_len);
+/* The same from an open file, read from where it stands to its end (fd stays open). */
+int read_fd_all(int fd, size_t max_size, char **ret, size_t *ret_len);

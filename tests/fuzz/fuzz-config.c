@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "config.h"
 #include "fuzz.h"
@@ -40,14 +41,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fd = memfd_create("fuzz-config", MFD_CLOEXEC);
         if (fd < 0)
                 return 0;
-        if (size && write(fd, data, size) != (ssize_t) size) {
+        /* A memfd is made with mode 0777: the loader refuses a file others may write. */
+        if (fchmod(fd, 0600) < 0 || (size && write(fd, data, size) != (ssize_t) size)) {
                 close(fd);
                 return 0;
         }
         for (size_t i = 0; i < size; i++)
                 n_lines += data[i] == '\n';
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-        r = config_load(path, &cfg, &errs);
+        r = config_load(path, 0, &cfg, &errs, NULL);
         close(fd);
         if (r == 0) {
                 FUZZ_ASSERT(errs.n == 0);

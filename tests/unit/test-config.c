@@ -4,6 +4,7 @@
  * the file read once; and config_copy() against the key table. */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ static void check_errors_len(const char *name, const char *text, size_t len, con
         size_t n = 0, plen = strlen(path);
         int r;
 
-        r = config_load(path, &cfg, &errs);
+        r = config_load(path, 0, &cfg, &errs, NULL);
         CHECK_INT(r, -EINVAL);
         while (expected[n])
                 n++;
@@ -152,7 +153,7 @@ TEST(every_key_set) {
         nb_cpumask cpus = {};
         int r;
 
-        r = config_load(path, &c, &errs);
+        r = config_load(path, 0, &c, &errs, NULL);
         CHECK_INT(r, 0);
         CHECK_INT(errs.n, 0);
         for (size_t i = 0; i < errs.n; i++)
@@ -201,7 +202,7 @@ TEST(every_key_set) {
 TEST(missing_file_enoent_and_no_message) {
         struct nb_config c = {};
         struct config_errors errs = {};
-        CHECK_INT(config_load("/nonexistent/numabalanced.conf", &c, &errs), -ENOENT);
+        CHECK_INT(config_load("/nonexistent/numabalanced.conf", 0, &c, &errs, NULL), -ENOENT);
         CHECK_INT(errs.n, 0);
 }
 
@@ -262,7 +263,7 @@ TEST(errors_cpu_lists) {
         /* The values of a duplicated key are not checked: the duplicate is the error. */
         ERRORS("dup-cpus.conf",
                "[daemon]\nservice_cpus = 3-1\n\nservice_cpus = 9000\n",
-               "FILE:4: [daemon] service_cpus: duplicate key, already set on line 2 (accepted: one setting per key)");
+               "FILE:4: [daemon] service_cpus: duplicate key, already set on line 2 (accepted: one setting per key in a file)");
         ERRORS("reversed-cpus.conf",
                "[daemon]\nservice_cpus = 3-1\n",
                "FILE:2: [daemon] service_cpus: \"3-1\" is not a CPU list "
@@ -317,7 +318,7 @@ TEST(errors_metrics_group) {
 TEST(errors_duplicate_key_in_other_case) {
         ERRORS("duplicate.conf",
                "[decide]\ncooldown_ms = 100\n[daemon]\ntick_ms = 200\n[decide]\nCooldown_MS = 300\n",
-               "FILE:6: [decide] cooldown_ms: duplicate key, already set on line 2 (accepted: one setting per key)");
+               "FILE:6: [decide] cooldown_ms: duplicate key, already set on line 2 (accepted: one setting per key in a file)");
 }
 
 /* scan_min_ms <= scan_max_ms, with either of them left at its default. */
@@ -365,7 +366,7 @@ TEST(failed_load_leaves_config_untouched) {
 
         config_defaults(&c);
         c.tick_ms = 4242;
-        CHECK_INT(config_load(path, &c, &errs), -EINVAL);
+        CHECK_INT(config_load(path, 0, &c, &errs, NULL), -EINVAL);
         CHECK_INT(c.tick_ms, 4242);
         CHECK_STR(c.cgroup_root, "/sys/fs/cgroup");
         config_errors_done(&errs);
@@ -485,7 +486,7 @@ TEST(shipped_conf_uncommented_gives_the_defaults) {
                 return;
         uncommented = uncomment(text, len);
         path = write_conf("uncommented.conf", uncommented);
-        r = config_load(path, &c, &errs);
+        r = config_load(path, 0, &c, &errs, NULL);
         CHECK_INT(r, 0);
         for (size_t i = 0; i < errs.n; i++)
                 fprintf(stderr, "shipped config, uncommented: %s\n", errs.msgs[i]);
@@ -523,14 +524,21 @@ TEST(shipped_conf_uncommented_gives_the_defaults) {
         config_done(&d);
 }
 
-/* And the shipped file as it is, all commented out, is valid. */
+/* And the shipped file as it is, all commented out, is valid (its text, copied: the
+ * source tree may belong to another user than the one running the test). */
 TEST(shipped_conf_loads_as_is) {
+        _cleanup_free_ char *text = NULL, *path = NULL;
         struct nb_config c = {};
         struct config_errors errs = {};
 
-        CHECK_INT(config_load(CONF_FILE, &c, &errs), 0);
+        CHECK_INT(read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &text, NULL), 0);
+        if (!text)
+                return;
+        path = write_conf("shipped.conf", text);
+        CHECK_INT(config_load(path, 0, &c, &errs, NULL), 0);
         CHECK_INT(errs.n, 0);
         config_done(&c);
+        unlink(path);
 }
 
 /* ---- the values as iniparser reads them ------------------------------------- */
@@ -574,7 +582,7 @@ TEST(values_as_iniparser_reads_them) {
                 if (asprintf(&text, "[report]\nmetrics_path = %s\n", cases[i].written) < 0)
                         abort();
                 path = write_conf("value.conf", text);
-                r = config_load(path, &c, &errs);
+                r = config_load(path, 0, &c, &errs, NULL);
                 CHECK_MSG(r == 0, "metrics_path = %s: %d %s", cases[i].written, r, errs.n ? errs.msgs[0] : "");
                 if (r == 0)
                         CHECK_MSG(strcmp(c.metrics_path, cases[i].value) == 0,
@@ -706,7 +714,7 @@ TEST(file_read_once) {
         CHECK_INT(pthread_create(&t, NULL, fifo_write, &w), 0);
         CHECK_INT(sigaction(SIGALRM, &sa, &old), 0);
         alarm(10);
-        r = config_load(path, &c, &errs);
+        r = config_load(path, 0, &c, &errs, NULL);
         alarm(0);
         sigaction(SIGALRM, &old, NULL);
         /* A writer still waiting (config_load() never opened the FIFO) is let go. */
@@ -725,6 +733,289 @@ TEST(file_read_once) {
         config_errors_done(&errs);
         config_done(&c);
         unlink(path);
+}
+
+/* ---- the .d directory ---------------------------------------------------------- */
+
+/* A tree tmpdir/name/ with numabalanced.conf (if main_text) and numabalanced.conf.d/
+ * (if dir); returns the main file's path. */
+static char *tree(const char *name, const char *main_text, bool dir) {
+        char *base, *main_path;
+
+        if (asprintf(&base, "%s/%s", tmpdir, name) < 0 || mkdir(base, 0755) < 0 ||
+            asprintf(&main_path, "%s/numabalanced.conf", base) < 0)
+                abort();
+        free(base);
+        if (main_text) {
+                FILE *f = fopen(main_path, "w");
+                if (!f || fputs(main_text, f) < 0 || fclose(f) != 0)
+                        abort();
+        }
+        if (dir) {
+                char *d;
+                if (asprintf(&d, "%s.d", main_path) < 0 || mkdir(d, 0755) < 0)
+                        abort();
+                free(d);
+        }
+        return main_path;
+}
+
+/* main_path.d/name, written with text. */
+static char *dropin(const char *main_path, const char *name, const char *text) {
+        char *path;
+        FILE *f;
+
+        if (asprintf(&path, "%s.d/%s", main_path, name) < 0)
+                abort();
+        f = fopen(path, "w");
+        if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+                abort();
+        return path;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+/* Removes the tree of main_path (its directory) and frees main_path. */
+static void tree_done(char *main_path) {
+        char *slash = strrchr(main_path, '/');
+        *slash = 0;
+        nftw(main_path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        free(main_path);
+}
+
+/* Loads main_path and checks the exact errors, with "FILE" standing for main_path
+ * (and "FILE.d/x.conf" for a file of its directory). */
+static void check_tree_errors(const char *main_path, const char *const *expected) {
+        struct nb_config cfg = {};
+        struct config_errors errs = {};
+        size_t n = 0, plen = strlen(main_path);
+
+        CHECK_INT(config_load(main_path, 0, &cfg, &errs, NULL), -EINVAL);
+        while (expected[n])
+                n++;
+        CHECK_INT(errs.n, n);
+        for (size_t i = 0; i < errs.n && i < n; i++) {
+                _cleanup_free_ char *want = NULL;
+                const char *e = expected[i], *at;
+                size_t len = 0;
+
+                /* Every "FILE" of the expected line is main_path. */
+                want = calloc(1, strlen(e) * (plen + 1) + 1);
+                if (!want)
+                        abort();
+                while ((at = strstr(e, "FILE"))) {
+                        memcpy(want + len, e, (size_t) (at - e));
+                        len += (size_t) (at - e);
+                        memcpy(want + len, main_path, plen);
+                        len += plen;
+                        e = at + 4;
+                }
+                strcpy(want + len, e);
+                CHECK_MSG(strcmp(errs.msgs[i], want) == 0, "got      \"%s\"\nexpected \"%s\"", errs.msgs[i], want);
+        }
+        for (size_t i = n; i < errs.n; i++)
+                fprintf(stderr, "unexpected error: %s\n", errs.msgs[i]);
+        config_errors_done(&errs);
+}
+
+#define TREE_ERRORS(main_path, ...) check_tree_errors(main_path, (const char *const[]) { __VA_ARGS__, NULL })
+
+/* The files of FILE.d are read after FILE, in bytewise order: a later file's value
+ * wins; the cgroups of every line of every file are put together, in that order.
+ * Hidden files, other names and what is not a regular file are not read (each of
+ * those here would be an error if it were). */
+TEST(dropins_in_order_and_cgroups_together) {
+        char *m = tree("order", "[daemon]\ntick_ms = 500\n[select]\ncgroups = /a.slice=balance\n"
+                                "[report]\nmetrics_path = /main.prom\n", true);
+        struct config_files files = {};
+        struct nb_config c = {};
+        struct config_errors errs = {};
+        char *p, *sub;
+        int r;
+
+        free(dropin(m, "10-db.conf", "[daemon]\ntick_ms = 700\n[select]\ncgroups = /db.slice=balance\n"));
+        free(dropin(m, "05-early.conf", "[daemon]\ntick_ms = 600\n[report]\nmetrics_path = /early.prom\n"));
+        free(dropin(m, "20-batch.conf", "[select]\ncgroups = /batch.slice=advise\n; a second line\n"
+                                        "cgroups = /batch.slice/one.service=off, /batch2.slice=balance\n"));
+        free(dropin(m, ".hidden.conf", "[nope]\n"));
+        free(dropin(m, "30-x.conf~", "[nope]\n"));
+        free(dropin(m, "30-x.conf.dpkg-old", "[nope]\n"));
+        free(dropin(m, "README", "[nope]\n"));
+        if (asprintf(&sub, "%s.d/40-dir.conf", m) < 0 || mkdir(sub, 0755) < 0)
+                abort();
+        free(sub);
+        if (asprintf(&p, "%s.d/50-fifo.conf", m) < 0 || mkfifo(p, 0600) < 0)
+                abort();
+        free(p);
+        if (asprintf(&p, "%s.d/60-masked.conf", m) < 0 || symlink("/dev/null", p) < 0)
+                abort();
+        free(p);
+        if (asprintf(&p, "%s.d/70-dangling.conf", m) < 0 || symlink("/nonexistent/x.conf", p) < 0)
+                abort();
+        free(p);
+
+        r = config_load(m, 0, &c, &errs, &files);
+        CHECK_INT(r, 0);
+        for (size_t i = 0; i < errs.n; i++)
+                fprintf(stderr, "unexpected: %s\n", errs.msgs[i]);
+        if (r == 0) {
+                CHECK(!files.main_missing);
+                CHECK_INT(files.n_dropins, 3);
+                CHECK_INT(c.tick_ms, 700);
+                CHECK_STR(c.metrics_path, "/early.prom");
+                CHECK_INT(c.n_cgroups, 5);
+                if (c.n_cgroups == 5) {
+                        CHECK_STR(c.cgroups[0].path, "/a.slice");
+                        CHECK_STR(c.cgroups[1].path, "/db.slice");
+                        CHECK_STR(c.cgroups[2].path, "/batch.slice");
+                        CHECK_INT(c.cgroups[2].mode, CG_MODE_ADVISE);
+                        CHECK_STR(c.cgroups[3].path, "/batch.slice/one.service");
+                        CHECK_INT(c.cgroups[3].mode, CG_MODE_OFF);
+                        CHECK_STR(c.cgroups[4].path, "/batch2.slice");
+                }
+        }
+        config_errors_done(&errs);
+        config_done(&c);
+        tree_done(m);
+}
+
+/* A fleet's worth of units: 3,000 cgroups, one line each in one file and one file
+ * each for 200 more; iniparser's line length limits none of them. */
+TEST(dropins_many_cgroups) {
+        char *m = tree("many", "", true);
+        size_t cap = 3000 * 48 + 64, len = 0;
+        _cleanup_free_ char *text = malloc(cap);
+        struct nb_config c = {};
+        struct config_errors errs = {};
+        int r;
+
+        if (!text)
+                abort();
+        len += (size_t) snprintf(text, cap, "[select]\n");
+        for (int i = 0; i < 3000; i++)
+                len += (size_t) snprintf(text + len, cap - len, "cgroups = /machine.slice/vm-%04d.scope=balance\n", i);
+        free(dropin(m, "50-vms.conf", text));
+        for (int i = 0; i < 200; i++) {
+                char name[32], body[96];
+                snprintf(name, sizeof(name), "60-db%03d.conf", i);
+                snprintf(body, sizeof(body), "[select]\ncgroups = /db.slice/db%03d.service=balance\n", i);
+                free(dropin(m, name, body));
+        }
+        r = config_load(m, 0, &c, &errs, NULL);
+        CHECK_INT(r, 0);
+        CHECK_INT(errs.n, 0);
+        CHECK_INT(c.n_cgroups, 3200);
+        if (c.n_cgroups == 3200) {
+                CHECK_STR(c.cgroups[2999].path, "/machine.slice/vm-2999.scope");
+                CHECK_STR(c.cgroups[3199].path, "/db.slice/db199.service");
+        }
+        config_errors_done(&errs);
+        config_done(&c);
+        tree_done(m);
+}
+
+/* A file of the directory is refused as the main file is, at its own FILE:LINE; a
+ * cgroup named in two files is an error naming both; the cross-key rule is reported
+ * where the value that breaks it was set. */
+TEST(dropins_errors_at_their_line) {
+        char *m = tree("errors", "[select]\ncgroups = /a.slice=balance\n[daemon]\nscan_max_ms = 2000\n", true);
+
+        free(dropin(m, "10-bad.conf", "# bad\n[daemon]\ntick_ms = fast\n[select]\ncgroups = /b=balance /a.slice=off\n"));
+        free(dropin(m, "20-unknown.conf", "[select]\ncgroup = /c=balance\n"));
+        free(dropin(m, "30-third.conf", "[select]\ncgroups = /b=off\ncgroups = /a.slice=advise\n"));
+        /* Paths named twice are found once every file is read: after the other errors,
+         * each at its own line, with the place that named the path first. */
+        TREE_ERRORS(m,
+                    "FILE.d/10-bad.conf:3: [daemon] tick_ms: \"fast\" is not a number (accepted: 100..60000)",
+                    "FILE.d/20-unknown.conf:2: [select] cgroup: unknown key (accepted: cgroup_root, cgroups, min_rss)",
+                    "FILE.d/10-bad.conf:5: [select] cgroups: \"/a.slice=off\": the path is already named at FILE:2 "
+                    "(accepted: one rule per cgroup, in all the files)",
+                    "FILE.d/30-third.conf:2: [select] cgroups: \"/b=off\": the path is already named at "
+                    "FILE.d/10-bad.conf:5 (accepted: one rule per cgroup, in all the files)",
+                    "FILE.d/30-third.conf:3: [select] cgroups: \"/a.slice=advise\": the path is already named at FILE:2 "
+                    "(accepted: one rule per cgroup, in all the files)");
+        tree_done(m);
+
+        m = tree("cross", "[daemon]\nscan_max_ms = 2000\n", true);
+        free(dropin(m, "10-scan.conf", "\n[daemon]\nscan_min_ms = 5000\n"));
+        TREE_ERRORS(m, "FILE.d/10-scan.conf:3: [daemon] scan_min_ms: 5000 is above scan_max_ms 2000 "
+                       "(accepted: scan_min_ms <= scan_max_ms)");
+        tree_done(m);
+
+        /* A key may be set once in a file, but again in a later one. */
+        m = tree("dup", "[daemon]\ntick_ms = 500\n", true);
+        free(dropin(m, "10-dup.conf", "[daemon]\ntick_ms = 600\ntick_ms = 700\n"));
+        TREE_ERRORS(m, "FILE.d/10-dup.conf:3: [daemon] tick_ms: duplicate key, already set on line 2 "
+                       "(accepted: one setting per key in a file)");
+        tree_done(m);
+}
+
+/* The files and the directory are root's (or the reading user's) and writable by
+ * their owner only: the daemon takes from them what root does. */
+TEST(dropins_owner_and_mode) {
+        char *m = tree("mode", "[daemon]\ntick_ms = 500\n", true), *p, *d;
+
+        p = dropin(m, "10-group.conf", "[daemon]\ntick_ms = 600\n");
+        CHECK_INT(chmod(p, 0664), 0);
+        free(p);
+        p = dropin(m, "20-world.conf", "[daemon]\ntick_ms = 600\n");
+        CHECK_INT(chmod(p, 0646), 0);
+        free(p);
+        TREE_ERRORS(m,
+                    "FILE.d/10-group.conf: writable by its group (mode 0664; accepted: owned by root, writable by its owner only)",
+                    "FILE.d/20-world.conf: writable by others (mode 0646; accepted: owned by root, writable by its owner only)");
+        tree_done(m);
+
+        m = tree("dirmode", "[daemon]\ntick_ms = 500\n", true);
+        if (asprintf(&d, "%s.d", m) < 0)
+                abort();
+        CHECK_INT(chmod(d, 0777), 0);
+        free(d);
+        TREE_ERRORS(m, "FILE.d: writable by others (mode 0777; accepted: owned by root, writable by its owner only)");
+        tree_done(m);
+
+        m = tree("mainmode", "[daemon]\ntick_ms = 500\n", false);
+        CHECK_INT(chmod(m, 0620), 0);
+        TREE_ERRORS(m, "FILE: writable by its group (mode 0620; accepted: owned by root, writable by its owner only)");
+        tree_done(m);
+
+        if (geteuid() != 0)
+                return;         /* another owner needs root to make */
+        m = tree("owner", "[daemon]\ntick_ms = 500\n", true);
+        p = dropin(m, "10-nobody.conf", "[daemon]\ntick_ms = 600\n");
+        CHECK_INT(chown(p, 65534, 65534), 0);
+        free(p);
+        TREE_ERRORS(m, "FILE.d/10-nobody.conf: owned by uid 65534 (accepted: owned by root, writable by its owner only)");
+        tree_done(m);
+}
+
+/* Without its main file (the default path, CONFIG_MAIN_OPTIONAL), the directory
+ * still counts; a main file named by the operator must exist. */
+TEST(dropins_without_main_file) {
+        char *m = tree("nomain", NULL, true);
+        struct config_files files = {};
+        struct nb_config c = {};
+        struct config_errors errs = {};
+
+        free(dropin(m, "10-db.conf", "[select]\ncgroups = /db.slice=balance\n"));
+        CHECK_INT(config_load(m, CONFIG_MAIN_OPTIONAL, &c, &errs, &files), 0);
+        CHECK(files.main_missing);
+        CHECK_INT(files.n_dropins, 1);
+        CHECK_INT(c.n_cgroups, 1);
+        config_done(&c);
+        CHECK_INT(config_load(m, 0, &c, &errs, NULL), -ENOENT);
+        CHECK_INT(errs.n, 0);
+        tree_done(m);
+
+        /* No directory: the main file alone, as before. */
+        m = tree("nodir", "[daemon]\ntick_ms = 500\n", false);
+        CHECK_INT(config_load(m, 0, &c, &errs, &files), 0);
+        CHECK_INT(files.n_dropins, 0);
+        CHECK_INT(c.tick_ms, 500);
+        config_done(&c);
+        tree_done(m);
 }
 
 /* ---- config_copy() ----------------------------------------------------------- */
@@ -781,7 +1072,7 @@ static void check_same_config(const struct nb_config *a, const struct nb_config 
 static int load_full(struct nb_config *c) {
         _cleanup_free_ char *path = write_conf("copy.conf", full_conf);
         struct config_errors errs = {};
-        int r = config_load(path, c, &errs);
+        int r = config_load(path, 0, c, &errs, NULL);
 
         CHECK_INT(r, 0);
         config_errors_done(&errs);

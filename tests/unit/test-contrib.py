@@ -3,8 +3,10 @@
 """The fleet view in contrib/: the Prometheus rules pass promtool (check rules, and
 the unit tests of contrib/prometheus/numabalanced.rules.test.yml: each alert fires on
 the series that should fire it and only those), the Grafana dashboard is valid JSON
-with a PromQL expression in every panel, and every metric the rules and the dashboard
-name is one the daemon writes (daemon/metrics.c). The metrics file a daemon wrote is
+with a PromQL expression in every panel, per host (no aggregation drops the instance
+label) and in bytes (not pps), every alert has a case that fires it and one that
+does not, and every metric the rules and the dashboard name is one the daemon writes
+(daemon/metrics.c). The metrics file a daemon wrote is
 checked in the VM test engine-source (tests/vm/test-ctl.py: promtool check metrics,
 and the same names present). Skipped (77) without promtool (Debian: prometheus;
 scripts/setup installs it with its service disabled).
@@ -29,6 +31,45 @@ def names_in(text):
     return set(re.findall(r"\bnumabalanced_[a-z_]+\b", text))
 
 
+AGG = r"\b(sum|avg|min|max|count|topk|bottomk|quantile)\b"
+
+
+def check_per_host(dash, exprs):
+    """Every panel is per host: each aggregation keeps the instance label (by (...,
+    instance, ...), or without (...) not naming it), and memory is in bytes: pages
+    are turned into bytes with the page size, and no panel has a packet unit."""
+    for e in exprs:
+        for m in re.finditer(AGG + r"\s*(by|without)\s*\(([^)]*)\)", e):
+            labels = [x.strip() for x in m.group(3).split(",")]
+            check((m.group(2) == "by") == ("instance" in labels), f"a dashboard aggregation across hosts: {e}")
+        check(not re.search(AGG + r"\s*\(", e), f"a dashboard aggregation over everything: {e}")
+        check("instance=~\"$instance\"" in e, f"a dashboard query not limited to the host variable: {e}")
+    for p in dash["panels"]:
+        unit = p.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
+        check(unit != "pps", f"panel {p['title']!r}: unit pps (packets per second)")
+        for t in p.get("targets", []):
+            if "numabalanced_pages_total" in t["expr"]:
+                check("numabalanced_page_size_bytes" in t["expr"] and unit in ("Bps", "binBps"),
+                      f"panel {p['title']!r}: pages not shown as bytes per second ({unit}): {t['expr']}")
+
+
+def check_alert_tests(rules_text, test_text):
+    """Each alert has a promtool case where it fires and one where it stays quiet;
+    none looks for a metric's absence over all hosts, and a stopped daemon is not
+    critical."""
+    alerts = re.findall(r"^\s*- alert: (\S+)", rules_text, re.M)
+    check(len(alerts) >= 4, f"alerts not found: {alerts}")
+    check("absent(" not in rules_text, "absent() sees no single host going away")
+    cases = re.split(r"^\s*- eval_time:", test_text, flags=re.M)[1:]
+    for a in alerts:
+        mine = [c for c in cases if re.search(r"alertname: " + re.escape(a) + r"\s*$", c, re.M)]
+        check(any("exp_alerts: []" in c for c in mine), f"{a}: no test case where it stays quiet")
+        check(any("exp_labels" in c for c in mine), f"{a}: no test case where it fires")
+    for block in re.split(r"^\s*- alert: ", rules_text, flags=re.M)[1:]:
+        if block.startswith(("NumabalancedNotTicking", "NumabalancedMetricsGone")):
+            check("severity: critical" not in block, f"{block.split()[0]} is critical")
+
+
 def main():
     root = sys.argv[1]
     rules = os.path.join(root, "contrib", "prometheus", "numabalanced.rules.yml")
@@ -45,6 +86,8 @@ def main():
     unknown = used - written
     check(not unknown, f"contrib/ names metrics the daemon does not write: {sorted(unknown)}")
     print(f"{len(used)} metric(s) named by the rules and the dashboard, all written by the daemon")
+    check_per_host(dash, exprs)
+    check_alert_tests(open(rules).read(), open(rules_test).read())
 
     promtool = shutil.which("promtool")
     if not promtool:

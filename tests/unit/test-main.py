@@ -73,7 +73,7 @@ check(err == missing + ': No such file or directory\n', '--check-config missing:
 # The daemon itself refuses a bad file before doing anything.
 rc, out, err = run('--config', bad, '--once', '--dry-run')
 check(rc == 6, 'start with a bad config: exit %d, expected 6 (not configured)' % rc)
-check(expected[0] in err and bad + ' has 4 errors' in err, 'start with a bad config: stderr %r' % err)
+check(expected[0] in err and 'has 4 errors' in err, 'start with a bad config: stderr %r' % err)
 rc, out, err = run('--config', missing, '--once', '--dry-run')
 check(rc == 6 and 'No such file or directory' in err, 'start with a missing named config: exit %d, %r' % (rc, err))
 
@@ -99,6 +99,44 @@ rc, out, err = run('--check-config-of', str(os.getpid()))
 check(rc == 1 and 'does not run as a numabalanced daemon' in err, '--check-config-of another process: %d %r' % (rc, err))
 rc, out, err = run('--check-config-of', 'x1')
 check(rc == 1 and 'not a process id' in err, '--check-config-of x1: %d %r' % (rc, err))
+
+# --- FILE.d: the files of the directory, read after FILE -----------------------------
+# --check-config FILE covers FILE.d; a bad file there is refused as the main file is,
+# at its own FILE:LINE; a daemon's reload reads the directory again and refuses it.
+dgood = conf('dropins.conf', '[select]\ncgroup_root = %s\n[sample]\nsource = proc\npmu = off\n' % tmp)
+os.mkdir(dgood + '.d')
+conf('dropins.conf.d/10-db.conf', '[select]\ncgroups = /db.slice=balance\ncgroups = /db2.slice=balance\n')
+conf('dropins.conf.d/10-db.conf.dpkg-old', '[nope]\n')
+rc, out, err = run('--check-config', dgood)
+check(rc == 0 and out == dgood + '.d: 1 file read\nconfiguration OK\n', '--check-config with FILE.d: %d %r %r' % (rc, out, err))
+err_path = os.path.join(tmp, 'dropins.stderr')
+with open(err_path, 'w') as err_file:
+    d = subprocess.Popen([exe, '--foreground', '--dry-run', '--control-socket=', '--config', dgood],
+                         stdout=subprocess.DEVNULL, stderr=err_file)
+try:
+    time.sleep(0.5)
+    bad_dropin = conf('dropins.conf.d/20-bad.conf', '[select]\n\ncgroups = /db.slice=advise\n')
+    rc, out, err = run('--check-config-of', str(d.pid))
+    expected_dropin = (bad_dropin + ':3: [select] cgroups: "/db.slice=advise": the path is already named at ' +
+                       dgood + '.d/10-db.conf:2 (accepted: one rule per cgroup, in all the files)\n')
+    check(rc == 1 and err == expected_dropin, '--check-config-of, a bad file in FILE.d: exit %d, %r' % (rc, err))
+    d.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    check(d.poll() is None, 'the daemon exited on a reload refused for a file of FILE.d')
+finally:
+    d.terminate()
+    d.wait(20)
+with open(err_path) as f:
+    derr = f.read()
+check('Read %s and 1 file of %s.d' % (dgood, dgood) in derr, 'the files read are not logged: %r' % derr)
+check(expected_dropin in derr and 'Reload refused, keeping the running configuration' in derr,
+      'reload with a bad file in FILE.d: %r' % derr)
+# The directory's files are root's (or the reading user's), writable by their owner only.
+os.unlink(bad_dropin)
+os.chmod(dgood + '.d/10-db.conf', 0o666)
+rc, out, err = run('--check-config', dgood)
+check(rc == 1 and err == dgood + '.d/10-db.conf: writable by others (mode 0666; accepted: owned by root, writable '
+      'by its owner only)\n', '--check-config, a world-writable file in FILE.d: %d %r' % (rc, err))
 
 # --- service CPUs ----------------------------------------------------------------
 sys_cpus = os.path.join(data, 'sys-cpus')

@@ -81,9 +81,16 @@ check(len(fam['numabalanced_build_info']['samples']) == 1 and
       list(fam['numabalanced_build_info']['samples'].values()) == [1] and
       dict(next(iter(fam['numabalanced_build_info']['samples']))).get('version'), 'build_info with its version')
 check(g(fam, 'numabalanced_kernel_numa_balancing') == 0, 'kernel_numa_balancing')
+check(g(fam, 'numabalanced_page_size_bytes') == os.sysconf('SC_PAGESIZE'), 'page size: the unit of pages_total')
 check(g(fam, 'numabalanced_sampling_source', source='proc') == 1, 'sampling source')
 check(g(fam, 'numabalanced_sampling_chain', chain='proc') == 1, 'sampling chain')
 check(g(fam, 'numabalanced_processes', cgroup='/a.slice') == 2, 'processes')
+# The mode of each selected cgroup, for rules that keep to balance mode.
+check(fam['numabalanced_cgroup_info']['type'] == 'gauge', 'cgroup_info: a gauge')
+check(g(fam, 'numabalanced_cgroup_info', cgroup='/a.slice', mode='balance') == 1, 'cgroup_info of /a.slice: balance')
+check(g(fam, 'numabalanced_cgroup_info', cgroup=hostile, mode='advise') == 1, 'cgroup_info of an advise cgroup')
+check(not any(dict(s).get('cgroup') == '/gone.slice' for s in fam['numabalanced_cgroup_info']['samples']),
+      'an inactive cgroup has no cgroup_info')
 check(g(fam, 'numabalanced_skipped_bytes', cgroup='/a.slice', reason='shared') == 8192, 'skipped shared')
 # Paths that were not valid UTF-8: each bad byte is U+FFFD; of the two that become the
 # same label, neither is shown: the path that was U+FFFD already (valid) is kept.

@@ -10,11 +10,15 @@
   - an opted-in misplaced workload (128 MiB on node 0, its thread on node 1, in a cgroup
     with trusted.numabalanced = balance) is made 95% local by the packaged daemon on its
     shipped configuration;
+  - shipped: the docs and contrib/ under /usr/share/doc/numabalanced, and the empty
+    /etc/numabalanced.conf.d; the package's autopkgtest (debian/tests/conf-d-opt-in)
+    passes: a service opted in through a file there stays opted in across its
+    restart, and `systemctl reload` fails on a broken file, the daemon running on;
   - upgrade: the operator edits /etc/numabalanced.conf (a setting and a comment); a
     newer version of the same package (repacked with a higher version) installs over
     it, the service is active again, and the edited file is kept as it was;
   - purge: `dpkg --purge` leaves no unit file, no /run/numabalanced, no
-    /etc/numabalanced.conf, and the service is not running; a kernel.numa_balancing
+    /etc/numabalanced.conf nor its .d, no docs, and the service is not running; a kernel.numa_balancing
     value saved under /run by a daemon that did not exit cleanly is put back first.
 The package is built on the host first (scripts/build-deb; scripts/test does it).
 Results: NUMABALANCED_RESULTS/deb.json.
@@ -169,6 +173,24 @@ def test_install(deb):
     return True
 
 
+def test_shipped_and_autopkgtest():
+    """The docs and contrib/ in /usr/share/doc/numabalanced (dh_compress may have
+    compressed a long one), the empty /etc/numabalanced.conf.d; then the package's own
+    autopkgtest (debian/tests/conf-d-opt-in): a service opted in through a file of
+    that directory, kept across its restart, and a reload that fails on a broken one."""
+    doc = "/usr/share/doc/numabalanced"
+    for f in ("docs/ctl-json.md", "docs/OPT-IN.md", "examples/prometheus/numabalanced.rules.yml",
+              "examples/grafana/numabalanced-dashboard.json"):
+        check(os.path.exists(f"{doc}/{f}") or os.path.exists(f"{doc}/{f}.gz"), f"{doc}/{f} is not shipped")
+    check(os.path.isdir("/etc/numabalanced.conf.d"), "/etc/numabalanced.conf.d is not shipped")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "debian", "tests", "conf-d-opt-in")
+    r = timed("autopkgtest conf-d-opt-in", "sh", script, timeout=240)
+    print(r.stdout + r.stderr, flush=True)
+    check(r.returncode == 0, f"debian/tests/conf-d-opt-in exited {r.returncode}")
+    if r.returncode != 0:
+        diagnose()
+
+
 def test_fixes(build):
     # The kernel's own balancing off, as the operators this is for have it: otherwise
     # it, not the package, could be what fixes the workload.
@@ -230,7 +252,8 @@ def test_purge():
     check(after == "1", f"kernel.numa_balancing after the purge: {after}, expected the saved 1")
     results["numa_balancing_after_purge"] = after
     check(r.returncode == 0, f"dpkg --purge: {r.stdout[-2000:]}{r.stderr[-2000:]}")
-    left = [p for p in (f"/lib/systemd/system/{UNIT}", "/run/numabalanced", CONF, "/usr/sbin/numabalanced",
+    left = [p for p in (f"/lib/systemd/system/{UNIT}", "/run/numabalanced", CONF, CONF + ".d",
+                        "/usr/share/doc/numabalanced/examples", "/usr/sbin/numabalanced",
                         "/etc/systemd/system/multi-user.target.wants/" + UNIT) if os.path.lexists(p)]
     check(not left, f"left behind by the purge: {left}")
     check(prop("ActiveState") != "active", "the service still runs after the purge")
@@ -251,6 +274,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="test-deb-", dir="/run")
     try:
         if writable_root() and test_install(deb):
+            test_shipped_and_autopkgtest()
             test_fixes(a.build)
             test_upgrade(deb, tmp)
             test_purge()
