@@ -1149,6 +1149,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 goto fail;
         }
         tenant_reader_set_serve(m->reader, serve_while_reading, m);
+        page_sampler_set_reader(m->pages, m->reader);
         view_update(m);
         *ret = m;
         return 0;

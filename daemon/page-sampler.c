@@ -139,6 +139,11 @@ static int no_pmu(const struct nb_config *cfg, const char *proc_root, const stru
         return 0;
 }
 
+void page_sampler_set_reader(struct page_sampler *s, struct tenant_reader *reader) {
+        if (s && s->sw)
+                sw_sampler_set_reader(s->sw, reader);
+}
+
 int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, const char *sys_root,
                         const struct topology *t, const struct placement_source *placement,
                         struct page_sampler **ret) {

@@ -45,6 +45,10 @@ typedef void (*page_sample_fn)(void *userdata, pid_t tgid, uint64_t addr, unsign
  * number of (process, node, page) entries, or -errno. */
 int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata);
 void page_sampler_free(struct page_sampler *s);
+struct tenant_reader;
+/* The reader the software source reads code bytes through (tenant-reader.h); NULL (the
+ * default): on the calling thread. */
+void page_sampler_set_reader(struct page_sampler *s, struct tenant_reader *reader);
 
 /* The chain as status shows it: "pmu+bpf", "pmu+proc", "software+bpf", "software+proc",
  * "bpf" or "proc". */

@@ -8,6 +8,7 @@
 #include "caps.h"
 #include "clock.h"
 #include "insn-addr.h"
+#include "tenant-files.h"
 #include "cleanup.h"
 #include "log.h"
 #include "pagesize.h"
@@ -25,6 +26,9 @@
 #define CHECK_MIN_ADDRESSES 50
 #define CHECK_MIN_PCT 90
 #define CHECK_ENOUGH 400           /* samples per thread that judge it: stop sooner */
+
+/* A read of 48 bytes of a page the CPU just ran: anything longer is its owner's doing. */
+#define CODE_READ_DEADLINE_MS 200u
 
 /* Samples decoded at once, on a thread of their own (decode_batch). */
 #define DECODE_BATCH 1024
@@ -65,6 +69,7 @@ struct sw_sampler {
         size_t n_spanning;
         struct sample_quota quota; /* the thread slots, shared among owners */
         uint64_t turn_ms;          /* SAMPLE_TURN_MS; shorter in the tests */
+        struct tenant_reader *reader;  /* code bytes read through it; NULL: here */
 };
 
 struct drain_ctx {
@@ -363,13 +368,27 @@ static void decode_batch(struct drain_ctx *c) {
         s->n_batch = 0;
 }
 
-/* A sample's code bytes, read now (by pid, re-checked after the read: task-sample.h),
- * queued for the decoding thread. */
+void sw_sampler_set_reader(struct sw_sampler *s, struct tenant_reader *reader) {
+        s->reader = reader;
+}
+
+/* A sample's code bytes, read now through the reader (by pid, re-checked after the
+ * read: task-sample.h), queued for the decoding thread. A process no longer sampled
+ * is not read. */
 static void on_sample(void *userdata, const struct task_sample *t) {
         struct drain_ctx *c = userdata;
-        struct decode_item *it = &c->s->batch[c->s->n_batch];
-        int n = task_sample_code_of(t, it->code);
+        struct sw_sampler *s = c->s;
+        struct decode_item *it = &s->batch[s->n_batch];
+        ssize_t i = find(s, t->pid);
+        struct tenant_proc tp = { .proc_root = s->proc_root, .pid = t->pid, .deadline_ms = CODE_READ_DEADLINE_MS };
+        int n;
 
+        if (i < 0)
+                return;
+        tp.owner = s->spanning[i].owner;
+        n = tenant_code(s->reader, &tp, t->ip, it->code);
+        if (n > 0 && task_sample_exited(t))
+                n = -ESRCH;
         if (n <= 0)
                 return;
         it->pid = t->pid;

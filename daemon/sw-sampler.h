@@ -60,4 +60,8 @@ bool sw_sampler_sampling(const struct sw_sampler *s, pid_t tid);
 void sw_sampler_set_slots(struct sw_sampler *s, size_t slots, uint64_t turn_ms);
 /* For the tests: hook(userdata) runs on each decoding thread, after it dropped its
  * capabilities and before it decodes. */
+struct tenant_reader;
+/* Code bytes are read through reader (tenant-files.h: with a deadline, their owner's
+ * reads refused while one overran); NULL: on the draining thread. */
+void sw_sampler_set_reader(struct sw_sampler *s, struct tenant_reader *reader);
 void sw_sampler_set_decode_hook(struct sw_sampler *s, void (*hook)(void *userdata), void *userdata);

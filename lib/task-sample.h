@@ -62,9 +62,13 @@ int task_sampler_drain(struct task_sampler *s, void (*fn)(void *userdata, const 
                        void *userdata, uint64_t *lost);
 
 /* The up to INSN_CODE_LEN bytes before ip in pid's memory (process_vm_readv: the
- * caller may read pid's memory), into code; fewer when the page before ip's is not
- * mapped. Returns the number of bytes, or -errno. */
+ * caller may read pid's memory), into code, never from another page than ip's: fewer
+ * when ip is near the start of its page, -EFAULT at its very start. Returns the
+ * number of bytes, or -errno. */
 int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]);
+/* Whether t's process has exited (its pidfd polls readable): asked right after a read
+ * of its code by pid, the bytes are its own only if it had not. */
+bool task_sample_exited(const struct task_sample *t);
 /* task_sample_code() for sample t, the process re-checked right after the read:
  * -ESRCH (and no bytes) when the sampled process exited, whose pid may name another
  * process since. What the drain reads code bytes with. */

@@ -139,6 +139,7 @@ int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata
 }
 
 void page_sampler_free(struct page_sampler *s) {}
+void page_sampler_set_reader(struct page_sampler *s, struct tenant_reader *reader) {}
 
 const char *page_sampler_chain(const struct placement_source *placement, const struct page_sampler *s) {
         return s ? "pmu+proc" : "proc";

@@ -6,8 +6,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "pagesize.h"
 #include "task-sample.h"
 #include "test.h"
 
@@ -83,6 +85,27 @@ static pid_t spinner_at(pid_t want) {
  * since, whose pid a new process holds now (made so with ns_last_pid), gives no bytes,
  * though the pid reads fine: the new process (a fork of this test) has the same code
  * at the same address. */
+/* Code bytes come from ip's own page only, though the page before is mapped and
+ * readable: a page before it could be a FUSE file's its owner never answers. */
+TEST(code_only_from_the_page_of_ip) {
+        const size_t ps = page_size();
+        uint8_t *two = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint8_t code[INSN_CODE_LEN];
+
+        CHECK(two != MAP_FAILED);
+        for (size_t i = 0; i < 2 * ps; i++)
+                two[i] = (uint8_t) i;
+        /* Far enough into its page: the full INSN_CODE_LEN bytes. */
+        CHECK_INT(task_sample_code(getpid(), (uint64_t) (uintptr_t) (two + ps + 100), code), INSN_CODE_LEN);
+        CHECK(memcmp(code, two + ps + 100 - INSN_CODE_LEN, INSN_CODE_LEN) == 0);
+        /* 16 bytes into its page: those 16, none of the page before. */
+        CHECK_INT(task_sample_code(getpid(), (uint64_t) (uintptr_t) (two + ps + 16), code), 16);
+        CHECK(memcmp(code, two + ps, 16) == 0);
+        /* At its very start: nothing. */
+        CHECK_INT(task_sample_code(getpid(), (uint64_t) (uintptr_t) (two + ps), code), -EFAULT);
+        munmap(two, 2 * ps);
+}
+
 TEST(code_not_read_from_a_reused_pid) {
         struct task_sample first = {};
         struct task_sampler *s = NULL;
