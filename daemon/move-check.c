@@ -183,14 +183,12 @@ static bool range_allowed(const struct check_run *run, const struct numa_maps *m
 
 /* Reads the process's policies (numa_maps) into *ret, and what that cost. */
 static int read_policies(struct check_job *cj, pid_t pid, struct numa_maps **ret) {
-        _cleanup_free_ char *buf = NULL;
         uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC);
-        size_t len;
         int r;
 
-        r = proc_read_numa_maps(cj->run->proc_root, pid, &buf, &len);
-        if (r >= 0)
-                r = numa_maps_parse(buf, len, ret);
+        /* A chunk at a time, no file names (lib/proc-lines.h): every worker may be
+         * reading one at once. */
+        r = numa_maps_read(cj->run->proc_root, pid, ret);
         if (r < 0)
                 return r;
         cj->policy_read_end_ns = clock_now_ns(CLOCK_MONOTONIC);

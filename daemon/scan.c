@@ -114,27 +114,34 @@ static int read_status(const struct scan_env *env, struct proc_rec *p, struct pr
         return 0;
 }
 
-/* What p maps where: its numa_maps, and each VMA's end from its maps. */
+/* "cannot read" with its reason: a process past the mapping cap (lib/proc-lines.h)
+ * is told apart from one that is gone or not ours, since only an operator's sysctl
+ * lets a process get there, and this one is then never balanced. */
+static int unreadable(const struct proc_rec *p, const char *file, int r) {
+        if (r == -E2BIG)
+                log_info("cgroup=%s pid=%d: %s lists more than %d mappings, the most the daemon reads of a "
+                         "process: not balanced", p->cg->path, (int) p->pid, file, PROC_VMAS_MAX);
+        return r;
+}
+
+/* What p maps where: its numa_maps, and each VMA's end from its maps. Both are read
+ * a chunk at a time (lib/proc-lines.h): the files are the tenant's to make large. */
 static int read_layout(const struct scan_env *env, struct proc_rec *p, struct numa_maps **ret_maps, uint64_t **ret_ends) {
-        _cleanup_free_ char *buf = NULL;
         _cleanup_free_ struct vma_range *ranges = NULL;
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
         uint64_t *ends;
-        size_t len = 0, n_ranges = 0;
+        size_t n_ranges = 0;
         int r;
 
-        r = proc_read_numa_maps(env->proc_root, p->pid, &buf, &len);
+        r = numa_maps_read(env->proc_root, p->pid, &maps);
         if (r < 0)
-                return r;
-        r = numa_maps_parse(buf, len, &maps);
-        if (r < 0)
-                return r;
+                return unreadable(p, "numa_maps", r);
         if (maps->n_bad_lines)
                 log_debug("pid=%d: %u numa_maps line(s) did not parse (first: %u), ignoring", (int) p->pid,
                           maps->n_bad_lines, maps->bad_lines[0]);
         r = maps_read(env->proc_root, p->pid, &ranges, &n_ranges);
         if (r < 0)
-                return r;
+                return unreadable(p, "maps", r);
         ends = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*ends));
         if (!ends)
                 return -ENOMEM;
@@ -176,7 +183,7 @@ static int read_locked(const struct scan_env *env, struct proc_rec *p, const str
                 return 0;
         r = smaps_read_locked(env->proc_root, p->pid, &starts, &n);
         if (r < 0)
-                return r;
+                return unreadable(p, "smaps", r);
         locked = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*locked));
         if (!locked)
                 return -ENOMEM;
