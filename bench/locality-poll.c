@@ -36,10 +36,9 @@ static double now(void) {
 static int local_share(const struct topology *t, pid_t pid, double *ret) {
         _cleanup_free_ pid_t *tids = NULL;
         _cleanup_free_ int *cpus = NULL;
-        _cleanup_free_ char *buf = NULL;
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
         struct locality loc;
-        size_t n = 0, n_cpus = 0, len = 0;
+        size_t n = 0, n_cpus = 0;
         int r;
 
         r = proc_list_tasks("/proc", pid, &tids, &n);
@@ -54,10 +53,7 @@ static int local_share(const struct topology *t, pid_t pid, double *ret) {
                 if (proc_read_task_stat("/proc", pid, tids[i], &st) == 0)
                         cpus[n_cpus++] = st.processor;
         }
-        r = proc_read_numa_maps("/proc", pid, &buf, &len);
-        if (r < 0)
-                return r;
-        r = numa_maps_parse(buf, len, &maps);
+        r = numa_maps_read("/proc", pid, &maps);
         if (r < 0)
                 return r;
         r = locality_compute(t, maps, cpus, n_cpus, &loc);

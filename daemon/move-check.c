@@ -214,6 +214,8 @@ static int read_policies(struct check_job *cj, pid_t pid, struct numa_maps **ret
         uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC);
         int r;
 
+        /* A chunk at a time, no file names (lib/proc-lines.h: every worker may be
+         * reading one at once), through the reader (tenant-files.h). */
         r = tenant_numa_maps(cj->run->reader, &tp, ret);
         if (r < 0)
                 return r;

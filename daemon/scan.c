@@ -121,10 +121,21 @@ static int read_status(const struct scan_env *env, struct proc_rec *p, struct pr
         return 0;
 }
 
-/* What p maps where: its numa_maps, and each VMA's end from its maps. Both read
- * through the reader (tenant-files.h): p's owner can make them wait. */
-static int read_layout(const struct scan_env *env, const struct tenant_proc *tp, struct numa_maps **ret_maps,
-                       uint64_t **ret_ends) {
+/* "cannot read" with its reason: a process past the mapping cap (lib/proc-lines.h)
+ * is told apart from one that is gone or not ours, since only an operator's sysctl
+ * lets a process get there, and this one is then never balanced. */
+static int unreadable(const struct proc_rec *p, const char *file, int r) {
+        if (r == -E2BIG)
+                log_info("cgroup=%s pid=%d: %s lists more than %d mappings, the most the daemon reads of a "
+                         "process: not balanced", p->cg->path, (int) p->pid, file, PROC_VMAS_MAX);
+        return r;
+}
+
+/* What p maps where: its numa_maps, and each VMA's end from its maps. Both read a
+ * chunk at a time (lib/proc-lines.h: the files are the tenant's to make large),
+ * through the reader (tenant-files.h: p's owner can make them wait). */
+static int read_layout(const struct scan_env *env, const struct proc_rec *p, const struct tenant_proc *tp,
+                       struct numa_maps **ret_maps, uint64_t **ret_ends) {
         _cleanup_free_ struct vma_range *ranges = NULL;
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
         uint64_t *ends;
@@ -133,13 +144,13 @@ static int read_layout(const struct scan_env *env, const struct tenant_proc *tp,
 
         r = tenant_numa_maps(env->reader, tp, &maps);
         if (r < 0)
-                return r;
+                return unreadable(p, "numa_maps", r);
         if (maps->n_bad_lines)
                 log_debug("pid=%d: %u numa_maps line(s) did not parse (first: %u), ignoring", (int) tp->pid,
                           maps->n_bad_lines, maps->bad_lines[0]);
         r = tenant_maps(env->reader, tp, &ranges, &n_ranges);
         if (r < 0)
-                return r;
+                return unreadable(p, "maps", r);
         ends = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*ends));
         if (!ends)
                 return -ENOMEM;
@@ -169,8 +180,8 @@ static int read_thread_policies(const struct scan_env *env, struct proc_rec *p, 
 
 /* Which of maps' VMAs are locked (mlock): smaps is read only when status shows locked
  * memory and it matters (move_mlocked = no). *ret stays NULL when none is. */
-static int read_locked(const struct scan_env *env, const struct tenant_proc *tp, const struct proc_status *status,
-                       const struct numa_maps *maps, bool **ret) {
+static int read_locked(const struct scan_env *env, const struct proc_rec *p, const struct tenant_proc *tp,
+                       const struct proc_status *status, const struct numa_maps *maps, bool **ret) {
         _cleanup_free_ uint64_t *starts = NULL;
         size_t n = 0;
         bool *locked;
@@ -181,7 +192,7 @@ static int read_locked(const struct scan_env *env, const struct tenant_proc *tp,
                 return 0;
         r = tenant_smaps_locked(env->reader, tp, &starts, &n);
         if (r < 0)
-                return r;
+                return unreadable(p, "smaps", r);
         locked = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*locked));
         if (!locked)
                 return -ENOMEM;
@@ -227,13 +238,13 @@ static int read_process(const struct scan_env *env, struct proc_rec *p, const st
         };
         int r;
 
-        r = read_layout(env, &tp, &rd->maps, &rd->ends);
+        r = read_layout(env, p, &tp, &rd->maps, &rd->ends);
         if (r < 0)
                 return r;
         r = read_thread_policies(env, p, status, rd->maps, &rd->threads);
         if (r < 0)
                 return r;
-        return read_locked(env, &tp, status, rd->maps, &rd->locked);
+        return read_locked(env, p, &tp, status, rd->maps, &rd->locked);
 }
 
 struct plan_params scan_plan_params(const struct scan_env *env) {

@@ -73,11 +73,7 @@ static int call(struct tenant_reader *tr, struct file_call *f, void (*take)(stru
 }
 
 static int read_numa_maps(struct file_call *f) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0;
-        int r = proc_read_numa_maps(f->proc_root, f->pid, &buf, &len);
-
-        return r < 0 ? r : numa_maps_parse(buf, len, &f->maps);
+        return numa_maps_read(f->proc_root, f->pid, &f->maps);
 }
 
 static void take_numa_maps(struct file_call *f, void *ret) {

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cleanup.h"
+#include "log.h"
 #include "maps.h"
 #include "parse.h"
 
@@ -13,43 +12,60 @@ static int cmp_range(const void *a, const void *b) {
         return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int maps_parse(const char *buf, size_t len, struct vma_range **ret, size_t *ret_n, unsigned *ret_bad) {
-        _cleanup_free_ struct vma_range *r = NULL;
-        size_t n = 0, alloc = 0, pos = 0;
-        unsigned bad = 0;
+struct maps_sink {
+        struct vma_range *r;
+        size_t n, alloc, lines, vmas_max;
+        unsigned bad;
+};
 
-        while (pos < len) {
-                const char *line = buf + pos, *nl = memchr(line, '\n', len - pos);
-                size_t ll = nl ? (size_t) (nl - line) : len - pos;
-                const char *dash = memchr(line, '-', ll), *sp = memchr(line, ' ', ll);
-                uint64_t s, e;
+/* "start-end " at the start of a line: the kernel prints it before anything a
+ * process names, so a cut line (a long file name) still gives it. */
+static int maps_line(void *ctx, const char *line, size_t ll, bool cut) {
+        struct maps_sink *k = ctx;
+        const char *dash = memchr(line, '-', ll), *sp = memchr(line, ' ', ll);
+        uint64_t s, e;
 
-                pos += ll + 1;
-                if (ll == 0)
-                        continue;
-                if (!dash || !sp || sp < dash ||
-                    parse_hex_u64_n(line, (size_t) (dash - line), &s) < 0 ||
-                    parse_hex_u64_n(dash + 1, (size_t) (sp - dash - 1), &e) < 0 || e <= s) {
-                        bad++;
-                        continue;
-                }
-                if (n == alloc) {
-                        size_t na = alloc ? alloc * 2 : 256;
-                        struct vma_range *nr = realloc(r, na * sizeof(*r));
-                        if (!nr)
-                                return -ENOMEM;
-                        r = nr;
-                        alloc = na;
-                }
-                r[n++] = (struct vma_range) { s, e };
+        (void) cut;
+        if (ll == 0)
+                return 0;
+        if (++k->lines > k->vmas_max)
+                return -E2BIG;
+        if (!dash || !sp || sp < dash || parse_hex_u64_n(line, (size_t) (dash - line), &s) < 0 ||
+            parse_hex_u64_n(dash + 1, (size_t) (sp - dash - 1), &e) < 0 || e <= s) {
+                k->bad++;
+                return 0;
         }
-        if (n)
-                qsort(r, n, sizeof(*r), cmp_range);
-        *ret = TAKE_PTR(r);
-        *ret_n = n;
-        if (ret_bad)
-                *ret_bad = bad;
+        if (k->n == k->alloc) {
+                size_t na = k->alloc ? k->alloc * 2 : 256;
+                struct vma_range *nr = realloc(k->r, na * sizeof(*k->r));
+                if (!nr)
+                        return -ENOMEM;
+                k->r = nr;
+                k->alloc = na;
+        }
+        k->r[k->n++] = (struct vma_range) { s, e };
         return 0;
+}
+
+static int maps_done(struct maps_sink *k, int r, struct vma_range **ret, size_t *ret_n, unsigned *ret_bad) {
+        if (r < 0) {
+                free(k->r);
+                return r;
+        }
+        if (k->n)
+                qsort(k->r, k->n, sizeof(*k->r), cmp_range);
+        *ret = k->r;
+        *ret_n = k->n;
+        if (ret_bad)
+                *ret_bad = k->bad;
+        return 0;
+}
+
+int maps_parse(const char *buf, size_t len, struct vma_range **ret, size_t *ret_n, unsigned *ret_bad) {
+        struct maps_sink k = { .vmas_max = SIZE_MAX };
+
+        return maps_done(&k, proc_lines_buf(buf, len, &proc_lines_default, maps_line, &k, NULL), ret, ret_n,
+                         ret_bad);
 }
 
 uint64_t maps_end_of(const struct vma_range *r, size_t n, uint64_t start) {
@@ -66,17 +82,23 @@ uint64_t maps_end_of(const struct vma_range *r, size_t n, uint64_t start) {
         return 0;
 }
 
-int maps_read(const char *proc_root, pid_t pid, struct vma_range **ret, size_t *ret_n) {
-        _cleanup_free_ char *buf = NULL;
-        char path[4096];
-        size_t len;
-        int r;
+int maps_read_path(const char *path, const struct proc_lines_opts *o, struct vma_range **ret, size_t *ret_n,
+                   unsigned *ret_bad) {
+        struct maps_sink k = { .vmas_max = o->vmas_max };
+        int r = proc_lines_path(path, o, maps_line, &k, NULL);
 
-        if (pid <= 0)
-                return -EINVAL;
-        snprintf(path, sizeof(path), "%s/%d/maps", proc_root, (int) pid);
-        r = read_file_at(AT_FDCWD, path, 256u << 20, &buf, &len);
         if (r < 0)
-                return r;
-        return maps_parse(buf, len, ret, ret_n, NULL);
+                log_debug_errno(r, "Failed to read %s: %m", path);
+        return maps_done(&k, r, ret, ret_n, ret_bad);
+}
+
+int maps_read(const char *proc_root, pid_t pid, struct vma_range **ret, size_t *ret_n) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!proc_root || pid <= 0)
+                return -EINVAL;
+        path = proc_pid_path(proc_root, pid, "maps");
+        if (!path)
+                return -ENOMEM;
+        return maps_read_path(path, &proc_lines_default, ret, ret_n, NULL);
 }

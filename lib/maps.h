@@ -6,14 +6,21 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "proc-lines.h"
 
 struct vma_range {
         uint64_t start, end;
 };
 
 /* Parses buf into ranges sorted by start; malformed lines are skipped (counted in
- * *ret_bad if not NULL). */
+ * *ret_bad if not NULL). A line cut at the line cap (proc-lines.h: a long file name)
+ * still gives its range. */
 int maps_parse(const char *buf, size_t len, struct vma_range **ret, size_t *ret_n, unsigned *ret_bad);
 /* The end of the VMA that starts at start, or 0. */
 uint64_t maps_end_of(const struct vma_range *r, size_t n, uint64_t start);
+/* Reads <proc_root>/<pid>/maps a chunk at a time (proc-lines.h) and parses it with
+ * maps_parse's line parser. -ESRCH: gone; -E2BIG: more than PROC_VMAS_MAX mappings. */
 int maps_read(const char *proc_root, pid_t pid, struct vma_range **ret, size_t *ret_n);
+/* The same on a file, with the chunk size and caps as parameters (the tests'). */
+int maps_read_path(const char *path, const struct proc_lines_opts *o, struct vma_range **ret, size_t *ret_n,
+                   unsigned *ret_bad);

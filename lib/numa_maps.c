@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cleanup.h"
 #include "log.h"
 #include "numa_maps.h"
 #include "pagesize.h"
@@ -223,6 +224,10 @@ static int grow(void **array, size_t *alloc, size_t n, size_t elsize) {
 struct parser {
         struct numa_maps *m;
         size_t vmas_alloc, np_alloc;
+        size_t vmas_max;        /* lines (one per mapping) read at most */
+        bool keep_paths;        /* file names copied (numabalancectl shows them; the daemon does not) */
+        unsigned lineno;
+        unsigned empty_run;     /* empty lines not yet known to be in the middle */
 };
 
 /* Keys a future kernel might add: ignored, but only if they look like keys, so that
@@ -265,6 +270,7 @@ struct line_state {
         nb_nodemask seen;  /* nodes with a count */
         unsigned have;     /* counters seen, by bit */
         bool have_kind;
+        bool keep_path;    /* copy file= (parser.keep_paths) */
 };
 
 static void line_state_done(struct line_state *st) {
@@ -310,6 +316,8 @@ static int parse_kind(const char *t, size_t tl, struct vma *v, struct line_state
                         return -EINVAL;
                 st->have_kind = true;
                 v->kind = VMA_FILE;
+                if (!st->keep_path)
+                        return 1;
                 st->path = strndup(t + 5, tl - 5);
                 if (!st->path)
                         return -ENOMEM;
@@ -409,7 +417,7 @@ static int parse_line(struct parser *p, const char *s, size_t len, unsigned line
         /* A VMA with no page present prints no counters, kernelpagesize_kB included:
          * its unit is then the base page size. */
         struct vma v = { .line = lineno, .page_size_kb = page_size() / 1024, .np_off = p->m->n_np };
-        _cleanup_(line_state_done) struct line_state st = {};
+        _cleanup_(line_state_done) struct line_state st = { .keep_path = p->keep_paths };
         size_t i;
         int r;
 
@@ -492,60 +500,110 @@ int numa_maps_parse_head(const char *buf, size_t len, uint64_t *ret_start, struc
         return 0;
 }
 
+static void bad_line(struct numa_maps *m, unsigned lineno) {
+        if (m->n_bad_lines < NUMA_MAPS_BAD_LINES_KEPT)
+                m->bad_lines[m->n_bad_lines] = lineno;
+        if (m->n_bad_lines < UINT32_MAX)
+                m->n_bad_lines++;
+}
+
+/* One line from proc_lines_*(): a VMA, or a bad line counted with its number. */
+static int numa_maps_line(void *ctx, const char *s, size_t len, bool cut) {
+        struct parser *p = ctx;
+        struct numa_maps *m = p->m;
+        size_t np_mark = m->n_np;
+        struct vma v;
+        int r;
+
+        p->lineno++;
+        /* Empty lines at the end (and a missing final newline) are fine; an empty
+         * line in the middle is not something the kernel writes. */
+        if (len == 0 && !cut) {
+                p->empty_run++;
+                return 0;
+        }
+        for (; p->empty_run; p->empty_run--)
+                bad_line(m, p->lineno - p->empty_run);
+        if (p->lineno > p->vmas_max)
+                return -E2BIG;
+        /* A cut line lost its counters: it cannot be read. */
+        r = cut ? -EINVAL : parse_line(p, s, len, p->lineno, &v);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                m->n_np = np_mark;
+                bad_line(m, p->lineno);
+                return 0;
+        }
+        r = grow((void **) &m->vmas, &p->vmas_alloc, m->n_vmas, sizeof(*m->vmas));
+        if (r < 0) {
+                free(v.path);
+                return r;
+        }
+        m->vmas[m->n_vmas++] = v;
+        return 0;
+}
+
+static int parser_init(struct parser *p, bool keep_paths, size_t vmas_max) {
+        int r;
+
+        *p = (struct parser) { .keep_paths = keep_paths, .vmas_max = vmas_max };
+        p->m = calloc(1, sizeof(*p->m));
+        if (!p->m)
+                return -ENOMEM;
+        /* np is never NULL, so that vma_node_pages() of a VMA without counts is
+         * m->np + 0 on a real array (NULL + 0 is undefined behaviour in C). */
+        r = grow((void **) &p->m->np, &p->np_alloc, 0, sizeof(*p->m->np));
+        if (r < 0)
+                numa_maps_free(TAKE_PTR(p->m));
+        return r;
+}
+
+static int parser_done(struct parser *p, int r, struct numa_maps **ret) {
+        if (r < 0) {
+                numa_maps_free(p->m);
+                return r;
+        }
+        if (p->m->n_bad_lines > 0)
+                log_debug("numa_maps: %u malformed line(s) skipped, first at line %u", p->m->n_bad_lines,
+                          p->m->bad_lines[0]);
+        *ret = p->m;
+        return 0;
+}
+
 int numa_maps_parse(const char *buf, size_t len, struct numa_maps **ret) {
-        _cleanup_(numa_maps_freep) struct numa_maps *m = NULL;
-        struct parser p = {};
-        size_t end = len, pos = 0;
-        unsigned lineno = 0;
+        struct parser p;
         int r;
 
         if (!buf && len > 0)
                 return -EINVAL;
-        m = calloc(1, sizeof(*m));
-        if (!m)
-                return -ENOMEM;
-        p.m = m;
-        /* np is never NULL, so that vma_node_pages() of a VMA without counts is
-         * m->np + 0 on a real array (NULL + 0 is undefined behaviour in C). */
-        r = grow((void **) &m->np, &p.np_alloc, 0, sizeof(*m->np));
+        r = parser_init(&p, true, SIZE_MAX);
         if (r < 0)
                 return r;
+        return parser_done(&p, proc_lines_buf(buf, len, &proc_lines_default, numa_maps_line, &p, NULL), ret);
+}
 
-        /* Empty lines at the end (and a missing final newline) are fine; an empty
-         * line in the middle is not something the kernel writes. */
-        while (end > 0 && buf[end - 1] == '\n')
-                end--;
+int numa_maps_read_path(const char *path, const struct proc_lines_opts *o, bool keep_paths,
+                        struct numa_maps **ret) {
+        struct parser p;
+        int r;
 
-        while (pos < end) {
-                const char *nl = memchr(buf + pos, '\n', end - pos);
-                size_t ll = nl ? (size_t) (nl - (buf + pos)) : end - pos;
-                size_t np_mark = m->n_np;
-                struct vma v;
+        r = parser_init(&p, keep_paths, o->vmas_max);
+        if (r < 0)
+                return r;
+        r = proc_lines_path(path, o, numa_maps_line, &p, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to read %s: %m", path);
+        return parser_done(&p, r, ret);
+}
 
-                lineno++;
-                r = parse_line(&p, buf + pos, ll, lineno, &v);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        m->n_np = np_mark;
-                        if (m->n_bad_lines < NUMA_MAPS_BAD_LINES_KEPT)
-                                m->bad_lines[m->n_bad_lines] = lineno;
-                        if (m->n_bad_lines < UINT32_MAX)
-                                m->n_bad_lines++;
-                } else {
-                        r = grow((void **) &m->vmas, &p.vmas_alloc, m->n_vmas, sizeof(*m->vmas));
-                        if (r < 0) {
-                                free(v.path);
-                                return r;
-                        }
-                        m->vmas[m->n_vmas++] = v;
-                }
-                pos += ll + 1;
-        }
+int numa_maps_read(const char *proc_root, pid_t pid, struct numa_maps **ret) {
+        _cleanup_free_ char *path = NULL;
 
-        if (m->n_bad_lines > 0)
-                log_debug("numa_maps: %u malformed line(s) skipped, first at line %u",
-                          m->n_bad_lines, m->bad_lines[0]);
-        *ret = TAKE_PTR(m);
-        return 0;
+        if (!proc_root || pid <= 0 || !ret)
+                return -EINVAL;
+        path = proc_pid_path(proc_root, pid, "numa_maps");
+        if (!path)
+                return -ENOMEM;
+        return numa_maps_read_path(path, &proc_lines_default, false, ret);
 }

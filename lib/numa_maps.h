@@ -13,7 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cleanup.h"
+#include <sys/types.h>
 #include "nodemask.h"
+#include "proc-lines.h"
 
 enum mpol_mode {
         MODE_DEFAULT,
@@ -52,7 +54,8 @@ struct vma {
         struct mempolicy policy;
         enum vma_kind kind;
         bool hugetlb;              /* " huge": counts are in huge pages */
-        char *path;                /* file= value as the kernel escaped it (safe to print), or NULL */
+        char *path;                /* file= value as the kernel escaped it (safe to print), or NULL;
+                                    * NULL from numa_maps_read(), which does not copy names */
         uint64_t page_size_kb;     /* kernelpagesize_kB; the base page size if absent (no page present) */
         uint64_t anon, dirty, mapped, mapmax, swapcache, active, writeback;
         uint64_t pages;            /* sum over nodes */
@@ -71,9 +74,18 @@ struct numa_maps {
         unsigned bad_lines[NUMA_MAPS_BAD_LINES_KEPT];   /* the first ones' numbers */
 };
 
-/* Parses len bytes of buf (need not be NUL-terminated). Returns 0 (bad lines are
- * counted in the result, not an error), or -ENOMEM. */
+/* Parses len bytes of buf (need not be NUL-terminated), file names copied. Returns 0
+ * (bad lines, a line longer than PROC_LINE_MAX among them, are counted in the result,
+ * not an error), or -ENOMEM. */
 int numa_maps_parse(const char *buf, size_t len, struct numa_maps **ret);
+/* Reads <proc_root>/<pid>/numa_maps a chunk at a time (proc-lines.h) with the same
+ * line parser; file names are not copied (the daemon uses none: v->path stays NULL,
+ * v->kind says VMA_FILE). Its memory is the result's and one buffer, never the
+ * file's. -ESRCH: gone; -E2BIG: more than PROC_VMAS_MAX mappings. */
+int numa_maps_read(const char *proc_root, pid_t pid, struct numa_maps **ret);
+/* The same on a file, with the chunk size and caps as parameters (the tests'). */
+int numa_maps_read_path(const char *path, const struct proc_lines_opts *o, bool keep_paths,
+                        struct numa_maps **ret);
 void numa_maps_free(struct numa_maps *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct numa_maps *, numa_maps_free);
 

@@ -78,5 +78,7 @@ int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n
  * is gone; -ENODATA: no such line, or more than one (a cgroup name holding a newline
  * could forge a second one: then nothing is trusted). */
 int proc_read_cgroup(const char *proc_root, pid_t pid, char **ret);
-/* /proc/<pid>/numa_maps, whole (see numa_maps.h for the parse). */
+/* /proc/<pid>/numa_maps, whole (see numa_maps.h for the parse), up to 256 MiB: for
+ * numabalancectl show, run by root on one process. The daemon reads numa_maps a chunk
+ * at a time (numa_maps_read), never whole. */
 int proc_read_numa_maps(const char *proc_root, pid_t pid, char **ret, size_t *ret_len);

@@ -1,16 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cleanup.h"
 #include "log.h"
 #include "parse.h"
 #include "smaps.h"
-
-/* A process with hundreds of thousands of VMAs has tens of MiB of smaps. */
-#define SMAPS_MAX (512 * 1024 * 1024)
 
 /* "start-end " at the beginning of a header line: 1 with *ret_start, 0 if the line is
  * not a header. */
@@ -53,50 +48,68 @@ static int push(uint64_t **starts, size_t *n, size_t *alloc, uint64_t start) {
         return 0;
 }
 
-int smaps_locked_parse(const char *buf, size_t len, uint64_t **ret, size_t *ret_n) {
-        _cleanup_free_ uint64_t *starts = NULL;
-        size_t n = 0, alloc = 0, pos = 0;
-        uint64_t cur = 0;
-        bool in_vma = false;
-        int r;
+struct smaps_sink {
+        uint64_t *starts;
+        size_t n, alloc, vmas, vmas_max;
+        uint64_t cur;
+        bool in_vma;
+};
 
-        while (buf && pos < len) {
-                const char *line = buf + pos, *nl = memchr(line, '\n', len - pos);
-                size_t ll = nl ? (size_t) (nl - line) : len - pos;
+/* One line: a VMA's header "start-end perms ..." (cut or not: the range comes before
+ * the file name), one of its "Key: value" lines, or its "VmFlags:" line. */
+static int smaps_line(void *ctx, const char *line, size_t ll, bool cut) {
+        struct smaps_sink *k = ctx;
 
-                pos += ll + 1;
-                if (ll > 8 && memcmp(line, "VmFlags:", 8) == 0) {
-                        if (in_vma && flags_locked(line + 8, ll - 8)) {
-                                r = push(&starts, &n, &alloc, cur);
-                                if (r < 0)
-                                        return r;
-                        }
-                        in_vma = false; /* one VmFlags line per VMA */
-                        continue;
-                }
-                if (header_start(line, ll, &cur))
-                        in_vma = true;
+        if (!cut && ll > 8 && memcmp(line, "VmFlags:", 8) == 0) {
+                bool locked = k->in_vma && flags_locked(line + 8, ll - 8);
+
+                k->in_vma = false; /* one VmFlags line per VMA */
+                return locked ? push(&k->starts, &k->n, &k->alloc, k->cur) : 0;
         }
-        if (n > 1)
-                qsort(starts, n, sizeof(*starts), cmp_u64);
-        *ret = TAKE_PTR(starts);
-        *ret_n = n;
+        if (header_start(line, ll, &k->cur)) {
+                if (++k->vmas > k->vmas_max)
+                        return -E2BIG;
+                k->in_vma = true;
+        }
         return 0;
 }
 
+static int smaps_done(struct smaps_sink *k, int r, uint64_t **ret, size_t *ret_n) {
+        if (r < 0) {
+                free(k->starts);
+                return r;
+        }
+        if (k->n > 1)
+                qsort(k->starts, k->n, sizeof(*k->starts), cmp_u64);
+        *ret = k->starts;
+        *ret_n = k->n;
+        return 0;
+}
+
+int smaps_locked_parse(const char *buf, size_t len, uint64_t **ret, size_t *ret_n) {
+        struct smaps_sink k = { .vmas_max = SIZE_MAX };
+
+        return smaps_done(&k, proc_lines_buf(buf, len, &proc_lines_default, smaps_line, &k, NULL), ret, ret_n);
+}
+
+int smaps_read_locked_path(const char *path, const struct proc_lines_opts *o, uint64_t **ret, size_t *ret_n) {
+        struct smaps_sink k = { .vmas_max = o->vmas_max };
+        int r = proc_lines_path(path, o, smaps_line, &k, NULL);
+
+        if (r < 0)
+                log_debug_errno(r, "Failed to read %s: %m", path);
+        return smaps_done(&k, r, ret, ret_n);
+}
+
 int smaps_read_locked(const char *proc_root, pid_t pid, uint64_t **ret, size_t *ret_n) {
-        _cleanup_free_ char *path = NULL, *buf = NULL;
-        size_t len = 0;
-        int r;
+        _cleanup_free_ char *path = NULL;
 
         if (!proc_root || pid <= 0)
                 return -EINVAL;
-        if (asprintf(&path, "%s/%d/smaps", proc_root, (int) pid) < 0)
+        path = proc_pid_path(proc_root, pid, "smaps");
+        if (!path)
                 return -ENOMEM;
-        r = read_file_at(AT_FDCWD, path, SMAPS_MAX, &buf, &len);
-        if (r < 0)
-                return log_debug_errno(r == -ENOENT ? -ESRCH : r, "Failed to read %s: %m", path);
-        return smaps_locked_parse(buf, len, ret, ret_n);
+        return smaps_read_locked_path(path, &proc_lines_default, ret, ret_n);
 }
 
 bool smaps_locked_has(const uint64_t *starts, size_t n, uint64_t start) {

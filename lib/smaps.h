@@ -13,12 +13,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "proc-lines.h"
 
 /* The starts of the locked VMAs of buf, sorted (*ret malloc'd, NULL when none).
  * Lines that are neither a header nor "Key: value" are skipped; a VmFlags line before
  * any header is ignored. Returns 0 or -ENOMEM. */
 int smaps_locked_parse(const char *buf, size_t len, uint64_t **ret, size_t *ret_n);
-/* Reads <proc_root>/<pid>/smaps and parses it. -ESRCH: gone. */
+/* Reads <proc_root>/<pid>/smaps a chunk at a time (proc-lines.h) and parses it with
+ * smaps_locked_parse's line parser. -ESRCH: gone; -E2BIG: more than PROC_VMAS_MAX
+ * VMAs. A header cut at the line cap (a long file name) still starts its VMA. */
 int smaps_read_locked(const char *proc_root, pid_t pid, uint64_t **ret, size_t *ret_n);
+/* The same on a file, with the chunk size and caps as parameters (the tests'). */
+int smaps_read_locked_path(const char *path, const struct proc_lines_opts *o, uint64_t **ret, size_t *ret_n);
 /* Whether start is among the sorted starts. */
 bool smaps_locked_has(const uint64_t *starts, size_t n, uint64_t start);

@@ -1,11 +1,47 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* numa_maps_parse, numa_maps_parse_head and mempolicy_parse on arbitrary bytes. Besides memory errors
  * (the sanitizers), it checks what callers rely on: counts add up, entries belong
- * to their VMA, no node twice, no impossible mode or flag, and a policy printed back
- * in the kernel's syntax parses to the same thing. */
+ * to their VMA, no node twice, no impossible mode or flag, a policy printed back
+ * in the kernel's syntax parses to the same thing, and the same bytes read from a
+ * file in small chunks (numa_maps_read_path) parse to the same VMAs. */
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "fuzz.h"
 #include "numa_maps.h"
+
+/* The bytes through a memfd, in chunks of 1 to 61 bytes (by the input's size, so
+ * that every boundary gets its turn across inputs): the same VMAs as held whole. */
+static void check_stream(const char *s, size_t size, const struct numa_maps *whole) {
+        struct proc_lines_opts o = proc_lines_default;
+        struct numa_maps *m = NULL;
+        char path[64];
+        int fd = memfd_create("numa_maps", MFD_CLOEXEC);
+
+        if (fd < 0)
+                return;
+        if (write(fd, s, size) != (ssize_t) size) {
+                close(fd);
+                return;
+        }
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        o.chunk = 1 + size % 61;
+        o.vmas_max = SIZE_MAX;
+        if (numa_maps_read_path(path, &o, true, &m) == 0) {
+                FUZZ_ASSERT(m->n_vmas == whole->n_vmas && m->n_bad_lines == whole->n_bad_lines &&
+                            m->n_np == whole->n_np);
+                for (size_t i = 0; i < m->n_vmas; i++) {
+                        const struct vma *a = &m->vmas[i], *b = &whole->vmas[i];
+
+                        FUZZ_ASSERT(a->start == b->start && a->line == b->line && a->pages == b->pages &&
+                                    a->kind == b->kind && mempolicy_equal(&a->policy, &b->policy));
+                        FUZZ_ASSERT((a->path == NULL) == (b->path == NULL) && (!a->path || !strcmp(a->path, b->path)));
+                }
+                numa_maps_free(m);
+        }
+        close(fd);
+}
 
 static size_t count_lines(const char *s, size_t len) {
         size_t n = 0;
@@ -121,6 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         FUZZ_ASSERT(np_next == m->n_np);
         check_head(s, size, m);
+        check_stream(s, size, m);
         numa_maps_free(m);
 
         /* The whole input as one policy token. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "config.h"
 #include "pagesize.h"
+#include "proc-lines.h"
 #include "proc-records.h"
 #include "scan.h"
 #include "test.h"
@@ -347,6 +348,41 @@ TEST(gone_is_an_error) {
         fixture_done(&f);
 }
 
+/* 3003 (a copy of 3001) with one mapping more than the cap (lib/proc-lines.h): its
+ * scan fails with -E2BIG, its record untouched, and 3001 is scanned as before. */
+TEST(too_many_mappings_is_an_error) {
+        struct fixture f;
+        struct scan s = {};
+        char path[512];
+        FILE *nm;
+
+        snprintf(path, sizeof(path), "%s/3003/numa_maps", proc_root);
+        nm = fopen(path, "w");
+        if (!nm) {
+                TEST_FAIL("cannot write %s: %m", path);
+                return;
+        }
+        for (unsigned i = 0; i <= PROC_VMAS_MAX; i++)
+                fprintf(nm, "%llx default anon=1 dirty=1 N1=1 kernelpagesize_kB=4\n", 0x7f0000000000ull + i * 0x2000ull);
+        fclose(nm);
+        fixture_start(&f, 3003, 5000);
+        s.rec = &f.p;
+        cpu_now[0] = 500000000;
+        cpu_now[1] = 0;
+        CHECK_INT(scan_process(&f.env, &f.p, 100000, f.reserved, &s), -E2BIG);
+        CHECK_INT(f.p.scans, 0);
+        CHECK_INT(f.p.reason, _REASON_MAX);
+        scan_done(&s);
+        fixture_done(&f);
+
+        fixture_start(&f, 3001, 5000);
+        s = (struct scan) { .rec = &f.p };
+        CHECK_INT(scan_process(&f.env, &f.p, 100000, f.reserved, &s), 1);
+        CHECK_INT(s.plan.n_moves, 2);
+        scan_done(&s);
+        fixture_done(&f);
+}
+
 /* The real /proc placement source on a pid that no process has: -ESRCH or -ENOENT. */
 TEST(gone_with_the_proc_source) {
         struct fixture f;
@@ -422,8 +458,9 @@ static int intro(void) {
         /* Each thread's numa_maps: the main one's (no thread policy of its own). */
         snprintf(cmd, sizeof(cmd),
                  "mkdir -p '%s' && for p in 3001 3002; do cp -r '%s/manager/proc/'$p '%s/'$p && "
-                 "for t in '%s'/$p/task/*; do cp '%s/'$p/numa_maps \"$t/numa_maps\" || exit 1; done || exit 1; done",
-                 proc_root, TEST_DATA_DIR, proc_root, proc_root, proc_root);
+                 "for t in '%s'/$p/task/*; do cp '%s/'$p/numa_maps \"$t/numa_maps\" || exit 1; done || exit 1; done && "
+                 "cp -r '%s/3001' '%s/3003'",
+                 proc_root, TEST_DATA_DIR, proc_root, proc_root, proc_root, proc_root, proc_root);
         if (system(cmd) != 0)
                 return 1;
         if (topology_read(TEST_DATA_DIR "/sys/2n2c", &topo) < 0)
