@@ -33,7 +33,8 @@
  * of 65536 pages, 3.4 s in 4 calls of 16384 and 17 s in 64 calls of 4096. */
 #define MIGRATE_BATCH_DEFAULT UINT64_C(65536)
 /* Upper bound so that a configuration typo cannot make a job allocate gigabytes of
- * address and status arrays (1M addresses: about 24 MiB of arrays). */
+ * address and status arrays (1M addresses: about 72 MiB of arrays a worker, the call's
+ * copy with its kernel-batch breaks included; 65,536: 4.5 MiB). */
 #define MIGRATE_BATCH_MAX (UINT64_C(1) << 20)
 /* The kernel never writes this into a status slot (node ids are >= 0, errors are small
  * negatives): a slot still holding it after a call was not written by that call. */
