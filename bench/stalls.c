@@ -5,6 +5,7 @@
  *
  *   stalls SIZE_MB TOUCH_NODE RUN_NODE READY_FILE STATS_FILE
  *
+ * With STALLS_4K=1 in the environment the memory is base pages (MADV_NOHUGEPAGE).
  * READY_FILE gets "<pid> <start-hex> <bytes>" once the memory is placed and the thread
  * runs on RUN. STATS_FILE is rewritten (atomically) every 0.5 s and at SIGTERM with
  *   {"batches": N, "over_1ms": N, "over_4ms": N, "over_16ms": N, "worst_us": N,
@@ -72,6 +73,12 @@ int main(int argc, char **argv) {
         mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (mem == MAP_FAILED) {
                 perror("mmap");
+                return 1;
+        }
+        /* STALLS_4K=1: base pages, each moved in the kernel's batches of base pages
+         * rather than whole (docs/BENCHMARKS.md, "stalls"). */
+        if (getenv("STALLS_4K") && madvise(mem, len, MADV_NOHUGEPAGE) < 0) {
+                perror("madvise");
                 return 1;
         }
         memset(mem, 1, len);

@@ -33,7 +33,8 @@
  * of 65536 pages, 3.4 s in 4 calls of 16384 and 17 s in 64 calls of 4096. */
 #define MIGRATE_BATCH_DEFAULT UINT64_C(65536)
 /* Upper bound so that a configuration typo cannot make a job allocate gigabytes of
- * address and status arrays (1M addresses: about 24 MiB of arrays). */
+ * address and status arrays (1M addresses: about 72 MiB of arrays a worker, the call's
+ * copy with its kernel-batch breaks included; 65,536: 4.5 MiB). */
 #define MIGRATE_BATCH_MAX (UINT64_C(1) << 20)
 /* The kernel never writes this into a status slot (node ids are >= 0, errors are small
  * negatives): a slot still holding it after a call was not written by that call. */
@@ -141,14 +142,19 @@ struct job_run {
         uint64_t deferred;         /* a huge-page round charges its pages at once */
         uint64_t passed;            /* base pages passed to move calls so far */
         uint64_t call_ns;           /* how long the last move call took in the kernel */
+        uint64_t kbatch;            /* base pages per kernel batch in the last move call */
         bool stop;
 
         /* The pending batch: addresses not on the target, their node and weight. */
         void **addrs;
-        int *nodes, *status, *from;
+        int *status, *from;
         uint32_t *weight;           /* base pages per address */
         size_t n;
         uint64_t n_base;
+
+        /* The move call as passed: the batch with its kernel-batch breaks (lay_out_call). */
+        void **caddrs;
+        int *cnodes, *cstatus;
 
         /* Query scratch. */
         void **qaddrs;
@@ -162,28 +168,33 @@ static int job_alloc(struct job_run *jr) {
         size_t n = jr->batch_max > 3 ? (size_t) jr->batch_max : 3;
 
         jr->addrs = calloc(n, sizeof(*jr->addrs));
-        jr->nodes = calloc(n, sizeof(*jr->nodes));
         jr->status = calloc(n, sizeof(*jr->status));
         jr->from = calloc(n, sizeof(*jr->from));
         jr->weight = calloc(n, sizeof(*jr->weight));
         jr->qaddrs = calloc(n, sizeof(*jr->qaddrs));
         jr->qstatus = calloc(n, sizeof(*jr->qstatus));
         jr->qidx = calloc(n, sizeof(*jr->qidx));
-        if (!jr->addrs || !jr->nodes || !jr->status || !jr->from || !jr->weight || !jr->qaddrs ||
-            !jr->qstatus || !jr->qidx)
+        /* A break at most between every two addresses. */
+        jr->caddrs = calloc(2 * n, sizeof(*jr->caddrs));
+        jr->cnodes = calloc(2 * n, sizeof(*jr->cnodes));
+        jr->cstatus = calloc(2 * n, sizeof(*jr->cstatus));
+        if (!jr->addrs || !jr->status || !jr->from || !jr->weight || !jr->qaddrs || !jr->qstatus ||
+            !jr->qidx || !jr->caddrs || !jr->cnodes || !jr->cstatus)
                 return -ENOMEM;
         return 0;
 }
 
 static void job_run_free(struct job_run *jr) {
         free(jr->addrs);
-        free(jr->nodes);
         free(jr->status);
         free(jr->from);
         free(jr->weight);
         free(jr->qaddrs);
         free(jr->qstatus);
         free(jr->qidx);
+        free(jr->caddrs);
+        free(jr->cnodes);
+        free(jr->cstatus);
 }
 
 static void job_stop(struct job_run *jr, int error) {
@@ -356,8 +367,9 @@ static void log_slots(const struct job_run *jr, long rc) {
                 n_unwritten += jr->status[i] == STATUS_UNWRITTEN;
                 n_on += jr->status[i] == jr->job->target_node;
         }
-        log_debug("pid=%d: move_pages(%zu) returned %ld: %zu on target, %zu -EBUSY, %zu unwritten before re-query",
-                  (int) jr->job->pid, jr->n, rc, n_on, n_busy, n_unwritten);
+        log_debug("pid=%d: move_pages(%zu) in kernel batches of %" PRIu64 " base pages returned %ld: "
+                  "%zu on target, %zu -EBUSY, %zu unwritten before re-query",
+                  (int) jr->job->pid, jr->n, jr->kbatch, rc, n_on, n_busy, n_unwritten);
 }
 
 /* Success, a positive count of pages not migrated, or a failure part-way (ENOMEM,
@@ -382,22 +394,85 @@ static void resolve_batch(struct job_run *jr, long rc, int call_error, uint64_t 
                 job_stop(jr, call_error);
 }
 
+/* --- kernel batches ------------------------------------------------------------
+ *
+ * do_pages_move() queues the pages of a call and migrates the queue whenever an
+ * address is not queued (already on the node, absent, refused): one slot it refuses
+ * ends a kernel batch without a second call, whose lru_cache_disable() would cost
+ * more than the whole copy of a small batch (MIGRATE_BATCH_DEFAULT). */
+
+void *executor_batch_break(void) {
+        /* The top page of the address space: above every user mapping (TASK_SIZE), and
+         * still there once the kernel strips an address tag (x86 LAM keeps bit 63, arm64
+         * sign-extends bit 55). find_vma() finds nothing: -EFAULT in its slot. */
+        return (void *) (uintptr_t) (UINTPTR_MAX - 4095);
+}
+
+size_t executor_lay_out_call(void *const *addrs, const uint32_t *weight, size_t n, uint64_t per_batch,
+                             void **out) {
+        uint64_t run = 0;
+        size_t m = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (run > 0 && run + weight[i] > per_batch) {
+                        out[m++] = executor_batch_break();
+                        run = 0;
+                }
+                out[m++] = addrs[i];
+                run += weight[i];
+        }
+        return m;
+}
+
+uint64_t executor_kernel_batch_pages(uint64_t ns_per_page, uint64_t page_size) {
+        uint64_t cap = page_size && EXECUTOR_KERNEL_BATCH_BYTES / page_size ? EXECUTOR_KERNEL_BATCH_BYTES / page_size : 1;
+        uint64_t n;
+
+        if (ns_per_page == 0)
+                return cap;
+        n = EXECUTOR_KERNEL_BATCH_NS / ns_per_page;
+        return n == 0 ? 1 : n > cap ? cap : n;
+}
+
+/* This worker's last move call of base pages, in ns per base page: the machine's pace
+ * (a CPU many times slower than usual, as under an overloaded emulator, shows in every
+ * job's calls alike). 0: no call yet. */
+static _Thread_local uint64_t last_ns_per_page;
+
+/* The call's slots back into the batch's, the breaks' left out. */
+static void take_call_status(struct job_run *jr, size_t m) {
+        void *brk = executor_batch_break();
+        size_t i = 0;
+
+        for (size_t k = 0; k < m && i < jr->n; k++)
+                if (jr->caddrs[k] != brk)
+                        jr->status[i++] = jr->cstatus[k];
+}
+
 /* The move call for the pending batch, its slots counted by class into res. Returns
  * the call's error (-errno) or 0. */
 static int move_batch(struct job_run *jr, uint64_t res[_MIG_CLASS_MAX]) {
         struct migrate_job *job = jr->job;
         int call_error = 0;
+        size_t m;
         long rc;
 
-        for (size_t i = 0; i < jr->n; i++) {
-                jr->status[i] = STATUS_UNWRITTEN;
-                jr->nodes[i] = job->target_node;
+        jr->kbatch = executor_kernel_batch_pages(last_ns_per_page, page_size());
+        m = executor_lay_out_call(jr->addrs, jr->weight, jr->n, jr->kbatch, jr->caddrs);
+        for (size_t k = 0; k < m; k++) {
+                jr->cstatus[k] = STATUS_UNWRITTEN;
+                jr->cnodes[k] = job->target_node;
         }
         jr->busy_since = clock_now_ns(CLOCK_MONOTONIC);
-        rc = sys_move_pages(job->pid, jr->n, jr->addrs, jr->nodes, jr->status, jr->flags);
+        rc = sys_move_pages(job->pid, m, jr->caddrs, jr->cnodes, jr->cstatus, jr->flags);
         if (rc < 0)
                 call_error = move_pages_error();
         jr->call_ns = clock_now_ns(CLOCK_MONOTONIC) - jr->busy_since;
+        take_call_status(jr, m);
+        /* Not from a huge-page round's heads: each of those moves a whole huge page for
+         * the one base page it weighs. */
+        if (!jr->defer_charge && rc >= 0)
+                last_ns_per_page = jr->call_ns / jr->n_base;
         jr->passed += jr->n_base;
 
         if (!batch_failed_whole(jr, call_error, res))
@@ -429,14 +504,16 @@ static void log_batch(const struct job_run *jr, const uint64_t res[_MIG_CLASS_MA
                 (void) log_full_errno_fields(LOG_LVL_INFO, 0, &lf, BATCH_FMT, BATCH_ARGS);
 #undef BATCH_FMT
 #undef BATCH_ARGS
-        /* The process's threads that touch a page of the call wait for it (the kernel
-         * unmaps a whole batch before copying it): a call this long is the kernel's
-         * doing (allocation on a full target, retries), and the operator should hear
-         * of it once per call rather than find it in a latency graph. */
+        /* The process's threads that touch a page of the call wait for its kernel batch
+         * (the kernel unmaps a batch before copying it): a call this long is the
+         * kernel's doing (a slow CPU, allocation on a full target, retries), and the
+         * operator should hear of it once per call rather than find it in a latency
+         * graph. The next call's batches are cut to its pace (executor_kernel_batch_pages). */
         if (jr->call_ns >= SLOW_CALL_NS)
                 log_warning("pid=%d: one move_pages call of %zu address(es) to node %d took %.1f s in the kernel; "
-                            "threads touching those pages waited for it",
-                            (int) job->pid, jr->n, job->target_node, (double) jr->call_ns / 1e9);
+                            "threads touching those pages waited for it, for a kernel batch of %" PRIu64
+                            " base page(s) at most",
+                            (int) job->pid, jr->n, job->target_node, (double) jr->call_ns / 1e9, jr->kbatch);
 }
 
 /* Moves the pending batch: guard, call, resolve, classify, log, charge the budget. */

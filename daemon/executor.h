@@ -94,6 +94,32 @@ enum migrate_class executor_classify(int status, int target_node, bool was_on_ta
  * 64 KiB on arm64). */
 uint64_t migrate_pmd_size(void);
 
+/* The time a kernel batch of base pages should take at most, and its size at most in
+ * bytes. Since 6.3 move_pages(2) unmaps the pages of a call in batches (512 base pages
+ * with 4 KiB pages, 8,192 with 64 KiB), allocating (with init_on_alloc, clearing) each
+ * one's copy while the ones unmapped before it wait, and copies them only then: a
+ * workload thread touching any page of a batch waits for all of it. A call's pages go
+ * to the kernel in runs of executor_kernel_batch_pages(), each ended by
+ * executor_batch_break() (docs/DESIGN.md, "How long a workload thread waits"). */
+#define EXECUTOR_KERNEL_BATCH_NS (20ULL * 1000000ULL)
+#define EXECUTOR_KERNEL_BATCH_BYTES (UINT64_C(2) << 20)
+
+/* Base pages of page_size bytes in one kernel batch: as many as EXECUTOR_KERNEL_BATCH_NS
+ * takes at ns_per_page (the last move call's time per base page; 0: not known yet),
+ * within EXECUTOR_KERNEL_BATCH_BYTES, one at least. */
+uint64_t executor_kernel_batch_pages(uint64_t ns_per_page, uint64_t page_size);
+
+/* An address no process maps (in the kernel's half): the kernel refuses it in its slot
+ * and moves the pages queued before it first. */
+void *executor_batch_break(void);
+
+/* Lays out a move call: the n addresses of weights weight[] (base pages) into out, an
+ * executor_batch_break() before any address that would take the run since the last
+ * one past per_batch base pages. out must hold 2 * n - 1 entries (n >= 1); returns how
+ * many it holds. */
+size_t executor_lay_out_call(void *const *addrs, const uint32_t *weight, size_t n, uint64_t per_batch,
+                             void **out);
+
 /* Charges bytes moved by work that began at busy_since_ns (CLOCK_MONOTONIC) to the
  * budget, and may sleep; -errno (-ECANCELED) stops the job. */
 typedef int (*migrate_throttle_t)(void *ctx, uint64_t bytes, uint64_t busy_since_ns);

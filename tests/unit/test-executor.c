@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/syscall.h>
+#include <numaif.h>
 #include <unistd.h>
 #include "cleanup.h"
 #include "executor.h"
@@ -59,6 +60,100 @@ TEST(pmd_size) {
         if (page_size() == 4096)
                 CHECK_INT(migrate_pmd_size(), 2 * MB);
         CHECK_INT(migrate_pmd_size() % page_size(), 0);
+}
+
+/* How many base pages the kernel gets between two breaks, at most. */
+static uint64_t longest_run(void *const *out, size_t m, const uint32_t *weight_of_next) {
+        uint64_t run = 0, longest = 0;
+        size_t i = 0;
+
+        for (size_t k = 0; k < m; k++) {
+                if (out[k] == executor_batch_break()) {
+                        CHECK(k > 0 && k + 1 < m && out[k - 1] != out[k] && out[k + 1] != out[k]);
+                        run = 0;
+                        continue;
+                }
+                run += weight_of_next[i++];
+                if (run > longest)
+                        longest = run;
+        }
+        return longest;
+}
+
+TEST(kernel_batches_take_20_ms_and_2_MiB_at_most) {
+        /* Not measured yet, or pages as fast as an idle TCG guest moves them (18 us a
+         * base page, tests/vm): the kernel's own batch, 2 MiB of 4 KiB pages. */
+        CHECK_INT(executor_kernel_batch_pages(0, 4096), 512);
+        CHECK_INT(executor_kernel_batch_pages(18000, 4096), 512);
+        /* Slower pages: 20 ms of them. */
+        CHECK_INT(executor_kernel_batch_pages(100000, 4096), 200);
+        /* The 6.12 guests' stalls: 149 pages in 70 s, 0.47 s a page: one at a time. */
+        CHECK_INT(executor_kernel_batch_pages(470000000, 4096), 1);
+        /* 2 MiB whatever the page size (the kernel's batch of 64 KiB pages is 512 MiB). */
+        CHECK_INT(executor_kernel_batch_pages(0, 65536), 32);
+        CHECK_INT(executor_kernel_batch_pages(1, 16384), 128);
+}
+
+TEST(a_call_reaches_the_kernel_in_runs_of_32_base_pages) {
+        enum { N = 100 };
+        void *addrs[N], *out[2 * N];
+        uint32_t ones[N];
+        size_t m, i = 0;
+
+        for (size_t k = 0; k < N; k++) {
+                addrs[k] = (void *) (uintptr_t) (0x10000000 + k * 4096);
+                ones[k] = 1;
+        }
+        m = executor_lay_out_call(addrs, ones, N, 32, out);
+        /* 100 pages: runs of 32, 32, 32 and 4, three breaks, every address once, in order. */
+        CHECK_INT(m, N + 3);
+        CHECK_INT(longest_run(out, m, ones), 32);
+        for (size_t k = 0; k < m; k++)
+                if (out[k] != executor_batch_break())
+                        CHECK(out[k] == addrs[i++]);
+        CHECK_INT(i, N);
+        CHECK(out[32] == executor_batch_break() && out[65] == executor_batch_break() &&
+              out[98] == executor_batch_break());
+
+        /* One address is never split off by a break: a call of one has none. */
+        CHECK_INT(executor_lay_out_call(addrs, ones, 1, 32, out), 1);
+}
+
+TEST(a_huge_page_is_a_kernel_batch_of_its_own) {
+        void *addrs[6], *out[12];
+        uint32_t w[6] = { 512, 1, 1, 512, 20, 20 };
+        size_t m;
+
+        for (size_t k = 0; k < 6; k++)
+                addrs[k] = (void *) (uintptr_t) (0x40000000 + k * 0x200000);
+        m = executor_lay_out_call(addrs, w, 6, 32, out);
+        /* 512 | 1 1 | 512 | 20 | 20 */
+        CHECK_INT(m, 10);
+        CHECK(out[0] == addrs[0] && out[1] == executor_batch_break() && out[2] == addrs[1] &&
+              out[3] == addrs[2] && out[4] == executor_batch_break() && out[5] == addrs[3] &&
+              out[6] == executor_batch_break() && out[7] == addrs[4] &&
+              out[8] == executor_batch_break() && out[9] == addrs[5]);
+        CHECK_INT(longest_run(out, m, w), 512);
+}
+
+/* What the layout relies on: the kernel refuses the break in its own slot and goes on
+ * with the call (the pages around it report their node), rather than failing it. */
+TEST(the_kernel_refuses_the_break_and_goes_on) {
+        char *area = self_area();
+        void *addrs[3];
+        int nodes[3] = { 0, 0, 0 }, status[3] = { INT32_MIN, INT32_MIN, INT32_MIN };
+        long r;
+
+        if (!area)
+                return;
+        addrs[0] = area;
+        addrs[1] = executor_batch_break();
+        addrs[2] = area + page_size();
+        r = syscall(SYS_move_pages, 0, 3, addrs, nodes, status, MPOL_MF_MOVE);
+        CHECK_INT(r, 0);
+        CHECK_INT(status[0], 0);
+        CHECK_INT(status[1], -EFAULT);
+        CHECK_INT(status[2], 0);
 }
 
 TEST(all_already_there) {

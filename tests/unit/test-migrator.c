@@ -199,7 +199,8 @@ TEST(repin_after_hotplug) {
  * every page to its target, its time and the base pages it moved recorded. With
  * fake_thp set too, the addresses from FAKE_BASE on are backed by huge pages of
  * migrate_pmd_size() (transparent or hugetlb alike): moving any address of one moves
- * it whole, and from then on a query of any of its addresses says the target. Every
+ * it whole, and from then on a query of any of its addresses says the target. The
+ * executor's kernel-batch breaks get -EFAULT and move nothing. Every
  * other syscall(2) is the real one (linked with -Wl,--wrap=syscall). */
 #define FAKE_BASE UINT64_C(0x100000000000)
 #define FAKE_HUGE_MAX 1024
@@ -220,6 +221,12 @@ static uint64_t fake_move(unsigned long n, void *const *addrs, const int *nodes,
 
         for (unsigned long i = 0; i < n; i++) {
                 long h = fake_huge((uint64_t) (uintptr_t) addrs[i]);
+                /* A kernel batch's end: no VMA there, as the real kernel says
+                 * (test-executor.c). */
+                if (addrs[i] == executor_batch_break()) {
+                        status[i] = -EFAULT;
+                        continue;
+                }
                 status[i] = nodes[i];
                 if (h < 0)
                         pages++;

@@ -11,7 +11,10 @@ has that one path replaced by the freshly built NUMABALANCED; everything else is
 byte for byte the generated unit. The man pages in MANDIR are put on MANPATH so
 that verify also finds the unit's Documentation= pages. The unit's settings that
 the daemon depends on are checked too: Type=notify, the reload and watchdog, the
-capability set, and no memory-node or CPU restriction (see the unit's comments).
+capability set, no memory-node or CPU restriction (see the unit's comments), and
+nothing that could take a migration worker off its CPU while the kernel holds a batch
+of the workload's pages unmapped (no CPUQuota=, Nice= above 0, idle or batch
+scheduling, or CPUWeight= below the default).
 Skipped (77) without systemd-analyze.
 """
 import os
@@ -80,6 +83,20 @@ def main():
                       "PrivateUsers", "AmbientCapabilities", "User", "DynamicUser"):
         check(forbidden not in s, f"{forbidden}= is set: the daemon needs every memory node, pins itself to "
               f"service_cpus and runs as root with the bounding set only")
+    # A move call holds the pages of a kernel batch unmapped, and the workload's threads
+    # that touch one wait until the worker maps it again: nothing may take the worker off
+    # its CPU in the middle (docs/DESIGN.md, "How long a workload thread waits").
+    check("CPUQuota" not in s, f"CPUQuota={s.get('CPUQuota')}: a throttled worker keeps a batch of the "
+          "workload's pages unmapped until the next period")
+    nice = s.get("Nice", ["0"])[-1]
+    check(re.fullmatch(r"-?\d+", nice) and int(nice) <= 0, f"Nice={nice}: the workers must not run below "
+          "the workload they make wait")
+    check(s.get("CPUSchedulingPolicy", ["other"])[-1] in ("other", "fifo", "rr"),
+          f"CPUSchedulingPolicy={s.get('CPUSchedulingPolicy')}: idle or batch would leave a worker off its "
+          "CPU in the middle of a batch")
+    weight = s.get("CPUWeight", ["100"])[-1]
+    check(not weight.isdigit() or int(weight) >= 100, f"CPUWeight={weight}: below the default, the workers "
+          "lose their CPU to the workload in the middle of a batch")
     check(s.get("RuntimeDirectory") == ["numabalanced"],
           "RuntimeDirectory=numabalanced missing (the control socket lives there)")
     check(s.get("RuntimeDirectoryPreserve") == ["yes"],
