@@ -6,7 +6,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/userfaultfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "pagesize.h"
@@ -103,6 +106,36 @@ TEST(code_only_from_the_page_of_ip) {
         CHECK(memcmp(code, two + ps, 16) == 0);
         /* At its very start: nothing. */
         CHECK_INT(task_sample_code(getpid(), (uint64_t) (uintptr_t) (two + ps), code), -EFAULT);
+        munmap(two, 2 * ps);
+}
+
+/* The page before ip's is registered with userfaultfd and never served: a read that
+ * touched it would wait for good (as one of a FUSE file whose server never answers),
+ * and SIGALRM would end the test. Only ip's page is read. Needs userfaultfd for
+ * kernel-mode faults (root, or vm.unprivileged_userfaultfd = 1). */
+TEST(code_read_never_waits_on_the_page_before) {
+        const size_t ps = page_size();
+        struct uffdio_api api = { .api = UFFD_API };
+        struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+        uint8_t *two = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint8_t code[INSN_CODE_LEN];
+        int uffd = (int) syscall(SYS_userfaultfd, O_CLOEXEC);
+
+        if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0) {
+                if (uffd >= 0)
+                        close(uffd);
+                munmap(two, 2 * ps);
+                TEST_SKIP("no userfaultfd for kernel-mode faults here (not root?)");
+        }
+        CHECK(two != MAP_FAILED);
+        memset(two + ps, 0x90, ps);               /* ip's page: touched, present */
+        reg.range = (struct uffdio_range) { (uint64_t) (uintptr_t) two, ps };
+        CHECK_INT(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+        alarm(10);
+        CHECK_INT(task_sample_code(getpid(), (uint64_t) (uintptr_t) (two + ps + 16), code), 16);
+        alarm(0);
+        CHECK(code[0] == 0x90 && code[15] == 0x90);
+        close(uffd);
         munmap(two, 2 * ps);
 }
 
