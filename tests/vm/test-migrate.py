@@ -225,7 +225,7 @@ def scenario_thp(tool):
         check(after.get(1, 0) == t.pages, f"thp: all on node 1 ({after})")
         check(res["moved"] == t.pages and res["busy"] == 0,
               f"thp: moved {res['moved']} == {t.pages} base pages, nothing left busy after the re-query")
-        m = re.search(r"move_pages\((\d+)\) returned (-?\d+): (\d+) on target, (\d+) -EBUSY, (\d+) unwritten", log)
+        m = re.search(r"move_pages\((\d+)\)(?: in kernel batches of \d+ base pages)? returned (-?\d+): (\d+) on target, (\d+) -EBUSY, (\d+) unwritten", log)
         raw = dict(zip(["passed", "returned", "on_target", "ebusy", "unwritten"], map(int, m.groups()))) if m else None
         check(raw is not None, "thp: the raw status counts before the re-query were logged")
         check(raw is not None and raw["passed"] == 32 and raw["on_target"] == 32 and raw["ebusy"] == 0,
