@@ -28,14 +28,15 @@ MAPS, THREADS = 16384, 256
 # Bounds (numabalanced(8), LIMITS). Descriptors as in hostile-tenant (64). RSS: the
 # streaming readers keep no file whole; what a scan keeps of the tenant's 16,384 VMAs
 # is a few hundred bytes each: 64 MB with room. Tick: the reads of a tick stop after
-# 2 s (checked between processes), and one read of the tenant's files waits at most
-# its deadline (2 s at its size), which ends its owner's turn: 5 s at most for a tick
-# that runs none of root's moves (a tick waits for its migration run: those are
-# reported, max_tick_s_moving). The tick serves status every 100 ms meanwhile, while
-# it waits on a read too.
+# 2 s (checked between processes), one read of the tenant's files waits at most its
+# deadline (2 s at its size), and a tick waits for its migration run, which ends at
+# its budget (MANAGER_RUN_BUDGET_MS, 10 s): the tenant's own 16,384 one-page mappings,
+# each a range of its own and behind its busy mmap lock, make long runs (a tick of
+# 13.1 s in CI). 15 s bounds a tick; far below WatchdogSec (30 s), and the socket is
+# served every 100 ms through it (status is bounded at 1 s).
 MAX_FDS = 64
 MAX_RSS_KB = 64 * 1024
-MAX_TICK_S = 5.0
+MAX_TICK_S = 15.0
 MAX_STATUS_S = 1.0
 
 # The same user floods `list` over the control socket: each reply read whole, the
@@ -131,7 +132,8 @@ def run(env, res):
         check(not mon.errors, f"sampling the daemon failed: {mon.errors[:3]}")
         check(mon.max_fds <= MAX_FDS, f"the daemon held {mon.max_fds} descriptors (bound {MAX_FDS})")
         check(mon.max_rss_kb <= MAX_RSS_KB, f"the daemon's RSS reached {mon.max_rss_kb} kB (bound {MAX_RSS_KB})")
-        check(res["max_tick_s"] <= MAX_TICK_S, f"a tick took {res['max_tick_s']:.2f} s (bound {MAX_TICK_S})")
+        check(max(mon.max_tick_s, mon.max_tick_moving_s) <= MAX_TICK_S,
+              f"a tick took {max(mon.max_tick_s, mon.max_tick_moving_s):.2f} s (bound {MAX_TICK_S})")
         check(mon.max_status_s <= MAX_STATUS_S, f"root's status took {mon.max_status_s:.2f} s (bound 1 s)")
         check(env.daemon.poll() is None and mon.pid == env.daemon.pid, "the daemon did not survive the tenant")
         env.stop_daemon()
