@@ -19,6 +19,7 @@ struct counters {
         uint64_t quarantines;        /* processes quarantined: a read of theirs overran its deadline */
         uint64_t reads_deferred;     /* scans not started: the owner's read overran, or no reader free */
         uint64_t page_samples;       /* page-level sample counts drained */
+        uint64_t sampler_arms;       /* times the samplers were attached (manager_samplers_sync) */
         uint64_t total_pages[_MIG_CLASS_MAX];
         bool kernel_balances;        /* kernel.numa_balancing on at the last tick (policy.h) */
         int64_t kernel_numa_balancing;  /* its value then, -1: unreadable */

@@ -180,6 +180,7 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                         log_chain_without(placement, buf, r);
                         return 0;
                 }
+                memsample_set_roots(s->ms, proc_root, cfg->cgroup_root);
                 if (cfg->pmu == PMU_MODE_PAGE_FAULTS)
                         log_info("Sampling chain: page faults (every fault, [sample] pmu = page-faults: first "
                                  "touches only, for tests) + %s", scheduler_part(placement));
@@ -196,6 +197,16 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
         snprintf(buf, sizeof(buf), "%s found, but numabalanced was built without BPF (-Dbpf)", name);
         return no_pmu(cfg, proc_root, t, placement, buf, ret);    /* software needs no BPF */
 #endif
+}
+
+int page_sampler_arm(struct page_sampler *s, bool on) {
+#if HAVE_BPF
+        if (s->ms)
+                return memsample_arm(s->ms, on);
+#endif
+        (void) s;
+        (void) on;
+        return 0;
 }
 
 int page_sampler_watch(struct page_sampler *s, pid_t pid) {

@@ -23,6 +23,10 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                         struct page_sampler **ret);
 /* "intel-pebs", "amd-ibs", "page-faults", "software". */
 const char *page_sampler_name(const struct page_sampler *s);
+/* Opens (on) or closes (off) the perf events and attaches or detaches the program:
+ * the manager turns it on with its first watched process and off after its last. The
+ * software source opens its events per thread anyway (sw-sampler.h): nothing to do. */
+int page_sampler_arm(struct page_sampler *s, bool on);
 int page_sampler_watch(struct page_sampler *s, pid_t pid);
 /* After each scan of pid: whether its threads spanned nodes in the window. The software
  * source samples only those (sw-sampler.h); the PMU's samples every watched process. */

@@ -7,6 +7,11 @@
  * a key and value, plus the map's overhead: about 6 MB. */
 #define MEMSAMPLE_MAX_ENTRIES 65536
 
+/* Cgroups whose tasks carry sampling events at once: the events number at most this
+ * many times the CPUs (each cgroup's cpuset). A process of a cgroup past it is not
+ * sampled page by page (its placement still is). */
+#define MEMSAMPLE_MAX_GROUPS 64
+
 struct memsample_key {
         __u32 tgid;
         __u32 node;
