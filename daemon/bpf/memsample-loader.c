@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cleanup.h"
+#include "log.h"
 #include "memsample.h"
 #include "memsample-loader.h"
 #include "memsample.skel.h"
@@ -27,6 +28,7 @@ static unsigned page_shift(void) {
 /* A cgroup some watched process is in, with its events (while armed). */
 struct ms_group {
         char path[512];            /* from /proc/PID/cgroup: "/a/b", under the cgroup root */
+        char v1_path[512];         /* its perf_event v1 cgroup (hybrid layout), "": none */
         unsigned refs;             /* watched processes in it */
         struct bpf_link **links;   /* n_events each */
         int *fds;
@@ -105,27 +107,94 @@ static int read_line(const char *path, char *buf, size_t size) {
         return 0;
 }
 
-/* pid's cgroup (v2: the "0::" line of /proc/PID/cgroup). The tenant names its cgroups:
- * a path with ".." or one too long for the buffer is refused. */
-static int pid_cgroup(const struct memsample *p, pid_t pid, char *buf, size_t size) {
+/* Whether a /proc/PID/cgroup line's controller list ("3:cpu,perf_event:") names
+ * perf_event. */
+static bool names_perf_event(const char *line) {
+        const char *c = strchr(line, ':'), *end;
+
+        if (!c)
+                return false;
+        end = strchr(++c, ':');
+        for (const char *at = c; end && at < end; at++)
+                if (strncmp(at, "perf_event", 10) == 0 && (at + 10 == end || at[10] == ',') &&
+                    (at == c || at[-1] == ','))
+                        return true;
+        return false;
+}
+
+/* pid's cgroup (v2: the "0::" line of /proc/PID/cgroup) into buf, and the one of the
+ * v1 perf_event hierarchy, if mounted (the hybrid layout), into v1 (else ""). The
+ * tenant names its cgroups: a path with ".." or one too long for the buffer is
+ * refused. */
+static int pid_cgroup(const struct memsample *p, pid_t pid, char *buf, size_t size, char *v1, size_t v1_size) {
         char path[512], line[600];
         FILE *f;
         int r = -ENOENT;
 
+        *v1 = 0;
         snprintf(path, sizeof(path), "%s/%d/cgroup", p->proc_root, (int) pid);
         f = fopen(path, "re");
         if (!f)
                 return -errno;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, "0::/", 4) == 0) {
-                        line[strcspn(line, "\n")] = 0;
-                        r = strlen(line + 3) < size && !strstr(line, "/..") ? 0 : -EINVAL;
-                        if (r == 0)
-                                snprintf(buf, size, "%s", line + 3);
-                        break;
-                }
+        while (fgets(line, sizeof(line), f)) {
+                bool v2 = strncmp(line, "0::/", 4) == 0, pe = !v2 && names_perf_event(line);
+                const char *at;
+
+                if (!v2 && !pe)
+                        continue;
+                line[strcspn(line, "\n")] = 0;
+                at = strstr(line, ":/");
+                if (!at || strlen(at + 1) >= (v2 ? size : v1_size) || strstr(at, "/.."))
+                        continue;
+                if (v2) {
+                        snprintf(buf, size, "%s", at + 1);
+                        r = 0;
+                } else
+                        snprintf(v1, v1_size, "%s", at + 1);
+        }
         fclose(f);
         return r;
+}
+
+/* Where the v1 perf_event hierarchy is mounted (mountinfo: a cgroup file system whose
+ * super options name perf_event), or -ENOENT (pure cgroup v2: perf events are v2's). */
+static int v1_perf_mount(const struct memsample *p, char *buf, size_t size) {
+        char path[512], line[4096];
+        FILE *f;
+        int r = -ENOENT;
+
+        snprintf(path, sizeof(path), "%s/self/mountinfo", p->proc_root);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (r < 0 && fgets(line, sizeof(line), f)) {
+                char mnt[512];
+                const char *dash = strstr(line, " - cgroup ");
+
+                if (!dash || !strstr(dash, "perf_event") || sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1)
+                        continue;
+                if (strlen(mnt) < size) {
+                        snprintf(buf, size, "%s", mnt);
+                        r = 0;
+                }
+        }
+        fclose(f);
+        return r;
+}
+
+/* The directory to hand perf for g: its v2 cgroup, or (v1) its perf_event cgroup. */
+static int group_dir(const struct memsample *p, const struct ms_group *g, bool v1) {
+        char mnt[512], path[1100];
+        int fd;
+
+        if (!v1)
+                snprintf(path, sizeof(path), "%s%s", p->cgroup_root, g->path);
+        else if (!g->v1_path[0] || v1_perf_mount(p, mnt, sizeof(mnt)) < 0)
+                return -EBADF;
+        else
+                snprintf(path, sizeof(path), "%s%s", mnt, g->v1_path);
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
 }
 
 /* The CPUs a cgroup's tasks may run on: cpuset.cpus.effective of the cgroup or, where
@@ -152,10 +221,12 @@ static int group_cpus(const struct memsample *p, const char *cg, nb_cpumask *ret
 }
 
 /* One event per CPU of g's cpuset, for g's tasks only (PERF_FLAG_PID_CGROUP: the
- * cgroup and its descendants), the program attached to each. */
+ * cgroup and its descendants), the program attached to each. perf takes the cgroup of
+ * the hierarchy its controller is on: the v2 one, or in the hybrid layout (perf_event
+ * on v1: EBADF or ENOENT for a v2 directory) the v1 one. */
 static int group_open(struct memsample *p, struct ms_group *g, const char **ret_why) {
-        char path[1024];
         nb_cpumask cpus;
+        bool v1 = false;
         int cgfd, r = 0;
 
         if (g->n_events)
@@ -166,11 +237,10 @@ static int group_open(struct memsample *p, struct ms_group *g, const char **ret_
                 for (unsigned c = 0; c < p->n_cpus; c++)
                         cpumask_set(&cpus, c);
         }
-        snprintf(path, sizeof(path), "%s%s", p->cgroup_root, g->path);
-        cgfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cgfd = group_dir(p, g, false);
         if (cgfd < 0) {
                 *ret_why = "cannot open the cgroup";
-                return -errno;
+                return cgfd;
         }
         g->links = calloc(p->n_cpus ? p->n_cpus : 1, sizeof(*g->links));
         g->fds = calloc(p->n_cpus ? p->n_cpus : 1, sizeof(*g->fds));
@@ -186,6 +256,17 @@ static int group_open(struct memsample *p, struct ms_group *g, const char **ret_
                         continue;
                 fd = (int) syscall(SYS_perf_event_open, &a, cgfd, (int) c, -1,
                                    PERF_FLAG_PID_CGROUP | PERF_FLAG_FD_CLOEXEC);
+                if (fd < 0 && (errno == EBADF || errno == ENOENT) && !v1 && g->n_events == 0) {
+                        int e = errno, fd1 = group_dir(p, g, true);
+                        if (fd1 >= 0) {
+                                close(cgfd);
+                                cgfd = fd1;
+                                v1 = true;
+                                c--;          /* this CPU again, with the v1 cgroup */
+                                continue;
+                        }
+                        errno = e;
+                }
                 if (fd < 0) {
                         if (errno == ENODEV || errno == EINVAL)
                                 continue;   /* offline (the cpuset can name one) */
@@ -201,9 +282,18 @@ static int group_open(struct memsample *p, struct ms_group *g, const char **ret_
                 }
         }
         close(cgfd);
-        if (r < 0)
+        if (r < 0) {
+                log_debug_errno(r, "cgroup=%s: no page sampling: %s: %m", g->path, *ret_why);
                 group_close(g);
-        return r;
+                return r;
+        }
+        {
+                char list[256];
+                (void) cpumask_format(&cpus, list, sizeof(list));
+                log_debug("cgroup=%s: %u page sampling events, on CPUs %s%s", g->path, g->n_events, list,
+                          v1 ? " (its v1 perf_event cgroup)" : "");
+        }
+        return 0;
 }
 
 int memsample_arm(struct memsample *p, bool on) {
@@ -313,7 +403,7 @@ static struct ms_watch *watch_find(struct memsample *p, pid_t pid) {
  * MEMSAMPLE_MAX_GROUPS in use) pid is in the filter but no event samples it. */
 static int watch_cgroup(struct memsample *p, pid_t pid) {
         struct ms_watch *w = watch_find(p, pid);
-        char path[512];
+        char path[512], v1[512];
         const char *why;
         unsigned g;
         int r;
@@ -328,8 +418,10 @@ static int watch_cgroup(struct memsample *p, pid_t pid) {
                 p->watches = nw;
                 p->cap_watches = nc;
         }
-        r = pid_cgroup(p, pid, path, sizeof(path));
+        r = pid_cgroup(p, pid, path, sizeof(path), v1, sizeof(v1));
         g = r < 0 ? MEMSAMPLE_MAX_GROUPS : group_for(p, path);
+        if (g < MEMSAMPLE_MAX_GROUPS && !p->groups[g].refs)
+                snprintf(p->groups[g].v1_path, sizeof(p->groups[g].v1_path), "%s", v1);
         p->watches[p->n_watches++] = (struct ms_watch) { .pid = pid, .group = g };
         if (g == MEMSAMPLE_MAX_GROUPS)
                 return r < 0 ? r : -ENOSPC;
