@@ -3,6 +3,7 @@
  * nothing), then per watched cgroup one perf event on each CPU of its cpuset, with the
  * program attached to each: a CPU that runs no watched cgroup carries no event. */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <bpf/libbpf.h>
 #include "cleanup.h"
 #include "log.h"
+#include "parse.h"
 #include "memsample.h"
 #include "memsample-loader.h"
 #include "memsample.skel.h"
@@ -29,6 +31,7 @@ static unsigned page_shift(void) {
 struct ms_group {
         char path[512];            /* from /proc/PID/cgroup: "/a/b", under the cgroup root */
         char v1_path[512];         /* its perf_event v1 cgroup (hybrid layout), "": none */
+        bool per_thread;           /* perf has no event for this cgroup: per-thread ones */
         unsigned refs;             /* watched processes in it */
         struct bpf_link **links;   /* n_events each */
         int *fds;
@@ -38,6 +41,9 @@ struct ms_group {
 struct ms_watch {
         pid_t pid;
         unsigned group;            /* index in groups, or MEMSAMPLE_MAX_GROUPS: none */
+        struct bpf_link **links;   /* per-thread events, where its group has no cgroup ones */
+        int *fds;
+        unsigned n_events;
 };
 
 struct memsample {
@@ -50,6 +56,7 @@ struct memsample {
         unsigned n_groups;
         struct ms_watch *watches;
         size_t n_watches, cap_watches;
+        unsigned n_thread_events;  /* of all watches: at most MEMSAMPLE_MAX_THREAD_EVENTS */
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct memsample_bpf *, memsample_bpf__destroy);
@@ -77,11 +84,26 @@ static void group_close(struct ms_group *g) {
         g->n_events = 0;
 }
 
+static void threads_close(struct memsample *p, struct ms_watch *w) {
+        p->n_thread_events -= w->n_events;
+        for (unsigned i = 0; i < w->n_events; i++) {
+                bpf_link__destroy(w->links[i]);
+                close(w->fds[i]);
+        }
+        free(w->links);
+        free(w->fds);
+        w->links = NULL;
+        w->fds = NULL;
+        w->n_events = 0;
+}
+
 void memsample_free(struct memsample *p) {
         if (!p)
                 return;
         for (unsigned i = 0; i < p->n_groups; i++)
                 group_close(&p->groups[i]);
+        for (size_t i = 0; i < p->n_watches; i++)
+                threads_close(p, &p->watches[i]);
         free(p->watches);
         memsample_bpf__destroy(p->skel);
         free(p);
@@ -296,8 +318,72 @@ static int group_open(struct memsample *p, struct ms_group *g, const char **ret_
         return 0;
 }
 
-int memsample_arm(struct memsample *p, bool on) {
+/* One event per thread of w's process (at most MEMSAMPLE_MAX_THREADS, the lowest ids),
+ * inherited by the threads they create, on whichever CPU the thread runs. */
+static int threads_open(struct memsample *p, struct ms_watch *w) {
+        char path[512];
+        struct dirent *de;
+        DIR *d;
+        int r = 0;
+
+        if (w->n_events)
+                return 0;
+        snprintf(path, sizeof(path), "%s/%d/task", p->proc_root, (int) w->pid);
+        d = opendir(path);
+        if (!d)
+                return -errno;
+        w->links = calloc(MEMSAMPLE_MAX_THREADS, sizeof(*w->links));
+        w->fds = calloc(MEMSAMPLE_MAX_THREADS, sizeof(*w->fds));
+        if (!w->links || !w->fds)
+                r = -ENOMEM;
+        while (r == 0 && w->n_events < MEMSAMPLE_MAX_THREADS &&
+               p->n_thread_events + w->n_events < MEMSAMPLE_MAX_THREAD_EVENTS && (de = readdir(d))) {
+                struct perf_event_attr a = p->attr;
+                int tid, fd;
+
+                if (parse_int(de->d_name, 1, INT32_MAX, &tid) < 0)
+                        continue;
+                a.inherit = 1;
+                fd = (int) syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+                if (fd < 0) {
+                        if (errno != ESRCH)
+                                r = -errno;   /* ESRCH: the thread has exited */
+                        continue;
+                }
+                w->fds[w->n_events] = fd;
+                w->links[w->n_events++] = bpf_program__attach_perf_event(p->skel->progs.on_sample, fd);
+                if (!w->links[w->n_events - 1])
+                        r = -errno;
+        }
+        closedir(d);
+        p->n_thread_events += w->n_events;
+        if (r < 0)
+                threads_close(p, w);
+        return r;
+}
+
+/* Opens group g's events; where perf has no event for its cgroup (ENOENT or EBADF: in
+ * a cgroup2 tree in which no controller was ever enabled below the root, a child
+ * cgroup has no perf_event state), per-thread events for each of its processes. */
+static int open_for(struct memsample *p, unsigned g) {
         const char *why;
+        int r;
+
+        if (!p->groups[g].per_thread) {
+                r = group_open(p, &p->groups[g], &why);
+                if (r != -ENOENT && r != -EBADF)
+                        return r;
+                log_debug("cgroup=%s: no perf event for the cgroup: one per thread of its watched processes",
+                          p->groups[g].path);
+                p->groups[g].per_thread = true;
+        }
+        for (size_t i = 0; i < p->n_watches; i++)
+                if (p->watches[i].group == g && (r = threads_open(p, &p->watches[i])) < 0)
+                        return r;
+        return 0;
+}
+
+int memsample_arm(struct memsample *p, bool on) {
         int r = 0;
 
         p->armed = on;
@@ -305,8 +391,10 @@ int memsample_arm(struct memsample *p, bool on) {
                 if (!on)
                         group_close(&p->groups[i]);
                 else if (p->groups[i].refs && r == 0)
-                        r = group_open(p, &p->groups[i], &why);
+                        r = open_for(p, i);
         }
+        for (size_t i = 0; !on && i < p->n_watches; i++)
+                threads_close(p, &p->watches[i]);
         return r;
 }
 
@@ -315,6 +403,8 @@ unsigned memsample_n_events(const struct memsample *p) {
 
         for (unsigned i = 0; i < p->n_groups; i++)
                 n += p->groups[i].n_events;
+        for (size_t i = 0; i < p->n_watches; i++)
+                n += p->watches[i].n_events;
         return n;
 }
 
@@ -404,7 +494,6 @@ static struct ms_watch *watch_find(struct memsample *p, pid_t pid) {
 static int watch_cgroup(struct memsample *p, pid_t pid) {
         struct ms_watch *w = watch_find(p, pid);
         char path[512], v1[512];
-        const char *why;
         unsigned g;
         int r;
 
@@ -420,13 +509,15 @@ static int watch_cgroup(struct memsample *p, pid_t pid) {
         }
         r = pid_cgroup(p, pid, path, sizeof(path), v1, sizeof(v1));
         g = r < 0 ? MEMSAMPLE_MAX_GROUPS : group_for(p, path);
-        if (g < MEMSAMPLE_MAX_GROUPS && !p->groups[g].refs)
+        if (g < MEMSAMPLE_MAX_GROUPS && !p->groups[g].refs) {
                 snprintf(p->groups[g].v1_path, sizeof(p->groups[g].v1_path), "%s", v1);
+                p->groups[g].per_thread = false;
+        }
         p->watches[p->n_watches++] = (struct ms_watch) { .pid = pid, .group = g };
         if (g == MEMSAMPLE_MAX_GROUPS)
                 return r < 0 ? r : -ENOSPC;
         p->groups[g].refs++;
-        return p->armed ? group_open(p, &p->groups[g], &why) : 0;
+        return p->armed ? open_for(p, g) : 0;
 }
 
 static void unwatch_cgroup(struct memsample *p, pid_t pid) {
@@ -434,6 +525,7 @@ static void unwatch_cgroup(struct memsample *p, pid_t pid) {
 
         if (!w)
                 return;
+        threads_close(p, w);
         if (w->group < MEMSAMPLE_MAX_GROUPS && --p->groups[w->group].refs == 0)
                 group_close(&p->groups[w->group]);
         *w = p->watches[--p->n_watches];
