@@ -22,6 +22,7 @@ struct counters {
         uint64_t page_samples_unmapped;  /* of them, outside their process's mappings: dropped */
         uint64_t sampling_refused;   /* threads or processes not sampled: their owner's share was
                                       * taken (page_sampler_quota) */
+        uint64_t sampler_arms;       /* times the samplers were attached (manager_samplers_sync) */
         uint64_t total_pages[_MIG_CLASS_MAX];
         bool kernel_balances;        /* kernel.numa_balancing on at the last tick (policy.h) */
         int64_t kernel_numa_balancing;  /* its value then, -1: unreadable */

@@ -62,6 +62,10 @@ void manager_node_changed(void *userdata, pid_t pid, int node);
 /* Scans the processes whose react scan is due, and runs their jobs: no walk, no
  * cgroup read, no report. */
 void manager_react_pass(struct manager *m);
+/* Attaches the samplers (BPF programs, perf events) when some process is watched and
+ * the host has two memory nodes or more, detaches them otherwise. Called when a
+ * process is admitted and after each tick's sweep; the tests call it to check. */
+void manager_samplers_sync(struct manager *m);
 
 struct manager {
         sd_event *event;
@@ -85,6 +89,12 @@ struct manager {
         struct cost_ledger cost;
         struct counters counters;
         struct manager_view view;  /* what the reports read: pointers into the above */
+
+        /* Idle means idle (manager_samplers_sync): the samplers run in the kernel only
+         * while some process is watched, and never on a host with one memory node. */
+        bool samplers_armed;
+        bool one_node;             /* fewer than two nodes with memory: nothing to balance */
+        struct log_ratelimit arm_log;  /* arming failed */
 
         struct owner_cursor *cursors;  /* where each owner's turn starts at the next tick */
         size_t n_cursors;

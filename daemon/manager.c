@@ -342,10 +342,36 @@ static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
         return true;
 }
 
+void manager_samplers_sync(struct manager *m) {
+        bool want = m->procs.n > 0 && !m->one_node;
+        int r, r2 = 0;
+
+        if (want == m->samplers_armed)
+                return;
+        r = placement_source_arm(m->source, want);
+        if (m->pages)
+                r2 = page_sampler_arm(m->pages, want);
+        if (want && (r < 0 || r2 < 0)) {
+                /* Tried again at the next admission or tick: what failed (out of
+                 * memory, a perf event the PMU had no counter for) may pass. */
+                if (log_ratelimit_ok(&m->arm_log, clock_now_ms(), NULL))
+                        log_warning_errno(r < 0 ? r : r2, "Failed to attach the %s sampler: %m",
+                                          r < 0 ? m->source->name : page_sampler_name(m->pages));
+                (void) placement_source_arm(m->source, false);
+                if (m->pages)
+                        (void) page_sampler_arm(m->pages, false);
+                return;
+        }
+        m->samplers_armed = want;
+        m->counters.sampler_arms += want;
+        log_debug("%s the samplers: %zu processes watched", want ? "Attached" : "Detached", m->procs.n);
+}
+
 /* A process admitted now: its page samples are gathered from now on. */
 static void watch_new(struct manager *m, struct proc_rec *p, const struct cg_rec *cg) {
         int r;
 
+        manager_samplers_sync(m);
         if (!m->pages)
                 return;
         r = page_sampler_watch(m->pages, p->pid, cg->turn_uid);
@@ -676,6 +702,7 @@ static void forget_departed(struct manager *m) {
                         page_sampler_unwatch(m->pages, pid);
         }
         proc_records_sweep(&m->procs, tick);
+        manager_samplers_sync(m);
 }
 
 /* Whether the kernel's NUMA balancing is on now (bit 0, NUMA_BALANCING_NORMAL: bit 1 is
@@ -743,6 +770,63 @@ static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, u
                 (void) cost_share_by_procs(&m->cost, &m->cgs, STAGE_BOOKKEEPING, spent - charged - served);
 }
 
+static void watch_node_events(struct manager *m);
+static void view_update(struct manager *m);
+
+/* The samplers again, for a new topology: only while nothing is recorded (a host that
+ * had one memory node), since each process's state is sized by the old one. */
+static int samplers_rechoose(struct manager *m) {
+        int r;
+
+        page_sampler_free(m->pages);
+        m->pages = NULL;
+        m->events = sd_event_source_unref(m->events);
+        placement_source_free(m->source);
+        m->source = NULL;
+        m->samplers_armed = false;
+        r = source_choose(m->cfg.source, m->topo, &m->source);
+        if (r < 0)
+                return r;
+        r = page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
+        if (r < 0)
+                return r;
+        if (m->event && m->timer)
+                watch_node_events(m);
+        view_update(m);
+        return 0;
+}
+
+/* A host with one memory node has nothing to balance: its samplers stay detached, and
+ * each tick re-reads the topology (one small file per node: memory hotplug can bring a
+ * second node). The tick goes on otherwise, so that list and explain still say what
+ * the daemon sees (every process local). When a second node has memory, the records
+ * sized by the old topology are forgotten, and the samplers chosen again for the new
+ * one: the tick then admits and watches the processes afresh. */
+static void one_node_tick(struct manager *m) {
+        _cleanup_(topology_freep) struct topology *t = NULL;
+        struct topology *old;
+        int r;
+
+        if (!m->one_node || topology_read(m->sys_root, &t) < 0 || nodemask_weight(&t->with_memory) < 2)
+                return;
+        log_notice("%u nodes have memory now: balancing the opted-in cgroups from now on",
+                   nodemask_weight(&t->with_memory));
+        proc_records_sweep(&m->procs, UINT64_MAX);
+        old = m->topo;
+        m->topo = TAKE_PTR(t);
+        topology_free(old);
+        m->one_node = false;
+        r = samplers_rechoose(m);
+        if (r < 0) {
+                /* [sample] source = bpf and BPF went away: as at start, a refusal. */
+                log_error_errno(r, "Cannot sample with the new topology, exiting: %m");
+                m->source = &placement_source_proc;   /* never NULL for the views */
+                m->one_node = true;
+                if (m->event)
+                        (void) sd_event_exit(m->event, EXIT_FAILURE);
+        }
+}
+
 int manager_tick(struct manager *m) {
         struct cgroup_selection sel = {};
         struct scan_list scans = {};
@@ -756,6 +840,7 @@ int manager_tick(struct manager *m) {
         struct service_threads threads = service_threads_of(m);
 
         m->counters.tick++;
+        one_node_tick(m);
         if (!service_cpus_check(&m->service, m->sys_root, &threads)) {
                 m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
                 return 0;
@@ -941,6 +1026,20 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+/* The source's node-change events, if it has them, into the event loop. */
+static void watch_node_events(struct manager *m) {
+        int fd, r = 0;
+
+        if (!m->source->events_fd || !m->source->events_consume)
+                return;
+        fd = m->source->events_fd(m->source);
+        if (fd >= 0)
+                r = sd_event_add_io(m->event, &m->events, fd, EPOLLIN, on_events, m);
+        if (fd < 0 || r < 0)
+                log_warning_errno(fd < 0 ? fd : r, "Node changes of threads will be seen at the next scan only: "
+                                  "cannot watch the BPF ring buffer: %m");
+}
+
 int manager_start(struct manager *m) {
         int r;
 
@@ -960,14 +1059,7 @@ int manager_start(struct manager *m) {
                 log_warning_errno(r, "Node changes of threads will be seen at the next scan only: no timer: %m");
         else
                 (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
-        if (m->source->events_fd && m->source->events_consume) {
-                int fd = m->source->events_fd(m->source);
-                if (fd >= 0)
-                        r = sd_event_add_io(m->event, &m->events, fd, EPOLLIN, on_events, m);
-                if (fd < 0 || r < 0)
-                        log_warning_errno(fd < 0 ? fd : r, "Node changes of threads will be seen at the next scan only: "
-                                          "cannot watch the BPF ring buffer: %m");
-        }
+        watch_node_events(m);
         return 0;
 }
 
@@ -1121,6 +1213,11 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 log_error_errno(r, "Failed to read the NUMA topology under %s/devices/system/node: %m", m->sys_root);
                 goto fail;
         }
+        m->arm_log = LOG_RATELIMIT(60000, 1);
+        m->one_node = nodemask_weight(&m->topo->with_memory) < 2;
+        if (m->one_node)
+                log_notice("One node has memory: nothing to balance. numabalanced attaches no sampler and "
+                           "re-reads the topology at each tick until a second node has memory");
         r = source_choose(m->cfg.source, m->topo, &m->source);
         if (r < 0)
                 goto fail;

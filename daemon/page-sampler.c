@@ -200,6 +200,7 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                         return 0;
                 }
                 sample_slots_init(&s->watch, MEMSAMPLE_MAX_WATCHED, hold_watch, s);
+                memsample_set_roots(s->ms, proc_root, cfg->cgroup_root);
                 if (cfg->pmu == PMU_MODE_PAGE_FAULTS)
                         log_info("Sampling chain: page faults (every fault, [sample] pmu = page-faults: first "
                                  "touches only, for tests) + %s", scheduler_part(placement));
@@ -216,6 +217,16 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
         snprintf(buf, sizeof(buf), "%s found, but numabalanced was built without BPF (-Dbpf)", name);
         return no_pmu(cfg, proc_root, t, placement, buf, ret);    /* software needs no BPF */
 #endif
+}
+
+int page_sampler_arm(struct page_sampler *s, bool on) {
+#if HAVE_BPF
+        if (s->ms)
+                return memsample_arm(s->ms, on);
+#endif
+        (void) s;
+        (void) on;
+        return 0;
 }
 
 int page_sampler_watch(struct page_sampler *s, pid_t pid, uid_t owner) {

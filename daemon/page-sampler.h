@@ -24,6 +24,10 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                         struct page_sampler **ret);
 /* "intel-pebs", "amd-ibs", "page-faults", "software". */
 const char *page_sampler_name(const struct page_sampler *s);
+/* Opens (on) or closes (off) the perf events and attaches or detaches the program:
+ * the manager turns it on with its first watched process and off after its last. The
+ * software source opens its events per thread anyway (sw-sampler.h): nothing to do. */
+int page_sampler_arm(struct page_sampler *s, bool on);
 /* pid, whose cgroup's turn is owner's (cg_rec.turn_uid), is to be sampled. The BPF
  * program watches MEMSAMPLE_MAX_WATCHED processes at most, shared among owners
  * (lib/sample-quota.h): a process beyond its owner's share waits, and asks again at

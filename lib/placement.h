@@ -44,6 +44,11 @@ struct placement_source {
         int (*events_fd)(const struct placement_source *s);
         int (*events_consume)(const struct placement_source *s, void (*cb)(void *userdata, pid_t tgid, int node),
                               void *userdata);
+        /* Optional (NULL: nothing runs in the kernel, like the /proc source). Attaches
+         * (on) or detaches (off) what the source runs in the kernel: the manager turns
+         * it on when it watches its first process and off when it forgets its last, so
+         * that a daemon with nothing to watch costs no CPU anything. Returns 0 or -errno. */
+        int (*arm)(const struct placement_source *s, bool on);
         /* Optional (NULL: static, like the /proc source): releases the source. */
         void (*free)(const struct placement_source *s);
 };
@@ -59,6 +64,10 @@ int placement_confined_nodes(const char *proc_root, pid_t pid, const struct topo
 static inline void placement_source_unwatch(const struct placement_source *s, pid_t pid) {
         if (s && s->unwatch)
                 s->unwatch(s, pid);
+}
+
+static inline int placement_source_arm(const struct placement_source *s, bool on) {
+        return s && s->arm ? s->arm(s, on) : 0;
 }
 
 static inline void placement_source_free(const struct placement_source *s) {

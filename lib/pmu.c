@@ -136,13 +136,31 @@ static int place_term(int dirfd, const char *dev, const char *term, uint64_t val
         return 0;
 }
 
+/* A fixed period, not frequency mode: the kernel adjusts a frequency-mode period from
+ * the tick, which then keeps running on a nohz_full CPU. The period turns the rate
+ * budget (samples per second per CPU) into events per sample for a CPU busy with the
+ * event at a reference rate: IBS op counts cycles (a 2 GHz core: 2e9 a second), PEBS
+ * loads over the latency threshold (taken as 1e7 a second, a memory-bound core). Both
+ * references are choices, not measurements: a CPU with fewer events takes fewer
+ * samples, one with more takes more, in proportion. */
+#define PMU_REF_IBS_OPS_S UINT64_C(2000000000)
+#define PMU_REF_PEBS_LOADS_S UINT64_C(10000000)
+
+uint64_t pmu_period(enum pmu_kind kind, uint64_t rate) {
+        uint64_t ref = kind == PMU_AMD_IBS ? PMU_REF_IBS_OPS_S : PMU_REF_PEBS_LOADS_S;
+        uint64_t period = ref / (rate ? rate : 1);
+
+        if (kind == PMU_AMD_IBS)
+                period &= ~UINT64_C(0xf);   /* IBS takes the period's low nibble as zero */
+        return period ? period : 16;
+}
+
 int pmu_attr(const char *sys_root, const struct pmu_info *p, uint64_t rate, struct perf_event_attr *attr,
              const char **ret_why) {
         struct perf_event_attr a = {
                 .size = sizeof(a),
                 .type = (uint32_t) p->type,
-                .freq = 1,
-                .sample_freq = rate ? rate : 1,
+                .sample_period = pmu_period(p->kind, rate),
                 .sample_type = PERF_SAMPLE_ADDR,
                 .exclude_kernel = 1,   /* user pages are what the daemon moves */
                 .exclude_hv = 1,

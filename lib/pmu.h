@@ -33,5 +33,7 @@ const char *pmu_kind_name(enum pmu_kind k);
  * Arm SPE gives -EOPNOTSUPP: its records come through a perf AUX buffer, not as
  * samples a BPF program sees. -EINVAL when the event string or a format file does not
  * parse; *ret_why names what. */
+/* The fixed sample_period for a budget of rate samples per second per busy CPU. */
+uint64_t pmu_period(enum pmu_kind kind, uint64_t rate);
 int pmu_attr(const char *sys_root, const struct pmu_info *p, uint64_t rate, struct perf_event_attr *attr,
              const char **ret_why);

@@ -10,6 +10,17 @@
  * (daemon/page-sampler.c). */
 #define MEMSAMPLE_MAX_WATCHED 1024
 
+/* Cgroups whose tasks carry sampling events at once: the events number at most this
+ * many times the CPUs (each cgroup's cpuset). A process of a cgroup past it is not
+ * sampled page by page (its placement still is). */
+#define MEMSAMPLE_MAX_GROUPS 64
+
+/* Per-thread events of one process, where its cgroup can have none (memsample-loader.c):
+ * its lowest-numbered threads; the threads they create inherit them. */
+#define MEMSAMPLE_MAX_THREADS 256
+/* ... and of all processes together: each is a descriptor of the daemon's. */
+#define MEMSAMPLE_MAX_THREAD_EVENTS 4096
+
 struct memsample_key {
         __u32 tgid;
         __u32 node;

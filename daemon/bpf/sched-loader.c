@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* The libbpf-tools lifecycle for sched.bpf.c: open the skeleton, size the maps and set
  * rodata, load (the verifier, and CO-RE relocation against the running kernel's BTF),
- * fill cpu_node, attach. Then, as a placement source, read the counters per scan. */
+ * fill cpu_node. Attached only while the manager watches a process (bpf_arm): loaded
+ * at start, so that the daemon says then whether BPF works, but attached to nothing
+ * until then. Then, as a placement source, read the counters per scan. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -228,6 +230,23 @@ static void bpf_unwatch(const struct placement_source *s, pid_t pid) {
         }
 }
 
+/* Attach (on) or detach (off) the sched_switch program. Before attaching, each CPU's
+ * start stamp is cleared: one left from the previous attachment would charge the whole
+ * time since to the process that ran then. */
+static int bpf_arm(const struct placement_source *s, bool on) {
+        struct bpf_source *b = of(s);
+        __u32 zero = 0;
+
+        if (!on) {
+                sched_bpf__detach(b->skel);
+                return 0;
+        }
+        memset(b->starts, 0, b->n_cpus * sizeof(*b->starts));
+        if (bpf_map_update_elem(b->fd_start, &zero, b->starts, BPF_ANY) < 0)
+                return -errno;
+        return sched_bpf__attach(b->skel);
+}
+
 static void bpf_free(const struct placement_source *s) {
         struct bpf_source *b = of(s);
 
@@ -241,8 +260,8 @@ static void bpf_free(const struct placement_source *s) {
         free(b);
 }
 
-/* One attempt with one attach point. */
-static int load_attach(const struct topology *t, bool count_stats, unsigned n_cpus, bool tp_btf,
+/* One attempt with one attach point: open, configure and load; not attached (bpf_arm). */
+static int load(const struct topology *t, bool count_stats, unsigned n_cpus, bool tp_btf,
                        struct sched_bpf **ret, const char **ret_why) {
         _cleanup_(sched_bpf__destroyp) struct sched_bpf *skel = NULL;
         unsigned n_cpu_nodes = 0;
@@ -285,11 +304,6 @@ static int load_attach(const struct topology *t, bool count_stats, unsigned n_cp
                         return -errno;
                 }
         }
-        r = sched_bpf__attach(skel);
-        if (r < 0) {
-                *ret_why = tp_btf ? "cannot attach to tp_btf/sched_switch" : "cannot attach to raw_tp/sched_switch";
-                return r;
-        }
         *ret = TAKE_PTR(skel);
         return 0;
 }
@@ -316,9 +330,9 @@ int placement_bpf_new(const struct topology *t, bool count_stats, const struct p
         /* tp_btf (5.5+) first: typed arguments, no probe reads. raw_tp for kernels
          * that have BTF but not tp_btf. If both fail, the tp_btf error is the one
          * that matters on any kernel this daemon targets. */
-        r = load_attach(t, count_stats, (unsigned) n_cpus, true, &skel, ret_why);
+        r = load(t, count_stats, (unsigned) n_cpus, true, &skel, ret_why);
         if (r < 0) {
-                r2 = load_attach(t, count_stats, (unsigned) n_cpus, false, &skel, &why2);
+                r2 = load(t, count_stats, (unsigned) n_cpus, false, &skel, &why2);
                 if (r2 < 0)
                         return r;
         }
@@ -362,6 +376,7 @@ int placement_bpf_new(const struct topology *t, bool count_stats, const struct p
                 .name = "bpf",
                 .sample = bpf_sample,
                 .unwatch = bpf_unwatch,
+                .arm = bpf_arm,
                 .events_fd = bpf_events_fd,
                 .events_consume = bpf_events_consume,
                 .free = bpf_free,

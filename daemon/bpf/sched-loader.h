@@ -7,8 +7,9 @@
 #include "placement.h"
 #include "topology.h"
 
-/* Opens, configures (rodata, map sizes), loads and attaches the program, and fills
- * the CPU -> node map from t. Returns 0 with *ret (free it with
+/* Opens, configures (rodata, map sizes) and loads the program (the verifier runs now,
+ * so that a BPF that does not work is said at start), and fills the CPU -> node map
+ * from t. Attached to nothing until the source's arm(on) (placement.h). Returns 0 with *ret (free it with
  * placement_source_free()), or -errno with *ret_why saying which step failed (a static
  * string; errno in the return). Logs nothing above debug: the caller says which
  * source it uses. count_stats fills the program's event counters (debug, benchmark). */

@@ -5,9 +5,11 @@
  * thread that is switched in on a node other than its last one also sends an event
  * through a ring buffer, so that the daemon reacts to the move at once.
  *
- * Cost on an unwatched switch: one per-CPU array access (the start stamp), one clock
- * read and one hash lookup on the task's tgid. Counters are per CPU, so CPUs never
- * contend for a cache line (no atomics). */
+ * Cost of a switch between two unwatched tasks: one per-CPU array access (the start
+ * stamp, which says the ending slice was not watched) and one hash lookup on next's
+ * tgid; no clock read, no write. And with no process watched at all the program is not
+ * attached (sched-loader.c). Counters are per CPU, so CPUs never contend for a cache
+ * line (no atomics). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -130,6 +132,13 @@ static __always_inline int on_switch(__u32 next_tgid, __u32 next_tid) {
         s = bpf_map_lookup_elem(&start, &zero);
         if (!s)
                 return 0;
+        /* The fast path, for a CPU that runs nothing watched: the slice that ends was
+         * not watched (its tgid was not recorded) and the one that begins is not
+         * either. Nothing to charge and nothing to stamp: the stamp is only read with
+         * a watched tgid beside it (here and by the loader). */
+        w = next_tgid ? bpf_map_lookup_elem(&watched, &next_tgid) : NULL;
+        if (!s->tgid && !w)
+                return 0;
         now = bpf_ktime_get_ns();
         then = s->ts;
         tgid = s->tgid;
@@ -141,7 +150,10 @@ static __always_inline int on_switch(__u32 next_tgid, __u32 next_tid) {
 
         /* The slice that began at then: charge it if its process is still watched
          * (the daemon may have dropped it meanwhile: do not recreate its counter).
-         * then == 0: the first switch on this CPU since we attached. */
+         * then == 0: the first switch on this CPU since we attached. Between two
+         * watched slices the unwatched ones in the middle left ts alone (fast path):
+         * harmless, since a stamp is only used with the tgid recorded beside it,
+         * which the first of them cleared. */
         if (then && tgid && node && bpf_map_lookup_elem(&watched, &tgid)) {
                 key.tgid = tgid;
                 key.node = *node;
@@ -164,10 +176,7 @@ static __always_inline int on_switch(__u32 next_tgid, __u32 next_tid) {
                 }
         }
 
-        /* The slice that begins: tgid 0 is the idle task. */
-        if (!next_tgid)
-                return 0;
-        w = bpf_map_lookup_elem(&watched, &next_tgid);
+        /* The slice that begins (w looked up above; tgid 0 is the idle task). */
         if (!w)
                 return 0;
         if (!node) {

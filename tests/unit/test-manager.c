@@ -67,8 +67,31 @@ static size_t n_queued;
 static pid_t source_unwatched[32];       /* placement_source_unwatch() calls */
 static size_t n_source_unwatched;
 
+/* The samplers' attachment (manager_samplers_sync): whether each is attached now, how
+ * often each was attached and detached, and samples asked of a detached source. */
+static struct {
+        bool source_on, pages_on;
+        unsigned source_attaches, source_detaches, pages_attaches, pages_detaches;
+        unsigned samples_detached;
+} armed;
+
+static int fake_arm(const struct placement_source *s, bool on) {
+        if (on != armed.source_on)
+                on ? armed.source_attaches++ : armed.source_detaches++;
+        armed.source_on = on;
+        return 0;
+}
+
+int page_sampler_arm(struct page_sampler *s, bool on) {
+        if (on != armed.pages_on)
+                on ? armed.pages_attaches++ : armed.pages_detaches++;
+        armed.pages_on = on;
+        return 0;
+}
+
 static int fake_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
                        const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
+        armed.samples_detached += !armed.source_on;
         return placement_source_proc.sample(&placement_source_proc, proc_root, pid, t, st, ns_by_node);
 }
 
@@ -77,7 +100,8 @@ static void fake_unwatch(const struct placement_source *s, pid_t pid) {
                 source_unwatched[n_source_unwatched++] = pid;
 }
 
-static const struct placement_source fake_source = { .name = "proc", .sample = fake_sample, .unwatch = fake_unwatch };
+static const struct placement_source fake_source = { .name = "proc", .sample = fake_sample, .unwatch = fake_unwatch,
+                                                     .arm = fake_arm };
 
 int source_choose(enum sample_source want, const struct topology *t,
                             const struct placement_source **ret) {
@@ -223,6 +247,7 @@ struct env_opts {
         uid_t user;                /* not 0: /app.slice is this user's, opted in with its user.* */
         bool xattr;                /* /app.slice opted in with user.* (the test's own directory) */
         bool own_sys;              /* a copy of the 2n2c /sys in <dir>/sys, for set_mem_free() */
+        bool one_node;             /* own_sys, with node 0 alone having memory */
 };
 
 struct sunk_job {
@@ -337,9 +362,14 @@ static bool env_start(const struct env_opts *o) {
         if (mkdir(env.proc, 0755) < 0 || mkdir(env.cgroup, 0755) < 0 || mkdir(slice, 0755) < 0)
                 abort();
         snprintf(env.sys, sizeof(env.sys), "%s", TEST_DATA_DIR "/sys/2n2c");
-        if (o->own_sys) {
+        if (o->own_sys || o->one_node) {
                 snprintf(env.sys, sizeof(env.sys), "%s/sys", env.dir);
                 copy_tree(TEST_DATA_DIR "/sys/2n2c", env.sys);
+        }
+        if (o->one_node) {
+                snprintf(slice, sizeof(slice), "%s/devices/system/node/has_memory", env.sys);
+                write_file(slice, "0\n");
+                snprintf(slice, sizeof(slice), "%s/app.slice", env.cgroup);
         }
 
         config_defaults(&cfg);
@@ -365,6 +395,7 @@ static bool env_start(const struct env_opts *o) {
 
         sampler_on = o->page_sampling;
         n_queued = n_source_unwatched = 0;
+        armed = (typeof(armed)) {};
         if (sd_event_new(&env.event) < 0)
                 abort();
         r = manager_new(env.event, &cfg, &(struct manager_opts) {
@@ -720,6 +751,100 @@ TEST(forgets_two_processes_that_exit_in_one_tick) {
         CHECK_INT(env.m->procs.n, 0);
         CHECK(!watched(DB) && !watched(WEB));
         CHECK(source_unwatched_pid(DB) && source_unwatched_pid(WEB));
+        env_done();
+}
+
+/* Idle means idle: nothing attached while nothing is watched, attached before the
+ * first process's first sample, detached after the last one leaves. */
+TEST(samplers_attached_only_while_a_process_is_watched) {
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        set_procs("");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(tick(), 0);
+        CHECK(!armed.source_on && !armed.pages_on);
+        CHECK_INT(armed.source_attaches + armed.pages_attaches, 0);
+
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK(armed.source_on && armed.pages_on && watched(DB));
+        CHECK_INT(armed.samples_detached, 0);
+
+        /* A second process: nothing attached again. */
+        put_proc(WEB, WEB);
+        set_procs("3001\n3002\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(armed.source_attaches, 1);
+        CHECK_INT(armed.pages_attaches, 1);
+
+        /* db exits: web is still watched. */
+        exit_proc(DB);
+        set_procs("3002\n");
+        CHECK_INT(tick(), 0);
+        CHECK(armed.source_on && armed.pages_on);
+
+        /* web leaves the cgroup, alive: nothing is watched, all detached. */
+        set_procs("");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->procs.n, 0);
+        CHECK(!armed.source_on && !armed.pages_on);
+        CHECK_INT(armed.source_detaches, 1);
+        CHECK_INT(armed.pages_detaches, 1);
+        CHECK_INT(env.m->counters.sampler_arms, 1);
+
+        /* It comes back: attached again. */
+        set_procs("3002\n");
+        CHECK_INT(tick(), 0);
+        CHECK(armed.source_on && armed.pages_on);
+        CHECK_INT(armed.source_attaches, 2);
+        CHECK_INT(armed.samples_detached, 0);
+        env_done();
+}
+
+/* Processes in a cgroup that did not opt in are not watched: nothing attached. */
+TEST(nothing_attached_for_a_cgroup_that_is_off) {
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_OFF, .page_sampling = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->procs.n, 0);
+        CHECK_INT(armed.source_attaches + armed.pages_attaches, 0);
+        CHECK_INT(armed.samples_detached, 0);
+        env_done();
+}
+
+/* One node with memory: said once at start, nothing attached (the processes are listed
+ * all the same, nothing moved); the tick re-reads the topology, and a second node with
+ * memory (hotplug) attaches the samplers for the processes admitted afresh. */
+TEST(one_memory_node_attaches_nothing_until_a_second_comes) {
+        char path[PATH_MAX];
+
+        logged[0] = 0;
+        log_set_sink(log_to_buffer);
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true, .one_node = true })) {
+                log_set_sink(NULL);
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        }
+        CHECK(strstr(logged, "One node has memory: nothing to balance") != NULL);
+        put_proc(DB, DB);
+        set_procs("3001\n");
+        CHECK_INT(tick(), 0);
+        CHECK_INT(tick(), 0);
+        CHECK_INT(env.m->procs.n, 1);
+        CHECK_INT(armed.source_attaches + armed.pages_attaches, 0);
+        CHECK_INT(env.n_jobs, 0);
+        CHECK(strstr(logged, "nodes have memory now") == NULL);
+
+        snprintf(path, sizeof(path), "%s/devices/system/node/has_memory", env.sys);
+        write_file(path, "0-1\n");
+        CHECK_INT(tick(), 0);
+        log_set_sink(NULL);
+        CHECK(strstr(logged, "2 nodes have memory now") != NULL);
+        CHECK_INT(env.m->procs.n, 1);
+        CHECK(armed.source_on && armed.pages_on && watched(DB));
         env_done();
 }
 

@@ -522,8 +522,10 @@ TEST(pmu_attr_intel_pebs) {
         CHECK_INT(a.type, 4);
         CHECK_INT(a.config, 0x1cd);
         CHECK_INT(a.config1, 3);
-        CHECK_INT(a.freq, 1);
-        CHECK_INT(a.sample_freq, 500);
+        /* A fixed period, not frequency mode (which keeps a nohz_full CPU's tick
+         * running): 500 samples/s at the reference 1e7 loads/s over the threshold. */
+        CHECK_INT(a.freq, 0);
+        CHECK_INT(a.sample_period, 20000);
         CHECK_INT(a.sample_type, PERF_SAMPLE_ADDR);
         CHECK_INT(a.precise_ip, 2);
         CHECK_INT(a.exclude_kernel, 1);
@@ -557,7 +559,11 @@ TEST(pmu_attr_amd_ibs) {
         CHECK_INT(pmu_attr(root, &p, 1000, &a, &why), 0);
         CHECK_INT(a.type, 11);
         CHECK_INT(a.config, 0);
-        CHECK_INT(a.sample_freq, 1000);
+        /* 1,000 samples/s of a 2 GHz core's cycles, a multiple of 16 (IBS). */
+        CHECK_INT(a.freq, 0);
+        CHECK_INT(a.sample_period, 2000000);
+        CHECK_INT(pmu_period(PMU_AMD_IBS, 3) % 16, 0);
+        CHECK(pmu_period(PMU_AMD_IBS, UINT64_MAX) > 0 && pmu_period(PMU_INTEL_PEBS, 0) > 0);
 }
 
 /* Arm SPE records come through an AUX buffer: not usable, and why; no PMU: not usable. */

@@ -71,6 +71,8 @@ int main(int argc, char **argv) {
         if (r < 0)
                 return log_error_errno(r, "memsample unavailable: %s: %m", why), 77;
         r = memsample_watch(ms, getpid());
+        if (r >= 0)
+                r = memsample_arm(ms, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch: %m"), 1;
         mem = mmap(NULL, (size_t) n_pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -36,6 +36,10 @@ int main(int argc, char **argv) {
         r = placement_bpf_new(t, true, &bpf, &why);
         if (r < 0)
                 return log_error_errno(r, "BPF source unavailable: %s: %m", why), 1;
+        /* Loaded, not attached: the daemon attaches with its first watched process. */
+        r = placement_source_arm(bpf, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the BPF program: %m"), 1;
 
         struct placement_state *st_bpf = calloc((size_t) n, sizeof(*st_bpf));
         struct placement_state *st_proc = calloc((size_t) n, sizeof(*st_proc));
