@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "numa_maps.h"
+#include "page-agg.h"
 #include "plan.h"
 #include "policy.h"
 #include "topology.h"
@@ -836,4 +837,37 @@ TEST(tier_bind_to_slow_node_enforced) {
                 CHECK_INT(rn.plan.moves[0].bytes, 32ull << 20);
         }
         done(&rn);
+}
+
+/* Page-level moves never go to a slow node: with node 1 named slow (slow_nodes = 1),
+ * pages sampled from node 1 stay, counted lower-tier, while those from node 0 move. */
+TEST(tier_pages_never_to_a_slow_node) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        struct page_move pm[] = { { .page = 0x7f0000000000, .node = 1, .samples = 2 },
+                                  { .page = 0x7f0000001000, .node = 0, .samples = 2 } };
+        struct page_decision d = { .moves = pm, .n_moves = 2 };
+        const uint64_t cpu[] = { 1, 1, 0 };
+        uint64_t reserved[8] = {}, ends[1] = { 0x7f0000000000 + (64 << 20) };
+        struct numa_maps *maps = NULL;
+        nb_nodemask slow = {};
+        struct plan pl = {};
+        const char *text = "7f0000000000 default anon=16384 N2=16384 kernelpagesize_kB=4\n";
+
+        if (!t)
+                return;
+        nodemask_set(&slow, 1);
+        topology_set_slow(t, &slow);
+        CHECK_INT(numa_maps_parse(text, strlen(text), &maps), 0);
+        if (!maps)
+                return;
+        struct plan_input in = { .maps = maps, .vma_end = ends, .cpu_ns = cpu };
+        nodemask_parse("0-2", &in.mems_allowed);
+        CHECK(plan_reserved_len(t) <= ELEMENTSOF(reserved));
+        CHECK_INT(plan_pages(t, &in, &defaults, &d, NULL, reserved, &pl), 0);
+        CHECK_INT(pl.n_moves, 1);
+        if (pl.n_moves)
+                CHECK_INT(pl.moves[0].target, 0);
+        CHECK_INT(pl.skipped_bytes[REASON_LOWER_TIER], 4096);
+        plan_done(&pl);
+        numa_maps_free(maps);
 }
