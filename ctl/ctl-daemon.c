@@ -158,6 +158,22 @@ static void print_stages(const struct jv *by, uint64_t not_opted_in) {
         printf(" (walking cgroups not opted in: %s)\n", dur_ns(not_opted_in, n, sizeof(n)));
 }
 
+/* The nodes with memory and their tiers: "0 (tier 4), 2 (tier 8, slow)". */
+static void print_memory_nodes(const struct jv *nodes) {
+        printf("  Memory nodes:     ");
+        for (size_t i = 0; nodes && i < nodes->n; i++) {
+                const struct jv *n = &nodes->items[i], *tier = jv_get(n, "tier");
+                bool slow = jv_bool(jv_get(n, "slow"), false);
+
+                printf("%s %" PRIu64, i ? "," : "", jv_u64(jv_get(n, "node"), 0));
+                if (tier && !jv_is_null(tier))
+                        printf(" (tier %" PRIu64 "%s)", jv_u64(tier, 0), slow ? ", slow" : "");
+                else if (slow)
+                        printf(" (slow)");
+        }
+        printf("%s\n", nodes && nodes->n ? "" : " ?");
+}
+
 static void print_status(const struct jv *d) {
         char b1[64], b2[64], b3[64], b4[64];
         const struct jv *pages = jv_get(d, "pages"), *cpu = jv_get(d, "cpu_ns"), *by = jv_get(cpu, "by_stage");
@@ -191,6 +207,7 @@ static void print_status(const struct jv *d) {
         else
                 printf("  Kernel balancing:  %s (kernel.numa_balancing=%" PRIu64 ")\n",
                        jv_u64(knb, 0) ? "ON: it can undo numabalanced's placement" : "off", jv_u64(knb, 0));
+        print_memory_nodes(jv_get(d, "memory_nodes"));
         printf("  Ticks:             %" PRIu64 " every %" PRIu64 " ms, the last took %s\n",
                jv_u64(jv_get(d, "ticks"), 0), jv_u64(jv_get(d, "tick_interval_ms"), 0),
                dur_ns(jv_u64(jv_get(d, "last_tick_ns"), 0), b1, sizeof(b1)));

@@ -162,6 +162,12 @@ static void json_nodes(struct json *j, const struct snapshot *s) {
                 json_key(j, "share");
                 json_double(j, l->total_bytes ? (double) l->bytes[i] / (double) l->total_bytes : 0.0);
                 json_key(j, "threads"); json_u64(j, l->threads[i]);
+                json_key(j, "tier");
+                if (s->topo->nodes[i].tier >= 0)
+                        json_u64(j, (uint64_t) s->topo->nodes[i].tier);
+                else
+                        json_null(j);
+                json_key(j, "slow"); json_bool(j, s->topo->nodes[i].slow);
                 json_object_end(j);
         }
         json_array_end(j);
@@ -306,14 +312,21 @@ static void print_human_nodes(const struct snapshot *s) {
         char b1[32], head[32];
 
         snprintf(head, sizeof(head), "pages(%zuK)", page_size() / 1024);
-        printf("%5s %12s %12s %7s %8s\n", "node", head, "bytes", "share", "threads");
+        printf("%5s %12s %12s %7s %8s  %s\n", "node", head, "bytes", "share", "threads", "tier");
         for (unsigned i = 0; i < s->topo->n_nodes; i++) {
-                if (!l->bytes[i] && !l->threads[i] && !s->topo->nodes[i].has_memory)
+                const struct topo_node *n = &s->topo->nodes[i];
+                char tier[32];
+
+                if (!l->bytes[i] && !l->threads[i] && !n->has_memory)
                         continue;
-                printf("%5u %12" PRIu64 " %12s %6.1f%% %8u\n", s->topo->nodes[i].id, l->bytes[i] / page_size(),
+                if (n->tier >= 0)
+                        snprintf(tier, sizeof(tier), "%d%s", n->tier, n->slow ? " slow" : "");
+                else
+                        snprintf(tier, sizeof(tier), "%s", n->slow ? "slow" : "-");
+                printf("%5u %12" PRIu64 " %12s %6.1f%% %8u  %s\n", n->id, l->bytes[i] / page_size(),
                        human_bytes(l->bytes[i], b1, sizeof(b1)),
                        l->total_bytes ? 100.0 * (double) l->bytes[i] / (double) l->total_bytes : 0.0,
-                       l->threads[i]);
+                       l->threads[i], tier);
         }
         if (l->other_bytes)
                 printf("%5s %12" PRIu64 " %12s\n", "other", l->other_bytes / page_size(),

@@ -790,6 +790,7 @@ static int samplers_rechoose(struct manager *m) {
         r = page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
         if (r < 0)
                 return r;
+        page_sampler_set_reader(m->pages, m->reader);
         if (m->event && m->timer)
                 watch_node_events(m);
         view_update(m);
@@ -815,6 +816,7 @@ static void one_node_tick(struct manager *m) {
         old = m->topo;
         m->topo = TAKE_PTR(t);
         topology_free(old);
+        topology_set_slow(m->topo, &m->cfg.slow_nodes);
         m->one_node = false;
         r = samplers_rechoose(m);
         if (r < 0) {
@@ -1083,6 +1085,16 @@ const struct manager_view *manager_view(const struct manager *m) {
         return &m->view;
 }
 
+/* Which memory is a lower tier, once at start and at each reload: what it decides. */
+static void log_slow_nodes(const struct topology *t) {
+        char slow[NODEMASK_STRMAX];
+
+        if (nodemask_empty(&t->slow))
+                return;
+        nodemask_format(&t->slow, slow, sizeof(slow));
+        log_info("Memory on nodes %s is a lower tier: left where it is, never a target", slow);
+}
+
 int manager_reload(struct manager *m, const struct nb_config *cfg) {
         struct nb_config copy = {};
         int r = config_copy(&copy, cfg);
@@ -1093,6 +1105,8 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
         m->cfg = copy;
         migrator_set_limits(m->migrator, m->cfg.rate_limit_mb_s, m->cfg.batch_pages);
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
+        topology_set_slow(m->topo, &m->cfg.slow_nodes);
+        log_slow_nodes(m->topo);
         if (m->walker && walker_set_config(m->walker, m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups,
                                            m->cfg.tick_ms) < 0)
                 log_warning("The cgroup walker keeps the previous cgroup rules: out of memory");
@@ -1213,6 +1227,8 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 log_error_errno(r, "Failed to read the NUMA topology under %s/devices/system/node: %m", m->sys_root);
                 goto fail;
         }
+        topology_set_slow(m->topo, &m->cfg.slow_nodes);
+        log_slow_nodes(m->topo);
         m->arm_log = LOG_RATELIMIT(60000, 1);
         m->one_node = nodemask_weight(&m->topo->with_memory) < 2;
         if (m->one_node)

@@ -201,6 +201,28 @@ static void put_cpu(struct json *j, const struct manager_view *v, uid_t uid, con
         json_object_end(j);
 }
 
+/* The nodes with memory, their kernel memory tier (null: the kernel has none) and
+ * whether the daemon takes them as slow (topology.h: configured or by its rule). */
+static void put_memory_nodes(struct json *j, const struct topology *t) {
+        json_array_begin(j);
+        for (unsigned i = 0; t && i < t->n_nodes; i++) {
+                const struct topo_node *n = &t->nodes[i];
+                if (!n->has_memory)
+                        continue;
+                json_object_begin(j);
+                json_key(j, "node"); json_u64(j, n->id);
+                json_key(j, "has_cpus"); json_bool(j, n->has_cpus);
+                json_key(j, "tier");
+                if (n->tier >= 0)
+                        json_u64(j, (uint64_t) n->tier);
+                else
+                        json_null(j);
+                json_key(j, "slow"); json_bool(j, n->slow);
+                json_object_end(j);
+        }
+        json_array_end(j);
+}
+
 int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         uint64_t knb, now = clock_now_ms();
         struct status_counts sc;
@@ -244,6 +266,7 @@ int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         json_key(&j, "pages"); put_pages(&j, sc.pages);
         json_key(&j, "moved_bytes_last_minute"); json_u64(&j, counters_moved_last_minute(v->counters));
         json_key(&j, "cpu_ns"); put_cpu(&j, v, uid, sc.cost);
+        json_key(&j, "memory_nodes"); put_memory_nodes(&j, v->topo);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
 }

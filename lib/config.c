@@ -246,6 +246,25 @@ static void accepted_cpus(const struct conf_key *k, char *buf, size_t size) {
                  NB_CPUS_MAX);
 }
 
+static int parse_nodes_field(const struct conf_key *k, const char *value, void *field,
+                             char *problem, size_t size) {
+        nb_nodemask m;
+        int r = nodemask_parse(value, &m);
+        if (r < 0) {
+                char q[80];
+                snprintf(problem, size, "%s %s", quote(value, q, sizeof(q)),
+                         r == -ERANGE ? "names a node beyond the limit" : "is not a node list");
+                return r;
+        }
+        *(nb_nodemask *) field = m;
+        return 0;
+}
+
+static void accepted_nodes(const struct conf_key *k, char *buf, size_t size) {
+        snprintf(buf, size, "a node list such as 2-3 with nodes below %u, or empty for the default rule",
+                 NB_NODES_MAX);
+}
+
 static void free_string(void *field) {
         char **s = field;
         free(*s);
@@ -431,6 +450,7 @@ static const struct conf_type type_size_kb = { parse_size_kb_field, accepted_siz
 static const struct conf_type type_bool = { parse_bool_field, accepted_bool, CONFIG_STORAGE_INLINE };
 static const struct conf_type type_enum = { parse_enum_field, accepted_enum, CONFIG_STORAGE_INLINE };
 static const struct conf_type type_cpus = { parse_cpus_field, accepted_cpus, CONFIG_STORAGE_INLINE };
+static const struct conf_type type_nodes = { parse_nodes_field, accepted_nodes, CONFIG_STORAGE_INLINE };
 static const struct conf_type type_path = { parse_path_field, accepted_path, CONFIG_STORAGE_STRING };
 static const struct conf_type type_group = { parse_group_field, accepted_group, CONFIG_STORAGE_STRING };
 static const struct conf_type type_cgroups = { parse_cgroups_field, accepted_cgroups, CONFIG_STORAGE_CGROUPS };
@@ -515,6 +535,11 @@ static const struct conf_key conf_keys[] = {
           "also move memory locked with mlock(2)" },
         { KEY("decide", "min_misplaced"), &type_size_kb, 0, TIB, F(min_misplaced_kb), "2M",
           "a memory range with less misplaced memory is left alone" },
+        { KEY("decide", "slow_nodes"), &type_nodes, 0, 0, F(slow_nodes), "",
+          "nodes whose memory is a slower tier: never a target, and memory there is not misplaced for "
+          "being there; empty: the nodes the kernel puts in a tier below DRAM's "
+          "(/sys/devices/virtual/memory_tiering), and nodes without CPUs unless the kernel puts them in a "
+          "faster tier" },
 
         { KEY("migrate", "rate_limit_mb_s"), &type_u64, 0, 1048576, F(rate_limit_mb_s), "1024",
           "copy budget for all migrations together in MB/s; 0: unlimited" },

@@ -62,6 +62,7 @@ struct nb_config {
         bool move_preferred;         /* move prefer/prefer(many) VMAs within their nodes */
         bool move_mlocked;           /* move locked (mlock) VMAs too */
         uint64_t min_misplaced_kb;   /* a VMA with less misplaced memory is left alone */
+        nb_nodemask slow_nodes;      /* a lower memory tier; empty: topology's default rule */
 
         /* [migrate] */
         uint64_t rate_limit_mb_s;    /* global copy budget, 0 = unlimited */

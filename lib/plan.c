@@ -29,6 +29,7 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_SOURCE_IN_USE] = "source-in-use",
         [REASON_QUARANTINED] = "quarantined",
         [REASON_READ_DEFERRED] = "read-deferred",
+        [REASON_LOWER_TIER] = "lower-tier",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -59,6 +60,9 @@ static const char *const reason_texts[_REASON_MAX] = {
                                "not read again for 10 minutes, nor any process of its owner while that read lasts",
         [REASON_READ_DEFERRED] = "not read this time: a read of another process of its owner has not returned, "
                                  "or every reader thread is busy",
+        [REASON_LOWER_TIER] = "the pages are on a slower memory tier (slow_nodes: memory without CPUs, CXL, "
+                              "persistent memory), where the kernel may have demoted them: not misplaced for being "
+                              "there, and never a target",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -76,15 +80,16 @@ unsigned plan_policy_rules(const struct plan_params *p) {
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 static uint64_t sat_mul(uint64_t a, uint64_t b) { return b && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
 
-/* The allowed node nearest to hot (ties: lower id), or -1. */
-static int nearest_allowed(const struct topology *t, int hot, const nb_nodemask *allowed) {
+/* The allowed node nearest to hot (ties: lower id), or -1; with fast_only, not a slow
+ * one (rule 6). */
+static int nearest_allowed(const struct topology *t, int hot, const nb_nodemask *allowed, bool fast_only) {
         int best = -1, best_d = 0;
 
-        if (nodemask_test(allowed, (unsigned) hot))
+        if (nodemask_test(allowed, (unsigned) hot) && !(fast_only && topology_node_slow(t, (unsigned) hot)))
                 return hot;
         NODEMASK_FOREACH(n, allowed) {
                 int d = topology_distance(t, (unsigned) hot, (unsigned) n);
-                if (d < 0)
+                if (d < 0 || (fast_only && topology_node_slow(t, (unsigned) n)))
                         continue;
                 if (best < 0 || d < best_d) {
                         best = n;
@@ -309,6 +314,17 @@ static nb_nodemask keep_nodes(const struct topology *t, const struct plan_input 
         return keep;
 }
 
+/* Whether every node of allowed with a distance is slow: its memory can only be where
+ * it is. */
+static bool only_slow_allowed(const struct topology *t, const nb_nodemask *allowed) {
+        nb_nodemask fast = *allowed;
+
+        NODEMASK_FOREACH(n, allowed)
+                if (topology_node_slow(t, (unsigned) n))
+                        nodemask_clear(&fast, (unsigned) n);
+        return !nodemask_empty(allowed) && nodemask_empty(&fast);
+}
+
 /* The node v's pages belong on: the hot node if v's allowed set (*ret_allowed; *ret_own:
  * vma_allowed()) holds it, else the allowed node nearest to it. -1 when v stays where it is: interleaved
  * (spread on purpose: not misplaced, not counted); a policy that asks to be left
@@ -328,20 +344,25 @@ static int vma_target(const struct topology *t, const struct plan_input *in, con
                 skip(pl, policy_reason(verdict), vma_bytes(v, v->pages - vma_pages_on(in->maps, v, hot)));
                 return -1;
         }
-        target = nearest_allowed(t, pl->hot_node, ret_allowed);
+        target = nearest_allowed(t, pl->hot_node, ret_allowed, true);
+        /* A policy that allows only slow nodes: its pages outside them go to the nearest
+         * (the policy's, not memory following the CPU); those on them stay. */
+        if (target < 0 && only_slow_allowed(t, ret_allowed))
+                target = nearest_allowed(t, pl->hot_node, ret_allowed, false);
         if (target < 0)
                 skip(pl, REASON_NO_ALLOWED_NODE, vma_bytes(v, v->pages));
         return target;
 }
 
-/* v's misplaced bytes: those on a node farther from hot than target is, and those
- * outside the set of v's policy (own). *ret_gain: their bytes x distance saved. */
+/* v's misplaced bytes: those on a node farther from hot than target is, but for those
+ * on keep nodes (*ret_kept) and slow nodes (*ret_slow), and those outside the set of v's
+ * policy (own). *ret_gain: their bytes x distance saved. */
 static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps *maps, const struct vma *v,
                                 unsigned hot, int target, const nb_nodemask *own, const nb_nodemask *keep,
-                                uint64_t *ret_gain, uint64_t *ret_kept) {
+                                uint64_t *ret_gain, uint64_t *ret_kept, uint64_t *ret_slow) {
         const struct node_pages *np = vma_node_pages(maps, v);
         int dt = topology_distance(t, hot, (unsigned) target);
-        uint64_t misplaced = 0, gain = 0, kept = 0;
+        uint64_t misplaced = 0, gain = 0, kept = 0, slow = 0;
 
         for (size_t k = 0; k < v->np_count; k++) {
                 int d = topology_distance(t, hot, np[k].node);
@@ -352,6 +373,12 @@ static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps
                         continue;
                 if (!outside && (d < 0 || dt < 0 || d <= dt))
                         continue; /* as close as the target: nothing to gain */
+                if (!outside && (topology_node_slow(t, np[k].node) || topology_node_slow(t, (unsigned) target))) {
+                        /* A lower tier: not misplaced for being there (rule 6); and only
+                         * pages outside the policy go to one. */
+                        slow = sat_add(slow, b);
+                        continue;
+                }
                 if (!outside && nodemask_test(keep, np[k].node)) {
                         kept = sat_add(kept, b);
                         continue;
@@ -362,6 +389,7 @@ static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps
         }
         *ret_gain = gain;
         *ret_kept = kept;
+        *ret_slow = slow;
         return misplaced;
 }
 
@@ -390,7 +418,7 @@ static enum plan_reason vma_held_back(const struct plan_input *in, const struct 
 static bool vma_candidate(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                           size_t i, struct plan *pl, struct plan_move *ret) {
         const struct vma *v = &in->maps->vmas[i];
-        uint64_t misplaced, gain, kept;
+        uint64_t misplaced, gain, kept, slow;
         enum plan_reason held;
         nb_nodemask allowed, own, keep;
         int target;
@@ -401,9 +429,11 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
         if (target < 0)
                 return false;
         misplaced = misplaced_bytes(t, in->maps, v, (unsigned) pl->hot_node, target, &own, &pl->keep_nodes, &gain,
-                                    &kept);
+                                    &kept, &slow);
         if (kept)
                 skip(pl, REASON_SOURCE_IN_USE, kept);
+        if (slow)
+                skip(pl, REASON_LOWER_TIER, slow);
         if (misplaced == 0)
                 return false;
         held = vma_held_back(in, p, i, target);
@@ -422,8 +452,9 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
                 .thread_policy = vma_thread_policy(in, v),
                 .hugetlb = v->hugetlb,
         };
-        /* Within v's own allowed set only: pages outside it move from any node. */
-        keep = pl->keep_nodes;
+        /* Within v's own allowed set only: pages outside it move from any node. Pages
+         * on slow nodes stay too (rule 6): the executor moves what is elsewhere. */
+        nodemask_or(&keep, &pl->keep_nodes, &t->slow);
         nodemask_and(&keep, &keep, &own);
         ret->keep = keep;
         return true;
@@ -572,6 +603,10 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
          * leaves those already there. */
         if (vma_pages_on(in->maps, v, node) == v->pages)
                 return false;
+        if (topology_node_slow(t, node)) {
+                skip(pl, REASON_LOWER_TIER, size);
+                return false;
+        }
         verdict = vma_allowed(t, in, p, v, &allowed, NULL);
         if (verdict == POLICY_INTERLEAVED)
                 return false; /* spread on purpose */

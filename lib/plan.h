@@ -23,7 +23,12 @@
  *      than cooldown_ms ago (ping-pong), a process with less misplaced memory than
  *      min_misplaced_kb, and anything that would take a target node below its
  *      free-memory floor (hugetlb pages: more than its free huge pages of their size).
- *   5. Moves are ordered by gain, largest first, and capped by max_bytes. */
+ *   5. Moves are ordered by gain, largest first, and capped by max_bytes.
+ *   6. Memory tiers (topology.h: t->slow): a slow node is never a target, and pages on
+ *      one within the VMA's own allowed set are not misplaced (REASON_LOWER_TIER): the
+ *      kernel demotes cold pages there, and pulling them back by where the threads run
+ *      would undo that and fill the fast nodes. Pages outside the allowed set still
+ *      move. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,6 +59,7 @@ enum plan_reason {
         REASON_SOURCE_IN_USE,     /* on a node with keep_node_share_pct of the CPU time */
         REASON_QUARANTINED,       /* a read of its files or memory overran its deadline (set by the manager) */
         REASON_READ_DEFERRED,     /* not read: its owner has a read that overran, or no reader free */
+        REASON_LOWER_TIER,        /* on a slow node (a lower memory tier): not misplaced for being there */
         _REASON_MAX,
 };
 
@@ -113,8 +119,9 @@ struct plan_move {
                                        * whether it still is, before moving) */
         bool hugetlb;                 /* hugetlb pages of page_size: they take the target's
                                        * free huge pages, not its MemFree */
-        nb_nodemask keep;             /* pages on these nodes stay: keep_nodes within the
-                                       * VMA's allowed set (outside it, pages always move) */
+        nb_nodemask keep;             /* pages on these nodes stay: keep_nodes and the slow
+                                       * nodes within the VMA's allowed set (outside it,
+                                       * pages always move) */
 };
 
 struct plan {
@@ -147,6 +154,7 @@ uint64_t plan_node_room(const struct topology *t, int node, const struct plan_pa
 /* Page-level moves from sampled memory accesses (lib/page-agg's two-sample rule:
  * d->moves are pages seen only from one node, at least twice). Each such page moves to
  * that node when, under the same rules as plan_decide():
+ *   - the node is not slow (REASON_LOWER_TIER);
  *   - it lies in a VMA of in->maps (in->vma_end known) whose policy is movable
  *     (policy.h) and whose allowed set contains the node: never outside it;
  *   - the VMA has no shared pages (mapmax > 1);

@@ -11,6 +11,17 @@
  *                                                       (absent: no hugetlb, or a node
  *                                                       without memory)
  *   devices/system/cpu/online                           CPU list
+ *   devices/virtual/memory_tiering/memory_tierN/nodelist
+ *                                                       the nodes in memory tier N
+ *                                                       (mm/memory-tiers.c, 6.1+;
+ *                                                       absent before, or without
+ *                                                       CONFIG_NUMA)
+ *
+ * A memory tier's id is the abstract distance at its start divided by the chunk size
+ * (MEMTIER_CHUNK_SIZE, include/linux/memory-tiers.h): smaller is faster. Ordinary
+ * DRAM has abstract distance MEMTIER_ADISTANCE_DRAM, 4.5 chunks: memory_tier4. The
+ * PMEM (dax kmem) and CXL drivers, and from 6.10 the firmware's HMAT for a CPU-less
+ * node, give larger ones; nothing here depends on the chunk size.
  *
  * Everything is read relative to a sys_root so that tests run on snapshots. A file
  * whose contents do not parse, or that contradicts another (a distance row of the
@@ -368,6 +379,95 @@ static int read_node(int dirfd, struct topology *t, unsigned i, unsigned id, int
         return 0;
 }
 
+/* "memory_tier4": 1 with the id, 0 for another name. The id is an int abstract
+ * distance shifted right by at least 7 bits. */
+static int tier_dir_id(const char *name, int *ret_id) {
+        size_t len = strlen(name);
+        uint64_t v;
+
+        if (len <= 11 || memcmp(name, "memory_tier", 11) != 0)
+                return 0;
+        if (parse_u64_n(name + 11, len - 11, 0, INT_MAX >> 7, &v) < 0)
+                return 0;
+        *ret_id = (int) v;
+        return 1;
+}
+
+/* The tier of each node, from <sys_root>/devices/virtual/memory_tiering; no such
+ * directory is no tiers (all -1). A node in two tiers is -EINVAL; nodes not online
+ * (memory hot-removed since node/online was read) are ignored. */
+static int read_tiers(const char *sys_root, struct topology *t) {
+        _cleanup_free_ char *p = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                t->nodes[i].tier = -1;
+        if (asprintf(&p, "%s/devices/virtual/memory_tiering", sys_root) < 0)
+                return -ENOMEM;
+        d = opendir(p);
+        if (!d)
+                return errno == ENOENT ? 0 : log_debug_errno(-errno, "topology: cannot open %s: %m", p);
+        while ((de = readdir(d))) {
+                char path[64];
+                nb_nodemask m;
+                int id, r;
+
+                if (!tier_dir_id(de->d_name, &id))
+                        continue;
+                snprintf(path, sizeof(path), "memory_tier%d/nodelist", id);
+                r = read_nodemask_at(dirfd(d), path, &m);
+                if (r < 0)
+                        return r;
+                NODEMASK_FOREACH(n, &m) {
+                        int i = topology_node_index(t, (unsigned) n);
+                        if (i < 0)
+                                continue;
+                        if (t->nodes[i].tier >= 0)
+                                return log_debug_errno(-EINVAL, "topology: node %d is in memory tiers %d and %d",
+                                                       n, t->nodes[i].tier, id);
+                        t->nodes[i].tier = id;
+                }
+        }
+        return 0;
+}
+
+/* topology.h's default rule, against the fastest tier of a node with CPUs and memory
+ * (DRAM: the kernel puts a node's memory in a tier only when it has some). */
+static void default_slow(struct topology *t) {
+        t->fast_tier = -1;
+        for (unsigned i = 0; i < t->n_nodes; i++) {
+                const struct topo_node *tn = &t->nodes[i];
+                if (tn->has_cpus && tn->has_memory && tn->tier >= 0 && (t->fast_tier < 0 || tn->tier < t->fast_tier))
+                        t->fast_tier = tn->tier;
+        }
+        nodemask_zero(&t->slow_default);
+        for (unsigned i = 0; i < t->n_nodes; i++) {
+                const struct topo_node *tn = &t->nodes[i];
+                bool known = tn->tier >= 0 && t->fast_tier >= 0;
+
+                if (!tn->has_memory)
+                        continue;
+                if ((known && tn->tier > t->fast_tier) || (!tn->has_cpus && !(known && tn->tier < t->fast_tier)))
+                        nodemask_set(&t->slow_default, tn->id);
+        }
+}
+
+void topology_set_slow(struct topology *t, const nb_nodemask *slow) {
+        if (!t)
+                return;
+        if (slow && !nodemask_empty(slow))
+                nodemask_and(&t->slow, slow, &t->with_memory);
+        else
+                t->slow = t->slow_default;
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                t->nodes[i].slow = nodemask_test(&t->slow, t->nodes[i].id);
+}
+
+bool topology_node_slow(const struct topology *t, unsigned node) {
+        return t && node < NB_NODES_MAX && nodemask_test(&t->slow, node);
+}
+
 /* t->cpu_node for CPUs 0..max_cpu (online or listed by a node); a CPU in two nodes
  * is refused. */
 static int map_cpus(struct topology *t, int max_cpu) {
@@ -424,6 +524,11 @@ int topology_read(const char *sys_root, struct topology **ret) {
         r = map_cpus(t, max_cpu);
         if (r < 0)
                 return r;
+        r = read_tiers(sys_root, t);
+        if (r < 0)
+                return r;
+        default_slow(t);
+        topology_set_slow(t, NULL);
         *ret = TAKE_PTR(t);
         return 0;
 }

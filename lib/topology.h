@@ -3,7 +3,9 @@
  * <sys_root>/devices/system/cpu: nodes (ids may be sparse), which have memory and
  * which have CPUs (either may be missing: memory-only nodes exist), the CPUs of
  * each node, the distance table, free memory per node and its free huge pages per
- * size (hugetlb moves take those, not MemFree). */
+ * size (hugetlb moves take those, not MemFree); and the memory tier of each node,
+ * from <sys_root>/devices/virtual/memory_tiering (Linux 6.1+), with which nodes are
+ * slow: a lower tier, whose memory is not misplaced for being there. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,6 +28,8 @@ struct topo_node {
         struct topo_hugepages *huge;   /* by size, ascending; NULL when the node has none */
         unsigned n_huge;
         unsigned huge_slot;            /* the index of huge[0] among all nodes' sizes */
+        int tier;                      /* the kernel's memory_tierN (higher: slower), -1: none */
+        bool slow;                     /* a lower tier (topology_set_slow()) */
 };
 
 struct topology {
@@ -39,12 +43,23 @@ struct topology {
         int *cpu_node;             /* node id of each CPU, -1 if none; n_cpus entries */
         unsigned n_cpus;           /* highest CPU id + 1 */
         unsigned n_huge_slots;     /* sum of the nodes' n_huge */
+        nb_nodemask slow;          /* nodes with memory in a lower tier (topology_set_slow()) */
+        nb_nodemask slow_default;  /* what the default rule says they are */
+        int fast_tier;             /* the fastest tier of a node with CPUs (DRAM), -1: none known */
 };
 
 /* sys_root is the directory that holds devices/ ("/sys" normally, or a snapshot).
  * Returns 0, -ENOENT if the node directory is missing (no CONFIG_NUMA), -EINVAL
  * for contents that do not parse, or another -errno. */
 int topology_read(const char *sys_root, struct topology **ret);
+/* The slow nodes: slow ∩ with_memory, or with slow empty the default rule, which
+ * topology_read() applies: a node with memory is slow when the kernel puts it in a
+ * tier above fast_tier, or when it has no CPUs and the kernel does not put it in a
+ * faster tier than fast_tier (kernels before 6.1 have no tiers, and before 6.10 a
+ * CPU-less node of ordinary RAM is put in the DRAM tier whatever it is). */
+void topology_set_slow(struct topology *t, const nb_nodemask *slow);
+/* Whether node is slow (false for an unknown node). */
+bool topology_node_slow(const struct topology *t, unsigned node);
 /* Re-reads only the free memory of each node and its free huge pages (cheap; done
  * every tick). */
 int topology_refresh_free(struct topology *t, const char *sys_root);

@@ -103,6 +103,7 @@ TEST(defaults) {
         CHECK(!c.move_preferred);
         CHECK(!c.move_mlocked);
         CHECK_INT(c.min_misplaced_kb, 2048);
+        CHECK(nodemask_empty(&c.slow_nodes));   /* the default rule */
         CHECK_INT(c.rate_limit_mb_s, 1024);
         CHECK_INT(c.batch_pages, 65536);
         CHECK_INT(c.rate_limit_calls_s, 100);
@@ -138,6 +139,7 @@ static const char full_conf[] =
         "move_preferred = On\n"
         "move_mlocked = yes\n"
         "min_misplaced = 1000\n"
+        "slow_nodes = 2-3,5\n"
         "[migrate]\n"
         "rate_limit_mb_s = 0\n"
         "batch_pages = 512\n"
@@ -190,6 +192,11 @@ TEST(every_key_set) {
         CHECK(c.move_preferred);
         CHECK(c.move_mlocked);
         CHECK_INT(c.min_misplaced_kb, 1);       /* 1000 bytes: rounded up to 1 kB */
+        {
+                char nodes[NODEMASK_STRMAX];
+                nodemask_format(&c.slow_nodes, nodes, sizeof(nodes));
+                CHECK_STR(nodes, "2-3,5");
+        }
         CHECK_INT(c.rate_limit_mb_s, 0);
         CHECK_INT(c.batch_pages, 512);
         CHECK_INT(c.rate_limit_calls_s, 0);
@@ -253,6 +260,17 @@ TEST(errors_booleans_and_enums) {
                "FILE:2: [daemon] log_level: \"Debug\" is not a known value (accepted: err, warning, notice, info, debug)",
                "FILE:3: [daemon] kernel_numa_balancing: \"off\" is not a known value (accepted: leave, disable)",
                "FILE:5: [sample] source: \"perf\" is not a known value (accepted: auto, proc, bpf)");
+}
+
+TEST(errors_node_lists) {
+        ERRORS("bad-nodes.conf",
+               "[decide]\nslow_nodes = two\n",
+               "FILE:2: [decide] slow_nodes: \"two\" is not a node list "
+               "(accepted: a node list such as 2-3 with nodes below 1024, or empty for the default rule)");
+        ERRORS("big-nodes.conf",
+               "[decide]\nslow_nodes = 1024\n",
+               "FILE:2: [decide] slow_nodes: \"1024\" names a node beyond the limit "
+               "(accepted: a node list such as 2-3 with nodes below 1024, or empty for the default rule)");
 }
 
 TEST(errors_cpu_lists) {
@@ -450,7 +468,7 @@ TEST(shipped_conf_lists_every_key) {
                 CHECK_MSG(sec && at && !(next && at > next), "%s: \"#%s = DEFAULT\" not found in section %s",
                           CONF_FILE, dot + 1, header + 1);
         }
-        CHECK_INT(n_keys, 29);
+        CHECK_INT(n_keys, 30);
 }
 
 /* The text with its "#key = value" lines (no space after '#') uncommented; "# text"

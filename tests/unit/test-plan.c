@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "numa_maps.h"
+#include "page-agg.h"
 #include "plan.h"
 #include "policy.h"
 #include "topology.h"
@@ -713,3 +714,160 @@ TEST(truncated_bind_list_not_trusted) {
 }
 
 DEFINE_TEST_MAIN()
+
+/* ---- memory tiers (rule 6), on the stored 2n1m trees: nodes 0 and 1 with a CPU each,
+ * node 2 with memory only, 20 from both ---- */
+
+static struct topology *tiered(const char *name) {
+        char root[PATH_MAX];
+        struct topology *t = NULL;
+
+        snprintf(root, sizeof(root), "%s/sys/%s", TEST_DATA_DIR, name);
+        CHECK_INT(topology_read(root, &t), 0);
+        return t;
+}
+
+/* 64 MiB on the slow node, threads on node 0: nothing planned, and explain says why;
+ * whether the kernel put node 2 in a lower tier (2n1m-tiered) or has no tiers (2n1m:
+ * the default rule). */
+static void slow_memory_stays(const char *tree) {
+        _cleanup_(topology_freep) struct topology *t = tiered(tree);
+        const uint64_t cpu[] = { 1000000, 0, 0 };
+        struct run rn = {};
+
+        if (!t)
+                return;
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=16384 N2=16384 kernelpagesize_kB=4\n", "0-2",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.hot_node, 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_LOWER_TIER);
+        CHECK_STR(plan_reason_name(rn.plan.reason), "lower-tier");
+        CHECK_INT(rn.plan.skipped_bytes[REASON_LOWER_TIER], 64ull << 20);
+        done(&rn);
+}
+
+TEST(tier_slow_memory_not_misplaced) {
+        slow_memory_stays("2n1m-tiered");
+        slow_memory_stays("2n1m-dram-tier");
+        slow_memory_stays("2n1m");
+}
+
+/* slow_nodes names another node: node 2's memory is ordinary again and follows the
+ * threads to node 0. */
+TEST(tier_override_makes_node2_fast) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        const uint64_t cpu[] = { 1000000, 0, 0 };
+        nb_nodemask slow = {};
+        struct run rn = {};
+
+        if (!t)
+                return;
+        nodemask_set(&slow, 1);
+        topology_set_slow(t, &slow);
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=16384 N2=16384 kernelpagesize_kB=4\n", "0-2",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        if (rn.plan.n_moves)
+                CHECK_INT(rn.plan.moves[0].target, 0);
+        done(&rn);
+}
+
+/* Memory on node 1, threads on node 0: to node 0; with node 0 outside the cpuset, the
+ * nearest allowed node is node 2 or 1 (both 20 away) but node 2 is never a target:
+ * nothing moves. */
+TEST(tier_slow_node_never_a_target) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        const uint64_t cpu[] = { 1000000, 0, 0 };
+        struct run rn = {};
+
+        if (!t)
+                return;
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=16384 N1=16384 kernelpagesize_kB=4\n", "0-2",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        if (rn.plan.n_moves)
+                CHECK_INT(rn.plan.moves[0].target, 0);
+        done(&rn);
+
+        /* bind:1-2, memory on node 1: node 2 is as near to node 0 as node 1 but lower. */
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 bind:1-2 anon=16384 N1=16384 kernelpagesize_kB=4\n", "0-2",
+                                 cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_LOCAL);
+        done(&rn);
+}
+
+/* Half on node 1, half on node 2, threads on node 0: node 1's half moves, node 2's
+ * stays, and the move keeps node 2 (the executor leaves its pages). */
+TEST(tier_mixed_vma_moves_only_the_fast_part) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        const uint64_t cpu[] = { 1000000, 0, 0 };
+        struct run rn = {};
+
+        if (!t)
+                return;
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 default anon=16384 N1=8192 N2=8192 kernelpagesize_kB=4\n",
+                                 "0-2", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        if (rn.plan.n_moves) {
+                CHECK_INT(rn.plan.moves[0].target, 0);
+                CHECK_INT(rn.plan.moves[0].bytes, 32ull << 20);
+                CHECK(nodemask_test(&rn.plan.moves[0].keep, 2));
+                CHECK(!nodemask_test(&rn.plan.moves[0].keep, 1));
+        }
+        CHECK_INT(rn.plan.skipped_bytes[REASON_LOWER_TIER], 32ull << 20);
+        done(&rn);
+}
+
+/* A policy that allows only the slow node: pages outside it still go there (the
+ * policy's move, not memory following the CPU). */
+TEST(tier_bind_to_slow_node_enforced) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        const uint64_t cpu[] = { 1000000, 0, 0 };
+        struct run rn = {};
+
+        if (!t)
+                return;
+        CHECK_INT(decide_default(&rn, t, "7f0000000000 bind:2 anon=16384 N0=8192 N2=8192 kernelpagesize_kB=4\n",
+                                 "0-2", cpu), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        if (rn.plan.n_moves) {
+                CHECK_INT(rn.plan.moves[0].target, 2);
+                CHECK_INT(rn.plan.moves[0].bytes, 32ull << 20);
+        }
+        done(&rn);
+}
+
+/* Page-level moves never go to a slow node: with node 1 named slow (slow_nodes = 1),
+ * pages sampled from node 1 stay, counted lower-tier, while those from node 0 move. */
+TEST(tier_pages_never_to_a_slow_node) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        struct page_move pm[] = { { .page = 0x7f0000000000, .node = 1, .samples = 2 },
+                                  { .page = 0x7f0000001000, .node = 0, .samples = 2 } };
+        struct page_decision d = { .moves = pm, .n_moves = 2 };
+        const uint64_t cpu[] = { 1, 1, 0 };
+        uint64_t reserved[8] = {}, ends[1] = { 0x7f0000000000 + (64 << 20) };
+        struct numa_maps *maps = NULL;
+        nb_nodemask slow = {};
+        struct plan pl = {};
+        const char *text = "7f0000000000 default anon=16384 N2=16384 kernelpagesize_kB=4\n";
+
+        if (!t)
+                return;
+        nodemask_set(&slow, 1);
+        topology_set_slow(t, &slow);
+        CHECK_INT(numa_maps_parse(text, strlen(text), &maps), 0);
+        if (!maps)
+                return;
+        struct plan_input in = { .maps = maps, .vma_end = ends, .cpu_ns = cpu };
+        nodemask_parse("0-2", &in.mems_allowed);
+        CHECK(plan_reserved_len(t) <= ELEMENTSOF(reserved));
+        CHECK_INT(plan_pages(t, &in, &defaults, &d, NULL, reserved, &pl), 0);
+        CHECK_INT(pl.n_moves, 1);
+        if (pl.n_moves)
+                CHECK_INT(pl.moves[0].target, 0);
+        CHECK_INT(pl.skipped_bytes[REASON_LOWER_TIER], 4096);
+        plan_done(&pl);
+        numa_maps_free(maps);
+}

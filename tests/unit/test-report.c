@@ -297,6 +297,41 @@ TEST(status_counts) {
         jv_free(d);
 }
 
+/* memory_nodes: each node with memory, its kernel tier (null: none) and whether it is
+ * slow; on 2n2c none is, on 2n1m-tiered node 2 (memory_tier8 below DRAM's 4) is. */
+TEST(status_memory_nodes) {
+        struct manager_view tiered = mgr;
+        struct topology *t = NULL;
+        const struct jv *nodes, *n2;
+        struct jv *d = doc(report_status, &mgr, 0);
+
+        nodes = jv_get(d, "memory_nodes");
+        CHECK(nodes && nodes->type == JV_ARRAY && nodes->n == 2);
+        for (size_t i = 0; nodes && i < nodes->n; i++) {
+                CHECK_INT(jv_u64(jv_get(&nodes->items[i], "node"), 9), i);
+                CHECK(jv_is_null(jv_get(&nodes->items[i], "tier")));
+                CHECK(!jv_bool(jv_get(&nodes->items[i], "slow"), true));
+        }
+        jv_free(d);
+
+        CHECK_INT(topology_read(TEST_DATA_DIR "/sys/2n1m-tiered", &t), 0);
+        if (!t)
+                return;
+        tiered.topo = t;
+        d = doc(report_status, &tiered, 0);
+        nodes = jv_get(d, "memory_nodes");
+        CHECK(nodes && nodes->n == 3);
+        n2 = nodes && nodes->n == 3 ? &nodes->items[2] : NULL;
+        CHECK_INT(jv_u64(jv_get(n2, "node"), 9), 2);
+        CHECK_INT(jv_u64(jv_get(n2, "tier"), 0), 8);
+        CHECK(jv_bool(jv_get(n2, "slow"), false));
+        CHECK(!jv_bool(jv_get(n2, "has_cpus"), true));
+        CHECK(!jv_bool(jv_get(nodes ? &nodes->items[0] : NULL, "slow"), true));
+        CHECK_INT(jv_u64(jv_get(nodes ? &nodes->items[0] : NULL, "tier"), 0), 4);
+        jv_free(d);
+        topology_free(t);
+}
+
 /* null without sys/kernel/numa_balancing in the fake /proc; its value with it. */
 TEST(status_kernel_numa_balancing) {
         char path[4096];

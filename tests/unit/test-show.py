@@ -36,8 +36,8 @@ env = dict(os.environ, LD_PRELOAD=preload, NUMABALANCED_TEST_PAGE_SIZE=str(PAGE)
            ASAN_OPTIONS=os.environ.get('ASAN_OPTIONS', '') + ':verify_asan_link_order=0')
 
 
-def show(*args):
-    return subprocess.run([ctl, '--proc-root', root, '--sys-root', os.path.join(data, 'sys', '2n2c'), *args],
+def show(*args, sys_tree='2n2c'):
+    return subprocess.run([ctl, '--proc-root', root, '--sys-root', os.path.join(data, 'sys', sys_tree), *args],
                           capture_output=True, text=True, env=env, timeout=60)
 
 
@@ -64,5 +64,21 @@ check(re.search(r'^\s*node\s+pages\(64K\)\s', r.stdout, re.M) is not None,
 check(re.search(r'^\s*0\s+8\s+512\.0 KiB\s', r.stdout, re.M) is not None, f'node 0: 8 pages, 512 KiB:\n{r.stdout}')
 check(re.search(rf'^\s*1\s+{(24 * PAGE + huge) // PAGE}\s', r.stdout, re.M) is not None,
       f'node 1: {(24 * PAGE + huge) // PAGE} pages:\n{r.stdout}')
+
+# Memory tiers: on 2n2c no tier and nothing slow; on 2n1m-tiered (node 2 in the
+# kernel's memory_tier8, DRAM in memory_tier4) node 2 is slow, in JSON and in text.
+check(all(n.get('tier', 0) is None and n.get('slow') is False for n in got.get('nodes', [])),
+      f'2n2c: no tier, nothing slow: {got.get("nodes")}')
+check(re.search(r'\stier$', r.stdout, re.M) is not None, f'the node table has a tier column:\n{r.stdout}')
+r = show('--json', 'show', '263', sys_tree='2n1m-tiered')
+check(r.returncode == 0, f'show --json on 2n1m-tiered: exit {r.returncode}: {r.stderr}')
+tiers = {n['node']: (n.get('tier'), n.get('slow')) for n in (json.loads(r.stdout) if r.returncode == 0 else {}).get('nodes', [])}
+check(tiers == {0: (4, False), 1: (4, False), 2: (8, True)}, f'2n1m-tiered: node 2 in tier 8, slow: {tiers}')
+r = show('show', '263', sys_tree='2n1m-tiered')
+check(re.search(r'^\s*2\s+0\s.*\s8 slow$', r.stdout, re.M) is not None, f'node 2: tier 8 slow:\n{r.stdout}')
+r = show('show', '263', sys_tree='2n1m')
+check(re.search(r'^\s*2\s+0\s.*\sslow$', r.stdout, re.M) is not None and
+      re.search(r'^\s*0\s+8\s.*\s-$', r.stdout, re.M) is not None,
+      f'2n1m without kernel tiers: node 2 slow by the default rule, node 0 not:\n{r.stdout}')
 
 nbtest.finish()

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* topology_read on sysfs snapshots: three captured from test-bed guests (2n2c, 4n1c,
- * 2n1m: see tests/vm/capture-sys.sh), a hand-made sparse one (nodes 0 and 2, node 2
+ * 2n1m: see tests/vm/capture-sys.sh), 2n1m with memory tiers added by hand (the
+ * kernel's devices/virtual/memory_tiering: 2n1m-tiered, node 2 in a lower tier;
+ * 2n1m-dram-tier, node 2 beside DRAM as before 6.10; 2n1m-hbm, node 2 in a faster
+ * tier), a hand-made sparse one (nodes 0 and 2, node 2
  * with CPUs but no memory), and broken trees, stored or made here in a temporary
  * directory from the sparse one with one file changed. */
 #include <errno.h>
@@ -122,6 +125,61 @@ TEST(captured_2n1m_memory_only_node) {
         CHECK_INT(topology_distance(t, 2, 2), 10);
 }
 
+static void check_tiers(const char *tree, int tier0, int tier2, int fast, const char *slow) {
+        _cleanup_(topology_freep) struct topology *t = load(tree);
+        if (!t)
+                return;
+        CHECK_INT(t->nodes[0].tier, tier0);
+        CHECK_INT(t->nodes[1].tier, tier0);
+        CHECK_INT(t->nodes[2].tier, tier2);
+        CHECK_INT(t->fast_tier, fast);
+        check_mask(&t->slow, slow);
+        check_mask(&t->slow_default, slow);
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                CHECK(t->nodes[i].slow == topology_node_slow(t, t->nodes[i].id));
+}
+
+/* The memory-only node is slow whether the kernel has no tiers (before 6.1), puts it
+ * beside DRAM (6.1 to 6.9 for ordinary RAM) or below it (HMAT from 6.10, CXL, PMEM);
+ * not when the kernel puts it in a faster tier (HBM without CPUs). */
+TEST(tiers_default_rule) {
+        check_tiers("2n1m", -1, -1, -1, "2");
+        check_tiers("2n1m-tiered", 4, 8, 4, "2");
+        check_tiers("2n1m-dram-tier", 4, 4, 4, "2");
+        check_tiers("2n1m-hbm", 4, 3, 4, "");
+}
+
+/* Every node with CPUs and no tiers: nothing is slow. */
+TEST(tiers_none_without_memory_only_nodes) {
+        _cleanup_(topology_freep) struct topology *t = load("4n1c");
+        if (!t)
+                return;
+        check_mask(&t->slow, "");
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                CHECK_INT(t->nodes[i].tier, -1);
+        CHECK_INT(t->fast_tier, -1);
+}
+
+/* slow_nodes: a list replaces the rule (nodes without memory dropped); empty restores it. */
+TEST(tiers_override) {
+        _cleanup_(topology_freep) struct topology *t = load("2n1m-tiered");
+        nb_nodemask m = {}, none = {};
+        if (!t)
+                return;
+        nodemask_set(&m, 1);
+        nodemask_set(&m, 7);            /* not a node */
+        topology_set_slow(t, &m);
+        check_mask(&t->slow, "1");
+        CHECK(t->nodes[1].slow && !t->nodes[2].slow && !t->nodes[0].slow);
+        CHECK(topology_node_slow(t, 1) && !topology_node_slow(t, 2) && !topology_node_slow(t, 7));
+        CHECK(!topology_node_slow(t, 5000));
+        topology_set_slow(t, &none);
+        check_mask(&t->slow, "2");
+        CHECK(t->nodes[2].slow && !t->nodes[1].slow);
+        topology_set_slow(t, NULL);
+        check_mask(&t->slow, "2");
+}
+
 /* Nodes 0 and 2: the node index is not the node id. */
 TEST(sparse_node_ids) {
         _cleanup_(topology_freep) struct topology *t = load("sparse");
@@ -236,6 +294,24 @@ static int read_variant(const char *path, const char *content, struct topology *
         return r;
 }
 
+/* The sparse tree with extra files (memory tiers) added: topology_read's result. */
+static int read_with(const struct file *extra, size_t n, struct topology **ret) {
+        char root[] = "/tmp/test-topology-XXXXXX";
+        int r;
+
+        if (!mkdtemp(root))
+                return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(sparse_files); i++)
+                if (write_file(root, sparse_files[i].path, sparse_files[i].content) < 0)
+                        fprintf(stderr, "cannot write %s/%s\n", root, sparse_files[i].path);
+        for (size_t i = 0; i < n; i++)
+                if (write_file(root, extra[i].path, extra[i].content) < 0)
+                        fprintf(stderr, "cannot write %s/%s\n", root, extra[i].path);
+        r = topology_read(root, ret);
+        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        return r;
+}
+
 static void expect_error(const char *path, const char *content, int error) {
         struct topology *t = (struct topology *) 0x1;  /* must stay untouched */
         int r = read_variant(path, content, &t);
@@ -293,6 +369,34 @@ TEST(broken_meminfo) {
                      "Node 0 MemTotal:  10 kB\nNode 0 MemFree:  5 kB\nNode 0 MemFree:  5 kB\n", -EINVAL);
         expect_error("devices/system/node/node0/meminfo",
                      "Node 0 MemTotal:  99999999999999999999999 kB\nNode 0 MemFree:  5 kB\n", -EINVAL);
+}
+
+#define TIERS "devices/virtual/memory_tiering/"
+
+/* A node in two tiers, or a node list that does not parse, is -EINVAL; directories
+ * that are not tiers, and nodes that are not online, are ignored. */
+TEST(broken_tiers) {
+        static const struct file two[] = { { TIERS "memory_tier4/nodelist", "0\n" },
+                                           { TIERS "memory_tier9/nodelist", "0\n" } };
+        static const struct file junk[] = { { TIERS "memory_tier4/nodelist", "0-x\n" } };
+        static const struct file other[] = { { TIERS "memory_tier4/nodelist", "0,2,5\n" },
+                                             { TIERS "memory_tierX/nodelist", "junk\n" },
+                                             { TIERS "memory_tier99999999999/nodelist", "junk\n" },
+                                             { TIERS "power/nodelist", "junk\n" } };
+        struct topology *t = NULL;
+
+        CHECK_INT(read_with(two, ELEMENTSOF(two), &t), -EINVAL);
+        CHECK(t == NULL);
+        CHECK_INT(read_with(junk, ELEMENTSOF(junk), &t), -EINVAL);
+        CHECK(t == NULL);
+        CHECK_INT(read_with(other, ELEMENTSOF(other), &t), 0);
+        if (t) {
+                CHECK_INT(t->nodes[0].tier, 4);
+                CHECK_INT(t->nodes[1].tier, 4);
+                CHECK_INT(t->fast_tier, 4);
+                check_mask(&t->slow, "");       /* node 2 has CPUs and no memory */
+        }
+        topology_free(t);
 }
 
 /* A missing file is the error of the read, passed on. */
