@@ -42,6 +42,16 @@ static struct pipe_call *pipe_call(int fd, uid_t owner, unsigned deadline_ms, in
         return p;
 }
 
+/* The call as the daemon makes it: c is the caller's again unless the read overran,
+ * and is released here then; an overrun's belongs to its thread. */
+static int call(struct tenant_reader *tr, struct pipe_call *c) {
+        int r = tenant_reader_call(tr, &c->call);
+
+        if (r != -ETIMEDOUT)
+                release_pipe(&c->call);
+        return r;
+}
+
 static nb_cpumask one_cpu(void) {
         nb_cpumask m = {};
         cpu_set_t set;
@@ -79,20 +89,18 @@ TEST(overrun_refuses_its_owner_only) {
 
         t = clock_now_ms();
         c = pipe_call(stuck[0], 1000, 400, released_p);
-        CHECK_INT(tenant_reader_call(tr, &c->call), -ETIMEDOUT);   /* c is the reader's now */
+        CHECK_INT(call(tr, c), -ETIMEDOUT);   /* c is the reader's now */
         t = clock_now_ms() - t;
         CHECK(t >= 390 && t < 3000);
         CHECK(tenant_reader_owner_stuck(tr, 1000));
         CHECK(!tenant_reader_owner_stuck(tr, 2000));
 
         c = pipe_call(honest[0], 1000, 2000, released_p);
-        CHECK_INT(tenant_reader_call(tr, &c->call), -EBUSY);       /* still ours */
-        release_pipe(&c->call);
+        CHECK_INT(call(tr, c), -EBUSY);       /* still ours */
 
         CHECK_INT(write(honest[1], "\x07", 1), 1);
         c = pipe_call(honest[0], 2000, 2000, released_p);
-        CHECK_INT(tenant_reader_call(tr, &c->call), 7);
-        release_pipe(&c->call);
+        CHECK_INT(call(tr, c), 7);
 
         tenant_reader_stats(tr, &st);
         CHECK_INT(st.calls, 2);
@@ -108,8 +116,7 @@ TEST(overrun_refuses_its_owner_only) {
         CHECK(!tenant_reader_owner_stuck(tr, 1000));
         CHECK_INT(write(honest[1], "\x05", 1), 1);
         c = pipe_call(honest[0], 1000, 2000, released_p);
-        CHECK_INT(tenant_reader_call(tr, &c->call), 5);
-        release_pipe(&c->call);
+        CHECK_INT(call(tr, c), 5);
         tenant_reader_free(tr);
         for (int i = 0; i < 2; i++) {
                 close(stuck[i]);
@@ -130,11 +137,10 @@ TEST(threads_bounded_then_refused) {
         CHECK_INT(tenant_reader_new(&cpus, 250, &tr), 0);
         for (unsigned i = 0; i < TENANT_READER_THREADS_MAX; i++) {
                 c = pipe_call(fds[0], 5000 + i, 0, released_p);
-                CHECK_INT(tenant_reader_call(tr, &c->call), -ETIMEDOUT);
+                CHECK_INT(call(tr, c), -ETIMEDOUT);
         }
         c = pipe_call(fds[0], 0, 0, released_p);
-        CHECK_INT(tenant_reader_call(tr, &c->call), -EBUSY);
-        release_pipe(&c->call);
+        CHECK_INT(call(tr, c), -EBUSY);
         tenant_reader_stats(tr, &st);
         CHECK_INT(st.threads, TENANT_READER_THREADS_MAX);
         CHECK_INT(st.stuck, TENANT_READER_THREADS_MAX);
@@ -146,8 +152,7 @@ TEST(threads_bounded_then_refused) {
         CHECK_INT(st.stuck, 0);
         CHECK_INT(write(fds[1], "\x09", 1), 1);
         c = pipe_call(fds[0], 0, 0, released_p);
-        CHECK_INT(tenant_reader_call(tr, &c->call), 9);
-        release_pipe(&c->call);
+        CHECK_INT(call(tr, c), 9);
         tenant_reader_free(tr);
         close(fds[0]);
         close(fds[1]);
@@ -172,7 +177,7 @@ TEST(the_loop_serves_while_it_waits) {
         tenant_reader_set_serve(tr, count_serve, NULL);
         served = 0;
         c = pipe_call(fds[0], 1000, 450, released_p);
-        CHECK_INT(tenant_reader_call(tr, &c->call), -ETIMEDOUT);
+        CHECK_INT(call(tr, c), -ETIMEDOUT);
         CHECK(served >= 2 && served <= 5);
         CHECK_INT(write(fds[1], "\x01", 1), 1);
         CHECK(wait_released(released_p, 1));
@@ -189,8 +194,7 @@ TEST(no_reader_runs_here) {
         CHECK_INT(pipe(fds), 0);
         CHECK_INT(write(fds[1], "\x03", 1), 1);
         c = pipe_call(fds[0], 0, 0, released_p);
-        CHECK_INT(tenant_reader_call(NULL, &c->call), 3);
-        release_pipe(&c->call);
+        CHECK_INT(call(NULL, c), 3);
         close(fds[0]);
         close(fds[1]);
 }
