@@ -36,8 +36,8 @@ AGG = r"\b(sum|avg|min|max|count|topk|bottomk|quantile)\b"
 
 def check_per_host(dash, exprs):
     """Every panel is per host: each aggregation keeps the instance label (by (...,
-    instance, ...), or without (...) not naming it), and memory is in bytes: pages
-    are turned into bytes with the page size, and no panel has a packet unit."""
+    instance, ...), or without (...) not naming it), and memory is in bytes: the
+    bytes counter, not the deprecated pages one, and no panel has a packet unit."""
     for e in exprs:
         for m in re.finditer(AGG + r"\s*(by|without)\s*\(([^)]*)\)", e):
             labels = [x.strip() for x in m.group(3).split(",")]
@@ -48,9 +48,10 @@ def check_per_host(dash, exprs):
         unit = p.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
         check(unit != "pps", f"panel {p['title']!r}: unit pps (packets per second)")
         for t in p.get("targets", []):
-            if "numabalanced_pages_total" in t["expr"]:
-                check("numabalanced_page_size_bytes" in t["expr"] and unit in ("Bps", "binBps"),
-                      f"panel {p['title']!r}: pages not shown as bytes per second ({unit}): {t['expr']}")
+            check("numabalanced_pages_total" not in t["expr"],
+                  f"panel {p['title']!r}: the deprecated pages_total, not moved_bytes_total: {t['expr']}")
+            if "numabalanced_moved_bytes_total" in t["expr"]:
+                check(unit in ("Bps", "binBps"), f"panel {p['title']!r}: bytes not shown per second ({unit}): {t['expr']}")
 
 
 def check_alert_tests(rules_text, test_text):
@@ -85,6 +86,7 @@ def main():
     used = names_in(" ".join(exprs)) | names_in(open(rules).read())
     unknown = used - written
     check(not unknown, f"contrib/ names metrics the daemon does not write: {sorted(unknown)}")
+    check("numabalanced_pages_total" not in used, "contrib/ uses the deprecated numabalanced_pages_total")
     print(f"{len(used)} metric(s) named by the rules and the dashboard, all written by the daemon")
     check_per_host(dash, exprs)
     check_alert_tests(open(rules).read(), open(rules_test).read())

@@ -535,15 +535,15 @@ try:
     # --- metrics agree with list
     fam = promparse.parse(open(metrics).read())
     check(promparse.get(fam, 'numabalanced_processes', cgroup='/a.slice') == 1, 'metrics processes')
-    check(promparse.get(fam, 'numabalanced_sampling_source', source='proc') == 1, 'metrics source')
-    check(promparse.get(fam, 'numabalanced_sampling_chain', chain='proc') == 1, 'metrics sampling chain')
+    check(promparse.get(fam, 'numabalanced_sampling_source_info', source='proc') == 1, 'metrics source')
+    check(promparse.get(fam, 'numabalanced_sampling_chain_info', chain='proc') == 1, 'metrics sampling chain')
     mbytes = sum(v for k, v in fam['numabalanced_locality_bytes']['samples'].items() if ('cgroup', '/a.slice') in k)
     check(mbytes >= 16 << 20, f'metrics locality {mbytes}')
     rc, d2 = ctl_json('list')
     read_s = promparse.get(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='read')
     check(0 < read_s <= d2['cgroups'][0]['cpu_ns']['read'] / 1e9 + 1e-9, f'metrics cpu read {read_s}')
-    moved = promparse.get(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='moved')
-    check(moved <= d2['cgroups'][0]['pages']['moved'], 'metrics moved vs list')
+    moved = promparse.get(fam, 'numabalanced_moved_bytes_total', cgroup='/a.slice', result='moved')
+    check(moved <= d2['cgroups'][0]['pages']['moved'] * os.sysconf('SC_PAGESIZE'), 'metrics moved vs list')
     check(promparse.get(fam, 'numabalanced_config_last_reload_successful') == 1, 'metrics: reload ok before any')
 
     # --- a refused reload shows in the metrics, and a good one again
