@@ -23,6 +23,7 @@
 #include "cg-records.h"
 #include "cgroup.h"
 #include "cost.h"
+#include "histogram.h"
 #include "creds.h"
 #include "interleave.h"
 #include "jobs.h"
@@ -743,6 +744,12 @@ static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, u
                 (void) cost_share_by_procs(&m->cost, &m->cgs, STAGE_BOOKKEEPING, spent - charged - served);
 }
 
+/* The tick that began at t_start is over: its wall time, last and in the histogram. */
+static void tick_timed(struct manager *m, uint64_t t_start) {
+        m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
+        histogram_observe(&m->counters.ticks, &histogram_tick_bounds, m->counters.last_tick_ns);
+}
+
 int manager_tick(struct manager *m) {
         struct cgroup_selection sel = {};
         struct scan_list scans = {};
@@ -757,7 +764,7 @@ int manager_tick(struct manager *m) {
 
         m->counters.tick++;
         if (!service_cpus_check(&m->service, m->sys_root, &threads)) {
-                m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
+                tick_timed(m, t_start);
                 return 0;
         }
         tick_prepare(m);
@@ -791,7 +798,7 @@ int manager_tick(struct manager *m) {
         if (m->counters.tick % TRIM_EVERY_TICKS == 0)
                 (void) malloc_trim(0);
         tick_charge_rest(m, cpu_start, pump, charged);
-        m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
+        tick_timed(m, t_start);
         return r;
 }
 

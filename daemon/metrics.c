@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "build-config.h"
 #include "cleanup.h"
+#include "histogram.h"
 #include "log.h"
 #include "metrics.h"
 #include "pagesize.h"
@@ -335,6 +336,24 @@ static size_t metrics_daemon_costs(const struct manager_view *v, FILE *f) {
         return hidden;
 }
 
+/* A histogram in the text format: cumulative _bucket{le} lines ending at +Inf (the
+ * count), then _sum in seconds and _count. */
+static void metric_histogram(FILE *f, const char *name, const char *help, const struct histogram *h,
+                             const struct histogram_bounds *b) {
+        uint64_t cumulative = 0;
+
+        metric_head(f, name, "histogram", help);
+        for (size_t i = 0; i < b->n; i++) {
+                cumulative += h->bucket[i];
+                /* Bounds are whole ns: %.9g gives 0.0001, 0.005, 2.5, 30. */
+                fprintf(f, "%s_bucket{le=\"%.9g\"} %" PRIu64 "\n", name, (double) b->ns[i] / 1e9, cumulative);
+        }
+        fprintf(f, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, h->count);
+        fprintf(f, "%s_sum ", name);
+        put_seconds(f, h->sum_ns);
+        fprintf(f, "%s_count %" PRIu64 "\n", name, h->count);
+}
+
 /* The daemon as a whole: ticks, the sampling source and chain, page samples, the
  * cgroups left out of the file. */
 static void metrics_daemon(const struct manager_view *v, const struct mtable *t, size_t hidden, FILE *f) {
@@ -355,6 +374,11 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
         metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
         fputs("numabalanced_tick_duration_seconds ", f);
         put_seconds(f, v->counters->last_tick_ns);
+        metric_histogram(f, "numabalanced_tick_seconds", "Wall time of each tick.", &v->counters->ticks,
+                         &histogram_tick_bounds);
+        metric_histogram(f, "numabalanced_move_call_seconds",
+                         "Wall time of each move_pages(2) call that moved pages (its queries not counted).",
+                         &v->counters->move_calls, &histogram_move_call_bounds);
         metric_head(f, "numabalanced_ticks_total", "counter", "Ticks run since the daemon started.");
         fprintf(f, "numabalanced_ticks_total %" PRIu64 "\n", v->counters->tick);
         metric_head(f, "numabalanced_growth_scans_total", "counter",

@@ -545,6 +545,16 @@ try:
     moved = promparse.get(fam, 'numabalanced_moved_bytes_total', cgroup='/a.slice', result='moved')
     check(moved <= d2['cgroups'][0]['pages']['moved'] * os.sysconf('SC_PAGESIZE'), 'metrics moved vs list')
     check(promparse.get(fam, 'numabalanced_config_last_reload_successful') == 1, 'metrics: reload ok before any')
+    # Every tick is in the tick histogram (the file is written after the tick), and the
+    # move-call histogram is well formed (this host may have nothing to move).
+    try:
+        _, tsum, tcount = promparse.histogram(fam, 'numabalanced_tick_seconds')
+        promparse.histogram(fam, 'numabalanced_move_call_seconds')
+    except (ValueError, KeyError) as e:
+        nbtest.fail(f'metrics histogram: {e}')
+    else:
+        check(tcount == promparse.get(fam, 'numabalanced_ticks_total') and tsum > 0,
+              f'tick histogram count {tcount} vs ticks_total')
 
     # --- a refused reload shows in the metrics, and a good one again
     def reload_metric(text):

@@ -36,6 +36,7 @@ except ValueError as e:
 for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local_bytes', 'gauge'),
                   ('numabalanced_moved_bytes_total', 'counter'), ('numabalanced_pages_total', 'counter'),
                   ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_tick_duration_seconds', 'gauge'),
+                  ('numabalanced_tick_seconds', 'histogram'), ('numabalanced_move_call_seconds', 'histogram'),
                   ('numabalanced_sampling_source_info', 'gauge'), ('numabalanced_processes', 'gauge'),
                   ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),
                   ('numabalanced_growth_scans_total', 'counter'),
@@ -85,6 +86,20 @@ check(abs(g(fam, 'numabalanced_startup_cpu_seconds') - 0.002) < 1e-12, 'startup 
 check(abs(g(fam, 'numabalanced_unattributed_cpu_seconds_total') - 0.005) < 1e-12, 'unattributed cpu')
 check(g(fam, 'numabalanced_daemon_cpu_seconds_total') > 0, 'daemon cpu')
 check(abs(g(fam, 'numabalanced_tick_duration_seconds') - 0.001234567) < 1e-12, 'tick duration')
+# Histograms (test-report: ticks of 3 ms, 7 ms, 40 s; move calls of 1, 1 ms and 200 us),
+# well formed (promparse.histogram: cumulative, +Inf == _count).
+try:
+    ticks, tsum, tcount = promparse.histogram(fam, 'numabalanced_tick_seconds')
+    calls, csum, ccount = promparse.histogram(fam, 'numabalanced_move_call_seconds')
+except (ValueError, KeyError) as e:
+    nbtest.require(False, f'a histogram is not well formed: {e}')
+tb = dict(ticks)
+check(tcount == 3 and abs(tsum - 40.010) < 1e-9, f'tick histogram count {tcount} sum {tsum}')
+check(tb[0.005] == 1 and tb[0.01] == 2 and tb[30] == 2 and tb[float('inf')] == 3, f'tick buckets {ticks}')
+check(min(tb) <= 0.005 and max(b for b in tb if b != float('inf')) >= 30, 'tick buckets from 5 ms to 30 s')
+cb = dict(calls)
+check(ccount == 3 and abs(csum - 0.0022) < 1e-12, f'move-call histogram count {ccount} sum {csum}')
+check(cb[0.0001] == 0 and cb[0.00025] == 1 and cb[0.0005] == 1 and cb[0.001] == 3, f'move-call buckets {calls}')
 check(len(fam['numabalanced_build_info']['samples']) == 1 and
       list(fam['numabalanced_build_info']['samples'].values()) == [1] and
       dict(next(iter(fam['numabalanced_build_info']['samples']))).get('version'), 'build_info with its version')
@@ -124,6 +139,9 @@ bad = [
     '# HELP x h\n# TYPE x gauge\nx{a="b} 1\n',
     '# HELP x h\n# TYPE x gauge\nx{0a="b"} 1\n',
     '# HELP x h\n# TYPE x gaug\nx 1\n',
+    '# HELP x h\n# TYPE x histogram\nx_bucket 1\n',             # a bucket without le
+    '# HELP x h\n# TYPE x histogram\nx_sum{le="1"} 1\n',         # le off a bucket
+    '# HELP x h\n# TYPE x gauge\nx_bucket{le="1"} 1\n',          # not a histogram
 ]
 for b in bad:
     try:
@@ -131,5 +149,18 @@ for b in bad:
         nbtest.fail(f'the parser accepted {b!r}')
     except ValueError:
         check(True, 'the parser refused it')
+
+# The histogram check refuses what is not well formed.
+HIST = '# HELP h x\n# TYPE h histogram\n'
+for b in ['h_bucket{le="1"} 2\nh_bucket{le="2"} 1\nh_bucket{le="+Inf"} 2\nh_sum 1\nh_count 2\n',  # not cumulative
+          'h_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\nh_sum 1\nh_count 3\n',                  # +Inf != count
+          'h_bucket{le="1"} 1\nh_sum 1\nh_count 1\n',                                          # no +Inf
+          'h_bucket{le="1"} 1\nh_bucket{le="+Inf"} 1\nh_count 1\n']:                           # no _sum
+    try:
+        promparse.histogram(promparse.parse(HIST + b), 'h')
+        nbtest.fail(f'the histogram check accepted {b!r}')
+    except ValueError:
+        check(True, 'the histogram check refused it')
+promparse.histogram(promparse.parse(HIST + 'h_bucket{le="1"} 1\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n'), 'h')
 
 nbtest.finish()

@@ -252,6 +252,11 @@ def run(env, res):
         check(g(fam, "numabalanced_moved_bytes_total", cgroup="/nb-ctl", result=r) == c["pages"][r] * ps,
               f"metrics {r}")
     check(g(fam, "numabalanced_processes", cgroup="/nb-ctl") == c["processes"], "metrics processes")
+    # Pages moved, so move calls were timed: the histogram is well formed and not empty.
+    _, csum, ccount = promparse.histogram(fam, "numabalanced_move_call_seconds")
+    check(ccount > 0 and csum > 0, f"move-call histogram after moves: count {ccount} sum {csum}")
+    _, _, tcount = promparse.histogram(fam, "numabalanced_tick_seconds")
+    check(tcount == g(fam, "numabalanced_ticks_total"), f"tick histogram count {tcount} vs ticks_total")
     check(g(fam, "numabalanced_sampling_source_info", source=st["sampling_source"]) == 1, "metrics sampling source")
     check(g(fam, "numabalanced_cpu_seconds_total", cgroup="/nb-ctl", stage="migrate") > 0, "metrics migrate cpu")
     m_local = g(fam, "numabalanced_locality_bytes", cgroup="/nb-ctl", node="1")
