@@ -4,6 +4,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
+#include "histogram.h"
 #include "migrate.h"
 
 #define COUNTERS_MOVED_SLOTS 60
@@ -24,6 +25,8 @@ struct counters {
                                       * taken (page_sampler_quota) */
         uint64_t sampler_arms;       /* times the samplers were attached (manager_samplers_sync) */
         uint64_t total_pages[_MIG_CLASS_MAX];
+        struct histogram ticks;      /* each tick's wall time (histogram_tick_bounds) */
+        struct histogram move_calls; /* each move_pages(2) call's, summed from the jobs' */
         bool kernel_balances;        /* kernel.numa_balancing on at the last tick (policy.h) */
         int64_t kernel_numa_balancing;  /* its value then, -1: unreadable */
         bool last_reload_failed;     /* the last reload was refused (the running config stays) */

@@ -473,6 +473,7 @@ static int move_batch(struct job_run *jr, uint64_t res[_MIG_CLASS_MAX]) {
          * the one base page it weighs. */
         if (!jr->defer_charge && rc >= 0)
                 last_ns_per_page = jr->call_ns / jr->n_base;
+        histogram_observe(&job->move_calls, &histogram_move_call_bounds, jr->call_ns);
         jr->passed += jr->n_base;
 
         if (!batch_failed_whole(jr, call_error, res))
@@ -928,6 +929,7 @@ int executor_run_job(struct migrate_job *job, uint64_t batch_pages, volatile int
         };
 
         memset(job->pages, 0, sizeof(job->pages));
+        job->move_calls = (struct histogram) {};
         job->error = 0;
         job->stop = NULL;
         job_body(&jr);

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "histogram.h"
 #include "nodemask.h"
 
 /* Per-page outcome classes ("Moving: per-page outcome classes" in the repository's
@@ -81,6 +82,7 @@ struct migrate_job {
         const struct migrate_stop *stop;  /* when may_move stopped it: why; else NULL */
         uint64_t cpu_ns;           /* CPU time the worker spent on this job (CLOCK_THREAD_CPUTIME_ID) */
         uint64_t wall_ns;
+        struct histogram move_calls;  /* each move call's wall time (histogram_move_call_bounds) */
 };
 
 const char *executor_class_name(enum migrate_class c);

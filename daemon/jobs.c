@@ -6,6 +6,7 @@
 #include "cleanup.h"
 #include "interleave.h"
 #include "jobs.h"
+#include "histogram.h"
 #include "log.h"
 #include "move-check.h"
 #include "proc-records.h"
@@ -277,6 +278,7 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                         env->counters->total_pages[c] += j->pages[c];
                 }
                 counters_moved(env->counters, j->pages[MIG_MOVED] * page_size());
+                histogram_add(&env->counters->move_calls, &j->move_calls);
                 if (j->stop)
                         note_stop(p, j);
                 /* -ECANCELED: the run's time budget (the next tick continues) or

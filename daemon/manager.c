@@ -23,6 +23,7 @@
 #include "cg-records.h"
 #include "cgroup.h"
 #include "cost.h"
+#include "histogram.h"
 #include "creds.h"
 #include "interleave.h"
 #include "jobs.h"
@@ -829,6 +830,12 @@ static void one_node_tick(struct manager *m) {
         }
 }
 
+/* The tick that began at t_start is over: its wall time, last and in the histogram. */
+static void tick_timed(struct manager *m, uint64_t t_start) {
+        m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
+        histogram_observe(&m->counters.ticks, &histogram_tick_bounds, m->counters.last_tick_ns);
+}
+
 int manager_tick(struct manager *m) {
         struct cgroup_selection sel = {};
         struct scan_list scans = {};
@@ -838,13 +845,12 @@ int manager_tick(struct manager *m) {
         uint64_t charged = 0;
         bool fresh;
         int r;
-
         struct service_threads threads = service_threads_of(m);
 
         m->counters.tick++;
         one_node_tick(m);
         if (!service_cpus_check(&m->service, m->sys_root, &threads)) {
-                m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
+                tick_timed(m, t_start);
                 return 0;
         }
         tick_prepare(m);
@@ -878,7 +884,7 @@ int manager_tick(struct manager *m) {
         if (m->counters.tick % TRIM_EVERY_TICKS == 0)
                 (void) malloc_trim(0);
         tick_charge_rest(m, cpu_start, pump, charged);
-        m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
+        tick_timed(m, t_start);
         return r;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "build-config.h"
 #include "cleanup.h"
+#include "histogram.h"
 #include "log.h"
 #include "metrics.h"
 #include "pagesize.h"
@@ -222,12 +223,23 @@ static void metrics_locality(const struct manager_view *v, const struct mtable *
         }
 }
 
+/* Per cgroup and result: what the daemon passed to move_pages(2), in bytes (the
+ * executor counts base pages whatever their mapping, so bytes = pages x the base page
+ * size), and, deprecated for one release, in pages as before. */
 static void metrics_pages(const struct mtable *t, FILE *f) {
         static const int results[] = { MIG_MOVED, MIG_BUSY, MIG_GONE, MIG_REFUSED };
 
+        metric_head(f, "numabalanced_moved_bytes_total", "counter",
+                    "Bytes the daemon passed to move_pages(2), per cgroup and result (moved, busy, gone, refused).");
+        for (size_t i = 0; i < t->n; i++)
+                for (size_t r = 0; r < ELEMENTSOF(results) && !t->v[i].hidden; r++) {
+                        metric_cg(f, "numabalanced_moved_bytes_total", &t->v[i]);
+                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", executor_class_name(results[r]),
+                                t->v[i].c->pages[results[r]] * (uint64_t) page_size());
+                }
         metric_head(f, "numabalanced_pages_total", "counter",
-                    "Base pages (numabalanced_page_size_bytes each) the daemon passed to move_pages(2), per "
-                    "cgroup and result.");
+                    "Deprecated, to be removed in the next release: numabalanced_moved_bytes_total in base pages "
+                    "(numabalanced_page_size_bytes each).");
         for (size_t i = 0; i < t->n; i++)
                 for (size_t r = 0; r < ELEMENTSOF(results) && !t->v[i].hidden; r++) {
                         metric_cg(f, "numabalanced_pages_total", &t->v[i]);
@@ -324,6 +336,24 @@ static size_t metrics_daemon_costs(const struct manager_view *v, FILE *f) {
         return hidden;
 }
 
+/* A histogram in the text format: cumulative _bucket{le} lines ending at +Inf (the
+ * count), then _sum in seconds and _count. */
+static void metric_histogram(FILE *f, const char *name, const char *help, const struct histogram *h,
+                             const struct histogram_bounds *b) {
+        uint64_t cumulative = 0;
+
+        metric_head(f, name, "histogram", help);
+        for (size_t i = 0; i < b->n; i++) {
+                cumulative += h->bucket[i];
+                /* Bounds are whole ns: %.9g gives 0.0001, 0.005, 2.5, 30. */
+                fprintf(f, "%s_bucket{le=\"%.9g\"} %" PRIu64 "\n", name, (double) b->ns[i] / 1e9, cumulative);
+        }
+        fprintf(f, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, h->count);
+        fprintf(f, "%s_sum ", name);
+        put_seconds(f, h->sum_ns);
+        fprintf(f, "%s_count %" PRIu64 "\n", name, h->count);
+}
+
 /* The daemon as a whole: ticks, the sampling source and chain, page samples, the
  * cgroups left out of the file. */
 static void metrics_daemon(const struct manager_view *v, const struct mtable *t, size_t hidden, FILE *f) {
@@ -337,13 +367,18 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
                             "whose policy asks for it is the kernel's), 2 memory tiering, 3 both.");
                 fprintf(f, "numabalanced_kernel_numa_balancing %" PRId64 "\n", v->counters->kernel_numa_balancing);
         }
-        /* The unit of numabalanced_pages_total: 4 KiB on x86-64, up to 64 KiB on arm64. */
-        metric_head(f, "numabalanced_page_size_bytes", "gauge",
-                    "The kernel's base page size: numabalanced_pages_total times this is bytes.");
+        /* The unit of the deprecated numabalanced_pages_total: 4 KiB on x86-64, up to
+         * 64 KiB on arm64. */
+        metric_head(f, "numabalanced_page_size_bytes", "gauge", "The kernel's base page size.");
         fprintf(f, "numabalanced_page_size_bytes %zu\n", page_size());
         metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
         fputs("numabalanced_tick_duration_seconds ", f);
         put_seconds(f, v->counters->last_tick_ns);
+        metric_histogram(f, "numabalanced_tick_seconds", "Wall time of each tick.", &v->counters->ticks,
+                         &histogram_tick_bounds);
+        metric_histogram(f, "numabalanced_move_call_seconds",
+                         "Wall time of each move_pages(2) call that moved pages (its queries not counted).",
+                         &v->counters->move_calls, &histogram_move_call_bounds);
         metric_head(f, "numabalanced_ticks_total", "counter", "Ticks run since the daemon started.");
         fprintf(f, "numabalanced_ticks_total %" PRIu64 "\n", v->counters->tick);
         metric_head(f, "numabalanced_growth_scans_total", "counter",
@@ -367,14 +402,14 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
         metric_head(f, "numabalanced_reads_deferred_total", "counter",
                     "Scans not started because the owner has a read that overran, or no reader thread was free.");
         fprintf(f, "numabalanced_reads_deferred_total %" PRIu64 "\n", v->counters->reads_deferred);
-        metric_head(f, "numabalanced_sampling_source", "gauge",
-                    "Where the daemon learns which node each thread runs on: 1 for the source in use.");
-        fputs("numabalanced_sampling_source{source=\"", f);
+        metric_head(f, "numabalanced_sampling_source_info", "gauge",
+                    "Where the daemon learns which node each thread runs on, as a label; always 1.");
+        fputs("numabalanced_sampling_source_info{source=\"", f);
         metrics_put_label_value(f, v->source ? v->source->name : "none");
         fputs("\"} 1\n", f);
-        metric_head(f, "numabalanced_sampling_chain", "gauge",
-                    "The whole sampling chain in use (pmu+bpf, pmu+proc, bpf, proc): 1 for it.");
-        fputs("numabalanced_sampling_chain{chain=\"", f);
+        metric_head(f, "numabalanced_sampling_chain_info", "gauge",
+                    "The whole sampling chain in use (pmu+bpf, pmu+proc, bpf, proc), as a label; always 1.");
+        fputs("numabalanced_sampling_chain_info{chain=\"", f);
         metrics_put_label_value(f, v->source ? page_sampler_chain(v->source, v->pages) : "none");
         fputs("\"} 1\n", f);
         metric_head(f, "numabalanced_page_samples_total", "counter",

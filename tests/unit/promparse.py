@@ -126,6 +126,7 @@ def parse(text):
         value = _value(fields[0], where)
         if len(fields) == 2 and not re.fullmatch(r'-?[0-9]+', fields[1]):
             raise ValueError(f'{where}: bad timestamp')
+        name, labels = _histogram_sample(families, name, labels, where)
         fam = families.get(name)
         if fam is None or fam['type'] is None or fam['help'] is None:
             raise ValueError(f'{where}: sample of {name} without HELP and TYPE before it')
@@ -144,6 +145,53 @@ def parse(text):
                 raise ValueError(f'{where}: counter {name} is {value}')
         fam['samples'][key] = value
     return families
+
+
+def _histogram_sample(families, name, labels, where):
+    """A histogram's _bucket, _sum or _count sample belongs to its family: returns the
+    family's name and the labels with '__name__' (the full sample name) added."""
+    if name in families:
+        return name, labels
+    for suffix in ('_bucket', '_sum', '_count'):
+        base = name[:-len(suffix)]
+        if name.endswith(suffix) and families.get(base, {}).get('type') == 'histogram':
+            if (suffix == '_bucket') != ('le' in labels):
+                raise ValueError(f'{where}: {name}: le on a bucket, and only on one')
+            return base, {**labels, '__name__': name}
+    return name, labels
+
+
+def histogram(families, name, **labels):
+    """One series of a histogram family, checked as the format says: buckets in
+    increasing le, cumulative, the last +Inf and equal to _count. Returns
+    ([(le, count)...], sum, count); ValueError if it is not well formed."""
+    fam = families[name]
+    if fam['type'] != 'histogram':
+        raise ValueError(f'{name} is a {fam["type"]}, not a histogram')
+    want = set(labels.items())
+    buckets, total, count = [], None, None
+    for key, v in fam['samples'].items():
+        d = dict(key)
+        full = d.pop('__name__')
+        le = d.pop('le', None)
+        if set(d.items()) != want:
+            continue
+        if full == name + '_bucket':
+            buckets.append((_value(le, f'{name} le'), v))
+        elif full == name + '_sum':
+            total = v
+        else:
+            count = v
+    buckets.sort()
+    if total is None or count is None or not buckets:
+        raise ValueError(f'{name}: buckets, _sum or _count missing')
+    if buckets[-1][0] != math.inf or buckets[-1][1] != count:
+        raise ValueError(f'{name}: the +Inf bucket is not _count ({buckets[-1]} vs {count})')
+    if any(b[1] < a[1] for a, b in zip(buckets, buckets[1:])):
+        raise ValueError(f'{name}: buckets not cumulative: {buckets}')
+    if count < 0 or total < 0 or math.isnan(total):
+        raise ValueError(f'{name}: count {count}, sum {total}')
+    return buckets, total, count
 
 
 def get(families, name, **labels):

@@ -36,8 +36,8 @@ AGG = r"\b(sum|avg|min|max|count|topk|bottomk|quantile)\b"
 
 def check_per_host(dash, exprs):
     """Every panel is per host: each aggregation keeps the instance label (by (...,
-    instance, ...), or without (...) not naming it), and memory is in bytes: pages
-    are turned into bytes with the page size, and no panel has a packet unit."""
+    instance, ...), or without (...) not naming it), and memory is in bytes: the
+    bytes counter, not the deprecated pages one, and no panel has a packet unit."""
     for e in exprs:
         for m in re.finditer(AGG + r"\s*(by|without)\s*\(([^)]*)\)", e):
             labels = [x.strip() for x in m.group(3).split(",")]
@@ -48,9 +48,10 @@ def check_per_host(dash, exprs):
         unit = p.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
         check(unit != "pps", f"panel {p['title']!r}: unit pps (packets per second)")
         for t in p.get("targets", []):
-            if "numabalanced_pages_total" in t["expr"]:
-                check("numabalanced_page_size_bytes" in t["expr"] and unit in ("Bps", "binBps"),
-                      f"panel {p['title']!r}: pages not shown as bytes per second ({unit}): {t['expr']}")
+            check("numabalanced_pages_total" not in t["expr"],
+                  f"panel {p['title']!r}: the deprecated pages_total, not moved_bytes_total: {t['expr']}")
+            if "numabalanced_moved_bytes_total" in t["expr"]:
+                check(unit in ("Bps", "binBps"), f"panel {p['title']!r}: bytes not shown per second ({unit}): {t['expr']}")
 
 
 def check_alert_tests(rules_text, test_text):
@@ -75,16 +76,19 @@ def main():
     rules = os.path.join(root, "contrib", "prometheus", "numabalanced.rules.yml")
     rules_test = os.path.join(root, "contrib", "prometheus", "numabalanced.rules.test.yml")
     dash_path = os.path.join(root, "contrib", "grafana", "numabalanced-dashboard.json")
-    written = set(re.findall(r'metric_head\(f, "(numabalanced_[a-z_]+)"',
-                             open(os.path.join(root, "daemon", "metrics.c")).read()))
+    metrics_c = open(os.path.join(root, "daemon", "metrics.c")).read()
+    written = set(re.findall(r'metric_(?:head|histogram)\(f, "(numabalanced_[a-z_]+)"', metrics_c))
     check(len(written) >= 15, f"the daemon's metric names were not found in daemon/metrics.c: {written}")
 
     dash = json.load(open(dash_path))
     exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
     check(len(exprs) >= len(dash["panels"]) and all(exprs), "a panel without a query")
     used = names_in(" ".join(exprs)) | names_in(open(rules).read())
-    unknown = used - written
+    # A histogram's series are its family's name with _bucket, _sum or _count.
+    histograms = set(re.findall(r'metric_histogram\(f, "(numabalanced_[a-z_]+)"', metrics_c))
+    unknown = {n for n in used if n not in written and re.sub(r"_(bucket|sum|count)$", "", n) not in histograms}
     check(not unknown, f"contrib/ names metrics the daemon does not write: {sorted(unknown)}")
+    check("numabalanced_pages_total" not in used, "contrib/ uses the deprecated numabalanced_pages_total")
     print(f"{len(used)} metric(s) named by the rules and the dashboard, all written by the daemon")
     check_per_host(dash, exprs)
     check_alert_tests(open(rules).read(), open(rules_test).read())

@@ -535,16 +535,26 @@ try:
     # --- metrics agree with list
     fam = promparse.parse(open(metrics).read())
     check(promparse.get(fam, 'numabalanced_processes', cgroup='/a.slice') == 1, 'metrics processes')
-    check(promparse.get(fam, 'numabalanced_sampling_source', source='proc') == 1, 'metrics source')
-    check(promparse.get(fam, 'numabalanced_sampling_chain', chain='proc') == 1, 'metrics sampling chain')
+    check(promparse.get(fam, 'numabalanced_sampling_source_info', source='proc') == 1, 'metrics source')
+    check(promparse.get(fam, 'numabalanced_sampling_chain_info', chain='proc') == 1, 'metrics sampling chain')
     mbytes = sum(v for k, v in fam['numabalanced_locality_bytes']['samples'].items() if ('cgroup', '/a.slice') in k)
     check(mbytes >= 16 << 20, f'metrics locality {mbytes}')
     rc, d2 = ctl_json('list')
     read_s = promparse.get(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='read')
     check(0 < read_s <= d2['cgroups'][0]['cpu_ns']['read'] / 1e9 + 1e-9, f'metrics cpu read {read_s}')
-    moved = promparse.get(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='moved')
-    check(moved <= d2['cgroups'][0]['pages']['moved'], 'metrics moved vs list')
+    moved = promparse.get(fam, 'numabalanced_moved_bytes_total', cgroup='/a.slice', result='moved')
+    check(moved <= d2['cgroups'][0]['pages']['moved'] * os.sysconf('SC_PAGESIZE'), 'metrics moved vs list')
     check(promparse.get(fam, 'numabalanced_config_last_reload_successful') == 1, 'metrics: reload ok before any')
+    # Every tick is in the tick histogram (the file is written after the tick), and the
+    # move-call histogram is well formed (this host may have nothing to move).
+    try:
+        _, tsum, tcount = promparse.histogram(fam, 'numabalanced_tick_seconds')
+        promparse.histogram(fam, 'numabalanced_move_call_seconds')
+    except (ValueError, KeyError) as e:
+        nbtest.fail(f'metrics histogram: {e}')
+    else:
+        check(tcount == promparse.get(fam, 'numabalanced_ticks_total') and tsum > 0,
+              f'tick histogram count {tcount} vs ticks_total')
 
     # --- a refused reload shows in the metrics, and a good one again
     def reload_metric(text):

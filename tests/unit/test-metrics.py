@@ -34,9 +34,10 @@ except ValueError as e:
     nbtest.require(False, f'metrics do not parse: {e}\n{text}')
 
 for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local_bytes', 'gauge'),
-                  ('numabalanced_pages_total', 'counter'),
+                  ('numabalanced_moved_bytes_total', 'counter'), ('numabalanced_pages_total', 'counter'),
                   ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_tick_duration_seconds', 'gauge'),
-                  ('numabalanced_sampling_source', 'gauge'), ('numabalanced_processes', 'gauge'),
+                  ('numabalanced_tick_seconds', 'histogram'), ('numabalanced_move_call_seconds', 'histogram'),
+                  ('numabalanced_sampling_source_info', 'gauge'), ('numabalanced_processes', 'gauge'),
                   ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),
                   ('numabalanced_growth_scans_total', 'counter'),
                   ('numabalanced_react_scans_total', 'counter'),
@@ -45,7 +46,7 @@ for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local
                   ('numabalanced_build_info', 'gauge'), ('numabalanced_kernel_numa_balancing', 'gauge'),
                   ('numabalanced_config_last_reload_successful', 'gauge'),
                   ('numabalanced_sampled_scans_total', 'counter'),
-                  ('numabalanced_sampling_chain', 'gauge'), ('numabalanced_page_samples_total', 'counter'),
+                  ('numabalanced_sampling_chain_info', 'gauge'), ('numabalanced_page_samples_total', 'counter'),
                   ('numabalanced_page_samples_dropped_total', 'counter'),
                   ('numabalanced_sampling_refused_total', 'counter'),
                   ('numabalanced_walk_cpu_seconds_total', 'counter'),
@@ -65,6 +66,14 @@ check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='busy') == 3,
 check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='gone') == 2, 'gone')
 check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='refused') == 1, 'refused')
 check(g(fam, 'numabalanced_pages_total', cgroup='/gone.slice', result='moved') == 7, 'counters of an inactive cgroup kept')
+# Bytes, the base unit: each result's pages times the base page size.
+PS = os.sysconf('SC_PAGESIZE')
+for r, n in (('moved', 100), ('busy', 3), ('gone', 2), ('refused', 1)):
+    check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/a.slice', result=r) == n * PS, f'{r} bytes')
+check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/gone.slice', result='moved') == 7 * PS,
+      'bytes of an inactive cgroup kept')
+check('Deprecated' in text.split('# HELP numabalanced_pages_total ', 1)[1].split('\n', 1)[0],
+      'pages_total says it is deprecated')
 check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='read') - 1.5) < 1e-9, 'cpu read')
 check(abs(g(fam, 'numabalanced_cpu_seconds_total', cgroup='/a.slice', stage='migrate') - 3e-6) < 1e-12, 'cpu migrate')
 # All of the daemon's CPU time has an owner: the walk, the bookkeeping and the report
@@ -77,13 +86,27 @@ check(abs(g(fam, 'numabalanced_startup_cpu_seconds') - 0.002) < 1e-12, 'startup 
 check(abs(g(fam, 'numabalanced_unattributed_cpu_seconds_total') - 0.005) < 1e-12, 'unattributed cpu')
 check(g(fam, 'numabalanced_daemon_cpu_seconds_total') > 0, 'daemon cpu')
 check(abs(g(fam, 'numabalanced_tick_duration_seconds') - 0.001234567) < 1e-12, 'tick duration')
+# Histograms (test-report: ticks of 3 ms, 7 ms, 40 s; move calls of 1, 1 ms and 200 us),
+# well formed (promparse.histogram: cumulative, +Inf == _count).
+try:
+    ticks, tsum, tcount = promparse.histogram(fam, 'numabalanced_tick_seconds')
+    calls, csum, ccount = promparse.histogram(fam, 'numabalanced_move_call_seconds')
+except (ValueError, KeyError) as e:
+    nbtest.require(False, f'a histogram is not well formed: {e}')
+tb = dict(ticks)
+check(tcount == 3 and abs(tsum - 40.010) < 1e-9, f'tick histogram count {tcount} sum {tsum}')
+check(tb[0.005] == 1 and tb[0.01] == 2 and tb[30] == 2 and tb[float('inf')] == 3, f'tick buckets {ticks}')
+check(min(tb) <= 0.005 and max(b for b in tb if b != float('inf')) >= 30, 'tick buckets from 5 ms to 30 s')
+cb = dict(calls)
+check(ccount == 3 and abs(csum - 0.0022) < 1e-12, f'move-call histogram count {ccount} sum {csum}')
+check(cb[0.0001] == 0 and cb[0.00025] == 1 and cb[0.0005] == 1 and cb[0.001] == 3, f'move-call buckets {calls}')
 check(len(fam['numabalanced_build_info']['samples']) == 1 and
       list(fam['numabalanced_build_info']['samples'].values()) == [1] and
       dict(next(iter(fam['numabalanced_build_info']['samples']))).get('version'), 'build_info with its version')
 check(g(fam, 'numabalanced_kernel_numa_balancing') == 0, 'kernel_numa_balancing')
-check(g(fam, 'numabalanced_page_size_bytes') == os.sysconf('SC_PAGESIZE'), 'page size: the unit of pages_total')
-check(g(fam, 'numabalanced_sampling_source', source='proc') == 1, 'sampling source')
-check(g(fam, 'numabalanced_sampling_chain', chain='proc') == 1, 'sampling chain')
+check(g(fam, 'numabalanced_page_size_bytes') == os.sysconf('SC_PAGESIZE'), 'page size')
+check(g(fam, 'numabalanced_sampling_source_info', source='proc') == 1, 'sampling source')
+check(g(fam, 'numabalanced_sampling_chain_info', chain='proc') == 1, 'sampling chain')
 check(g(fam, 'numabalanced_processes', cgroup='/a.slice') == 2, 'processes')
 # The mode of each selected cgroup, for rules that keep to balance mode.
 check(fam['numabalanced_cgroup_info']['type'] == 'gauge', 'cgroup_info: a gauge')
@@ -94,9 +117,9 @@ check(not any(dict(s).get('cgroup') == '/gone.slice' for s in fam['numabalanced_
 check(g(fam, 'numabalanced_skipped_bytes', cgroup='/a.slice', reason='shared') == 8192, 'skipped shared')
 # Paths that were not valid UTF-8: each bad byte is U+FFFD; of the two that become the
 # same label, neither is shown: the path that was U+FFFD already (valid) is kept.
-check(g(fam, 'numabalanced_pages_total', cgroup='/user.slice/odd\ufffd', result='moved') == 33,
+check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/user.slice/odd\ufffd', result='moved') == 33 * PS,
       'the valid path is kept over the ones made the same')
-check(g(fam, 'numabalanced_pages_total', cgroup='/user.slice/\ufffd\ufffdetc', result='moved') == 44,
+check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/user.slice/\ufffd\ufffdetc', result='moved') == 44 * PS,
       'an overlong sequence: two U+FFFD')
 check(g(fam, 'numabalanced_metrics_cgroups_hidden') == 2, 'hidden cgroups counted')
 check(fam['numabalanced_metrics_cgroups_hidden']['type'] == 'gauge', 'hidden cgroups: a gauge')
@@ -116,6 +139,9 @@ bad = [
     '# HELP x h\n# TYPE x gauge\nx{a="b} 1\n',
     '# HELP x h\n# TYPE x gauge\nx{0a="b"} 1\n',
     '# HELP x h\n# TYPE x gaug\nx 1\n',
+    '# HELP x h\n# TYPE x histogram\nx_bucket 1\n',             # a bucket without le
+    '# HELP x h\n# TYPE x histogram\nx_sum{le="1"} 1\n',         # le off a bucket
+    '# HELP x h\n# TYPE x gauge\nx_bucket{le="1"} 1\n',          # not a histogram
 ]
 for b in bad:
     try:
@@ -123,5 +149,18 @@ for b in bad:
         nbtest.fail(f'the parser accepted {b!r}')
     except ValueError:
         check(True, 'the parser refused it')
+
+# The histogram check refuses what is not well formed.
+HIST = '# HELP h x\n# TYPE h histogram\n'
+for b in ['h_bucket{le="1"} 2\nh_bucket{le="2"} 1\nh_bucket{le="+Inf"} 2\nh_sum 1\nh_count 2\n',  # not cumulative
+          'h_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\nh_sum 1\nh_count 3\n',                  # +Inf != count
+          'h_bucket{le="1"} 1\nh_sum 1\nh_count 1\n',                                          # no +Inf
+          'h_bucket{le="1"} 1\nh_bucket{le="+Inf"} 1\nh_count 1\n']:                           # no _sum
+    try:
+        promparse.histogram(promparse.parse(HIST + b), 'h')
+        nbtest.fail(f'the histogram check accepted {b!r}')
+    except ValueError:
+        check(True, 'the histogram check refused it')
+promparse.histogram(promparse.parse(HIST + 'h_bucket{le="1"} 1\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n'), 'h')
 
 nbtest.finish()

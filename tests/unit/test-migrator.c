@@ -367,6 +367,27 @@ TEST(batch_pages_counts_base_pages) {
         CHECK_MSG(most <= 1024, "%" PRIu64 " pages of hugetlb in one call at batch_pages = 1024", most);
 }
 
+/* Each move call's wall time lands in the job's own histogram (summed on the event
+ * loop, jobs.c), one observation per call that moves, none for the queries; a later
+ * run starts it afresh. */
+TEST(move_call_times_in_the_job) {
+        uint64_t ps = page_size(), bucketed = 0;
+        struct migrate_range rg;
+        struct migrate_job job = fake_job(&rg, 8 * MB, ps);
+
+        job.move_calls.count = 99;   /* what a run must not keep */
+        (void) fake_run(&job, 0, 256, false);
+        if (n_move_calls == 0)
+                TEST_SKIP("no worker on CPU 0 (affinity)");
+        CHECK_INT(job.pages[MIG_MOVED], 8 * MB / ps);
+        CHECK_INT(job.move_calls.count, n_move_calls);
+        CHECK(n_move_calls >= 8 * MB / ps / 256);
+        for (size_t i = 0; i <= histogram_move_call_bounds.n; i++)
+                bucketed += job.move_calls.bucket[i];
+        CHECK_INT(bucketed, n_move_calls);
+        CHECK(job.move_calls.sum_ns > 0 && job.move_calls.sum_ns <= job.wall_ns);
+}
+
 /* The defaults stay fast: 256 MiB of THP in one move call without a rate limit, and in
  * three at the default 1024 MB/s (100 ms of it is 102 MiB: 51 huge pages a call); of
  * base pages, in six (three rounds of heads, then the rest of their chunks). */

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "control.h"
+#include "histogram.h"
 #include "json.h"
 #include "json-parse.h"
 #include "manager.h"
@@ -209,6 +210,17 @@ static void build(struct manager_view *v) {
         state.cost.unattributed_ns = 5000000;
         state.counters.tick = 42;
         state.counters.last_tick_ns = 1234567;
+        /* Ticks of 3 ms, 7 ms and 40 s (+Inf); one job's two move calls (1 ms each)
+         * and another's of 200 us, summed as the event loop sums them. */
+        histogram_observe(&state.counters.ticks, &histogram_tick_bounds, 3000000);
+        histogram_observe(&state.counters.ticks, &histogram_tick_bounds, 7000000);
+        histogram_observe(&state.counters.ticks, &histogram_tick_bounds, 40000000000ull);
+        struct histogram job1 = {}, job2 = {};
+        histogram_observe(&job1, &histogram_move_call_bounds, 1000000);
+        histogram_observe(&job1, &histogram_move_call_bounds, 1000000);
+        histogram_observe(&job2, &histogram_move_call_bounds, 200000);
+        histogram_add(&state.counters.move_calls, &job1);
+        histogram_add(&state.counters.move_calls, &job2);
         state.counters.total_pages[MIG_MOVED] = 100;
         state.counters.started_ms = mono_ms() - 5000;
         *v = (struct manager_view) {

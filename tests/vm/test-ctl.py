@@ -245,12 +245,19 @@ def run(env, res):
     check({n["node"] for n in q["nodes"]} == {0, 1}, f"list process nodes {q['nodes']}")
     check(all(x["pid"] != po.pid for x in lst["processes"]), "the process of the cgroup that did not opt in is listed")
     g = promparse.get
-    m_moved = g(fam, "numabalanced_pages_total", cgroup="/nb-ctl", result="moved")
-    check(m_moved == c["pages"]["moved"], f"metrics moved {m_moved} != list {c['pages']['moved']}")
+    ps = g(fam, "numabalanced_page_size_bytes")
+    m_moved = g(fam, "numabalanced_moved_bytes_total", cgroup="/nb-ctl", result="moved")
+    check(m_moved == c["pages"]["moved"] * ps, f"metrics moved {m_moved} != list {c['pages']['moved']} pages")
     for r in ("busy", "gone", "refused"):
-        check(g(fam, "numabalanced_pages_total", cgroup="/nb-ctl", result=r) == c["pages"][r], f"metrics {r}")
+        check(g(fam, "numabalanced_moved_bytes_total", cgroup="/nb-ctl", result=r) == c["pages"][r] * ps,
+              f"metrics {r}")
     check(g(fam, "numabalanced_processes", cgroup="/nb-ctl") == c["processes"], "metrics processes")
-    check(g(fam, "numabalanced_sampling_source", source=st["sampling_source"]) == 1, "metrics sampling source")
+    # Pages moved, so move calls were timed: the histogram is well formed and not empty.
+    _, csum, ccount = promparse.histogram(fam, "numabalanced_move_call_seconds")
+    check(ccount > 0 and csum > 0, f"move-call histogram after moves: count {ccount} sum {csum}")
+    _, _, tcount = promparse.histogram(fam, "numabalanced_tick_seconds")
+    check(tcount == g(fam, "numabalanced_ticks_total"), f"tick histogram count {tcount} vs ticks_total")
+    check(g(fam, "numabalanced_sampling_source_info", source=st["sampling_source"]) == 1, "metrics sampling source")
     check(g(fam, "numabalanced_cpu_seconds_total", cgroup="/nb-ctl", stage="migrate") > 0, "metrics migrate cpu")
     m_local = g(fam, "numabalanced_locality_bytes", cgroup="/nb-ctl", node="1")
     check(m_local == [n["bytes"] for n in c["nodes"] if n["node"] == 1][0], "metrics locality node 1 vs list")
