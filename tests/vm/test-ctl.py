@@ -193,6 +193,9 @@ def check_fleet_view(res):
     for path in ("prometheus/numabalanced.rules.yml", "grafana/numabalanced-dashboard.json"):
         named |= set(re.findall(r"\bnumabalanced_[a-z_]+\b", open(os.path.join(contrib, path)).read()))
     present = set(re.findall(r"^# TYPE (numabalanced_[a-z_]+) ", text, re.M))
+    # A histogram's series are its name with _bucket, _sum and _count.
+    for h in re.findall(r"^# TYPE (numabalanced_[a-z_]+) histogram", text, re.M):
+        present |= {h + "_bucket", h + "_sum", h + "_count"}
     check(named <= present, f"metrics contrib/ names that the file lacks: {sorted(named - present)}")
     res["fleet_view_metrics"] = sorted(named)
 
