@@ -15,7 +15,7 @@
  * that report -EBUSY are re-queried afterwards, because a base page of a transparent
  * huge page can report -EBUSY when the whole THP moved with its first address (6.1:
  * the second address of each THP does; the rest report the target node). See
- * docs/KERNEL.md (move_pages, pid reuse) for the kernel facts every step is shaped by. */
+ * docs/KERNEL.md (move_pages, pid reuse) for what the kernel does that shapes every step. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
