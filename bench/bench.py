@@ -12,6 +12,8 @@ is touched once (scenario.warm_memory: the host allocates a TCG guest's RAM on f
 touch, a cost only the first run would pay). --service-cpus: the daemon's
 service_cpus (default 0, what the shipped config picks on these guests). Modes:
   numabalanced  the daemon (shipped config, service CPU 0), the workload's cgroup opted in
+  numabalanced-place, numabalanced-balance  the same with the cgroup in that mode (the
+                perfnuma scenarios); a mode this build's daemon does not take is left out
   kernel        kernel.numa_balancing=1, no daemon
   numad         numad as Debian ships it (numad -i 5:15), kernel balancing off
   bind          numactl --cpunodebind --membind to the node the threads run on: the
@@ -79,6 +81,18 @@ Scenarios:
              every 0.5 s a 16 MiB misplaced workload that lives 2-3 s and a burst of
              /bin/true; a fixed window for every mode, so that the work (pages
              migrated, CPU) compares
+  perfnuma   (2n2c) the kernel's own benchmark, `perf bench numa mem -0 -p 2 -t 2 -P 128
+             -s 30 -c` (Debian's linux-perf, /usr/bin/perf): two processes of two threads,
+             each process's 128 MiB first-touched on node 0, in the scenario's cgroup.
+             perf's own convergence report (its -c marks; without -m, which would end
+             the run at the first convergence), and every second each process's busy
+             threads' nodes and its anonymous memory per node: whether from 10 s on
+             every process stays on one node with 90% of its memory there; locality at
+             the end, pages migrated, the daemon's placement counters (run_perfnuma)
+  perfnuma-shared (2n2c) numa01-like: -P 64 -G 64, each process's own 64 MiB and 64 MiB
+             the two share (perf maps it MAP_SHARED before forking them)
+  perfnuma-bound (2n2c) -P 128 under numactl --membind=0, the threads started on node 1
+             (perf's -C) and released at once: placed on node 0, no page moved
 Per run: the local share every 0.1 s (the share of the process's resident memory on the
 nodes its threads last ran on, from /proc/PID/numa_maps, as numabalancectl show
 computes it), time to 95% local, locality at the end, pages migrated (pgmigrate_success
@@ -91,6 +105,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -220,6 +235,10 @@ class Balancer:
     def __init__(self, env, mode, conf=""):
         self.env, self.mode, self.pid, self.conf = env, mode, None, conf
         self.daemon = mode.startswith("numabalanced")
+        # The cgroup's mode (its trusted.numabalanced): named by the bench mode for
+        # the perfnuma scenarios (numabalanced-place, numabalanced-balance), balance
+        # for every other daemon mode.
+        self.cgroup_mode = DAEMON_CGROUP_MODES.get(mode, "balance") if self.daemon else None
         if mode == "numabalanced-walk":
             # The daemon reading numa_maps at every scan, as it did before huge_vma.
             self.conf += "[sample]\nhuge_vma = 0\n"
@@ -227,7 +246,7 @@ class Balancer:
     def start(self, cgroup_name):
         self.cgroup_name = cgroup_name
         scenario.sysctl_numa_balancing(1 if self.mode == "kernel" else 0)
-        cg = self.env.cgroup(cgroup_name, "balance" if self.daemon else None)
+        cg = self.env.cgroup(cgroup_name, self.cgroup_mode)
         if self.daemon:
             # As shipped: its timing and log level (its moves and decisions are logged at info).
             self.env.start_daemon(shipped_timing=True, service_cpus=SERVICE_CPUS, extra_conf=self.conf,
@@ -870,6 +889,329 @@ def run_numa01(env, mode, private_mb, shared_mb, limit_s):
         b.stop()
 
 
+# --- perfnuma: the kernel's own benchmark, perf bench numa mem -----------------------
+
+PERF = "/usr/bin/perf"
+# Each scenario's perf bench numa mem options, all two processes of two threads in the
+# 2n2c guest (4 CPUs, 2 nodes), run for PERFNUMA_SECS:
+#   perfnuma         -0 -P 128: each process's 128 MiB (MAP_PRIVATE, shared by its two
+#                    threads) first-touched on node 0 (-0 runs the allocations on CPU 0)
+#   perfnuma-shared  numa01-like: -P 64 -G 64: each process 64 MiB of its own and 64 MiB
+#                    that perf maps MAP_SHARED before forking its processes, so both
+#                    read and write all of it (its random walk covers the whole region);
+#                    -0 again
+#   perfnuma-bound   -P 128 under numactl --membind=0, every thread started on node 1's
+#                    CPUs with perf's -C (added in run_perfnuma) and released right after
+#                    start. perf's workers set their own affinity at start (every CPU,
+#                    unless -C says otherwise), so a taskset on the command would not hold
+PERFNUMA_ARGS = {
+    "perfnuma": ["-0", "-p", "2", "-t", "2", "-P", "128"],
+    "perfnuma-shared": ["-0", "-p", "2", "-t", "2", "-P", "64", "-G", "64"],
+    "perfnuma-bound": ["-p", "2", "-t", "2", "-P", "128"],
+}
+PERFNUMA_SECS = 30
+# From this many seconds into the run to its end, each process is judged: its busy
+# threads on one node with at least PERFNUMA_LOCAL of its memory there, every second.
+PERFNUMA_FROM_S = 10
+PERFNUMA_LOCAL = 0.9
+# The daemon's cgroup mode for the bench modes that name one (Balancer).
+DAEMON_CGROUP_MODES = {"numabalanced-place": "place", "numabalanced-balance": "balance"}
+
+
+def perf_workers(perf_pid):
+    """perf bench numa's worker processes (the children of perf_pid) and, for each, its
+    busy threads: those perf names "thread P/T" (the main thread only waits for them)."""
+    out = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != perf_pid:
+                continue
+            tids = []
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    if f.read().startswith("thread "):
+                        tids.append(int(tid))
+            out[int(pid)] = sorted(tids)
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def wait_perf_start(p, procs, threads, timeout=180):
+    """Waits until every worker of perf (process p) runs its busy threads: perf starts
+    them all at once when the last is there, so that moment is the run's start. Returns
+    ({pid: [tids]}, the time)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if p.poll() is not None:
+            raise scenario.Fail(f"perf bench numa exited before its threads ran (status {p.returncode})")
+        w = perf_workers(p.pid)
+        if len(w) == procs and all(len(t) == threads for t in w.values()):
+            return w, time.time()
+        time.sleep(0.05)
+    raise scenario.Fail("perf bench numa's threads did not start")
+
+
+def anon_kb_per_node(pid):
+    """kB of pid's anonymous memory per node, private and shared (perf's -G region is
+    shared anonymous memory: /dev/zero in numa_maps), from /proc/PID/numa_maps. Files
+    mapped (perf's own text, libraries) are left out: they are not the process's data."""
+    out = {}
+    with open(f"/proc/{pid}/numa_maps") as f:
+        for line in f:
+            toks = line.split()[1:]
+            if not any(t.startswith("anon=") or t.startswith("file=/dev/zero") or t.startswith("file=/SYSV")
+                       for t in toks):
+                continue
+            kb = 4
+            for t in toks:
+                if t.startswith("kernelpagesize_kB="):
+                    kb = int(t.split("=")[1])
+            for t in toks:
+                if t.startswith("N") and "=" in t and t[1:].split("=")[0].isdigit():
+                    k, v = t[1:].split("=")
+                    out[int(k)] = out.get(int(k), 0) + int(v) * kb
+    return out
+
+
+def perf_sample(workers, node_of):
+    """One look at every worker: each busy thread's last CPU's node (/proc/PID/task/TID/stat
+    field 39) and the process's anonymous memory per node. None when a thread or process
+    is gone (the run's end)."""
+    out = []
+    for pid, tids in workers.items():
+        try:
+            nodes = []
+            for tid in tids:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    nodes.append(node_of.get(int(f.read().rsplit(")", 1)[1].split()[36]), -1))
+            mem = anon_kb_per_node(pid)
+        except (OSError, ValueError, IndexError):
+            return None
+        out.append((nodes, mem))
+    return out
+
+
+def sample_local(nodes, mem):
+    """The share of a process's memory on the nodes its busy threads last ran on."""
+    total = sum(mem.values())
+    return sum(v for n, v in mem.items() if n in set(nodes)) / total if total else 0.0
+
+
+def thread_local(nodes, mem):
+    """A process's locality as its busy threads see it: the share of its memory on each
+    thread's node, averaged over its threads (two threads on two nodes with all the
+    memory on one: 50%)."""
+    total = sum(mem.values())
+    return sum(mem.get(n, 0) for n in nodes) / total / len(nodes) if total and nodes else 0.0
+
+
+def parse_perf_numa(text):
+    """perf bench numa mem -c's own convergence report: the "(N.Ns converged)" and
+    "(N.Ns de-converged)" marks of its once-a-second summary line (when every process's
+    threads last ran on one node, and when that stopped), and its total speed."""
+    events = [(kind, float(t)) for t, kind in re.findall(r"\(\s*([0-9.]+)s (converged|de-converged)\)", text)]
+    events.sort(key=lambda e: e[1])
+    speed = re.search(r"^\s*main,\s+([0-9.]+), GB/sec,\s+total-speed", text, re.M)
+    return {
+        "perf_converged_s": next((t for k, t in events if k == "converged"), None),
+        "perf_events": events,
+        "perf_converged_at_end": bool(events) and events[-1][0] == "converged",
+        "perf_total_gb_s": float(speed.group(1)) if speed else None,
+    }
+
+
+def find_counts(doc, word, prefix=""):
+    """Every number in a JSON document whose key names word ({dotted key: value})."""
+    out = {}
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            key = f"{prefix}{k}"
+            if word in k and isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[key] = v
+            elif isinstance(v, (dict, list)):
+                out.update(find_counts(v, word, key + "."))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out.update(find_counts(v, word, f"{prefix}{i}."))
+    return out
+
+
+def daemon_placements(env):
+    """The daemon's placement counters from numabalancectl status --json (the keys that
+    name "placement"); None when it has none (a daemon without the place mode)."""
+    r = subprocess.run([env.ctl, "--json", "status"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    try:
+        counts = find_counts(json.loads(r.stdout), "placement")
+    except ValueError:
+        return None
+    return counts or None
+
+
+def check_cgroup_mode(env, name, want, timeout=10):
+    """That the daemon took the cgroup's mode (numabalancectl explain CGROUP): a daemon
+    that does not know the mode reads the cgroup as not opted in."""
+    deadline = time.time() + timeout
+    d = {}
+    while time.time() < deadline:
+        r = subprocess.run([env.ctl, "explain", "--json", "/" + name], capture_output=True, text=True)
+        try:
+            d = json.loads(r.stdout)
+        except ValueError:
+            d = {}
+        if d.get("mode") == want:
+            return
+        time.sleep(0.5)
+    raise scenario.Fail(f"the daemon does not take the cgroup mode {want}: explain says {d.get('why')!r}, "
+                        f"mode {d.get('mode')!r}")
+
+
+def daemon_takes_mode(env, want):
+    """Whether this build's daemon takes the cgroup mode `want` (the place mode is newer
+    than the scenarios): a cgroup set to it, the daemon started, its explain asked."""
+    try:
+        env.cgroup("bench-mode-check", want)
+    except OSError:
+        return False
+    try:
+        env.start_daemon(shipped_timing=True, service_cpus=SERVICE_CPUS, log_level="info")
+        check_cgroup_mode(env, "bench-mode-check", want, timeout=5)
+        return True
+    except scenario.Fail:
+        return False
+    finally:
+        with contextlib.suppress(scenario.Fail):
+            env.stop_daemon()
+        env.daemon_log = None
+        env.cleanup()
+
+
+def node1_first_cpus():
+    """perf's -C argument that binds every task to node 1's CPUs: FIRST_COUNTxTASKS."""
+    cpus = scenario.sys_list("/sys/devices/system/node/node1/cpulist")
+    if cpus != list(range(cpus[0], cpus[0] + len(cpus))):
+        raise scenario.Fail(f"node 1's CPUs are not contiguous: {cpus}")
+    return cpus[0], len(cpus)
+
+
+def judge_perfnuma(samples, from_s, local):
+    """From the samples [(t, [(nodes, mem)...])]: whether every process, in every sample
+    from from_s on, had its busy threads on one node and at least `local` of its memory
+    there; the share of (process, sample) pairs that did; and the first time from which
+    every later sample did (None if the last did not)."""
+    def ok(nodes, mem):
+        return len(set(nodes)) == 1 and sample_local(nodes, mem) >= local
+    late = [(t, procs) for t, procs in samples if t >= from_s]
+    pairs = [ok(n, m) for _, procs in late for n, m in procs]
+    settled = None
+    for t, procs in reversed(samples):
+        if not all(ok(n, m) for n, m in procs):
+            break
+        settled = t
+    return {
+        "stayed_together": bool(late) and all(pairs),
+        "together_pairs_share": round(sum(pairs) / len(pairs), 4) if pairs else None,
+        "together_from_s": settled,
+        "samples_from": len(late),
+    }
+
+
+def run_perfnuma(env, mode, name, secs):
+    """One run of perf bench numa mem (PERFNUMA_ARGS[name]) for secs in an opted-in cgroup:
+    perf's own convergence report, and every second each process's busy threads' nodes
+    and its memory per node (judge_perfnuma), the pages migrated, the threads the daemon
+    placed."""
+    b = Balancer(env, mode)
+    cg = b.start(f"bench-{name}")
+    try:
+        if b.daemon:
+            check_cgroup_mode(env, f"bench-{name}", b.cgroup_mode)
+        placed0 = daemon_placements(env) if b.daemon else None
+        node_of = scenario.cpu_nodes()
+        args = PERFNUMA_ARGS[name]
+        procs, threads = int(args[args.index("-p") + 1]), int(args[args.index("-t") + 1])
+        cmd = [PERF, "bench", "numa", "mem", *args, "-s", str(secs), "-c"]
+        if name == "perfnuma-bound":
+            first, n = node1_first_cpus()
+            cmd = ["numactl", "--membind=0", *cmd, "-C", f"{first}_{n}x{procs * threads}"]
+        out = env.tmp_path("perf.out")
+
+        def enter():
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        mig0 = vmstat("pgmigrate_success")
+        c0 = b.cpu()
+        with open(out, "w") as f:
+            p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, preexec_fn=enter)
+        env.procs.append(p)
+        workers, t0 = wait_perf_start(p, procs, threads)
+        if name == "perfnuma-bound":
+            # Released: every task of perf's may run anywhere from now on.
+            everywhere = set(node_of)
+            for pid in [p.pid, *workers]:
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with contextlib.suppress(OSError):
+                        os.sched_setaffinity(int(tid), everywhere)
+        samples, affinity, explained = [], {}, {}
+        k = 1
+        while p.poll() is None:
+            time.sleep(max(0.0, t0 + k - time.time()))
+            k += 1
+            t = round(time.time() - t0, 2)
+            s = perf_sample(workers, node_of)
+            if s is None:
+                continue
+            samples.append((t, s))
+            if t >= secs - 3 and not affinity:
+                # Near the end, while the threads are there: each busy thread's
+                # affinity (what a placement narrows), and the daemon's word on each.
+                for pid, tids in workers.items():
+                    with contextlib.suppress(OSError):
+                        affinity[pid] = [sorted(os.sched_getaffinity(tid)) for tid in tids]
+                    if b.daemon:
+                        r = subprocess.run([env.ctl, "explain", "--json", str(pid)], capture_output=True, text=True)
+                        with contextlib.suppress(ValueError):
+                            d = json.loads(r.stdout)
+                            explained[pid] = {k2: d.get(k2) for k2 in ("mode", "reason", "target_node", "hot_node")}
+        p.wait(60)
+        seconds = time.time() - t0
+        placed1 = daemon_placements(env) if b.daemon else None
+        res = parse_perf_numa(open(out).read())
+        if p.returncode != 0:
+            raise scenario.Fail(f"perf bench numa exited with {p.returncode}: {open(out).read()[-500:]}")
+        if not samples:
+            raise scenario.Fail("no sample of perf's processes")
+        last = samples[-1][1]
+        res.update(judge_perfnuma(samples, PERFNUMA_FROM_S, PERFNUMA_LOCAL))
+        res.update({
+            "final_local": round(min(thread_local(n, m) for n, m in last), 4),
+            "final_each": [round(thread_local(n, m), 4) for n, m in last],
+            "final_nodes": [n for n, _ in last],
+            "migrated_pages": vmstat("pgmigrate_success") - mig0,
+            # Counters of the daemon's placements, as its status names them: the
+            # change over the run (None: a daemon without them, or another balancer).
+            "threads_placed": ({k2: v - (placed0 or {}).get(k2, 0) for k2, v in placed1.items()}
+                               if placed1 else None),
+            "balancer_cpu_s": round(b.cpu() - c0, 3),
+            "affinity_near_end": {str(k2): v for k2, v in affinity.items()},
+            "daemon_explain_near_end": {str(k2): v for k2, v in explained.items()},
+            "command": " ".join(cmd),
+            "seconds": round(seconds, 2),
+            "boot_id": open("/proc/sys/kernel/random/boot_id").read().strip(),
+            "samples": [(t, [(n, {str(k2): v for k2, v in m.items()}) for n, m in s]) for t, s in samples],
+            "timeline": [(t, round(min(thread_local(n, m) for n, m in s), 4)) for t, s in samples],
+        })
+        return with_where(res, "numabalanced" if b.daemon else mode, "the workload's own threads (every CPU)")
+    finally:
+        b.stop()
+
+
 def run_steady(env, mode, seconds, mb_per_thread, churn_kb, warmup_s=20, conf="", environ=None):
     """Memory local from the start, one reader per CPU of every node (bench/steady.c):
     after warmup_s (the start of every mode: the daemon's first scans, the kernel's
@@ -1007,10 +1349,16 @@ MODES = {
     "refill": ["numabalanced", "kernel", "none"],
     "numa02": ["numabalanced", "numabalanced-1k", "kernel", "bind", "none"],
     "numa01": ["numabalanced", "kernel", "bind", "none"],
+    # The daemon's modes by their cgroup mode (DAEMON_CGROUP_MODES); a mode this build's
+    # daemon does not take is left out, and the document says so.
+    "perfnuma": ["numabalanced-place", "numabalanced-balance", "kernel", "numad", "none"],
+    "perfnuma-shared": ["numabalanced-place", "numabalanced-balance", "kernel", "numad", "none"],
+    "perfnuma-bound": ["numabalanced-place", "numabalanced-balance", "numad", "none"],
 }
 TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c", "misplaced-1g": "2n1c-big",
             "spread": "4n1c", "churn": "2n2c", "steady": "2n1c", "steady-churn": "2n1c-big", "maplock": "2n1c-big",
-            "refill": "4n1c", "numa02": "2n1c", "numa01": "2n1c"}
+            "refill": "4n1c", "numa02": "2n1c", "numa01": "2n1c", "perfnuma": "2n2c", "perfnuma-shared": "2n2c",
+            "perfnuma-bound": "2n2c"}
 # Each process's memory in spread: four of them beside the kernel in 512 MiB nodes.
 SPREAD_MB = 96
 CHURN_LONG_MB = 256
@@ -1048,7 +1396,8 @@ def main():
     ap.add_argument("--out", default=os.environ.get("NUMABALANCED_RESULTS", "/tmp"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--limit", type=float, default=None,
-                    help="seconds a mode gets to reach 95%% local (churn: the window); default per scenario")
+                    help="seconds a mode gets to reach 95%% local (churn: the window; perfnuma*: perf's "
+                         "run, default %d); default per scenario" % PERFNUMA_SECS)
     ap.add_argument("--mode", action="append", default=None,
                     help="run only this mode (repeatable; default: every mode of the scenario)")
     ap.add_argument("--service-cpus", default=SERVICE_CPUS,
@@ -1092,6 +1441,13 @@ def main():
         if "damon" in modes and not damon_available():
             modes.remove("damon")
             doc["left_out"] = "damon: this kernel's DAMON has no migrate_hot with a target node (6.11+)"
+        for m in [m for m in modes if m in DAEMON_CGROUP_MODES]:
+            if not daemon_takes_mode(env, DAEMON_CGROUP_MODES[m]):
+                modes.remove(m)
+                doc["left_out"] = (f"{m}: this build's daemon does not take the cgroup mode "
+                                   f"{DAEMON_CGROUP_MODES[m]}")
+        if a.scenario.startswith("perfnuma"):
+            doc["perf_version"] = subprocess.run([PERF, "version"], capture_output=True, text=True).stdout.strip()
         for i in range(a.runs):
             for mode in (modes if i % 2 == 0 else list(reversed(modes))):
                 try:
@@ -1114,6 +1470,8 @@ def main():
                         r = run_numa02(env, mode, NUMA02_MB, limit, recording)
                     elif a.scenario == "churn":
                         r = run_churn(env, mode, CHURN_LONG_MB, limit)
+                    elif a.scenario.startswith("perfnuma"):
+                        r = run_perfnuma(env, mode, a.scenario, int(a.limit or PERFNUMA_SECS))
                     elif a.scenario == "misplaced-1g":
                         r = run_locality(env, mode, 1024, "default", limit, a.scenario)
                     else:
@@ -1124,6 +1482,13 @@ def main():
                     print(f"{mode} run {i + 1}: FAILED: {e}", flush=True)
                     continue
                 doc["runs"].setdefault(mode, []).append(r)
+                if a.scenario.startswith("perfnuma"):
+                    print(f"{a.scenario} {mode} run {i + 1}: perf converged {r['perf_converged_s']} "
+                          f"(events {r['perf_events']}) together from {PERFNUMA_FROM_S} s {r['stayed_together']} "
+                          f"({r['together_pairs_share']}, all from {r['together_from_s']} s) final {r['final_each']} "
+                          f"on {r['final_nodes']} migrated {r['migrated_pages']} placed {r['threads_placed']} "
+                          f"cpu {r['balancer_cpu_s']} s, {r['seconds']} s", flush=True)
+                    continue
                 if a.scenario.startswith("steady") or a.scenario == "maplock":
                     print(f"{a.scenario} {mode} run {i + 1}: " + json.dumps(
                         {k: v for k, v in r.items() if "hist" not in k}), flush=True)

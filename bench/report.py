@@ -101,7 +101,8 @@ def plot(name, doc, title, ylabel="local share (%)"):
     except ImportError:
         return None
     fig, ax = plt.subplots(figsize=(7, 3.6))
-    colors = {"numabalanced": "tab:blue", "numabalanced-1k": "tab:cyan", "kernel": "tab:red", "numad": "tab:green", "damon": "tab:purple", "bind": "tab:gray",
+    colors = {"numabalanced": "tab:blue", "numabalanced-1k": "tab:cyan", "numabalanced-place": "tab:blue",
+              "numabalanced-balance": "tab:cyan", "kernel": "tab:red", "numad": "tab:green", "damon": "tab:purple", "bind": "tab:gray",
               "none": "black"}
     for mode, runs in doc["runs"].items():
         for i, r in enumerate(runs):
@@ -680,6 +681,125 @@ for name, title in (("misplaced", "misplaced: 512 MiB on node 0, reader on node 
                       "met" if ok else "missed",
                       f"> 1 ms: {d1} vs {k1}; worst {dw and dw / 1000:.1f} ms vs {kw and kw / 1000:.1f} ms; "
                       f"local at the end {100 * (dl or 0):.1f}%"))
+
+PERFNUMA_FROM_S = 10   # bench.py's: a process is judged from this many seconds into the run
+PERFNUMA_TITLES = {
+    "perfnuma": "perfnuma: `perf bench numa mem -0 -p 2 -t 2 -P 128 -s 30 -c`, two processes of two threads, "
+                "each process's 128 MiB first-touched on node 0",
+    "perfnuma-shared": "perfnuma-shared (numa01-like): `perf bench numa mem -0 -p 2 -t 2 -P 64 -G 64 -s 30 -c`, "
+                       "each process's own 64 MiB and 64 MiB the two share, all first-touched on node 0",
+    "perfnuma-bound": "perfnuma-bound: `numactl --membind=0 perf bench numa mem -p 2 -t 2 -P 128 -s 30 -c -C 2_2x4`, "
+                      "memory bound to node 0, every thread started on node 1 and released at once",
+}
+
+
+def placed_cell(runs):
+    """The daemon's placement counters over the runs, each key's median (min-max);
+    "not counted" when the daemon had none (null in the result file)."""
+    if all(r.get("threads_placed") is None for r in runs):
+        return "not counted"
+    keys = sorted({k for r in runs for k in (r.get("threads_placed") or {})})
+    return "; ".join(f"{k.split('.')[-1]} {spread([(r.get('threads_placed') or {}).get(k) for r in runs], '{:.0f}')}"
+                     for k in keys)
+
+
+def perfnuma_section(name):
+    doc = load(name)
+    if not doc and carried_over(name, f"## {name}"):
+        return
+    w(f"## {name}\n")
+    if not doc or not doc["runs"]:
+        w("Not run (no result file).\n")
+        goals.append((name, "not run", ""))
+        return
+    if doc.get("left_out"):
+        w(f"Left out: {doc['left_out']}.\n")
+    w(f"{PERFNUMA_TITLES[name]}. Topology {doc['topology']} (4 CPUs, 2 nodes), kernel {doc['kernel']}, "
+      f"accel {doc.get('accel') or 'tcg,thread=single'}, {doc.get('perf_version', 'perf')}, {doc['date']}, "
+      f"{max(len(v) for v in doc['runs'].values())} runs per mode, {doc.get('seconds', '?')} s in all.\n")
+    for part in doc.get("parts", [])[1:]:
+        w(f"Modes {', '.join(part['modes'])} were measured in another guest boot ({part['date']}, kernel "
+          f"{part['kernel']}, {part.get('seconds', '?')} s): compare them with the others with care.\n")
+    w("perf runs in the scenario's cgroup (opted in under numabalanced, with the mode the row names: `place` "
+      "narrows threads' affinity to the node of their memory, `balance` moves memory only). Convergence "
+      "latency is perf's own figure: its `-c` report, once a second, of when every process's threads last "
+      "ran on one node (`(N s converged)`); perf runs without `-m`, which would end the run at the first "
+      "convergence, so its whole 30 s can be watched: in so small a guest threads meet on one node by chance, "
+      "and what counts is whether they stay. Every second from the start of perf's threads, each process's "
+      "busy threads' last CPU (/proc/PID/task/TID/stat field 39, its node from /sys) and its anonymous memory "
+      "per node (/proc/PID/numa_maps: private and shared, not mapped files) are read; a run counts as "
+      f"*together* when in every sample from {PERFNUMA_FROM_S} s on every process's busy threads are on one "
+      "node with at least 90% of its memory there. Locality at the end: in the last sample, the share of a "
+      "process's memory on each of its busy threads' nodes, averaged over its threads (two threads on two "
+      "nodes with all the memory on one count 50%), the lower of the two processes. Pages moved: pgmigrate_success in "
+      "/proc/vmstat over the run (the whole guest). Threads placed: the daemon's counters whose name says "
+      "placement in `numabalancectl status --json`, over the run.\n")
+    if name == "perfnuma-shared":
+        w("perf maps the shared part (`-G`) MAP_SHARED before forking its two processes, and both walk all of "
+          "it; numabalanced leaves pages that more than one process maps where they are. Two processes on two "
+          "nodes can have that part local to one of them only, so *together* is out of reach for one process "
+          "unless both share a node.\n")
+    if name == "perfnuma-bound":
+        w("The memory cannot move (MPOL_BIND to node 0); the threads start on node 1's CPUs (perf's `-C`: its "
+          "workers set their own affinity at start, so a taskset would not hold) and every task's affinity is "
+          "set to every CPU as soon as perf's threads run. What is wanted: the threads placed on node 0 and no "
+          "page moved.\n")
+    w("| mode | perf's convergence latency (s) | converged at the end (perf) | runs together from 10 s, >= 90% "
+      "local | (process, second) pairs so | locality at the end (lower process) | pages moved | threads placed "
+      + ("| busy threads on node 0 at the end (of 4) " if name == "perfnuma-bound" else "")
+      + "| balancer CPU (s) | perf's total speed (GB/s) |")
+    w("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if name == "perfnuma-bound" else ""))
+    for mode, runs in doc["runs"].items():
+        n = len(runs)
+        conv = spread([r["perf_converged_s"] for r in runs], "{:.1f}", "not converged")
+        at_end = f"{sum(1 for r in runs if r['perf_converged_at_end'])}/{n}"
+        together = f"{sum(1 for r in runs if r['stayed_together'])}/{n}"
+        pairs = spread([100 * r["together_pairs_share"] if r["together_pairs_share"] is not None else None
+                        for r in runs], "{:.0f}%")
+        fin = spread([100 * r["final_local"] for r in runs], "{:.1f}%")
+        mig = spread([r["migrated_pages"] for r in runs], "{:.0f}")
+        cpu = spread([r["balancer_cpu_s"] for r in runs]) if mode.startswith("numabalanced") or mode == "numad" \
+            else "-"
+        node0 = (f"| {spread([sum(n0 == 0 for nodes in r['final_nodes'] for n0 in nodes) for r in runs], '{:.0f}')} "
+                 if name == "perfnuma-bound" else "")
+        w(f"| {mode} | {conv} | {at_end} | {together} | {pairs} | {fin} | {mig} | {placed_cell(runs)} {node0}"
+          f"| {cpu} | {spread([r.get('perf_total_gb_s') for r in runs])} |")
+    w("")
+    secs = [r["seconds"] for runs in doc["runs"].values() for r in runs]
+    w(f"One run took {statistics.median(secs):.0f} s from perf's threads' start to its exit (median); with "
+      "the balancer's start and perf's own set-up (its memory first-touched), a run and its mode's start "
+      f"and stop took {doc.get('seconds', 0) / max(1, len(secs)):.0f} s in this guest on average.\n")
+    if doc.get("errors"):
+        w("Runs that failed: " + "; ".join(doc["errors"]) + "\n")
+    png = plot(name, doc, {"perfnuma": "perfnuma: perf bench numa mem -0 -p 2 -t 2 -P 128",
+                           "perfnuma-shared": "perfnuma-shared: -P 64 -G 64 (numa01-like)",
+                           "perfnuma-bound": "perfnuma-bound: memory bound to node 0, threads from node 1"}[name],
+               "lower process's locality (%)")
+    if png:
+        w(f"![{name}]({png})\n")
+    r = doc["runs"]
+    if name == "perfnuma" and "numabalanced-place" in r:
+        pl = r["numabalanced-place"]
+        ok_runs = sum(1 for x in pl if x["stayed_together"])
+        pm = median_or_none([x["migrated_pages"] for x in pl])
+        km = median_or_none([x["migrated_pages"] for x in r.get("kernel", [])])
+        goals.append(("perfnuma: under `place` every process together with >= 90% local from 10 s on in each of "
+                      "five runs, fewer pages moved than the kernel's balancing",
+                      "met" if len(pl) >= 5 and ok_runs == len(pl) and km is not None and pm < km else "missed",
+                      f"together in {ok_runs}/{len(pl)} runs; pages moved {fmt(pm)} vs kernel {fmt(km)} (medians); "
+                      f"convergence {fmt(median_or_none([x['perf_converged_s'] for x in pl]), '{:.1f}')} s vs "
+                      f"kernel {fmt(median_or_none([x['perf_converged_s'] for x in r.get('kernel', [])]), '{:.1f}')} s"))
+    if name == "perfnuma-bound" and "numabalanced-place" in r:
+        pl = r["numabalanced-place"]
+        on0 = [sum(n0 == 0 for nodes in x["final_nodes"] for n0 in nodes) for x in pl]
+        goals.append(("perfnuma-bound: under `place` the threads placed on node 0, no page moved",
+                      "met" if pl and all(v == 4 for v in on0) and all(x["migrated_pages"] == 0 for x in pl)
+                      else "missed",
+                      f"threads on node 0 at the end {on0}; pages moved {[x['migrated_pages'] for x in pl]}"))
+
+
+for name in ("perfnuma", "perfnuma-shared", "perfnuma-bound"):
+    perfnuma_section(name)
 
 doc = load("moverate")
 if (not doc or not doc["runs"].get("rounds")) and carried_over("moverate", "## move rate"):
