@@ -1025,19 +1025,18 @@ def parse_perf_numa(text):
     }
 
 
-def find_counts(doc, word, prefix=""):
-    """Every number in a JSON document whose key names word ({dotted key: value})."""
+def find_counts(doc, word, prefix="", inside=False):
+    """Every number in a JSON document whose key, or a key above it, names word
+    ({dotted key: value})."""
     out = {}
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            key = f"{prefix}{k}"
-            if word in k and isinstance(v, (int, float)) and not isinstance(v, bool):
-                out[key] = v
-            elif isinstance(v, (dict, list)):
-                out.update(find_counts(v, word, key + "."))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            out.update(find_counts(v, word, f"{prefix}{i}."))
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for k, v in items:
+        key = f"{prefix}{k}"
+        named = inside or word in str(k)
+        if named and isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[key] = v
+        elif isinstance(v, (dict, list)):
+            out.update(find_counts(v, word, key + ".", named))
     return out
 
 

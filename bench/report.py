@@ -93,7 +93,7 @@ def median_or_none(values):
     return statistics.median(vals) if vals else None
 
 
-def plot(name, doc, title, ylabel="local share (%)"):
+def plot(name, doc, title, ylabel="local share (%)", xlabel="seconds since the workload's memory was in place"):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -111,7 +111,7 @@ def plot(name, doc, title, ylabel="local share (%)"):
                 continue
             ax.plot([t for t, _ in tl], [100 * s for _, s in tl], color=colors.get(mode), alpha=0.8,
                     linewidth=1.2, label=mode if i == 0 else None)
-    ax.set_xlabel("seconds since the workload's memory was in place")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(-2, 102)
     ax.set_title(title, fontsize=10)
@@ -699,7 +699,7 @@ def placed_cell(runs):
     if all(r.get("threads_placed") is None for r in runs):
         return "not counted"
     keys = sorted({k for r in runs for k in (r.get("threads_placed") or {})})
-    return "; ".join(f"{k.split('.')[-1]} {spread([(r.get('threads_placed') or {}).get(k) for r in runs], '{:.0f}')}"
+    return "; ".join(f"{k} {spread([(r.get('threads_placed') or {}).get(k) for r in runs], '{:.0f}')}"
                      for k in keys)
 
 
@@ -774,7 +774,7 @@ def perfnuma_section(name):
     png = plot(name, doc, {"perfnuma": "perfnuma: perf bench numa mem -0 -p 2 -t 2 -P 128",
                            "perfnuma-shared": "perfnuma-shared: -P 64 -G 64 (numa01-like)",
                            "perfnuma-bound": "perfnuma-bound: memory bound to node 0, threads from node 1"}[name],
-               "lower process's locality (%)")
+               "lower process's locality (%)", "seconds since perf's threads started")
     if png:
         w(f"![{name}]({png})\n")
     r = doc["runs"]
