@@ -383,7 +383,7 @@ static void watch_new(struct manager *m, struct proc_rec *p, const struct cg_rec
 /* Whether p is being balanced (and so holds a pidfd): its cgroup in balance mode, not
  * a dry run, and its last scan found it at least min_rss (numabalanced(8), LIMITS). */
 static bool balanced(const struct manager *m, const struct proc_rec *p) {
-        return p->cg->mode == CG_MODE_BALANCE && !m->opts.dry_run && p->scans > 0 && p->reason != REASON_TOO_SMALL;
+        return cg_mode_moves(p->cg->mode) && !m->opts.dry_run && p->scans > 0 && p->reason != REASON_TOO_SMALL;
 }
 
 /* When the tick stops reading cgroups: TICK_READ_BUDGET_NS after it began. */

@@ -287,7 +287,7 @@ static void put_locality(struct json *j, const struct manager_view *v, const uin
 static const char *proc_mode(const struct manager_view *v, const struct proc_rec *p) {
         if (!p->cg)
                 return NULL;
-        if (p->cg->mode == CG_MODE_BALANCE && v->opts->dry_run)
+        if (cg_mode_moves(p->cg->mode) && v->opts->dry_run)
                 return "advise";
         return cg_mode_name(p->cg->mode);
 }
@@ -704,7 +704,7 @@ static char *watched_explanation(const struct manager_view *v, const struct proc
                 r = asprintf(&text, "watched, not scanned yet");
         else if (p->reason == REASON_NONE && p->target_node >= 0)
                 r = asprintf(&text, "%s to node %d, where its threads run (hot node %d)",
-                             strcmp(mode, "balance") == 0 ? "moving its misplaced memory" :
+                             strcmp(mode, "balance") == 0 || strcmp(mode, "place") == 0 ? "moving its misplaced memory" :
                              v->opts->dry_run ? "dry run: would move its misplaced memory" :
                              "advise mode: would move its misplaced memory",
                              p->target_node, p->hot_node);

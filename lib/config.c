@@ -441,7 +441,7 @@ fail:
 }
 
 static void accepted_cgroups(const struct conf_key *k, char *buf, size_t size) {
-        snprintf(buf, size, "/PATH=balance|advise|off, separated by spaces or commas; PATH without . or .. components");
+        snprintf(buf, size, "/PATH=place|balance|advise|off, separated by spaces or commas; PATH without . or .. components");
 }
 
 static const struct conf_type type_u64 = { parse_u64_field, accepted_range, CONFIG_STORAGE_INLINE };
@@ -1504,7 +1504,7 @@ int config_load(const char *path, unsigned flags, struct nb_config *cfg, struct 
 
 static const char *const cg_mode_names[] = {
         [CG_MODE_UNSET] = "unset", [CG_MODE_OFF] = "off", [CG_MODE_ADVISE] = "advise",
-        [CG_MODE_BALANCE] = "balance",
+        [CG_MODE_BALANCE] = "balance", [CG_MODE_PLACE] = "place",
 };
 
 /* Exact lower-case words, as in the kernel's own control files: "Balance" is a typo
@@ -1516,7 +1516,7 @@ int cg_mode_parse(const char *s, size_t len, enum cg_mode *ret) {
                 return -EINVAL;
         if (len > 0 && s[len - 1] == '\n')
                 len--;
-        for (int m = CG_MODE_OFF; m <= CG_MODE_BALANCE; m++)
+        for (int m = CG_MODE_OFF; m <= CG_MODE_PLACE; m++)
                 if (strlen(cg_mode_names[m]) == len && memcmp(cg_mode_names[m], s, len) == 0) {
                         *ret = (enum cg_mode) m;
                         return 0;
