@@ -541,6 +541,12 @@ static const struct conf_key conf_keys[] = {
           "(/sys/devices/virtual/memory_tiering), and nodes without CPUs unless the kernel puts them in a "
           "faster tier" },
 
+        { KEY("decide", "place_hold_ms"), &type_u64, 0, DAY_MS, F(place_hold_ms), "60000",
+          "mode place: a process whose threads were placed on a node stays there at least this long" },
+        { KEY("decide", "place_thread_cost"), &type_size_kb, 0, TIB, F(place_thread_cost_kb), "16M",
+          "mode place: what moving one busy thread to another node is taken to cost, as bytes of "
+          "memory copied (its caches refill there); threads move to their memory when that is cheaper" },
+
         { KEY("migrate", "rate_limit_mb_s"), &type_u64, 0, 1048576, F(rate_limit_mb_s), "1024",
           "copy budget for all migrations together in MB/s; 0: unlimited" },
         { KEY("migrate", "batch_pages"), &type_u64, 1, 1048576, F(batch_pages), "65536",

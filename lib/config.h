@@ -69,6 +69,8 @@ struct nb_config {
         bool move_mlocked;           /* move locked (mlock) VMAs too */
         uint64_t min_misplaced_kb;   /* a VMA with less misplaced memory is left alone */
         nb_nodemask slow_nodes;      /* a lower memory tier; empty: topology's default rule */
+        uint64_t place_hold_ms;      /* mode place: a placement holds at least this long */
+        uint64_t place_thread_cost_kb; /* mode place: moving a busy thread, in bytes copied */
 
         /* [migrate] */
         uint64_t rate_limit_mb_s;    /* global copy budget, 0 = unlimited */
