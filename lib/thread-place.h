@@ -57,7 +57,9 @@ struct tp_thread {
         bool app_pinned;           /* the application chose its affinity: never moved, never
                                     * counted as ours (its load stays where it runs) */
         uint64_t allowed_nodes;    /* bit per topology index: nodes where its affinity and the
-                                    * cpuset allow a CPU (thread_place_thread_cpus()) */
+                                    * cpuset allow a CPU (thread_place_thread_cpus()); for a
+                                    * thread the daemon narrowed, from the affinity it had
+                                    * before (else it could never move again) */
         unsigned cpus_on[TP_MAX_NODES];  /* CPUs it may use, per node index */
 };
 
