@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,21 @@ static int read_runtime(const char *proc_root, pid_t pid, pid_t tid, uint64_t *r
         return schedstat_parse(buf, (size_t) n, ret);
 }
 
+/* tid's affinity from the kernel: half the cost of reading it from status (0.2 us
+ * against 11 us a thread, docs/DESIGN.md). The kernel's mask is an array of unsigned
+ * long, CPU n at bit n % bits of word n / bits, whatever the width of a long. */
+static int read_affinity(pid_t tid, nb_cpumask *ret) {
+        unsigned long words[NB_CPUS_MAX / (8 * sizeof(unsigned long))] = {};
+        const unsigned per = 8 * sizeof(unsigned long);
+
+        if (sched_getaffinity(tid, sizeof(words), (cpu_set_t *) (void *) words) < 0)
+                return -errno;
+        *ret = (nb_cpumask) {};
+        for (unsigned i = 0; i < ELEMENTSOF(words); i++)
+                ret->w[i * per / 64] |= (uint64_t) words[i] << (i * per % 64);
+        return 0;
+}
+
 /* A thread read now, before its window is known. */
 struct reading {
         struct thread_load_thread th;
@@ -112,11 +128,19 @@ static int read_thread(const char *proc_root, pid_t pid, pid_t tid, const struct
         r = read_runtime(proc_root, pid, tid, &ret->th.runtime_ns);
         if (r < 0)
                 return r;
-        r = proc_read_task_status(proc_root, pid, tid, &st);
-        if (r < 0)
-                return r;
-        ret->th.has_affinity = st.has_cpus_allowed;
-        ret->cpus = st.cpus_allowed;
+        if (strcmp(proc_root, "/proc") == 0) {
+                r = read_affinity(tid, &ret->cpus);
+                if (r < 0)
+                        return r;
+                ret->th.has_affinity = true;
+        } else {
+                /* A stored /proc: the same mask, as Cpus_allowed_list shows it. */
+                r = proc_read_task_status(proc_root, pid, tid, &st);
+                if (r < 0)
+                        return r;
+                ret->th.has_affinity = st.has_cpus_allowed;
+                ret->cpus = st.cpus_allowed;
+        }
         node = ps.processor >= 0 ? topology_cpu_node(t, (unsigned) ps.processor) : -1;
         ret->th.node = node >= 0 ? topology_node_index(t, (unsigned) node) : -1;
         return 0;

@@ -4,8 +4,8 @@
  *
  * thread_load_read(): per thread of a process (/proc/PID/task/TID), its run time
  * (schedstat's first field, ns), the CPU it last ran on (stat field 39), its start time
- * (stat field 22) and its affinity (Cpus_allowed_list of its status: exact, and the
- * same code reads a stored /proc). Kept between calls, so that each call gives every
+ * (stat field 22) and its affinity (sched_getaffinity() when proc_root is "/proc";
+ * Cpus_allowed_list of its status for a stored /proc: the same mask). Kept between calls, so that each call gives every
  * thread's busy fraction over the window since the previous one: run-time delta over
  * wall-clock delta. A thread whose start time changed is a new thread under an old id:
  * no delta for it yet. Bounded: at most max_threads threads (the listing stops past

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "clock.h"
+#include "proc.h"
 #include "test.h"
 #include "thread-load.h"
 #include "topology.h"
@@ -256,6 +258,7 @@ TEST(own_threads) {
         pthread_t a, b;
         pid_t tid_spin = 0;
         double spin_busy = 0;
+        int narrowed = 0;
         struct timespec ts = { 0, 300 * 1000 * 1000 };
 
         if (topology_read("/sys", &host) < 0)
@@ -263,11 +266,33 @@ TEST(own_threads) {
         atomic_store(&stop, false);
         if (pthread_create(&a, NULL, spin, NULL) != 0 || pthread_create(&b, NULL, sleeper, NULL) != 0)
                 abort();
+        if (cpumask_weight(&host->online_cpus) > 1) {
+                cpu_set_t one;
+
+                CPU_ZERO(&one);
+                CPU_SET(cpumask_next(&host->online_cpus, 0), &one);
+                if (pthread_setaffinity_np(b, sizeof(one), &one) != 0)
+                        abort();
+        }
         CHECK_INT(thread_load_read(proc_root, getpid(), host, &tl, 16), -ESRCH);       /* not in the fake */
         CHECK_INT(thread_load_read("/proc", getpid(), host, &tl, 2), -E2BIG);
         CHECK_INT(thread_load_read("/proc", getpid(), host, &tl, 16), 0);
         nanosleep(&ts, NULL);
         CHECK_INT(thread_load_read("/proc", getpid(), host, &tl, 16), 0);
+        /* The affinity from the kernel is the one status shows (the sleeper's narrowed
+         * to one CPU). */
+        for (size_t i = 0; i < tl.n_threads; i++) {
+                struct proc_status st;
+                nb_cpumask cpus;
+
+                CHECK(thread_load_affinity(&tl, i, &cpus));
+                CHECK_INT(proc_read_task_status("/proc", getpid(), tl.threads[i].tid, &st), 0);
+                CHECK(st.has_cpus_allowed && cpumask_equal(&cpus, &st.cpus_allowed));
+                if (tl.threads[i].tid != getpid() && cpumask_weight(&cpus) == 1)
+                        narrowed++;
+        }
+        if (cpumask_weight(&host->online_cpus) > 1)
+                CHECK_INT(narrowed, 1);
         atomic_store(&stop, true);
         pthread_join(a, NULL);
         pthread_join(b, NULL);
