@@ -7,10 +7,10 @@
 
 void thread_place_params_default(struct tp_params *p) {
         *p = (struct tp_params) {
-                /* A placement holds a minute: the memory that follows the threads to a
-                 * new node takes seconds to tens of seconds to copy at the daemon's rate
-                 * budget, and a decision taken before it arrived would be taken on
-                 * memory still in flight. */
+                /* A placement holds a minute: twice the plan's cooldown_ms and
+                 * scan_max_ms (30 s each by default), so that it is judged on at least
+                 * two scans of where its memory went, and the memory that followed it
+                 * is not due to move again before the placement may. */
                 .hold_ms = 60 * 1000,
                 /* Moving a thread costs it its warm caches on the old node, refilled
                  * from memory after the move: a server socket's last-level cache holds

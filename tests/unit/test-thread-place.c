@@ -450,9 +450,9 @@ TEST(replay_never_ping_pongs) {
         }
 }
 
-/* The world follows the decisions: a placed process's busy threads run on its node, and
- * its memory comes to it a quarter at a time, while an unplaced one's follows its
- * threads (the plan). Every process settles; none goes back to a node it left. */
+/* The world follows the decisions: a placed process's busy threads run on its node and
+ * its memory comes to it a quarter at a time, while others' load on each node wanders
+ * by up to 0.6 of a CPU a round. No process goes back to a node it left. */
 TEST(feedback_never_ping_pongs) {
         for (uint64_t seed = 1; seed <= 2000; seed++) {
                 struct tp_node nodes[4];
@@ -464,7 +464,14 @@ TEST(feedback_never_ping_pongs) {
 
                 rng_state = seed * UINT64_C(0xD1B54A32D192ED03);
                 n_procs = random_world(nodes, &n_nodes, pr);
+                double base[4];
+
+                for (size_t n = 0; n < n_nodes; n++)
+                        base[n] = nodes[n].load_others;
                 for (unsigned r = 0; r < 200; r++, now += params.hold_ms / 10) {
+                        /* Others' load moves by up to 0.6 of a CPU each round. */
+                        for (size_t n = 0; n < n_nodes; n++)
+                                nodes[n].load_others = fmax(0, base[n] + ((double) rnd_below(121) - 60) / 100.0);
                         round_of(nodes, n_nodes, pr, n_procs, now);
                         for (size_t i = 0; i < n_procs; i++) {
                                 struct tp_proc *p = &pr[i].p;
