@@ -444,6 +444,20 @@ void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_p
 
 /* ---- helpers for the caller ----------------------------------------------------- */
 
+size_t thread_place_nodes(const struct topology *t, struct tp_node *nodes) {
+        size_t n_nodes = t->n_nodes < TP_MAX_NODES ? t->n_nodes : TP_MAX_NODES;
+
+        for (size_t n = 0; n < n_nodes; n++) {
+                const struct topo_node *tn = &t->nodes[n];
+                nb_cpumask online;
+
+                cpumask_and(&online, &tn->cpus, &t->online_cpus);
+                nodes[n] = (struct tp_node) { .id = (int) tn->id, .n_cpus = cpumask_weight(&online) };
+                nodes[n].slow = tn->slow || nodes[n].n_cpus == 0;
+        }
+        return n_nodes;
+}
+
 void thread_place_load_others(struct tp_node *nodes, size_t n_nodes, const double *busy_by_node,
                               const struct tp_proc *procs, size_t n_procs) {
         n_nodes = n_nodes < TP_MAX_NODES ? n_nodes : TP_MAX_NODES;

@@ -131,8 +131,13 @@ void thread_place_params_default(struct tp_params *p);
 void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_proc *procs, size_t n_procs,
                         const struct tp_params *p, uint64_t now_ms);
 
+/* The nodes of t (at most TP_MAX_NODES) into nodes, by topology index: id, online CPUs,
+ * slow (a lower tier, or no online CPU); load_others 0. Returns how many. */
+size_t thread_place_nodes(const struct topology *t, struct tp_node *nodes);
+
 /* load_others of each node: busy_by_node[i] (cpu_load_read(), CPUs' worth) minus the busy
- * of every thread of procs measured on node i, at least 0. */
+ * of every thread of procs measured on node i, at least 0. Both over the same window:
+ * read the threads and /proc/stat in the same tick. */
 void thread_place_load_others(struct tp_node *nodes, size_t n_nodes, const double *busy_by_node,
                               const struct tp_proc *procs, size_t n_procs);
 

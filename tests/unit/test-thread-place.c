@@ -545,6 +545,24 @@ TEST(load_others_and_thread_cpus) {
         CHECK_INT(th.cpus_on[0], 0);
 }
 
+/* 2n1m: node 0 CPU 0, node 1 CPU 1, node 2 memory only (slow: never a target). */
+TEST(nodes_from_topology) {
+        _cleanup_(topology_freep) struct topology *t = NULL;
+        struct tp_node nodes[TP_MAX_NODES];
+
+        CHECK_INT(topology_read(TEST_DATA_DIR "/sys/2n1m", &t), 0);
+        if (!t)
+                return;
+        CHECK_INT(thread_place_nodes(t, nodes), 3);
+        CHECK(nodes[0].id == 0 && nodes[0].n_cpus == 1 && !nodes[0].slow);
+        CHECK(nodes[1].id == 1 && nodes[1].n_cpus == 1 && !nodes[1].slow);
+        CHECK(nodes[2].id == 2 && nodes[2].n_cpus == 0 && nodes[2].slow);
+        /* A CPU gone offline is no CPU of its node. */
+        t->online_cpus.w[0] &= ~UINT64_C(2);
+        thread_place_nodes(t, nodes);
+        CHECK(nodes[1].n_cpus == 0 && nodes[1].slow);
+}
+
 TEST(names) {
         CHECK_STR(thread_place_reason_name(TP_R_CHEAPER_TO_MOVE_MEMORY), "cheaper-to-move-memory");
         CHECK_STR(thread_place_reason_name(TP_R_ALREADY_TOGETHER), "already-together");
