@@ -58,6 +58,7 @@ struct affinity_keeper {
         size_t n_procs, cap_procs;
         size_t n_threads;          /* records in all */
         unsigned beyond;           /* threads of this affinity_place() call beyond the bounds */
+        size_t max_proc, max_all;  /* the bounds: AFFINITY_THREADS_PROC_MAX, AFFINITY_THREADS_MAX */
         bool dirty;                /* the records differ from the file */
         cpu_set_t *set;            /* scratch for the affinity calls */
         size_t set_size;
@@ -123,9 +124,14 @@ static int get_affinity(struct affinity_keeper *k, pid_t tid, nb_cpumask *ret) {
         if (sched_getaffinity(tid, k->set_size, k->set) < 0)
                 return -errno;
         *ret = (nb_cpumask) {};
-        for (unsigned c = 0; c < NB_CPUS_MAX; c++)
-                if (CPU_ISSET_S(c, k->set_size, k->set))
-                        cpumask_set(ret, c);
+        /* Word by word, a zero word skipped: 8,192 CPU_ISSET_S() a call cost more than
+         * the system call. */
+        for (size_t i = 0; i < k->set_size / sizeof(__cpu_mask); i++) {
+                __cpu_mask word = k->set->__bits[i];
+                for (unsigned b = 0; word; b++, word >>= 1)
+                        if (word & 1)
+                                cpumask_set(ret, (unsigned) (i * 8 * sizeof(__cpu_mask) + b));
+        }
         return 0;
 }
 
@@ -237,7 +243,7 @@ static int add_thread(struct affinity_keeper *k, struct aff_proc *p, pid_t tid, 
         struct aff_thread t = { .tid = tid, .tid_start = tid_start, .flags = flags };
         size_t i = 0;
 
-        if (p->n >= AFFINITY_THREADS_PROC_MAX || k->n_threads >= AFFINITY_THREADS_MAX)
+        if (p->n >= k->max_proc || k->n_threads >= k->max_all)
                 return -E2BIG;
         if (p->n == p->cap) {
                 size_t cap = p->cap ? 2 * p->cap : 8;
@@ -527,8 +533,13 @@ static void adopt_one(struct affinity_keeper *k, struct aff_proc *p, pid_t tid, 
         if (get_affinity(k, tid, &cur) < 0 || thread_start(k, p->pid, tid, &start) < 0)
                 return;    /* gone meanwhile */
         d = donor(p, &cur);
-        if (!d)
+        if (!d) {
+                /* Born with a mask of its own: known, so that a mask its application
+                 * sets later equal to ours is never taken for one inherited. */
+                if (!restore_now)
+                        (void) add_thread(k, p, tid, start, AT_KNOWN, &cur, &cur, NULL);
                 return;
+        }
         thread_original(d, &original);
         if (!restore_now) {
                 r = add_thread(k, p, tid, start, 0, &original, &cur, NULL);
@@ -738,8 +749,8 @@ int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, in
                 m += (size_t) r;
         }
         if (k->beyond > 0)
-                log_warning("Process %d: %u threads not placed, beyond the threads we may record (%d a process, "
-                            "%d in all)", (int) pid, k->beyond, AFFINITY_THREADS_PROC_MAX, AFFINITY_THREADS_MAX);
+                log_warning("Process %d: %u threads not placed, beyond the threads we may record (%zu a process, "
+                            "%zu in all)", (int) pid, k->beyond, k->max_proc, k->max_all);
         if (m == 0) {
                 if (proc_held(p) == 0)
                         remove_proc(k, p);    /* nothing of it ours */
@@ -953,6 +964,8 @@ struct affinity_keeper *affinity_keeper_new(const char *state_path, const char *
                 k->set_size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
                 k->list_a = malloc(CPUMASK_STRMAX);
                 k->list_b = malloc(CPUMASK_STRMAX);
+                k->max_proc = AFFINITY_THREADS_PROC_MAX;
+                k->max_all = AFFINITY_THREADS_MAX;
         }
         if (!k || !k->state_path || !k->proc_root || !k->set || !k->list_a || !k->list_b) {
                 affinity_keeper_free(k);
@@ -978,6 +991,11 @@ void affinity_keeper_free(struct affinity_keeper *k) {
         free(k->state_path);
         free(k->proc_root);
         free(k);
+}
+
+void affinity_keeper_set_limits(struct affinity_keeper *k, size_t per_process, size_t in_all) {
+        k->max_proc = per_process;
+        k->max_all = in_all;
 }
 
 void affinity_keeper_set_hook(struct affinity_keeper *k, affinity_before_set_fn fn, void *userdata) {

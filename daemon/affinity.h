@@ -99,6 +99,9 @@ bool affinity_is_placed(const struct affinity_keeper *k, pid_t pid, int *node_cp
 /* Threads currently narrowed by us (recorded and not left alone), in all. */
 size_t affinity_held(const struct affinity_keeper *k);
 
+/* A test's seam: lower bounds than AFFINITY_THREADS_PROC_MAX and AFFINITY_THREADS_MAX. */
+void affinity_keeper_set_limits(struct affinity_keeper *k, size_t per_process, size_t in_all);
+
 /* A test's seam: called right before each sched_setaffinity() of a thread, with the
  * mask about to be set (NULL: none, in the daemon). */
 typedef void (*affinity_before_set_fn)(void *userdata, pid_t tid, const nb_cpumask *mask);

@@ -347,7 +347,7 @@ TEST(new_thread_of_a_placed_thread_restored) {
         struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
         struct affinity_counts c = {};
         nb_cpumask node = one_cpu(cpu_a);
-        struct worker *child, *child2;
+        struct worker *child, *child2, other;
 
         start_workers();
         CHECK_INT(place_workers(k, &node, &c), 0);
@@ -355,10 +355,16 @@ TEST(new_thread_of_a_placed_thread_restored) {
         child = w[2].child;
         CHECK_MASK(child->tid, node);   /* inherited at clone */
 
+        /* and one born with a mask of its own (from the main thread, never placed) */
+        memset(&other, 0, sizeof(other));
+        worker_start(&other);
+
         c = (struct affinity_counts) {};
         CHECK_INT(affinity_check(k, getpid(), my_start, &c), N + 1);
         CHECK_INT(c.placed, 1);
         CHECK_INT(affinity_held(k), N + 1);
+        /* its application later sets it to our very mask: still not ours */
+        set_mask(other.tid, &node);
 
         /* one more, created after the last check: undo finds it too */
         worker_tell(child, CMD_SPAWN);
@@ -370,6 +376,8 @@ TEST(new_thread_of_a_placed_thread_restored) {
         CHECK_INT(c.restored, N + 2);
         CHECK_MASK(child->tid, all_cpus);
         CHECK_MASK(child2->tid, all_cpus);
+        CHECK_MASK(other.tid, node);
+        worker_stop(&other);
         stop_workers();
         affinity_keeper_free(k);
 }
@@ -608,6 +616,41 @@ TEST(exited_thread_and_forget) {
         set_mask(w[2].tid, &all_cpus);
         worker_tell(&w[0], CMD_EXIT);
         worker_tell(&w[2], CMD_EXIT);
+        affinity_keeper_free(k);
+}
+
+TEST(bounds) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+
+        start_workers();
+        affinity_keeper_set_limits(k, N - 1, 100);
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(c.placed, N - 1);
+        CHECK_INT(c.failed, 1);
+        CHECK_MASK(w[0].tid, node);
+        CHECK_MASK(w[1].tid, node);
+        CHECK_MASK(w[2].tid, all_cpus);         /* beyond: not placed */
+        /* a thread that inherits our mask and cannot be recorded gets its original at once */
+        worker_tell(&w[0], CMD_SPAWN);
+        CHECK_MASK(w[0].child->tid, node);
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_check(k, getpid(), my_start, &c), N - 1);
+        CHECK_INT(c.restored, 1);
+        CHECK_MASK(w[0].child->tid, all_cpus);
+        /* the bound in all */
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        affinity_keeper_set_limits(k, 100, 1);
+        c = (struct affinity_counts) {};
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(c.placed, 1);
+        CHECK_INT(c.failed, N - 1);
+        CHECK_INT(affinity_held(k), 1);
+        CHECK_INT(affinity_undo_all(k, &c), 0);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, all_cpus);
+        stop_workers();
         affinity_keeper_free(k);
 }
 
