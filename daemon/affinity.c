@@ -35,10 +35,13 @@ enum {
         AT_KNOWN = 2,
 };
 #define AT_FLAGS_KNOWN (AT_LEFT_ALONE | AT_KNOWN)
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 struct aff_thread {
         pid_t tid;
         unsigned flags;
+        unsigned call;             /* the affinity_place() call that last planned it */
         uint64_t tid_start;
         unsigned nwords;           /* of each mask in masks */
         uint64_t *masks;           /* the original in [0, nwords), the placed mask in [nwords, 2 nwords) */
@@ -58,6 +61,7 @@ struct affinity_keeper {
         size_t n_procs, cap_procs;
         size_t n_threads;          /* records in all */
         unsigned beyond;           /* threads of this affinity_place() call beyond the bounds */
+        unsigned call;             /* affinity_place() calls so far: a tid given twice is planned once */
         size_t max_proc, max_all;  /* the bounds: AFFINITY_THREADS_PROC_MAX, AFFINITY_THREADS_MAX */
         bool dirty;                /* the records differ from the file */
         cpu_set_t *set;            /* scratch for the affinity calls */
@@ -622,6 +626,8 @@ static int plan_thread(struct affinity_keeper *k, struct aff_proc *p, pid_t tid,
                 remove_thread(k, p, t);
                 t = NULL;
         }
+        if (t && t->call == k->call)
+                return 0;    /* given twice: the first is planned already */
         if (t && t->flags & AT_LEFT_ALONE) {
                 c->left_alone++;
                 return 0;
@@ -652,15 +658,19 @@ static int plan_thread(struct affinity_keeper *k, struct aff_proc *p, pid_t tid,
         if (t) {
                 t->flags = 0;
                 t->tid_start = tid_start;
+                t->call = k->call;
                 return thread_set_masks(t, &original, &s->target) < 0 ? -ENOMEM : 1;
         }
-        r = add_thread(k, p, tid, tid_start, 0, &original, &s->target, NULL);
+        r = add_thread(k, p, tid, tid_start, 0, &original, &s->target, &t);
         if (r == -E2BIG) {
                 c->failed++;
                 k->beyond++;    /* said once for the call */
                 return 0;
         }
-        return r < 0 ? r : 1;
+        if (r < 0)
+                return r;
+        t->call = k->call;
+        return 1;
 }
 
 /* Puts a thread's record back as it was before plan_thread (the change not made). */
@@ -735,10 +745,14 @@ int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, in
         }
         if (!p && !(p = add_proc(k, pid, start_time)))
                 return log_warning_errno(-ENOMEM, "Out of memory");
-        steps = calloc(n, sizeof(*steps));
+        /* Each step is a thread of a record of p, planned once: no more than p has or
+         * may have, and one more for the one plan_thread fills before it knows. */
+        steps = calloc(MIN(n, MAX(k->max_proc, p->n)) + 1, sizeof(*steps));
         if (!steps)
                 return log_warning_errno(-ENOMEM, "Out of memory");
         k->beyond = 0;
+        if (++k->call == 0)
+                k->call = 1;    /* 0: never planned */
         for (size_t i = 0; i < n; i++) {
                 r = plan_thread(k, p, tids[i], tid_start[i], expect ? &expect[i] : NULL, node_cpus, &steps[m], c);
                 if (r < 0) {

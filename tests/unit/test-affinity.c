@@ -343,6 +343,28 @@ TEST(decision_on_a_stale_mask_not_applied) {
         affinity_keeper_free(k);
 }
 
+TEST(tid_given_twice_placed_once) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+        pid_t tids[2];
+        uint64_t starts[2];
+
+        start_workers();
+        tids[0] = tids[1] = w[0].tid;
+        starts[0] = starts[1] = w[0].start;
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, tids, starts, NULL, 2, &node, &c), 0);
+        CHECK_INT(c.placed, 1);
+        CHECK_INT(c.left_alone, 0);
+        CHECK_INT(affinity_held(k), 1);
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, 1);
+        CHECK_MASK(w[0].tid, all_cpus);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
 TEST(new_thread_of_a_placed_thread_restored) {
         struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
         struct affinity_counts c = {};
