@@ -1016,3 +1016,29 @@ void affinity_keeper_set_hook(struct affinity_keeper *k, affinity_before_set_fn 
         k->hook = fn;
         k->hook_userdata = userdata;
 }
+
+/* ---- what the placer and the reports ask of one thread ------------------------ */
+
+static const struct aff_thread *thread_of(const struct affinity_keeper *k, pid_t pid, pid_t tid) {
+        const struct aff_proc *p = k ? find_proc(k, pid) : NULL;
+        return p ? find_thread(p, tid) : NULL;
+}
+
+bool affinity_original(const struct affinity_keeper *k, pid_t pid, pid_t tid, nb_cpumask *ret) {
+        const struct aff_thread *t = thread_of(k, pid, tid);
+
+        if (!t || t->flags != 0)
+                return false;
+        thread_original(t, ret);
+        return true;
+}
+
+bool affinity_thread_held(const struct affinity_keeper *k, pid_t pid, pid_t tid) {
+        const struct aff_thread *t = thread_of(k, pid, tid);
+        return t && t->flags == 0;
+}
+
+bool affinity_thread_left_alone(const struct affinity_keeper *k, pid_t pid, pid_t tid) {
+        const struct aff_thread *t = thread_of(k, pid, tid);
+        return t && (t->flags & AT_LEFT_ALONE);
+}

@@ -106,3 +106,12 @@ void affinity_keeper_set_limits(struct affinity_keeper *k, size_t per_process, s
  * mask about to be set (NULL: none, in the daemon). */
 typedef void (*affinity_before_set_fn)(void *userdata, pid_t tid, const nb_cpumask *mask);
 void affinity_keeper_set_hook(struct affinity_keeper *k, affinity_before_set_fn fn, void *userdata);
+
+/* Thread tid of pid, narrowed by us now: its original into *ret (true); otherwise
+ * false (not ours, or left alone). */
+bool affinity_original(const struct affinity_keeper *k, pid_t pid, pid_t tid, nb_cpumask *ret);
+/* Whether we hold tid of pid narrowed now. */
+bool affinity_thread_held(const struct affinity_keeper *k, pid_t pid, pid_t tid);
+/* Whether its application changed tid's affinity after we narrowed it (never touched
+ * again). */
+bool affinity_thread_left_alone(const struct affinity_keeper *k, pid_t pid, pid_t tid);
