@@ -847,8 +847,8 @@ int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, st
         check_records(k, p, c);
         adopt_new(k, p, false, c);
         held = proc_held(p);
-        if (p->n == 0)
-                remove_proc(k, p);
+        if (held == 0)
+                remove_proc(k, p);    /* nothing of it ours any more: nothing to undo */
         (void) save_if_dirty(k);
         return (int) held;
 }
