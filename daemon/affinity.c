@@ -968,6 +968,17 @@ size_t affinity_held(const struct affinity_keeper *k) {
 
 /* --- the keeper ---------------------------------------------------------------- */
 
+char *affinity_state_path_default(void) {
+        const char *env = getenv("RUNTIME_DIRECTORY");
+        char *path;
+
+        if (!env || env[0] != '/')
+                env = "/run/numabalanced";
+        if (asprintf(&path, "%.*s/%s", (int) strcspn(env, ":"), env, AFFINITY_STATE_FILE) < 0)
+                return NULL;
+        return path;
+}
+
 struct affinity_keeper *affinity_keeper_new(const char *state_path, const char *proc_root) {
         struct affinity_keeper *k = calloc(1, sizeof(*k));
 

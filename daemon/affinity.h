@@ -37,6 +37,11 @@
 
 struct affinity_keeper;
 
+/* The daemon's state file: AFFINITY_STATE_FILE in the first directory of
+ * $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else in /run/numabalanced, as for
+ * the saved kernel.numa_balancing. malloc'd; NULL when out of memory. */
+char *affinity_state_path_default(void);
+
 /* state_path: the state file (/run/numabalanced/affinity in the daemon; its directory
  * is made if missing); proc_root: "/proc". Nothing is read or written yet. NULL when
  * out of memory (logged). */
