@@ -847,8 +847,8 @@ int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, st
         check_records(k, p, c);
         adopt_new(k, p, false, c);
         held = proc_held(p);
-        if (p->n == 0)
-                remove_proc(k, p);
+        if (held == 0)
+                remove_proc(k, p);    /* nothing of it ours any more: nothing to undo */
         (void) save_if_dirty(k);
         return (int) held;
 }
@@ -967,6 +967,17 @@ size_t affinity_held(const struct affinity_keeper *k) {
 }
 
 /* --- the keeper ---------------------------------------------------------------- */
+
+char *affinity_state_path_default(void) {
+        const char *env = getenv("RUNTIME_DIRECTORY");
+        char *path;
+
+        if (!env || env[0] != '/')
+                env = "/run/numabalanced";
+        if (asprintf(&path, "%.*s/%s", (int) strcspn(env, ":"), env, AFFINITY_STATE_FILE) < 0)
+                return NULL;
+        return path;
+}
 
 struct affinity_keeper *affinity_keeper_new(const char *state_path, const char *proc_root) {
         struct affinity_keeper *k = calloc(1, sizeof(*k));

@@ -37,6 +37,11 @@
 
 struct affinity_keeper;
 
+/* The daemon's state file: AFFINITY_STATE_FILE in the first directory of
+ * $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else in /run/numabalanced, as for
+ * the saved kernel.numa_balancing. malloc'd; NULL when out of memory. */
+char *affinity_state_path_default(void);
+
 /* state_path: the state file (/run/numabalanced/affinity in the daemon; its directory
  * is made if missing); proc_root: "/proc". Nothing is read or written yet. NULL when
  * out of memory (logged). */
@@ -80,7 +85,8 @@ int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, in
  * it at clone: it is recorded with that thread's original (the main thread's if its
  * placed mask matches, else the first such thread by tid), so that undo restores it
  * too; beyond the bounds it gets that original back at once. Returns the threads of
- * pid held by us, or -errno (logged). */
+ * pid held by us (0: the process is forgotten, as by affinity_forget), or -errno
+ * (logged). */
 int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, struct affinity_counts *c);
 
 /* Undoes one process (opt-out, mode changed away from place, placement released):

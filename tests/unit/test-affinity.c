@@ -317,6 +317,29 @@ TEST(application_change_left_alone) {
         affinity_keeper_free(k);
 }
 
+TEST(all_changed_by_the_application_forgotten) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), mine = one_cpu(cpu_b);
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        for (int i = 0; i < N; i++)
+                set_mask(w[i].tid, &mine);
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_check(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.left_alone, N);
+        CHECK(!affinity_is_placed(k, getpid(), NULL));
+        CHECK_INT(count_lines(read_state()), 1);    /* nothing left to undo */
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, 0);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, mine);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
 TEST(decision_on_a_stale_mask_not_applied) {
         struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
         struct affinity_counts c = {};
@@ -674,6 +697,24 @@ TEST(bounds) {
                 CHECK_MASK(w[i].tid, all_cpus);
         stop_workers();
         affinity_keeper_free(k);
+}
+
+TEST(state_path_default) {
+        char *p;
+
+        unsetenv("RUNTIME_DIRECTORY");
+        p = affinity_state_path_default();
+        CHECK_STR(p, "/run/numabalanced/affinity");
+        free(p);
+        setenv("RUNTIME_DIRECTORY", "/run/nb-test:/run/other", 1);
+        p = affinity_state_path_default();
+        CHECK_STR(p, "/run/nb-test/affinity");
+        free(p);
+        setenv("RUNTIME_DIRECTORY", "relative", 1);
+        p = affinity_state_path_default();
+        CHECK_STR(p, "/run/numabalanced/affinity");
+        free(p);
+        unsetenv("RUNTIME_DIRECTORY");
 }
 
 /* --- setup --------------------------------------------------------------------- */
