@@ -392,8 +392,15 @@ static void keep(struct placer *pl, struct proc_rec *p) {
                 log_info("cgroup=%s pid=%d comm=%s: %u thread(s) had their affinity changed by the application "
                          "after the daemon placed them: left alone from now on", p->cg->path, (int) p->pid,
                          p->comm, c.left_alone);
-        if (r >= 0)
+        if (r > 0)
                 p->place->threads_held = (unsigned) r;
+        else if (r == 0) {
+                /* Every thread changed by the application or gone: nothing of ours is left. */
+                p->place->placed = -1;
+                p->place->threads_held = 0;
+                if (pl->n_placed)
+                        pl->n_placed--;
+        }
 }
 
 static void act(struct placer *pl, const struct placer_env *env, struct round *rd, uint64_t now_ms) {
