@@ -369,7 +369,8 @@ static void place(struct placer *pl, const struct placer_env *env, struct round 
         if (!was_placed)
                 pl->n_placed++;
         pp->placed = node;
-        pp->placed_at_ms = rd->tp[i].action == TP_PLACE ? pp->decided_ms : pp->placed_at_ms;
+        pp->placed_at_ms = pp->decided_ms;
+        pp->placed_reason = rd->tp[i].reason;
         pp->threads_held = c.placed;
         /* Its memory follows its threads at its next scan: soon, not at a settled
          * process's scan_max_ms. */

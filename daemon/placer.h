@@ -42,6 +42,7 @@ struct proc_place {
         struct thread_load tl;
         int placed;                /* topology index its threads are placed on, -1: none */
         uint64_t placed_at_ms;
+        enum tp_reason placed_reason;  /* why it was placed there */
         enum placer_skip skip;
         enum tp_action action;     /* of the last round that decided it */
         enum tp_reason reason;

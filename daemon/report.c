@@ -830,7 +830,8 @@ static char *placement_text(const struct manager_view *v, const struct proc_rec 
 
         if (pp->placed >= 0)
                 r = asprintf(&text, "threads placed on node %u (%s): %u thread(s) narrowed to its CPUs",
-                             v->topo->nodes[pp->placed].id, thread_place_reason_name(pp->reason), pp->threads_held);
+                             v->topo->nodes[pp->placed].id, thread_place_reason_name(pp->placed_reason),
+                             pp->threads_held);
         else if (pp->skip != PLACER_DECIDED)
                 r = asprintf(&text, "threads not placed: %s", placer_skip_name(pp->skip));
         else if (pp->action == TP_PLACE)
@@ -857,6 +858,8 @@ static void put_placement(struct json *j, const struct manager_view *v, const st
         json_object_begin(j);
         json_key(j, "explanation"); json_string(j, text);
         json_key(j, "placed_node"); put_node_index(j, v, pp->placed);
+        json_key(j, "placed_reason");
+        json_string(j, pp->placed >= 0 ? thread_place_reason_name(pp->placed_reason) : NULL);
         json_key(j, "placed_for_ms"); json_u64(j, pp->placed >= 0 && now > pp->placed_at_ms ? now - pp->placed_at_ms : 0);
         json_key(j, "decision"); json_string(j, pp->decided_ms ? thread_place_action_name(pp->action) : NULL);
         json_key(j, "decision_node"); put_node_index(j, v, pp->decided_ms ? pp->node : -1);

@@ -49,7 +49,7 @@ def run(env, res):
     os.removexattr(cg, "trusted.numabalanced")
     env.start_daemon()
     wait_restored(p.pid, before, 30, "at the start after kill -9")
-    wait_log(env, "given back", 10)
+    wait_log(env, "given their original affinity back", 10)
     res["restored_after_kill"] = True
 
     os.setxattr(cg, "trusted.numabalanced", b"place")
