@@ -365,6 +365,11 @@ static void metrics_placement(const struct manager_view *v, FILE *f) {
                     "Processes of place cgroups whose busy threads were placed on a node (their CPU affinity "
                     "narrowed to its CPUs).");
         fprintf(f, "numabalanced_placements_total %" PRIu64 "\n", pc ? pc->placements : 0);
+        metric_head(f, "numabalanced_placements_undone_total", "counter",
+                    "Placements undone: released (the node lost room), the process left place (opt-out), a "
+                    "clean stop. Those a crash left are counted by thread at the next start "
+                    "(numabalanced_threads_restored_total{why=\"recovered\"}).");
+        fprintf(f, "numabalanced_placements_undone_total %" PRIu64 "\n", pc ? pc->placements_undone : 0);
         metric_head(f, "numabalanced_threads_placed", "gauge", "Threads whose CPU affinity the daemon narrows now.");
         fprintf(f, "numabalanced_threads_placed %zu\n", placer_threads_held(v->placer));
         metric_head(f, "numabalanced_threads_restored_total", "counter",

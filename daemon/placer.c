@@ -243,6 +243,7 @@ static void undo(struct placer *pl, struct proc_rec *p, enum placer_undo why) {
         pl->counters.undone[why] += c.restored;
         pl->counters.threads_restored += c.restored;
         pl->counters.threads_left_alone += c.left_alone;
+        pl->counters.placements_undone++;
         log_info("cgroup=%s pid=%d comm=%s: placement on node %d undone (%s): %u thread(s) given their affinity "
                  "back, %u changed by the application and left alone", p->cg ? p->cg->path : "?", (int) p->pid,
                  p->comm, p->place->placed >= 0 ? (int) p->place->placed : -1, placer_undo_name(why), c.restored,
@@ -503,6 +504,7 @@ void placer_stop(struct placer *pl) {
                 return;
         (void) affinity_undo_all(pl->keeper, &c);
         pl->counters.undone[PLACER_UNDO_STOP] += c.restored;
+        pl->counters.placements_undone += pl->n_placed;
         pl->counters.threads_restored += c.restored;
         pl->counters.threads_left_alone += c.left_alone;
         if (c.restored || c.left_alone)

@@ -68,6 +68,8 @@ const char *placer_undo_name(enum placer_undo u);
 struct placer_counters {
         uint64_t rounds;
         uint64_t placements;       /* processes placed (their threads narrowed) */
+        uint64_t placements_undone; /* placements undone: released, opt-out, stop (a crash's
+                                     * are counted by thread, undone[PLACER_UNDO_RECOVERED]) */
         uint64_t threads_placed;   /* threads narrowed, in all */
         uint64_t undone[_PLACER_UNDO_MAX];   /* placements undone, by why */
         uint64_t threads_restored; /* threads given their affinity back */

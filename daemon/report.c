@@ -233,6 +233,7 @@ static void put_placement_status(struct json *j, const struct manager_view *v) {
         json_key(j, "threads_placed_now"); json_u64(j, placer_threads_held(v->placer));
         json_key(j, "placements"); json_u64(j, pc ? pc->placements : 0);
         json_key(j, "threads_placed"); json_u64(j, pc ? pc->threads_placed : 0);
+        json_key(j, "placements_undone"); json_u64(j, pc ? pc->placements_undone : 0);
         json_key(j, "threads_restored"); json_u64(j, pc ? pc->threads_restored : 0);
         json_key(j, "threads_restored_by"); json_object_begin(j);
         for (int u = 0; u < _PLACER_UNDO_MAX; u++) {

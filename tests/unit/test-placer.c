@@ -205,6 +205,7 @@ TEST(placed_on_the_node_of_stuck_memory) {
         round_(pl);
         CHECK_MSG(both(3), "not given back on opt-out: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
         CHECK_INT(placer_counters(pl)->undone[PLACER_UNDO_OPT_OUT], 2);
+        CHECK_INT(placer_counters(pl)->placements_undone, 1);
         CHECK_INT(placer_threads_held(pl), 0);
         cg.mode = CG_MODE_PLACE;
         placer_free(pl);
