@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "affinity.h"
+#include "cgroup.h"
+#include "creds.h"
 #include "cleanup.h"
 #include "clock.h"
 #include "log.h"
@@ -334,6 +336,25 @@ static void log_would(const struct proc_rec *p, const struct tp_proc *tp) {
                  thread_place_reason_name(tp->reason), tp->threads_to_move, tp->bytes_to_copy / 1024);
 }
 
+/* Right before narrowing: the process is still in the cgroup it was read in, the
+ * setting on that path still says place, and the opt-in still covers it (its owner
+ * may have changed by exec). The identity of the process and of each thread is the
+ * keeper's to check, right before each change. */
+static bool still_ours(const struct placer_env *env, const struct proc_rec *p) {
+        _cleanup_free_ char *path = NULL;
+        struct cgroup_setting cs;
+        struct proc_creds creds;
+
+        if (proc_read_cgroup(env->proc_root, p->pid, &path) < 0 || strcmp(path, p->cg->path) != 0 ||
+            cgroup_setting_of(env->cgroup_root, env->cfg->cgroups, env->cfg->n_cgroups, path, &cs) < 0 ||
+            cs.mode != CG_MODE_PLACE)
+                return false;
+        if (cs.covers_uid == CGROUP_COVERS_ALL)
+                return true;
+        return creds_read(env->proc_root, p->pid, &creds) >= 0 && creds.stat.starttime == p->starttime &&
+               creds_belong_to(&creds, cs.covers_uid);
+}
+
 /* Narrows p's threads (those the round may place) to node index node. */
 static void place(struct placer *pl, const struct placer_env *env, struct round *rd, size_t i, int node) {
         struct proc_rec *p = rd->procs[i].rec;
@@ -348,6 +369,11 @@ static void place(struct placer *pl, const struct placer_env *env, struct round 
 
         if (!tids || !starts || !expect)
                 return;
+        if (!still_ours(env, p)) {
+                log_info("cgroup=%s pid=%d comm=%s: not placed: it left the cgroup, or the cgroup's setting is no "
+                         "longer place, since it was read", p->cg->path, (int) p->pid, p->comm);
+                return;
+        }
         /* The threads the round counted as ours, each expected to have the affinity it
          * was read with: one the application changed since is left alone. */
         for (size_t k = 0; k < tl->n_threads; k++)

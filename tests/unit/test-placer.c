@@ -99,6 +99,8 @@ static void fake_stat(const char *rel, pid_t pid, pid_t tid, int cpu) {
 
 /* Writes the fake /proc: the process, its two threads (thread 0 busy, last on CPU 1,
  * node 1; thread 1 idle), their run times, /proc/stat. */
+static const char *cgroup_line = "0::/x\n";  /* its /proc/PID/cgroup */
+
 static void fake_proc(void) {
         pid_t pid = getpid();
         char rel[256], text[512];
@@ -107,6 +109,8 @@ static void fake_proc(void) {
         mkdirs(proc_root, rel);
         snprintf(rel, sizeof(rel), "%d/stat", pid);
         fake_stat(rel, pid, 0, 0);
+        snprintf(rel, sizeof(rel), "%d/cgroup", pid);
+        write_at(proc_root, rel, cgroup_line);
         for (int i = 0; i < 2; i++) {
                 snprintf(rel, sizeof(rel), "%d/task/%d", pid, tids[i]);
                 mkdirs(proc_root, rel);
@@ -168,7 +172,8 @@ static struct proc_rec *recs[1] = { &rec };
 static struct proc_records procs = { .v = recs, .n = 1 };
 static uint64_t node_bytes[2] = { 128 << 20, 0 }, stuck_away[2] = { 0, 128 << 20 };
 static uint64_t tick;
-static struct nb_config cfg;
+static struct cgroup_rule rules[] = { { .path = (char *) "/x", .mode = CG_MODE_PLACE } };
+static struct nb_config cfg = { .cgroups = rules, .n_cgroups = 1 };
 
 static void round_(struct placer *pl) {
         struct placer_env env = { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .cgroup_root = cg_root };
@@ -209,6 +214,32 @@ TEST(placed_on_the_node_of_stuck_memory) {
         CHECK_INT(placer_threads_held(pl), 0);
         cg.mode = CG_MODE_PLACE;
         placer_free(pl);
+}
+
+/* Checked again right before the change: a process that left its cgroup since it was
+ * read, or whose cgroup's setting is no longer place, is not placed. */
+TEST(not_placed_after_leaving_the_cgroup) {
+        struct placer *pl;
+
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        cgroup_line = "0::/y\n";
+        for (int i = 0; i < 3; i++)
+                round_(pl);
+        CHECK(both(3));
+        CHECK_INT(placer_counters(pl)->placements, 0);
+        cgroup_line = "0::/x\n";
+        rules[0].mode = CG_MODE_BALANCE;
+        for (int i = 0; i < 3; i++)
+                round_(pl);
+        CHECK(both(3));
+        CHECK_INT(placer_counters(pl)->placements, 0);
+        rules[0].mode = CG_MODE_PLACE;
+        round_(pl);
+        CHECK(both(1));
+        placer_stop(pl);
+        placer_free(pl);
+        proc_place_free(rec.place);
+        rec.place = NULL;
 }
 
 TEST(crash_recovered_by_the_next_start) {
