@@ -295,6 +295,23 @@ static enum tp_reason why_not(const struct round *rd, const struct view *v) {
         return enough ? TP_R_NO_ROOM : TP_R_TOO_MANY;
 }
 
+/* A process whose busy threads are together on the node that is their best already
+ * keeps it before any other is decided: a larger process taking it would displace
+ * them, a cost no score counts (their memory copied after them, or left remote). */
+static void settled(struct round *rd, struct tp_proc *pr, const struct view *v) {
+        int together = together_on(v, rd->n_nodes), best;
+        double bs;
+
+        if (together < 0 || !feasible(rd, v, (size_t) together))
+                return;
+        best = best_node(rd, pr, v, -1, &bs);
+        if (best != together)
+                return;
+        pr->score = pr->score_baseline = bs;
+        decide(pr, v, TP_NONE, best, TP_R_ALREADY_TOGETHER);
+        claim(rd, v, best);
+}
+
 static void decide_unplaced(struct round *rd, struct tp_proc *pr, const struct view *v) {
         int h, best, together;
         double bs;
@@ -411,7 +428,7 @@ void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_p
         struct round rd = { .nodes = nodes, .n_nodes = n_nodes < TP_MAX_NODES ? n_nodes : TP_MAX_NODES,
                             .p = p, .now_ms = now_ms };
         struct view v;
-        size_t placed;
+        size_t placed, unplaced;
 
         for (size_t i = 0; i < n_procs; i++) {
                 struct tp_proc *pr = &procs[i];
@@ -435,8 +452,14 @@ void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_p
                 view_of(&procs[i], rd.n_nodes, p, &v);
                 move_placed(&rd, &procs[i], &v);
         }
-        for (size_t i = list_of(procs, n_procs, false, by_size, rd.n_nodes); i != TP_END;
-             i = procs[i].order_next_) {
+        unplaced = list_of(procs, n_procs, false, by_size, rd.n_nodes);
+        for (size_t i = unplaced; i != TP_END; i = procs[i].order_next_) {
+                view_of(&procs[i], rd.n_nodes, p, &v);
+                settled(&rd, &procs[i], &v);
+        }
+        for (size_t i = unplaced; i != TP_END; i = procs[i].order_next_) {
+                if (procs[i].reason == TP_R_ALREADY_TOGETHER)
+                        continue;
                 view_of(&procs[i], rd.n_nodes, p, &v);
                 decide_unplaced(&rd, &procs[i], &v);
         }

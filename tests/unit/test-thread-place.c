@@ -145,6 +145,58 @@ TEST(full_node_takes_none) {
         CHECK_DECISION(pr.p, TP_PLACE, 0, TP_R_GATHER);
 }
 
+/* 4n1c (the other VM shape): four one-thread processes, all memory on node 0, one
+ * thread on each node. The one on node 0 is settled there: a larger one does not
+ * displace it, and the others stay where they run, their memory to follow. A
+ * two-thread process fits no node. */
+TEST(one_cpu_nodes) {
+        struct tp_node nodes[4];
+        struct proc pr[4];
+        const int two[2] = { 0, 1 };
+
+        nodes_of(nodes, 4, 1, NULL);
+        for (int i = 0; i < 4; i++) {
+                const int where[1] = { i };
+
+                proc_of(&pr[i], 100 + i, where, 1, (uint64_t) (128 + i) * MIB, 0, 4, 1);
+        }
+        round_of(nodes, 4, pr, 4, 1000);
+        for (int i = 0; i < 4; i++)
+                CHECK_DECISION(pr[i].p, TP_NONE, i, TP_R_ALREADY_TOGETHER);
+        /* Node 0's process idle: the largest comes to its memory there (a thread,
+         * 16 MiB, against 131 MiB to copy); the others find no room left there. */
+        pr[0].th[0].busy = 0;
+        /* pid 101's memory on node 2: it would come to node 2, but the process there,
+         * left without room on node 0, stays where it is and keeps node 2. */
+        pr[1].p.bytes_on[0] = 0;
+        pr[1].p.bytes_on[2] = 129 * MIB;
+        round_of(nodes, 4, pr, 4, 1000);
+        CHECK_DECISION(pr[3].p, TP_PLACE, 0, TP_R_GATHER);
+        CHECK_INT(pr[3].p.bytes_to_copy, 0);
+        CHECK_DECISION(pr[2].p, TP_NONE, 2, TP_R_ALREADY_TOGETHER);
+        CHECK_DECISION(pr[1].p, TP_NONE, 1, TP_R_ALREADY_TOGETHER);
+        proc_of(&pr[0], 100, two, 2, 128 * MIB, 0, 4, 1);
+        round_of(nodes, 4, pr, 1, 1000);
+        CHECK_DECISION(pr[0].p, TP_NONE, -1, TP_R_TOO_MANY);
+}
+
+/* A process already together on its best node keeps it from a larger (or lower-pid)
+ * one decided after: perf bench's two processes when the scheduler has put one's two
+ * threads beside its memory by chance. The split one gathers on the other node. */
+TEST(settled_not_displaced) {
+        struct tp_node nodes[2];
+        struct proc pr[2];
+        const int split[2] = { 0, 1 }, on0[2] = { 0, 0 };
+
+        nodes_of(nodes, 2, 2, NULL);
+        proc_of(&pr[0], 100, split, 2, 256 * MIB, 0, 2, 2);
+        proc_of(&pr[1], 200, on0, 2, 128 * MIB, 0, 2, 2);
+        round_of(nodes, 2, pr, 2, 1000);
+        CHECK_DECISION(pr[1].p, TP_NONE, 0, TP_R_ALREADY_TOGETHER);
+        CHECK_DECISION(pr[0].p, TP_PLACE, 1, TP_R_GATHER);
+        CHECK_INT(pr[0].p.bytes_to_copy, 256 * MIB);
+}
+
 TEST(idle_and_pinned) {
         struct tp_node nodes[2];
         struct proc pr;
@@ -224,18 +276,24 @@ TEST(affinity_limits_the_node) {
 TEST(confined_threads_take_room) {
         struct tp_node nodes[2];
         struct proc pr[2];
-        const int on1[1] = { 1 }, split[2] = { 0, 1 };
+        const int split[2] = { 0, 1 };
 
         nodes_of(nodes, 2, 2, NULL);
-        /* Small: decided after the other, but its thread is on node 0 for good. */
-        proc_of(&pr[0], 100, on1, 1, 1 * MIB, 1, 2, 2);
-        pr[0].th[0].node = 0;
+        /* Small, decided after the other and never placed (its threads may not meet),
+         * but one thread is on node 0 for good and the other on node 1. */
+        proc_of(&pr[0], 100, split, 2, 1 * MIB, 1, 2, 2);
         pr[0].th[0].allowed_nodes = 1;
-        pr[0].th[0].cpus_on[1] = 0;
+        pr[0].th[1].allowed_nodes = 2;
         proc_of(&pr[1], 200, split, 2, 128 * MIB, 0, 2, 2);
         round_of(nodes, 2, pr, 2, 1000);
-        CHECK_DECISION(pr[1].p, TP_PLACE, 1, TP_R_GATHER);
-        CHECK_DECISION(pr[0].p, TP_NONE, 0, TP_R_ALREADY_TOGETHER);
+        CHECK_DECISION(pr[0].p, TP_NONE, -1, TP_R_NOWHERE_TOGETHER);
+        CHECK_DECISION(pr[1].p, TP_NONE, -1, TP_R_NO_ROOM);
+        /* Three CPUs a node: room for the two beside the one confined there. */
+        nodes_of(nodes, 2, 3, NULL);
+        for (size_t k = 0; k < 2; k++)
+                pr[1].th[k].cpus_on[0] = pr[1].th[k].cpus_on[1] = 3;
+        round_of(nodes, 2, pr, 2, 1000);
+        CHECK_DECISION(pr[1].p, TP_PLACE, 0, TP_R_GATHER);
 }
 
 TEST(slow_node_never_a_target) {
