@@ -426,6 +426,32 @@ TEST(hold_and_margin) {
         CHECK_DECISION(pr.p, TP_RELEASE, 1, TP_R_LOST_ROOM);
 }
 
+/* Inputs the daemon should never hand in, handled without reading out of bounds
+ * (valgrind runs this too): nodes out of range, NaN and negative busy, sizes that
+ * overflow a sum, stuck bytes above the total, more nodes than TP_MAX_NODES. */
+TEST(odd_inputs) {
+        static struct tp_node nodes[TP_MAX_NODES + 6];
+        struct proc pr[3];
+        const int split[2] = { 0, 1 };
+
+        nodes_of(nodes, TP_MAX_NODES + 6, 2, NULL);
+        proc_of(&pr[0], 100, split, 2, UINT64_MAX - 5, 0, 2, 2);
+        pr[0].p.bytes_on[1] = UINT64_MAX / 2;
+        pr[0].p.stuck_away[1] = UINT64_MAX;
+        pr[0].th[0].node = 99;
+        pr[0].th[1].node = -7;
+        proc_of(&pr[1], 200, split, 2, MIB, 0, 2, 2);
+        pr[1].th[0].busy = NAN;
+        pr[1].th[1].busy = -1;
+        pr[1].p.placed = 99;
+        proc_of(&pr[2], 300, split, 0, MIB, 0, 2, 2);
+        round_of(nodes, TP_MAX_NODES + 6, pr, 3, 1000);
+        CHECK(pr[0].p.action == TP_PLACE && pr[0].p.node >= 0 && pr[0].p.node < TP_MAX_NODES);
+        CHECK_DECISION(pr[1].p, TP_RELEASE, 99, TP_R_LOST_ROOM);
+        CHECK_DECISION(pr[2].p, TP_NONE, -1, TP_R_IDLE);
+        thread_place_round(nodes, 2, NULL, 0, &params, 1000);
+}
+
 /* ---- no ping-pong --------------------------------------------------------------- */
 
 static uint64_t rng_state;
@@ -464,7 +490,23 @@ static size_t random_world(struct tp_node *nodes, size_t *ret_n_nodes, struct pr
                 }
                 if (rnd_below(3) == 0)
                         pr[i].p.stuck_away[rnd_below((unsigned) n_nodes)] = pr[i].p.bytes_on[0] / 2;
+                /* Now and then a thread the application pinned, or one its cpuset keeps
+                 * off a node or gives fewer CPUs. */
+                for (size_t k = 0; k < n_threads; k++)
+                        switch (rnd_below(12)) {
+                        case 0:
+                                pr[i].th[k].app_pinned = true;
+                                break;
+                        case 1:
+                                pr[i].th[k].allowed_nodes &= ~(UINT64_C(1) << rnd_below((unsigned) n_nodes));
+                                break;
+                        case 2:
+                                pr[i].th[k].cpus_on[rnd_below((unsigned) n_nodes)] = rnd_below(cpus + 1);
+                                break;
+                        }
         }
+        if (rnd_below(8) == 0)
+                nodes[rnd_below((unsigned) n_nodes)].slow = true;
         *ret_n_nodes = n_nodes;
         return n_procs;
 }
@@ -476,6 +518,33 @@ static bool went_back(const int *seq, size_t n) {
                         if (seq[j] == seq[i] && seq[i - 1] != seq[i])
                                 return true;
         return false;
+}
+
+/* After a round: no node holds more busy threads placed, kept or settled there than
+ * its CPUs less others' load; every node given is one each busy thread may run on. */
+static bool round_fits(const struct tp_node *nodes, size_t n_nodes, const struct proc *pr, size_t n_procs) {
+        unsigned on[4] = {};
+
+        for (size_t i = 0; i < n_procs; i++) {
+                const struct tp_proc *p = &pr[i].p;
+                bool holds = p->action == TP_PLACE || (p->action == TP_KEEP && p->n_busy > 0) ||
+                             (p->action == TP_NONE && p->reason == TP_R_ALREADY_TOGETHER);
+
+                if (!holds)
+                        continue;
+                if (p->node < 0 || (size_t) p->node >= n_nodes || nodes[p->node].slow)
+                        return false;
+                on[p->node] += p->n_busy;
+                for (size_t k = 0; k < p->n_threads; k++)
+                        if (!p->threads[k].app_pinned && p->threads[k].busy >= params.busy_min &&
+                            (!(p->threads[k].allowed_nodes >> p->node & 1) ||
+                             p->threads[k].cpus_on[p->node] < p->n_busy))
+                                return false;
+        }
+        for (size_t n = 0; n < n_nodes; n++)
+                if (on[n] > 0 && (long) on[n] > (long) nodes[n].n_cpus - lround(nodes[n].load_others))
+                        return false;
+        return true;
 }
 
 TEST(replay_never_ping_pongs) {
@@ -492,6 +561,10 @@ TEST(replay_never_ping_pongs) {
                 /* The same inputs, round after round, a tenth of a hold apart. */
                 for (unsigned r = 0; r < 200; r++, now += params.hold_ms / 10) {
                         round_of(nodes, n_nodes, pr, n_procs, now);
+                        if (!round_fits(nodes, n_nodes, pr, n_procs)) {
+                                TEST_FAIL("seed %" PRIu64 " round %u: a node over its room", seed, r);
+                                bad = true;
+                        }
                         for (size_t i = 0; i < n_procs; i++) {
                                 apply(&pr[i].p, now);
                                 if (pr[i].p.action == TP_PLACE && n_seq[i] < 64)
@@ -531,6 +604,10 @@ TEST(feedback_never_ping_pongs) {
                         for (size_t n = 0; n < n_nodes; n++)
                                 nodes[n].load_others = fmax(0, base[n] + ((double) rnd_below(121) - 60) / 100.0);
                         round_of(nodes, n_nodes, pr, n_procs, now);
+                        if (!round_fits(nodes, n_nodes, pr, n_procs)) {
+                                TEST_FAIL("seed %" PRIu64 " round %u: a node over its room", seed, r);
+                                bad = true;
+                        }
                         for (size_t i = 0; i < n_procs; i++) {
                                 struct tp_proc *p = &pr[i].p;
                                 int to;
