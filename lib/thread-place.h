@@ -36,8 +36,8 @@
 #include "nodemask.h"
 #include "topology.h"
 
-/* Node indexes are the topology's (t->nodes[]); a topology with more nodes than this
- * is not placed on (the caller's check). */
+/* Node indexes are the topology's (t->nodes[]); on a larger topology the round sees
+ * the first TP_MAX_NODES only (thread_place_nodes() hands in no more). */
 #define TP_MAX_NODES 64
 
 struct tp_node {
