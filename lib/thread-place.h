@@ -23,7 +23,8 @@
  *      remote: what cannot come to h, and, with the threads split, the share of the
  *      memory the threads off h use. The cheapest feasible node wins if it is
  *      cheaper than the baseline.
- *   4. Placed processes claim their node first (pid order), then those whose busy
+ *   4. Placed processes claim their node first (pid order; one keeps its node with
+ *      half a CPU of others' load forgiven, else it is released), then those whose busy
  *      threads are together on their best node already (by size: a larger one
  *      would displace them), then the others by size, largest first. A placement
  *      holds hold_ms; after that it moves only to a node scoring below switch_margin

@@ -420,7 +420,15 @@ TEST(hold_and_margin) {
         pr.p.bytes_on[1] = 28 * MIB;
         round_of(nodes, 2, &pr, 1, 1000 + params.hold_ms);
         CHECK_DECISION(pr.p, TP_KEEP, 1, TP_R_STILL_BEST);
-        /* Its node taken by others' load: released. */
+        /* Others' load on its node wanders up to 0.9 of a CPU: a new placement would
+         * not go there, this one bears it; at a whole CPU it is released. */
+        nodes[1].load_others = 0.9;
+        round_of(nodes, 2, &pr, 1, 1000);
+        CHECK_DECISION(pr.p, TP_KEEP, 1, TP_R_HOLDING);
+        pr.p.placed = -1;
+        round_of(nodes, 2, &pr, 1, 1000);
+        CHECK(pr.p.action != TP_PLACE || pr.p.node != 1);
+        pr.p.placed = 1;
         nodes[1].load_others = 1.0;
         round_of(nodes, 2, &pr, 1, 1000);
         CHECK_DECISION(pr.p, TP_RELEASE, 1, TP_R_LOST_ROOM);
@@ -520,14 +528,18 @@ static bool went_back(const int *seq, size_t n) {
         return false;
 }
 
-/* After a round: no node holds more busy threads placed, kept or settled there than
- * its CPUs less others' load; every node given is one each busy thread may run on. */
+/* After a round: no node holds more busy threads placed or settled there (with those
+ * kept there) than its CPUs less others' load, nor more kept there than that with
+ * half a CPU of load forgiven (TP_KEEP_SLACK); every node given is one each busy
+ * thread may run on. */
 static bool round_fits(const struct tp_node *nodes, size_t n_nodes, const struct proc *pr, size_t n_procs) {
         unsigned on[4] = {};
+        bool fresh[4] = {};
 
         for (size_t i = 0; i < n_procs; i++) {
                 const struct tp_proc *p = &pr[i].p;
-                bool holds = p->action == TP_PLACE || (p->action == TP_KEEP && p->n_busy > 0) ||
+                bool kept = p->action == TP_KEEP && p->n_busy > 0;
+                bool holds = kept || p->action == TP_PLACE ||
                              (p->action == TP_NONE && p->reason == TP_R_ALREADY_TOGETHER);
 
                 if (!holds)
@@ -535,15 +547,19 @@ static bool round_fits(const struct tp_node *nodes, size_t n_nodes, const struct
                 if (p->node < 0 || (size_t) p->node >= n_nodes || nodes[p->node].slow)
                         return false;
                 on[p->node] += p->n_busy;
+                fresh[p->node] = fresh[p->node] || !kept;
                 for (size_t k = 0; k < p->n_threads; k++)
                         if (!p->threads[k].app_pinned && p->threads[k].busy >= params.busy_min &&
                             (!(p->threads[k].allowed_nodes >> p->node & 1) ||
                              p->threads[k].cpus_on[p->node] < p->n_busy))
                                 return false;
         }
-        for (size_t n = 0; n < n_nodes; n++)
-                if (on[n] > 0 && (long) on[n] > (long) nodes[n].n_cpus - lround(nodes[n].load_others))
+        for (size_t n = 0; n < n_nodes; n++) {
+                double load = fresh[n] ? nodes[n].load_others : fmax(0, nodes[n].load_others - 0.5);
+
+                if (on[n] > 0 && (long) on[n] > (long) nodes[n].n_cpus - lround(load))
                         return false;
+        }
         return true;
 }
 
