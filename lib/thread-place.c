@@ -167,10 +167,22 @@ struct round {
         unsigned confined[TP_MAX_NODES];   /* busy threads that may run there only, unclaimed */
 };
 
-/* The CPUs of n left for v's busy threads. */
-static long room(const struct round *rd, const struct view *v, size_t n) {
-        return (long) rd->nodes[n].n_cpus - lround(rd->fixed[n]) - (long) rd->claimed[n] -
+/* How much more of others' load a placed process bears before it gives its node up:
+ * the load is measured over one window and wanders (the daemon's own time, a short
+ * job); without this margin a placement taken at 0.45 of a CPU is dropped at 0.55 and
+ * taken again at 0.45, every round narrowing and widening affinities. */
+#define TP_KEEP_SLACK 0.5
+
+/* The CPUs of n left for v's busy threads; slack: others' load forgiven. */
+static long room_slack(const struct round *rd, const struct view *v, size_t n, double slack) {
+        double load = rd->fixed[n] > slack ? rd->fixed[n] - slack : 0;
+
+        return (long) rd->nodes[n].n_cpus - lround(load) - (long) rd->claimed[n] -
                (long) (rd->confined[n] - v->confined[n]);
+}
+
+static long room(const struct round *rd, const struct view *v, size_t n) {
+        return room_slack(rd, v, n, 0);
 }
 
 /* Whether n could ever take v's busy threads: a node with CPUs, not slow, where each
@@ -183,6 +195,11 @@ static bool could_take(const struct round *rd, const struct view *v, size_t n) {
 
 static bool feasible(const struct round *rd, const struct view *v, size_t n) {
         return could_take(rd, v, n) && room(rd, v, n) >= (long) v->nb;
+}
+
+/* Whether a placed process keeps n: as feasible, TP_KEEP_SLACK of load forgiven. */
+static bool keepable(const struct round *rd, const struct view *v, size_t n) {
+        return could_take(rd, v, n) && room_slack(rd, v, n, TP_KEEP_SLACK) >= (long) v->nb;
 }
 
 static void claim(struct round *rd, const struct view *v, int n) {
@@ -228,12 +245,12 @@ static void decide(struct tp_proc *pr, const struct view *v, enum tp_action a, i
         }
 }
 
-/* A process placed before, first pass: keeps its node while the node can still take its
- * busy threads, claimed there before anything moves; the pass reached in pid order. */
+/* A process placed before, first pass (called in pid order): keeps its node while the
+ * node can still take its busy threads, claimed there before anything moves. */
 static void keep_placed(struct round *rd, struct tp_proc *pr, const struct view *v) {
         int cur = pr->placed;
 
-        if ((size_t) cur >= rd->n_nodes || (v->nb > 0 && !feasible(rd, v, (size_t) cur))) {
+        if ((size_t) cur >= rd->n_nodes || (v->nb > 0 && !keepable(rd, v, (size_t) cur))) {
                 decide(pr, v, TP_RELEASE, -1, TP_R_LOST_ROOM);
                 pr->node = cur;
                 return;
@@ -293,6 +310,23 @@ static enum tp_reason why_not(const struct round *rd, const struct view *v) {
         if (!anywhere)
                 return TP_R_NOWHERE_TOGETHER;
         return enough ? TP_R_NO_ROOM : TP_R_TOO_MANY;
+}
+
+/* A process whose busy threads are together on the node that is their best already
+ * keeps it before any other is decided: a larger process taking it would displace
+ * them, a cost no score counts (their memory copied after them, or left remote). */
+static void settled(struct round *rd, struct tp_proc *pr, const struct view *v) {
+        int together = together_on(v, rd->n_nodes), best;
+        double bs;
+
+        if (together < 0 || !feasible(rd, v, (size_t) together))
+                return;
+        best = best_node(rd, pr, v, -1, &bs);
+        if (best != together)
+                return;
+        pr->score = pr->score_baseline = bs;
+        decide(pr, v, TP_NONE, best, TP_R_ALREADY_TOGETHER);
+        claim(rd, v, best);
 }
 
 static void decide_unplaced(struct round *rd, struct tp_proc *pr, const struct view *v) {
@@ -411,7 +445,7 @@ void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_p
         struct round rd = { .nodes = nodes, .n_nodes = n_nodes < TP_MAX_NODES ? n_nodes : TP_MAX_NODES,
                             .p = p, .now_ms = now_ms };
         struct view v;
-        size_t placed;
+        size_t placed, unplaced;
 
         for (size_t i = 0; i < n_procs; i++) {
                 struct tp_proc *pr = &procs[i];
@@ -435,8 +469,14 @@ void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_p
                 view_of(&procs[i], rd.n_nodes, p, &v);
                 move_placed(&rd, &procs[i], &v);
         }
-        for (size_t i = list_of(procs, n_procs, false, by_size, rd.n_nodes); i != TP_END;
-             i = procs[i].order_next_) {
+        unplaced = list_of(procs, n_procs, false, by_size, rd.n_nodes);
+        for (size_t i = unplaced; i != TP_END; i = procs[i].order_next_) {
+                view_of(&procs[i], rd.n_nodes, p, &v);
+                settled(&rd, &procs[i], &v);
+        }
+        for (size_t i = unplaced; i != TP_END; i = procs[i].order_next_) {
+                if (procs[i].reason == TP_R_ALREADY_TOGETHER)
+                        continue;
                 view_of(&procs[i], rd.n_nodes, p, &v);
                 decide_unplaced(&rd, &procs[i], &v);
         }

@@ -23,9 +23,12 @@
  *      remote: what cannot come to h, and, with the threads split, the share of the
  *      memory the threads off h use. The cheapest feasible node wins if it is
  *      cheaper than the baseline.
- *   4. Placed processes claim their node first (pid order), then the others by size,
- *      largest first. A placement holds hold_ms; after that it moves only to a node
- *      scoring below switch_margin times its own. */
+ *   4. Placed processes claim their node first (pid order; one keeps its node with
+ *      half a CPU of others' load forgiven, else it is released), then those whose busy
+ *      threads are together on their best node already (by size: a larger one
+ *      would displace them), then the others by size, largest first. A placement
+ *      holds hold_ms; after that it moves only to a node scoring below switch_margin
+ *      times its own. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,8 +37,8 @@
 #include "nodemask.h"
 #include "topology.h"
 
-/* Node indexes are the topology's (t->nodes[]); a topology with more nodes than this
- * is not placed on (the caller's check). */
+/* Node indexes are the topology's (t->nodes[]); on a larger topology the round sees
+ * the first TP_MAX_NODES only (thread_place_nodes() hands in no more). */
 #define TP_MAX_NODES 64
 
 struct tp_node {

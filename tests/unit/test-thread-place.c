@@ -145,6 +145,58 @@ TEST(full_node_takes_none) {
         CHECK_DECISION(pr.p, TP_PLACE, 0, TP_R_GATHER);
 }
 
+/* 4n1c (the other VM shape): four one-thread processes, all memory on node 0, one
+ * thread on each node. The one on node 0 is settled there: a larger one does not
+ * displace it, and the others stay where they run, their memory to follow. A
+ * two-thread process fits no node. */
+TEST(one_cpu_nodes) {
+        struct tp_node nodes[4];
+        struct proc pr[4];
+        const int two[2] = { 0, 1 };
+
+        nodes_of(nodes, 4, 1, NULL);
+        for (int i = 0; i < 4; i++) {
+                const int where[1] = { i };
+
+                proc_of(&pr[i], 100 + i, where, 1, (uint64_t) (128 + i) * MIB, 0, 4, 1);
+        }
+        round_of(nodes, 4, pr, 4, 1000);
+        for (int i = 0; i < 4; i++)
+                CHECK_DECISION(pr[i].p, TP_NONE, i, TP_R_ALREADY_TOGETHER);
+        /* Node 0's process idle: the largest comes to its memory there (a thread,
+         * 16 MiB, against 131 MiB to copy); the others find no room left there. */
+        pr[0].th[0].busy = 0;
+        /* pid 101's memory on node 2: it would come to node 2, but the process there,
+         * left without room on node 0, stays where it is and keeps node 2. */
+        pr[1].p.bytes_on[0] = 0;
+        pr[1].p.bytes_on[2] = 129 * MIB;
+        round_of(nodes, 4, pr, 4, 1000);
+        CHECK_DECISION(pr[3].p, TP_PLACE, 0, TP_R_GATHER);
+        CHECK_INT(pr[3].p.bytes_to_copy, 0);
+        CHECK_DECISION(pr[2].p, TP_NONE, 2, TP_R_ALREADY_TOGETHER);
+        CHECK_DECISION(pr[1].p, TP_NONE, 1, TP_R_ALREADY_TOGETHER);
+        proc_of(&pr[0], 100, two, 2, 128 * MIB, 0, 4, 1);
+        round_of(nodes, 4, pr, 1, 1000);
+        CHECK_DECISION(pr[0].p, TP_NONE, -1, TP_R_TOO_MANY);
+}
+
+/* A process already together on its best node keeps it from a larger (or lower-pid)
+ * one decided after: perf bench's two processes when the scheduler has put one's two
+ * threads beside its memory by chance. The split one gathers on the other node. */
+TEST(settled_not_displaced) {
+        struct tp_node nodes[2];
+        struct proc pr[2];
+        const int split[2] = { 0, 1 }, on0[2] = { 0, 0 };
+
+        nodes_of(nodes, 2, 2, NULL);
+        proc_of(&pr[0], 100, split, 2, 256 * MIB, 0, 2, 2);
+        proc_of(&pr[1], 200, on0, 2, 128 * MIB, 0, 2, 2);
+        round_of(nodes, 2, pr, 2, 1000);
+        CHECK_DECISION(pr[1].p, TP_NONE, 0, TP_R_ALREADY_TOGETHER);
+        CHECK_DECISION(pr[0].p, TP_PLACE, 1, TP_R_GATHER);
+        CHECK_INT(pr[0].p.bytes_to_copy, 256 * MIB);
+}
+
 TEST(idle_and_pinned) {
         struct tp_node nodes[2];
         struct proc pr;
@@ -224,18 +276,24 @@ TEST(affinity_limits_the_node) {
 TEST(confined_threads_take_room) {
         struct tp_node nodes[2];
         struct proc pr[2];
-        const int on1[1] = { 1 }, split[2] = { 0, 1 };
+        const int split[2] = { 0, 1 };
 
         nodes_of(nodes, 2, 2, NULL);
-        /* Small: decided after the other, but its thread is on node 0 for good. */
-        proc_of(&pr[0], 100, on1, 1, 1 * MIB, 1, 2, 2);
-        pr[0].th[0].node = 0;
+        /* Small, decided after the other and never placed (its threads may not meet),
+         * but one thread is on node 0 for good and the other on node 1. */
+        proc_of(&pr[0], 100, split, 2, 1 * MIB, 1, 2, 2);
         pr[0].th[0].allowed_nodes = 1;
-        pr[0].th[0].cpus_on[1] = 0;
+        pr[0].th[1].allowed_nodes = 2;
         proc_of(&pr[1], 200, split, 2, 128 * MIB, 0, 2, 2);
         round_of(nodes, 2, pr, 2, 1000);
-        CHECK_DECISION(pr[1].p, TP_PLACE, 1, TP_R_GATHER);
-        CHECK_DECISION(pr[0].p, TP_NONE, 0, TP_R_ALREADY_TOGETHER);
+        CHECK_DECISION(pr[0].p, TP_NONE, -1, TP_R_NOWHERE_TOGETHER);
+        CHECK_DECISION(pr[1].p, TP_NONE, -1, TP_R_NO_ROOM);
+        /* Three CPUs a node: room for the two beside the one confined there. */
+        nodes_of(nodes, 2, 3, NULL);
+        for (size_t k = 0; k < 2; k++)
+                pr[1].th[k].cpus_on[0] = pr[1].th[k].cpus_on[1] = 3;
+        round_of(nodes, 2, pr, 2, 1000);
+        CHECK_DECISION(pr[1].p, TP_PLACE, 0, TP_R_GATHER);
 }
 
 TEST(slow_node_never_a_target) {
@@ -362,10 +420,44 @@ TEST(hold_and_margin) {
         pr.p.bytes_on[1] = 28 * MIB;
         round_of(nodes, 2, &pr, 1, 1000 + params.hold_ms);
         CHECK_DECISION(pr.p, TP_KEEP, 1, TP_R_STILL_BEST);
-        /* Its node taken by others' load: released. */
+        /* Others' load on its node wanders up to 0.9 of a CPU: a new placement would
+         * not go there, this one bears it; at a whole CPU it is released. */
+        nodes[1].load_others = 0.9;
+        round_of(nodes, 2, &pr, 1, 1000);
+        CHECK_DECISION(pr.p, TP_KEEP, 1, TP_R_HOLDING);
+        pr.p.placed = -1;
+        round_of(nodes, 2, &pr, 1, 1000);
+        CHECK(pr.p.action != TP_PLACE || pr.p.node != 1);
+        pr.p.placed = 1;
         nodes[1].load_others = 1.0;
         round_of(nodes, 2, &pr, 1, 1000);
         CHECK_DECISION(pr.p, TP_RELEASE, 1, TP_R_LOST_ROOM);
+}
+
+/* Inputs the daemon should never hand in, handled without reading out of bounds
+ * (valgrind runs this too): nodes out of range, NaN and negative busy, sizes that
+ * overflow a sum, stuck bytes above the total, more nodes than TP_MAX_NODES. */
+TEST(odd_inputs) {
+        static struct tp_node nodes[TP_MAX_NODES + 6];
+        struct proc pr[3];
+        const int split[2] = { 0, 1 };
+
+        nodes_of(nodes, TP_MAX_NODES + 6, 2, NULL);
+        proc_of(&pr[0], 100, split, 2, UINT64_MAX - 5, 0, 2, 2);
+        pr[0].p.bytes_on[1] = UINT64_MAX / 2;
+        pr[0].p.stuck_away[1] = UINT64_MAX;
+        pr[0].th[0].node = 99;
+        pr[0].th[1].node = -7;
+        proc_of(&pr[1], 200, split, 2, MIB, 0, 2, 2);
+        pr[1].th[0].busy = NAN;
+        pr[1].th[1].busy = -1;
+        pr[1].p.placed = 99;
+        proc_of(&pr[2], 300, split, 0, MIB, 0, 2, 2);
+        round_of(nodes, TP_MAX_NODES + 6, pr, 3, 1000);
+        CHECK(pr[0].p.action == TP_PLACE && pr[0].p.node >= 0 && pr[0].p.node < TP_MAX_NODES);
+        CHECK_DECISION(pr[1].p, TP_RELEASE, 99, TP_R_LOST_ROOM);
+        CHECK_DECISION(pr[2].p, TP_NONE, -1, TP_R_IDLE);
+        thread_place_round(nodes, 2, NULL, 0, &params, 1000);
 }
 
 /* ---- no ping-pong --------------------------------------------------------------- */
@@ -406,7 +498,23 @@ static size_t random_world(struct tp_node *nodes, size_t *ret_n_nodes, struct pr
                 }
                 if (rnd_below(3) == 0)
                         pr[i].p.stuck_away[rnd_below((unsigned) n_nodes)] = pr[i].p.bytes_on[0] / 2;
+                /* Now and then a thread the application pinned, or one its cpuset keeps
+                 * off a node or gives fewer CPUs. */
+                for (size_t k = 0; k < n_threads; k++)
+                        switch (rnd_below(12)) {
+                        case 0:
+                                pr[i].th[k].app_pinned = true;
+                                break;
+                        case 1:
+                                pr[i].th[k].allowed_nodes &= ~(UINT64_C(1) << rnd_below((unsigned) n_nodes));
+                                break;
+                        case 2:
+                                pr[i].th[k].cpus_on[rnd_below((unsigned) n_nodes)] = rnd_below(cpus + 1);
+                                break;
+                        }
         }
+        if (rnd_below(8) == 0)
+                nodes[rnd_below((unsigned) n_nodes)].slow = true;
         *ret_n_nodes = n_nodes;
         return n_procs;
 }
@@ -418,6 +526,41 @@ static bool went_back(const int *seq, size_t n) {
                         if (seq[j] == seq[i] && seq[i - 1] != seq[i])
                                 return true;
         return false;
+}
+
+/* After a round: no node holds more busy threads placed or settled there (with those
+ * kept there) than its CPUs less others' load, nor more kept there than that with
+ * half a CPU of load forgiven (TP_KEEP_SLACK); every node given is one each busy
+ * thread may run on. */
+static bool round_fits(const struct tp_node *nodes, size_t n_nodes, const struct proc *pr, size_t n_procs) {
+        unsigned on[4] = {};
+        bool fresh[4] = {};
+
+        for (size_t i = 0; i < n_procs; i++) {
+                const struct tp_proc *p = &pr[i].p;
+                bool kept = p->action == TP_KEEP && p->n_busy > 0;
+                bool holds = kept || p->action == TP_PLACE ||
+                             (p->action == TP_NONE && p->reason == TP_R_ALREADY_TOGETHER);
+
+                if (!holds)
+                        continue;
+                if (p->node < 0 || (size_t) p->node >= n_nodes || nodes[p->node].slow)
+                        return false;
+                on[p->node] += p->n_busy;
+                fresh[p->node] = fresh[p->node] || !kept;
+                for (size_t k = 0; k < p->n_threads; k++)
+                        if (!p->threads[k].app_pinned && p->threads[k].busy >= params.busy_min &&
+                            (!(p->threads[k].allowed_nodes >> p->node & 1) ||
+                             p->threads[k].cpus_on[p->node] < p->n_busy))
+                                return false;
+        }
+        for (size_t n = 0; n < n_nodes; n++) {
+                double load = fresh[n] ? nodes[n].load_others : fmax(0, nodes[n].load_others - 0.5);
+
+                if (on[n] > 0 && (long) on[n] > (long) nodes[n].n_cpus - lround(load))
+                        return false;
+        }
+        return true;
 }
 
 TEST(replay_never_ping_pongs) {
@@ -434,6 +577,10 @@ TEST(replay_never_ping_pongs) {
                 /* The same inputs, round after round, a tenth of a hold apart. */
                 for (unsigned r = 0; r < 200; r++, now += params.hold_ms / 10) {
                         round_of(nodes, n_nodes, pr, n_procs, now);
+                        if (!round_fits(nodes, n_nodes, pr, n_procs)) {
+                                TEST_FAIL("seed %" PRIu64 " round %u: a node over its room", seed, r);
+                                bad = true;
+                        }
                         for (size_t i = 0; i < n_procs; i++) {
                                 apply(&pr[i].p, now);
                                 if (pr[i].p.action == TP_PLACE && n_seq[i] < 64)
@@ -473,6 +620,10 @@ TEST(feedback_never_ping_pongs) {
                         for (size_t n = 0; n < n_nodes; n++)
                                 nodes[n].load_others = fmax(0, base[n] + ((double) rnd_below(121) - 60) / 100.0);
                         round_of(nodes, n_nodes, pr, n_procs, now);
+                        if (!round_fits(nodes, n_nodes, pr, n_procs)) {
+                                TEST_FAIL("seed %" PRIu64 " round %u: a node over its room", seed, r);
+                                bad = true;
+                        }
                         for (size_t i = 0; i < n_procs; i++) {
                                 struct tp_proc *p = &pr[i].p;
                                 int to;
