@@ -102,6 +102,84 @@ TEST(two_split_processes_swap) {
         CHECK(pr[0].p.node != pr[1].p.node);
 }
 
+/* perf bench numa mem -0 -p 2 -t 2 -P 128 played out: 2n2c, both processes' memory on
+ * node 0, their threads wherever the scheduler put them (every start tried). Between
+ * rounds the scheduler moves threads it may move off a node with more busy threads
+ * than CPUs, to the other; a process's memory comes to its node 64 MiB a round
+ * (placed, or together and left to the plan). From the second round on each process
+ * has its busy threads on a node of its own and keeps it for 100 rounds; one
+ * process's memory is copied, once. */
+TEST(perf_bench_two_processes_converge) {
+        for (unsigned start = 0; start < 16; start++) {
+                double load[2] = { 0.05, 0 };
+                struct tp_node nodes[2];
+                struct proc pr[2];
+                int settled_on[2] = { -1, -1 };
+                uint64_t copied = 0, now = 1000;
+                bool stayed = true;
+
+                nodes_of(nodes, 2, 2, load);
+                for (int i = 0; i < 2; i++) {
+                        const int where[2] = { (int) (start >> (2 * i) & 1), (int) (start >> (2 * i + 1) & 1) };
+
+                        proc_of(&pr[i], 100 + i, where, 2, 128 * MIB, 0, 2, 2);
+                }
+                for (unsigned r = 0; r < 100; r++, now += params.hold_ms / 10) {
+                        int to[2];
+
+                        round_of(nodes, 2, pr, 2, now);
+                        for (int i = 0; i < 2; i++) {
+                                struct tp_proc *p = &pr[i].p;
+
+                                apply(p, now);
+                                to[i] = p->placed >= 0 ? p->placed
+                                        : p->reason == TP_R_ALREADY_TOGETHER ? p->node : -1;
+                                if (p->placed >= 0)
+                                        for (size_t k = 0; k < 2; k++)
+                                                pr[i].th[k].node = p->placed;
+                        }
+                        /* The scheduler: threads not narrowed leave a node with more busy
+                         * threads than CPUs. */
+                        for (int n = 0; n < 2; n++) {
+                                unsigned busy = 0;
+
+                                for (int i = 0; i < 2; i++)
+                                        for (size_t k = 0; k < 2; k++)
+                                                busy += pr[i].th[k].node == n;
+                                for (int i = 1; i >= 0 && busy > 2; i--)
+                                        for (size_t k = 0; k < 2 && busy > 2; k++)
+                                                if (pr[i].p.placed < 0 && pr[i].th[k].node == n) {
+                                                        pr[i].th[k].node = !n;
+                                                        busy--;
+                                                        to[i] = -1;
+                                                }
+                        }
+                        for (int i = 0; i < 2; i++) {
+                                struct tp_proc *p = &pr[i].p;
+                                uint64_t q;
+
+                                if (r >= 1) {
+                                        if (settled_on[i] < 0)
+                                                settled_on[i] = to[i];
+                                        stayed = stayed && to[i] >= 0 && to[i] == settled_on[i];
+                                }
+                                if (to[i] < 0)
+                                        continue;
+                                q = p->bytes_on[!to[i]] < 64 * MIB ? p->bytes_on[!to[i]] : 64 * MIB;
+                                p->bytes_on[!to[i]] -= q;
+                                p->bytes_on[to[i]] += q;
+                                copied += q;
+                        }
+                }
+                CHECK_MSG(settled_on[0] >= 0 && settled_on[1] >= 0 && settled_on[0] != settled_on[1] && stayed,
+                          "start %u: nodes %d and %d from the second round, stayed: %d", start, settled_on[0],
+                          settled_on[1], stayed);
+                CHECK_MSG(copied == 128 * MIB, "start %u: %" PRIu64 " MiB copied", start, copied / MIB);
+                for (int i = 0; i < 2; i++)
+                        CHECK(settled_on[i] < 0 || pr[i].p.bytes_on[settled_on[i]] == 128 * MIB);
+        }
+}
+
 /* Memory bound to node 0 (none of it may come to node 1), its threads on node 1, node 0
  * idle: the threads go to the memory, and no byte is copied. */
 TEST(memory_bound_brings_threads) {
