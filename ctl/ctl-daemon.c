@@ -286,6 +286,28 @@ static void print_node_field(const char *label, const struct jv *v) {
                 printf("  %-18s %" PRId64 "\n", label, jv_i64(v, -1));
 }
 
+/* Mode place and advise: where the threads were placed and why, thread by thread. */
+static void print_placement(const struct jv *pl) {
+        const struct jv *threads = jv_get(pl, "threads");
+        char b[1024];
+
+        if (!pl || jv_is_null(pl))
+                return;
+        printf("  %-18s %s\n", "Threads:", ctl_safe(jv_str(jv_get(pl, "explanation"), "?"), b, sizeof(b)));
+        for (size_t i = 0; threads && threads->type == JV_ARRAY && i < threads->n; i++) {
+                const struct jv *t = &threads->items[i];
+                const struct jv *node = jv_get(t, "node");
+
+                printf("  %-18s tid %" PRId64 " on node ", "", jv_i64(jv_get(t, "tid"), 0));
+                if (jv_is_null(node))
+                        printf("-");
+                else
+                        printf("%" PRId64, jv_i64(node, -1));
+                printf(", %.0f%% busy: %s\n", 100.0 * jv_num(jv_get(t, "busy"), 0),
+                       ctl_safe(jv_str(jv_get(t, "why"), "?"), b, sizeof(b)));
+        }
+}
+
 static void print_explain(const struct jv *d) {
         char b1[4096], b2[256], b3[64];
         const struct jv *skipped = jv_get(d, "skipped_bytes"), *cd = jv_get(d, "cooldown");
@@ -319,6 +341,7 @@ static void print_explain(const struct jv *d) {
         printf("  %-18s in %" PRIu64 " ms (every %" PRIu64 " ms now)\n", "Next scan:",
                jv_u64(jv_get(d, "next_scan_in_ms"), 0), jv_u64(jv_get(d, "scan_interval_ms"), 0));
         printf("  %-18s %" PRIu64 "\n", "Pages moved:", jv_u64(jv_get(jv_get(d, "pages"), "moved"), 0));
+        print_placement(jv_get(d, "placement"));
         printf("  %-18s %s\n", "Daemon CPU time:", cost(jv_get(d, "cpu_ns"), b3, sizeof(b3)));
 }
 

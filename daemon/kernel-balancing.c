@@ -173,6 +173,12 @@ static char *default_state_dir(void) {
         return strndup(env, strcspn(env, ":"));
 }
 
+bool kernel_balancing_owns_state(struct kernel_balancing *k) {
+        if (k->lock_fd < 0 && k->state_dir)
+                (void) take_lock(k);
+        return k->lock_fd >= 0;
+}
+
 int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root, const char *state_dir) {
         int r;
 

@@ -54,6 +54,12 @@ int kernel_balancing_read(const char *proc_root, uint64_t *ret);
  * present: the other calls then do nothing. Returns 0, or -ENOMEM (logged). */
 int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root, const char *state_dir);
 
+/* Whether this daemon holds the state directory's lock (taken now if it was not: a
+ * kernel without the sysctl does not take it at init). The other state kept there
+ * (the threads' original affinity, placer.h) is only this daemon's to write and
+ * restore when it does. */
+bool kernel_balancing_owns_state(struct kernel_balancing *k);
+
 /* Brings the sysctl in line with the configured action, at start and at each reload:
  * disable saves the value and sets 0 (logged at notice; a failure is a warning and
  * is not fatal; a value that cannot be saved is not changed), leave restores what

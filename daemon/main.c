@@ -263,6 +263,10 @@ static int run(struct daemon *d) {
                                 .dry_run = d->args->dry_run,
                                 .proc_root = d->args->proc_root,
                                 .sys_root = d->args->sys_root,
+                                /* Threads are placed only by the instance that holds
+                                 * the state directory, and never by --once. */
+                                .state_dir = d->args->once || !kernel_balancing_owns_state(&d->knb) ?
+                                             NULL : d->knb.state_dir,
                         }, &d->manager);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the manager: %m");

@@ -81,6 +81,7 @@ struct manager {
         struct page_sampler *pages;  /* page-level sampling, NULL: off */
         struct migrator *migrator;
         struct tenant_reader *reader;  /* the reads a tenant can make wait, with a deadline */
+        struct placer *placer;     /* thread placement (mode place); NULL: none */
         struct walker *walker;     /* the cgroup walk's thread; NULL: walked in the tick (tests, --once) */
         struct service_pins service;
 

@@ -34,6 +34,8 @@
 #include "migrate.h"
 #include "pagesize.h"
 #include "placement.h"
+#include "affinity.h"
+#include "placer.h"
 #include "plan.h"
 #include "proc.h"
 #include "proc-records.h"
@@ -383,7 +385,7 @@ static void watch_new(struct manager *m, struct proc_rec *p, const struct cg_rec
 /* Whether p is being balanced (and so holds a pidfd): its cgroup in balance mode, not
  * a dry run, and its last scan found it at least min_rss (numabalanced(8), LIMITS). */
 static bool balanced(const struct manager *m, const struct proc_rec *p) {
-        return p->cg->mode == CG_MODE_BALANCE && !m->opts.dry_run && p->scans > 0 && p->reason != REASON_TOO_SMALL;
+        return cg_mode_moves(p->cg->mode) && !m->opts.dry_run && p->scans > 0 && p->reason != REASON_TOO_SMALL;
 }
 
 /* When the tick stops reading cgroups: TICK_READ_BUDGET_NS after it began. */
@@ -523,6 +525,21 @@ static void publish_cgroups(struct manager *m) {
 
 /* The tick's migration run (jobs.h): the workers' time is charged per job, and this
  * thread's part in proportion to it. Adds what it charged on this thread to *charged. */
+/* CPU follows memory (placer.h): the processes of place and advise cgroups decided
+ * together, after their scans, its CPU time charged as a decision. */
+static void place_threads(struct manager *m, uint64_t now) {
+        struct placer_env env = {
+                .cfg = &m->cfg,
+                .topo = m->topo,
+                .proc_root = m->proc_root,
+                .cgroup_root = m->cfg.cgroup_root,
+                .dry_run = m->opts.dry_run,
+        };
+
+        if (m->placer && !m->one_node)
+                placer_round(m->placer, &env, &m->procs, m->counters.tick, now);
+}
+
 static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t now, uint64_t *charged) {
         struct jobs_env env = {
                 .check = {
@@ -698,6 +715,7 @@ static void forget_departed(struct manager *m) {
 
                 if (m->procs.v[i]->seen_tick == tick)
                         continue;
+                placer_departed(m->placer, m->proc_root, m->procs.v[i]);
                 placement_source_unwatch(m->source, pid);
                 if (m->pages && !proc_records_current(&m->procs, pid, tick))
                         page_sampler_unwatch(m->pages, pid);
@@ -870,6 +888,7 @@ int manager_tick(struct manager *m) {
         else
                 m->resources_short_logged = false;
 
+        place_threads(m, now);
         r = run_jobs(m, &scans, now, &charged);
         for (size_t i = 0; i < scans.n; i++)
                 scan_done(&scans.v[i]);
@@ -1190,10 +1209,22 @@ static void view_init(struct manager *m) {
 /* What manager_new() found or started, into the view. */
 static void view_update(struct manager *m) {
         m->view.proc_root = m->proc_root;
+        m->view.placer = m->placer;
         m->view.topo = m->topo;
         m->view.source = m->source;
         m->view.pages = m->pages;
         m->view.migrator = m->migrator;
+}
+
+/* The placer, when the daemon has somewhere to keep the originals of what it changes. */
+static int placer_start(struct manager *m, const char *state_dir) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!state_dir)
+                return 0;
+        if (asprintf(&path, "%s/%s", state_dir, AFFINITY_STATE_FILE) < 0)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        return placer_new(path, m->proc_root, &m->placer);
 }
 
 int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
@@ -1269,6 +1300,9 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         }
         tenant_reader_set_serve(m->reader, serve_while_reading, m);
         page_sampler_set_reader(m->pages, m->reader);
+        r = placer_start(m, o->state_dir);
+        if (r < 0)
+                goto fail;
         view_update(m);
         *ret = m;
         return 0;
@@ -1280,6 +1314,10 @@ fail:
 void manager_free(struct manager *m) {
         if (!m)
                 return;
+        /* A clean stop gives every thread placed its affinity back (a crash leaves it to
+         * the next start: placer_new()). */
+        placer_stop(m->placer);
+        placer_free(m->placer);
         walker_free(m->walker);
         free(m->cursors);
         sd_event_source_unref(m->timer);

@@ -29,6 +29,9 @@ struct manager_opts {
         bool dry_run;              /* plan and log, move nothing (like advise everywhere) */
         const char *proc_root;     /* "/proc" */
         const char *sys_root;      /* "/sys" */
+        const char *state_dir;     /* where the placer keeps the threads' original affinity
+                                    * (placer.h); NULL: no thread is placed (mode place
+                                    * then moves memory only: --once, most tests) */
 };
 
 struct manager;
@@ -48,6 +51,7 @@ struct manager_view {
         const struct cg_records *cgs;
         const struct cost_ledger *cost;
         const struct counters *counters;
+        const struct placer *placer;             /* NULL: no thread placement */
 };
 
 /* Copies what it needs of cfg. Starts the migration workers on the service CPUs. */

@@ -14,6 +14,7 @@
 #include "histogram.h"
 #include "log.h"
 #include "metrics.h"
+#include "placer.h"
 #include "pagesize.h"
 #include "migrate.h"
 #include "parse.h"
@@ -356,6 +357,35 @@ static void metric_histogram(FILE *f, const char *name, const char *help, const 
 
 /* The daemon as a whole: ticks, the sampling source and chain, page samples, the
  * cgroups left out of the file. */
+/* Thread placement (placer.h): counts since start; all 0 when it is not enabled. */
+static void metrics_placement(const struct manager_view *v, FILE *f) {
+        const struct placer_counters *pc = v->placer ? placer_counters(v->placer) : NULL;
+
+        metric_head(f, "numabalanced_placements_total", "counter",
+                    "Processes of place cgroups whose busy threads were placed on a node (their CPU affinity "
+                    "narrowed to its CPUs).");
+        fprintf(f, "numabalanced_placements_total %" PRIu64 "\n", pc ? pc->placements : 0);
+        metric_head(f, "numabalanced_placements_undone_total", "counter",
+                    "Placements undone: released (the node lost room), the process left place (opt-out), a "
+                    "clean stop. Those a crash left are counted by thread at the next start "
+                    "(numabalanced_threads_restored_total{why=\"recovered\"}).");
+        fprintf(f, "numabalanced_placements_undone_total %" PRIu64 "\n", pc ? pc->placements_undone : 0);
+        metric_head(f, "numabalanced_threads_placed", "gauge", "Threads whose CPU affinity the daemon narrows now.");
+        fprintf(f, "numabalanced_threads_placed %zu\n", placer_threads_held(v->placer));
+        metric_head(f, "numabalanced_threads_restored_total", "counter",
+                    "Threads given back the affinity they had before the daemon placed them, by why: released "
+                    "(the node lost room), opt-out, stop, recovered (at start, after a crash).");
+        for (int u = 0; u < _PLACER_UNDO_MAX; u++)
+                fprintf(f, "numabalanced_threads_restored_total{why=\"%s\"} %" PRIu64 "\n",
+                        placer_undo_name((enum placer_undo) u), pc ? pc->undone[u] : 0);
+        metric_head(f, "numabalanced_threads_left_alone_total", "counter",
+                    "Placed threads whose application changed their affinity since: never touched again.");
+        fprintf(f, "numabalanced_threads_left_alone_total %" PRIu64 "\n", pc ? pc->threads_left_alone : 0);
+        metric_head(f, "numabalanced_placements_advised_total", "counter",
+                    "Placements the daemon would have made in advise cgroups (or a dry run).");
+        fprintf(f, "numabalanced_placements_advised_total %" PRIu64 "\n", pc ? pc->would_place : 0);
+}
+
 static void metrics_daemon(const struct manager_view *v, const struct mtable *t, size_t hidden, FILE *f) {
         metric_head(f, "numabalanced_build_info", "gauge", "The daemon's version, as a label; always 1.");
         fputs("numabalanced_build_info{version=\"", f);
@@ -379,6 +409,7 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
         metric_histogram(f, "numabalanced_move_call_seconds",
                          "Wall time of each move_pages(2) call that moved pages (its queries not counted).",
                          &v->counters->move_calls, &histogram_move_call_bounds);
+        metrics_placement(v, f);
         metric_head(f, "numabalanced_ticks_total", "counter", "Ticks run since the daemon started.");
         fprintf(f, "numabalanced_ticks_total %" PRIu64 "\n", v->counters->tick);
         metric_head(f, "numabalanced_growth_scans_total", "counter",

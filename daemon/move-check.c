@@ -145,7 +145,7 @@ static int check_cgroup(struct check_job *cj, struct check_state *st, const stru
                 return r;
         if (r == -ESRCH)
                 *ret_stop = &move_stop_exited;
-        else if (r < 0 || cs.mode != CG_MODE_BALANCE)
+        else if (r < 0 || !cg_mode_moves(cs.mode))
                 *ret_stop = &move_stop_cgroup;
         else if (cs.covers_uid != CGROUP_COVERS_ALL && !creds_belong_to(&st->creds, cs.covers_uid))
                 *ret_stop = &move_stop_not_covered;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "cleanup.h"
 #include "creds.h"
+#include "placer.h"
 #include "log.h"
 #include "proc-records.h"
 
@@ -86,6 +87,8 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
         free(p->mapped);
         free(p->hist);
         free(p->node_bytes);
+        free(p->stuck_away);
+        proc_place_free(p->place);
         proc_records_drop_huge(p);
         free(p);
 }

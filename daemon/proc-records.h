@@ -90,6 +90,10 @@ struct proc_rec {
         nb_nodemask huge_cpu_nodes;
         uint64_t huge_rss_kb;              /* its resident size at that read */
         uint64_t sampled_scans;            /* scans that did not read numa_maps */
+        /* Mode place and advise (placer.h): per topology index, the bytes no move could
+         * bring to that node (plan_stuck_away), last full scan; NULL before. */
+        uint64_t *stuck_away;
+        struct proc_place *place;          /* the placer's, NULL until its first round */
 };
 
 struct proc_records {

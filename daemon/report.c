@@ -24,6 +24,7 @@
 #include "control-request.h"
 #include "creds.h"
 #include "page-sampler.h"
+#include "placer.h"
 #include "source.h"
 
 static const char *const stage_names[_STAGE_MAX] = {
@@ -223,6 +224,29 @@ static void put_memory_nodes(struct json *j, const struct topology *t) {
         json_array_end(j);
 }
 
+/* Thread placement (placer.h): whether it runs, and its counts since start. */
+static void put_placement_status(struct json *j, const struct manager_view *v) {
+        const struct placer_counters *pc = v->placer ? placer_counters(v->placer) : NULL;
+
+        json_object_begin(j);
+        json_key(j, "enabled"); json_bool(j, v->placer != NULL);
+        json_key(j, "threads_placed_now"); json_u64(j, placer_threads_held(v->placer));
+        json_key(j, "placements"); json_u64(j, pc ? pc->placements : 0);
+        json_key(j, "threads_placed"); json_u64(j, pc ? pc->threads_placed : 0);
+        json_key(j, "placements_undone"); json_u64(j, pc ? pc->placements_undone : 0);
+        json_key(j, "threads_restored"); json_u64(j, pc ? pc->threads_restored : 0);
+        json_key(j, "threads_restored_by"); json_object_begin(j);
+        for (int u = 0; u < _PLACER_UNDO_MAX; u++) {
+                json_key(j, placer_undo_name((enum placer_undo) u));
+                json_u64(j, pc ? pc->undone[u] : 0);
+        }
+        json_object_end(j);
+        json_key(j, "threads_left_alone"); json_u64(j, pc ? pc->threads_left_alone : 0);
+        json_key(j, "would_place"); json_u64(j, pc ? pc->would_place : 0);
+        json_key(j, "failed"); json_u64(j, pc ? pc->failed : 0);
+        json_object_end(j);
+}
+
 int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         uint64_t knb, now = clock_now_ms();
         struct status_counts sc;
@@ -267,6 +291,7 @@ int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         json_key(&j, "moved_bytes_last_minute"); json_u64(&j, counters_moved_last_minute(v->counters));
         json_key(&j, "cpu_ns"); put_cpu(&j, v, uid, sc.cost);
         json_key(&j, "memory_nodes"); put_memory_nodes(&j, v->topo);
+        json_key(&j, "placement"); put_placement_status(&j, v);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
 }
@@ -287,7 +312,7 @@ static void put_locality(struct json *j, const struct manager_view *v, const uin
 static const char *proc_mode(const struct manager_view *v, const struct proc_rec *p) {
         if (!p->cg)
                 return NULL;
-        if (p->cg->mode == CG_MODE_BALANCE && v->opts->dry_run)
+        if (cg_mode_moves(p->cg->mode) && v->opts->dry_run)
                 return "advise";
         return cg_mode_name(p->cg->mode);
 }
@@ -322,13 +347,15 @@ static size_t first_of(struct proc_rec *const *by_cg, size_t n, const struct cg_
  * by cmp_by_cg. */
 static void put_list_cgroup(struct json *j, const struct manager_view *v, const struct cg_rec *c, uint64_t *sum,
                             struct proc_rec *const *by_cg) {
-        uint64_t total = 0;
+        uint64_t total = 0, placed = 0;
 
         memset(sum, 0, v->topo->n_nodes * sizeof(*sum));
-        for (size_t k = first_of(by_cg, v->procs->n, c); k < v->procs->n && by_cg[k]->cg == c; k++)
+        for (size_t k = first_of(by_cg, v->procs->n, c); k < v->procs->n && by_cg[k]->cg == c; k++) {
                 if (by_cg[k]->node_bytes)
                         for (unsigned n = 0; n < v->topo->n_nodes; n++)
                                 sum[n] += by_cg[k]->node_bytes[n];
+                placed += by_cg[k]->place && by_cg[k]->place->placed >= 0;
+        }
         for (unsigned n = 0; n < v->topo->n_nodes; n++)
                 total += sum[n];
         json_object_begin(j);
@@ -338,11 +365,27 @@ static void put_list_cgroup(struct json *j, const struct manager_view *v, const 
         json_key(j, "source"); json_string(j, source_name(c->source));
         json_key(j, "owner_uid"); json_u64(j, c->owner);
         json_key(j, "processes"); json_u64(j, c->seen ? c->n_procs : 0);
+        json_key(j, "processes_placed"); json_u64(j, placed);
         json_key(j, "total_bytes"); json_u64(j, total);
         json_key(j, "nodes"); put_locality(j, v, sum);
         json_key(j, "pages"); put_pages(j, c->pages);
         json_key(j, "cpu_ns"); put_cost(j, c->cost_ns);
         json_object_end(j);
+}
+
+/* A topology index as its node id, or null. */
+static void put_node_index(struct json *j, const struct manager_view *v, int idx) {
+        put_node_or_null(j, idx >= 0 && (unsigned) idx < v->topo->n_nodes ? (int) v->topo->nodes[idx].id : -1);
+}
+
+/* The placement's one word: the reason of the round that decided it last, or why it
+ * was not decided; null outside place and advise. */
+static const char *placement_word(const struct proc_rec *p) {
+        if (!p->place)
+                return NULL;
+        if (p->place->skip != PLACER_DECIDED)
+                return placer_skip_name(p->place->skip);
+        return p->place->decided_ms ? thread_place_reason_name(p->place->reason) : NULL;
 }
 
 static void put_list_process(struct json *j, const struct manager_view *v, const struct proc_rec *p) {
@@ -363,6 +406,9 @@ static void put_list_process(struct json *j, const struct manager_view *v, const
         json_key(j, "pages"); put_pages(j, p->pages);
         json_key(j, "reason");
         json_string(j, p->reason < _REASON_MAX ? plan_reason_name(p->reason) : NULL);
+        json_key(j, "placed_node"); put_node_index(j, v, p->place ? p->place->placed : -1);
+        json_key(j, "threads_placed"); json_u64(j, p->place && p->place->placed >= 0 ? p->place->threads_held : 0);
+        json_key(j, "placement"); json_string(j, placement_word(p));
         json_key(j, "cpu_ns"); put_cost(j, p->cost_ns);
         json_object_end(j);
 }
@@ -704,7 +750,7 @@ static char *watched_explanation(const struct manager_view *v, const struct proc
                 r = asprintf(&text, "watched, not scanned yet");
         else if (p->reason == REASON_NONE && p->target_node >= 0)
                 r = asprintf(&text, "%s to node %d, where its threads run (hot node %d)",
-                             strcmp(mode, "balance") == 0 ? "moving its misplaced memory" :
+                             strcmp(mode, "balance") == 0 || strcmp(mode, "place") == 0 ? "moving its misplaced memory" :
                              v->opts->dry_run ? "dry run: would move its misplaced memory" :
                              "advise mode: would move its misplaced memory",
                              p->target_node, p->hot_node);
@@ -775,6 +821,76 @@ static void put_cooldown(struct json *j, const struct manager_view *v, const str
         json_object_end(j);
 }
 
+/* Threads explain lists with their placement, at most. */
+#define EXPLAIN_THREADS_MAX 64
+
+static char *placement_text(const struct manager_view *v, const struct proc_rec *p) {
+        const struct proc_place *pp = p->place;
+        char *text = NULL;
+        int r;
+
+        if (pp->placed >= 0)
+                r = asprintf(&text, "threads placed on node %u (%s): %u thread(s) narrowed to its CPUs",
+                             v->topo->nodes[pp->placed].id, thread_place_reason_name(pp->placed_reason),
+                             pp->threads_held);
+        else if (pp->skip != PLACER_DECIDED)
+                r = asprintf(&text, "threads not placed: %s", placer_skip_name(pp->skip));
+        else if (pp->action == TP_PLACE)
+                r = asprintf(&text, "%s its %u busy thread(s) on node %u (%s)",
+                             p->cg && p->cg->mode == CG_MODE_PLACE && !v->opts->dry_run ? "placing" : "would place",
+                             pp->n_busy, v->topo->nodes[pp->node].id, thread_place_reason_name(pp->reason));
+        else if (pp->decided_ms)
+                r = asprintf(&text, "threads not placed: %s", thread_place_reason_name(pp->reason));
+        else
+                r = asprintf(&text, "threads not decided yet");
+        return r < 0 ? NULL : text;
+}
+
+/* Where each thread was placed and why (mode place and advise only). */
+static void put_placement(struct json *j, const struct manager_view *v, const struct proc_rec *p, uint64_t now) {
+        const struct proc_place *pp = p->place;
+        _cleanup_free_ char *text = NULL;
+
+        json_key(j, "placement");
+        if (!pp || !(text = placement_text(v, p))) {
+                json_null(j);
+                return;
+        }
+        json_object_begin(j);
+        json_key(j, "explanation"); json_string(j, text);
+        json_key(j, "placed_node"); put_node_index(j, v, pp->placed);
+        json_key(j, "placed_reason");
+        json_string(j, pp->placed >= 0 ? thread_place_reason_name(pp->placed_reason) : NULL);
+        json_key(j, "placed_for_ms"); json_u64(j, pp->placed >= 0 && now > pp->placed_at_ms ? now - pp->placed_at_ms : 0);
+        json_key(j, "decision"); json_string(j, pp->decided_ms ? thread_place_action_name(pp->action) : NULL);
+        json_key(j, "decision_node"); put_node_index(j, v, pp->decided_ms ? pp->node : -1);
+        json_key(j, "reason"); json_string(j, placement_word(p));
+        json_key(j, "busy_threads"); json_u64(j, pp->n_busy);
+        json_key(j, "threads_to_move"); json_u64(j, pp->threads_to_move);
+        json_key(j, "bytes_to_follow"); json_u64(j, pp->bytes_to_copy);
+        json_key(j, "threads_total"); json_u64(j, pp->tl.n_threads);
+        json_key(j, "threads"); json_array_begin(j);
+        for (size_t i = 0; i < pp->tl.n_threads && i < EXPLAIN_THREADS_MAX; i++) {
+                const struct thread_load_thread *th = &pp->tl.threads[i];
+                bool held = placer_thread_held(v->placer, p->pid, th->tid);
+                bool alone = placer_thread_left_alone(v->placer, p->pid, th->tid);
+
+                json_object_begin(j);
+                json_key(j, "tid"); json_i64(j, th->tid);
+                json_key(j, "node"); put_node_index(j, v, th->node);
+                json_key(j, "busy"); json_double(j, th->busy);
+                json_key(j, "placed"); json_bool(j, held);
+                json_key(j, "why");
+                json_string(j, held ? "narrowed to the placed node's CPUs" :
+                               alone ? "its application changed its affinity after the daemon did: left alone" :
+                               pp->placed >= 0 ? "not narrowed: its affinity is the application's, or it started later" :
+                               "not placed");
+                json_object_end(j);
+        }
+        json_array_end(j);
+        json_object_end(j);
+}
+
 static int explain_watched(const struct manager_view *v, const struct proc_rec *p, struct json *j) {
         _cleanup_free_ char *text = NULL;
         char mems[NODEMASK_STRMAX];
@@ -806,6 +922,7 @@ static int explain_watched(const struct manager_view *v, const struct proc_rec *
         put_move_stop(j, p, now);
         put_page_level(j, p);
         put_cooldown(j, v, p, now);
+        put_placement(j, v, p, now);
 
         json_key(j, "scan_interval_ms"); json_u64(j, p->interval_ms);
         json_key(j, "next_scan_in_ms"); json_u64(j, p->next_scan_ms > now ? p->next_scan_ms - now : 0);

@@ -350,6 +350,16 @@ static bool update_locality(const struct scan_env *env, struct proc_rec *p, cons
         return changing;
 }
 
+/* For the thread placement (placer.h): what placing its threads on each node would
+ * leave remote. Out of memory: none known, and the placer leaves it alone. */
+static void note_stuck_away(const struct scan_env *env, struct proc_rec *p, const struct plan_input *in,
+                            const struct plan_params *pp) {
+        if (!p->stuck_away)
+                p->stuck_away = calloc(env->topo->n_nodes ? env->topo->n_nodes : 1, sizeof(*p->stuck_away));
+        if (p->stuck_away)
+                plan_stuck_away(env->topo, in, pp, p->stuck_away);
+}
+
 /* One line when the decision changed (its reason, or in advise mode the amount). */
 static void log_decision(const struct scan_env *env, const struct proc_rec *p, const struct plan *plan) {
         struct log_fields lf = {};
@@ -482,6 +492,8 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         if (r < 0)
                 return r;
         changing = update_locality(env, p, rd.maps, cpu);
+        if (p->cg->mode == CG_MODE_PLACE || p->cg->mode == CG_MODE_ADVISE)
+                note_stuck_away(env, p, &in, &pp);
         s->cost_ns[STAGE_DECIDE] = cost_thread_ns() - t1;
 
         log_decision(env, p, &s->plan);

@@ -622,7 +622,7 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
         r = visit_dir(w, fd, path, st, depth, parent, &here);
         if (r < 0)
                 return r;
-        entry = here.mode == CG_MODE_ADVISE || here.mode == CG_MODE_BALANCE;
+        entry = here.mode == CG_MODE_ADVISE || cg_mode_moves(here.mode);
         if (entry) {
                 r = add_entry(w, path, &here);
                 if (r < 0)

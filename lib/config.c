@@ -441,7 +441,7 @@ fail:
 }
 
 static void accepted_cgroups(const struct conf_key *k, char *buf, size_t size) {
-        snprintf(buf, size, "/PATH=balance|advise|off, separated by spaces or commas; PATH without . or .. components");
+        snprintf(buf, size, "/PATH=place|balance|advise|off, separated by spaces or commas; PATH without . or .. components");
 }
 
 static const struct conf_type type_u64 = { parse_u64_field, accepted_range, CONFIG_STORAGE_INLINE };
@@ -540,6 +540,12 @@ static const struct conf_key conf_keys[] = {
           "being there; empty: the nodes the kernel puts in a tier below DRAM's "
           "(/sys/devices/virtual/memory_tiering), and nodes without CPUs unless the kernel puts them in a "
           "faster tier" },
+
+        { KEY("decide", "place_hold_ms"), &type_u64, 0, DAY_MS, F(place_hold_ms), "60000",
+          "mode place: a process whose threads were placed on a node stays there at least this long" },
+        { KEY("decide", "place_thread_cost"), &type_size_kb, 0, TIB, F(place_thread_cost_kb), "16M",
+          "mode place: what moving one busy thread to another node is taken to cost, as bytes of "
+          "memory copied (its caches refill there); threads move to their memory when that is cheaper" },
 
         { KEY("migrate", "rate_limit_mb_s"), &type_u64, 0, 1048576, F(rate_limit_mb_s), "1024",
           "copy budget for all migrations together in MB/s; 0: unlimited" },
@@ -1504,7 +1510,7 @@ int config_load(const char *path, unsigned flags, struct nb_config *cfg, struct 
 
 static const char *const cg_mode_names[] = {
         [CG_MODE_UNSET] = "unset", [CG_MODE_OFF] = "off", [CG_MODE_ADVISE] = "advise",
-        [CG_MODE_BALANCE] = "balance",
+        [CG_MODE_BALANCE] = "balance", [CG_MODE_PLACE] = "place",
 };
 
 /* Exact lower-case words, as in the kernel's own control files: "Balance" is a typo
@@ -1516,7 +1522,7 @@ int cg_mode_parse(const char *s, size_t len, enum cg_mode *ret) {
                 return -EINVAL;
         if (len > 0 && s[len - 1] == '\n')
                 len--;
-        for (int m = CG_MODE_OFF; m <= CG_MODE_BALANCE; m++)
+        for (int m = CG_MODE_OFF; m <= CG_MODE_PLACE; m++)
                 if (strlen(cg_mode_names[m]) == len && memcmp(cg_mode_names[m], s, len) == 0) {
                         *ret = (enum cg_mode) m;
                         return 0;

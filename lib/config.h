@@ -14,7 +14,13 @@
 
 #define CONFIG_DEFAULT_PATH SYSCONFDIR "/numabalanced.conf"
 
-enum cg_mode { CG_MODE_UNSET = 0, CG_MODE_OFF, CG_MODE_ADVISE, CG_MODE_BALANCE };
+/* place: balance, and the busy threads of a process placed beside its memory when that
+ * is cheaper than moving the memory (lib/thread-place.c). Ordered: every mode from
+ * BALANCE on moves pages (cg_mode_moves()). */
+enum cg_mode { CG_MODE_UNSET = 0, CG_MODE_OFF, CG_MODE_ADVISE, CG_MODE_BALANCE, CG_MODE_PLACE };
+
+/* Whether a cgroup in mode m has its pages moved: balance and place. */
+static inline bool cg_mode_moves(enum cg_mode m) { return m == CG_MODE_BALANCE || m == CG_MODE_PLACE; }
 
 enum knb_action { KNB_LEAVE, KNB_DISABLE };
 enum sample_source { SOURCE_AUTO, SOURCE_PROC, SOURCE_BPF };
@@ -63,6 +69,8 @@ struct nb_config {
         bool move_mlocked;           /* move locked (mlock) VMAs too */
         uint64_t min_misplaced_kb;   /* a VMA with less misplaced memory is left alone */
         nb_nodemask slow_nodes;      /* a lower memory tier; empty: topology's default rule */
+        uint64_t place_hold_ms;      /* mode place: a placement holds at least this long */
+        uint64_t place_thread_cost_kb; /* mode place: moving a busy thread, in bytes copied */
 
         /* [migrate] */
         uint64_t rate_limit_mb_s;    /* global copy budget, 0 = unlimited */

@@ -540,6 +540,33 @@ int plan_decide(const struct topology *t, const struct plan_input *in, const str
         return 0;
 }
 
+/* For the thread placement (lib/thread-place.h): per topology index n, the bytes of
+ * the process NOT on node n that could not be brought to n: their VMA's policy does
+ * not allow n (a bind, the cpuset, a thread's policy), or the VMA does not move at all
+ * (interleaved, shared by several processes, locked, a slow node's pages, which only a
+ * promotion moves). Placing the threads on n leaves exactly these bytes remote. */
+void plan_stuck_away(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                     uint64_t *ret) {
+        for (unsigned n = 0; n < t->n_nodes; n++)
+                ret[n] = 0;
+        for (size_t i = 0; i < in->maps->n_vmas; i++) {
+                const struct vma *v = &in->maps->vmas[i];
+                const struct node_pages *np = vma_node_pages(in->maps, v);
+                nb_nodemask allowed;
+                bool fixed = vma_allowed(t, in, p, v, &allowed, NULL) != POLICY_MOVABLE ||
+                             v->mapmax > 1 || vma_locked(in, p, i);
+
+                for (unsigned n = 0; n < t->n_nodes; n++) {
+                        unsigned id = t->nodes[n].id;
+                        bool may_come = !fixed && nodemask_test(&allowed, id);
+
+                        for (size_t k = 0; k < v->np_count; k++)
+                                if (np[k].node != id && (!may_come || topology_node_slow(t, np[k].node)))
+                                        ret[n] = sat_add(ret[n], vma_bytes(v, np[k].pages));
+                }
+        }
+}
+
 uint64_t plan_node_room(const struct topology *t, int node, const struct plan_params *p) {
         int idx = node >= 0 ? topology_node_index(t, (unsigned) node) : -1;
 

@@ -149,6 +149,11 @@ void plan_done(struct plan *p);
 
 /* Bytes of base pages node may take before it reaches its free-memory floor (0 at or
  * below it), from the topology's last free-memory reading. */
+/* Per topology index n, the bytes not on n that no move could bring to n (policy,
+ * interleave, sharing, locking, a slow node): what placing the threads on n leaves
+ * remote. ret has t->n_nodes entries. */
+void plan_stuck_away(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                     uint64_t *ret);
 uint64_t plan_node_room(const struct topology *t, int node, const struct plan_params *p);
 
 /* Page-level moves from sampled memory accesses (lib/page-agg's two-sample rule:

@@ -292,7 +292,7 @@ TEST(errors_cpu_lists) {
                "(accepted: a CPU list such as 0-1,8 with CPUs below 8192, or empty for the lowest-numbered online CPU)");
 }
 
-#define CG_ACCEPTED "(accepted: /PATH=balance|advise|off, separated by spaces or commas; PATH without . or .. components)"
+#define CG_ACCEPTED "(accepted: /PATH=place|balance|advise|off, separated by spaces or commas; PATH without . or .. components)"
 TEST(errors_cgroup_rules) {
         ERRORS("cg-relative.conf",
                "[select]\ncgroups = /a=balance db.slice=balance\n",
@@ -403,6 +403,10 @@ TEST(cg_mode_parse_valid) {
         CHECK_INT(m, CG_MODE_ADVISE);
         CHECK_INT(cg_mode_parse("off", 3, &m), 0);
         CHECK_INT(m, CG_MODE_OFF);
+        CHECK_INT(cg_mode_parse("place", 5, &m), 0);
+        CHECK_INT(m, CG_MODE_PLACE);
+        CHECK(cg_mode_moves(CG_MODE_PLACE) && cg_mode_moves(CG_MODE_BALANCE));
+        CHECK(!cg_mode_moves(CG_MODE_ADVISE) && !cg_mode_moves(CG_MODE_OFF));
 }
 
 /* Anything else is -EINVAL and leaves the output alone. */
@@ -468,7 +472,7 @@ TEST(shipped_conf_lists_every_key) {
                 CHECK_MSG(sec && at && !(next && at > next), "%s: \"#%s = DEFAULT\" not found in section %s",
                           CONF_FILE, dot + 1, header + 1);
         }
-        CHECK_INT(n_keys, 30);
+        CHECK_INT(n_keys, 32);
 }
 
 /* The text with its "#key = value" lines (no space after '#') uncommented; "# text"

@@ -127,6 +127,29 @@ TEST(default_policy_moves_to_the_threads_node) {
 
 /* Sparse mappings (an ASan shadow, a heap reservation): a 16 TiB VMA with 4 MiB in
  * it is left alone (the executor would walk 16 TiB), with its bytes counted. */
+/* What placing the threads on a node would leave remote: a VMA bound to node 0 cannot
+ * come to node 1; a default one can; an interleaved one moves nowhere. */
+TEST(stuck_away_by_policy) {
+        struct topology *t = topo2();
+        struct numa_maps *maps = NULL;
+        const char *text = "7f0000000000 bind:0 anon=256 N0=256 kernelpagesize_kB=4\n"
+                           "7f1000000000 default anon=512 N0=256 N1=256 kernelpagesize_kB=4\n"
+                           "7f2000000000 interleave:0-1 anon=128 N0=64 N1=64 kernelpagesize_kB=4\n";
+        uint64_t cpu[2] = { 0, 1000000 }, stuck[2];
+        struct plan_input in = { .cpu_ns = cpu };
+
+        CHECK_INT(numa_maps_parse(text, strlen(text), &maps), 0);
+        in.maps = maps;
+        nodemask_parse("0-1", &in.mems_allowed);
+        plan_stuck_away(t, &in, &defaults, stuck);
+        /* On node 0: only the interleaved VMA's 64 pages on node 1 stay away. */
+        CHECK_INT(stuck[0], 64 * 4096);
+        /* On node 1: the bound VMA's 256 pages and the interleaved 64 on node 0. */
+        CHECK_INT(stuck[1], (256 + 64) * 4096);
+        numa_maps_free(maps);
+        topology_free(t);
+}
+
 TEST(sparse_16tib_vma_left_alone) {
         _cleanup_(topology_freep) struct topology *t = topo2();
         const uint64_t cpu[] = { 0, 1000000 };

@@ -362,6 +362,10 @@ class Env:
         r = sh(self.ctl, "show", "--json", str(pid))
         return json.loads(r.stdout)
 
+    def status(self):
+        """The daemon's status as numabalancectl status --json gives it."""
+        return json.loads(sh(self.ctl, "status", "--json").stdout)
+
     def region_nodes(self, pid, start):
         """Pages per node of the VMA at start, from numa_maps directly (the kernel's view)."""
         with open(f"/proc/{pid}/numa_maps") as f:
@@ -584,3 +588,103 @@ def wait_log(env, text, timeout=60):
         if time.time() >= deadline:
             fail(f"the daemon never logged {text!r}")
         time.sleep(0.1)
+
+
+# --- thread placement (mode place) --------------------------------------------
+
+def thread_cpus(pid, tid):
+    """A thread's CPU affinity as the kernel has it (Cpus_allowed_list), a sorted list."""
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                return sys_list_text(line.split(":", 1)[1])
+    return []
+
+
+def sys_list_text(text):
+    out = []
+    for part in text.strip().split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out.extend(range(int(a), int(b or a) + 1))
+    return out
+
+
+def all_thread_cpus(pid):
+    """{tid: affinity} of every thread of pid."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out[int(tid)] = thread_cpus(pid, tid)
+        except OSError:
+            pass
+    return out
+
+
+def thread_node(pid, tid):
+    """The node of the CPU the thread last ran on (stat field 39)."""
+    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return cpu_nodes()[int(fields[36])]
+
+
+def thread_runtime_ns(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def process_node_pages(pid):
+    """{node: pages} of the whole process, from numa_maps (base and huge pages alike
+    counted in 4 KiB units)."""
+    out = {}
+    with open(f"/proc/{pid}/numa_maps") as f:
+        for line in f:
+            kb = 4
+            for tok in line.split():
+                if tok.startswith("kernelpagesize_kB="):
+                    kb = int(tok.split("=")[1])
+            for tok in line.split():
+                if tok.startswith("N") and "=" in tok:
+                    k, v = tok[1:].split("=")
+                    out[int(k)] = out.get(int(k), 0) + int(v) * kb // 4
+    return out
+
+
+def vmstat(key):
+    with open("/proc/vmstat") as f:
+        for line in f:
+            k, v = line.split()
+            if k == key:
+                return int(v)
+    return 0
+
+
+def start_gather(env, cg, size_mb, touch, start, threads=2, affinity="free", policy="default"):
+    """tests/vm/gather in cgroup cg: size_mb first-touched on node touch, threads
+    reading it started on node start (free: their affinity given back, so the
+    scheduler or the daemon may move them; pinned: the application's own choice).
+    Returns (Popen, region start, [reader tids])."""
+    ready = env.tmp_path(f"gather.{len(env.procs)}")
+    procs_file = os.path.join(cg, "cgroup.procs")
+
+    def enter():
+        with open(procs_file, "w") as f:
+            f.write(str(os.getpid()))
+
+    exe = os.path.join(env.build, "tests", "vm", "gather")
+    p = subprocess.Popen([exe, str(size_mb), str(touch), str(start), str(threads), affinity, policy, ready],
+                         preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env.procs.append(p)
+    deadline = time.time() + 120
+    while not os.path.exists(ready):
+        if p.poll() is not None:
+            fail(f"gather exited: {p.stderr.read().decode()}")
+        if time.time() >= deadline:
+            fail("gather did not get ready")
+        time.sleep(0.2)
+    fields = open(ready).read().split()
+    return p, int(fields[1], 16), [int(t) for t in fields[3:]]
+
+
+def explain(env, pid):
+    return json.loads(sh(env.ctl, "explain", "--json", str(pid)).stdout)

@@ -1,0 +1,1055 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Threads' CPU affinity narrowed to a node and given back (affinity.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "affinity.h"
+#include "cleanup.h"
+#include "log.h"
+#include "parse.h"
+#include "proc.h"
+
+#define STATE_HEADER "numabalanced-affinity 1"
+/* A state file bigger than this was not written by us: 65,536 lines of two short lists
+ * take a few MiB; the longest lists (every other CPU of 8,192) would take more, and are
+ * refused with the file. */
+#define STATE_FILE_MAX (64u << 20)
+/* pid_max is at most 4,194,304 (PID_MAX_LIMIT). */
+#define PID_LIMIT 4194304
+
+/* A record's flags, as written in the state file. */
+enum {
+        /* The application (or a cpuset change) set another mask after we placed it:
+         * never touched again, never restored. */
+        AT_LEFT_ALONE = 1,
+        /* A thread of a placed process that we did not narrow: known, so that it is never
+         * taken for a new thread that inherited our mask; may be placed later. */
+        AT_KNOWN = 2,
+};
+#define AT_FLAGS_KNOWN (AT_LEFT_ALONE | AT_KNOWN)
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+struct aff_thread {
+        pid_t tid;
+        unsigned flags;
+        unsigned call;             /* the affinity_place() call that last planned it */
+        uint64_t tid_start;
+        unsigned nwords;           /* of each mask in masks */
+        uint64_t *masks;           /* the original in [0, nwords), the placed mask in [nwords, 2 nwords) */
+};
+
+struct aff_proc {
+        pid_t pid;
+        uint64_t start_time;
+        int node_first;            /* first CPU of the last node_cpus, -1 before */
+        size_t n, cap;
+        struct aff_thread *threads;   /* sorted by tid */
+};
+
+struct affinity_keeper {
+        char *state_path, *proc_root;
+        struct aff_proc *procs;    /* sorted by pid */
+        size_t n_procs, cap_procs;
+        size_t n_threads;          /* records in all */
+        unsigned beyond;           /* threads of this affinity_place() call beyond the bounds */
+        unsigned call;             /* affinity_place() calls so far: a tid given twice is planned once */
+        size_t max_proc, max_all;  /* the bounds: AFFINITY_THREADS_PROC_MAX, AFFINITY_THREADS_MAX */
+        bool dirty;                /* the records differ from the file */
+        cpu_set_t *set;            /* scratch for the affinity calls */
+        size_t set_size;
+        char *list_a, *list_b;     /* scratch for cpu lists, CPUMASK_STRMAX each */
+        affinity_before_set_fn hook;
+        void *hook_userdata;
+};
+
+static struct affinity_counts no_counts;
+
+/* --- masks --------------------------------------------------------------------- */
+
+static unsigned used_words(const nb_cpumask *m) {
+        unsigned n = ELEMENTSOF(m->w);
+        while (n > 0 && m->w[n - 1] == 0)
+                n--;
+        return n;
+}
+
+static void thread_original(const struct aff_thread *t, nb_cpumask *ret) {
+        *ret = (nb_cpumask) {};
+        memcpy(ret->w, t->masks, t->nwords * sizeof(uint64_t));
+}
+
+static void thread_placed(const struct aff_thread *t, nb_cpumask *ret) {
+        *ret = (nb_cpumask) {};
+        memcpy(ret->w, t->masks + t->nwords, t->nwords * sizeof(uint64_t));
+}
+
+/* Stores both masks trimmed to the words they use: 16 bytes a thread on a machine of
+ * 64 CPUs, rather than 2 KiB. */
+static int thread_set_masks(struct aff_thread *t, const nb_cpumask *original, const nb_cpumask *placed) {
+        unsigned a = used_words(original), b = used_words(placed), nw = a > b ? a : b;
+        uint64_t *m = calloc(2 * (size_t) (nw ? nw : 1), sizeof(uint64_t));
+
+        if (!m)
+                return -ENOMEM;
+        memcpy(m, original->w, nw * sizeof(uint64_t));
+        memcpy(m + nw, placed->w, nw * sizeof(uint64_t));
+        free(t->masks);
+        t->masks = m;
+        t->nwords = nw;
+        return 0;
+}
+
+static bool thread_placed_equals(const struct aff_thread *t, const nb_cpumask *m) {
+        nb_cpumask p;
+        thread_placed(t, &p);
+        return cpumask_equal(&p, m);
+}
+
+static bool cpumask_subset(const nb_cpumask *sub, const nb_cpumask *super) {
+        for (size_t i = 0; i < ELEMENTSOF(sub->w); i++)
+                if (sub->w[i] & ~super->w[i])
+                        return false;
+        return true;
+}
+
+/* --- the kernel: affinity, identity ------------------------------------------ */
+
+static int get_affinity(struct affinity_keeper *k, pid_t tid, nb_cpumask *ret) {
+        CPU_ZERO_S(k->set_size, k->set);
+        if (sched_getaffinity(tid, k->set_size, k->set) < 0)
+                return -errno;
+        *ret = (nb_cpumask) {};
+        /* Word by word, a zero word skipped: 8,192 CPU_ISSET_S() a call cost more than
+         * the system call. */
+        for (size_t i = 0; i < k->set_size / sizeof(__cpu_mask); i++) {
+                __cpu_mask word = k->set->__bits[i];
+                for (unsigned b = 0; word; b++, word >>= 1)
+                        if (word & 1)
+                                cpumask_set(ret, (unsigned) (i * 8 * sizeof(__cpu_mask) + b));
+        }
+        return 0;
+}
+
+static int set_affinity(struct affinity_keeper *k, pid_t tid, const nb_cpumask *m) {
+        if (k->hook)
+                k->hook(k->hook_userdata, tid, m);
+        CPU_ZERO_S(k->set_size, k->set);
+        CPUMASK_FOREACH(c, m)
+                CPU_SET_S((size_t) c, k->set_size, k->set);
+        if (sched_setaffinity(tid, k->set_size, k->set) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Whether pid is still the process that started at start_time: its pidfd not readable
+ * (it has not exited, so the pid is not reused), or without one its start time. */
+static bool proc_same(const struct affinity_keeper *k, pid_t pid, uint64_t start_time, int pidfd) {
+        struct proc_stat st;
+
+        if (pidfd >= 0) {
+                struct pollfd p = { .fd = pidfd, .events = POLLIN };
+                return poll(&p, 1, 0) == 0;
+        }
+        return proc_read_stat(k->proc_root, pid, &st) == 0 && st.starttime == start_time;
+}
+
+/* Whether tid is still a thread of pid that started at tid_start. */
+static bool thread_same(const struct affinity_keeper *k, pid_t pid, pid_t tid, uint64_t tid_start) {
+        struct proc_stat st;
+        return proc_read_task_stat(k->proc_root, pid, tid, &st) == 0 && st.starttime == tid_start;
+}
+
+static int thread_start(const struct affinity_keeper *k, pid_t pid, pid_t tid, uint64_t *ret) {
+        struct proc_stat st;
+        int r = proc_read_task_stat(k->proc_root, pid, tid, &st);
+        if (r < 0)
+                return r;
+        *ret = st.starttime;
+        return 0;
+}
+
+/* --- records ------------------------------------------------------------------- */
+
+static struct aff_proc *find_proc(const struct affinity_keeper *k, pid_t pid) {
+        size_t lo = 0, hi = k->n_procs;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (k->procs[mid].pid == pid)
+                        return &k->procs[mid];
+                if (k->procs[mid].pid < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+static struct aff_proc *add_proc(struct affinity_keeper *k, pid_t pid, uint64_t start_time) {
+        size_t i = 0;
+
+        if (k->n_procs == k->cap_procs) {
+                size_t cap = k->cap_procs ? 2 * k->cap_procs : 16;
+                struct aff_proc *p = reallocarray(k->procs, cap, sizeof(*p));
+                if (!p)
+                        return NULL;
+                k->procs = p;
+                k->cap_procs = cap;
+        }
+        while (i < k->n_procs && k->procs[i].pid < pid)
+                i++;
+        memmove(k->procs + i + 1, k->procs + i, (k->n_procs - i) * sizeof(*k->procs));
+        k->procs[i] = (struct aff_proc) { .pid = pid, .start_time = start_time, .node_first = -1 };
+        k->n_procs++;
+        return &k->procs[i];
+}
+
+static void remove_proc(struct affinity_keeper *k, struct aff_proc *p) {
+        size_t i = (size_t) (p - k->procs);
+
+        for (size_t j = 0; j < p->n; j++)
+                free(p->threads[j].masks);
+        free(p->threads);
+        k->n_threads -= p->n;
+        memmove(k->procs + i, k->procs + i + 1, (k->n_procs - i - 1) * sizeof(*k->procs));
+        k->n_procs--;
+        k->dirty = true;
+}
+
+static struct aff_thread *find_thread(const struct aff_proc *p, pid_t tid) {
+        size_t lo = 0, hi = p->n;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (p->threads[mid].tid == tid)
+                        return &p->threads[mid];
+                if (p->threads[mid].tid < tid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+/* A new record, within the bounds: -E2BIG beyond them (the caller logs), -ENOMEM.
+ * Pointers into p->threads are stale after it. */
+static int add_thread(struct affinity_keeper *k, struct aff_proc *p, pid_t tid, uint64_t tid_start, unsigned flags,
+                      const nb_cpumask *original, const nb_cpumask *placed, struct aff_thread **ret) {
+        struct aff_thread t = { .tid = tid, .tid_start = tid_start, .flags = flags };
+        size_t i = 0;
+
+        if (p->n >= k->max_proc || k->n_threads >= k->max_all)
+                return -E2BIG;
+        if (p->n == p->cap) {
+                size_t cap = p->cap ? 2 * p->cap : 8;
+                struct aff_thread *a = reallocarray(p->threads, cap, sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                p->threads = a;
+                p->cap = cap;
+        }
+        if (thread_set_masks(&t, original, placed) < 0)
+                return -ENOMEM;
+        while (i < p->n && p->threads[i].tid < tid)
+                i++;
+        memmove(p->threads + i + 1, p->threads + i, (p->n - i) * sizeof(t));
+        p->threads[i] = t;
+        p->n++;
+        k->n_threads++;
+        k->dirty = true;
+        if (ret)
+                *ret = &p->threads[i];
+        return 0;
+}
+
+static void remove_thread(struct affinity_keeper *k, struct aff_proc *p, struct aff_thread *t) {
+        size_t i = (size_t) (t - p->threads);
+
+        free(t->masks);
+        memmove(p->threads + i, p->threads + i + 1, (p->n - i - 1) * sizeof(*t));
+        p->n--;
+        k->n_threads--;
+        k->dirty = true;
+}
+
+static size_t proc_held(const struct aff_proc *p) {
+        size_t n = 0;
+        for (size_t i = 0; i < p->n; i++)
+                n += p->threads[i].flags == 0;
+        return n;
+}
+
+/* --- the state file ------------------------------------------------------------ */
+
+static int write_records(struct affinity_keeper *k, FILE *f) {
+        fprintf(f, "%s\n", STATE_HEADER);
+        for (size_t i = 0; i < k->n_procs; i++) {
+                const struct aff_proc *p = &k->procs[i];
+                for (size_t j = 0; j < p->n; j++) {
+                        const struct aff_thread *t = &p->threads[j];
+                        nb_cpumask o, pl;
+
+                        thread_original(t, &o);
+                        thread_placed(t, &pl);
+                        cpumask_format(&o, k->list_a, CPUMASK_STRMAX);
+                        cpumask_format(&pl, k->list_b, CPUMASK_STRMAX);
+                        fprintf(f, "%d %" PRIu64 " %d %" PRIu64 " %s %s %u\n", (int) p->pid, p->start_time,
+                                (int) t->tid, t->tid_start, k->list_a, k->list_b, t->flags);
+                }
+        }
+        return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+}
+
+static int make_parent_dir(const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        char *slash;
+
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return 0;
+        *slash = 0;
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* Every record to the state file: written whole to a temporary file beside it (mode
+ * 0600), synced, renamed over it, so that a daemon killed at any instant leaves the
+ * old file or the new one, never half of one. */
+static int save(struct affinity_keeper *k) {
+        _cleanup_free_ char *tmp = NULL;
+        FILE *f;
+        int fd, r;
+
+        r = make_parent_dir(k->state_path);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to make the directory of %s: %m", k->state_path);
+        if (asprintf(&tmp, "%s.XXXXXX", k->state_path) < 0) {
+                tmp = NULL;
+                return log_warning_errno(-ENOMEM, "Out of memory");
+        }
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return log_warning_errno(-errno, "Failed to create %s: %m", tmp);
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = -errno;
+                close(fd);
+                (void) unlink(tmp);
+                return log_warning_errno(r, "Failed to open %s: %m", tmp);
+        }
+        r = write_records(k, f);
+        if (r >= 0 && (fchmod(fd, 0600) < 0 || fsync(fd) < 0))
+                r = -errno;
+        if (fclose(f) != 0 && r >= 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, k->state_path) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlink(tmp);
+                return log_warning_errno(r, "Failed to write the threads' original affinities to %s: %m",
+                                         k->state_path);
+        }
+        k->dirty = false;
+        return 0;
+}
+
+static int save_if_dirty(struct affinity_keeper *k) {
+        return k->dirty ? save(k) : 0;
+}
+
+/* One line of the state file: "pid start tid tid_start original placed flags\n", every
+ * field present and valid, the placed mask within the original. Anything else (a line
+ * cut by a crash, an edit) is refused: it must not make us change some random thread. */
+struct line {
+        pid_t pid, tid;
+        uint64_t start_time, tid_start;
+        unsigned flags;
+        nb_cpumask original, placed;
+};
+
+static int parse_line(char *s, size_t len, struct line *ret) {
+        char *field[7];
+        size_t n = 0;
+        uint64_t v;
+
+        if (len == 0 || s[len - 1] != '\n' || strlen(s) != len)
+                return -EINVAL;    /* cut short, or a NUL byte inside */
+        s[len - 1] = 0;
+        for (char *p = s; n < ELEMENTSOF(field); n++) {
+                field[n] = p;
+                p = strchr(p, ' ');
+                if (!p)
+                        break;
+                *p++ = 0;
+        }
+        if (n != ELEMENTSOF(field) - 1 || strchr(field[6], ' '))
+                return -EINVAL;
+        if (parse_u64(field[0], 1, PID_LIMIT, &v) < 0)
+                return -EINVAL;
+        ret->pid = (pid_t) v;
+        if (parse_u64(field[1], 0, UINT64_MAX, &ret->start_time) < 0)
+                return -EINVAL;
+        if (parse_u64(field[2], 1, PID_LIMIT, &v) < 0)
+                return -EINVAL;
+        ret->tid = (pid_t) v;
+        if (parse_u64(field[3], 0, UINT64_MAX, &ret->tid_start) < 0)
+                return -EINVAL;
+        if (!*field[4] || !*field[5] || cpumask_parse(field[4], &ret->original) < 0 ||
+            cpumask_parse(field[5], &ret->placed) < 0)
+                return -EINVAL;
+        if (cpumask_weight(&ret->placed) == 0 || !cpumask_subset(&ret->placed, &ret->original))
+                return -EINVAL;
+        if (parse_u64(field[6], 0, AT_FLAGS_KNOWN, &v) < 0 || v == AT_FLAGS_KNOWN)
+                return -EINVAL;
+        ret->flags = (unsigned) v;
+        return 0;
+}
+
+static void load_line(struct affinity_keeper *k, const struct line *l, unsigned lineno) {
+        struct aff_proc *p = find_proc(k, l->pid);
+        int r;
+
+        if (p && p->start_time != l->start_time) {
+                log_warning("%s:%u: process %d has another start time than on an earlier line, ignoring the line",
+                            k->state_path, lineno, (int) l->pid);
+                return;
+        }
+        if (p && find_thread(p, l->tid)) {
+                log_warning("%s:%u: thread %d of process %d recorded twice, ignoring the line", k->state_path, lineno,
+                            (int) l->tid, (int) l->pid);
+                return;
+        }
+        if (!p)
+                p = add_proc(k, l->pid, l->start_time);
+        if (!p) {
+                log_warning_errno(-ENOMEM, "%s:%u: out of memory, ignoring the line", k->state_path, lineno);
+                return;
+        }
+        r = add_thread(k, p, l->tid, l->tid_start, l->flags, &l->original, &l->placed, NULL);
+        if (r < 0)
+                log_warning_errno(r, "%s:%u: thread %d of process %d not loaded: %s", k->state_path, lineno,
+                                  (int) l->tid, (int) l->pid, r == -E2BIG ? "too many threads" : "out of memory");
+        if (p->n == 0)
+                remove_proc(k, p);
+}
+
+/* Opens the state file if it is ours to trust: a regular file (not followed through a
+ * symlink), owned by us, writable by no one else, of a sane size. -ENOENT: none. */
+static int open_state(const struct affinity_keeper *k, FILE **ret) {
+        struct stat st;
+        FILE *f;
+        int fd;
+
+        fd = open(k->state_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return -ENOENT;
+                return log_warning_errno(-errno, "Failed to open %s, restoring no thread's affinity from it: %m",
+                                         k->state_path);
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
+            st.st_size > (off_t) STATE_FILE_MAX) {
+                close(fd);
+                return log_warning_errno(-EPERM, "%s is not a regular file of ours (owner, mode 0600, at most "
+                                         "%u MiB): restoring no thread's affinity from it", k->state_path,
+                                         STATE_FILE_MAX >> 20);
+        }
+        f = fdopen(fd, "r");
+        if (!f) {
+                close(fd);
+                return log_warning_errno(-ENOMEM, "Out of memory");
+        }
+        *ret = f;
+        return 0;
+}
+
+static int load(struct affinity_keeper *k) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        unsigned lineno = 0, bad = 0;
+        ssize_t len;
+        int r;
+
+        r = open_state(k, &f);
+        if (r < 0)
+                return r == -ENOENT ? 0 : r;
+        while ((len = getline(&buf, &size, f)) >= 0) {
+                struct line l;
+
+                lineno++;
+                if (lineno == 1) {
+                        if (strcmp(buf, STATE_HEADER "\n") != 0)
+                                return log_warning_errno(-EINVAL, "%s does not start with \"%s\": restoring no "
+                                                         "thread's affinity from it", k->state_path, STATE_HEADER);
+                        continue;
+                }
+                if (parse_line(buf, (size_t) len, &l) < 0) {
+                        if (bad++ < 10)
+                                log_warning("%s:%u: not a valid line, ignoring it", k->state_path, lineno);
+                        continue;
+                }
+                load_line(k, &l, lineno);
+        }
+        if (bad > 10)
+                log_warning("%s: %u invalid lines in all, ignored", k->state_path, bad);
+        return 0;
+}
+
+/* --- new threads --------------------------------------------------------------- */
+
+/* The record whose original a new thread carrying `cur` gets: the main thread's if it
+ * carries that placed mask, else the first such thread by tid. A thread inherits its
+ * creator's mask at clone, and which thread created it is not known: in a process
+ * whose threads had one original (the usual case) any of them is right. */
+static const struct aff_thread *donor(const struct aff_proc *p, const nb_cpumask *cur) {
+        const struct aff_thread *main_thread = find_thread(p, p->pid);
+
+        if (main_thread && main_thread->flags == 0 && thread_placed_equals(main_thread, cur))
+                return main_thread;
+        for (size_t i = 0; i < p->n; i++)
+                if (p->threads[i].flags == 0 && thread_placed_equals(&p->threads[i], cur))
+                        return &p->threads[i];
+        return NULL;
+}
+
+/* A thread not recorded whose mask is one we set: recorded with its donor's original,
+ * or given that original at once (restore_now, or beyond the bounds). */
+static void adopt_one(struct affinity_keeper *k, struct aff_proc *p, pid_t tid, bool restore_now,
+                      struct affinity_counts *c) {
+        const struct aff_thread *d;
+        nb_cpumask cur, original;
+        uint64_t start;
+        int r;
+
+        if (get_affinity(k, tid, &cur) < 0 || thread_start(k, p->pid, tid, &start) < 0)
+                return;    /* gone meanwhile */
+        d = donor(p, &cur);
+        if (!d) {
+                /* Born with a mask of its own: known, so that a mask its application
+                 * sets later equal to ours is never taken for one inherited. */
+                if (!restore_now)
+                        (void) add_thread(k, p, tid, start, AT_KNOWN, &cur, &cur, NULL);
+                return;
+        }
+        thread_original(d, &original);
+        if (!restore_now) {
+                r = add_thread(k, p, tid, start, 0, &original, &cur, NULL);
+                if (r >= 0) {
+                        c->placed++;
+                        return;
+                }
+                log_warning_errno(r, "Thread %d of process %d inherited the affinity we set, and cannot be recorded "
+                                  "(%s): giving it its original back now", (int) tid, (int) p->pid,
+                                  r == -E2BIG ? "too many threads" : "out of memory");
+        }
+        r = set_affinity(k, tid, &original);
+        if (r >= 0)
+                c->restored++;
+        else if (r == -ESRCH)
+                c->gone++;
+        else {
+                c->failed++;
+                log_warning_errno(r, "Failed to give thread %d of process %d its original affinity back: %m",
+                                  (int) tid, (int) p->pid);
+        }
+}
+
+/* Threads of p created since it was placed that inherited a mask we set. */
+static void adopt_new(struct affinity_keeper *k, struct aff_proc *p, bool restore_now, struct affinity_counts *c) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0;
+
+        if (proc_list_tasks(k->proc_root, p->pid, &tids, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                if (!find_thread(p, tids[i]))
+                        adopt_one(k, p, tids[i], restore_now, c);
+}
+
+/* Every thread of p not recorded yet, as known (not ours): so that a thread that
+ * existed when the process was placed is never taken for one that inherited our mask. */
+static void record_known(struct affinity_keeper *k, struct aff_proc *p) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0;
+
+        if (proc_list_tasks(k->proc_root, p->pid, &tids, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                nb_cpumask cur;
+                uint64_t start;
+
+                if (find_thread(p, tids[i]) || get_affinity(k, tids[i], &cur) < 0 ||
+                    thread_start(k, p->pid, tids[i], &start) < 0)
+                        continue;
+                if (add_thread(k, p, tids[i], start, AT_KNOWN, &cur, &cur, NULL) < 0)
+                        return;    /* the bound: placing says so for the threads it is given */
+        }
+}
+
+/* --- placing ------------------------------------------------------------------- */
+
+/* One thread to narrow: what it had before (to go back to if the change is not made). */
+struct step {
+        pid_t tid;
+        uint64_t tid_start;
+        unsigned prior_flags;
+        nb_cpumask prior_original, cur, target;
+};
+
+/* Decides one thread's new mask and records it (not yet in the file). Returns 1 when
+ * there is something to change (*s filled), 0 when not (counted). */
+static int plan_thread(struct affinity_keeper *k, struct aff_proc *p, pid_t tid, uint64_t tid_start,
+                       const nb_cpumask *expect, const nb_cpumask *node_cpus, struct step *s,
+                       struct affinity_counts *c) {
+        struct aff_thread *t = find_thread(p, tid);
+        nb_cpumask original;
+        int r;
+
+        if (!thread_same(k, p->pid, tid, tid_start) || get_affinity(k, tid, &s->cur) < 0) {
+                c->gone++;
+                return 0;
+        }
+        if (t && t->tid_start != tid_start) {    /* a tid reused: the record was of an exited thread */
+                remove_thread(k, p, t);
+                t = NULL;
+        }
+        if (t && t->call == k->call)
+                return 0;    /* given twice: the first is planned already */
+        if (t && t->flags & AT_LEFT_ALONE) {
+                c->left_alone++;
+                return 0;
+        }
+        if (t && t->flags == 0 && !thread_placed_equals(t, &s->cur)) {
+                t->flags = AT_LEFT_ALONE;    /* the application set its own mask since we placed it */
+                k->dirty = true;
+                c->left_alone++;
+                return 0;
+        }
+        if (expect && !cpumask_equal(expect, &s->cur)) {
+                c->left_alone++;    /* changed since the decision: decided again next time */
+                return 0;
+        }
+        if (t && t->flags == 0)
+                thread_original(t, &original);
+        else
+                original = s->cur;
+        cpumask_and(&s->target, node_cpus, &original);
+        if (cpumask_weight(&s->target) == 0 || cpumask_equal(&s->target, &s->cur)) {
+                c->left_alone++;    /* no CPU of the node allowed, or there already */
+                return 0;
+        }
+        s->tid = tid;
+        s->tid_start = tid_start;
+        s->prior_flags = t ? t->flags : AT_KNOWN;
+        s->prior_original = t && t->flags == 0 ? original : s->cur;
+        if (t) {
+                t->flags = 0;
+                t->tid_start = tid_start;
+                t->call = k->call;
+                return thread_set_masks(t, &original, &s->target) < 0 ? -ENOMEM : 1;
+        }
+        r = add_thread(k, p, tid, tid_start, 0, &original, &s->target, &t);
+        if (r == -E2BIG) {
+                c->failed++;
+                k->beyond++;    /* said once for the call */
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        t->call = k->call;
+        return 1;
+}
+
+/* Puts a thread's record back as it was before plan_thread (the change not made). */
+static void unplan(struct affinity_keeper *k, struct aff_proc *p, const struct step *s) {
+        struct aff_thread *t = find_thread(p, s->tid);
+
+        if (!t)
+                return;
+        t->flags = s->prior_flags;
+        (void) thread_set_masks(t, &s->prior_original, &s->cur);
+        k->dirty = true;
+}
+
+/* The change itself, after checking again that it still applies. */
+static void apply_step(struct affinity_keeper *k, struct aff_proc *p, int pidfd, const struct step *s,
+                       struct affinity_counts *c) {
+        struct aff_thread *t;
+        nb_cpumask now;
+        int r;
+
+        if (!proc_same(k, p->pid, p->start_time, pidfd) || !thread_same(k, p->pid, s->tid, s->tid_start) ||
+            get_affinity(k, s->tid, &now) < 0) {
+                c->gone++;
+                t = find_thread(p, s->tid);
+                if (t)
+                        remove_thread(k, p, t);
+                return;
+        }
+        if (!cpumask_equal(&now, &s->cur)) {
+                c->left_alone++;    /* the application changed it a moment ago */
+                unplan(k, p, s);
+                return;
+        }
+        r = set_affinity(k, s->tid, &s->target);
+        if (r < 0) {
+                if (r == -ESRCH)
+                        c->gone++;
+                else {
+                        c->failed++;
+                        log_warning_errno(r, "Failed to set the affinity of thread %d of process %d: %m",
+                                          (int) s->tid, (int) p->pid);
+                }
+                unplan(k, p, s);
+                return;
+        }
+        c->placed++;
+        /* The kernel keeps a thread within its cpuset: record what it really got. */
+        t = find_thread(p, s->tid);
+        if (t && get_affinity(k, s->tid, &now) >= 0 && !cpumask_equal(&now, &s->target)) {
+                nb_cpumask original;
+                thread_original(t, &original);
+                (void) thread_set_masks(t, &original, &now);
+                k->dirty = true;
+        }
+}
+
+int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, int pidfd, const pid_t *tids,
+                   const uint64_t *tid_start, const nb_cpumask *expect, size_t n, const nb_cpumask *node_cpus,
+                   struct affinity_counts *c) {
+        _cleanup_free_ struct step *steps = NULL;
+        struct aff_proc *p;
+        size_t m = 0;
+        int r;
+
+        c = c ?: &no_counts;
+        if (n == 0)
+                return 0;
+        p = find_proc(k, pid);
+        if (p && p->start_time != start_time) {
+                remove_proc(k, p);    /* the pid was reused: that process exited */
+                p = NULL;
+        }
+        if (!p && !(p = add_proc(k, pid, start_time)))
+                return log_warning_errno(-ENOMEM, "Out of memory");
+        /* Each step is a thread of a record of p, planned once: no more than p has or
+         * may have, and one more for the one plan_thread fills before it knows. */
+        steps = calloc(MIN(n, MAX(k->max_proc, p->n)) + 1, sizeof(*steps));
+        if (!steps)
+                return log_warning_errno(-ENOMEM, "Out of memory");
+        k->beyond = 0;
+        if (++k->call == 0)
+                k->call = 1;    /* 0: never planned */
+        for (size_t i = 0; i < n; i++) {
+                r = plan_thread(k, p, tids[i], tid_start[i], expect ? &expect[i] : NULL, node_cpus, &steps[m], c);
+                if (r < 0) {
+                        for (size_t j = 0; j < m; j++)
+                                unplan(k, p, &steps[j]);
+                        return log_warning_errno(r, "Out of memory");
+                }
+                m += (size_t) r;
+        }
+        if (k->beyond > 0)
+                log_warning("Process %d: %u threads not placed, beyond the threads we may record (%zu a process, "
+                            "%zu in all)", (int) pid, k->beyond, k->max_proc, k->max_all);
+        if (m == 0) {
+                if (proc_held(p) == 0)
+                        remove_proc(k, p);    /* nothing of it ours */
+                (void) save_if_dirty(k);
+                return 0;
+        }
+        record_known(k, p);
+        /* The originals on disk before the first change: a daemon killed from here on
+         * leaves what the next start needs to give them back. */
+        r = save(k);
+        if (r < 0) {
+                for (size_t i = 0; i < m; i++)
+                        unplan(k, p, &steps[i]);
+                c->failed += (unsigned) m;
+                log_warning("Process %d: %zu threads not placed, since their original affinity could not be saved",
+                            (int) pid, m);
+                return r;
+        }
+        for (size_t i = 0; i < m; i++)
+                apply_step(k, p, pidfd, &steps[i], c);
+        p->node_first = cpumask_next(node_cpus, 0);
+        if (proc_held(p) == 0)
+                remove_proc(k, p);
+        (void) save_if_dirty(k);
+        return 0;
+}
+
+/* --- checking and undoing ------------------------------------------------------ */
+
+/* The records of p whose thread exited are dropped; a thread of ours carrying another
+ * mask than the one we set is left alone from now on. */
+static void check_records(struct affinity_keeper *k, struct aff_proc *p, struct affinity_counts *c) {
+        for (size_t i = 0; i < p->n;) {
+                struct aff_thread *t = &p->threads[i];
+                nb_cpumask cur;
+
+                if (!thread_same(k, p->pid, t->tid, t->tid_start) || get_affinity(k, t->tid, &cur) < 0) {
+                        if (t->flags == 0)
+                                c->gone++;
+                        remove_thread(k, p, t);
+                        continue;
+                }
+                if (t->flags == 0 && !thread_placed_equals(t, &cur)) {
+                        t->flags = AT_LEFT_ALONE;
+                        k->dirty = true;
+                        c->left_alone++;
+                        log_info("Thread %d of process %d changed the affinity we set: left alone from now on",
+                                 (int) t->tid, (int) p->pid);
+                }
+                i++;
+        }
+}
+
+/* The process of our records for pid, if it is the one that started at start_time and
+ * has not exited; records of another one are dropped. */
+static struct aff_proc *live_proc(struct affinity_keeper *k, pid_t pid, uint64_t start_time,
+                                  struct affinity_counts *c) {
+        struct aff_proc *p = find_proc(k, pid);
+
+        if (!p)
+                return NULL;
+        if (p->start_time != start_time || !proc_same(k, pid, start_time, -1)) {
+                c->gone += (unsigned) proc_held(p);
+                remove_proc(k, p);
+                return NULL;
+        }
+        return p;
+}
+
+int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, struct affinity_counts *c) {
+        struct aff_proc *p;
+        size_t held;
+
+        c = c ?: &no_counts;
+        p = live_proc(k, pid, start_time, c);
+        if (!p) {
+                (void) save_if_dirty(k);
+                return 0;
+        }
+        check_records(k, p, c);
+        adopt_new(k, p, false, c);
+        held = proc_held(p);
+        if (held == 0)
+                remove_proc(k, p);    /* nothing of it ours any more: nothing to undo */
+        (void) save_if_dirty(k);
+        return (int) held;
+}
+
+static void restore_one(struct affinity_keeper *k, const struct aff_proc *p, const struct aff_thread *t,
+                        struct affinity_counts *c) {
+        nb_cpumask cur, original;
+        int r;
+
+        if (t->flags & AT_KNOWN)
+                return;
+        if (t->flags & AT_LEFT_ALONE) {
+                c->left_alone++;
+                return;
+        }
+        if (!thread_same(k, p->pid, t->tid, t->tid_start) || get_affinity(k, t->tid, &cur) < 0) {
+                c->gone++;
+                return;
+        }
+        if (!thread_placed_equals(t, &cur)) {
+                c->left_alone++;    /* changed by the application (or never changed by us: a kill -9 before) */
+                return;
+        }
+        thread_original(t, &original);
+        r = set_affinity(k, t->tid, &original);
+        if (r >= 0)
+                c->restored++;
+        else if (r == -ESRCH)
+                c->gone++;
+        else {
+                c->failed++;
+                log_warning_errno(r, "Failed to give thread %d of process %d its original affinity back: %m",
+                                  (int) t->tid, (int) p->pid);
+        }
+}
+
+/* Undoes p without saving. */
+static void undo_proc(struct affinity_keeper *k, struct aff_proc *p, struct affinity_counts *c) {
+        adopt_new(k, p, true, c);
+        for (size_t i = 0; i < p->n; i++)
+                restore_one(k, p, &p->threads[i], c);
+        remove_proc(k, p);
+}
+
+int affinity_undo(struct affinity_keeper *k, pid_t pid, uint64_t start_time, struct affinity_counts *c) {
+        struct aff_proc *p;
+
+        c = c ?: &no_counts;
+        p = live_proc(k, pid, start_time, c);
+        if (p)
+                undo_proc(k, p, c);
+        return save_if_dirty(k);
+}
+
+int affinity_undo_all(struct affinity_keeper *k, struct affinity_counts *c) {
+        c = c ?: &no_counts;
+        while (k->n_procs > 0) {
+                struct aff_proc *p = &k->procs[k->n_procs - 1];
+                if (proc_same(k, p->pid, p->start_time, -1))
+                        undo_proc(k, p, c);
+                else {
+                        c->gone += (unsigned) proc_held(p);
+                        remove_proc(k, p);
+                }
+        }
+        return save_if_dirty(k);
+}
+
+int affinity_recover(struct affinity_keeper *k, struct affinity_counts *c) {
+        struct affinity_counts mine = {};
+        int r;
+
+        r = load(k);
+        (void) affinity_undo_all(k, &mine);
+        k->dirty = true;
+        if (save(k) < 0)
+                r = r < 0 ? r : -EIO;
+        if (mine.restored + mine.failed > 0)
+                log_notice("A numabalanced that did not exit cleanly left threads placed: %u given their original "
+                           "affinity back, %u left alone (changed since), %u gone, %u failed",
+                           mine.restored, mine.left_alone, mine.gone, mine.failed);
+        if (c) {
+                c->placed += mine.placed;
+                c->restored += mine.restored;
+                c->left_alone += mine.left_alone;
+                c->gone += mine.gone;
+                c->failed += mine.failed;
+        }
+        return r;
+}
+
+void affinity_forget(struct affinity_keeper *k, pid_t pid) {
+        struct aff_proc *p = find_proc(k, pid);
+
+        /* Not saved now: a stale line names an exited process, which a recovery skips
+         * (start time); the next save drops it. */
+        if (p)
+                remove_proc(k, p);
+}
+
+bool affinity_is_placed(const struct affinity_keeper *k, pid_t pid, int *node_cpus_first) {
+        const struct aff_proc *p = find_proc(k, pid);
+
+        if (!p || proc_held(p) == 0)
+                return false;
+        if (node_cpus_first)
+                *node_cpus_first = p->node_first;
+        return true;
+}
+
+size_t affinity_held(const struct affinity_keeper *k) {
+        size_t n = 0;
+        for (size_t i = 0; i < k->n_procs; i++)
+                n += proc_held(&k->procs[i]);
+        return n;
+}
+
+/* --- the keeper ---------------------------------------------------------------- */
+
+char *affinity_state_path_default(void) {
+        const char *env = getenv("RUNTIME_DIRECTORY");
+        char *path;
+
+        if (!env || env[0] != '/')
+                env = "/run/numabalanced";
+        if (asprintf(&path, "%.*s/%s", (int) strcspn(env, ":"), env, AFFINITY_STATE_FILE) < 0)
+                return NULL;
+        return path;
+}
+
+struct affinity_keeper *affinity_keeper_new(const char *state_path, const char *proc_root) {
+        struct affinity_keeper *k = calloc(1, sizeof(*k));
+
+        if (k) {
+                k->state_path = strdup(state_path);
+                k->proc_root = strdup(proc_root);
+                k->set = CPU_ALLOC(NB_CPUS_MAX);
+                k->set_size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+                k->list_a = malloc(CPUMASK_STRMAX);
+                k->list_b = malloc(CPUMASK_STRMAX);
+                k->max_proc = AFFINITY_THREADS_PROC_MAX;
+                k->max_all = AFFINITY_THREADS_MAX;
+        }
+        if (!k || !k->state_path || !k->proc_root || !k->set || !k->list_a || !k->list_b) {
+                affinity_keeper_free(k);
+                log_error_errno(-ENOMEM, "Out of memory");
+                return NULL;
+        }
+        return k;
+}
+
+void affinity_keeper_free(struct affinity_keeper *k) {
+        if (!k)
+                return;
+        for (size_t i = 0; i < k->n_procs; i++) {
+                for (size_t j = 0; j < k->procs[i].n; j++)
+                        free(k->procs[i].threads[j].masks);
+                free(k->procs[i].threads);
+        }
+        free(k->procs);
+        if (k->set)
+                CPU_FREE(k->set);
+        free(k->list_a);
+        free(k->list_b);
+        free(k->state_path);
+        free(k->proc_root);
+        free(k);
+}
+
+void affinity_keeper_set_limits(struct affinity_keeper *k, size_t per_process, size_t in_all) {
+        k->max_proc = per_process;
+        k->max_all = in_all;
+}
+
+void affinity_keeper_set_hook(struct affinity_keeper *k, affinity_before_set_fn fn, void *userdata) {
+        k->hook = fn;
+        k->hook_userdata = userdata;
+}
+
+/* ---- what the placer and the reports ask of one thread ------------------------ */
+
+static const struct aff_thread *thread_of(const struct affinity_keeper *k, pid_t pid, pid_t tid) {
+        const struct aff_proc *p = k ? find_proc(k, pid) : NULL;
+        return p ? find_thread(p, tid) : NULL;
+}
+
+bool affinity_original(const struct affinity_keeper *k, pid_t pid, pid_t tid, nb_cpumask *ret) {
+        const struct aff_thread *t = thread_of(k, pid, tid);
+
+        if (!t || t->flags != 0)
+                return false;
+        thread_original(t, ret);
+        return true;
+}
+
+bool affinity_thread_held(const struct affinity_keeper *k, pid_t pid, pid_t tid) {
+        const struct aff_thread *t = thread_of(k, pid, tid);
+        return t && t->flags == 0;
+}
+
+bool affinity_thread_left_alone(const struct affinity_keeper *k, pid_t pid, pid_t tid) {
+        const struct aff_thread *t = thread_of(k, pid, tid);
+        return t && (t->flags & AT_LEFT_ALONE);
+}

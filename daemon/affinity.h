@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Threads placed beside their memory: their CPU affinity narrowed to a node's CPUs,
+ * and given back, losing nothing (docs/DESIGN.md, "Placing threads: the originals kept and given back").
+ *
+ * The keeper records, for every thread it narrowed, the affinity the thread had (its
+ * original) and the one it set (placed), keyed by pid and process start time, tid and
+ * thread start time. The records are written to a state file under /run (write a
+ * temporary file, fsync, rename) BEFORE any affinity changes, so that a daemon killed
+ * at any instant (kill -9, the watchdog, a crash) leaves a file from which the next
+ * start gives every thread its original back (affinity_recover).
+ *
+ * A thread whose affinity is no longer the mask we set was changed by its application
+ * (or by a cpuset change): it is left alone from then on, never touched again, never
+ * restored. A thread is only narrowed, never widened: its new mask is the node's CPUs
+ * intersected with the affinity it had (for a thread we already placed on another
+ * node, with its recorded original). Right before each change the process and the
+ * thread are checked again (the same process, the same thread, the mask the decision
+ * was made on).
+ *
+ * CPU masks are nb_cpumask (NB_CPUS_MAX, 8,192 CPUs: the kernel's largest NR_CPUS); the
+ * affinity calls use a glibc set CPU_ALLOC'd to that size. Bounds: 1,024 threads a
+ * process and 65,536 in all (AFFINITY_THREADS_PROC_MAX, AFFINITY_THREADS_MAX); a thread
+ * beyond them is not placed (counted as failed, logged).
+ *
+ * Changing another user's thread needs CAP_SYS_NICE. Used on the event loop only. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "nodemask.h"
+
+#define AFFINITY_THREADS_PROC_MAX 1024
+#define AFFINITY_THREADS_MAX 65536
+/* The state file's name in the daemon's state directory (/run/numabalanced). */
+#define AFFINITY_STATE_FILE "affinity"
+
+struct affinity_keeper;
+
+/* The daemon's state file: AFFINITY_STATE_FILE in the first directory of
+ * $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else in /run/numabalanced, as for
+ * the saved kernel.numa_balancing. malloc'd; NULL when out of memory. */
+char *affinity_state_path_default(void);
+
+/* state_path: the state file (/run/numabalanced/affinity in the daemon; its directory
+ * is made if missing); proc_root: "/proc". Nothing is read or written yet. NULL when
+ * out of memory (logged). */
+struct affinity_keeper *affinity_keeper_new(const char *state_path, const char *proc_root);
+/* Frees the records; changes no affinity and leaves the state file as it is (what a
+ * daemon killed now would leave). */
+void affinity_keeper_free(struct affinity_keeper *k);
+
+/* What one call did, thread by thread (added to, never reset: zero it first). */
+struct affinity_counts {
+        unsigned placed;      /* narrowed now (or a new thread that inherited our mask, recorded) */
+        unsigned restored;    /* given their original back */
+        unsigned left_alone;  /* not ours to change: the application changed it, or no CPU of the node allowed */
+        unsigned gone;        /* the thread or its process exited (or a pid or tid reused) */
+        unsigned failed;      /* a bound reached, a failed call: named in a log line */
+};
+
+/* At start: every thread a previous run (crash, kill -9, watchdog kill) narrowed gets
+ * back its original affinity, if its process is the same (pid + start time) and the
+ * thread (tid + its own start time) still has exactly the mask the daemon set; threads
+ * that inherited that mask at clone are given the original too. Others are left alone.
+ * Lines of the file that do not parse are logged and skipped. Then the file holds no
+ * thread. Returns 0 or -errno (the file could not be read or emptied; logged). */
+int affinity_recover(struct affinity_keeper *k, struct affinity_counts *c);
+
+/* Narrows pid's threads tids[0..n) to node_cpus intersected with each thread's current
+ * affinity (its recorded original for a thread we placed already). tid_start[i]: the
+ * thread's start time (field 22 of /proc/PID/task/TID/stat) when decided; expect[i]:
+ * the affinity the decision was made on (NULL: not checked). A thread whose affinity is
+ * no longer expect[i], or whose intersection is empty, is not touched (left_alone).
+ * pidfd: pid's pidfd, or -1 (then the start time in /proc/PID/stat is checked). The
+ * originals are in the state file before the first change. Returns 0, or -errno when
+ * nothing could be placed (the state file could not be written; logged). */
+int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, int pidfd, const pid_t *tids,
+                   const uint64_t *tid_start, const nb_cpumask *expect, size_t n, const nb_cpumask *node_cpus,
+                   struct affinity_counts *c);
+
+/* Each tick for a placed process: a recorded thread whose affinity is no longer the
+ * one we set is left alone from then on (its record kept, flagged); one that exited is
+ * dropped. A new thread whose affinity equals a recorded thread's placed mask inherited
+ * it at clone: it is recorded with that thread's original (the main thread's if its
+ * placed mask matches, else the first such thread by tid), so that undo restores it
+ * too; beyond the bounds it gets that original back at once. Returns the threads of
+ * pid held by us (0: the process is forgotten, as by affinity_forget), or -errno
+ * (logged). */
+int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, struct affinity_counts *c);
+
+/* Undoes one process (opt-out, mode changed away from place, placement released):
+ * new threads adopted as in affinity_check, then each thread still carrying our mask
+ * gets its original back; the others are left. The process is then forgotten. Returns
+ * 0 or -errno (logged). */
+int affinity_undo(struct affinity_keeper *k, pid_t pid, uint64_t start_time, struct affinity_counts *c);
+/* affinity_undo for every process: a clean stop. */
+int affinity_undo_all(struct affinity_keeper *k, struct affinity_counts *c);
+/* pid exited: nothing to restore, its records dropped. */
+void affinity_forget(struct affinity_keeper *k, pid_t pid);
+
+/* Whether we hold some thread of pid narrowed; *node_cpus_first (may be NULL): the
+ * first CPU of the node_cpus of its last placement. */
+bool affinity_is_placed(const struct affinity_keeper *k, pid_t pid, int *node_cpus_first);
+/* Threads currently narrowed by us (recorded and not left alone), in all. */
+size_t affinity_held(const struct affinity_keeper *k);
+
+/* A test's seam: lower bounds than AFFINITY_THREADS_PROC_MAX and AFFINITY_THREADS_MAX. */
+void affinity_keeper_set_limits(struct affinity_keeper *k, size_t per_process, size_t in_all);
+
+/* A test's seam: called right before each sched_setaffinity() of a thread, with the
+ * mask about to be set (NULL: none, in the daemon). */
+typedef void (*affinity_before_set_fn)(void *userdata, pid_t tid, const nb_cpumask *mask);
+void affinity_keeper_set_hook(struct affinity_keeper *k, affinity_before_set_fn fn, void *userdata);
+
+/* Thread tid of pid, narrowed by us now: its original into *ret (true); otherwise
+ * false (not ours, or left alone). */
+bool affinity_original(const struct affinity_keeper *k, pid_t pid, pid_t tid, nb_cpumask *ret);
+/* Whether we hold tid of pid narrowed now. */
+bool affinity_thread_held(const struct affinity_keeper *k, pid_t pid, pid_t tid);
+/* Whether its application changed tid's affinity after we narrowed it (never touched
+ * again). */
+bool affinity_thread_left_alone(const struct affinity_keeper *k, pid_t pid, pid_t tid);

@@ -1,0 +1,759 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* daemon/affinity: threads of this test process (no privilege needed for our own
+ * threads) narrowed to a CPU and given back: the state file written before each
+ * change, undo, a thread the "application" changed, a thread created by a placed
+ * thread, a "previous run" killed before its undo, state files that must change
+ * nothing, and the never-widen rule. Needs two CPUs in this process's affinity
+ * (skipped otherwise). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "affinity.h"
+#include "log.h"
+#include "proc.h"
+#include "test.h"
+
+static nb_cpumask all_cpus;     /* this process's affinity at start */
+static unsigned cpu_a, cpu_b;   /* its first two CPUs */
+static char dir[64];            /* the temporary state directory */
+static char state[128];         /* <dir>/run/affinity: its directory made by the keeper */
+static uint64_t my_start;
+
+/* --- threads ------------------------------------------------------------------- */
+
+enum { CMD_WAIT, CMD_SPAWN, CMD_EXIT };
+
+/* A thread of the "application": reports its tid, then does what it is told. */
+struct worker {
+        pthread_t th;
+        pid_t tid;
+        uint64_t start;
+        sem_t ready, go;
+        int cmd;
+        struct worker *child;   /* made on CMD_SPAWN, from this thread: it inherits our mask */
+};
+
+static void worker_start(struct worker *w);
+
+static void *worker_main(void *arg) {
+        struct worker *w = arg;
+
+        w->tid = (pid_t) syscall(SYS_gettid);
+        sem_post(&w->ready);
+        for (;;) {
+                sem_wait(&w->go);
+                if (w->cmd == CMD_EXIT)
+                        return NULL;
+                if (w->cmd == CMD_SPAWN) {
+                        w->child = calloc(1, sizeof(*w->child));
+                        worker_start(w->child);
+                }
+                sem_post(&w->ready);
+        }
+}
+
+static void worker_start(struct worker *w) {
+        struct proc_stat st;
+
+        sem_init(&w->ready, 0, 0);
+        sem_init(&w->go, 0, 0);
+        if (pthread_create(&w->th, NULL, worker_main, w) != 0)
+                abort();
+        sem_wait(&w->ready);
+        if (proc_read_task_stat("/proc", getpid(), w->tid, &st) < 0)
+                abort();
+        w->start = st.starttime;
+}
+
+static void worker_tell(struct worker *w, int cmd) {
+        w->cmd = cmd;
+        sem_post(&w->go);
+        if (cmd == CMD_EXIT)
+                pthread_join(w->th, NULL);
+        else
+                sem_wait(&w->ready);
+}
+
+static void worker_stop(struct worker *w) {
+        if (w->child) {
+                worker_stop(w->child);
+                free(w->child);
+                w->child = NULL;
+        }
+        worker_tell(w, CMD_EXIT);
+}
+
+/* --- masks --------------------------------------------------------------------- */
+
+static nb_cpumask mask_of(pid_t tid) {
+        cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
+        size_t size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+        nb_cpumask m = {};
+
+        CPU_ZERO_S(size, set);
+        if (sched_getaffinity(tid, size, set) < 0)
+                abort();
+        for (unsigned c = 0; c < NB_CPUS_MAX; c++)
+                if (CPU_ISSET_S(c, size, set))
+                        cpumask_set(&m, c);
+        CPU_FREE(set);
+        return m;
+}
+
+/* What the "application" does: its own sched_setaffinity. */
+static void set_mask(pid_t tid, const nb_cpumask *m) {
+        cpu_set_t *set = CPU_ALLOC(NB_CPUS_MAX);
+        size_t size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+
+        CPU_ZERO_S(size, set);
+        CPUMASK_FOREACH(c, m)
+                CPU_SET_S((size_t) c, size, set);
+        if (sched_setaffinity(tid, size, set) < 0)
+                abort();
+        CPU_FREE(set);
+}
+
+static nb_cpumask one_cpu(unsigned c) {
+        nb_cpumask m = {};
+        cpumask_set(&m, c);
+        return m;
+}
+
+static nb_cpumask two_cpus(unsigned a, unsigned b) {
+        nb_cpumask m = one_cpu(a);
+        cpumask_set(&m, b);
+        return m;
+}
+
+#define CHECK_MASK(tid, m) do {                                                 \
+        nb_cpumask _got = mask_of(tid), _want = (m);                            \
+        char _g[64], _w[64];                                                    \
+        cpumask_format(&_got, _g, sizeof(_g));                                  \
+        cpumask_format(&_want, _w, sizeof(_w));                                 \
+        CHECK_MSG(cpumask_equal(&_got, &_want), "thread %d has CPUs %s, expected %s", (int) (tid), _g, _w); \
+        } while (0)
+
+/* --- the state file ------------------------------------------------------------ */
+
+static char *read_state(void) {
+        static char buf[65536];
+        FILE *f = fopen(state, "re");
+        size_t n;
+
+        buf[0] = 0;
+        if (!f)
+                return NULL;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = 0;
+        fclose(f);
+        return buf;
+}
+
+static void write_state(const char *text) {
+        int fd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t) strlen(text))
+                abort();
+        close(fd);
+}
+
+static unsigned count_lines(const char *s) {
+        unsigned n = 0;
+        for (; s && *s; s++)
+                n += *s == '\n';
+        return n;
+}
+
+/* The line a keeper writes for one of our threads. */
+static void state_line(char *buf, size_t size, pid_t tid, uint64_t tid_start, const char *original,
+                       const char *placed, unsigned flags) {
+        snprintf(buf, size, "%d %" PRIu64 " %d %" PRIu64 " %s %s %u\n", (int) getpid(), my_start, (int) tid,
+                 tid_start, original, placed, flags);
+}
+
+/* --- a test's setting ---------------------------------------------------------- */
+
+#define N 3
+static struct worker w[N];
+
+static void start_workers(void) {
+        for (int i = 0; i < N; i++) {
+                memset(&w[i], 0, sizeof(w[i]));
+                worker_start(&w[i]);
+                CHECK_MASK(w[i].tid, all_cpus);
+        }
+}
+
+static void stop_workers(void) {
+        for (int i = 0; i < N; i++)
+                worker_stop(&w[i]);
+}
+
+/* Places the N workers on cpu_a, each expected to have the mask it has now. */
+static int place_workers(struct affinity_keeper *k, const nb_cpumask *node, struct affinity_counts *c) {
+        pid_t tids[N];
+        uint64_t starts[N];
+        nb_cpumask expect[N];
+
+        size_t n = 0;
+
+        for (int i = 0; i < N; i++) {
+                if (w[i].tid == 0)
+                        continue;    /* exited */
+                tids[n] = w[i].tid;
+                starts[n] = w[i].start;
+                expect[n++] = mask_of(w[i].tid);
+        }
+        return affinity_place(k, getpid(), my_start, -1, tids, starts, expect, n, node, c);
+}
+
+/* The hook: right before each change, the state file already holds the thread's line
+ * with its original and the mask about to be set. */
+static unsigned hook_calls, hook_found;
+static char snapshot[65536];    /* the file as it was at the first change */
+
+static void before_set(void *userdata, pid_t tid, const nb_cpumask *mask) {
+        const char *text = read_state();
+        char want[64];
+
+        if (hook_calls++ == 0)
+                snprintf(snapshot, sizeof(snapshot), "%s", text ? text : "");
+        cpumask_format(mask, want, sizeof(want));
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                int pid, t;
+                unsigned flags;
+                uint64_t s1, s2;
+                char original[64], placed[64];
+
+                if (sscanf(l, "%d %" SCNu64 " %d %" SCNu64 " %63s %63s %u", &pid, &s1, &t, &s2, original, placed,
+                           &flags) == 7 && pid == getpid() && t == tid && strcmp(placed, want) == 0 && flags == 0) {
+                        hook_found++;
+                        break;
+                }
+        }
+}
+
+/* --- the cases ----------------------------------------------------------------- */
+
+TEST(place_writes_first_then_undo_restores) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+        int first = -2;
+        char *text;
+
+        start_workers();
+        hook_calls = hook_found = 0;
+        affinity_keeper_set_hook(k, before_set, NULL);
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(c.placed, N);
+        CHECK_INT(c.failed, 0);
+        CHECK_INT(hook_calls, N);
+        CHECK_INT(hook_found, N);      /* each line on disk before its change */
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, node);
+        CHECK_MASK((pid_t) syscall(SYS_gettid), all_cpus);     /* not given: not touched */
+        CHECK_INT(affinity_held(k), N);
+        CHECK(affinity_is_placed(k, getpid(), &first));
+        CHECK_INT(first, cpu_a);
+        text = read_state();
+        CHECK(text && strncmp(text, "numabalanced-affinity 1\n", 24) == 0);
+        {
+                struct stat st;
+                CHECK(stat(state, &st) == 0 && (st.st_mode & 0777) == 0600);
+        }
+
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_check(k, getpid(), my_start, &c), N);
+        CHECK_INT(c.left_alone + c.placed + c.gone, 0);
+
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, N);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, all_cpus);
+        CHECK_INT(affinity_held(k), 0);
+        CHECK(!affinity_is_placed(k, getpid(), NULL));
+        CHECK_INT(count_lines(read_state()), 1);    /* the header alone */
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(application_change_left_alone) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), mine = one_cpu(cpu_b);
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        set_mask(w[1].tid, &mine);      /* the application pins its thread itself */
+
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_check(k, getpid(), my_start, &c), N - 1);
+        CHECK_INT(c.left_alone, 1);
+        CHECK_INT(affinity_held(k), N - 1);
+        /* placed again: the thread stays the application's */
+        c = (struct affinity_counts) {};
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(c.left_alone, N);     /* two already there, one the application's */
+        CHECK_MASK(w[1].tid, mine);
+
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, N - 1);
+        CHECK_INT(c.left_alone, 1);
+        CHECK_MASK(w[0].tid, all_cpus);
+        CHECK_MASK(w[1].tid, mine);
+        CHECK_MASK(w[2].tid, all_cpus);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(all_changed_by_the_application_forgotten) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), mine = one_cpu(cpu_b);
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        for (int i = 0; i < N; i++)
+                set_mask(w[i].tid, &mine);
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_check(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.left_alone, N);
+        CHECK(!affinity_is_placed(k, getpid(), NULL));
+        CHECK_INT(count_lines(read_state()), 1);    /* nothing left to undo */
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, 0);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, mine);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(decision_on_a_stale_mask_not_applied) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), stale = one_cpu(cpu_b);
+        pid_t tid;
+        uint64_t start;
+
+        start_workers();
+        tid = w[0].tid;
+        start = w[0].start;
+        /* decided on a mask the thread no longer has */
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, &stale, 1, &node, &c), 0);
+        CHECK_INT(c.placed, 0);
+        CHECK_INT(c.left_alone, 1);
+        CHECK_MASK(tid, all_cpus);
+        /* a wrong thread start time: another thread with that tid */
+        c = (struct affinity_counts) {};
+        start++;
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, NULL, 1, &node, &c), 0);
+        CHECK_INT(c.gone, 1);
+        CHECK_MASK(tid, all_cpus);
+        CHECK_INT(affinity_held(k), 0);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(tid_given_twice_placed_once) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+        pid_t tids[2];
+        uint64_t starts[2];
+
+        start_workers();
+        tids[0] = tids[1] = w[0].tid;
+        starts[0] = starts[1] = w[0].start;
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, tids, starts, NULL, 2, &node, &c), 0);
+        CHECK_INT(c.placed, 1);
+        CHECK_INT(c.left_alone, 0);
+        CHECK_INT(affinity_held(k), 1);
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, 1);
+        CHECK_MASK(w[0].tid, all_cpus);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(new_thread_of_a_placed_thread_restored) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+        struct worker *child, *child2, other;
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        worker_tell(&w[2], CMD_SPAWN);
+        child = w[2].child;
+        CHECK_MASK(child->tid, node);   /* inherited at clone */
+
+        /* and one born with a mask of its own (from the main thread, never placed) */
+        memset(&other, 0, sizeof(other));
+        worker_start(&other);
+
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_check(k, getpid(), my_start, &c), N + 1);
+        CHECK_INT(c.placed, 1);
+        CHECK_INT(affinity_held(k), N + 1);
+        /* its application later sets it to our very mask: still not ours */
+        set_mask(other.tid, &node);
+
+        /* one more, created after the last check: undo finds it too */
+        worker_tell(child, CMD_SPAWN);
+        child2 = child->child;
+        CHECK_MASK(child2->tid, node);
+
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, N + 2);
+        CHECK_MASK(child->tid, all_cpus);
+        CHECK_MASK(child2->tid, all_cpus);
+        CHECK_MASK(other.tid, node);
+        worker_stop(&other);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(crash_then_recover_restores) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), mine = one_cpu(cpu_b);
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        worker_tell(&w[0], CMD_SPAWN);  /* inherits our mask, never checked before the crash */
+        affinity_keeper_free(k);        /* killed: no undo */
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, node);
+        set_mask(w[2].tid, &mine);      /* changed by the application while no daemon ran */
+
+        k = affinity_keeper_new(state, "/proc");
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_recover(k, &c), 0);
+        CHECK_INT(c.restored, N - 1 + 1);
+        CHECK_INT(c.left_alone, 1);
+        CHECK_MASK(w[0].tid, all_cpus);
+        CHECK_MASK(w[0].child->tid, all_cpus);
+        CHECK_MASK(w[1].tid, all_cpus);
+        CHECK_MASK(w[2].tid, mine);
+        CHECK_INT(count_lines(read_state()), 1);
+        CHECK_INT(affinity_held(k), 0);
+        /* a second start finds nothing to do */
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_recover(k, &c), 0);
+        CHECK_INT(c.restored + c.left_alone + c.gone + c.failed, 0);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(killed_between_write_and_change) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+
+        start_workers();
+        hook_calls = hook_found = 0;
+        affinity_keeper_set_hook(k, before_set, NULL);
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(affinity_undo(k, getpid(), my_start, NULL), 0);
+        affinity_keeper_free(k);
+        /* the file as a daemon killed right before its first change left it */
+        CHECK_INT(count_lines(snapshot), 1 + N + 1);    /* header, the workers, the main thread as known */
+        write_state(snapshot);
+        k = affinity_keeper_new(state, "/proc");
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_recover(k, &c), 0);
+        CHECK_INT(c.restored, 0);
+        CHECK_INT(c.left_alone, N);     /* still their original: nothing to do */
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, all_cpus);
+        CHECK_INT(count_lines(read_state()), 1);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+/* A thread narrowed to cpu_a as if by a previous run, and a state file (text) for it:
+ * recovering from it must leave the thread on cpu_a. */
+static void recover_changes_nothing(const char *text, int ret, unsigned restored) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+
+        write_state(text);
+        CHECK_INT(affinity_recover(k, &c), ret);
+        CHECK_INT(c.restored, restored);
+        CHECK_INT(count_lines(read_state()), 1);
+        affinity_keeper_free(k);
+}
+
+TEST(recover_refuses_what_does_not_match) {
+        nb_cpumask node = one_cpu(cpu_a);
+        char all[64], a[16], line[256], text[1024];
+
+        start_workers();
+        cpumask_format(&all_cpus, all, sizeof(all));
+        snprintf(a, sizeof(a), "%u", cpu_a);
+        set_mask(w[0].tid, &node);
+
+        /* the thread's start time is not the recorded one: another thread */
+        state_line(line, sizeof(line), w[0].tid, w[0].start + 1, all, a, 0);
+        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%s", line);
+        recover_changes_nothing(text, 0, 0);
+        CHECK_MASK(w[0].tid, node);
+        /* the process's start time is not the recorded one: another process */
+        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%d %" PRIu64 " %d %" PRIu64 " %s %s 0\n",
+                 (int) getpid(), my_start + 1, (int) w[0].tid, w[0].start, all, a);
+        recover_changes_nothing(text, 0, 0);
+        CHECK_MASK(w[0].tid, node);
+        /* the line cut short by a crash (no end of line) */
+        state_line(line, sizeof(line), w[0].tid, w[0].start, all, a, 0);
+        line[strlen(line) - 1] = 0;
+        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%s", line);
+        recover_changes_nothing(text, 0, 0);
+        CHECK_MASK(w[0].tid, node);
+        /* cut inside a list: "0-" */
+        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%d %" PRIu64 " %d %" PRIu64 " 0- %s 0\n",
+                 (int) getpid(), my_start, (int) w[0].tid, w[0].start, a);
+        recover_changes_nothing(text, 0, 0);
+        CHECK_MASK(w[0].tid, node);
+        /* placed not within the original; unknown flags; a field too many; junk */
+        snprintf(text, sizeof(text), "numabalanced-affinity 1\n"
+                 "%d %" PRIu64 " %d %" PRIu64 " %u %s 0\n"
+                 "%d %" PRIu64 " %d %" PRIu64 " %s %s 4\n"
+                 "%d %" PRIu64 " %d %" PRIu64 " %s %s 0 0\n"
+                 "\x01\xff garbage\n",
+                 (int) getpid(), my_start, (int) w[0].tid, w[0].start, cpu_b, a,
+                 (int) getpid(), my_start, (int) w[0].tid, w[0].start, all, a,
+                 (int) getpid(), my_start, (int) w[0].tid, w[0].start, all, a);
+        recover_changes_nothing(text, 0, 0);
+        CHECK_MASK(w[0].tid, node);
+        /* no header, or another format */
+        state_line(line, sizeof(line), w[0].tid, w[0].start, all, a, 0);
+        recover_changes_nothing(line, -EINVAL, 0);
+        CHECK_MASK(w[0].tid, node);
+        snprintf(text, sizeof(text), "numabalanced-affinity 2\n%s", line);
+        recover_changes_nothing(text, -EINVAL, 0);
+        CHECK_MASK(w[0].tid, node);
+        /* and the same line, valid, is trusted */
+        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%s", line);
+        recover_changes_nothing(text, 0, 1);
+        CHECK_MASK(w[0].tid, all_cpus);
+        stop_workers();
+}
+
+TEST(recover_refuses_a_symlink) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+        char all[64], a[16], line[256], target[160], text[512];
+        FILE *f;
+
+        start_workers();
+        cpumask_format(&all_cpus, all, sizeof(all));
+        snprintf(a, sizeof(a), "%u", cpu_a);
+        set_mask(w[0].tid, &node);
+        state_line(line, sizeof(line), w[0].tid, w[0].start, all, a, 0);
+        snprintf(target, sizeof(target), "%s/elsewhere", dir);
+        f = fopen(target, "we");
+        fprintf(f, "numabalanced-affinity 1\n%s", line);
+        fclose(f);
+        unlink(state);
+        CHECK(symlink(target, state) == 0);
+        CHECK(affinity_recover(k, &c) < 0);
+        CHECK_INT(c.restored, 0);
+        CHECK_MASK(w[0].tid, node);
+        /* the link is replaced by a file of ours; its target is untouched */
+        {
+                struct stat st;
+                CHECK(lstat(state, &st) == 0 && S_ISREG(st.st_mode));
+                f = fopen(target, "re");
+                text[fread(text, 1, sizeof(text) - 1, f)] = 0;
+                fclose(f);
+                CHECK(strstr(text, line) != NULL);
+        }
+        unlink(target);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(never_widened) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), both = two_cpus(cpu_a, cpu_b), on_b = one_cpu(cpu_b);
+        pid_t tids[2];
+        uint64_t starts[2];
+
+        start_workers();
+        /* w[0] already narrower than the node: it keeps only the intersection (itself) */
+        set_mask(w[0].tid, &on_b);
+        tids[0] = w[0].tid;
+        starts[0] = w[0].start;
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, tids, starts, NULL, 1, &both, &c), 0);
+        CHECK_INT(c.placed, 0);
+        CHECK_INT(c.left_alone, 1);
+        CHECK_MASK(w[0].tid, on_b);
+        /* placed on cpu_a: no CPU in common with its own mask, not touched */
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, tids, starts, NULL, 1, &node, &c), 0);
+        CHECK_INT(c.left_alone, 1);
+        CHECK_MASK(w[0].tid, on_b);
+        /* w[1] may use both: cpu_a alone, the intersection */
+        set_mask(w[1].tid, &both);
+        tids[1] = w[1].tid;
+        starts[1] = w[1].start;
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, tids + 1, starts + 1, NULL, 1, &node, &c), 0);
+        CHECK_INT(c.placed, 1);
+        CHECK_MASK(w[1].tid, node);
+        /* moved to cpu_b's node: the intersection with its original, which is kept */
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, tids + 1, starts + 1, &node, 1, &on_b, &c), 0);
+        CHECK_INT(c.placed, 1);
+        CHECK_MASK(w[1].tid, on_b);
+        CHECK(affinity_is_placed(k, getpid(), NULL));
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, 1);
+        CHECK_MASK(w[1].tid, both);
+        CHECK_MASK(w[0].tid, on_b);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(exited_thread_and_forget) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        worker_tell(&w[1], CMD_EXIT);
+        w[1].tid = 0;
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_check(k, getpid(), my_start, &c), N - 1);
+        CHECK_INT(c.gone, 1);
+        /* a wrong process start time: that process is gone, its records dropped */
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_check(k, getpid(), my_start + 1, &c), 0);
+        CHECK_INT(c.gone, N - 1);
+        CHECK_INT(affinity_held(k), 0);
+        CHECK_MASK(w[0].tid, node);     /* forgotten, never restored by us */
+        set_mask(w[0].tid, &all_cpus);
+        set_mask(w[2].tid, &all_cpus);
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        affinity_forget(k, getpid());
+        CHECK_INT(affinity_held(k), 0);
+        CHECK_INT(affinity_undo_all(k, &c), 0);
+        CHECK_INT(count_lines(read_state()), 1);
+        set_mask(w[0].tid, &all_cpus);
+        set_mask(w[2].tid, &all_cpus);
+        worker_tell(&w[0], CMD_EXIT);
+        worker_tell(&w[2], CMD_EXIT);
+        affinity_keeper_free(k);
+}
+
+TEST(bounds) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+
+        start_workers();
+        affinity_keeper_set_limits(k, N - 1, 100);
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(c.placed, N - 1);
+        CHECK_INT(c.failed, 1);
+        CHECK_MASK(w[0].tid, node);
+        CHECK_MASK(w[1].tid, node);
+        CHECK_MASK(w[2].tid, all_cpus);         /* beyond: not placed */
+        /* a thread that inherits our mask and cannot be recorded gets its original at once */
+        worker_tell(&w[0], CMD_SPAWN);
+        CHECK_MASK(w[0].child->tid, node);
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_check(k, getpid(), my_start, &c), N - 1);
+        CHECK_INT(c.restored, 1);
+        CHECK_MASK(w[0].child->tid, all_cpus);
+        /* the bound in all */
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        affinity_keeper_set_limits(k, 100, 1);
+        c = (struct affinity_counts) {};
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(c.placed, 1);
+        CHECK_INT(c.failed, N - 1);
+        CHECK_INT(affinity_held(k), 1);
+        CHECK_INT(affinity_undo_all(k, &c), 0);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, all_cpus);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+TEST(state_path_default) {
+        char *p;
+
+        unsetenv("RUNTIME_DIRECTORY");
+        p = affinity_state_path_default();
+        CHECK_STR(p, "/run/numabalanced/affinity");
+        free(p);
+        setenv("RUNTIME_DIRECTORY", "/run/nb-test:/run/other", 1);
+        p = affinity_state_path_default();
+        CHECK_STR(p, "/run/nb-test/affinity");
+        free(p);
+        setenv("RUNTIME_DIRECTORY", "relative", 1);
+        p = affinity_state_path_default();
+        CHECK_STR(p, "/run/numabalanced/affinity");
+        free(p);
+        unsetenv("RUNTIME_DIRECTORY");
+}
+
+/* --- setup --------------------------------------------------------------------- */
+
+static void quiet(int level, int error, const struct log_fields *fields, const char *msg) {
+        if (getenv("TEST_AFFINITY_LOG"))
+                fprintf(stderr, "<%d>%s\n", level, msg);
+}
+
+static int intro(void) {
+        struct proc_stat st;
+        int c;
+
+        all_cpus = mask_of(0);
+        if (cpumask_weight(&all_cpus) < 2) {
+                fprintf(stderr, "skip: fewer than 2 CPUs in this process's affinity\n");
+                return 77;
+        }
+        c = cpumask_next(&all_cpus, 0);
+        cpu_a = (unsigned) c;
+        cpu_b = (unsigned) cpumask_next(&all_cpus, cpu_a + 1);
+        if (proc_read_stat("/proc", getpid(), &st) < 0)
+                return 1;
+        my_start = st.starttime;
+        snprintf(dir, sizeof(dir), "/tmp/test-affinity-XXXXXX");
+        if (!mkdtemp(dir))
+                return 1;
+        snprintf(state, sizeof(state), "%s/run/%s", dir, AFFINITY_STATE_FILE);
+        log_set_sink(quiet);
+        return 0;
+}
+
+static void outro(void) {
+        char run[96];
+
+        unlink(state);
+        snprintf(run, sizeof(run), "%s/run", dir);
+        rmdir(run);
+        rmdir(dir);
+}
+
+DEFINE_TEST_MAIN_FULL(intro, outro)

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The placer (daemon/placer.h) end to end on this process's own threads: two threads
+ * of the test, described by a fake /proc (their run time and last CPU made up, their
+ * pid, tids and start times real) on a fake topology of two nodes of one CPU each
+ * (CPU 0 on node 0, CPU 1 on node 1), one thread busy on node 1, one idle, a process
+ * whose memory is all on node 0 and cannot move to node 1. The round places the
+ * process on node 0, both threads narrowed (their real affinity
+ * becomes CPU 0, the originals saved first), an opt-out gives them back, a "crash"
+ * (the placer freed without stopping) is recovered by the next placer, a clean stop
+ * gives them back, and advise places nothing. Needs CPUs 0 and 1 online. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "cg-records.h"
+#include "placer.h"
+#include "proc.h"
+#include "proc-records.h"
+#include "test.h"
+
+static char tmpdir[] = "/tmp/test-placer-XXXXXX";
+static char proc_root[256], sys_root[256], cg_root[256], state[256];
+static struct topology *topo;
+static pthread_t threads[2];
+static pid_t tids[2];
+static atomic_int started, stop;
+static uint64_t runtime_ns;   /* each thread's made-up run time, raised between rounds */
+static uint64_t stat_ticks;   /* /proc/stat's, raised between rounds */
+
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "w");
+
+        if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+                abort();
+}
+
+static void write_at(const char *root, const char *rel, const char *text) {
+        char path[512];
+
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        write_file(path, text);
+}
+
+static void mkdirs(const char *root, const char *rel) {
+        char path[512];
+
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        for (char *s = path + strlen(root) + 1; *s; s++)
+                if (*s == '/') {
+                        *s = '\0';
+                        mkdir(path, 0755);
+                        *s = '/';
+                }
+        mkdir(path, 0755);
+}
+
+static void fake_sys(void) {
+        mkdirs(sys_root, "devices/system/node/node0");
+        mkdirs(sys_root, "devices/system/node/node1");
+        mkdirs(sys_root, "devices/system/cpu");
+        write_at(sys_root, "devices/system/cpu/online", "0-1\n");
+        write_at(sys_root, "devices/system/node/online", "0-1\n");
+        write_at(sys_root, "devices/system/node/has_memory", "0-1\n");
+        write_at(sys_root, "devices/system/node/has_cpu", "0-1\n");
+        for (int n = 0; n < 2; n++) {
+                char rel[128], text[256];
+
+                snprintf(rel, sizeof(rel), "devices/system/node/node%d/cpulist", n);
+                snprintf(text, sizeof(text), "%d\n", n);
+                write_at(sys_root, rel, text);
+                snprintf(rel, sizeof(rel), "devices/system/node/node%d/distance", n);
+                write_at(sys_root, rel, n == 0 ? "10 20\n" : "20 10\n");
+                snprintf(rel, sizeof(rel), "devices/system/node/node%d/meminfo", n);
+                snprintf(text, sizeof(text), "Node %d MemTotal: 1048576 kB\nNode %d MemFree: 917504 kB\n", n, n);
+                write_at(sys_root, rel, text);
+        }
+}
+
+/* The real stat of pid (or of its thread tid) with field 39 (the last CPU) set to cpu. */
+static void fake_stat(const char *rel, pid_t pid, pid_t tid, int cpu) {
+        struct proc_stat st;
+        char text[512];
+
+        if ((tid ? proc_read_task_stat("/proc", pid, tid, &st) : proc_read_stat("/proc", pid, &st)) < 0)
+                abort();
+        snprintf(text, sizeof(text),
+                 "%d (t) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %" PRIu64
+                 " 1000 10 18446744073709551615 1 2 3 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0 4 5 6 7 8 9 10 0\n",
+                 tid ? tid : pid, st.starttime, cpu);
+        write_at(proc_root, rel, text);
+}
+
+/* Writes the fake /proc: the process, its two threads (thread 0 busy, last on CPU 1,
+ * node 1; thread 1 idle), their run times, /proc/stat. */
+static const char *cgroup_line = "0::/x\n";  /* its /proc/PID/cgroup */
+
+static void fake_proc(void) {
+        pid_t pid = getpid();
+        char rel[256], text[512];
+
+        snprintf(rel, sizeof(rel), "%d/task", pid);
+        mkdirs(proc_root, rel);
+        snprintf(rel, sizeof(rel), "%d/stat", pid);
+        fake_stat(rel, pid, 0, 0);
+        snprintf(rel, sizeof(rel), "%d/cgroup", pid);
+        write_at(proc_root, rel, cgroup_line);
+        for (int i = 0; i < 2; i++) {
+                snprintf(rel, sizeof(rel), "%d/task/%d", pid, tids[i]);
+                mkdirs(proc_root, rel);
+                snprintf(rel, sizeof(rel), "%d/task/%d/stat", pid, tids[i]);
+                fake_stat(rel, pid, tids[i], 1 - i);
+                snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", pid, tids[i]);
+                snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", i == 0 ? runtime_ns : 0);
+                write_at(proc_root, rel, text);
+                snprintf(rel, sizeof(rel), "%d/task/%d/status", pid, tids[i]);
+                snprintf(text, sizeof(text), "Name:\tt\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t0-1\n", pid, tids[i]);
+                write_at(proc_root, rel, text);
+        }
+        /* Both CPUs idle: all of their ticks idle. */
+        snprintf(text, sizeof(text), "cpu  0 0 0 %" PRIu64 " 0 0 0 0 0 0\ncpu0 0 0 0 %" PRIu64
+                 " 0 0 0 0 0 0\ncpu1 0 0 0 %" PRIu64 " 0 0 0 0 0 0\n", 2 * stat_ticks, stat_ticks, stat_ticks);
+        write_at(proc_root, "stat", text);
+}
+
+/* A window: thread 0 busy (far more run time than wall time passes), no other
+ * load. */
+static void next_window(void) {
+        runtime_ns += UINT64_C(100) * 1000000000;
+        stat_ticks += 1000;
+        fake_proc();
+        usleep(20000);
+}
+
+static void *idle_thread(void *arg) {
+        int i = (int) (intptr_t) arg;
+        cpu_set_t both;
+
+        CPU_ZERO(&both);
+        CPU_SET(0, &both);
+        CPU_SET(1, &both);
+        if (sched_setaffinity(0, sizeof(both), &both) < 0)
+                abort();
+        tids[i] = (pid_t) syscall(SYS_gettid);
+        atomic_fetch_add(&started, 1);
+        while (!atomic_load(&stop))
+                usleep(10000);
+        return NULL;
+}
+
+static int cpus_of(pid_t tid) {
+        cpu_set_t s;
+        int mask = 0;
+
+        if (sched_getaffinity(tid, sizeof(s), &s) < 0)
+                return -1;
+        for (int c = 0; c < 8; c++)
+                if (CPU_ISSET(c, &s))
+                        mask |= 1 << c;
+        return mask;
+}
+
+static struct cg_rec cg = { .path = (char *) "/x", .mode = CG_MODE_PLACE };
+static struct proc_rec rec;
+static struct proc_rec *recs[1] = { &rec };
+static struct proc_records procs = { .v = recs, .n = 1 };
+static uint64_t node_bytes[2] = { 128 << 20, 0 }, stuck_away[2] = { 0, 128 << 20 };
+static uint64_t tick;
+static struct cgroup_rule rules[] = { { .path = (char *) "/x", .mode = CG_MODE_PLACE } };
+static struct nb_config cfg = { .cgroups = rules, .n_cgroups = 1 };
+
+static void round_(struct placer *pl) {
+        struct placer_env env = { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .cgroup_root = cg_root };
+
+        tick++;
+        rec.seen_tick = tick;
+        next_window();
+        placer_round(pl, &env, &procs, tick, tick * 1000);
+}
+
+static bool both(int mask) {
+        return cpus_of(tids[0]) == mask && cpus_of(tids[1]) == mask;
+}
+
+TEST(placed_on_the_node_of_stuck_memory) {
+        struct placer *pl;
+
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        for (int i = 0; i < 3 && !both(1); i++)
+                round_(pl);
+        CHECK_MSG(both(1), "threads not narrowed to CPU 0: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
+        CHECK_INT(rec.place->placed, 0);
+        CHECK_INT(rec.place->reason, TP_R_MEMORY_STUCK);
+        CHECK_INT(placer_threads_held(pl), 2);
+        CHECK(placer_thread_held(pl, getpid(), tids[0]));
+        CHECK_INT(placer_counters(pl)->placements, 1);
+        /* A later round keeps it: nothing changes, nothing counted again. */
+        round_(pl);
+        CHECK(both(1));
+        CHECK_INT(placer_counters(pl)->placements, 1);
+
+        /* Opt-out (the cgroup now balance): given back at the next round. */
+        cg.mode = CG_MODE_BALANCE;
+        round_(pl);
+        CHECK_MSG(both(3), "not given back on opt-out: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
+        CHECK_INT(placer_counters(pl)->undone[PLACER_UNDO_OPT_OUT], 2);
+        CHECK_INT(placer_counters(pl)->placements_undone, 1);
+        CHECK_INT(placer_threads_held(pl), 0);
+        cg.mode = CG_MODE_PLACE;
+        placer_free(pl);
+}
+
+/* Checked again right before the change: a process that left its cgroup since it was
+ * read, or whose cgroup's setting is no longer place, is not placed. */
+TEST(not_placed_after_leaving_the_cgroup) {
+        struct placer *pl;
+
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        cgroup_line = "0::/y\n";
+        for (int i = 0; i < 3; i++)
+                round_(pl);
+        CHECK(both(3));
+        CHECK_INT(placer_counters(pl)->placements, 0);
+        cgroup_line = "0::/x\n";
+        rules[0].mode = CG_MODE_BALANCE;
+        for (int i = 0; i < 3; i++)
+                round_(pl);
+        CHECK(both(3));
+        CHECK_INT(placer_counters(pl)->placements, 0);
+        rules[0].mode = CG_MODE_PLACE;
+        round_(pl);
+        CHECK(both(1));
+        placer_stop(pl);
+        placer_free(pl);
+        proc_place_free(rec.place);
+        rec.place = NULL;
+}
+
+TEST(crash_recovered_by_the_next_start) {
+        struct placer *pl, *next;
+
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        for (int i = 0; i < 3 && !both(1); i++)
+                round_(pl);
+        CHECK(both(1));
+        placer_free(pl);  /* as a kill -9 leaves it: nothing given back */
+        CHECK(both(1));
+        CHECK_INT(placer_new(state, proc_root, &next), 0);
+        CHECK_MSG(both(3), "not recovered at start: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
+        CHECK_INT(placer_counters(next)->undone[PLACER_UNDO_RECOVERED], 2);
+        placer_free(next);
+        proc_place_free(rec.place);
+        rec.place = NULL;
+}
+
+TEST(clean_stop_gives_back) {
+        struct placer *pl;
+
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        for (int i = 0; i < 3 && !both(1); i++)
+                round_(pl);
+        CHECK(both(1));
+        placer_stop(pl);
+        CHECK_MSG(both(3), "not given back at stop: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
+        CHECK_INT(placer_counters(pl)->undone[PLACER_UNDO_STOP], 2);
+        placer_free(pl);
+        proc_place_free(rec.place);
+        rec.place = NULL;
+}
+
+TEST(advise_places_nothing) {
+        struct placer *pl;
+
+        cg.mode = CG_MODE_ADVISE;
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        for (int i = 0; i < 3; i++)
+                round_(pl);
+        CHECK(both(3));
+        CHECK_INT(rec.place->action, TP_PLACE);   /* decided, not acted on */
+        CHECK_INT(placer_counters(pl)->would_place, 1);
+        CHECK_INT(placer_counters(pl)->placements, 0);
+        placer_free(pl);
+        proc_place_free(rec.place);
+        rec.place = NULL;
+        cg.mode = CG_MODE_PLACE;
+}
+
+static int intro(void) {
+        cpu_set_t s;
+        struct proc_stat st;
+
+        if (sched_getaffinity(0, sizeof(s), &s) < 0 || !CPU_ISSET(0, &s) || !CPU_ISSET(1, &s)) {
+                printf("SKIP: needs CPUs 0 and 1\n");
+                return 77;
+        }
+        if (!mkdtemp(tmpdir))
+                abort();
+        snprintf(proc_root, sizeof(proc_root), "%s/proc", tmpdir);
+        snprintf(sys_root, sizeof(sys_root), "%s/sys", tmpdir);
+        snprintf(cg_root, sizeof(cg_root), "%s/cg", tmpdir);
+        snprintf(state, sizeof(state), "%s/run/affinity", tmpdir);
+        mkdir(proc_root, 0755);
+        mkdir(sys_root, 0755);
+        mkdir(cg_root, 0755);
+        mkdirs(cg_root, "x");
+        write_at(cg_root, "x/cpuset.cpus.effective", "0-1\n");
+        fake_sys();
+        if (topology_read(sys_root, &topo) < 0)
+                abort();
+        for (int i = 0; i < 2; i++)
+                pthread_create(&threads[i], NULL, idle_thread, (void *) (intptr_t) i);
+        while (atomic_load(&started) < 2)
+                usleep(1000);
+        if (proc_read_stat("/proc", getpid(), &st) < 0)
+                abort();
+        rec = (struct proc_rec) {
+                .pid = getpid(), .starttime = st.starttime, .pidfd = -1, .cg = &cg, .scans = 1,
+                .node_bytes = node_bytes, .stuck_away = stuck_away, .hot_node = -1, .target_node = -1,
+        };
+        strcpy(rec.comm, "test-placer");
+        cfg.place_hold_ms = 60000;
+        cfg.place_thread_cost_kb = 16384;
+        cfg.scan_min_ms = 1000;
+        fake_proc();
+        return 0;
+}
+
+static void outro(void) {
+        atomic_store(&stop, 1);
+        for (int i = 0; i < 2; i++)
+                pthread_join(threads[i], NULL);
+        topology_free(topo);
+}
+
+DEFINE_TEST_MAIN_FULL(intro, outro)

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""(place) memory bound to node 0, threads on node 1: threads placed on node 0, no page moved.
+
+Two threads reading 128 MiB bound (MPOL_BIND) to node 0, started on node 1's CPUs with
+their affinity given back (no choice of the application's). Under mode place the
+daemon narrows both to node 0's CPUs within 60 s, the memory stays where it is (no
+migration in /proc/vmstat), `explain` names the node and the reason, and removing the
+cgroup's opt-in gives every thread the affinity it had."""
+import os
+import time
+
+from scenario import (all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
+                      sysctl_numa_balancing, thread_cpus, thread_node, vmstat)
+
+
+def wait_affinity(pid, tids, cpus, timeout):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if all(thread_cpus(pid, t) == cpus for t in tids):
+            return time.time() - t0
+        time.sleep(0.2)
+    return None
+
+
+def run(env, res):
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-place-bound", "place")
+    p, start, tids = start_gather(env, cg, 128, 0, 1, threads=2, policy="bind")
+    before = all_thread_cpus(p.pid)
+    node0 = sys_list_text(node_cpus(0))
+    moved0 = vmstat("pgmigrate_success")
+    env.start_daemon()
+    t = wait_affinity(p.pid, tids, node0, 60)
+    res["seconds_to_placed"] = t
+    check(t is not None, f"threads not placed on node 0 within 60 s: {all_thread_cpus(p.pid)}")
+    time.sleep(2)
+    check(all(thread_node(p.pid, tid) == 0 for tid in tids), "placed threads do not run on node 0")
+    res["pages_migrated"] = vmstat("pgmigrate_success") - moved0
+    check(res["pages_migrated"] == 0, f"{res['pages_migrated']} pages migrated: bound memory must not move")
+    d = explain(env, p.pid)
+    pl = d.get("placement") or {}
+    check(pl.get("placed_node") == 0, f"explain does not say placed on node 0: {pl}")
+    check(pl.get("placed_reason") == "memory-stuck", f"explain's reason for the placement: {pl}")
+    check(any(th["placed"] for th in pl.get("threads", [])), "explain lists no placed thread")
+    st = env.status()
+    check(st["placement"]["placements"] >= 1 and st["placement"]["threads_placed_now"] >= 2,
+          f"status does not count the placement: {st['placement']}")
+
+    # Opt-out: every thread gets its affinity back.
+    os.removexattr(cg, "trusted.numabalanced")
+    deadline = time.time() + 30
+    while all_thread_cpus(p.pid) != before:
+        if time.time() >= deadline:
+            fail(f"affinity not restored 30 s after opt-out: {all_thread_cpus(p.pid)} vs {before}")
+        time.sleep(0.2)
+    res["restored_after_opt_out"] = True
+    env.stop_daemon()

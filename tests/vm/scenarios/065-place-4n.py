@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""(place, 4 nodes of 1 CPU) never more busy threads on a node than its CPUs; one thread is placed.
+
+A process of two busy threads, memory bound to node 0: no node has two CPUs, so it is
+not placed (too-many) and its threads keep their affinity for 20 s. Then, alone, a
+process of one busy thread with its memory bound to node 2, started on node 3: placed
+on node 2, no page moved."""
+import time
+
+from scenario import (all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
+                      sysctl_numa_balancing, thread_cpus, vmstat)
+
+
+def run(env, res):
+    sysctl_numa_balancing(0)
+    cg = env.cgroup("nb-place-4n", "place")
+    two, _, _ = start_gather(env, cg, 64, 0, 1, threads=2, policy="bind")
+    before = all_thread_cpus(two.pid)
+    moved0 = vmstat("pgmigrate_success")
+    env.start_daemon()
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        check(all_thread_cpus(two.pid) == before, f"two busy threads placed on a 1-CPU node: {all_thread_cpus(two.pid)}")
+        time.sleep(0.5)
+    pl = explain(env, two.pid).get("placement") or {}
+    check(pl.get("placed_node") is None and pl.get("reason") in ("too-many", "nowhere-together"), f"explain: {pl}")
+    # One at a time: the two threads above, which no node can take, would otherwise
+    # hold whichever CPU the scheduler gave them.
+    two.kill()
+    two.wait()
+    one, _, tids = start_gather(env, cg, 64, 2, 3, threads=1, policy="bind")
+    node2 = sys_list_text(node_cpus(2))
+    deadline = time.time() + 60
+    while thread_cpus(one.pid, tids[0]) != node2:
+        if time.time() >= deadline:
+            fail(f"the one-thread process was not placed on node 2: {all_thread_cpus(one.pid)}, "
+                 f"{explain(env, one.pid).get('placement')}")
+        time.sleep(0.2)
+    res["pages_migrated"] = vmstat("pgmigrate_success") - moved0
+    check(res["pages_migrated"] == 0, f"{res['pages_migrated']} pages migrated: bound memory must not move")
+    env.stop_daemon()
