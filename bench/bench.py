@@ -1177,7 +1177,8 @@ def run_perfnuma(env, mode, name, secs):
                         r = subprocess.run([env.ctl, "explain", "--json", str(pid)], capture_output=True, text=True)
                         with contextlib.suppress(ValueError):
                             d = json.loads(r.stdout)
-                            explained[pid] = {k2: d.get(k2) for k2 in ("mode", "reason", "target_node", "hot_node")}
+                            explained[pid] = {k2: d.get(k2) for k2 in ("mode", "reason", "target_node", "hot_node",
+                                                                       "placement")}
         p.wait(60)
         seconds = time.time() - t0
         placed1 = daemon_placements(env) if b.daemon else None

@@ -699,6 +699,10 @@ def placed_cell(runs):
     if all(r.get("threads_placed") is None for r in runs):
         return "not counted"
     keys = sorted({k for r in runs for k in (r.get("threads_placed") or {})})
+    # The daemon's status has more (restored by cause, would_place...): the result
+    # file keeps them all; the table shows what was placed and undone.
+    shown = [k for k in keys if k.split(".")[-1] in ("threads_placed", "placements", "placements_undone")]
+    keys = shown or keys
     return "; ".join(f"{k} {spread([(r.get('threads_placed') or {}).get(k) for r in runs], '{:.0f}')}"
                      for k in keys)
 
