@@ -703,7 +703,7 @@ def placed_cell(runs):
     # file keeps them all; the table shows what was placed and undone.
     shown = [k for k in keys if k.split(".")[-1] in ("threads_placed", "placements", "placements_undone")]
     keys = shown or keys
-    return "; ".join(f"{k} {spread([(r.get('threads_placed') or {}).get(k) for r in runs], '{:.0f}')}"
+    return "; ".join(f"{k.removeprefix('placement.')} {spread([(r.get('threads_placed') or {}).get(k) for r in runs], '{:.0f}')}"
                      for k in keys)
 
 
@@ -769,7 +769,9 @@ def perfnuma_section(name):
         w(f"| {mode} | {conv} | {at_end} | {together} | {pairs} | {fin} | {mig} | {placed_cell(runs)} {node0}"
           f"| {cpu} | {spread([r.get('perf_total_gb_s') for r in runs])} |")
     w("")
-    secs = [r["seconds"] for runs in doc["runs"].values() for r in runs]
+    # The document's own seconds are its last boot's: those modes' runs only.
+    last = set(doc["parts"][0]["modes"]) if doc.get("parts") else set(doc["runs"])
+    secs = [r["seconds"] for m, runs in doc["runs"].items() for r in runs if m in last]
     w(f"One run took {statistics.median(secs):.0f} s from perf's threads' start to its exit (median); with "
       "the balancer's start and perf's own set-up (its memory first-touched), a run and its mode's start "
       f"and stop took {doc.get('seconds', 0) / max(1, len(secs)):.0f} s in this guest on average.\n")
