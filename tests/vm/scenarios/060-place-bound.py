@@ -9,7 +9,7 @@ cgroup's opt-in gives every thread the affinity it had."""
 import os
 import time
 
-from scenario import (all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
+from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
                       sysctl_numa_balancing, thread_cpus, thread_node, vmstat)
 
 
@@ -30,6 +30,7 @@ def run(env, res):
     node0 = sys_list_text(node_cpus(0))
     moved0 = vmstat("pgmigrate_success")
     env.start_daemon()
+    wait_log(env, "Listening on", 120)
     t = wait_affinity(p.pid, tids, node0, 60)
     res["seconds_to_placed"] = t
     check(t is not None, f"threads not placed on node 0 within 60 s: {all_thread_cpus(p.pid)}")

@@ -7,7 +7,7 @@ process of one busy thread with its memory bound to node 2, started on node 3: p
 on node 2, no page moved."""
 import time
 
-from scenario import (all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
+from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
                       sysctl_numa_balancing, thread_cpus, vmstat)
 
 
@@ -18,6 +18,7 @@ def run(env, res):
     before = all_thread_cpus(two.pid)
     moved0 = vmstat("pgmigrate_success")
     env.start_daemon()
+    wait_log(env, "Listening on", 120)
     deadline = time.time() + 20
     while time.time() < deadline:
         check(all_thread_cpus(two.pid) == before, f"two busy threads placed on a 1-CPU node: {all_thread_cpus(two.pid)}")
