@@ -155,7 +155,7 @@ static struct service_threads service_threads_of(const struct manager *m) {
 }
 
 /* What the scans of this tick read besides their process. */
-static struct scan_env scan_env_of(const struct manager *m) {
+static struct scan_env scan_env_of(struct manager *m) {
         return (struct scan_env) {
                 .reader = m->reader,
                 .cfg = &m->cfg,
@@ -164,6 +164,7 @@ static struct scan_env scan_env_of(const struct manager *m) {
                 .source = m->source,
                 .pages = m->pages,
                 .kernel_balances = m->counters.kernel_balances,
+                .promote_left = &m->promote.left,
                 .dry_run = m->opts.dry_run,
         };
 }
@@ -737,6 +738,9 @@ static void tick_prepare(struct manager *m) {
                 m->sampler_thread_ns = page_sampler_take_cpu_ns(m->pages);
         }
         kernel_balancing_watch(m);
+        /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
+         * scans and the react scans until the next. */
+        plan_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s << 20, clock_now_ms());
 }
 
 /* The walk's CPU time, which a fresh selection carries (lib/cgroup.h): each opted-in

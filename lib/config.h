@@ -63,11 +63,13 @@ struct nb_config {
         bool move_mlocked;           /* move locked (mlock) VMAs too */
         uint64_t min_misplaced_kb;   /* a VMA with less misplaced memory is left alone */
         nb_nodemask slow_nodes;      /* a lower memory tier; empty: topology's default rule */
+        unsigned promote_free_floor_pct; /* promotions leave this % of the fast node free */
 
         /* [migrate] */
         uint64_t rate_limit_mb_s;    /* global copy budget, 0 = unlimited */
         uint64_t batch_pages;        /* pages per move_pages(2) call, at most */
         uint64_t rate_limit_calls_s; /* move_pages(2) calls that move, per second; 0 = unlimited */
+        uint64_t promote_rate_limit_mb_s; /* promotions from slow nodes, MB/s; 0 = none */
 
         /* [report] */
         char *metrics_path;          /* Prometheus textfile, "" = none */

@@ -30,6 +30,8 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_QUARANTINED] = "quarantined",
         [REASON_READ_DEFERRED] = "read-deferred",
         [REASON_LOWER_TIER] = "lower-tier",
+        [REASON_PROMOTE_RATE] = "promote-rate",
+        [REASON_PROMOTE_FLOOR] = "promote-floor",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -63,6 +65,11 @@ static const char *const reason_texts[_REASON_MAX] = {
         [REASON_LOWER_TIER] = "the pages are on a slower memory tier (slow_nodes: memory without CPUs, CXL, "
                               "persistent memory), where the kernel may have demoted them: not misplaced for being "
                               "there, and never a target",
+        [REASON_PROMOTE_RATE] = "hot pages on a slower memory tier wait for the promotion budget "
+                                "(promote_rate_limit_mb_s)",
+        [REASON_PROMOTE_FLOOR] = "hot pages on a slower memory tier stay: the fast node they would go to is at its "
+                                 "promotion floor (promote_free_floor_pct), where the kernel would soon demote them "
+                                 "again",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -630,6 +637,74 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
         return !vma_planned_whole(vma_plan, vma);
 }
 
+/* --- promotion (rule 7) ------------------------------------------------------------ */
+
+uint64_t plan_promote_refill(struct plan_promote_budget *b, uint64_t rate_bytes_s, uint64_t now_ms) {
+        uint64_t burst = rate_bytes_s; /* one second's worth */
+
+        if (!b->started || now_ms < b->last_ms) {
+                /* The first tick may promote a second's worth at once. */
+                *b = (struct plan_promote_budget) { .left = burst, .last_ms = now_ms, .started = true };
+                return b->left;
+        }
+        if (now_ms - b->last_ms >= 1000)
+                b->left = burst; /* a second or more: full (and no overflow below) */
+        else {
+                uint64_t byte_ms = rate_bytes_s * (now_ms - b->last_ms) + b->frac;
+
+                b->left = sat_add(b->left, byte_ms / 1000);
+                b->frac = byte_ms % 1000;
+        }
+        if (b->left >= burst) {
+                b->left = burst; /* also after the rate was lowered */
+                b->frac = 0;
+        }
+        b->last_ms = now_ms;
+        return b->left;
+}
+
+/* Whether v has pages on a slow node: a page-level move in it may be a promotion. */
+static bool vma_on_slow(const struct topology *t, const struct numa_maps *maps, const struct vma *v) {
+        const struct node_pages *np = vma_node_pages(maps, v);
+
+        for (size_t k = 0; k < v->np_count; k++)
+                if (np[k].pages && topology_node_slow(t, np[k].node))
+                        return true;
+        return false;
+}
+
+/* Bytes of base pages a promotion may still bring to node: above its promotion floor
+ * (promote_floor_pct, or free_floor_pct when higher), less what this tick planned there. */
+static uint64_t promote_room(const struct topology *t, int node, const struct plan_params *p,
+                             const uint64_t *reserved) {
+        int idx = topology_node_index(t, (unsigned) node);
+        struct plan_params floor = *p;
+        uint64_t room;
+
+        if (idx < 0)
+                return 0;
+        if (p->promote_floor_pct > floor.free_floor_pct)
+                floor.free_floor_pct = p->promote_floor_pct;
+        room = above_floor(&t->nodes[idx], &floor);
+        return room > reserved[idx] ? room - reserved[idx] : 0;
+}
+
+/* Whether a promotion of size bytes to node fits the budget and the promotion floor;
+ * what does not is counted in pl->skipped_bytes. A hugetlb page takes a free huge page
+ * from the target's pool, not MemFree: its floor is the pool's (room_on()). */
+static bool promotion_fits(const struct topology *t, const struct plan_params *p, int node, uint64_t huge_kb,
+                           uint64_t size, const uint64_t *reserved, struct plan *pl) {
+        if (p->promote_left && *p->promote_left < size) {
+                skip(pl, REASON_PROMOTE_RATE, size);
+                return false;
+        }
+        if (!huge_kb && promote_room(t, node, p, reserved) < size) {
+                skip(pl, REASON_PROMOTE_FLOOR, size);
+                return false;
+        }
+        return true;
+}
+
 /* Whether the last move already holds page (the same huge page sampled again). */
 static bool page_taken(const struct plan *pl, size_t vma, uint64_t page) {
         const struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
@@ -640,9 +715,11 @@ static bool page_taken(const struct plan *pl, size_t vma, uint64_t page) {
 /* Adds the page as a move, or to the last move when it ends where the page starts, in
  * the same VMA and to the same node. */
 static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, unsigned node,
-                          bool thread_policy) {
+                          bool thread_policy, bool promote) {
         struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
 
+        if (promote)
+                pl->promote_bytes = sat_add(pl->promote_bytes, size);
         if (last && last->end == page && last->target == (int) node && last->vma == vma) {
                 last->end += size;
                 last->bytes += size;
@@ -658,6 +735,7 @@ static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t s
                 .bytes = size,
                 .gain = size,
                 .thread_policy = thread_policy,
+                .promote = promote,
         };
 }
 
@@ -676,6 +754,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 ssize_t vi = vma_of(in, pm->page);
                 const struct vma *v;
                 uint64_t size, page, huge_kb;
+                bool promote;
 
                 if (vi < 0)
                         continue; /* unmapped since it was sampled */
@@ -689,6 +768,9 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 if (page_taken(&pl, (size_t) vi, page))
                         continue;
                 huge_kb = v->hugetlb ? v->page_size_kb : 0;
+                promote = vma_on_slow(t, in->maps, v);
+                if (promote && !promotion_fits(t, p, (int) pm->node, huge_kb, size, reserved_bytes, &pl))
+                        continue;
                 if (room_on(t, (int) pm->node, huge_kb, p, reserved_bytes) < size) {
                         /* A huge page sampled at several addresses is counted once. */
                         if (page != last_full)
@@ -699,8 +781,10 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 if (size > cap - pl.bytes)
                         break;
                 reserve(t, reserved_bytes, pm->node, huge_kb, size);
+                if (promote && p->promote_left)
+                        *p->promote_left -= size;
                 pl.bytes = sat_add(pl.bytes, size);
-                add_page_move(&pl, (size_t) vi, page, size, pm->node, vma_thread_policy(in, v));
+                add_page_move(&pl, (size_t) vi, page, size, pm->node, vma_thread_policy(in, v), promote);
         }
         pl.reason = main_reason(&pl);
         *ret = pl;
