@@ -540,6 +540,7 @@ static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t n
                 .migrator = m->migrator,
                 .cost = &m->cost,
                 .counters = &m->counters,
+                .promote = &m->promote,
                 .run_jobs = m->run_jobs,
                 .run_jobs_userdata = m->run_jobs_userdata,
                 .pump_ns = &m->cost.pump_ns,

@@ -185,9 +185,14 @@ struct plan_promote_budget {
         uint64_t left;                /* bytes */
         uint64_t last_ms;             /* the last refill */
         uint64_t frac;                /* byte-ms not yet a byte */
+        uint64_t debt;                /* bytes moved beyond those planned, paid by refills */
         bool started;
 };
 uint64_t plan_promote_refill(struct plan_promote_budget *b, uint64_t rate_bytes_s, uint64_t now_ms);
+/* Promotions moved bytes more than they planned: a sampled base page of a transparent
+ * huge page moves the whole huge page. Taken from what is left, the rest from the
+ * next refills, so that the rate holds for what moved. */
+void plan_promote_charge(struct plan_promote_budget *b, uint64_t bytes);
 
 /* Page-level moves from sampled memory accesses (lib/page-agg's two-sample rule:
  * d->moves are pages seen only from one node, at least twice). Each such page moves to

@@ -1061,5 +1061,14 @@ TEST(tier_promote_refill) {
                 CHECK_INT(plan_promote_refill(&b, rate, 6500), rate);
                 /* A lower rate clamps what is held. */
                 CHECK_INT(plan_promote_refill(&b, rate / 2, 6600), rate / 2);
+                /* Moved beyond the plan: what is left pays, the rest is debt that
+                 * the next refills pay before anything is promoted again. */
+                plan_promote_charge(&b, rate);
+                CHECK_INT(b.left, 0);
+                CHECK_INT(b.debt, rate / 2);
+                CHECK_INT(plan_promote_refill(&b, rate / 2, 7100), 0);
+                CHECK_INT(plan_promote_refill(&b, rate / 2, 7600), 0);
+                CHECK_INT(b.debt, 0);
+                CHECK_INT(plan_promote_refill(&b, rate / 2, 8100), rate / 4);
         }
 }
