@@ -267,14 +267,19 @@ static void note_stop(struct proc_rec *p, const struct migrate_job *j) {
                                      j->cgroup, (int) j->pid, j->stop->text, j->stop->name);
 }
 
-/* A promotion job's bytes moved are counted; what it moved beyond its plan (whole
- * transparent huge pages for a sampled base page) is charged to the budget. */
+/* A promotion job's bytes moved are counted, and the budget settled with what moved:
+ * what it moved beyond its plan (whole transparent huge pages for a sampled base page)
+ * is charged, what it did not move (on the target already, gone) given back. */
 static void account_promotion(const struct jobs_env *env, const struct migrate_job *j) {
         uint64_t moved = j->pages[MIG_MOVED] * page_size(), planned = j->max_pages * page_size();
 
         env->counters->promoted_bytes += moved;
-        if (env->promote && moved > planned)
+        if (!env->promote)
+                return;
+        if (moved > planned)
                 plan_promote_charge(env->promote, moved - planned);
+        else
+                plan_promote_refund(env->promote, planned - moved);
 }
 
 /* The results: counts per process, per cgroup and in total; ranges moved into the

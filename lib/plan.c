@@ -672,6 +672,10 @@ void plan_promote_charge(struct plan_promote_budget *b, uint64_t bytes) {
         b->debt = sat_add(b->debt, bytes - from_left);
 }
 
+void plan_promote_refund(struct plan_promote_budget *b, uint64_t bytes) {
+        b->left = sat_add(b->left, bytes);
+}
+
 /* Whether v has pages on a slow node: a page-level move in it may be a promotion. */
 static bool vma_on_slow(const struct topology *t, const struct numa_maps *maps, const struct vma *v) {
         const struct node_pages *np = vma_node_pages(maps, v);
@@ -698,20 +702,33 @@ static uint64_t promote_room(const struct topology *t, int node, const struct pl
         return room > reserved[idx] ? room - reserved[idx] : 0;
 }
 
-/* Whether a promotion of size bytes to node fits the budget and the promotion floor;
- * what does not is counted in pl->skipped_bytes. A hugetlb page takes a free huge page
- * from the target's pool, not MemFree: its floor is the pool's (room_on()). */
-static bool promotion_fits(const struct topology *t, const struct plan_params *p, int node, uint64_t huge_kb,
-                           uint64_t size, const uint64_t *reserved, struct plan *pl) {
-        if (p->promote_left && *p->promote_left < size) {
-                skip(pl, REASON_PROMOTE_RATE, size);
-                return false;
-        }
+/* How a promotion of a page is planned. */
+enum promotion {
+        PROMOTION_HELD,       /* not at all: the fast node is at its promotion floor */
+        PROMOTION_COUNTED,    /* its bytes planned, taken from the budget */
+        PROMOTION_SPARE,      /* over the budget: named, with no bytes of its own */
+};
+
+/* A promotion of size bytes to node, against the promotion floor and the budget; what
+ * may not move now is counted in pl->skipped_bytes. A hugetlb page takes a free huge
+ * page from the target's pool, not MemFree: its floor is the pool's (room_on()).
+ *
+ * Over the budget, a page is still named (a spare) when pages counted before it go to
+ * the same node (counted): the executor moves at most the job's bytes of pages that
+ * are elsewhere, not of those already there, so a page promoted at an earlier tick and
+ * sampled again does not spend the budget, which goes to the spares instead. Without
+ * a counted page a spare would make a job with no bound. */
+static enum promotion promotion_of(const struct topology *t, const struct plan_params *p, int node,
+                                   uint64_t huge_kb, uint64_t size, const uint64_t *reserved,
+                                   const nb_nodemask *counted, struct plan *pl) {
         if (!huge_kb && promote_room(t, node, p, reserved) < size) {
                 skip(pl, REASON_PROMOTE_FLOOR, size);
-                return false;
+                return PROMOTION_HELD;
         }
-        return true;
+        if (!p->promote_left || *p->promote_left >= size)
+                return PROMOTION_COUNTED;
+        skip(pl, REASON_PROMOTE_RATE, size);
+        return nodemask_test(counted, (unsigned) node) ? PROMOTION_SPARE : PROMOTION_HELD;
 }
 
 /* Whether the last move already holds page (the same huge page sampled again). */
@@ -723,16 +740,17 @@ static bool page_taken(const struct plan *pl, size_t vma, uint64_t page) {
 
 /* Adds the page as a move, or to the last move when it ends where the page starts, in
  * the same VMA and to the same node. */
-static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, unsigned node,
-                          bool thread_policy, bool promote) {
+static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, uint64_t bytes,
+                          unsigned node, bool thread_policy, bool promote) {
         struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
 
         if (promote)
-                pl->promote_bytes = sat_add(pl->promote_bytes, size);
-        if (last && last->end == page && last->target == (int) node && last->vma == vma) {
+                pl->promote_bytes = sat_add(pl->promote_bytes, bytes);
+        if (last && last->end == page && last->target == (int) node && last->vma == vma &&
+            last->promote == promote) {
                 last->end += size;
-                last->bytes += size;
-                last->gain += size;
+                last->bytes += bytes;
+                last->gain += bytes;
                 return;
         }
         pl->moves[pl->n_moves++] = (struct plan_move) {
@@ -741,8 +759,8 @@ static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t s
                 .end = page + size,
                 .page_size = size,
                 .target = (int) node,
-                .bytes = size,
-                .gain = size,
+                .bytes = bytes,
+                .gain = bytes,
                 .thread_policy = thread_policy,
                 .promote = promote,
         };
@@ -753,6 +771,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                struct plan *ret) {
         struct plan pl = { .hot_node = -1, .full_target = -1 };
         uint64_t cap = pages_cap(p, vma_plan), last_full = UINT64_MAX;
+        nb_nodemask counted = {};
 
         pl.moves = calloc(d->n_moves ? d->n_moves : 1, sizeof(*pl.moves));
         if (!pl.moves)
@@ -763,6 +782,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 ssize_t vi = vma_of(in, pm->page);
                 const struct vma *v;
                 uint64_t size, page, huge_kb;
+                enum promotion promotion = PROMOTION_COUNTED;
                 bool promote;
 
                 if (vi < 0)
@@ -778,8 +798,14 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                         continue;
                 huge_kb = v->hugetlb ? v->page_size_kb : 0;
                 promote = vma_on_slow(t, in->maps, v);
-                if (promote && !promotion_fits(t, p, (int) pm->node, huge_kb, size, reserved_bytes, &pl))
+                if (promote)
+                        promotion = promotion_of(t, p, (int) pm->node, huge_kb, size, reserved_bytes, &counted, &pl);
+                if (promotion == PROMOTION_HELD)
                         continue;
+                if (promotion == PROMOTION_SPARE) {
+                        add_page_move(&pl, (size_t) vi, page, size, 0, pm->node, vma_thread_policy(in, v), true);
+                        continue;
+                }
                 if (room_on(t, (int) pm->node, huge_kb, p, reserved_bytes) < size) {
                         /* A huge page sampled at several addresses is counted once. */
                         if (page != last_full)
@@ -790,10 +816,13 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 if (size > cap - pl.bytes)
                         break;
                 reserve(t, reserved_bytes, pm->node, huge_kb, size);
-                if (promote && p->promote_left)
-                        *p->promote_left -= size;
+                if (promote) {
+                        if (p->promote_left)
+                                *p->promote_left -= size;
+                        nodemask_set(&counted, pm->node);
+                }
                 pl.bytes = sat_add(pl.bytes, size);
-                add_page_move(&pl, (size_t) vi, page, size, pm->node, vma_thread_policy(in, v), promote);
+                add_page_move(&pl, (size_t) vi, page, size, size, pm->node, vma_thread_policy(in, v), promote);
         }
         pl.reason = main_reason(&pl);
         *ret = pl;

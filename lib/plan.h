@@ -127,7 +127,10 @@ struct plan_move {
                                        * threads' policies (thread_policies_allow() says
                                        * whether it still is, before moving) */
         bool promote;                 /* page-level, in a VMA with pages on a slow node: a
-                                       * promotion (rule 7), charged to promote_left */
+                                       * promotion (rule 7), charged to promote_left; bytes
+                                       * may be less than end - start (spares: pages over
+                                       * the budget, moved in place of counted ones found
+                                       * on the target already) */
         bool hugetlb;                 /* hugetlb pages of page_size: they take the target's
                                        * free huge pages, not its MemFree */
         nb_nodemask keep;             /* pages on these nodes stay: keep_nodes and the slow
@@ -170,7 +173,10 @@ uint64_t plan_node_room(const struct topology *t, int node, const struct plan_pa
  * the slow one. A promotion is bounded by
  *   - the promotion budget (*p->promote_left, bytes, taken as planned): the rate, so
  *     that the daemon never copies up faster than the operator allows, whatever the
- *     samples say (REASON_PROMOTE_RATE);
+ *     samples say (REASON_PROMOTE_RATE). Pages over it are still named in the moves
+ *     (spares, no bytes of their own) after a counted page to the same node: the
+ *     executor moves at most a job's bytes of pages found elsewhere, so the budget is
+ *     not spent on pages an earlier tick promoted and the samples show again;
  *   - the fast node's promotion floor (promote_floor_pct of its memory free, or
  *     free_floor_pct if higher): filling it would have the kernel reclaim, and so
  *     demote, what was just promoted (REASON_PROMOTE_FLOOR).
@@ -193,6 +199,9 @@ uint64_t plan_promote_refill(struct plan_promote_budget *b, uint64_t rate_bytes_
  * huge page moves the whole huge page. Taken from what is left, the rest from the
  * next refills, so that the rate holds for what moved. */
 void plan_promote_charge(struct plan_promote_budget *b, uint64_t bytes);
+/* Promotions moved fewer bytes than planned (pages on the target already, gone,
+ * busy): the difference is given back. */
+void plan_promote_refund(struct plan_promote_budget *b, uint64_t bytes);
 
 /* Page-level moves from sampled memory accesses (lib/page-agg's two-sample rule:
  * d->moves are pages seen only from one node, at least twice). Each such page moves to

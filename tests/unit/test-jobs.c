@@ -462,5 +462,13 @@ TEST(slow_node_kept_and_promotions_charged) {
         CHECK_INT(w.counters.promoted_bytes, 6 * MIB);
         CHECK_INT(budget.left, 0);
         CHECK_INT(budget.debt, MIB);
+
+        /* Again, half of each job moved (the rest was on the target already): the
+         * promotion's unmoved 2 MiB is given back. */
+        ran.moved_pct = 50;
+        budget = (struct plan_promote_budget) { .started = true };
+        CHECK_INT(jobs_run(&w.env, &w.scans[0], 1, 2000, &charged), 0);
+        CHECK_INT(w.counters.promoted_bytes, 8 * MIB);
+        CHECK_INT(budget.left, 2 * MIB);
         world_done(&w);
 }

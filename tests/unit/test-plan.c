@@ -964,8 +964,9 @@ TEST(tier_pages_off_slow_not_charged) {
 }
 
 /* The budget bounds what a tick promotes, for all its scans together: 3 pages' worth
- * takes 3 of 8 hot pages, the rest waits (promote-rate), and a second process of the
- * same tick gets none. */
+ * takes 3 of 8 hot pages, the rest waits (promote-rate) as spares (named, no bytes:
+ * the executor moves them only in place of counted ones already on node 0), and a
+ * second process of the same tick gets none, spares included. */
 TEST(tier_promote_budget) {
         _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
         unsigned samples[8][3];
@@ -986,6 +987,11 @@ TEST(tier_promote_budget) {
         CHECK_INT(pl.promote_bytes, 3 * 4096);
         CHECK_INT(pl.skipped_bytes[REASON_PROMOTE_RATE], 5 * 4096);
         CHECK_INT(left, 0);
+        CHECK_INT(pl.n_moves, 8);
+        for (size_t i = 0; i < pl.n_moves; i++) {
+                CHECK(pl.moves[i].promote && pl.moves[i].target == 0);
+                CHECK_INT(pl.moves[i].bytes, i < 3 ? 4096 : 0);
+        }
         plan_done(&pl);
 
         CHECK_INT(promote_run(t, SLOW_VMA, (const unsigned (*)[3]) samples, 8, &p, reserved, &pl), 0);
