@@ -415,12 +415,14 @@ class HotSamples(threading.Thread):
 
 def run_tiering(env, mode, size_mb, hot_mb, limit_s):
     """tiering: one run of one mode. The workload (bench/hot) is moved whole to the slow
-    node 2; the clock starts then."""
+    node 2, then the balancer starts (the kernel's and DAMON's would pull pages back
+    while migratepages runs); the clock starts when it has."""
     replay = env.tmp_path("tiering.replay")
     open(replay, "w").close()
     conf = f"[sample]\npmu = replay\nreplay_path = {replay}\n" if mode == "numabalanced" else ""
     b = Balancer(env, mode, conf=conf, damon_nodes=(2, 0))
-    cg = b.start("bench-tiering")
+    scenario.sysctl_numa_balancing(0)
+    cg = env.cgroup("bench-tiering")
     feeder = None
     try:
         ready = env.tmp_path(f"hot.ready.{time.time_ns()}")
@@ -439,6 +441,8 @@ def run_tiering(env, mode, size_mb, hot_mb, limit_s):
         on2 = range_nodes(pid, start, length).get(2, 0) * page
         if on2 < length * 0.99:
             raise scenario.Fail(f"migratepages left {on2 >> 20} MiB of {size_mb} on node 2")
+        b.start("bench-tiering")   # the same cgroup, opted in for the daemon
+        env.cgroups = list(dict.fromkeys(env.cgroups))
         keys = ("pgmigrate_success", "numa_hint_faults", "pgpromote_success", "pgdemote_kswapd")
         v0, c0, (u0, s0) = {k: vmstat(k) for k in keys}, b.cpu(), cpu_s(pid)
         t0 = time.time()

@@ -720,8 +720,17 @@ def tiering_section(key, label):
           f"| {fmt(mig, '{:.2f}')} | {fmt(hf)} | {fmt(cpu, '{:.2f}')} "
           f"| {fmt(rps / 1e6 if rps else None, '{:.1f}')} | {where} |")
     w("")
-    w("Balancer CPU: the daemon's or the kdamonds' own utime+stime; for `kernel-tiering` and `none` the "
-      "workload's system time (the hint faults run in its thread).\n")
+    w("Balancer CPU: the daemon's or the kdamonds' own utime+stime (the daemon's includes parsing the "
+      "replayed samples, about 0.8 MB of text a second); for `kernel-tiering` and `none` the workload's "
+      "system time (the hint faults run in its thread). Reads/s is over each run's own window (the "
+      "modes that never finish run 60 s, the others a few seconds, their start on the slow node "
+      "included): it does not compare across modes.\n")
+    damon = doc["runs"].get("damon", [])
+    if damon and all(r.get("migrated_pages") == 0 for r in damon):
+        w("DAMON moved nothing within the limit while its kdamond ran. Not investigated further; a guess, "
+          "not checked: TCG keeps a guest's TLB entries until they are flushed, and DAMON clears a page's "
+          "accessed bit without a flush, so a page read in a loop on one CPU may never show as accessed "
+          "again.\n")
 
 
 tiering_section("tiering-6.12", "tiering on 6.12")
