@@ -157,7 +157,7 @@ static struct service_threads service_threads_of(const struct manager *m) {
 }
 
 /* What the scans of this tick read besides their process. */
-static struct scan_env scan_env_of(const struct manager *m) {
+static struct scan_env scan_env_of(struct manager *m) {
         return (struct scan_env) {
                 .reader = m->reader,
                 .cfg = &m->cfg,
@@ -166,6 +166,7 @@ static struct scan_env scan_env_of(const struct manager *m) {
                 .source = m->source,
                 .pages = m->pages,
                 .kernel_balances = m->counters.kernel_balances,
+                .promote_left = &m->promote.left,
                 .dry_run = m->opts.dry_run,
         };
 }
@@ -556,6 +557,7 @@ static int run_jobs(struct manager *m, const struct scan_list *scans, uint64_t n
                 .migrator = m->migrator,
                 .cost = &m->cost,
                 .counters = &m->counters,
+                .promote = &m->promote,
                 .run_jobs = m->run_jobs,
                 .run_jobs_userdata = m->run_jobs_userdata,
                 .pump_ns = &m->cost.pump_ns,
@@ -755,6 +757,9 @@ static void tick_prepare(struct manager *m) {
                 m->sampler_thread_ns = page_sampler_take_cpu_ns(m->pages);
         }
         kernel_balancing_watch(m);
+        /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
+         * scans and the react scans until the next. */
+        plan_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s << 20, clock_now_ms());
 }
 
 /* The walk's CPU time, which a fresh selection carries (lib/cgroup.h): each opted-in
