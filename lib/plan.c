@@ -580,6 +580,25 @@ uint64_t plan_node_room(const struct topology *t, int node, const struct plan_pa
         return idx < 0 ? 0 : above_floor(&t->nodes[idx], p);
 }
 
+uint64_t plan_keep_target(struct plan *pl, int target) {
+        uint64_t dropped = 0;
+        size_t k = 0;
+
+        for (size_t i = 0; i < pl->n_moves; i++) {
+                if (pl->moves[i].target == target) {
+                        pl->moves[k++] = pl->moves[i];
+                        continue;
+                }
+                dropped += pl->moves[i].bytes;
+                if (pl->moves[i].promote)
+                        pl->promote_bytes -= pl->moves[i].bytes < pl->promote_bytes ? pl->moves[i].bytes :
+                                                                                    pl->promote_bytes;
+        }
+        pl->n_moves = k;
+        pl->bytes = dropped < pl->bytes ? pl->bytes - dropped : 0;
+        return dropped;
+}
+
 void plan_done(struct plan *p) {
         if (!p)
                 return;

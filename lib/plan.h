@@ -161,6 +161,10 @@ size_t plan_reserved_len(const struct topology *t);
 int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                 uint64_t *reserved_bytes, struct plan *ret);
 void plan_done(struct plan *p);
+/* Drops the moves of pl whose target is not target (a node id): a process whose threads
+ * were just placed on target has its memory follow them there, never elsewhere (the
+ * plan was made from where they ran before). Returns the bytes dropped. */
+uint64_t plan_keep_target(struct plan *pl, int target);
 
 /* Bytes of base pages node may take before it reaches its free-memory floor (0 at or
  * below it), from the topology's last free-memory reading. */

@@ -127,6 +127,22 @@ TEST(default_policy_moves_to_the_threads_node) {
 
 /* Sparse mappings (an ASan shadow, a heap reservation): a 16 TiB VMA with 4 MiB in
  * it is left alone (the executor would walk 16 TiB), with its bytes counted. */
+/* A process whose threads were just placed keeps only the moves to their node. */
+TEST(keep_target_drops_the_other_moves) {
+        struct plan_move moves[3] = {
+                { .target = 1, .bytes = 100 }, { .target = 0, .bytes = 30 }, { .target = 1, .bytes = 5 },
+        };
+        struct plan pl = { .moves = moves, .n_moves = 3, .bytes = 135 };
+
+        CHECK_INT(plan_keep_target(&pl, 1), 30);
+        CHECK_INT(pl.n_moves, 2);
+        CHECK_INT(pl.bytes, 105);
+        CHECK(pl.moves[0].target == 1 && pl.moves[1].target == 1 && pl.moves[1].bytes == 5);
+        CHECK_INT(plan_keep_target(&pl, 0), 105);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.bytes, 0);
+}
+
 /* What placing the threads on a node would leave remote: a VMA bound to node 0 cannot
  * come to node 1; a default one can; an interleaved one moves nowhere. */
 TEST(stuck_away_by_policy) {
