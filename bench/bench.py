@@ -19,6 +19,9 @@ service_cpus (default 0, what the shipped config picks on these guests). Modes:
   bind          numactl --cpunodebind --membind to the node the threads run on: the
                 memory is local from the start (the ideal, the limit)
   none          nothing at all
+  kernel-tiering  kernel.numa_balancing=2 (memory tiering: hot pages on a lower tier
+                promoted on hint faults, numa_balancing_promote_rate_limit_MBps as
+                the kernel ships it), no daemon
   damon         (6.12 guests, --kernel 6.12) the kernel's DAMON through its sysfs
                 interface as a peer: one kdamond monitoring the physical memory of
                 node 0 (paddr) with a migrate_hot scheme to node 1 (the 6.11+ action
@@ -93,6 +96,16 @@ Scenarios:
              the two share (perf maps it MAP_SHARED before forking them)
   perfnuma-bound (2n2c) -P 128 under numactl --membind=0, the threads started on node 1
              (perf's -C) and released at once: placed on node 0, no page moved
+  tiering    (2n1m-hmat, --kernel 6.12: node 2 is a lower tier there) 320 MiB of base
+             pages first-touched on node 0, all moved to the memory-only node 2
+             (migratepages), one thread on node 0 reading random words of its first
+             64 MiB (bench/hot.c); the rest is never read. Time until 90% of the hot
+             part is on a fast node, the cold MiB moved (none wanted), pages migrated
+             against the hot part, the kernel's hint faults, the balancer's CPU time.
+             numabalanced gets page samples of the hot part replayed (two per page a
+             second from node 0's CPU: a sampler that sees every hot page, which the
+             guests cannot have live); damon is migrate_hot over node 2's physical
+             memory to node 0
 Per run: the local share every 0.1 s (the share of the process's resident memory on the
 nodes its threads last ran on, from /proc/PID/numa_maps, as numabalancectl show
 computes it), time to 95% local, locality at the end, pages migrated (pgmigrate_success
@@ -232,8 +245,9 @@ def kdamond_cpu_s():
 class Balancer:
     """Starts and stops one mode's balancer; says whose CPU time is the balancer's."""
 
-    def __init__(self, env, mode, conf=""):
+    def __init__(self, env, mode, conf="", damon_nodes=(0, 1)):
         self.env, self.mode, self.pid, self.conf = env, mode, None, conf
+        self.damon_nodes = damon_nodes
         self.daemon = mode.startswith("numabalanced")
         # The cgroup's mode (its trusted.numabalanced): named by the bench mode for
         # the perfnuma scenarios (numabalanced-place, numabalanced-balance), balance
@@ -245,7 +259,7 @@ class Balancer:
 
     def start(self, cgroup_name):
         self.cgroup_name = cgroup_name
-        scenario.sysctl_numa_balancing(1 if self.mode == "kernel" else 0)
+        scenario.sysctl_numa_balancing({"kernel": 1, "kernel-tiering": 2}.get(self.mode, 0))
         cg = self.env.cgroup(cgroup_name, self.cgroup_mode)
         if self.daemon:
             # As shipped: its timing and log level (its moves and decisions are logged at info).
@@ -255,7 +269,7 @@ class Balancer:
             # Its start-up (loading the BPF programs) is not balancing: let it pass.
             time.sleep(2)
         elif self.mode == "damon":
-            damon_start(0, 1)
+            damon_start(*self.damon_nodes)
         elif self.mode == "numad":
             subprocess.run(["numad", "-i", "5:15"], check=True)
             for _ in range(50):
@@ -373,9 +387,128 @@ def with_where(res, mode, kernel_where):
         res["cpu_where"] = "numad, any CPU"
     elif mode == "damon":
         res["cpu_where"] = "kdamond, any CPU"
-    elif mode == "kernel":
+    elif mode in ("kernel", "kernel-tiering"):
         res["cpu_where"] = kernel_where
     return res
+
+
+SYS_move_pages = 279  # x86-64
+
+
+def range_nodes(pid, start, length):
+    """Pages per node of [start, start + length) in pid, by move_pages(2) queries."""
+    import ctypes
+    page = os.sysconf("SC_PAGESIZE")
+    n = length // page
+    pages = (ctypes.c_void_p * n)(*[start + i * page for i in range(n)])
+    status = (ctypes.c_int * n)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(SYS_move_pages, ctypes.c_int(pid), ctypes.c_ulong(n), pages, None, status, ctypes.c_int(0)) < 0:
+        raise scenario.Fail(f"move_pages query failed: errno {ctypes.get_errno()}")
+    out = {}
+    for s in status:
+        out[s] = out.get(s, 0) + 1
+    return out
+
+
+class HotSamples(threading.Thread):
+    """numabalanced's page samples in the tiering scenario: two samples of every page of
+    the hot part from node 0's CPU 0, a round a second, appended to the replay file (a
+    sampler that sees every hot page: the guests have no PMU, and the software source
+    refuses TCG)."""
+
+    def __init__(self, path, pid, start, hot_bytes):
+        super().__init__(daemon=True)
+        page = os.sysconf("SC_PAGESIZE")
+        self.path, self.stop_event = path, threading.Event()
+        self.round = "".join(f"{pid} 0 {start + i * page + 64:#x}\n" for i in range(hot_bytes // page)) * 2
+        self.rounds = 0
+
+    def run(self):
+        while not self.stop_event.is_set():
+            with open(self.path, "a") as f:
+                f.write(self.round)
+            self.rounds += 1
+            self.stop_event.wait(1)
+
+
+def run_tiering(env, mode, size_mb, hot_mb, limit_s):
+    """tiering: one run of one mode. The workload (bench/hot) is moved whole to the slow
+    node 2, then the balancer starts (the kernel's and DAMON's would pull pages back
+    while migratepages runs); the clock starts when it has."""
+    replay = env.tmp_path("tiering.replay")
+    open(replay, "w").close()
+    conf = f"[sample]\npmu = replay\nreplay_path = {replay}\n" if mode == "numabalanced" else ""
+    b = Balancer(env, mode, conf=conf, damon_nodes=(2, 0))
+    scenario.sysctl_numa_balancing(0)
+    cg = env.cgroup("bench-tiering")
+    feeder = None
+    try:
+        ready = env.tmp_path(f"hot.ready.{time.time_ns()}")
+
+        def enter():
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        p = subprocess.Popen([os.path.join(env.build, "bench", "hot"), str(size_mb), str(hot_mb), ready],
+                             preexec_fn=enter, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env.procs.append(p)
+        wait_ready(p, ready, "hot")
+        pid, start, length = open(ready).read().split()
+        pid, start, length = int(pid), int(start, 16), int(length)
+        subprocess.run(["migratepages", str(pid), "0", "2"], check=True)
+        hot_b, page = hot_mb << 20, os.sysconf("SC_PAGESIZE")
+        on2 = range_nodes(pid, start, length).get(2, 0) * page
+        if on2 < length * 0.99:
+            raise scenario.Fail(f"migratepages left {on2 >> 20} MiB of {size_mb} on node 2")
+        b.start("bench-tiering")   # the same cgroup, opted in for the daemon
+        env.cgroups = list(dict.fromkeys(env.cgroups))
+        keys = ("pgmigrate_success", "numa_hint_faults", "pgpromote_success", "pgdemote_kswapd")
+        v0, c0, (u0, s0) = {k: vmstat(k) for k in keys}, b.cpu(), cpu_s(pid)
+        t0 = time.time()
+        if mode == "numabalanced":
+            feeder = HotSamples(replay, pid, start, hot_b)
+            feeder.start()
+        timeline, t90, done_at = [], None, None
+        while time.time() - t0 < limit_s:
+            hot = range_nodes(pid, start, hot_b)
+            fast = (hot.get(0, 0) + hot.get(1, 0)) * page / hot_b
+            timeline.append((round(time.time() - t0, 2), round(fast, 4)))
+            if t90 is None and fast >= 0.9:
+                t90, done_at = time.time() - t0, time.time() + DONE_AFTER_S
+            if done_at and time.time() >= done_at:
+                break
+            time.sleep(0.5)
+        cold = range_nodes(pid, start + hot_b, length - hot_b)
+        u1, s1 = cpu_s(pid)
+        v1 = {k: vmstat(k) for k in keys}
+        res = {
+            "t90_s": round(t90, 2) if t90 is not None else None,
+            "hot_fast_end": timeline[-1][1] if timeline else None,
+            "cold_moved_mib": round((length - hot_b) / 2**20 - cold.get(2, 0) * page / 2**20, 2),
+            "migrated_pages": v1["pgmigrate_success"] - v0["pgmigrate_success"],
+            "hot_pages": hot_b // page,
+            "hint_faults": v1["numa_hint_faults"] - v0["numa_hint_faults"],
+            "kernel_promoted_pages": v1["pgpromote_success"] - v0["pgpromote_success"],
+            "demoted_pages": v1["pgdemote_kswapd"] - v0["pgdemote_kswapd"],
+            "balancer_cpu_s": round(b.cpu() - c0, 3),
+            "workload_sys_s": round(s1 - s0, 3),
+            "workload_user_s": round(u1 - u0, 3),
+            "seconds": round(time.time() - t0, 2),
+            "timeline": timeline,
+        }
+        if feeder:
+            res["sample_rounds"] = feeder.rounds
+        p.terminate()
+        try:
+            out, _ = p.communicate(timeout=10)
+            res["reads_per_s"] = json.loads(out.decode().strip().splitlines()[-1])["reads_per_s"]
+        except (subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
+            pass
+        return with_where(res, mode, "the workload's own thread (node 0)")
+    finally:
+        if feeder:
+            feeder.stop_event.set()
+        b.stop()
 
 
 def run_locality(env, mode, size_mb, policy, limit_s, name):
@@ -1354,11 +1487,12 @@ MODES = {
     "perfnuma": ["numabalanced-place", "numabalanced-balance", "kernel", "numad", "none"],
     "perfnuma-shared": ["numabalanced-place", "numabalanced-balance", "kernel", "numad", "none"],
     "perfnuma-bound": ["numabalanced-place", "numabalanced-balance", "numad", "none"],
+    "tiering": ["numabalanced", "kernel-tiering", "damon", "none"],
 }
 TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c", "misplaced-1g": "2n1c-big",
             "spread": "4n1c", "churn": "2n2c", "steady": "2n1c", "steady-churn": "2n1c-big", "maplock": "2n1c-big",
             "refill": "4n1c", "numa02": "2n1c", "numa01": "2n1c", "perfnuma": "2n2c", "perfnuma-shared": "2n2c",
-            "perfnuma-bound": "2n2c"}
+            "perfnuma-bound": "2n2c", "tiering": "2n1m-hmat"}
 # Each process's memory in spread: four of them beside the kernel in 512 MiB nodes.
 SPREAD_MB = 96
 CHURN_LONG_MB = 256
@@ -1382,7 +1516,9 @@ STEADY_CHURN_MB = 1536
 MAPLOCK_WINDOW_S = 120
 MAPLOCK_CONF = "scan_max_ms = 1000\n"
 LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20, "refill": 40,
-           "numa02": 180, "numa01": 60}
+           "numa02": 180, "numa01": 60, "tiering": 60}
+# tiering: the workload's memory, moved whole to the slow node, and its hot part.
+TIERING_MB, TIERING_HOT_MB = 320, 64
 # numa02: the split workload's buffer (each thread's half: 4,096 pages of 4 KiB).
 NUMA02_MB = 32
 # numa01: each process's private part, and the part they share.
@@ -1472,6 +1608,8 @@ def main():
                         r = run_churn(env, mode, CHURN_LONG_MB, limit)
                     elif a.scenario.startswith("perfnuma"):
                         r = run_perfnuma(env, mode, a.scenario, int(a.limit or PERFNUMA_SECS))
+                    elif a.scenario == "tiering":
+                        r = run_tiering(env, mode, TIERING_MB, TIERING_HOT_MB, limit)
                     elif a.scenario == "misplaced-1g":
                         r = run_locality(env, mode, 1024, "default", limit, a.scenario)
                     else:
@@ -1492,6 +1630,10 @@ def main():
                 if a.scenario.startswith("steady") or a.scenario == "maplock":
                     print(f"{a.scenario} {mode} run {i + 1}: " + json.dumps(
                         {k: v for k, v in r.items() if "hist" not in k}), flush=True)
+                    continue
+                if a.scenario == "tiering":
+                    print(f"tiering {mode} run {i + 1}: " + json.dumps({k: v for k, v in r.items() if k != "timeline"}),
+                          flush=True)
                     continue
                 print(f"{a.scenario} {mode} run {i + 1}: t95 {r['t95_s']} final {r['final_local']} "
                       f"migrated {r['migrated_pages']} cpu {r['balancer_cpu_s']} s"

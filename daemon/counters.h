@@ -25,6 +25,7 @@ struct counters {
                                       * taken (page_sampler_quota) */
         uint64_t sampler_arms;       /* times the samplers were attached (manager_samplers_sync) */
         uint64_t total_pages[_MIG_CLASS_MAX];
+        uint64_t promoted_bytes;     /* moved by promotions off slow nodes (plan.h, rule 7) */
         struct histogram ticks;      /* each tick's wall time (histogram_tick_bounds) */
         struct histogram move_calls; /* each move_pages(2) call's, summed from the jobs' */
         bool kernel_balances;        /* kernel.numa_balancing on at the last tick (policy.h) */

@@ -67,6 +67,8 @@ struct migrate_job {
         int target_node;
         nb_nodemask keep_nodes;    /* pages on these nodes stay (plan: keep_node_share_pct) */
         bool thread_policy;        /* some range has no VMA policy: its threads' policies govern it */
+        bool promote;              /* promotions off slow nodes only (plan.h, rule 7): what moves is
+                                    * charged to the promotion budget */
         struct migrate_range *ranges;
         size_t n_ranges;
         uint64_t max_pages;        /* stop after passing this many pages (0: no limit) */

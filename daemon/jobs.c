@@ -65,8 +65,13 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
 
         for (size_t k = 0; k < pl->n_moves; k++) {
                 struct migrate_job *j = NULL;
+                /* One job per target node, kept nodes and kind: a VMA's move keeps the
+                         * slow nodes and a page's move none; merged, the VMA's range would
+                         * take the slow node's cold pages too. */
                 for (size_t q = 0; q < *n_jobs; q++)
-                        if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target)
+                        if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target &&
+                            nodemask_equal(&jobs[q].keep_nodes, &pl->moves[k].keep) &&
+                            jobs[q].promote == pl->moves[k].promote)
                                 j = &jobs[q];
                 if (!j) {
                         j = &jobs[*n_jobs];
@@ -77,6 +82,7 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
                                 .starttime = p->starttime,
                                 .target_node = pl->moves[k].target,
                                 .keep_nodes = pl->moves[k].keep,
+                                .promote = pl->moves[k].promote,
                                 .cgroup = p->cg->path,
                                 .userdata = p,
                         };
@@ -89,9 +95,6 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
                         .end = pl->moves[k].end,
                         .page_size = pl->moves[k].page_size ? pl->moves[k].page_size : page_size(),
                 };
-                /* One job for all of the process's moves to this node: a node stays kept
-                 * only where every one of them keeps it. */
-                nodemask_and(&j->keep_nodes, &j->keep_nodes, &pl->moves[k].keep);
                 j->max_pages += pl->moves[k].bytes / page_size();
                 j->thread_policy |= pl->moves[k].thread_policy;
         }
@@ -264,6 +267,21 @@ static void note_stop(struct proc_rec *p, const struct migrate_job *j) {
                                      j->cgroup, (int) j->pid, j->stop->text, j->stop->name);
 }
 
+/* A promotion job's bytes moved are counted, and the budget settled with what moved:
+ * what it moved beyond its plan (whole transparent huge pages for a sampled base page)
+ * is charged, what it did not move (on the target already, gone) given back. */
+static void account_promotion(const struct jobs_env *env, const struct migrate_job *j) {
+        uint64_t moved = j->pages[MIG_MOVED] * page_size(), planned = j->max_pages * page_size();
+
+        env->counters->promoted_bytes += moved;
+        if (!env->promote)
+                return;
+        if (moved > planned)
+                plan_promote_charge(env->promote, moved - planned);
+        else
+                plan_promote_refund(env->promote, planned - moved);
+}
+
 /* The results: counts per process, per cgroup and in total; ranges moved into the
  * process's history. */
 static void account_jobs(const struct jobs_env *env, const struct scan *scans, size_t n_scans,
@@ -278,6 +296,8 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                         env->counters->total_pages[c] += j->pages[c];
                 }
                 counters_moved(env->counters, j->pages[MIG_MOVED] * page_size());
+                if (j->promote)
+                        account_promotion(env, j);
                 histogram_add(&env->counters->move_calls, &j->move_calls);
                 if (j->stop)
                         note_stop(p, j);

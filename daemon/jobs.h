@@ -27,6 +27,7 @@ struct jobs_env {
         struct migrator *migrator;
         struct cost_ledger *cost;      /* the run's CPU time is charged here */
         struct counters *counters;     /* pages moved, bytes in the last minute */
+        struct plan_promote_budget *promote;  /* charged what promotions moved beyond their plan */
         /* Runs the jobs instead of migrator_run() (the tests: tick on stored inputs),
          * the results into the jobs; NULL: the migrator. */
         int (*run_jobs)(void *userdata, struct migrate_job *jobs, size_t n_jobs);

@@ -110,6 +110,7 @@ struct manager {
         uint64_t sampler_thread_ns;   /* this tick's: CPU time of the page sampler's own threads */
         uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
         uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
+        struct plan_promote_budget promote;  /* what promotions may still take (plan.h, rule 7) */
 
         void (*after_tick)(const struct manager_view *v, void *userdata);  /* reports (metrics) */
         void *after_tick_userdata;

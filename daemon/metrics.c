@@ -446,6 +446,10 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
         metric_head(f, "numabalanced_page_samples_total", "counter",
                     "Memory-access samples counted by page-level sampling (0 when it is off).");
         fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", v->counters->page_samples);
+        metric_head(f, "numabalanced_promoted_bytes_total", "counter",
+                    "Bytes moved by promotions: hot pages of mappings with pages on a slow node (a lower memory "
+                    "tier), moved to the node whose CPUs touched them.");
+        fprintf(f, "numabalanced_promoted_bytes_total %" PRIu64 "\n", v->counters->promoted_bytes);
         metric_head(f, "numabalanced_page_samples_dropped_total", "counter",
                     "Page-level samples dropped before they were counted: unmapped, at an address outside every "
                     "mapping of the process its last full read found.");

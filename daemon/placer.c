@@ -431,6 +431,28 @@ static void keep(struct placer *pl, struct proc_rec *p) {
         }
 }
 
+/* At debug level, what the round saw and decided, when it changed: the evidence for
+ * a placement that did or did not happen. */
+static void log_round(const struct placer_env *env, const struct tp_node *nodes, const struct round *rd) {
+        char loads[256];
+        size_t o = 0;
+
+        for (unsigned n = 0; n < env->topo->n_nodes && o < sizeof(loads); n++)
+                o += (size_t) snprintf(loads + o, sizeof(loads) - o, "%snode %d: %u CPUs, %.2f busy by others",
+                                       n ? "; " : "", nodes[n].id, nodes[n].n_cpus, nodes[n].load_others);
+        for (size_t i = 0; i < rd->n_procs; i++) {
+                const struct proc_rec *p = rd->procs[i].rec;
+                const struct tp_proc *tp = &rd->tp[i];
+
+                if (tp->action == p->place->action && tp->node == p->place->node && tp->reason == p->place->reason)
+                        continue;
+                log_debug("pid=%d: placement round: %s node %d (%s), %u busy, %u to move, score %.0f MiB against "
+                          "%.0f MiB left as it is; %s", (int) p->pid, thread_place_action_name(tp->action), tp->node >= 0 ? nodes[tp->node].id : -1,
+                          thread_place_reason_name(tp->reason), tp->n_busy, tp->threads_to_move,
+                          tp->score / 1048576.0, tp->score_baseline / 1048576.0, loads);
+        }
+}
+
 static void act(struct placer *pl, const struct placer_env *env, struct round *rd, uint64_t now_ms) {
         for (size_t i = 0; i < rd->n_procs; i++) {
                 struct proc_rec *p = rd->procs[i].rec;
@@ -499,6 +521,7 @@ void placer_round(struct placer *pl, const struct placer_env *env, struct proc_r
         params.hold_ms = env->cfg->place_hold_ms;
         params.thread_cost_bytes = env->cfg->place_thread_cost_kb * 1024;
         thread_place_round(nodes, n_nodes, rd.tp, rd.n_procs, &params, now_ms);
+        log_round(env, nodes, &rd);
         act(pl, env, &rd, now_ms);
         round_done(&rd);
 }

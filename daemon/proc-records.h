@@ -82,6 +82,7 @@ struct proc_rec {
         size_t n_mapped;
         size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */
         uint64_t page_planned_bytes;       /* page-level moves planned, last scan */
+        uint64_t promote_planned_bytes;    /* of which promotions off slow nodes (plan.h, rule 7) */
         /* Sampled scans (sampled-scan.h): its huge VMAs, and the nodes with
          * min_cpu_share_pct of its CPU time, at the full read that left it settled;
          * none: read in full. */

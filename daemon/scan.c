@@ -261,6 +261,8 @@ struct plan_params scan_plan_params(const struct scan_env *env) {
                 .move_mlocked = c->move_mlocked,
                 .min_misplaced_kb = c->min_misplaced_kb,
                 .max_bytes = c->batch_pages * page_size() * SCAN_BATCHES_PER_TICK,
+                .promote_floor_pct = c->promote_free_floor_pct,
+                .promote_left = env->promote_left,
         };
 }
 
@@ -294,7 +296,7 @@ static int decide_pages(const struct scan_env *env, struct proc_rec *p, const st
         int r;
 
         if (!p->seen) {
-                p->page_planned_bytes = 0;
+                p->page_planned_bytes = p->promote_planned_bytes = 0;
                 return 0;
         }
         r = page_agg_decide(p->seen, PAGE_MIN_SAMPLES, &d);
@@ -317,10 +319,12 @@ static int decide_pages(const struct scan_env *env, struct proc_rec *p, const st
                 p->seen = kept;
         }
         p->page_planned_bytes = s->pages.bytes;
+        p->promote_planned_bytes = s->pages.promote_bytes;
         if (s->pages.n_moves)
                 log_debug("cgroup=%s pid=%d: page-level: %zu page(s) sampled, %zu shared, %s %" PRIu64
-                          " KiB in %zu range(s)", p->cg->path, (int) p->pid, p->pages_seen, p->pages_shared,
-                          advise_only(env, p) ? "would move" : "moving", s->pages.bytes / 1024, s->pages.n_moves);
+                          " KiB in %zu range(s), %" PRIu64 " KiB of them promotions", p->cg->path, (int) p->pid,
+                          p->pages_seen, p->pages_shared, advise_only(env, p) ? "would move" : "moving",
+                          s->pages.bytes / 1024, s->pages.n_moves, s->pages.promote_bytes / 1024);
         if (advise_only(env, p))
                 log_page_ranges(p, &s->pages);
         return 0;
@@ -498,6 +502,10 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
 
         log_decision(env, p, &s->plan);
         remember(p, &s->plan, &in, &status, now);
+        /* Hot pages on a slow node waiting for promotion: only the page-level plan
+         * knows them, and explain shows them beside the VMA plan's. */
+        p->skipped_bytes[REASON_PROMOTE_RATE] = s->pages.skipped_bytes[REASON_PROMOTE_RATE];
+        p->skipped_bytes[REASON_PROMOTE_FLOOR] = s->pages.skipped_bytes[REASON_PROMOTE_FLOOR];
         /* Where its next page samples may lie (out of memory: the old ranges). */
         (void) proc_records_set_mapped(p, rd.maps, rd.ends);
         active = s->plan.n_moves || s->pages.n_moves || primed == 0 || changing;

@@ -42,6 +42,7 @@ struct scan_env {
         const struct placement_source *source;
         struct page_sampler *pages;  /* page-level sampling, NULL: off */
         bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */
+        uint64_t *promote_left;      /* the tick's promotion budget, bytes (plan.h, rule 7), updated */
         bool dry_run;                /* plan and log, move nothing */
 };
 

@@ -540,6 +540,9 @@ static const struct conf_key conf_keys[] = {
           "being there; empty: the nodes the kernel puts in a tier below DRAM's "
           "(/sys/devices/virtual/memory_tiering), and nodes without CPUs unless the kernel puts them in a "
           "faster tier" },
+        { KEY("decide", "promote_free_floor_pct"), &type_uint, 0, 99, F(promote_free_floor_pct), "10",
+          "hot pages on a slow node are promoted only while the fast node keeps this share of its memory "
+          "free (free_floor_pct when higher), so that the kernel does not demote them again" },
 
         { KEY("decide", "place_hold_ms"), &type_u64, 0, DAY_MS, F(place_hold_ms), "60000",
           "mode place: a process whose threads were placed on a node stays there at least this long" },
@@ -553,6 +556,8 @@ static const struct conf_key conf_keys[] = {
           "pages per move_pages(2) call at most; a stop request waits for the batch" },
         { KEY("migrate", "rate_limit_calls_s"), &type_u64, 0, 1000000, F(rate_limit_calls_s), "100",
           "move_pages(2) calls that move pages, per second for all migrations together; 0: unlimited" },
+        { KEY("migrate", "promote_rate_limit_mb_s"), &type_u64, 0, 1048576, F(promote_rate_limit_mb_s), "256",
+          "promotion of hot pages from slow nodes to fast ones in MB/s, within rate_limit_mb_s; 0: none" },
 
         { KEY("report", "metrics_path"), &type_path, 0, 0, F(metrics_path), "",
           "Prometheus textfile written every tick; empty: none" },

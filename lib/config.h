@@ -71,11 +71,13 @@ struct nb_config {
         nb_nodemask slow_nodes;      /* a lower memory tier; empty: topology's default rule */
         uint64_t place_hold_ms;      /* mode place: a placement holds at least this long */
         uint64_t place_thread_cost_kb; /* mode place: moving a busy thread, in bytes copied */
+        unsigned promote_free_floor_pct; /* promotions leave this % of the fast node free */
 
         /* [migrate] */
         uint64_t rate_limit_mb_s;    /* global copy budget, 0 = unlimited */
         uint64_t batch_pages;        /* pages per move_pages(2) call, at most */
         uint64_t rate_limit_calls_s; /* move_pages(2) calls that move, per second; 0 = unlimited */
+        uint64_t promote_rate_limit_mb_s; /* promotions from slow nodes, MB/s; 0 = none */
 
         /* [report] */
         char *metrics_path;          /* Prometheus textfile, "" = none */

@@ -30,6 +30,8 @@ static const char *const reason_names[_REASON_MAX] = {
         [REASON_QUARANTINED] = "quarantined",
         [REASON_READ_DEFERRED] = "read-deferred",
         [REASON_LOWER_TIER] = "lower-tier",
+        [REASON_PROMOTE_RATE] = "promote-rate",
+        [REASON_PROMOTE_FLOOR] = "promote-floor",
 };
 
 static const char *const reason_texts[_REASON_MAX] = {
@@ -63,6 +65,11 @@ static const char *const reason_texts[_REASON_MAX] = {
         [REASON_LOWER_TIER] = "the pages are on a slower memory tier (slow_nodes: memory without CPUs, CXL, "
                               "persistent memory), where the kernel may have demoted them: not misplaced for being "
                               "there, and never a target",
+        [REASON_PROMOTE_RATE] = "hot pages on a slower memory tier wait for the promotion budget "
+                                "(promote_rate_limit_mb_s)",
+        [REASON_PROMOTE_FLOOR] = "hot pages on a slower memory tier stay: the fast node they would go to is at its "
+                                 "promotion floor (promote_free_floor_pct), where the kernel would soon demote them "
+                                 "again",
 };
 
 const char *plan_reason_name(enum plan_reason r) {
@@ -573,6 +580,25 @@ uint64_t plan_node_room(const struct topology *t, int node, const struct plan_pa
         return idx < 0 ? 0 : above_floor(&t->nodes[idx], p);
 }
 
+uint64_t plan_keep_target(struct plan *pl, int target) {
+        uint64_t dropped = 0;
+        size_t k = 0;
+
+        for (size_t i = 0; i < pl->n_moves; i++) {
+                if (pl->moves[i].target == target) {
+                        pl->moves[k++] = pl->moves[i];
+                        continue;
+                }
+                dropped += pl->moves[i].bytes;
+                if (pl->moves[i].promote)
+                        pl->promote_bytes -= pl->moves[i].bytes < pl->promote_bytes ? pl->moves[i].bytes :
+                                                                                    pl->promote_bytes;
+        }
+        pl->n_moves = k;
+        pl->bytes = dropped < pl->bytes ? pl->bytes - dropped : 0;
+        return dropped;
+}
+
 void plan_done(struct plan *p) {
         if (!p)
                 return;
@@ -657,6 +683,100 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
         return !vma_planned_whole(vma_plan, vma);
 }
 
+/* --- promotion (rule 7) ------------------------------------------------------------ */
+
+uint64_t plan_promote_refill(struct plan_promote_budget *b, uint64_t rate_bytes_s, uint64_t now_ms) {
+        uint64_t burst = rate_bytes_s; /* one second's worth */
+        uint64_t ms, byte_ms, add, paid;
+
+        if (!b->started || now_ms < b->last_ms) {
+                /* The first tick may promote a second's worth at once. */
+                *b = (struct plan_promote_budget) { .left = burst, .last_ms = now_ms, .started = true };
+                return b->left;
+        }
+        /* A second or more fills it (and the product cannot overflow: rate < 2^41). */
+        ms = now_ms - b->last_ms < 1000 ? now_ms - b->last_ms : 1000;
+        byte_ms = rate_bytes_s * ms + b->frac;
+        add = byte_ms / 1000;
+        b->frac = byte_ms % 1000;
+        /* What promotions moved beyond their plan is paid first. */
+        paid = add < b->debt ? add : b->debt;
+        b->debt -= paid;
+        b->left = sat_add(b->left, add - paid);
+        if (b->left >= burst) {
+                b->left = burst; /* also after the rate was lowered */
+                b->frac = 0;
+        }
+        b->last_ms = now_ms;
+        return b->left;
+}
+
+void plan_promote_charge(struct plan_promote_budget *b, uint64_t bytes) {
+        uint64_t from_left = bytes < b->left ? bytes : b->left;
+
+        b->left -= from_left;
+        b->debt = sat_add(b->debt, bytes - from_left);
+}
+
+void plan_promote_refund(struct plan_promote_budget *b, uint64_t bytes) {
+        b->left = sat_add(b->left, bytes);
+}
+
+/* Whether v has pages on a slow node: a page-level move in it may be a promotion. */
+static bool vma_on_slow(const struct topology *t, const struct numa_maps *maps, const struct vma *v) {
+        const struct node_pages *np = vma_node_pages(maps, v);
+
+        for (size_t k = 0; k < v->np_count; k++)
+                if (np[k].pages && topology_node_slow(t, np[k].node))
+                        return true;
+        return false;
+}
+
+/* Bytes of base pages a promotion may still bring to node: above its promotion floor
+ * (promote_floor_pct, or free_floor_pct when higher), less what this tick planned there. */
+static uint64_t promote_room(const struct topology *t, int node, const struct plan_params *p,
+                             const uint64_t *reserved) {
+        int idx = topology_node_index(t, (unsigned) node);
+        struct plan_params floor = *p;
+        uint64_t room;
+
+        if (idx < 0)
+                return 0;
+        if (p->promote_floor_pct > floor.free_floor_pct)
+                floor.free_floor_pct = p->promote_floor_pct;
+        room = above_floor(&t->nodes[idx], &floor);
+        return room > reserved[idx] ? room - reserved[idx] : 0;
+}
+
+/* How a promotion of a page is planned. */
+enum promotion {
+        PROMOTION_HELD,       /* not at all: the fast node is at its promotion floor */
+        PROMOTION_COUNTED,    /* its bytes planned, taken from the budget */
+        PROMOTION_SPARE,      /* over the budget: named, with no bytes of its own */
+};
+
+/* A promotion of size bytes to node, against the promotion floor and the budget; what
+ * may not move now is counted in pl->skipped_bytes. A hugetlb page takes a free huge
+ * page from the target's pool, not MemFree: its floor is the pool's (room_on()).
+ *
+ * Over the budget, a page is still named (a spare) when pages counted before it go to
+ * the same node (counted): the executor moves at most the job's bytes of pages that
+ * are elsewhere, not of those already there, so a page promoted at an earlier tick and
+ * sampled again does not spend the budget, which goes to the spares instead. Without
+ * a counted page a spare would make a job with no bound. */
+static enum promotion promotion_of(const struct topology *t, const struct plan_params *p, int node,
+                                   uint64_t huge_kb, uint64_t size, const uint64_t *reserved,
+                                   const nb_nodemask *counted, struct plan *pl) {
+        if (!huge_kb && promote_room(t, node, p, reserved) < size) {
+                skip(pl, REASON_PROMOTE_FLOOR, size);
+                return PROMOTION_HELD;
+        }
+        if (!p->promote_left || *p->promote_left >= size)
+                return PROMOTION_COUNTED;
+        skip(pl, REASON_PROMOTE_RATE, size);
+        return nodemask_test(counted, (unsigned) node) ? PROMOTION_SPARE : PROMOTION_HELD;
+}
+
 /* Whether the last move already holds page (the same huge page sampled again). */
 static bool page_taken(const struct plan *pl, size_t vma, uint64_t page) {
         const struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
@@ -666,14 +786,17 @@ static bool page_taken(const struct plan *pl, size_t vma, uint64_t page) {
 
 /* Adds the page as a move, or to the last move when it ends where the page starts, in
  * the same VMA and to the same node. */
-static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, unsigned node,
-                          bool thread_policy) {
+static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, uint64_t bytes,
+                          unsigned node, bool thread_policy, bool promote) {
         struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
 
-        if (last && last->end == page && last->target == (int) node && last->vma == vma) {
+        if (promote)
+                pl->promote_bytes = sat_add(pl->promote_bytes, bytes);
+        if (last && last->end == page && last->target == (int) node && last->vma == vma &&
+            last->promote == promote) {
                 last->end += size;
-                last->bytes += size;
-                last->gain += size;
+                last->bytes += bytes;
+                last->gain += bytes;
                 return;
         }
         pl->moves[pl->n_moves++] = (struct plan_move) {
@@ -682,9 +805,10 @@ static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t s
                 .end = page + size,
                 .page_size = size,
                 .target = (int) node,
-                .bytes = size,
-                .gain = size,
+                .bytes = bytes,
+                .gain = bytes,
                 .thread_policy = thread_policy,
+                .promote = promote,
         };
 }
 
@@ -693,6 +817,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                struct plan *ret) {
         struct plan pl = { .hot_node = -1, .full_target = -1 };
         uint64_t cap = pages_cap(p, vma_plan), last_full = UINT64_MAX;
+        nb_nodemask counted = {};
 
         pl.moves = calloc(d->n_moves ? d->n_moves : 1, sizeof(*pl.moves));
         if (!pl.moves)
@@ -703,6 +828,8 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 ssize_t vi = vma_of(in, pm->page);
                 const struct vma *v;
                 uint64_t size, page, huge_kb;
+                enum promotion promotion = PROMOTION_COUNTED;
+                bool promote;
 
                 if (vi < 0)
                         continue; /* unmapped since it was sampled */
@@ -716,6 +843,15 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 if (page_taken(&pl, (size_t) vi, page))
                         continue;
                 huge_kb = v->hugetlb ? v->page_size_kb : 0;
+                promote = vma_on_slow(t, in->maps, v);
+                if (promote)
+                        promotion = promotion_of(t, p, (int) pm->node, huge_kb, size, reserved_bytes, &counted, &pl);
+                if (promotion == PROMOTION_HELD)
+                        continue;
+                if (promotion == PROMOTION_SPARE) {
+                        add_page_move(&pl, (size_t) vi, page, size, 0, pm->node, vma_thread_policy(in, v), true);
+                        continue;
+                }
                 if (room_on(t, (int) pm->node, huge_kb, p, reserved_bytes) < size) {
                         /* A huge page sampled at several addresses is counted once. */
                         if (page != last_full)
@@ -726,8 +862,13 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 if (size > cap - pl.bytes)
                         break;
                 reserve(t, reserved_bytes, pm->node, huge_kb, size);
+                if (promote) {
+                        if (p->promote_left)
+                                *p->promote_left -= size;
+                        nodemask_set(&counted, pm->node);
+                }
                 pl.bytes = sat_add(pl.bytes, size);
-                add_page_move(&pl, (size_t) vi, page, size, pm->node, vma_thread_policy(in, v));
+                add_page_move(&pl, (size_t) vi, page, size, size, pm->node, vma_thread_policy(in, v), promote);
         }
         pl.reason = main_reason(&pl);
         *ret = pl;

@@ -28,7 +28,9 @@
  *      one within the VMA's own allowed set are not misplaced (REASON_LOWER_TIER): the
  *      kernel demotes cold pages there, and pulling them back by where the threads run
  *      would undo that and fill the fast nodes. Pages outside the allowed set still
- *      move. */
+ *      move.
+ *   7. Promotion: hot pages on a slow node, seen in page samples, move up within a
+ *      rate and above a floor on the fast node (plan_pages(), below). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -60,6 +62,8 @@ enum plan_reason {
         REASON_QUARANTINED,       /* a read of its files or memory overran its deadline (set by the manager) */
         REASON_READ_DEFERRED,     /* not read: its owner has a read that overran, or no reader free */
         REASON_LOWER_TIER,        /* on a slow node (a lower memory tier): not misplaced for being there */
+        REASON_PROMOTE_RATE,      /* hot pages in a lower tier: the promotion budget is spent (rule 7) */
+        REASON_PROMOTE_FLOOR,     /* hot pages in a lower tier: the fast node is at its promotion floor */
         _REASON_MAX,
 };
 
@@ -83,6 +87,11 @@ struct plan_params {
         bool move_mlocked;
         uint64_t min_misplaced_kb;
         uint64_t max_bytes;           /* per process per tick, 0 = no cap */
+        unsigned promote_floor_pct;   /* a promotion leaves this share of the fast node free
+                                       * (free_floor_pct when higher) */
+        uint64_t *promote_left;       /* bytes promotions may still take, shared by the scans
+                                       * of a tick and updated (plan_promote_refill()); NULL:
+                                       * no bound */
 };
 
 /* The last move of a VMA, kept by the caller between ticks. */
@@ -117,6 +126,11 @@ struct plan_move {
                                        * no VMA policy, so its allowed set is that of the
                                        * threads' policies (thread_policies_allow() says
                                        * whether it still is, before moving) */
+        bool promote;                 /* page-level, in a VMA with pages on a slow node: a
+                                       * promotion (rule 7), charged to promote_left; bytes
+                                       * may be less than end - start (spares: pages over
+                                       * the budget, moved in place of counted ones found
+                                       * on the target already) */
         bool hugetlb;                 /* hugetlb pages of page_size: they take the target's
                                        * free huge pages, not its MemFree */
         nb_nodemask keep;             /* pages on these nodes stay: keep_nodes and the slow
@@ -128,6 +142,7 @@ struct plan {
         struct plan_move *moves;      /* ordered by gain, largest first */
         size_t n_moves;
         uint64_t bytes;               /* total planned */
+        uint64_t promote_bytes;       /* of which promotions (plan_move.promote) */
         int hot_node;                 /* -1 if none */
         int full_target;              /* the first target whose base-page moves were held back
                                        * at its free-memory floor, -1: none (the manager
@@ -146,6 +161,10 @@ size_t plan_reserved_len(const struct topology *t);
 int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                 uint64_t *reserved_bytes, struct plan *ret);
 void plan_done(struct plan *p);
+/* Drops the moves of pl whose target is not target (a node id): a process whose threads
+ * were just placed on target has its memory follow them there, never elsewhere (the
+ * plan was made from where they ran before). Returns the bytes dropped. */
+uint64_t plan_keep_target(struct plan *pl, int target);
 
 /* Bytes of base pages node may take before it reaches its free-memory floor (0 at or
  * below it), from the topology's last free-memory reading. */
@@ -156,6 +175,43 @@ void plan_stuck_away(const struct topology *t, const struct plan_input *in, cons
                      uint64_t *ret);
 uint64_t plan_node_room(const struct topology *t, int node, const struct plan_params *p);
 
+/* Rule 7, promotion: memory on a slow node moves up only on evidence that it is in use,
+ * which where the threads run is not (rule 6) and page samples are. A page-level move
+ * (plan_pages) in a VMA with pages on a slow node is a promotion: numa_maps says where
+ * a VMA's pages are per node, not per page, so any sampled page of such a VMA may be
+ * the slow one. A promotion is bounded by
+ *   - the promotion budget (*p->promote_left, bytes, taken as planned): the rate, so
+ *     that the daemon never copies up faster than the operator allows, whatever the
+ *     samples say (REASON_PROMOTE_RATE). Pages over it are still named in the moves
+ *     (spares, no bytes of their own) after a counted page to the same node: the
+ *     executor moves at most a job's bytes of pages found elsewhere, so the budget is
+ *     not spent on pages an earlier tick promoted and the samples show again;
+ *   - the fast node's promotion floor (promote_floor_pct of its memory free, or
+ *     free_floor_pct if higher): filling it would have the kernel reclaim, and so
+ *     demote, what was just promoted (REASON_PROMOTE_FLOOR).
+ * Cold memory on a slow node (no page seen twice from one node) never moves, and
+ * demotion is the kernel's.
+ *
+ * The budget, refilled per tick: rate_bytes_s for the time since the last refill, at
+ * most one second's worth held (the burst), so that the bytes promoted over any T
+ * seconds stay below rate x (T + 1). rate 0: nothing is promoted. Returns the bytes
+ * promotions may take now (b->left). */
+struct plan_promote_budget {
+        uint64_t left;                /* bytes */
+        uint64_t last_ms;             /* the last refill */
+        uint64_t frac;                /* byte-ms not yet a byte */
+        uint64_t debt;                /* bytes moved beyond those planned, paid by refills */
+        bool started;
+};
+uint64_t plan_promote_refill(struct plan_promote_budget *b, uint64_t rate_bytes_s, uint64_t now_ms);
+/* Promotions moved bytes more than they planned: a sampled base page of a transparent
+ * huge page moves the whole huge page. Taken from what is left, the rest from the
+ * next refills, so that the rate holds for what moved. */
+void plan_promote_charge(struct plan_promote_budget *b, uint64_t bytes);
+/* Promotions moved fewer bytes than planned (pages on the target already, gone,
+ * busy): the difference is given back. */
+void plan_promote_refund(struct plan_promote_budget *b, uint64_t bytes);
+
 /* Page-level moves from sampled memory accesses (lib/page-agg's two-sample rule:
  * d->moves are pages seen only from one node, at least twice). Each such page moves to
  * that node when, under the same rules as plan_decide():
@@ -165,7 +221,8 @@ uint64_t plan_node_room(const struct topology *t, int node, const struct plan_pa
  *   - the VMA has no shared pages (mapmax > 1);
  *   - the VMA is not locked, unless move_mlocked;
  *   - the VMA is not moved whole by vma_plan this tick (its target wins);
- *   - the node has room above its free-memory floor (reserved_bytes, updated).
+ *   - the node has room above its free-memory floor (reserved_bytes, updated);
+ *   - a promotion (rule 7): within the budget and above the promotion floor.
  * A hugetlb page moves whole (its address aligned to its size). Consecutive pages to
  * one node are merged into one move; moves are in address order, capped by
  * p->max_bytes less what vma_plan takes. skipped_bytes counts what was left, by reason.

@@ -464,7 +464,7 @@ static int cmp_pid(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n) {
+int proc_list_tasks_max(const char *proc_root, pid_t pid, size_t max, pid_t **ret, size_t *ret_n) {
         _cleanup_free_ char *path = NULL;
         _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ pid_t *tids = NULL;
@@ -492,9 +492,15 @@ int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n
                 /* ".", ".." and anything else that is not a thread id. */
                 if (parse_u64(de->d_name, 1, INT_MAX, &v) < 0)
                         continue;
+                if (n == max)
+                        return -E2BIG;
                 if (n == alloc) {
                         size_t na = alloc ? alloc * 2 : 16;
-                        pid_t *t = realloc(tids, na * sizeof(*tids));
+                        pid_t *t;
+
+                        if (na > max)
+                                na = max;
+                        t = realloc(tids, na * sizeof(*tids));
                         if (!t)
                                 return -ENOMEM;
                         tids = t;
@@ -507,6 +513,10 @@ int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n
         *ret = TAKE_PTR(tids);
         *ret_n = n;
         return 0;
+}
+
+int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n) {
+        return proc_list_tasks_max(proc_root, pid, SIZE_MAX, ret, ret_n);
 }
 
 int proc_read_cgroup(const char *proc_root, pid_t pid, char **ret) {

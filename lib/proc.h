@@ -74,6 +74,9 @@ int proc_read_task_stat(const char *proc_root, pid_t pid, pid_t tid, struct proc
 int proc_read_task_status(const char *proc_root, pid_t pid, pid_t tid, struct proc_status *ret);
 /* Thread ids of pid, sorted; *ret is malloc'd. */
 int proc_list_tasks(const char *proc_root, pid_t pid, pid_t **ret, size_t *ret_n);
+/* The same, at most max of them: -E2BIG past it (the listing stops there, so a process
+ * with a million threads costs max + 1 entries). */
+int proc_list_tasks_max(const char *proc_root, pid_t pid, size_t max, pid_t **ret, size_t *ret_n);
 /* The cgroup v2 path of pid, the "0::" line of /proc/<pid>/cgroup, malloc'd. -ESRCH: it
  * is gone; -ENODATA: no such line, or more than one (a cgroup name holding a newline
  * could forge a second one: then nothing is trusted). */

@@ -17,60 +17,6 @@
 
 /* ---- threads --------------------------------------------------------------- */
 
-static int cmp_pid(const void *a, const void *b) {
-        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-        return (x > y) - (x < y);
-}
-
-/* The thread ids of pid, sorted, at most max (-E2BIG past it: the listing stops there,
- * so a process with a million threads costs max + 1 entries). */
-static int list_tasks_bounded(const char *proc_root, pid_t pid, size_t max, pid_t **ret, size_t *ret_n) {
-        _cleanup_free_ char *path = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
-        _cleanup_free_ pid_t *tids = NULL;
-        size_t n = 0, alloc = 0;
-
-        if (asprintf(&path, "%s/%d/task", proc_root, (int) pid) < 0)
-                return -ENOMEM;
-        d = opendir(path);
-        if (!d)
-                return errno == ENOENT ? -ESRCH : -errno;
-        for (;;) {
-                struct dirent *de;
-                uint64_t v;
-
-                errno = 0;
-                de = readdir(d);
-                if (!de) {
-                        if (errno)
-                                return errno == ENOENT ? -ESRCH : -errno;
-                        break;
-                }
-                if (parse_u64(de->d_name, 1, INT_MAX, &v) < 0)
-                        continue; /* ".", ".." */
-                if (n == max)
-                        return -E2BIG;
-                if (n == alloc) {
-                        size_t na = alloc ? alloc * 2 : 16;
-                        pid_t *t;
-
-                        if (na > max)
-                                na = max;
-                        t = realloc(tids, na * sizeof(*tids));
-                        if (!t)
-                                return -ENOMEM;
-                        tids = t;
-                        alloc = na;
-                }
-                tids[n++] = (pid_t) v;
-        }
-        if (n > 1)
-                qsort(tids, n, sizeof(*tids), cmp_pid);
-        *ret = TAKE_PTR(tids);
-        *ret_n = n;
-        return 0;
-}
-
 static int read_runtime(const char *proc_root, pid_t pid, pid_t tid, uint64_t *ret) {
         char path[PATH_MAX], buf[128];
         ssize_t n;
@@ -192,7 +138,7 @@ int thread_load_read_at(const char *proc_root, pid_t pid, const struct topology 
 
         if (!proc_root || pid <= 0 || !t || !tl)
                 return -EINVAL;
-        r = list_tasks_bounded(proc_root, pid, max_threads, &tids, &n_tids);
+        r = proc_list_tasks_max(proc_root, pid, max_threads, &tids, &n_tids);
         if (r == -E2BIG) {
                 thread_load_done(tl);
                 return r;

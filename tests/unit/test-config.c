@@ -104,6 +104,8 @@ TEST(defaults) {
         CHECK(!c.move_mlocked);
         CHECK_INT(c.min_misplaced_kb, 2048);
         CHECK(nodemask_empty(&c.slow_nodes));   /* the default rule */
+        CHECK_INT(c.promote_free_floor_pct, 10);
+        CHECK_INT(c.promote_rate_limit_mb_s, 256);
         CHECK_INT(c.rate_limit_mb_s, 1024);
         CHECK_INT(c.batch_pages, 65536);
         CHECK_INT(c.rate_limit_calls_s, 100);
@@ -140,10 +142,12 @@ static const char full_conf[] =
         "move_mlocked = yes\n"
         "min_misplaced = 1000\n"
         "slow_nodes = 2-3,5\n"
+        "promote_free_floor_pct = 30\n"
         "[migrate]\n"
         "rate_limit_mb_s = 0\n"
         "batch_pages = 512\n"
         "rate_limit_calls_s = 0\n"
+        "promote_rate_limit_mb_s = 0\n"
         "[report]\n"
         "metrics_path = \"/var/lib/node-exporter/numabalanced.prom\"\n"
         "metrics_group = prometheus\n";
@@ -200,6 +204,8 @@ TEST(every_key_set) {
         CHECK_INT(c.rate_limit_mb_s, 0);
         CHECK_INT(c.batch_pages, 512);
         CHECK_INT(c.rate_limit_calls_s, 0);
+        CHECK_INT(c.promote_free_floor_pct, 30);
+        CHECK_INT(c.promote_rate_limit_mb_s, 0);
         CHECK_STR(c.metrics_path, "/var/lib/node-exporter/numabalanced.prom");
         CHECK_STR(c.metrics_group, "prometheus");
         config_done(&c);
@@ -472,7 +478,7 @@ TEST(shipped_conf_lists_every_key) {
                 CHECK_MSG(sec && at && !(next && at > next), "%s: \"#%s = DEFAULT\" not found in section %s",
                           CONF_FILE, dot + 1, header + 1);
         }
-        CHECK_INT(n_keys, 32);
+        CHECK_INT(n_keys, 34);
 }
 
 /* The text with its "#key = value" lines (no space after '#') uncommented; "# text"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* From plans to moves (daemon/jobs.h) on their own, without a tick and without struct
  * manager: scans built by hand, the run replaced by a recorder (env.run_jobs) that
- * keeps what it was given and says what moved. One job per (process, target), only
+ * keeps what it was given and says what moved. One job per (process, target, kept nodes), only
  * for processes in balance mode and never in a dry run; largest first, owners taking
  * turns; the results land in the records, the counters and the ledger; a stopped job
  * says why. The checks before moving are prepared (env.check: the default config, the
@@ -29,6 +29,8 @@ struct ran_job {
         bool checked;             /* may_move is the check before moving, with a context of its own */
         void *ctx;
         bool thread_policy;
+        nb_nodemask keep_nodes;
+        bool promote;
 };
 
 static struct {
@@ -40,6 +42,7 @@ static struct {
         uint64_t cpu_ns[16];
         const struct migrate_stop *stop[16];
         unsigned moved_pct;       /* 0: 100 */
+        uint64_t promote_extra;   /* pages a promotion job moves beyond max_pages (whole THPs) */
         int ret;                  /* what the run returns */
 } ran;
 
@@ -63,6 +66,7 @@ static int recorder(void *userdata, struct migrate_job *jobs, size_t n_jobs) {
                                 .starttime = j->starttime, .cgroup = j->cgroup, .userdata = j->userdata,
                                 .checked = j->may_move == move_check_job && j->may_move_ctx, .ctx = j->may_move_ctx,
                                 .thread_policy = j->thread_policy,
+                                .keep_nodes = j->keep_nodes, .promote = j->promote,
                         };
                 j->cpu_ns = ran.cpu_ns[i];
                 if (ran.stop[i]) {
@@ -77,7 +81,7 @@ static int recorder(void *userdata, struct migrate_job *jobs, size_t n_jobs) {
                         j->pages[MIG_ALREADY] = (j->max_pages - moved) / 2;
                         j->pages[MIG_BUSY] = j->max_pages - moved - j->pages[MIG_ALREADY];
                 } else
-                        j->pages[MIG_MOVED] = j->max_pages;
+                        j->pages[MIG_MOVED] = j->max_pages + (j->promote ? ran.promote_extra : 0);
         }
         return ran.ret;
 }
@@ -424,3 +428,47 @@ static void outro(void) {
 }
 
 DEFINE_TEST_MAIN_FULL(intro, outro)
+
+/* A VMA's move keeps the slow node 2 and a page's move (a promotion) keeps none: to the
+ * same node they are two jobs, or the VMA's range would take node 2's cold pages too.
+ * What the promotion moved is counted, and what it moved beyond its plan (a whole
+ * transparent huge page for a sampled base page) is charged to the budget: 1 MiB from
+ * what was left, 1 MiB as debt. */
+TEST(slow_node_kept_and_promotions_charged) {
+        struct plan_promote_budget budget = { .left = MIB, .started = true };
+        struct world w;
+        uint64_t charged;
+
+        world_start(&w);
+        w.env.promote = &budget;
+        ran.promote_extra = 2 * MIB / page_size();
+        nodemask_set(&w.scans[0].plan.moves[0].keep, 2);
+        plan_done(&w.scans[0].pages);
+        w.scans[0].pages = plan_of(1, 0x20000000, 4, 1);
+        w.scans[0].pages.moves[0].promote = true;
+        CHECK_INT(jobs_run(&w.env, &w.scans[0], 1, 1000, &charged), 0);
+        CHECK_INT(ran.n, 2);
+        for (size_t q = 0; q < ran.n && ran.n == 2; q++) {
+                CHECK_INT(ran.job[q].target, 1);
+                if (ran.job[q].promote) {
+                        CHECK(nodemask_empty(&ran.job[q].keep_nodes));
+                        CHECK_INT(mib_of(ran.job[q].max_pages), 4);
+                } else {
+                        CHECK(nodemask_test(&ran.job[q].keep_nodes, 2));
+                        CHECK_INT(mib_of(ran.job[q].max_pages), 8);
+                }
+        }
+        CHECK(ran.job[0].promote != ran.job[1].promote);
+        CHECK_INT(w.counters.promoted_bytes, 6 * MIB);
+        CHECK_INT(budget.left, 0);
+        CHECK_INT(budget.debt, MIB);
+
+        /* Again, half of each job moved (the rest was on the target already): the
+         * promotion's unmoved 2 MiB is given back. */
+        ran.moved_pct = 50;
+        budget = (struct plan_promote_budget) { .started = true };
+        CHECK_INT(jobs_run(&w.env, &w.scans[0], 1, 2000, &charged), 0);
+        CHECK_INT(w.counters.promoted_bytes, 8 * MIB);
+        CHECK_INT(budget.left, 2 * MIB);
+        world_done(&w);
+}

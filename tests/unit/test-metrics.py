@@ -48,6 +48,7 @@ for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local
                   ('numabalanced_sampled_scans_total', 'counter'),
                   ('numabalanced_sampling_chain_info', 'gauge'), ('numabalanced_page_samples_total', 'counter'),
                   ('numabalanced_page_samples_dropped_total', 'counter'),
+                  ('numabalanced_promoted_bytes_total', 'counter'),
                   ('numabalanced_sampling_refused_total', 'counter'),
                   ('numabalanced_walk_cpu_seconds_total', 'counter'),
                   ('numabalanced_daemon_cpu_seconds_total', 'counter'),

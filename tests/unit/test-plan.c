@@ -127,6 +127,22 @@ TEST(default_policy_moves_to_the_threads_node) {
 
 /* Sparse mappings (an ASan shadow, a heap reservation): a 16 TiB VMA with 4 MiB in
  * it is left alone (the executor would walk 16 TiB), with its bytes counted. */
+/* A process whose threads were just placed keeps only the moves to their node. */
+TEST(keep_target_drops_the_other_moves) {
+        struct plan_move moves[3] = {
+                { .target = 1, .bytes = 100 }, { .target = 0, .bytes = 30 }, { .target = 1, .bytes = 5 },
+        };
+        struct plan pl = { .moves = moves, .n_moves = 3, .bytes = 135 };
+
+        CHECK_INT(plan_keep_target(&pl, 1), 30);
+        CHECK_INT(pl.n_moves, 2);
+        CHECK_INT(pl.bytes, 105);
+        CHECK(pl.moves[0].target == 1 && pl.moves[1].target == 1 && pl.moves[1].bytes == 5);
+        CHECK_INT(plan_keep_target(&pl, 0), 105);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.bytes, 0);
+}
+
 /* What placing the threads on a node would leave remote: a VMA bound to node 0 cannot
  * come to node 1; a default one can; an interleaved one moves nowhere. */
 TEST(stuck_away_by_policy) {
@@ -893,4 +909,211 @@ TEST(tier_pages_never_to_a_slow_node) {
         CHECK_INT(pl.skipped_bytes[REASON_LOWER_TIER], 4096);
         plan_done(&pl);
         numa_maps_free(maps);
+}
+
+/* ---- promotion (rule 7): hot pages on the slow node, from page samples ---- */
+
+#define SLOW_VMA "7f0000000000 default anon=16384 N2=16384 kernelpagesize_kB=4\n"
+#define VMA0 UINT64_C(0x7f0000000000)
+
+/* plan_pages() on one 64 MiB VMA (text) with the samples given as (cpu, page index,
+ * count) triples, aggregated and decided by the two-sample rule as the daemon does. */
+static int promote_run(const struct topology *t, const char *text, const unsigned (*samples)[3], size_t n,
+                       const struct plan_params *p, uint64_t *reserved, struct plan *ret) {
+        _cleanup_(page_agg_freep) struct page_agg *a = NULL;
+        uint64_t ends[1] = { VMA0 + (64 << 20) };
+        const uint64_t cpu[] = { 1, 1, 0 };
+        struct numa_maps *maps = NULL;
+        struct page_decision d = {};
+        int r;
+
+        CHECK_INT(page_agg_new(t, 4096, &a), 0);
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                for (unsigned k = 0; k < samples[i][2]; k++) {
+                        struct page_sample s = { .tid = 1, .cpu = samples[i][0],
+                                                 .addr = VMA0 + (uint64_t) samples[i][1] * 4096 + 8 };
+                        CHECK_INT(page_agg_add(a, &s), 0);
+                }
+        CHECK_INT(page_agg_decide(a, 2, &d), 0);
+        r = numa_maps_parse(text, strlen(text), &maps);
+        if (r < 0)
+                return r;
+        struct plan_input in = { .maps = maps, .vma_end = ends, .cpu_ns = cpu };
+        nodemask_parse("0-2", &in.mems_allowed);
+        r = plan_pages(t, &in, p, &d, NULL, reserved, ret);
+        page_agg_decision_done(&d);
+        numa_maps_free(maps);
+        return r;
+}
+
+/* A page seen once is cold: it stays on the slow node. One seen twice from node 0's
+ * CPU goes to node 0, one seen twice from node 1's to node 1: the fast node of the
+ * threads that use it, a promotion charged to the budget. */
+TEST(tier_promote_hot_only) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        const unsigned samples[][3] = { { 0, 0, 1 }, { 0, 1, 2 }, { 1, 5, 3 } };
+        uint64_t reserved[8] = {}, left = 1 << 20;
+        struct plan_params p = defaults;
+        struct plan pl = {};
+
+        if (!t)
+                return;
+        p.promote_left = &left;
+        CHECK_INT(promote_run(t, SLOW_VMA, samples, ELEMENTSOF(samples), &p, reserved, &pl), 0);
+        CHECK_INT(pl.n_moves, 2);
+        if (pl.n_moves == 2) {
+                CHECK_INT(pl.moves[0].start, VMA0 + 4096);
+                CHECK_INT(pl.moves[0].end, VMA0 + 8192);
+                CHECK_INT(pl.moves[0].target, 0);
+                CHECK(pl.moves[0].promote);
+                CHECK_INT(pl.moves[1].start, VMA0 + 5 * 4096);
+                CHECK_INT(pl.moves[1].target, 1);
+        }
+        CHECK_INT(pl.promote_bytes, 8192);
+        CHECK_INT(left, (1 << 20) - 8192);
+        plan_done(&pl);
+
+        /* Only cold pages: nothing moves, nothing is charged. */
+        CHECK_INT(promote_run(t, SLOW_VMA, samples, 1, &p, reserved, &pl), 0);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(left, (1 << 20) - 8192);
+        plan_done(&pl);
+}
+
+/* A VMA with no page on a slow node: its page-level moves are not promotions. */
+TEST(tier_pages_off_slow_not_charged) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        const unsigned samples[][3] = { { 0, 1, 2 } };
+        uint64_t reserved[8] = {}, left = 0;
+        struct plan_params p = defaults;
+        struct plan pl = {};
+
+        if (!t)
+                return;
+        p.promote_left = &left;
+        CHECK_INT(promote_run(t, "7f0000000000 default anon=16384 N1=16384 kernelpagesize_kB=4\n", samples, 1, &p,
+                              reserved, &pl), 0);
+        CHECK_INT(pl.n_moves, 1);
+        if (pl.n_moves)
+                CHECK(!pl.moves[0].promote);
+        CHECK_INT(pl.promote_bytes, 0);
+        plan_done(&pl);
+}
+
+/* The budget bounds what a tick promotes, for all its scans together: 3 pages' worth
+ * takes 3 of 8 hot pages, the rest waits (promote-rate) as spares (named, no bytes:
+ * the executor moves them only in place of counted ones already on node 0), and a
+ * second process of the same tick gets none, spares included. */
+TEST(tier_promote_budget) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        unsigned samples[8][3];
+        uint64_t reserved[8] = {}, left = 3 * 4096;
+        struct plan_params p = defaults;
+        struct plan pl = {};
+
+        if (!t)
+                return;
+        for (unsigned i = 0; i < 8; i++) {
+                samples[i][0] = 0;
+                samples[i][1] = i * 2;
+                samples[i][2] = 2;
+        }
+        p.promote_left = &left;
+        CHECK_INT(promote_run(t, SLOW_VMA, (const unsigned (*)[3]) samples, 8, &p, reserved, &pl), 0);
+        CHECK_INT(pl.bytes, 3 * 4096);
+        CHECK_INT(pl.promote_bytes, 3 * 4096);
+        CHECK_INT(pl.skipped_bytes[REASON_PROMOTE_RATE], 5 * 4096);
+        CHECK_INT(left, 0);
+        CHECK_INT(pl.n_moves, 8);
+        for (size_t i = 0; i < pl.n_moves; i++) {
+                CHECK(pl.moves[i].promote && pl.moves[i].target == 0);
+                CHECK_INT(pl.moves[i].bytes, i < 3 ? 4096 : 0);
+        }
+        plan_done(&pl);
+
+        CHECK_INT(promote_run(t, SLOW_VMA, (const unsigned (*)[3]) samples, 8, &p, reserved, &pl), 0);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.reason, REASON_PROMOTE_RATE);
+        CHECK_STR(plan_reason_name(pl.reason), "promote-rate");
+        plan_done(&pl);
+}
+
+/* The promotion floor holds: node 0 with 12% free and a 15% floor takes nothing; with
+ * 2 pages above the floor, 2 of 4 hot pages; the ordinary free_floor_pct (5%) would
+ * have taken all of them. */
+TEST(tier_promote_floor) {
+        _cleanup_(topology_freep) struct topology *t = tiered("2n1m-tiered");
+        const unsigned samples[][3] = { { 0, 0, 2 }, { 0, 2, 2 }, { 0, 4, 2 }, { 0, 6, 2 } };
+        uint64_t reserved[8] = {};
+        struct plan_params p = defaults;
+        struct plan pl = {};
+        int i0;
+
+        if (!t)
+                return;
+        i0 = topology_node_index(t, 0);
+        p.promote_floor_pct = 15;
+        t->nodes[i0].mem_free_kb = t->nodes[i0].mem_total_kb * 12 / 100;
+        CHECK_INT(promote_run(t, SLOW_VMA, samples, 4, &p, reserved, &pl), 0);
+        CHECK_INT(pl.n_moves, 0);
+        CHECK_INT(pl.reason, REASON_PROMOTE_FLOOR);
+        CHECK_INT(pl.skipped_bytes[REASON_PROMOTE_FLOOR], 4 * 4096);
+        plan_done(&pl);
+
+        /* above_floor() takes the floor as total / 100 * pct, in bytes. */
+        t->nodes[i0].mem_free_kb = (t->nodes[i0].mem_total_kb * 1024 / 100 * 15) / 1024 + 8 + 1;
+        CHECK_INT(promote_run(t, SLOW_VMA, samples, 4, &p, reserved, &pl), 0);
+        CHECK_INT(pl.bytes, 2 * 4096);
+        CHECK_INT(pl.skipped_bytes[REASON_PROMOTE_FLOOR], 2 * 4096);
+        plan_done(&pl);
+
+        memset(reserved, 0, sizeof(reserved));
+        p.promote_floor_pct = 0;
+        CHECK_INT(promote_run(t, SLOW_VMA, samples, 4, &p, reserved, &pl), 0);
+        CHECK_INT(pl.bytes, 4 * 4096);
+        plan_done(&pl);
+}
+
+/* The refill: over any stretch of ticks the bytes promoted stay within rate x (T + 1 s),
+ * and a steady taker gets the rate; rate 0 promotes nothing. */
+TEST(tier_promote_refill) {
+        const uint64_t rate = 8 << 20;
+        const uint64_t steps[] = { 1000, 300, 70, 2500 };
+
+        for (size_t s = 0; s < ELEMENTSOF(steps); s++) {
+                struct plan_promote_budget b = {};
+                uint64_t taken = 0, now = 5000;
+
+                for (unsigned i = 0; i <= 100; i++, now += steps[s]) {
+                        taken += plan_promote_refill(&b, rate, now);
+                        b.left = 0; /* everything was promoted */
+                }
+                /* 100 steps after the first: at most rate x (T + 1) */
+                uint64_t span_ms = 100 * steps[s];
+                CHECK(taken <= rate * (span_ms + 1000) / 1000);
+                if (steps[s] <= 1000)
+                        CHECK(taken + rate / 100 >= rate * span_ms / 1000);
+        }
+        {
+                struct plan_promote_budget b = {};
+
+                CHECK_INT(plan_promote_refill(&b, 0, 1000), 0);
+                CHECK_INT(plan_promote_refill(&b, 0, 5000), 0);
+                /* Unused budget is held up to one second's worth. */
+                CHECK_INT(plan_promote_refill(&b, rate, 6000), rate);
+                CHECK_INT(plan_promote_refill(&b, rate, 6500), rate);
+                /* A lower rate clamps what is held. */
+                CHECK_INT(plan_promote_refill(&b, rate / 2, 6600), rate / 2);
+                /* Moved beyond the plan: what is left pays, the rest is debt that
+                 * the next refills pay before anything is promoted again. */
+                plan_promote_charge(&b, rate);
+                CHECK_INT(b.left, 0);
+                CHECK_INT(b.debt, rate / 2);
+                CHECK_INT(plan_promote_refill(&b, rate / 2, 7100), 0);
+                CHECK_INT(plan_promote_refill(&b, rate / 2, 7600), 0);
+                CHECK_INT(b.debt, 0);
+                CHECK_INT(plan_promote_refill(&b, rate / 2, 8100), rate / 4);
+        }
 }

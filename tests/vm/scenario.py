@@ -505,7 +505,9 @@ def warm_memory(env):
         mb = node_free_mb(node) * 8 // 10
         if mb < 64:
             continue
-        p, _, _ = env.start_workload(None, mb, node, node, policy=f"bind:{node}")
+        # A node without CPUs (2n1m's node 2) is touched from node 0, bound to it.
+        run = node if node in cpu_nodes().values() else 0
+        p, _, _ = env.start_workload(None, mb, run, run, policy=f"bind:{node}")
         p.kill()
         p.wait()
         env.procs.remove(p)

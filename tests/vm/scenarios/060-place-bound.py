@@ -4,12 +4,13 @@
 Two threads reading 128 MiB bound (MPOL_BIND) to node 0, started on node 1's CPUs with
 their affinity given back (no choice of the application's). Under mode place the
 daemon narrows both to node 0's CPUs within 60 s, the memory stays where it is (no
-migration in /proc/vmstat), `explain` names the node and the reason, and removing the
-cgroup's opt-in gives every thread the affinity it had."""
+migration in /proc/vmstat beyond the threads' own stacks, which follow them), `explain`
+names the node and the reason, and removing the cgroup's opt-in gives every thread the
+affinity it had."""
 import os
 import time
 
-from scenario import (all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
+from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
                       sysctl_numa_balancing, thread_cpus, thread_node, vmstat)
 
 
@@ -30,13 +31,18 @@ def run(env, res):
     node0 = sys_list_text(node_cpus(0))
     moved0 = vmstat("pgmigrate_success")
     env.start_daemon()
+    wait_log(env, "Listening on", 120)
     t = wait_affinity(p.pid, tids, node0, 60)
     res["seconds_to_placed"] = t
     check(t is not None, f"threads not placed on node 0 within 60 s: {all_thread_cpus(p.pid)}")
     time.sleep(2)
     check(all(thread_node(p.pid, tid) == 0 for tid in tids), "placed threads do not run on node 0")
     res["pages_migrated"] = vmstat("pgmigrate_success") - moved0
-    check(res["pages_migrated"] == 0, f"{res['pages_migrated']} pages migrated: bound memory must not move")
+    nodes = env.region_nodes(p.pid, start)
+    check(set(nodes) == {0}, f"bound memory moved: {nodes}")
+    # What may follow the threads to node 0 is theirs alone: the stacks they touched on
+    # node 1 (64 pages seen), not the 128 MiB.
+    check(res["pages_migrated"] <= 256, f"{res['pages_migrated']} pages migrated: bound memory must not move")
     d = explain(env, p.pid)
     pl = d.get("placement") or {}
     check(pl.get("placed_node") == 0, f"explain does not say placed on node 0: {pl}")

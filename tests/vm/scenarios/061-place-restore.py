@@ -38,6 +38,7 @@ def run(env, res):
     before = all_thread_cpus(p.pid)
     node0 = sys_list_text(node_cpus(0))
     env.start_daemon()
+    wait_log(env, "Listening on", 120)
     wait_placed(p.pid, tids, node0, 60)
     check(os.path.exists(STATE) and str(p.pid) in open(STATE).read(), "no original affinity saved under /run")
 
@@ -48,6 +49,7 @@ def run(env, res):
     check(all(thread_cpus(p.pid, t) == node0 for t in tids), "threads changed with nobody to change them")
     os.removexattr(cg, "trusted.numabalanced")
     env.start_daemon()
+    wait_log(env, "Listening on", 120)
     wait_restored(p.pid, before, 30, "at the start after kill -9")
     wait_log(env, "given their original affinity back", 10)
     res["restored_after_kill"] = True

@@ -6,7 +6,7 @@ mode place their affinity is never changed (20 s of polls) and `explain` says th
 threads are the application's (pinned); the memory moves to node 1, as in balance."""
 import time
 
-from scenario import all_thread_cpus, check, explain, start_gather, sysctl_numa_balancing, wait_local
+from scenario import wait_log, all_thread_cpus, check, explain, start_gather, sysctl_numa_balancing, wait_local
 
 
 def run(env, res):
@@ -15,6 +15,7 @@ def run(env, res):
     p, _, _ = start_gather(env, cg, 128, 0, 1, threads=2, affinity="pinned")
     before = all_thread_cpus(p.pid)
     env.start_daemon()
+    wait_log(env, "Listening on", 120)
     t = wait_local(env, p.pid, 0.9, 60)
     res["seconds_to_90pct_local"] = t
     check(t is not None, "memory of pinned threads did not follow them within 60 s")

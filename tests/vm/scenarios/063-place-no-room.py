@@ -9,7 +9,7 @@ import os
 import subprocess
 import time
 
-from scenario import all_thread_cpus, check, explain, fail, start_gather, sysctl_numa_balancing
+from scenario import wait_log, all_thread_cpus, check, explain, fail, start_gather, sysctl_numa_balancing
 
 
 def run(env, res):
@@ -35,6 +35,7 @@ def run(env, res):
     p, _, _ = start_gather(env, cg, 64, 0, 1, threads=2, policy="bind")
     before = all_thread_cpus(p.pid)
     env.start_daemon()
+    wait_log(env, "Listening on", 120)
     deadline = time.time() + 20
     while time.time() < deadline:
         check(all_thread_cpus(p.pid) == before, f"threads placed on a node without room: {all_thread_cpus(p.pid)}")

@@ -12,8 +12,8 @@ import re
 import subprocess
 import time
 
-from scenario import (check, process_node_pages, sysctl_numa_balancing, thread_node, thread_runtime_ns,
-                      vmstat)
+from scenario import (check, explain, wait_log, process_node_pages, sysctl_numa_balancing, thread_node,
+                      thread_runtime_ns, vmstat)
 
 RUN_S = 30
 FROM_S = 10
@@ -63,6 +63,19 @@ def look(pids, before):
     return out
 
 
+def placements(env, pids):
+    """What explain says of each worker's placement (for a failure's evidence)."""
+    out = {}
+    for pid in pids:
+        try:
+            pl = explain(env, pid).get("placement") or {}
+        except Exception as e:  # noqa: BLE001 (evidence only)
+            pl = {"error": str(e)}
+        out[pid] = {k: pl.get(k) for k in ("explanation", "reason", "decision", "decision_node", "busy_threads",
+                                           "threads_to_move", "bytes_to_follow")}
+    return out
+
+
 def perf_bench(env, res, cg, mode_check=True):
     """Runs the benchmark in cg; returns its samples [(t, {pid: (nodes, share)})]."""
     procs_file = os.path.join(cg, "cgroup.procs")
@@ -84,6 +97,8 @@ def perf_bench(env, res, cg, mode_check=True):
         now = {pid: look([pid], before).get(pid) for pid in pids} if before else {}
         if time.time() - t0 >= FROM_S and now:
             samples.append((round(time.time() - t0, 1), {p: v for p, v in now.items() if v}))
+            if "placement_at_10s" not in res:
+                res["placement_at_10s"] = placements(env, pids)
         before = {}
         for pid in pids:
             try:
@@ -103,6 +118,7 @@ def run(env, res):
     sysctl_numa_balancing(0)
     cg = env.cgroup("nb-place-gather", "place")
     env.start_daemon()
+    wait_log(env, "Listening on", 120)
     samples = perf_bench(env, res, cg)
     st = env.status()
     res["threads_placed"] = st["placement"]["threads_placed"]
