@@ -212,6 +212,14 @@ static void unclaim(struct round *rd, const struct view *v, int n) {
         rd->confined[n] += v->confined[n];
 }
 
+/* Whether gathering on n can make at least half of the memory local: a node where
+ * most of it could never be is no place to gather threads (perf bench numa with all
+ * memory bound to node 0 and no room there for the second process: it was gathered on
+ * node 1, all its memory remote, reason memory-stuck). */
+static bool reachable(const struct tp_proc *pr, const struct view *v, int n) {
+        return stuck_at(pr, v, n) <= v->total / 2;
+}
+
 /* The cheapest feasible node, except skip (-1: none); ties: more of the busy threads
  * there already, then more bytes, then the lower index. -1 when none is feasible. */
 static int best_node(const struct round *rd, const struct tp_proc *pr, const struct view *v, int skip,
@@ -222,7 +230,7 @@ static int best_node(const struct round *rd, const struct tp_proc *pr, const str
         for (size_t n = 0; n < rd->n_nodes; n++) {
                 double s;
 
-                if ((int) n == skip || !feasible(rd, v, n))
+                if ((int) n == skip || !feasible(rd, v, n) || !reachable(pr, v, (int) n))
                         continue;
                 s = score_on(pr, v, (int) n, rd->p);
                 if (best < 0 || s < bs || (s == bs && v->on[n] > v->on[best]) ||

@@ -205,6 +205,29 @@ TEST(memory_bound_brings_threads) {
         CHECK_DECISION(pr.p, TP_NONE, 1, TP_R_ALREADY_TOGETHER);
 }
 
+/* Two processes whose memory is all bound to node 0, their threads split: node 0 takes
+ * one of them; the other is not gathered on node 1, where none of its memory could
+ * ever be (perf bench numa under numactl --membind=0 placed it there). */
+TEST(never_gathered_away_from_stuck_memory) {
+        struct tp_node nodes[2];
+        struct proc pr[2];
+        const int split[2] = { 0, 1 };
+
+        nodes_of(nodes, 2, 2, NULL);
+        for (int i = 0; i < 2; i++) {
+                proc_of(&pr[i], 100 + i, split, 2, 128 * MIB, 0, 2, 2);
+                pr[i].p.stuck_away[1] = 128 * MIB;
+                pr[i].th[0].busy = 0.9;    /* more of their CPU on node 1, where none of it can be */
+        }
+        round_of(nodes, 2, pr, 2, 1000);
+        CHECK(pr[0].p.action == TP_PLACE && pr[0].p.node == 0);
+        CHECK_DECISION(pr[1].p, TP_NONE, -1, TP_R_NO_ROOM);
+        /* All of it movable: node 1 takes it, its memory to follow (the swap). */
+        pr[1].p.stuck_away[1] = 0;
+        round_of(nodes, 2, pr, 2, 1000);
+        CHECK(pr[1].p.action == TP_PLACE && pr[1].p.node == 1);
+}
+
 /* Node 0 full of other load: the threads stay split, nothing placed there. */
 TEST(full_node_takes_none) {
         double load[2] = { 1.9, 1.2 };
