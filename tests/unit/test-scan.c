@@ -70,6 +70,7 @@ static void fixture_start(struct fixture *f, pid_t pid, uint64_t starttime) {
 static void fixture_done(struct fixture *f) {
         free(f->reserved);
         free(f->p.node_bytes);
+        free(f->p.stuck_away);
         free(f->p.hist);
         proc_records_drop_huge(&f->p);
         page_agg_free(f->p.seen);
