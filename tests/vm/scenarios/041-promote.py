@@ -12,9 +12,11 @@ queries, the kernel's own view.
 Rate: promote_rate_limit_mb_s = 8. At every poll the hot bytes on node 0 are at most
 8 MiB/s x (seconds since the first samples + 1) + 2 MiB (the budget holds one second's
 worth; a huge page's worth of slack), and 90% of the 64 MiB is on node 0 within
-64/8 s + 20 s (scans come every 0.5-4 s). Cold: all of the 256 MiB still on node 2 once
-the hot part is promoted (the 60 s bar with no samples at all is 040-tiers'). The
-daemon counts what it promoted (numabalanced_promoted_bytes_total).
+64/8 s + 20 s (scans come every 0.5-4 s). Cold: the samples of the hot part go on
+until 60 s after the first, and every second until then all of the 256 MiB is still on
+node 2; at the end the hot part is still on node 0 (the 60 s bar with no samples at
+all is 040-tiers'). The daemon counts what it promoted
+(numabalanced_promoted_bytes_total).
 
 Floor: everything back on node 2, the daemon again with promote_free_floor_pct set so
 that node 0 has about 16 MiB of room above it and a fast rate (64 MB/s): after 15 s of
@@ -32,6 +34,7 @@ from scenario import check, fail, node_cpus, node_free_mb, sh, sysctl_numa_balan
 SIZE_MB = 320
 HOT_MB = 64
 RATE_MB_S = 8
+COLD_WATCH_S = 60   # the cold part is watched this long after the first samples
 PAGE = os.sysconf("SC_PAGESIZE")
 SYS_move_pages = 279  # x86-64
 
@@ -144,9 +147,21 @@ def run(env, res):
     res["largest_share_of_rate_bound"] = round(worst, 3)
     check(t90 is not None, f"90% of the hot {HOT_MB} MiB not promoted within {HOT_MB / RATE_MB_S + 20:.0f} s: "
                            f"{promoted(p.pid, start) >> 20} MiB")
-    cold = range_nodes(p.pid, cold_start, cold_len)
+    # The samples go on until a minute after the first: the cold part must still be
+    # all on node 2 then, and the hot part still on node 0 (nothing demoted it back).
+    while time.time() - t0 < COLD_WATCH_S:
+        with open(replay, "a") as f:
+            f.write(round_text)
+        cold = range_nodes(p.pid, cold_start, cold_len)
+        check(cold.get(2, 0) == cold_len // PAGE,
+              f"cold memory left node 2 {time.time() - t0:.0f} s after the first samples: {cold}")
+        time.sleep(1)
+    res["cold_watch_s"] = round(time.time() - t0, 1)
     res["cold_pages_by_node"] = cold
     check(cold.get(2, 0) == cold_len // PAGE, f"cold memory left node 2: {cold}")
+    hot_end = promoted(p.pid, start)
+    res["hot_on_node0_at_end_mb"] = round(hot_end / 2**20, 1)
+    check(hot_end >= (HOT_MB << 20) * 0.9, f"the hot part fell back to {hot_end >> 20} MiB on node 0")
     time.sleep(1.5)   # a tick writes the metrics after its jobs ran
     counted = metric(metrics, "numabalanced_promoted_bytes_total")
     res["promoted_bytes_total"] = counted
