@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""DAMON's hot regions promote hot memory off the slow node, with no page sample at all.
+
+2n1m-hmat on 6.12 (DAMON with vaddr; 6.1 has none, 040-tiers checks status says so).
+A workload on node 0 first-touches 320 MiB, moved to node 2 with migratepages(8); it
+then reads only its first 64 MiB (WORKLOAD_HOT_MB), the other 256 MiB is cold. The
+daemon runs with [sample] pmu = off: DAMON is the only evidence. Asserted: no kdamond
+while the workload's cgroup is not opted in; one once it is, pinned to the service CPU;
+90% of the hot part on node 0 within HOT_WAIT_S; the cold part still on node 2 (at
+least COLD_KEPT of it: DAMON's regions are coarse, a hot region may reach a little past
+the hot part); when the workload exits, its kdamond goes; after the daemon's stop,
+nr_kdamonds is 0 again. Recorded: time to 90%, the kdamond's CPU time, the metrics."""
+import os
+import subprocess
+import time
+
+from scenario import check, fail, sysctl_numa_balancing, wait_log
+
+SIZE_MB = 320
+HOT_MB = 64
+HOT_WAIT_S = 120
+COLD_KEPT = 0.95
+PAGE = os.sysconf("SC_PAGESIZE")
+KD = "/sys/kernel/mm/damon/admin/kdamonds"
+
+
+def kdamonds():
+    """pid -> comm of the kernel's kdamond threads."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                c = open(f"/proc/{d}/comm").read().strip()
+            except OSError:
+                continue
+            if c.startswith("kdamond"):
+                out[int(d)] = c
+    return out
+
+
+def share(pid, start, length, node):
+    import importlib
+    promote = importlib.import_module("scenario").load("promote")
+    got = promote.range_nodes(pid, start, length)
+    return got.get(node, 0) / max(1, sum(got.values())), got
+
+
+def metric(path, name):
+    try:
+        for line in open(path):
+            if line.startswith(name):
+                return line.strip()
+    except OSError:
+        pass
+    return None
+
+
+def run(env, res):
+    sysctl_numa_balancing(0)
+    check(os.path.isdir(KD), "this kernel has no DAMON sysfs interface")
+    cg = env.cgroup("nb-damon")          # not opted in yet
+    p, start, _ = env.start_workload(cg, SIZE_MB, 0, 0, env={"WORKLOAD_HOT_MB": str(HOT_MB)})
+    subprocess.run(["migratepages", str(p.pid), "0", "2"], check=True)
+    hot_len, cold_start, cold_len = HOT_MB << 20, start + (HOT_MB << 20), (SIZE_MB - HOT_MB) << 20
+    on2, _ = share(p.pid, start, SIZE_MB << 20, 2)
+    check(on2 >= 0.99, f"migratepages left {on2:.1%} on node 2")
+    metrics = env.tmp_path("metrics.prom")
+    env.start_daemon(extra_conf=f"[sample]\npmu = off\n[report]\nmetrics_path = {metrics}\n")
+    wait_log(env, "DAMON evidence: in use", 30)
+    time.sleep(3)
+    check(not kdamonds(), f"a kdamond runs with nothing opted in: {kdamonds()}")
+    check(open(f"{KD}/nr_kdamonds").read().strip() == "0", "nr_kdamonds is not 0 with nothing opted in")
+
+    os.setxattr(cg, "trusted.numabalanced", b"balance")
+    t0 = time.time()
+    while not kdamonds():
+        if time.time() - t0 > 30:
+            fail(f"no kdamond 30 s after the opt-in:\n{env.log()[-3000:]}")
+        time.sleep(0.5)
+    res["seconds_to_kdamond"] = round(time.time() - t0, 1)
+    # A kdamond is started again when the process's slow VMAs change (a new pid): the
+    # one running now, read again until its affinity could be read.
+    time.sleep(2)
+    aff, kpid = None, None
+    for _ in range(20):
+        try:
+            kpid = next(iter(kdamonds()))
+            aff = os.sched_getaffinity(kpid)
+            break
+        except (StopIteration, ProcessLookupError):
+            time.sleep(0.5)
+    res["kdamond_pids_seen"] = sorted(kdamonds())
+    res["kdamond_affinity"] = sorted(aff)
+    check(aff == {0}, f"the kdamond runs on CPUs {sorted(aff)}, not the service CPU 0")
+    st = env.status()
+    res["status_damon"] = [st.get("damon"), st.get("damon_kdamonds")]
+    check(st.get("damon") == "in use", f"status says {st.get('damon')!r}")
+
+    t90 = None
+    while time.time() - t0 < HOT_WAIT_S:
+        hot, got = share(p.pid, start, hot_len, 0)
+        if hot >= 0.9:
+            t90 = time.time() - t0
+            break
+        time.sleep(1)
+    res["seconds_to_90pct_promoted"] = round(t90, 1) if t90 else None
+    res["hot_share_on_node0"] = round(share(p.pid, start, hot_len, 0)[0], 3)
+    cold, got = share(p.pid, cold_start, cold_len, 2)
+    res["cold_pages_by_node"] = got
+    res["metrics"] = [metric(metrics, n) for n in ("numabalanced_damon_regions_total",
+                                                   "numabalanced_damon_pages_total{result=\"counted\"}",
+                                                   "numabalanced_damon_pages_total{result=\"capped\"}",
+                                                   "numabalanced_damon_pages_total{result=\"no_node\"}",
+                                                   "numabalanced_promoted_bytes_total")]
+    try:
+        kpid = next(iter(kdamonds()))
+        f = open(f"/proc/{kpid}/stat").read().rsplit(")", 1)[1].split()
+        res["kdamond_cpu_s"] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        up = float(open("/proc/uptime").read().split()[0])
+        res["kdamond_seconds_alive"] = round(up - int(f[19]) / os.sysconf("SC_CLK_TCK"), 1)
+    except (OSError, StopIteration):
+        pass
+    check(t90 is not None, f"90% of the hot {HOT_MB} MiB not on node 0 within {HOT_WAIT_S} s: "
+                           f"{res['hot_share_on_node0']:.1%}")
+    check(cold >= COLD_KEPT, f"only {cold:.1%} of the cold part still on node 2: {got}")
+
+    p.kill()
+    p.wait()
+    t1 = time.time()
+    while kdamonds():
+        if time.time() - t1 > 15:
+            fail(f"a kdamond is left 15 s after the workload exited: {kdamonds()}")
+        time.sleep(0.5)
+    res["seconds_to_kdamond_gone"] = round(time.time() - t1, 1)
+    env.stop_daemon()
+    check(open(f"{KD}/nr_kdamonds").read().strip() == "0", "nr_kdamonds not 0 after the daemon's stop")
+    check(not kdamonds(), "a kdamond is left after the daemon's stop")
