@@ -36,6 +36,7 @@ def run(env, res):
     has_damon = os.path.isdir("/sys/kernel/mm/damon/admin/kdamonds")
     env.start_daemon(extra_conf="[sample]\ndamon = off\n" if has_damon else "")
     wait_log(env, "Memory on nodes 2 is a lower tier", 30)
+    wait_log(env, "Listening on", 30)
     damon = env.status().get("damon")
     res["status_damon"] = damon
     if not has_damon:
