@@ -439,6 +439,20 @@ static void count(struct damon *d, uint64_t *field, uint64_t n) {
         pthread_mutex_unlock(&d->lock);
 }
 
+/* Kdamond i's target regions, s's. */
+static int write_regions(struct damon *d, unsigned i, const struct slot *s) {
+        int r = wr_u64(d, s->n, "%u/contexts/0/targets/0/regions/nr_regions", i);
+
+        for (size_t k = 0; r >= 0 && k < s->n; k++) {
+                char rel[96];
+
+                snprintf(rel, sizeof(rel), "%u/contexts/0/targets/0/regions/%zu", i, k);
+                r = wr_u64(d, s->r[k].start, "%s/start", rel);
+                r = r < 0 ? r : wr_u64(d, s->r[k].end, "%s/end", rel);
+        }
+        return r;
+}
+
 /* Writes kdamond i's context for s: vaddr, our intervals, s's pid and regions, one
  * `stat` scheme for regions accessed at least once an aggregation. */
 static int configure(struct damon *d, unsigned i, const struct slot *s) {
@@ -454,14 +468,7 @@ static int configure(struct damon *d, unsigned i, const struct slot *s) {
         r = r < 0 ? r : wr_u64(d, REGIONS_MIN, "%u/%s/monitoring_attrs/nr_regions/min", i, c);
         r = r < 0 ? r : wr(d, "1", "%u/%s/targets/nr_targets", i, c);
         r = r < 0 ? r : wr_u64(d, (uint64_t) s->pid, "%u/%s/targets/0/pid_target", i, c);
-        r = r < 0 ? r : wr_u64(d, s->n, "%u/%s/targets/0/regions/nr_regions", i, c);
-        for (size_t k = 0; r >= 0 && k < s->n; k++) {
-                char rel[96];
-
-                snprintf(rel, sizeof(rel), "%u/%s/targets/0/regions/%zu", i, c, k);
-                r = wr_u64(d, s->r[k].start, "%s/start", rel);
-                r = r < 0 ? r : wr_u64(d, s->r[k].end, "%s/end", rel);
-        }
+        r = r < 0 ? r : write_regions(d, i, s);
         r = r < 0 ? r : wr(d, "1", "%u/%s/schemes/nr_schemes", i, c);
         r = r < 0 ? r : wr(d, "stat", "%u/%s/schemes/0/action", i, c);
         r = r < 0 ? r : wr(d, "0", "%u/%s/schemes/0/access_pattern/sz/min", i, c);
@@ -501,7 +508,7 @@ static void pin(struct damon *d, unsigned i, const nb_cpumask *cpus) {
 static void turn_off(struct damon *d, unsigned i) {
         char b[16];
 
-        if (d->ap[i].on && rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "on") == 0)
+        if (d->ap[i].on && rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") != 0)
                 (void) wr(d, "off", "%u/state", i);
         d->ap[i] = (struct applied) {};
 }
@@ -547,6 +554,23 @@ static void start(struct damon *d, unsigned i, const struct slot *s, const nb_cp
         }
         pin(d, i, cpus);
         record(d);
+}
+
+/* The same process's slow VMAs changed (some promoted whole, a new one): its running
+ * kdamond takes the new regions with `commit`, which keeps what it learnt of the rest,
+ * where turning it off and on would start from nothing. Failing that, it is restarted. */
+static void recommit(struct damon *d, unsigned i, const struct slot *s) {
+        int r = write_regions(d, i, s);
+
+        if (r >= 0)
+                r = wr(d, "commit", "%u/state", i);
+        if (r < 0) {
+                log_debug_errno(r, "pid=%d: kdamond %u did not take its new regions, restarting it: %m",
+                                (int) s->pid, i);
+                return;
+        }
+        d->ap[i].gen = s->gen;
+        count(d, &d->st.commits, 1);
 }
 
 /* One entry of tried_regions: -EINVAL for values that do not make a region. */
@@ -629,6 +653,8 @@ void damon_round(struct damon *d) {
         d->st.rounds++;
         pthread_mutex_unlock(&d->lock);
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                if (d->ap[i].pid && want[i].pid == d->ap[i].pid && want[i].gen != d->ap[i].gen && d->ap[i].on)
+                        recommit(d, i, &want[i]);
                 if (d->ap[i].pid && (want[i].pid != d->ap[i].pid || want[i].gen != d->ap[i].gen)) {
                         turn_off(d, i);
                         record(d);
@@ -644,8 +670,9 @@ void damon_round(struct damon *d) {
                 for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                         if (!d->ap[i].on)
                                 continue;
-                        /* A kdamond stops by itself when its process exits. */
-                        if (rd(d, b, sizeof(b), "%u/state", i) < 0 || strcmp(b, "on") != 0) {
+                        /* A kdamond stops by itself when its process exits. (The kernel
+                         * reads "on" or "off": anything else is taken as on.) */
+                        if (rd(d, b, sizeof(b), "%u/state", i) < 0 || strcmp(b, "off") == 0) {
                                 d->ap[i].on = false;
                                 record(d);
                                 continue;

@@ -930,6 +930,8 @@ static int explain_watched(const struct manager_view *v, const struct proc_rec *
         json_key(j, "explanation"); json_string(j, text);
         put_move_stop(j, p, now);
         put_page_level(j, p);
+        /* Whether a kdamond watches its slow VMAs now (damon.h). */
+        json_key(j, "damon_monitored"); json_bool(j, damon_monitored(v->damon, p->pid));
         put_cooldown(j, v, p, now);
         put_placement(j, v, p, now);
 

@@ -214,6 +214,20 @@ TEST(one_process_written_read_and_given_back) {
         CHECK_INT(st.regions_bad, 4);
         CHECK_INT(st.running, 1);
 
+        /* Its slow VMAs changed: the running kdamond takes them (commit), not restarted. */
+        kernel_step(777);
+        w.n = 1;
+        w.r[0] = (struct damon_range) { 0x30000, 0x38000 };
+        damon_sync(d, &w, 1, 1500);
+        damon_round(d);
+        damon_get_stats(d, &st);
+        CHECK_INT(st.commits, 1);
+        CHECK_INT(st.running, 1);
+        CHECK_STR(get("0/contexts/0/targets/0/regions/nr_regions"), "1");
+        CHECK_STR(get("0/contexts/0/targets/0/regions/0/start"), "196608");
+        CHECK_STR(get("0/pid"), "777\n");
+        damon_results_free(res, damon_take(d, &res));
+
         /* No longer wanted: turned off, DAMON given back, the record gone. */
         kernel_step(777);
         damon_sync(d, NULL, 0, 2000);
