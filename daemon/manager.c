@@ -136,6 +136,10 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
  * (damon_capped), not fed, and is listed again by the next read. It bounds how much
  * one read grows the evidence table. */
 #define DAMON_PAGES_PER_READ 32768
+/* Pages a process's evidence may hold before DAMON adds more: four reads' worth. The
+ * scan decides on them and drops them (page_agg_carry); a tenant whose hot set moves
+ * every read between two scans cannot grow the table past this. */
+#define DAMON_PAGES_HELD_MAX (4 * DAMON_PAGES_PER_READ)
 
 struct damon_feed {
         struct page_agg *a;
@@ -176,6 +180,10 @@ static void damon_feed_tick(struct manager *m) {
                 }
                 if (!p->seen && page_agg_new(m->topo, page_size(), &p->seen) < 0)
                         continue;
+                if (page_agg_pages(p->seen) >= DAMON_PAGES_HELD_MAX) {
+                        m->counters.damon_full++;
+                        continue;
+                }
                 page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
                 f = (struct damon_feed) { .a = p->seen, .node = (unsigned) p->hot_node, .p = p };
                 fed = damon_pages_feed(res[i].hot, res[i].n_hot, p->slow, p->n_slow, page_size(),

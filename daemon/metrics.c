@@ -462,14 +462,19 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
                             "Hot regions read from DAMON (tried regions of a stat scheme, nr_accesses >= 1).");
                 fprintf(f, "numabalanced_damon_regions_total %" PRIu64 "\n", ds.regions);
                 metric_head(f, "numabalanced_damon_pages_total", "counter",
-                            "Base pages of slow VMAs counted as evidence from DAMON's hot regions, and those not "
-                            "counted: past the per-read cap (capped), and reads not counted at all for want of a fast node to credit (no_node, one per read).");
+                            "Base pages of slow VMAs in DAMON's hot regions: counted as evidence, or past the "
+                            "per-read cap (capped).");
                 fprintf(f, "numabalanced_damon_pages_total{result=\"counted\"} %" PRIu64 "\n",
                         v->counters->damon_pages);
-                fprintf(f, "numabalanced_damon_pages_total{result=\"no_node\"} %" PRIu64 "\n",
-                        v->counters->damon_no_node);
                 fprintf(f, "numabalanced_damon_pages_total{result=\"capped\"} %" PRIu64 "\n",
                         v->counters->damon_capped);
+                metric_head(f, "numabalanced_damon_reads_skipped_total", "counter",
+                            "DAMON reads not counted: no fast node to credit (the threads' CPU time spread or on a "
+                            "slow node), or the process's evidence already full.");
+                fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"no_node\"} %" PRIu64 "\n",
+                        v->counters->damon_no_node);
+                fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"evidence_full\"} %" PRIu64 "\n",
+                        v->counters->damon_full);
         }
         metric_head(f, "numabalanced_page_samples_dropped_total", "counter",
                     "Page-level samples dropped before they were counted: unmapped, at an address outside every "
