@@ -69,6 +69,7 @@ struct damon {
         struct damon_stats st;
         nb_cpumask cpus;
         bool stop;
+        bool finished, orphaned;   /* the thread returned; damon_free() left it to free d */
         /* The thread's own: */
         struct applied ap[DAMON_PROCS_MAX];
         bool created;              /* nr_kdamonds set by us */
@@ -176,7 +177,7 @@ static void record(struct damon *d) {
 }
 
 static bool all_off(const struct damon *d, uint64_t n) {
-        char b[16];
+        char b[32];
 
         for (uint64_t i = 0; i < n; i++)
                 if (rd(d, b, sizeof(b), "%" PRIu64 "/state", i) < 0 || strcmp(b, "off") != 0)
@@ -506,9 +507,10 @@ static void pin(struct damon *d, unsigned i, const nb_cpumask *cpus) {
 }
 
 static void turn_off(struct damon *d, unsigned i) {
-        char b[16];
+        char b[32];
 
-        if (d->ap[i].on && rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") != 0)
+        /* Off unless it reads off (stopped by itself: writing off then fails). */
+        if (d->ap[i].on && !(rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") == 0))
                 (void) wr(d, "off", "%u/state", i);
         d->ap[i] = (struct applied) {};
 }
@@ -645,7 +647,7 @@ void damon_round(struct damon *d) {
         nb_cpumask cpus;
         bool need = false;
         unsigned running = 0;
-        char b[16];
+        char b[32];
 
         pthread_mutex_lock(&d->lock);
         memcpy(want, d->slots, sizeof(want));
@@ -687,8 +689,11 @@ void damon_round(struct damon *d) {
         pthread_mutex_unlock(&d->lock);
 }
 
+static void destroy(struct damon *d);
+
 static void *thread_main(void *arg) {
         struct damon *d = arg;
+        bool orphan;
 
         for (;;) {
                 damon_round(d);
@@ -707,7 +712,24 @@ static void *thread_main(void *arg) {
                 pthread_mutex_unlock(&d->lock);
         }
         give_back(d);
+        pthread_mutex_lock(&d->lock);
+        d->finished = true;
+        orphan = d->orphaned;
+        pthread_mutex_unlock(&d->lock);
+        if (orphan)
+                destroy(d);     /* damon_free() gave up waiting: the thread frees it */
         return NULL;
+}
+
+static void destroy(struct damon *d) {
+        for (size_t i = 0; i < d->n_pending; i++)
+                free(d->pending[i].hot);
+        sample_slots_done(&d->turns);
+        pthread_mutex_destroy(&d->lock);
+        pthread_cond_destroy(&d->cond);
+        free(d->root);
+        free(d->state_path);
+        free(d);
 }
 
 void damon_free(struct damon *d) {
@@ -723,20 +745,25 @@ void damon_free(struct damon *d) {
                 clock_gettime(CLOCK_REALTIME, &until);
                 until.tv_sec += JOIN_WAIT_S;
                 if (pthread_timedjoin_np(d->thread, NULL, &until) != 0) {
-                        /* Stuck in the kernel on a tenant's kdamond: left, with what it
-                         * holds; the state file says what the next start turns off. */
-                        log_warning("The DAMON thread did not stop within %d s: its kdamonds are left to the "
-                                    "next start", JOIN_WAIT_S);
-                        return;
+                        bool finished;
+
+                        /* Stuck in the kernel (a sysfs write waiting for a kdamond held
+                         * by a tenant's mmap lock): the stop does not wait. The thread
+                         * frees the module when it returns, turning off what it can;
+                         * what it cannot, the state file names for the next start. */
+                        log_warning("The DAMON thread did not stop within %d s: left to finish on its own, "
+                                    "its kdamonds recorded for the next start", JOIN_WAIT_S);
+                        pthread_mutex_lock(&d->lock);
+                        finished = d->finished;
+                        d->orphaned = !finished;
+                        pthread_mutex_unlock(&d->lock);
+                        if (!finished) {
+                                pthread_detach(d->thread);
+                                return;
+                        }
+                        pthread_join(d->thread, NULL);   /* it returned just now */
                 }
         } else
                 give_back(d);
-        for (size_t i = 0; i < d->n_pending; i++)
-                free(d->pending[i].hot);
-        sample_slots_done(&d->turns);
-        pthread_mutex_destroy(&d->lock);
-        pthread_cond_destroy(&d->cond);
-        free(d->root);
-        free(d->state_path);
-        free(d);
+        destroy(d);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "damon.h"
 #include "damon-pages.h"
@@ -280,6 +281,57 @@ TEST(crash_cleanup_turns_off_only_ours) {
         CHECK_STR(get("1/state"), "on\n");
         CHECK_STR(get("nr_kdamonds"), "4\n");  /* not every kdamond is off: left */
         CHECK(access(state, F_OK) < 0);
+        untree();
+}
+
+static double now_s(void) {
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
+}
+
+/* A sysfs write that never returns (a kdamond stuck on a tenant's mmap lock), made
+ * with a FIFO that nobody reads: the event loop's calls still return at once, and the
+ * stop gives up after JOIN_WAIT_S (5 s); once the write returns, the thread finishes
+ * on its own, turns off what it made and frees the module. */
+TEST(stalled_thread_holds_nothing) {
+        struct damon_want w = { .pid = 4242, .owner = 0, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        char fifo[600], old[600];
+        struct damon *d;
+        double t;
+        int fd;
+
+        tree("0\n", "vaddr\n");
+        snprintf(fifo, sizeof(fifo), "%s/0/state", kd);
+        snprintf(old, sizeof(old), "%s/0/state-stalled", kd);
+        CHECK(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);
+        CHECK_INT(damon_new(root, state, true, true, &d), 0);
+        CHECK(damon_in_use(d));
+        damon_sync(d, &w, 1, 1000);
+        usleep(300000);                 /* the thread is in its write of "on" now */
+        t = now_s();
+        damon_sync(d, &w, 1, 2000);
+        CHECK(damon_monitored(d, 4242));
+        CHECK_INT(damon_take(d, &res), 0);
+        CHECK(now_s() - t < 0.5);
+        t = now_s();
+        damon_free(d);
+        t = now_s() - t;
+        CHECK_MSG(t >= 4.5 && t < 8, "the stop took %.1f s", t);
+        /* The write returns (a reader comes); the tree is a plain one again. */
+        CHECK(rename(fifo, old) == 0);
+        put("0/state", "on\n");
+        fd = open(old, O_RDONLY | O_NONBLOCK);
+        CHECK(fd >= 0);
+        for (int i = 0; i < 100 && strcmp(get("nr_kdamonds"), "0") != 0; i++)
+                usleep(50000);
+        CHECK_STR(get("nr_kdamonds"), "0");
+        CHECK_STR(get("0/state"), "off");
+        usleep(200000);                 /* and it has freed the module (valgrind) */
+        if (fd >= 0)
+                close(fd);
         untree();
 }
 
