@@ -74,6 +74,7 @@ struct damon {
         struct applied ap[DAMON_PROCS_MAX];
         bool created;              /* nr_kdamonds set by us */
         bool affinity_logged;
+        bool taken_logged;         /* another tool's nr_kdamonds was logged */
         pthread_t thread;
         bool has_thread;
 };
@@ -519,11 +520,27 @@ static void turn_off(struct damon *d, unsigned i) {
 static bool take_damon(struct damon *d) {
         uint64_t nr;
         char b[8];
+        int r = rd_u64(d, 1024, &nr, "nr_kdamonds");
 
-        if (d->created)
+        /* Another tool may set nr_kdamonds whenever none of ours runs (the kernel
+         * refuses it only while one is on): then its kdamonds are in those
+         * directories, and nothing more is written there. */
+        if (d->created && r >= 0 && nr == DAMON_PROCS_MAX)
                 return true;
-        if (rd_u64(d, 1024, &nr, "nr_kdamonds") < 0 || nr != 0)
+        if (d->created) {
+                for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                        d->ap[i] = (struct applied) {};
+                d->created = false;
+                record(d);
+        }
+        if (r < 0 || nr != 0) {
+                if (!d->taken_logged)
+                        log_notice("DAMON is in use by another tool now (nr_kdamonds is not 0): no kdamond of "
+                                   "numabalanced's until it is 0 again");
+                d->taken_logged = true;
                 return false;
+        }
+        d->taken_logged = false;
         snprintf(b, sizeof(b), "%u", DAMON_PROCS_MAX);
         if (wr(d, b, "nr_kdamonds") < 0)
                 return false;
@@ -654,6 +671,9 @@ void damon_round(struct damon *d) {
         cpus = d->cpus;
         d->st.rounds++;
         pthread_mutex_unlock(&d->lock);
+        /* Still ours? (before anything is written into the kdamonds' directories) */
+        if (d->created)
+                (void) take_damon(d);
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                 if (d->ap[i].pid && want[i].pid == d->ap[i].pid && want[i].gen != d->ap[i].gen && d->ap[i].on)
                         recommit(d, i, &want[i]);

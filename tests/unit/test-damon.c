@@ -241,6 +241,37 @@ TEST(one_process_written_read_and_given_back) {
         untree();
 }
 
+/* Our kdamond stopped by itself, and another tool took DAMON meanwhile: its kdamond
+ * is in the same directory now, and nothing of it is touched. */
+TEST(another_tool_taking_over_is_left_alone) {
+        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon *d;
+
+        tree("0\n", "vaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d);
+        CHECK_STR(get("nr_kdamonds"), "4");
+        put("nr_kdamonds", "1\n");
+        put("0/state", "on\n");
+        put("0/pid", "999\n");
+        put("0/contexts/0/targets/0/pid_target", "999\n");
+        w.r[0].end = 0x30000;       /* new regions: would be committed if it were ours */
+        w.n = 1;
+        damon_sync(d, &w, 1, 2000);
+        damon_round(d);
+        damon_round(d);
+        CHECK_STR(get("0/state"), "on\n");
+        CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "999\n");
+        CHECK(access(state, F_OK) < 0);
+        damon_results_free(res, damon_take(d, &res));
+        damon_free(d);
+        CHECK_STR(get("nr_kdamonds"), "1\n");
+        CHECK_STR(get("0/state"), "on\n");
+        untree();
+}
+
 TEST(slots_bounded_and_shared_by_owners) {
         struct damon_want w[8] = {};
         unsigned a = 0, b = 0;
