@@ -23,8 +23,8 @@ SIZE_MB = 320
 HOT_MB = 64
 HOT_WAIT_S = 120
 # DAMON's regions are coarse (at least 1/100 of what it monitors, 3.2 MiB here) and a
-# page hot in two reads moves its whole huge page: 2 and 4 MiB of the cold part (0.8%
-# and 1.6%) went to node 0 in the first two passing runs, all at the hot part's edge.
+# page hot in two reads moves its whole huge page: 0-4 MiB of the cold part (at most
+# 1.6%) went to node 0 in five passing runs, all at the hot part's edge.
 COLD_KEPT = 0.97
 PAGE = os.sysconf("SC_PAGESIZE")
 KD = "/sys/kernel/mm/damon/admin/kdamonds"
