@@ -199,6 +199,16 @@ static void print_status(const struct jv *d) {
                 else
                         printf("  Sampling chain:    %s only (no page-level sampling)\n", sched);
         }
+        if (jv_str(jv_get(d, "damon"), NULL)) {
+                const char *why = jv_str(jv_get(d, "damon"), "?");
+
+                if (strcmp(why, "in use") == 0)
+                        printf("  DAMON evidence:    in use (%" PRIu64 " kdamond%s running)\n",
+                               jv_u64(jv_get(d, "damon_kdamonds"), 0),
+                               jv_u64(jv_get(d, "damon_kdamonds"), 0) == 1 ? "" : "s");
+                else
+                        printf("  DAMON evidence:    not used: %s\n", ctl_safe(why, b1, sizeof(b1)));
+        }
         printf("  Service CPUs:      %s (%" PRIu64 " migration worker%s)\n",
                ctl_safe(jv_str(jv_get(d, "service_cpus"), "?"), b1, sizeof(b1)), jv_u64(jv_get(d, "workers"), 0),
                jv_u64(jv_get(d, "workers"), 0) == 1 ? "" : "s");

@@ -21,6 +21,10 @@ struct counters {
         uint64_t reads_deferred;     /* scans not started: the owner's read overran, or no reader free */
         uint64_t page_samples;       /* page-level sample counts drained */
         uint64_t page_samples_unmapped;  /* of them, outside their process's mappings: dropped */
+        /* DAMON's hot regions (damon.h): base pages counted as evidence, and past
+         * the per-read cap; reads not counted for want of a fast node to credit
+         * (threads spread or on a slow node) or with the evidence table full. */
+        uint64_t damon_pages, damon_capped, damon_no_node, damon_full;
         uint64_t sampling_refused;   /* threads or processes not sampled: their owner's share was
                                       * taken (page_sampler_quota) */
         uint64_t sampler_arms;       /* times the samplers were attached (manager_samplers_sync) */

@@ -79,6 +79,7 @@ struct manager {
         struct topology *topo;
         const struct placement_source *source;
         struct page_sampler *pages;  /* page-level sampling, NULL: off */
+        struct damon *damon;         /* DAMON's hot regions (damon.h), NULL only in --once */
         struct migrator *migrator;
         struct tenant_reader *reader;  /* the reads a tenant can make wait, with a deadline */
         struct placer *placer;     /* thread placement (mode place); NULL: none */

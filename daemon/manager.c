@@ -31,6 +31,7 @@
 #include "manager.h"
 #include "kernel-balancing.h"
 #include "manager-internal.h"
+#include "damon.h"
 #include "migrate.h"
 #include "pagesize.h"
 #include "placement.h"
@@ -127,6 +128,98 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
                 return;
         page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
         (void) page_agg_add_counts(p->seen, addr, node, count);
+}
+
+/* Base pages one DAMON read may count for a process, at most: 128 MiB of 4 KiB pages,
+ * half of what the promotion budget (256 MB/s by default) moves in a second, so the
+ * budget, not this cap, paces promotion; what a read lists beyond is counted
+ * (damon_capped), not fed, and is listed again by the next read. It bounds how much
+ * one read grows the evidence table. */
+#define DAMON_PAGES_PER_READ 32768
+/* Pages a process's evidence may hold before DAMON adds more: four reads' worth. The
+ * scan decides on them and drops them (page_agg_carry); a tenant whose hot set moves
+ * every read between two scans cannot grow the table past this. */
+#define DAMON_PAGES_HELD_MAX (4 * DAMON_PAGES_PER_READ)
+
+struct damon_feed {
+        struct page_agg *a;
+        unsigned node;
+        const struct proc_rec *p;
+        uint64_t unmapped;
+};
+
+static void damon_page(void *userdata, uint64_t addr) {
+        struct damon_feed *f = userdata;
+
+        if (!proc_records_mapped(f->p, addr)) {
+                f->unmapped++;
+                return;
+        }
+        (void) page_agg_add_counts(f->a, addr, f->node, 1);
+}
+
+/* DAMON's reads since the last tick as page evidence: each hot region, within the
+ * process's slow VMAs of its last full read, one count per base page for the node its
+ * threads ran on at its last scan, if that node is fast and had min_cpu_share_pct of
+ * its CPU time (plan.h: hot_node); otherwise counted as having no node. One count per
+ * read, so a page needs two reads: the two-sample rule of page samples. */
+static void damon_feed_tick(struct manager *m) {
+        struct damon_result *res = NULL;
+        size_t n = damon_take(m->damon, &res);
+
+        for (size_t i = 0; i < n; i++) {
+                struct proc_rec *p = proc_records_find(&m->procs, res[i].pid);
+                struct damon_feed f = {};
+                uint64_t capped = 0, fed;
+
+                if (!p || !p->n_slow)
+                        continue;
+                if (p->hot_node < 0 || topology_node_slow(m->topo, (unsigned) p->hot_node)) {
+                        m->counters.damon_no_node++;
+                        continue;
+                }
+                if (!p->seen && page_agg_new(m->topo, page_size(), &p->seen) < 0)
+                        continue;
+                if (page_agg_pages(p->seen) >= DAMON_PAGES_HELD_MAX) {
+                        m->counters.damon_full++;
+                        continue;
+                }
+                page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
+                f = (struct damon_feed) { .a = p->seen, .node = (unsigned) p->hot_node, .p = p };
+                fed = damon_pages_feed(res[i].hot, res[i].n_hot, p->slow, p->n_slow, page_size(),
+                                       DAMON_PAGES_PER_READ, damon_page, &f, &capped);
+                m->counters.damon_pages += fed - f.unmapped;
+                m->counters.damon_capped += capped;
+        }
+        damon_results_free(res, n);
+}
+
+/* The processes that want a kdamond: watched in a mode that moves or advises, their
+ * last full read found pages on a slow node. Every other one's is turned off. */
+static void damon_sync_tick(struct manager *m, uint64_t now) {
+        _cleanup_free_ struct damon_want *w = NULL;
+        size_t n = 0;
+
+        if (!damon_in_use(m->damon))
+                return;
+        damon_set_cpus(m->damon, &m->service.online);
+        for (size_t i = 0; i < m->procs.n; i++)
+                n += m->procs.v[i]->n_slow > 0;
+        if (n && !(w = calloc(n, sizeof(*w))))
+                return;
+        n = 0;
+        for (size_t i = 0; i < m->procs.n; i++) {
+                const struct proc_rec *p = m->procs.v[i];
+
+                if (!p->n_slow || p->exited || !p->cg || p->seen_tick != m->counters.tick ||
+                    !(cg_mode_moves(p->cg->mode) || p->cg->mode == CG_MODE_ADVISE))
+                        continue;
+                w[n].pid = p->pid;
+                w[n].owner = p->cg->turn_uid;
+                w[n].n = damon_pages_targets(p->slow, p->n_slow, w[n].r, DAMON_TARGET_REGIONS_MAX);
+                n++;
+        }
+        damon_sync(m->damon, w, n, now);
 }
 
 /* The tick's scans so far. */
@@ -776,6 +869,7 @@ static void tick_prepare(struct manager *m) {
                 m->counters.sampling_refused = q ? q->refused : 0;
                 m->sampler_thread_ns = page_sampler_take_cpu_ns(m->pages);
         }
+        damon_feed_tick(m);
         kernel_balancing_watch(m);
         /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
          * scans and the react scans until the next. */
@@ -919,6 +1013,7 @@ int manager_tick(struct manager *m) {
                 scan_done(&scans.v[i]);
         free(scans.v);
         forget_departed(m);
+        damon_sync_tick(m, now);
         publish_cgroups(m);
         cg_records_sweep(&m->cgs, &m->cost);
         /* Each scan's buffers (numa_maps text, parsed VMAs) are freed between records
@@ -1238,6 +1333,7 @@ static void view_update(struct manager *m) {
         m->view.topo = m->topo;
         m->view.source = m->source;
         m->view.pages = m->pages;
+        m->view.damon = m->damon;
         m->view.migrator = m->migrator;
 }
 
@@ -1250,6 +1346,16 @@ static int placer_start(struct manager *m, const char *state_dir) {
         if (asprintf(&path, "%s/%s", state_dir, AFFINITY_STATE_FILE) < 0)
                 return log_error_errno(-ENOMEM, "Out of memory");
         return placer_new(path, m->proc_root, &m->placer);
+}
+
+/* DAMON, where the config and the kernel allow it (damon.h); its kdamonds are recorded
+ * under the state directory. */
+static int damon_start(struct manager *m, const char *state_dir) {
+        _cleanup_free_ char *path = NULL;
+
+        if (state_dir && asprintf(&path, "%s/damon", state_dir) < 0)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        return damon_new(m->sys_root, path, m->cfg.damon == DAMON_MODE_AUTO, true, &m->damon);
 }
 
 int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
@@ -1328,6 +1434,9 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         r = placer_start(m, o->state_dir);
         if (r < 0)
                 goto fail;
+        r = damon_start(m, o->state_dir);
+        if (r < 0)
+                goto fail;
         view_update(m);
         *ret = m;
         return 0;
@@ -1343,6 +1452,7 @@ void manager_free(struct manager *m) {
          * the next start: placer_new()). */
         placer_stop(m->placer);
         placer_free(m->placer);
+        damon_free(m->damon);
         walker_free(m->walker);
         free(m->cursors);
         sd_event_source_unref(m->timer);

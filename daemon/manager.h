@@ -45,6 +45,7 @@ struct manager_view {
         const struct topology *topo;
         const struct placement_source *source;
         const struct page_sampler *pages;        /* NULL: no page-level sampling */
+        const struct damon *damon;               /* damon_in_use() says whether it is used */
         const struct migrator *migrator;
         const struct service_pins *service;
         const struct proc_records *procs;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "damon.h"
 #include "build-config.h"
 #include "cleanup.h"
 #include "histogram.h"
@@ -450,6 +451,31 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
                     "Bytes moved by promotions: hot pages of mappings with pages on a slow node (a lower memory "
                     "tier), moved to the node whose CPUs touched them.");
         fprintf(f, "numabalanced_promoted_bytes_total %" PRIu64 "\n", v->counters->promoted_bytes);
+        {
+                struct damon_stats ds;
+
+                damon_get_stats(v->damon, &ds);
+                metric_head(f, "numabalanced_damon_kdamonds", "gauge",
+                            "Kdamonds the daemon runs now (DAMON evidence for promotion; 0 when not in use).");
+                fprintf(f, "numabalanced_damon_kdamonds %u\n", ds.running);
+                metric_head(f, "numabalanced_damon_regions_total", "counter",
+                            "Hot regions read from DAMON (tried regions of a stat scheme, nr_accesses >= 1).");
+                fprintf(f, "numabalanced_damon_regions_total %" PRIu64 "\n", ds.regions);
+                metric_head(f, "numabalanced_damon_pages_total", "counter",
+                            "Base pages of slow VMAs in DAMON's hot regions: counted as evidence, or past the "
+                            "per-read cap (capped).");
+                fprintf(f, "numabalanced_damon_pages_total{result=\"counted\"} %" PRIu64 "\n",
+                        v->counters->damon_pages);
+                fprintf(f, "numabalanced_damon_pages_total{result=\"capped\"} %" PRIu64 "\n",
+                        v->counters->damon_capped);
+                metric_head(f, "numabalanced_damon_reads_skipped_total", "counter",
+                            "DAMON reads not counted: no fast node to credit (the threads' CPU time spread or on a "
+                            "slow node), or the process's evidence already full.");
+                fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"no_node\"} %" PRIu64 "\n",
+                        v->counters->damon_no_node);
+                fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"evidence_full\"} %" PRIu64 "\n",
+                        v->counters->damon_full);
+        }
         metric_head(f, "numabalanced_page_samples_dropped_total", "counter",
                     "Page-level samples dropped before they were counted: unmapped, at an address outside every "
                     "mapping of the process its last full read found.");

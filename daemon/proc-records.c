@@ -60,6 +60,46 @@ int proc_records_set_mapped(struct proc_rec *p, const struct numa_maps *maps, co
         return 0;
 }
 
+static bool vma_on_slow(const struct numa_maps *maps, const struct vma *v, const struct topology *t) {
+        const struct node_pages *np = vma_node_pages(maps, v);
+
+        for (size_t j = 0; j < v->np_count; j++)
+                if (np[j].pages && topology_node_slow(t, np[j].node))
+                        return true;
+        return false;
+}
+
+int proc_records_set_slow(struct proc_rec *p, const struct numa_maps *maps, const uint64_t *ends,
+                          const struct topology *t) {
+        struct damon_range *v = NULL;
+        size_t k = 0;
+
+        if (nodemask_weight(&t->slow) == 0)
+                goto done;      /* the common case: no slow node, nothing to keep */
+        for (size_t i = 0; i < maps->n_vmas && k < PROC_SLOW_MAX; i++) {
+                const struct vma *m = &maps->vmas[i];
+
+                if (ends[i] <= m->start || !vma_on_slow(maps, m, t))
+                        continue;
+                if (!v) {
+                        v = calloc(PROC_SLOW_MAX, sizeof(*v));
+                        if (!v)
+                                return -ENOMEM;
+                }
+                /* numa_maps lists VMAs in address order: merge touching ones. */
+                if (k && m->start <= v[k - 1].end) {
+                        if (ends[i] > v[k - 1].end)
+                                v[k - 1].end = ends[i];
+                } else if (!k || m->start > v[k - 1].end)
+                        v[k++] = (struct damon_range) { m->start, ends[i] };
+        }
+done:
+        free(p->slow);
+        p->slow = v;
+        p->n_slow = k;
+        return 0;
+}
+
 bool proc_records_mapped(const struct proc_rec *p, uint64_t addr) {
         size_t lo = 0, hi = p->n_mapped;
 
@@ -85,6 +125,7 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
         placement_state_done(&p->pl);
         page_agg_free(p->seen);
         free(p->mapped);
+        free(p->slow);
         free(p->hist);
         free(p->node_bytes);
         free(p->stuck_away);

@@ -16,7 +16,9 @@
 #include "proc.h"
 #include "nodemask.h"
 #include "numa_maps.h"
+#include "damon-pages.h"
 #include "page-agg.h"
+#include "topology.h"
 #include "placement.h"
 #include "plan.h"
 
@@ -24,6 +26,9 @@
  * most: ranges of adjacent mappings are merged, so this is far above what processes
  * need (a few hundred); a process with more keeps its first ones. */
 #define PROC_MAPPED_MAX 65536
+/* Ranges kept per process of its VMAs with pages on a slow node (DAMON's evidence is
+ * taken only there, daemon/damon.h), at most: a process with more keeps its first. */
+#define PROC_SLOW_MAX 256
 
 /* Cooldown history kept per process (plan.h), at most. */
 #define PROC_HISTORY_MAX 256
@@ -80,6 +85,10 @@ struct proc_rec {
         struct page_agg *seen;
         struct mapped_range { uint64_t start, end; } *mapped;
         size_t n_mapped;
+        /* Its VMAs with pages on a slow node at its last full read (merged, sorted):
+         * where DAMON monitors it and where DAMON's hot regions count. */
+        struct damon_range *slow;
+        size_t n_slow;
         size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */
         uint64_t page_planned_bytes;       /* page-level moves planned, last scan */
         uint64_t promote_planned_bytes;    /* of which promotions off slow nodes (plan.h, rule 7) */
@@ -137,6 +146,10 @@ int proc_records_set_mapped(struct proc_rec *p, const struct numa_maps *maps, co
 /* Whether addr lies in p's mappings as its last full read found them (none read yet:
  * false). A page sample anywhere else is not p's memory to count. */
 bool proc_records_mapped(const struct proc_rec *p, uint64_t addr);
+/* p's VMAs with pages on a slow node of t, as its full read found them (ends as for
+ * proc_records_set_mapped), merged, at most PROC_SLOW_MAX. -ENOMEM (the old kept). */
+int proc_records_set_slow(struct proc_rec *p, const struct numa_maps *maps, const uint64_t *ends,
+                          const struct topology *t);
 
 /* Forgets p's huge VMAs (sampled-scan.h): it is read in full at its next scan. */
 void proc_records_drop_huge(struct proc_rec *p);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "damon.h"
 #include "clock.h"
 #include "build-config.h"
 #include "json.h"
@@ -264,6 +265,13 @@ int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         json_key(&j, "sampling_source"); json_string(&j, v->source ? v->source->name : NULL);
         json_key(&j, "sampling_chain"); json_string(&j, v->source ? page_sampler_chain(v->source, v->pages) : NULL);
         json_key(&j, "page_sampling"); json_string(&j, page_sampler_name(v->pages));
+        {
+                struct damon_stats ds;
+
+                damon_get_stats(v->damon, &ds);
+                json_key(&j, "damon"); json_string(&j, damon_why(v->damon));
+                json_key(&j, "damon_kdamonds"); json_u64(&j, ds.running);
+        }
         json_key(&j, "page_samples"); json_u64(&j, v->counters->page_samples);
         json_key(&j, "capabilities_missing"); json_string(&j, caps_missing());
         cpumask_format(&v->cfg->service_cpus, cpus, sizeof(cpus));
@@ -922,6 +930,8 @@ static int explain_watched(const struct manager_view *v, const struct proc_rec *
         json_key(j, "explanation"); json_string(j, text);
         put_move_stop(j, p, now);
         put_page_level(j, p);
+        /* Whether a kdamond watches its slow VMAs now (damon.h). */
+        json_key(j, "damon_monitored"); json_bool(j, damon_monitored(v->damon, p->pid));
         put_cooldown(j, v, p, now);
         put_placement(j, v, p, now);
 

@@ -508,6 +508,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         p->skipped_bytes[REASON_PROMOTE_FLOOR] = s->pages.skipped_bytes[REASON_PROMOTE_FLOOR];
         /* Where its next page samples may lie (out of memory: the old ranges). */
         (void) proc_records_set_mapped(p, rd.maps, rd.ends);
+        (void) proc_records_set_slow(p, rd.maps, rd.ends, env->topo);
         active = s->plan.n_moves || s->pages.n_moves || primed == 0 || changing;
         schedule_next(env, p, now, active);
         sampled_scan_note(env, p, rd.maps, rd.ends, &s->plan, !active, cpu_nodes);

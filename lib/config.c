@@ -469,6 +469,7 @@ static const struct conf_enum pmu_modes[] = {
         { "auto", PMU_MODE_AUTO }, { "off", PMU_MODE_OFF }, { "page-faults", PMU_MODE_PAGE_FAULTS },
         { "software", PMU_MODE_SOFTWARE }, { "replay", PMU_MODE_REPLAY }, {},
 };
+static const struct conf_enum damon_modes[] = { { "auto", DAMON_MODE_AUTO }, { "off", DAMON_MODE_OFF }, {} };
 
 #define F(member) offsetof(struct nb_config, member)
 #define KEY(s, k) .name = s "." k, .section = s, .key = k
@@ -507,6 +508,9 @@ static const struct conf_key conf_keys[] = {
           "off, page-faults (the page-fault software event: first touches only, for tests), software "
           "(timer samples of the threads of processes spanning nodes, their accesses decoded: x86-64, "
           "a real CPU), replay (samples read from replay_path: for tests)", pmu_modes },
+        { KEY("sample", "damon"), &type_enum, 0, 0, F(damon), "auto",
+          "DAMON's hot regions as evidence for promotion off slow nodes: auto (where the kernel has "
+          "DAMON's sysfs with vaddr and no other tool uses it), off", damon_modes },
         { KEY("sample", "pmu_sample_rate"), &type_u64, 1, 100000, F(pmu_sample_rate), "1000",
           "PMU samples per second per CPU: the bound on the sampling overhead" },
         { KEY("sample", "software_sample_rate"), &type_u64, 1, 10000, F(software_sample_rate), "100",

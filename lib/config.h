@@ -27,6 +27,7 @@ enum sample_source { SOURCE_AUTO, SOURCE_PROC, SOURCE_BPF };
 /* Page-level sampling: the PMU's precise memory sampling where there is one; the
  * page-faults software event exercises the same path where there is not (tests). */
 enum pmu_mode { PMU_MODE_AUTO, PMU_MODE_OFF, PMU_MODE_PAGE_FAULTS, PMU_MODE_SOFTWARE, PMU_MODE_REPLAY };
+enum damon_mode { DAMON_MODE_AUTO, DAMON_MODE_OFF };
 
 /* A cgroup named in the config, with the mode it gets (as if its directory had the
  * xattr; the config wins over xattrs on the same directory). */
@@ -54,6 +55,7 @@ struct nb_config {
         enum sample_source source;
         uint64_t react_ms;           /* re-decide this long after a thread changes node (BPF) */
         enum pmu_mode pmu;           /* page-level memory-access sampling */
+        enum damon_mode damon;       /* DAMON's hot regions as evidence for promotion */
         uint64_t pmu_sample_rate;    /* samples per second per CPU (the PMU's budget) */
         uint64_t software_sample_rate; /* pmu = software: samples per second of a thread's run time */
         char *replay_path;           /* pmu = replay: the file of samples to replay */

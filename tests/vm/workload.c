@@ -23,7 +23,9 @@
  * WORKLOAD_GROW_MB=N: on SIGUSR1 the main thread maps N MiB more under the same VMA
  * policy, touches them on RUN (where it runs) and reads them with the rest from then
  * on; it writes "<start-hex> <length>" to READY_FILE.grown once they are placed (new
- * memory of a settled process). */
+ * memory of a settled process).
+ * WORKLOAD_HOT_MB=N: once placed, the readers read only the first N MiB (the rest is
+ * cold: touched once, never again), for the DAMON scenario. */
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
@@ -57,6 +59,7 @@ static int run_node;
 static volatile sig_atomic_t grow_requested;
 static char *grown;
 static size_t grown_len, grow_len;
+static size_t read_len;         /* what the readers read: len, or WORKLOAD_HOT_MB */
 static const char *ready_path;
 
 /* What place() needs, set by main. */
@@ -81,7 +84,7 @@ static void *reader(void *arg) {
                         grow();
                         continue;
                 }
-                for (size_t i = 0; i < len; i += 4096)
+                for (size_t i = 0; i < read_len; i += 4096)
                         sum += (uint8_t) mem[i];
                 for (size_t i = 0; g && i < grown_len; i += 4096)
                         sum += (uint8_t) g[i];
@@ -290,6 +293,14 @@ int main(int argc, char **argv) {
          * look local), and the threads created below inherit the pinning. */
         pin_to_node(run_node);
         ready_path = argv[6];
+        read_len = len;
+        if (getenv("WORKLOAD_HOT_MB")) {
+                read_len = (size_t) atol(getenv("WORKLOAD_HOT_MB")) << 20;
+                if (read_len == 0 || read_len > len) {
+                        fprintf(stderr, "workload: bad WORKLOAD_HOT_MB\n");
+                        return 2;
+                }
+        }
         if (getenv("WORKLOAD_GROW_MB")) {
                 grow_len = (size_t) atol(getenv("WORKLOAD_GROW_MB")) << 20;
                 if (grow_len == 0 || signal(SIGUSR1, on_usr1) == SIG_ERR) {

@@ -99,7 +99,9 @@ def metric(path, name):
 def start_with_samples(env, pid, replay, conf):
     """The daemon on conf, once it has read the workload (so that its samples are kept)."""
     open(replay, "w").close()
-    env.start_daemon(extra_conf=f"[sample]\npmu = replay\nreplay_path = {replay}\n" + conf)
+    # DAMON off: the workload reads all of its memory, which DAMON would rightly call
+    # hot; this scenario is the page samples' (042-promote-damon is DAMON's).
+    env.start_daemon(extra_conf=f"[sample]\npmu = replay\nreplay_path = {replay}\ndamon = off\n" + conf)
     wait_log(env, "Memory on nodes 2 is a lower tier", 30)
     deadline = time.time() + 60
     while f"pid={pid}" not in env.log():

@@ -1,0 +1,789 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "cleanup.h"
+#include "clock.h"
+#include "damon.h"
+#include "log.h"
+#include "parse.h"
+#include "sample-quota.h"
+#include "service-cpus.h"
+
+#define KDAMONDS "kernel/mm/damon/admin/kdamonds"
+/* Intervals (microseconds): a sample every 5 ms and an aggregation every 100 ms are
+ * DAMON's own defaults, which 6.12's kdamond ran at 2-3% of one TCG vCPU (measured);
+ * each read then covers one aggregation of 20 samples. The regions' layout is updated
+ * from the process's VMAs every second (the default is a minute). */
+#define SAMPLE_US 5000
+#define AGGR_US 100000
+#define UPDATE_US 1000000
+/* At least this many monitoring regions: DAMON does not merge regions beyond the
+ * monitored size / min_nr_regions, so a hot part is told from a cold one to about
+ * 1/100 of the VMAs monitored. */
+#define REGIONS_MIN 100
+/* One round a second at most: a read covers one aggregation, and the scans that use
+ * the counts come every scan_min_ms (1 s) at the most. */
+#define ROUND_MS 1000
+/* Reads waiting for the event loop, at most (the oldest dropped, counted). */
+#define PENDING_MAX (DAMON_PROCS_MAX * 4)
+#define JOIN_WAIT_S 5
+
+struct slot {                      /* a kdamond index, as wanted by the event loop */
+        pid_t pid;                 /* 0: free */
+        uint64_t gen;              /* bumped at each change */
+        struct damon_range r[DAMON_TARGET_REGIONS_MAX];
+        size_t n;
+};
+
+struct applied {                   /* as the DAMON thread set it up */
+        pid_t pid;
+        uint64_t gen;
+        bool on, failed;
+        pid_t kpid;
+};
+
+struct damon {
+        char *root;                /* <sys>/kernel/mm/damon/admin/kdamonds */
+        char *state_path;
+        const char *why;
+        bool in_use;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        /* Under lock: */
+        struct slot slots[DAMON_PROCS_MAX];
+        struct sample_slots turns;
+        const struct damon_want *asking;
+        struct damon_result pending[PENDING_MAX];
+        size_t n_pending;
+        struct damon_stats st;
+        nb_cpumask cpus;
+        bool stop;
+        bool finished, orphaned;   /* the thread returned; damon_free() left it to free d */
+        /* The thread's own: */
+        struct applied ap[DAMON_PROCS_MAX];
+        bool created;              /* nr_kdamonds set by us */
+        bool affinity_logged;
+        bool taken_logged;         /* another tool's nr_kdamonds was logged */
+        pthread_t thread;
+        bool has_thread;
+};
+
+static int wr(const struct damon *d, const char *val, const char *fmt, ...) {
+        _cleanup_free_ char *rel = NULL, *path = NULL;
+        va_list ap;
+        ssize_t n;
+        int fd, r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&rel, fmt, ap);
+        va_end(ap);
+        if (r < 0 || asprintf(&path, "%s/%s", d->root, rel) < 0)
+                return -ENOMEM;
+        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);  /* O_TRUNC: as echo does; sysfs ignores it */
+        if (fd < 0)
+                return -errno;
+        n = write(fd, val, strlen(val));
+        r = n < 0 ? -errno : 0;
+        close(fd);
+        return r;
+}
+
+static int wr_u64(const struct damon *d, uint64_t v, const char *fmt, ...) {
+        _cleanup_free_ char *rel = NULL;
+        char b[32];
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&rel, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        snprintf(b, sizeof(b), "%" PRIu64, v);
+        return wr(d, b, "%s", rel);
+}
+
+/* A small sysfs file under the kdamonds root into buf, the newline cut. */
+static int rd(const struct damon *d, char *buf, size_t size, const char *fmt, ...) {
+        _cleanup_free_ char *rel = NULL, *path = NULL, *s = NULL;
+        size_t len;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&rel, fmt, ap);
+        va_end(ap);
+        if (r < 0 || asprintf(&path, "%s/%s", d->root, rel) < 0)
+                return -ENOMEM;
+        r = read_file_at(AT_FDCWD, path, 4096, &s, &len);
+        if (r < 0)
+                return r;
+        while (len && (s[len - 1] == '\n' || s[len - 1] == ' '))
+                s[--len] = 0;
+        if (len >= size)
+                return -EINVAL;
+        memcpy(buf, s, len + 1);
+        return 0;
+}
+
+static int rd_u64(const struct damon *d, uint64_t max, uint64_t *ret, const char *fmt, ...) {
+        _cleanup_free_ char *rel = NULL;
+        char b[32];
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&rel, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        r = rd(d, b, sizeof(b), "%s", rel);
+        return r < 0 ? r : parse_u64(b, 0, max, ret);
+}
+
+/* --- the state file: which kdamonds are ours --- */
+
+static void record(struct damon *d) {
+        _cleanup_free_ char *tmp = NULL;
+        FILE *f;
+
+        if (!d->state_path || asprintf(&tmp, "%s.tmp", d->state_path) < 0)
+                return;
+        if (!d->created) {
+                (void) unlink(d->state_path);
+                return;
+        }
+        f = fopen(tmp, "we");
+        if (!f) {
+                log_warning_errno(-errno, "Failed to write %s: %m", tmp);
+                return;
+        }
+        fprintf(f, "kdamonds %u\n", DAMON_PROCS_MAX);
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                if (d->ap[i].on)
+                        fprintf(f, "%u %d\n", i, (int) d->ap[i].kpid);
+        if (fflush(f) != 0 || fsync(fileno(f)) < 0 || fclose(f) != 0 || rename(tmp, d->state_path) < 0)
+                log_warning_errno(-errno, "Failed to write %s: %m", d->state_path);
+}
+
+static bool all_off(const struct damon *d, uint64_t n) {
+        char b[32];
+
+        for (uint64_t i = 0; i < n; i++)
+                if (rd(d, b, sizeof(b), "%" PRIu64 "/state", i) < 0 || strcmp(b, "off") != 0)
+                        return false;
+        return true;
+}
+
+int damon_recover(const char *sys_root, const char *state_path) {
+        _cleanup_free_ char *buf = NULL;
+        struct damon d = {};
+        uint64_t nr = 0, ours = 0;
+        size_t len;
+        int r;
+
+        if (!state_path)
+                return 0;
+        r = read_file_at(AT_FDCWD, state_path, 4096, &buf, &len);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return log_warning_errno(r, "Failed to read %s: %m", state_path);
+        if (asprintf(&d.root, "%s/" KDAMONDS, sys_root) < 0)
+                return -ENOMEM;
+        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                unsigned i;
+                int kpid;
+                uint64_t now;
+
+                if (sscanf(line, "kdamonds %" SCNu64, &ours) == 1)
+                        continue;
+                if (sscanf(line, "%u %d", &i, &kpid) != 2 || i >= DAMON_PROCS_MAX || kpid <= 0)
+                        continue;    /* not ours to guess: a bad line turns nothing off */
+                if (rd_u64(&d, INT32_MAX, &now, "%u/pid", i) < 0 || now != (uint64_t) kpid)
+                        continue;    /* stopped since, or another's now */
+                r = wr(&d, "off", "%u/state", i);
+                log_notice("Turned off kdamond %u (pid %d) that a previous numabalanced left%s", i, kpid,
+                           r < 0 ? " (failed)" : "");
+        }
+        if (ours && rd_u64(&d, 1024, &nr, "nr_kdamonds") >= 0 && nr == ours && all_off(&d, nr))
+                (void) wr(&d, "0", "nr_kdamonds");
+        free(d.root);
+        (void) unlink(state_path);
+        return 0;
+}
+
+/* --- choosing --- */
+
+static const char *choose(struct damon *d) {
+        char ops[256];
+        uint64_t nr;
+        struct stat sb;
+        int r;
+
+        if (stat(d->root, &sb) < 0)
+                return "the kernel has no DAMON sysfs interface (CONFIG_DAMON_SYSFS)";
+        if (rd_u64(d, 1024, &nr, "nr_kdamonds") < 0)
+                return "nr_kdamonds cannot be read";
+        if (nr > 0)
+                return "another tool uses DAMON (nr_kdamonds is not 0): left alone";
+        /* avail_operations lives in a context: one is made to read it, then dropped. */
+        r = wr(d, "1", "nr_kdamonds");
+        if (r >= 0)
+                r = wr(d, "1", "0/contexts/nr_contexts");
+        if (r >= 0)
+                r = rd(d, ops, sizeof(ops), "0/contexts/0/avail_operations");
+        (void) wr(d, "0", "nr_kdamonds");
+        if (r < 0)
+                return "DAMON's operations cannot be read";
+        for (char *save = NULL, *w = strtok_r(ops, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
+                if (strcmp(w, "vaddr") == 0)
+                        return NULL;
+        return "the kernel's DAMON has no vaddr operations";
+}
+
+static int hold(void *userdata, uint32_t id, bool on) {
+        struct damon *d = userdata;
+
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                struct slot *s = &d->slots[i];
+
+                if (on && s->pid == 0) {
+                        s->pid = (pid_t) id;
+                        s->n = d->asking->n;
+                        memcpy(s->r, d->asking->r, s->n * sizeof(s->r[0]));
+                        s->gen++;
+                        return 0;
+                }
+                if (!on && s->pid == (pid_t) id) {
+                        s->pid = 0;
+                        s->gen++;
+                        return 0;
+                }
+        }
+        return on ? -EBUSY : 0;
+}
+
+static void *thread_main(void *arg);
+
+int damon_new(const char *sys_root, const char *state_path, bool enabled, bool thread, struct damon **ret) {
+        struct damon *d = calloc(1, sizeof(*d));
+
+        if (!d)
+                return -ENOMEM;
+        pthread_mutex_init(&d->lock, NULL);
+        pthread_cond_init(&d->cond, NULL);
+        sample_slots_init(&d->turns, DAMON_PROCS_MAX, hold, d);
+        if (asprintf(&d->root, "%s/" KDAMONDS, sys_root) < 0 || (state_path && !(d->state_path = strdup(state_path)))) {
+                damon_free(d);
+                return -ENOMEM;
+        }
+        if (!enabled)
+                d->why = "off in the config ([sample] damon = off)";
+        else if (!state_path)
+                d->why = "no state directory to record its kdamonds in";
+        else {
+                (void) damon_recover(sys_root, state_path);
+                d->why = choose(d);
+        }
+        d->in_use = !d->why;
+        if (d->in_use)
+                log_info("DAMON evidence: in use for promotion (vaddr, at most %u processes, one kdamond each, "
+                         "on the service CPUs)", DAMON_PROCS_MAX);
+        else
+                log_info("DAMON evidence: not used: %s", d->why);
+        if (d->in_use && thread) {
+                int r = pthread_create(&d->thread, NULL, thread_main, d);
+
+                if (r != 0) {
+                        log_warning_errno(-r, "Failed to start the DAMON thread, DAMON not used: %m");
+                        d->in_use = false;
+                        d->why = "its thread could not start";
+                } else
+                        d->has_thread = true;
+        }
+        *ret = d;
+        return 0;
+}
+
+bool damon_in_use(const struct damon *d) {
+        return d && d->in_use;
+}
+
+const char *damon_why(const struct damon *d) {
+        return !d ? "not set up" : d->in_use ? "in use" : d->why;
+}
+
+void damon_set_cpus(struct damon *d, const nb_cpumask *cpus) {
+        if (!damon_in_use(d))
+                return;
+        pthread_mutex_lock(&d->lock);
+        d->cpus = *cpus;
+        pthread_mutex_unlock(&d->lock);
+}
+
+static struct slot *slot_of(struct damon *d, pid_t pid) {
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                if (d->slots[i].pid == pid)
+                        return &d->slots[i];
+        return NULL;
+}
+
+static bool same_regions(const struct slot *s, const struct damon_want *w) {
+        return s->n == w->n && memcmp(s->r, w->r, w->n * sizeof(w->r[0])) == 0;
+}
+
+void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t now_ms) {
+        if (!damon_in_use(d))
+                return;
+        pthread_mutex_lock(&d->lock);
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                bool wanted = false;
+
+                for (size_t j = 0; d->slots[i].pid && j < n && !wanted; j++)
+                        wanted = w[j].pid == d->slots[i].pid && w[j].n > 0;
+                if (d->slots[i].pid && !wanted)
+                        sample_slots_forget(&d->turns, (uint32_t) d->slots[i].pid, now_ms);
+        }
+        for (size_t j = 0; j < n; j++) {
+                struct slot *s;
+
+                if (w[j].pid <= 0 || w[j].n == 0 || w[j].n > DAMON_TARGET_REGIONS_MAX)
+                        continue;
+                d->asking = &w[j];
+                (void) sample_slots_ask(&d->turns, (uint32_t) w[j].pid, w[j].owner, now_ms);
+                s = slot_of(d, w[j].pid);
+                if (s && !same_regions(s, &w[j])) {
+                        s->n = w[j].n;
+                        memcpy(s->r, w[j].r, s->n * sizeof(s->r[0]));
+                        s->gen++;
+                }
+        }
+        /* Ids no longer wanted and never held stay in the turns' table: forget them. */
+        for (size_t k = 0; k < d->turns.n; k++) {
+                bool wanted = false;
+
+                for (size_t j = 0; j < n && !wanted; j++)
+                        wanted = (uint32_t) w[j].pid == d->turns.v[k].id && w[j].n > 0;
+                if (!wanted) {
+                        sample_slots_forget(&d->turns, d->turns.v[k].id, now_ms);
+                        k--;
+                }
+        }
+        d->asking = NULL;
+        pthread_cond_signal(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+}
+
+bool damon_monitored(const struct damon *d, pid_t pid) {
+        bool r = false;
+
+        if (!damon_in_use(d) || pid <= 0)
+                return false;
+        pthread_mutex_lock((pthread_mutex_t *) &d->lock);
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                r |= d->slots[i].pid == pid;
+        pthread_mutex_unlock((pthread_mutex_t *) &d->lock);
+        return r;
+}
+
+size_t damon_take(struct damon *d, struct damon_result **ret) {
+        size_t n;
+
+        *ret = NULL;
+        if (!damon_in_use(d))
+                return 0;
+        pthread_mutex_lock(&d->lock);
+        n = d->n_pending;
+        if (n) {
+                *ret = malloc(n * sizeof(**ret));
+                if (*ret) {
+                        memcpy(*ret, d->pending, n * sizeof(**ret));
+                        d->n_pending = 0;
+                } else
+                        n = 0;
+        }
+        pthread_mutex_unlock(&d->lock);
+        return n;
+}
+
+void damon_results_free(struct damon_result *r, size_t n) {
+        for (size_t i = 0; r && i < n; i++)
+                free(r[i].hot);
+        free(r);
+}
+
+void damon_get_stats(const struct damon *d, struct damon_stats *ret) {
+        *ret = (struct damon_stats) {};
+        if (!d)
+                return;
+        pthread_mutex_lock((pthread_mutex_t *) &d->lock);
+        *ret = d->st;
+        pthread_mutex_unlock((pthread_mutex_t *) &d->lock);
+}
+
+/* --- the DAMON thread: sysfs, never on the event loop --- */
+
+static void count(struct damon *d, uint64_t *field, uint64_t n) {
+        pthread_mutex_lock(&d->lock);
+        *field += n;
+        pthread_mutex_unlock(&d->lock);
+}
+
+/* Kdamond i's target regions, s's. */
+static int write_regions(struct damon *d, unsigned i, const struct slot *s) {
+        int r = wr_u64(d, s->n, "%u/contexts/0/targets/0/regions/nr_regions", i);
+
+        for (size_t k = 0; r >= 0 && k < s->n; k++) {
+                char rel[96];
+
+                snprintf(rel, sizeof(rel), "%u/contexts/0/targets/0/regions/%zu", i, k);
+                r = wr_u64(d, s->r[k].start, "%s/start", rel);
+                r = r < 0 ? r : wr_u64(d, s->r[k].end, "%s/end", rel);
+        }
+        return r;
+}
+
+/* Writes kdamond i's context for s: vaddr, our intervals, s's pid and regions, one
+ * `stat` scheme for regions accessed at least once an aggregation. */
+static int configure(struct damon *d, unsigned i, const struct slot *s) {
+        const char *c = "contexts/0";
+        int r = 0;
+
+        r = r < 0 ? r : wr(d, "1", "%u/contexts/nr_contexts", i);
+        r = r < 0 ? r : wr(d, "vaddr", "%u/%s/operations", i, c);
+        r = r < 0 ? r : wr_u64(d, SAMPLE_US, "%u/%s/monitoring_attrs/intervals/sample_us", i, c);
+        r = r < 0 ? r : wr_u64(d, AGGR_US, "%u/%s/monitoring_attrs/intervals/aggr_us", i, c);
+        r = r < 0 ? r : wr_u64(d, UPDATE_US, "%u/%s/monitoring_attrs/intervals/update_us", i, c);
+        r = r < 0 ? r : wr_u64(d, DAMON_REGIONS_MAX, "%u/%s/monitoring_attrs/nr_regions/max", i, c);
+        r = r < 0 ? r : wr_u64(d, REGIONS_MIN, "%u/%s/monitoring_attrs/nr_regions/min", i, c);
+        r = r < 0 ? r : wr(d, "1", "%u/%s/targets/nr_targets", i, c);
+        r = r < 0 ? r : wr_u64(d, (uint64_t) s->pid, "%u/%s/targets/0/pid_target", i, c);
+        r = r < 0 ? r : write_regions(d, i, s);
+        r = r < 0 ? r : wr(d, "1", "%u/%s/schemes/nr_schemes", i, c);
+        r = r < 0 ? r : wr(d, "stat", "%u/%s/schemes/0/action", i, c);
+        r = r < 0 ? r : wr(d, "0", "%u/%s/schemes/0/access_pattern/sz/min", i, c);
+        r = r < 0 ? r : wr(d, "18446744073709551615", "%u/%s/schemes/0/access_pattern/sz/max", i, c);
+        r = r < 0 ? r : wr(d, "1", "%u/%s/schemes/0/access_pattern/nr_accesses/min", i, c);
+        r = r < 0 ? r : wr(d, "4294967295", "%u/%s/schemes/0/access_pattern/nr_accesses/max", i, c);
+        r = r < 0 ? r : wr(d, "0", "%u/%s/schemes/0/access_pattern/age/min", i, c);
+        r = r < 0 ? r : wr(d, "4294967295", "%u/%s/schemes/0/access_pattern/age/max", i, c);
+        return r;
+}
+
+/* kdamond i's thread on the service CPUs (again if it moved or was restarted). */
+static void pin(struct damon *d, unsigned i, const nb_cpumask *cpus) {
+        _cleanup_free_ cpu_set_t *want = NULL, *have = NULL;
+        size_t size;
+        uint64_t kpid;
+
+        if (rd_u64(d, INT32_MAX, &kpid, "%u/pid", i) < 0 || kpid == 0)
+                return;
+        d->ap[i].kpid = (pid_t) kpid;
+        if (cpumask_weight(cpus) == 0)
+                return;
+        want = service_cpus_cpuset_new(cpus, &size);
+        have = service_cpus_cpuset_new(cpus, &size);
+        if (!want || !have)
+                return;
+        if (sched_getaffinity((pid_t) kpid, size, have) == 0 && CPU_EQUAL_S(size, want, have))
+                return;
+        if (sched_setaffinity((pid_t) kpid, size, want) < 0) {
+                count(d, &d->st.affinity_refused, 1);
+                if (!d->affinity_logged)
+                        log_warning_errno(-errno, "Failed to pin kdamond %" PRIu64 " to the service CPUs: %m", kpid);
+                d->affinity_logged = true;
+        }
+}
+
+static void turn_off(struct damon *d, unsigned i) {
+        char b[32];
+
+        /* Off unless it reads off (stopped by itself: writing off then fails). */
+        if (d->ap[i].on && !(rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") == 0))
+                (void) wr(d, "off", "%u/state", i);
+        d->ap[i] = (struct applied) {};
+}
+
+/* Whether DAMON is ours to use now: nr_kdamonds 0 (set to ours) or ours already. */
+static bool take_damon(struct damon *d) {
+        uint64_t nr;
+        char b[8];
+        int r = rd_u64(d, 1024, &nr, "nr_kdamonds");
+
+        /* Another tool may set nr_kdamonds whenever none of ours runs (the kernel
+         * refuses it only while one is on): then its kdamonds are in those
+         * directories, and nothing more is written there. */
+        if (d->created && r >= 0 && nr == DAMON_PROCS_MAX)
+                return true;
+        if (d->created) {
+                for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                        d->ap[i] = (struct applied) {};
+                d->created = false;
+                record(d);
+        }
+        if (r < 0 || nr != 0) {
+                if (!d->taken_logged)
+                        log_notice("DAMON is in use by another tool now (nr_kdamonds is not 0): no kdamond of "
+                                   "numabalanced's until it is 0 again");
+                d->taken_logged = true;
+                return false;
+        }
+        d->taken_logged = false;
+        snprintf(b, sizeof(b), "%u", DAMON_PROCS_MAX);
+        if (wr(d, b, "nr_kdamonds") < 0)
+                return false;
+        d->created = true;
+        record(d);
+        return true;
+}
+
+static void give_back(struct damon *d) {
+        if (!d->created)
+                return;
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                turn_off(d, i);
+        if (all_off(d, DAMON_PROCS_MAX))
+                (void) wr(d, "0", "nr_kdamonds");
+        d->created = false;
+        record(d);
+}
+
+static void start(struct damon *d, unsigned i, const struct slot *s, const nb_cpumask *cpus) {
+        int r = configure(d, i, s);
+
+        if (r >= 0)
+                r = wr(d, "on", "%u/state", i);
+        d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .on = r >= 0, .failed = r < 0 };
+        if (r < 0) {
+                count(d, &d->st.errors, 1);
+                log_debug_errno(r, "pid=%d: failed to start a kdamond: %m", (int) s->pid);
+                return;
+        }
+        pin(d, i, cpus);
+        record(d);
+}
+
+/* The same process's slow VMAs changed (some promoted whole, a new one): its running
+ * kdamond takes the new regions with `commit`, which keeps what it learnt of the rest,
+ * where turning it off and on would start from nothing. Failing that, it is restarted. */
+static void recommit(struct damon *d, unsigned i, const struct slot *s) {
+        int r = write_regions(d, i, s);
+
+        if (r >= 0)
+                r = wr(d, "commit", "%u/state", i);
+        if (r < 0) {
+                log_debug_errno(r, "pid=%d: kdamond %u did not take its new regions, restarting it: %m",
+                                (int) s->pid, i);
+                return;
+        }
+        d->ap[i].gen = s->gen;
+        count(d, &d->st.commits, 1);
+}
+
+/* One entry of tried_regions: -EINVAL for values that do not make a region. */
+static int read_region(struct damon *d, unsigned i, unsigned k, struct damon_range *ret, uint64_t *acc) {
+        const char *t = "contexts/0/schemes/0/tried_regions";
+        int r;
+
+        r = rd_u64(d, UINT64_MAX, &ret->start, "%u/%s/%u/start", i, t, k);
+        r = r < 0 ? r : rd_u64(d, UINT64_MAX, &ret->end, "%u/%s/%u/end", i, t, k);
+        r = r < 0 ? r : rd_u64(d, UINT32_MAX, acc, "%u/%s/%u/nr_accesses", i, t, k);
+        if (r == -ENOENT)
+                return r;
+        if (r < 0 || ret->end <= ret->start)
+                return -EINVAL;
+        return 0;
+}
+
+static void publish(struct damon *d, pid_t pid, struct damon_range *hot, size_t n) {
+        pthread_mutex_lock(&d->lock);
+        if (d->n_pending == PENDING_MAX) {
+                free(d->pending[0].hot);
+                memmove(d->pending, d->pending + 1, (PENDING_MAX - 1) * sizeof(d->pending[0]));
+                d->n_pending--;
+                d->st.results_dropped++;
+        }
+        d->pending[d->n_pending++] = (struct damon_result) { .pid = pid, .hot = hot, .n_hot = n };
+        d->st.reads++;
+        d->st.regions += n;
+        pthread_mutex_unlock(&d->lock);
+}
+
+/* Kdamond i's hot regions of its last aggregation. */
+static void read_hot(struct damon *d, unsigned i) {
+        struct damon_range *hot = calloc(DAMON_REGIONS_MAX, sizeof(*hot));
+        uint64_t t0 = clock_now_usec(), bad = 0;
+        size_t n = 0;
+        int r;
+
+        if (!hot)
+                return;
+        r = wr(d, "update_schemes_tried_regions", "%u/state", i);
+        pthread_mutex_lock(&d->lock);
+        d->st.last_read_us = clock_now_usec() - t0;
+        pthread_mutex_unlock(&d->lock);
+        if (r < 0) {
+                free(hot);
+                count(d, &d->st.errors, 1);
+                return;
+        }
+        /* At most DAMON_REGIONS_MAX entries, and as many more looked at: a kernel
+         * that lists more than it keeps is not followed further. */
+        for (unsigned k = 0; k < 2 * DAMON_REGIONS_MAX; k++) {
+                struct damon_range g;
+                uint64_t acc;
+
+                r = read_region(d, i, k, &g, &acc);
+                if (r == -ENOENT)
+                        break;
+                if (r < 0 || n == DAMON_REGIONS_MAX) {
+                        bad++;
+                        continue;
+                }
+                if (acc >= 1)
+                        hot[n++] = g;
+        }
+        count(d, &d->st.regions_bad, bad);
+        publish(d, d->ap[i].pid, hot, n);
+}
+
+void damon_round(struct damon *d) {
+        struct slot want[DAMON_PROCS_MAX];
+        nb_cpumask cpus;
+        bool need = false;
+        unsigned running = 0;
+        char b[32];
+
+        pthread_mutex_lock(&d->lock);
+        memcpy(want, d->slots, sizeof(want));
+        cpus = d->cpus;
+        d->st.rounds++;
+        pthread_mutex_unlock(&d->lock);
+        /* Still ours? (before anything is written into the kdamonds' directories) */
+        if (d->created)
+                (void) take_damon(d);
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                if (d->ap[i].pid && want[i].pid == d->ap[i].pid && want[i].gen != d->ap[i].gen && d->ap[i].on)
+                        recommit(d, i, &want[i]);
+                if (d->ap[i].pid && (want[i].pid != d->ap[i].pid || want[i].gen != d->ap[i].gen)) {
+                        turn_off(d, i);
+                        record(d);
+                }
+                need |= want[i].pid != 0;
+        }
+        if (!need) {
+                give_back(d);
+        } else if (take_damon(d)) {
+                for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                        if (want[i].pid && !d->ap[i].pid)
+                                start(d, i, &want[i], &cpus);
+                for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                        if (!d->ap[i].on)
+                                continue;
+                        /* A kdamond stops by itself when its process exits. (The kernel
+                         * reads "on" or "off": anything else is taken as on.) */
+                        if (rd(d, b, sizeof(b), "%u/state", i) < 0 || strcmp(b, "off") == 0) {
+                                d->ap[i].on = false;
+                                record(d);
+                                continue;
+                        }
+                        pin(d, i, &cpus);
+                        read_hot(d, i);
+                        running++;
+                }
+        }
+        pthread_mutex_lock(&d->lock);
+        d->st.running = running;
+        pthread_mutex_unlock(&d->lock);
+}
+
+static void destroy(struct damon *d);
+
+static void *thread_main(void *arg) {
+        struct damon *d = arg;
+        bool orphan;
+
+        for (;;) {
+                damon_round(d);
+                pthread_mutex_lock(&d->lock);
+                if (!d->stop) {
+                        struct timespec now;
+
+                        clock_gettime(CLOCK_REALTIME, &now);
+                        now.tv_sec += ROUND_MS / 1000;
+                        (void) pthread_cond_timedwait(&d->cond, &d->lock, &now);
+                }
+                if (d->stop) {
+                        pthread_mutex_unlock(&d->lock);
+                        break;
+                }
+                pthread_mutex_unlock(&d->lock);
+        }
+        give_back(d);
+        pthread_mutex_lock(&d->lock);
+        d->finished = true;
+        orphan = d->orphaned;
+        pthread_mutex_unlock(&d->lock);
+        if (orphan)
+                destroy(d);     /* damon_free() gave up waiting: the thread frees it */
+        return NULL;
+}
+
+static void destroy(struct damon *d) {
+        for (size_t i = 0; i < d->n_pending; i++)
+                free(d->pending[i].hot);
+        sample_slots_done(&d->turns);
+        pthread_mutex_destroy(&d->lock);
+        pthread_cond_destroy(&d->cond);
+        free(d->root);
+        free(d->state_path);
+        free(d);
+}
+
+void damon_free(struct damon *d) {
+        if (!d)
+                return;
+        if (d->has_thread) {
+                struct timespec until;
+
+                pthread_mutex_lock(&d->lock);
+                d->stop = true;
+                pthread_cond_signal(&d->cond);
+                pthread_mutex_unlock(&d->lock);
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += JOIN_WAIT_S;
+                if (pthread_timedjoin_np(d->thread, NULL, &until) != 0) {
+                        bool finished;
+
+                        /* Stuck in the kernel (a sysfs write waiting for a kdamond held
+                         * by a tenant's mmap lock): the stop does not wait. The thread
+                         * frees the module when it returns, turning off what it can;
+                         * what it cannot, the state file names for the next start. */
+                        log_warning("The DAMON thread did not stop within %d s: left to finish on its own, "
+                                    "its kdamonds recorded for the next start", JOIN_WAIT_S);
+                        pthread_mutex_lock(&d->lock);
+                        finished = d->finished;
+                        d->orphaned = !finished;
+                        pthread_mutex_unlock(&d->lock);
+                        if (!finished) {
+                                pthread_detach(d->thread);
+                                return;
+                        }
+                        pthread_join(d->thread, NULL);   /* it returned just now */
+                }
+        } else
+                give_back(d);
+        destroy(d);
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* DAMON as evidence for promotion (docs/DESIGN.md, "Memory tiers"): a kdamond per
+ * watched process with pages on a slow node, monitoring only those VMAs (vaddr), with a
+ * DAMOS `stat` scheme whose tried regions (nr_accesses >= 1) are its hot regions. The
+ * sysfs work runs on a thread of this module's own: on 6.12 writing
+ * update_schemes_tried_regions to a kdamond's state waits for the kdamond (about one
+ * aggregation interval, 100 ms here, measured), and a kdamond stuck on a tenant's mmap
+ * lock would hold the writer. The event loop only hands over what it wants monitored
+ * (damon_sync) and takes whole reads (damon_take), under the module's lock.
+ *
+ * Nothing of DAMON is touched when another tool owns it (nr_kdamonds above 0 at
+ * start); no kdamond runs while no process wants one; what the daemon created is
+ * recorded in a state file so that the next start turns off what a crash left. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "damon-pages.h"
+#include "nodemask.h"
+
+/* Processes monitored at once, at most: one kdamond each (a kthread, and a sysfs
+ * round trip of about 100 ms per read on the one DAMON thread, so four take about
+ * 0.4 s a round), shared max-min fair among owners (lib/sample-quota.h). */
+#define DAMON_PROCS_MAX 4
+/* Monitoring regions a kdamond keeps (its max_nr_regions), and so hot regions a read
+ * can return: what is read a round is bounded by this. */
+#define DAMON_REGIONS_MAX 200
+
+struct damon_want {
+        pid_t pid;
+        uid_t owner;               /* the uid its opt-in covers: the fair share's owner */
+        struct damon_range r[DAMON_TARGET_REGIONS_MAX];
+        size_t n;
+};
+
+/* One read of one process's kdamond: its hot regions. */
+struct damon_result {
+        pid_t pid;
+        struct damon_range *hot;
+        size_t n_hot;
+};
+
+struct damon_stats {
+        uint64_t rounds;           /* of the DAMON thread */
+        uint64_t reads;            /* tried-regions reads that succeeded */
+        uint64_t regions;          /* hot regions read */
+        uint64_t regions_bad;      /* entries skipped: unparsable, start >= end */
+        uint64_t errors;           /* sysfs writes or reads that failed */
+        uint64_t results_dropped;  /* reads the event loop did not take in time */
+        uint64_t affinity_refused; /* kdamonds that could not be pinned */
+        uint64_t commits;          /* new regions given to a running kdamond */
+        uint64_t last_read_us;     /* how long the last update_schemes_tried_regions took */
+        unsigned running;          /* kdamonds on now */
+};
+
+struct damon;
+
+/* What DAMON offers here, chosen once and logged: enabled false ([sample] damon = off)
+ * or no state file path gives an unused module. Kdamonds a previous run recorded in
+ * state_path are turned off first (damon_recover). thread: run the sysfs work on a
+ * thread of its own (false: the tests call damon_round()). -ENOMEM only. */
+int damon_new(const char *sys_root, const char *state_path, bool enabled, bool thread, struct damon **ret);
+bool damon_in_use(const struct damon *d);
+/* "in use", or why not: for status. */
+const char *damon_why(const struct damon *d);
+/* The CPUs the kdamonds are pinned to (the service CPUs). */
+void damon_set_cpus(struct damon *d, const nb_cpumask *cpus);
+/* The processes that want a kdamond now (every other one's is turned off). */
+void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t now_ms);
+/* Whether pid holds a kdamond slot. */
+bool damon_monitored(const struct damon *d, pid_t pid);
+/* The reads since the last take (*ret, n returned; free with damon_results_free). */
+size_t damon_take(struct damon *d, struct damon_result **ret);
+void damon_results_free(struct damon_result *r, size_t n);
+void damon_get_stats(const struct damon *d, struct damon_stats *ret);
+/* One round of the DAMON thread's work: kdamonds turned on and off as wanted, each
+ * running one read. */
+void damon_round(struct damon *d);
+/* Stops the thread (waiting 5 s at most: a thread stuck in the kernel is left, and
+ * the next start cleans up), turns off the kdamonds and gives DAMON back. */
+void damon_free(struct damon *d);
+/* The kdamonds state_path names (index and kdamond pid) turned off where they still
+ * are those, nr_kdamonds set back to 0 when every kdamond is off; the file removed. */
+int damon_recover(const char *sys_root, const char *state_path);

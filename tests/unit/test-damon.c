@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* DAMON (daemon/damon.h) on a fake sysfs tree in a temporary directory: chosen only
+ * where vaddr is offered and nr_kdamonds is 0; the files written for a process; its
+ * tried regions read, hostile ones skipped and counted; a kdamond turned off when its
+ * process is no longer wanted; the crash state file turning off only ours. And the
+ * pure half (lib/damon-pages.h): target regions merged to a bound, pages fed, capped. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "damon.h"
+#include "damon-pages.h"
+#include "parse.h"
+#include "test.h"
+
+static char root[256], kd[512], state[512];
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
+        return remove(p);
+}
+
+static void put(const char *rel, const char *val) {
+        char p[1024];
+        FILE *f;
+
+        snprintf(p, sizeof(p), "%s/%s", kd, rel);
+        for (char *s = strchr(p + strlen(root) + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = 0;
+                (void) mkdir(p, 0755);
+                *s = '/';
+        }
+        f = fopen(p, "w");
+        if (!f)
+                abort();
+        fputs(val, f);
+        fclose(f);
+}
+
+static char *get(const char *rel) {
+        static char buf[256];
+        char p[1024];
+        FILE *f;
+        size_t n;
+
+        snprintf(p, sizeof(p), "%s/%s", kd, rel);
+        f = fopen(p, "r");
+        if (!f)
+                return strcpy(buf, "(none)");
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = 0;
+        fclose(f);
+        return buf;
+}
+
+/* A 6.12-like tree with DAMON_PROCS_MAX kdamonds' directories made already (the
+ * kernel makes them when nr_kdamonds is written). */
+static const char *const ctx_files[] = {
+        "nr_contexts", "0/operations", "0/monitoring_attrs/intervals/sample_us",
+        "0/monitoring_attrs/intervals/aggr_us", "0/monitoring_attrs/intervals/update_us",
+        "0/monitoring_attrs/nr_regions/min", "0/monitoring_attrs/nr_regions/max", "0/targets/nr_targets",
+        "0/targets/0/pid_target", "0/targets/0/regions/nr_regions", "0/schemes/nr_schemes",
+        "0/schemes/0/action", "0/schemes/0/access_pattern/sz/min", "0/schemes/0/access_pattern/sz/max",
+        "0/schemes/0/access_pattern/nr_accesses/min", "0/schemes/0/access_pattern/nr_accesses/max",
+        "0/schemes/0/access_pattern/age/min", "0/schemes/0/access_pattern/age/max",
+        "0/targets/0/regions/0/start", "0/targets/0/regions/0/end",
+        "0/targets/0/regions/1/start", "0/targets/0/regions/1/end",
+};
+
+static void tree(const char *nr, const char *ops) {
+        char rel[128];
+
+        snprintf(root, sizeof(root), "/tmp/test-damon.XXXXXX");
+        if (!mkdtemp(root))
+                abort();
+        snprintf(kd, sizeof(kd), "%s/kernel/mm/damon/admin/kdamonds", root);
+        snprintf(state, sizeof(state), "%s/state-damon", root);
+        put("nr_kdamonds", nr);
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                snprintf(rel, sizeof(rel), "%u/state", i);
+                put(rel, "off\n");
+                snprintf(rel, sizeof(rel), "%u/pid", i);
+                put(rel, "-1\n");
+                snprintf(rel, sizeof(rel), "%u/contexts/0/avail_operations", i);
+                put(rel, ops);
+                for (size_t k = 0; k < sizeof(ctx_files) / sizeof(ctx_files[0]); k++) {
+                        snprintf(rel, sizeof(rel), "%u/contexts/%s", i, ctx_files[k]);
+                        put(rel, "");
+                }
+        }
+}
+
+static void untree(void) {
+        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* What the kernel does between rounds: a kdamond asked for tried regions is on again,
+ * one turned on gets a pid. */
+static void kernel_step(pid_t kpid) {
+        char rel[64], pid[16];
+
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                snprintf(rel, sizeof(rel), "%u/state", i);
+                if (strncmp(get(rel), "off", 3) != 0) {
+                        put(rel, "on\n");
+                        snprintf(rel, sizeof(rel), "%u/pid", i);
+                        snprintf(pid, sizeof(pid), "%d\n", (int) kpid);
+                        put(rel, pid);
+                }
+        }
+}
+
+static void region(unsigned k, const char *start, const char *end, const char *acc) {
+        char rel[128];
+
+        snprintf(rel, sizeof(rel), "0/contexts/0/schemes/0/tried_regions/%u/start", k);
+        put(rel, start);
+        snprintf(rel, sizeof(rel), "0/contexts/0/schemes/0/tried_regions/%u/end", k);
+        put(rel, end);
+        snprintf(rel, sizeof(rel), "0/contexts/0/schemes/0/tried_regions/%u/nr_accesses", k);
+        put(rel, acc);
+}
+
+TEST(refused_without_sysfs_or_vaddr_or_when_taken) {
+        struct damon *d;
+
+        snprintf(root, sizeof(root), "/tmp/test-damon.XXXXXX");
+        CHECK(mkdtemp(root) != NULL);
+        CHECK_INT(damon_new(root, "/nonexistent/x", true, false, &d), 0);
+        CHECK(!damon_in_use(d));
+        CHECK(strstr(damon_why(d), "CONFIG_DAMON_SYSFS") != NULL);
+        damon_free(d);
+        untree();
+
+        tree("0\n", "fvaddr\npaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        CHECK(!damon_in_use(d) && strstr(damon_why(d), "vaddr") != NULL);
+        CHECK_STR(get("nr_kdamonds"), "0");  /* the context made to read it is dropped */
+        damon_free(d);
+        untree();
+
+        tree("2\n", "vaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        CHECK(!damon_in_use(d) && strstr(damon_why(d), "another tool") != NULL);
+        damon_free(d);
+        CHECK_STR(get("nr_kdamonds"), "2\n");  /* never touched */
+        untree();
+
+        tree("0\n", "vaddr\n");
+        CHECK_INT(damon_new(root, state, false, false, &d), 0);
+        CHECK(!damon_in_use(d) && strstr(damon_why(d), "off") != NULL);
+        damon_free(d);
+        CHECK_INT(damon_new(root, NULL, true, false, &d), 0);
+        CHECK(!damon_in_use(d));
+        damon_free(d);
+        untree();
+}
+
+TEST(one_process_written_read_and_given_back) {
+        struct damon_want w = { .pid = 4242, .owner = 1000, .n = 2,
+                                .r = { { 0x10000, 0x20000 }, { 0x40000, 0x50000 } } };
+        struct damon_result *res;
+        struct damon_stats st;
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "vaddr fvaddr paddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        CHECK(damon_in_use(d));
+        damon_round(d);     /* nobody wants one: nothing made */
+        CHECK_STR(get("nr_kdamonds"), "0");
+        CHECK(access(state, F_OK) < 0);
+
+        damon_sync(d, &w, 1, 1000);
+        CHECK(damon_monitored(d, 4242));
+        damon_round(d);
+        CHECK_STR(get("nr_kdamonds"), "4");
+        CHECK_STR(get("0/contexts/0/operations"), "vaddr");
+        CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "4242");
+        CHECK_STR(get("0/contexts/0/targets/0/regions/nr_regions"), "2");
+        CHECK_STR(get("0/contexts/0/targets/0/regions/1/start"), "262144");
+        CHECK_STR(get("0/contexts/0/targets/0/regions/1/end"), "327680");
+        CHECK_STR(get("0/contexts/0/schemes/0/action"), "stat");
+        CHECK_STR(get("0/contexts/0/schemes/0/access_pattern/nr_accesses/min"), "1");
+        CHECK_STR(get("0/contexts/0/monitoring_attrs/nr_regions/max"), "200");
+        CHECK_STR(get("1/state"), "off\n");     /* one kdamond for one process */
+        CHECK(access(state, F_OK) == 0);
+        n = damon_take(d, &res);      /* its first read, at once: nothing hot yet */
+        CHECK(n == 1 && res[0].n_hot == 0);
+        damon_results_free(res, n);
+
+        /* The kernel ran it; its tried regions: two good (one not hot), then hostile. */
+        kernel_step(777);
+        region(0, "65536\n", "73728\n", "3\n");
+        region(1, "73728\n", "81920\n", "0\n");
+        region(2, "99999999999999999999999\n", "1\n", "1\n");
+        region(3, "90000\n", "80000\n", "5\n");
+        region(4, "garbage\n", "x\n", "1\n");
+        region(5, "81920\n", "86016\n", "-1\n");
+        damon_round(d);
+        CHECK_STR(get("0/state"), "update_schemes_tried_regions");
+        n = damon_take(d, &res);
+        CHECK_INT(n, 1);
+        if (n == 1) {
+                CHECK_INT(res[0].pid, 4242);
+                CHECK_INT(res[0].n_hot, 1);
+                CHECK(res[0].n_hot == 1 && res[0].hot[0].start == 65536 && res[0].hot[0].end == 73728);
+        }
+        damon_results_free(res, n);
+        damon_get_stats(d, &st);
+        CHECK_INT(st.regions_bad, 4);
+        CHECK_INT(st.running, 1);
+
+        /* Its slow VMAs changed: the running kdamond takes them (commit), not restarted. */
+        kernel_step(777);
+        w.n = 1;
+        w.r[0] = (struct damon_range) { 0x30000, 0x38000 };
+        damon_sync(d, &w, 1, 1500);
+        damon_round(d);
+        damon_get_stats(d, &st);
+        CHECK_INT(st.commits, 1);
+        CHECK_INT(st.running, 1);
+        CHECK_STR(get("0/contexts/0/targets/0/regions/nr_regions"), "1");
+        CHECK_STR(get("0/contexts/0/targets/0/regions/0/start"), "196608");
+        CHECK_STR(get("0/pid"), "777\n");
+        damon_results_free(res, damon_take(d, &res));
+
+        /* No longer wanted: turned off, DAMON given back, the record gone. */
+        kernel_step(777);
+        damon_sync(d, NULL, 0, 2000);
+        CHECK(!damon_monitored(d, 4242));
+        damon_round(d);
+        CHECK_STR(get("0/state"), "off");
+        CHECK_STR(get("nr_kdamonds"), "0");
+        CHECK(access(state, F_OK) < 0);
+        damon_free(d);
+        untree();
+}
+
+/* Our kdamond stopped by itself, and another tool took DAMON meanwhile: its kdamond
+ * is in the same directory now, and nothing of it is touched. */
+TEST(another_tool_taking_over_is_left_alone) {
+        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon *d;
+
+        tree("0\n", "vaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d);
+        CHECK_STR(get("nr_kdamonds"), "4");
+        put("nr_kdamonds", "1\n");
+        put("0/state", "on\n");
+        put("0/pid", "999\n");
+        put("0/contexts/0/targets/0/pid_target", "999\n");
+        w.r[0].end = 0x30000;       /* new regions: would be committed if it were ours */
+        w.n = 1;
+        damon_sync(d, &w, 1, 2000);
+        damon_round(d);
+        damon_round(d);
+        CHECK_STR(get("0/state"), "on\n");
+        CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "999\n");
+        CHECK(access(state, F_OK) < 0);
+        damon_results_free(res, damon_take(d, &res));
+        damon_free(d);
+        CHECK_STR(get("nr_kdamonds"), "1\n");
+        CHECK_STR(get("0/state"), "on\n");
+        untree();
+}
+
+TEST(slots_bounded_and_shared_by_owners) {
+        struct damon_want w[8] = {};
+        unsigned a = 0, b = 0;
+        struct damon *d;
+
+        tree("0\n", "vaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        for (unsigned i = 0; i < 8; i++)
+                w[i] = (struct damon_want) { .pid = 100 + (pid_t) i, .owner = i < 6 ? 1000 : 2000, .n = 1,
+                                             .r = { { 0x1000, 0x2000 } } };
+        damon_sync(d, w, 8, 1000);
+        for (unsigned i = 0; i < 8; i++) {
+                a += i < 6 && damon_monitored(d, w[i].pid);
+                b += i >= 6 && damon_monitored(d, w[i].pid);
+        }
+        CHECK_INT(a + b, DAMON_PROCS_MAX);
+        CHECK_INT(b, 2);    /* the second owner gets its even share */
+        damon_free(d);
+        untree();
+}
+
+TEST(crash_cleanup_turns_off_only_ours) {
+        FILE *f;
+
+        tree("4\n", "vaddr\n");
+        put("0/state", "on\n");
+        put("0/pid", "555\n");
+        put("1/state", "on\n");
+        put("1/pid", "666\n");     /* recorded as 600: someone else's now */
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4\n0 555\n1 600\nbad line\n9 1\n", f);
+        fclose(f);
+        CHECK_INT(damon_recover(root, state), 0);
+        CHECK_STR(get("0/state"), "off");
+        CHECK_STR(get("1/state"), "on\n");
+        CHECK_STR(get("nr_kdamonds"), "4\n");  /* not every kdamond is off: left */
+        CHECK(access(state, F_OK) < 0);
+        untree();
+}
+
+static double now_s(void) {
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
+}
+
+/* A sysfs write that never returns (a kdamond stuck on a tenant's mmap lock), made
+ * with a FIFO that nobody reads: the event loop's calls still return at once, and the
+ * stop gives up after JOIN_WAIT_S (5 s); once the write returns, the thread finishes
+ * on its own, turns off what it made and frees the module. */
+TEST(stalled_thread_holds_nothing) {
+        struct damon_want w = { .pid = 4242, .owner = 0, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        char fifo[600], old[600];
+        struct damon *d;
+        double t;
+        int fd;
+
+        tree("0\n", "vaddr\n");
+        snprintf(fifo, sizeof(fifo), "%s/0/state", kd);
+        snprintf(old, sizeof(old), "%s/0/state-stalled", kd);
+        CHECK(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);
+        CHECK_INT(damon_new(root, state, true, true, &d), 0);
+        CHECK(damon_in_use(d));
+        damon_sync(d, &w, 1, 1000);
+        usleep(300000);                 /* the thread is in its write of "on" now */
+        t = now_s();
+        damon_sync(d, &w, 1, 2000);
+        CHECK(damon_monitored(d, 4242));
+        CHECK_INT(damon_take(d, &res), 0);
+        CHECK(now_s() - t < 0.5);
+        t = now_s();
+        damon_free(d);
+        t = now_s() - t;
+        CHECK_MSG(t >= 4.5 && t < 8, "the stop took %.1f s", t);
+        /* The write returns (a reader comes); the tree is a plain one again. */
+        CHECK(rename(fifo, old) == 0);
+        put("0/state", "on\n");
+        fd = open(old, O_RDONLY | O_NONBLOCK);
+        CHECK(fd >= 0);
+        for (int i = 0; i < 100 && strcmp(get("nr_kdamonds"), "0") != 0; i++)
+                usleep(50000);
+        CHECK_STR(get("nr_kdamonds"), "0");
+        CHECK_STR(get("0/state"), "off");
+        usleep(200000);                 /* and it has freed the module (valgrind) */
+        if (fd >= 0)
+                close(fd);
+        untree();
+}
+
+static uint64_t fed_sum;
+static void add(void *u, uint64_t addr) {
+        (void) u;
+        fed_sum += addr;
+}
+
+TEST(pages_targets_and_feed) {
+        struct damon_range in[40], out[DAMON_TARGET_REGIONS_MAX];
+        struct damon_range hot[] = { { 0x0, 0x3000 }, { 0x5000, 0x4000 }, { 0x9000, 0x100000 } };
+        struct damon_range slow[] = { { 0x1000, 0x2000 }, { 0xa000, 0xc000 } };
+        uint64_t capped, fed;
+        size_t n;
+
+        for (unsigned i = 0; i < 40; i++)
+                in[i] = (struct damon_range) { i * 0x10000, i * 0x10000 + 0x1000 };
+        in[5].start = in[4].end + 1;   /* the smallest gap: merged first */
+        in[5].end = in[5].start + 0x1000;
+        n = damon_pages_targets(in, 40, out, DAMON_TARGET_REGIONS_MAX);
+        CHECK_INT(n, DAMON_TARGET_REGIONS_MAX);
+        CHECK(out[0].start == 0 && out[n - 1].end == 39 * 0x10000 + 0x1000);
+        for (size_t i = 1; i < n; i++)
+                CHECK(out[i].start > out[i - 1].end);
+        CHECK(out[4].end == in[5].end);
+        fed_sum = 0;
+        fed = damon_pages_feed(hot, 3, slow, 2, 0x1000, 100, add, NULL, &capped);
+        CHECK_INT(fed, 3);              /* 0x1000, 0xa000, 0xb000; the bad region skipped */
+        CHECK_INT(fed_sum, 0x1000 + 0xa000 + 0xb000);
+        CHECK_INT(capped, 0);
+        fed = damon_pages_feed(hot, 3, slow, 2, 0x1000, 2, add, NULL, &capped);
+        CHECK_INT(fed, 2);
+        CHECK_INT(capped, 1);
+        /* A region reaching the top of the address space ends. */
+        hot[0] = (struct damon_range) { UINT64_MAX - 0x1fff, UINT64_MAX };
+        slow[0] = hot[0];
+        fed = damon_pages_feed(hot, 1, slow, 1, 0x1000, 100, add, NULL, &capped);
+        CHECK_INT(fed, 2);
+}
+
+DEFINE_TEST_MAIN()
