@@ -106,6 +106,16 @@ Scenarios:
              second from node 0's CPU: a sampler that sees every hot page, which the
              guests cannot have live); damon is migrate_hot over node 2's physical
              memory to node 0
+  tiering-big (2n1m-hmat, --kernel 6.12) 960 MiB of base pages first-touched in a
+             cgroup whose cpuset is node 0's CPU and nodes 0 and 2: more than node 0
+             holds, the rest on node 2 (fallback or demotion; demotion_enabled on in
+             every mode). Three phases of --limit seconds (20), each reading random
+             words of one 64 MiB window picked on node 2 (bench/hotmove.c, moved by
+             SIGUSR1). Per phase: time until 90% of the window is on node 0, pages
+             promoted and migrated, demoted, hint faults, the daemon's promoted bytes
+             and explain's promote-floor skips, node 0's free memory, reads/s; per run
+             the cold pages promoted and the balancer's CPU. numabalanced-floor0 is the
+             daemon with promote_free_floor_pct and free_floor_pct 0
 Per run: the local share every 0.1 s (the share of the process's resident memory on the
 nodes its threads last ran on, from /proc/PID/numa_maps, as numabalancectl show
 computes it), time to 95% local, locality at the end, pages migrated (pgmigrate_success

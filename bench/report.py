@@ -904,7 +904,7 @@ def tiering_big_section(key, label):
     pg = 4096 / 2**20
     for mode, runs in doc["runs"].items():
         phs = [ph for r in runs for ph in r["phases"]]
-        t90 = spread([ph["t90_s"] for ph in phs], "{:.1f}")
+        t90 = spread([ph["t90_s"] for ph in phs], "{:.1f}").replace(" runs", " phases")
         end = spread([100 * ph["fast_end"] for ph in phs if ph["fast_end"] is not None], "{:.0f}%")
         prom = spread([ph["vmstat"]["pgpromote_success"] * pg for ph in phs], "{:.1f}")
         mig = spread([ph["vmstat"]["pgmigrate_success"] * pg for ph in phs], "{:.1f}")
