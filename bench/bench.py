@@ -106,6 +106,16 @@ Scenarios:
              second from node 0's CPU: a sampler that sees every hot page, which the
              guests cannot have live); damon is migrate_hot over node 2's physical
              memory to node 0
+  tiering-big (2n1m-hmat, --kernel 6.12) 960 MiB of base pages first-touched in a
+             cgroup whose cpuset is node 0's CPU and nodes 0 and 2: more than node 0
+             holds, the rest on node 2 (fallback or demotion; demotion_enabled on in
+             every mode). Three phases of --limit seconds (20), each reading random
+             words of one 64 MiB window picked on node 2 (bench/hotmove.c, moved by
+             SIGUSR1). Per phase: time until 90% of the window is on node 0, pages
+             promoted and migrated, demoted, hint faults, the daemon's promoted bytes
+             and explain's promote-floor skips, node 0's free memory, reads/s; per run
+             the cold pages promoted and the balancer's CPU. numabalanced-floor0 is the
+             daemon with promote_free_floor_pct and free_floor_pct 0
 Per run: the local share every 0.1 s (the share of the process's resident memory on the
 nodes its threads last ran on, from /proc/PID/numa_maps, as numabalancectl show
 computes it), time to 95% local, locality at the end, pages migrated (pgmigrate_success
@@ -505,6 +515,186 @@ def run_tiering(env, mode, size_mb, hot_mb, limit_s):
         except (subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
             pass
         return with_where(res, mode, "the workload's own thread (node 0)")
+    finally:
+        if feeder:
+            feeder.stop_event.set()
+        b.stop()
+
+
+def range_status(pid, start, length):
+    """The node of each page of [start, start + length) in pid (move_pages(2) queries),
+    as a bytes object (negative errnos, pages not present, as 255)."""
+    import ctypes
+    page = os.sysconf("SC_PAGESIZE")
+    n = length // page
+    pages = (ctypes.c_void_p * n)(*range(start, start + n * page, page))
+    status = (ctypes.c_int * n)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(SYS_move_pages, ctypes.c_int(pid), ctypes.c_ulong(n), pages, None, status, ctypes.c_int(0)) < 0:
+        raise scenario.Fail(f"move_pages query failed: errno {ctypes.get_errno()}")
+    return bytes(s if 0 <= s < 255 else 255 for s in status)
+
+
+def node_meminfo_mb(node, key):
+    with open(f"/sys/devices/system/node/node{node}/meminfo") as f:
+        for line in f:
+            if f" {key}:" in line:
+                return int(line.split()[-2]) // 1024
+    return 0
+
+
+def prom_metric(path, name):
+    try:
+        for line in open(path):
+            if line.startswith(name + " "):
+                return int(float(line.split()[1]))
+    except OSError:
+        pass
+    return None
+
+
+def pick_windows(status, hot_pages, count):
+    """count window indexes (of hot_pages each) whose pages are most on node 2, spread
+    over the candidates at least 90% there (or the best ones if fewer are)."""
+    shares = []
+    for w in range(len(status) // hot_pages):
+        part = status[w * hot_pages:(w + 1) * hot_pages]
+        shares.append((part.count(2) / hot_pages, w))
+    good = sorted(w for s, w in shares if s >= 0.9)
+    if len(good) >= count:
+        step = len(good) / count
+        return [good[int(i * step)] for i in range(count)], dict((w, round(s, 4)) for s, w in shares)
+    best = sorted(shares, reverse=True)[:count]
+    return sorted(w for _, w in best), dict((w, round(s, 4)) for s, w in shares)
+
+
+TIERBIG_KEYS = ("pgpromote_success", "pgmigrate_success", "pgdemote_kswapd", "pgdemote_direct",
+                "numa_hint_faults", "numa_pages_migrated")
+
+
+def run_tiering_big(env, mode, size_mb, hot_mb, phase_s, phases=3):
+    """tiering-big: one run of one mode. bench/hotmove's size_mb in a cgroup whose cpuset
+    holds node 0's CPU and nodes 0 and 2: more than node 0 has, so the rest lands on
+    node 2 (fallback, or kswapd's demotion). Then phases windows of hot_mb, each mostly
+    on node 2 once touched, read one after the other for phase_s each."""
+    replay, metrics = env.tmp_path("tierbig.replay"), env.tmp_path("tierbig.prom")
+    open(replay, "w").close()
+    conf = ""
+    if mode.startswith("numabalanced"):
+        conf = f"[sample]\npmu = replay\nreplay_path = {replay}\n[report]\nmetrics_path = {metrics}\n"
+        conf += TIERBIG_CONF.get(mode, "")
+    b = Balancer(env, mode, conf=conf, damon_nodes=(2, 0))
+    scenario.sysctl_numa_balancing(0)
+    demotion = "/sys/kernel/mm/numa/demotion_enabled"
+    with open(demotion, "w") as f:
+        f.write("true")
+    cpu0 = scenario.node_cpus(0).split(",")[0].split("-")[0]
+    cg = env.cgroup("bench-tierbig", mems="0,2", cpus=cpu0)
+    feeder = None
+    try:
+        ready, window = env.tmp_path(f"hotmove.ready.{time.time_ns()}"), env.tmp_path("hotmove.window")
+
+        def enter():
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        t_touch = time.time()
+        p = subprocess.Popen([os.path.join(env.build, "bench", "hotmove"), str(size_mb), str(hot_mb), ready, window],
+                             preexec_fn=enter, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env.procs.append(p)
+        wait_ready(p, ready, "hotmove", timeout=600)
+        touch_s = time.time() - t_touch
+        pid, start, length = open(ready).read().split()
+        pid, start, length = int(pid), int(start, 16), int(length)
+        page = os.sysconf("SC_PAGESIZE")
+        hot_b = hot_mb << 20
+        hot_pages = hot_b // page
+        time.sleep(2)   # kswapd's demotion after the touch settles
+        before = range_status(pid, start, length)
+        wins, shares = pick_windows(before, hot_pages, phases)
+        res = {"touch_s": round(touch_s, 1), "demotion_enabled": open(demotion).read().strip(),
+               "mib_by_node_start": {n: round(before.count(n) * page / 2**20, 1) for n in (0, 1, 2)},
+               "windows_mib": [w * hot_mb for w in wins],
+               "window_share_on_2_start": [shares[w] for w in wins],
+               "node0_total_mb": node_meminfo_mb(0, "MemTotal"), "phases": []}
+        b.start("bench-tierbig")   # the same cgroup, opted in for the daemon
+        env.cgroups = list(dict.fromkeys(env.cgroups))
+        c0, (u0, s0) = b.cpu(), cpu_s(pid)
+        t_all = time.time()
+        for w in wins:
+            wstart = start + w * hot_b
+            with open(window, "w") as f:
+                f.write(f"{w * hot_mb}\n")
+            v0, m0 = {k: vmstat(k) for k in TIERBIG_KEYS}, prom_metric(metrics, "numabalanced_promoted_bytes_total")
+            pc0 = b.cpu()
+            os.kill(pid, signal.SIGUSR1)
+            t0 = time.time()
+            if mode.startswith("numabalanced"):
+                feeder = HotSamples(replay, pid, wstart, hot_b)
+                feeder.start()
+            timeline, free0, t90, floor_skip, last_explain = [], [], None, 0, 0.0
+            while time.time() - t0 < phase_s:
+                hot = range_nodes(pid, wstart, hot_b)
+                fast = (hot.get(0, 0) + hot.get(1, 0)) / hot_pages
+                t = round(time.time() - t0, 2)
+                timeline.append((t, round(fast, 4)))
+                free0.append((t, node_meminfo_mb(0, "MemFree")))
+                if t90 is None and fast >= 0.9:
+                    t90 = t
+                if b.daemon and time.time() - last_explain >= 3:
+                    last_explain = time.time()
+                    r = subprocess.run([env.ctl, "explain", "--json", str(pid)], capture_output=True, text=True,
+                                       timeout=30)
+                    with contextlib.suppress(ValueError):
+                        why = json.loads(r.stdout)
+                        floor_skip = max(floor_skip, (why.get("skipped_bytes") or {}).get("promote-floor", 0))
+                time.sleep(0.5)
+            if feeder:
+                feeder.stop_event.set()
+                feeder.join()
+                feeder = None
+            v1, m1 = {k: vmstat(k) for k in TIERBIG_KEYS}, prom_metric(metrics, "numabalanced_promoted_bytes_total")
+            ph = {"window_mib": w * hot_mb, "t90_s": t90, "fast_start": timeline[0][1] if timeline else None,
+                  "fast_end": timeline[-1][1] if timeline else None,
+                  "vmstat": {k: v1[k] - v0[k] for k in TIERBIG_KEYS},
+                  "balancer_cpu_s": round(b.cpu() - pc0, 3),
+                  "node0_free_mb_min": min(f for _, f in free0) if free0 else None,
+                  "node0_free_mb_max": max(f for _, f in free0) if free0 else None,
+                  "node0_free_mb": free0[::4], "timeline": timeline[::2]}
+            if b.daemon:
+                ph["daemon_promoted_bytes"] = (m1 or 0) - (m0 or 0) if m1 is not None else None
+                ph["explain_promote_floor_skipped_mb"] = round(floor_skip / 2**20, 1)
+            res["phases"].append(ph)
+        after = range_status(pid, start, length)
+        inwin = set()
+        for w in wins:
+            inwin.update(range(w * hot_pages, (w + 1) * hot_pages))
+        cold_up = cold_down = 0
+        for i in range(len(before)):
+            if i in inwin:
+                continue
+            if before[i] == 2 and after[i] in (0, 1):
+                cold_up += 1
+            elif before[i] in (0, 1) and after[i] == 2:
+                cold_down += 1
+        u1, s1 = cpu_s(pid)
+        res.update({"cold_promoted_mib": round(cold_up * page / 2**20, 2),
+                    "cold_demoted_mib": round(cold_down * page / 2**20, 2),
+                    "mib_by_node_end": {n: round(after.count(n) * page / 2**20, 1) for n in (0, 1, 2)},
+                    "balancer_cpu_s": round(b.cpu() - c0, 3), "workload_sys_s": round(s1 - s0, 3),
+                    "workload_user_s": round(u1 - u0, 3), "seconds": round(time.time() - t_all, 1)})
+        if b.daemon:
+            st = subprocess.run([env.ctl, "status", "--json"], capture_output=True, text=True, timeout=30)
+            res["status_tail"] = st.stdout[-1500:]
+        p.terminate()
+        try:
+            out, _ = p.communicate(timeout=10)
+            rates = [json.loads(x) for x in out.decode().splitlines() if x.startswith("{")]
+            rates = [r["reads_per_s"] for r in rates if "reads_per_s" in r]
+            for ph, r in zip(res["phases"], rates):
+                ph["reads_per_s"] = r
+        except (subprocess.TimeoutExpired, ValueError, KeyError):
+            pass
+        return with_where(res, "numabalanced" if b.daemon else mode, "the workload's own thread (node 0)")
     finally:
         if feeder:
             feeder.stop_event.set()
@@ -1488,11 +1678,13 @@ MODES = {
     "perfnuma-shared": ["numabalanced-place", "numabalanced-balance", "kernel", "numad", "none"],
     "perfnuma-bound": ["numabalanced-place", "numabalanced-balance", "numad", "none"],
     "tiering": ["numabalanced", "kernel-tiering", "damon", "none"],
+    "tiering-big": ["numabalanced", "numabalanced-floor0", "kernel-tiering", "damon", "none"],
 }
 TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c", "misplaced-1g": "2n1c-big",
             "spread": "4n1c", "churn": "2n2c", "steady": "2n1c", "steady-churn": "2n1c-big", "maplock": "2n1c-big",
             "refill": "4n1c", "numa02": "2n1c", "numa01": "2n1c", "perfnuma": "2n2c", "perfnuma-shared": "2n2c",
-            "perfnuma-bound": "2n2c", "tiering": "2n1m-hmat"}
+            "perfnuma-bound": "2n2c", "tiering": "2n1m-hmat",
+            "tiering-big": "2n1m-hmat"}
 # Each process's memory in spread: four of them beside the kernel in 512 MiB nodes.
 SPREAD_MB = 96
 CHURN_LONG_MB = 256
@@ -1516,9 +1708,17 @@ STEADY_CHURN_MB = 1536
 MAPLOCK_WINDOW_S = 120
 MAPLOCK_CONF = "scan_max_ms = 1000\n"
 LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20, "refill": 40,
-           "numa02": 180, "numa01": 60, "tiering": 60}
+           "numa02": 180, "numa01": 60, "tiering": 60,
+           "tiering-big": 20}
 # tiering: the workload's memory, moved whole to the slow node, and its hot part.
 TIERING_MB, TIERING_HOT_MB = 320, 64
+# tiering-big: the workload's memory (more than node 0's 768 MiB; nodes 0 and 2 hold
+# 1280 MiB with the kernel's own), its moving hot window; --limit is each of the three
+# phases' seconds. numabalanced-floor0: the daemon with no free-memory floor for its
+# promotions (promote_free_floor_pct and free_floor_pct 0): what the floor holds back
+# on a full fast node.
+TIERBIG_MB, TIERBIG_HOT_MB = 960, 64
+TIERBIG_CONF = {"numabalanced-floor0": "[decide]\npromote_free_floor_pct = 0\nfree_floor_pct = 0\n"}
 # numa02: the split workload's buffer (each thread's half: 4,096 pages of 4 KiB).
 NUMA02_MB = 32
 # numa01: each process's private part, and the part they share.
@@ -1552,6 +1752,7 @@ def main():
            "kernel": platform.release(), "accel": os.environ.get("NUMABALANCED_ACCEL", ""), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "runs": {}, "errors": []}
     limit = a.limit if a.limit is not None else LIMIT_S.get(a.scenario, 60)
+    doc["limit_s"] = limit
     # Before anything is timed: the first run in a fresh guest would pay for the host's
     # first touch of the guest's memory (scenario.warm_memory).
     scenario.warm_memory(env)
@@ -1610,6 +1811,8 @@ def main():
                         r = run_perfnuma(env, mode, a.scenario, int(a.limit or PERFNUMA_SECS))
                     elif a.scenario == "tiering":
                         r = run_tiering(env, mode, TIERING_MB, TIERING_HOT_MB, limit)
+                    elif a.scenario == "tiering-big":
+                        r = run_tiering_big(env, mode, TIERBIG_MB, TIERBIG_HOT_MB, limit)
                     elif a.scenario == "misplaced-1g":
                         r = run_locality(env, mode, 1024, "default", limit, a.scenario)
                     else:
@@ -1630,6 +1833,12 @@ def main():
                 if a.scenario.startswith("steady") or a.scenario == "maplock":
                     print(f"{a.scenario} {mode} run {i + 1}: " + json.dumps(
                         {k: v for k, v in r.items() if "hist" not in k}), flush=True)
+                    continue
+                if a.scenario == "tiering-big":
+                    print(f"tiering-big {mode} run {i + 1}: " + json.dumps(
+                        {k: v for k, v in r.items() if k != "phases"}) + " phases " + json.dumps(
+                        [{k: v for k, v in ph.items() if k not in ("timeline", "node0_free_mb")}
+                         for ph in r["phases"]]), flush=True)
                     continue
                 if a.scenario == "tiering":
                     print(f"tiering {mode} run {i + 1}: " + json.dumps({k: v for k, v in r.items() if k != "timeline"}),

@@ -865,7 +865,78 @@ def tiering_section(key, label):
           "again.\n")
 
 
+def tiering_big_section(key, label):
+    """tiering-big (bench.py run_tiering_big): more memory than the fast node, a hot
+    window that moves three times."""
+    doc = load(key)
+    if not doc:
+        carried_over(key, f"## {label}")
+        return
+    w(f"## {label}\n")
+    if doc.get("left_out"):
+        w(f"Left out: {doc['left_out']}.\n")
+    runs_all = [r for v in doc["runs"].values() for r in v]
+    first = runs_all[0] if runs_all else {}
+    phase_s = doc.get("limit_s", "?")
+    w(f"960 MiB of base pages (bench/hotmove.c) first-touched by one thread in a cgroup whose cpuset holds "
+      f"node 0's CPU and nodes 0 and 2 only: node 0 ({first.get('node0_total_mb', '?')} MiB) cannot hold "
+      f"it, so the rest lands on the memory-only node 2 (a lower tier: HMAT gives it 30 ns and 1 GB/s against "
+      f"10 ns and 10 GB/s), by the allocator's fallback or kswapd's demotion "
+      f"(`/sys/kernel/mm/numa/demotion_enabled` = {first.get('demotion_enabled', '?')} in every mode). Then "
+      f"three phases of {phase_s} s, each reading random words of one 64 MiB window only; the windows are "
+      f"picked after the touch among those at least 90% on node 2 (move_pages queries), spread over the "
+      f"mapping. Topology {doc['topology']}, kernel {doc['kernel']}, accel "
+      f"{doc.get('accel') or 'tcg,thread=single'}, {doc['date']}, "
+      f"{max(len(v) for v in doc['runs'].values()) if doc['runs'] else 0} runs per mode (modes alternating "
+      f"within one boot), {doc.get('seconds', '?')} s in all.\n")
+    w("numabalanced gets page samples of the current window replayed (two per page a second from node 0's "
+      "CPU: the guests have no PMU); `numabalanced-floor0` is the same daemon with `[decide] "
+      "promote_free_floor_pct = 0` and `free_floor_pct = 0` (shipped: 10 and 5), to show what the floor holds "
+      "back on a full fast node. `kernel-tiering` is `kernel.numa_balancing = 2`; `damon` is `migrate_hot` "
+      "over node 2's physical memory to node 0, alone. Medians over every phase of every run "
+      "(runs x 3 values), the range in brackets; \"never\" counts phases whose window did not reach 90% "
+      "on node 0 within the phase.\n")
+    w("| mode | time to 90% of the window fast (s) | window fast at phase end | promoted per phase (MiB: "
+      "pgpromote_success / pgmigrate_success / daemon's metric) vs 64 | cold promoted per run (MiB) | "
+      "demoted per phase (pages: kswapd + direct) | hint faults per phase | node 0 free, lowest (MiB) | "
+      "explain: promote-floor skipped (MiB) | reads/s (millions) | balancer CPU per run (s) | where |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    pg = 4096 / 2**20
+    for mode, runs in doc["runs"].items():
+        phs = [ph for r in runs for ph in r["phases"]]
+        t90 = spread([ph["t90_s"] for ph in phs], "{:.1f}").replace(" runs", " phases")
+        end = spread([100 * ph["fast_end"] for ph in phs if ph["fast_end"] is not None], "{:.0f}%")
+        prom = spread([ph["vmstat"]["pgpromote_success"] * pg for ph in phs], "{:.1f}")
+        mig = spread([ph["vmstat"]["pgmigrate_success"] * pg for ph in phs], "{:.1f}")
+        dm = ([ph.get("daemon_promoted_bytes") for ph in phs])
+        dmet = spread([v / 2**20 for v in dm if v is not None], "{:.1f}") if any(v is not None for v in dm) else "-"
+        cold = spread([r["cold_promoted_mib"] for r in runs], "{:.1f}")
+        dem = spread([ph["vmstat"]["pgdemote_kswapd"] + ph["vmstat"]["pgdemote_direct"] for ph in phs], "{:.0f}")
+        hf = spread([ph["vmstat"]["numa_hint_faults"] for ph in phs], "{:.0f}")
+        free = spread([ph["node0_free_mb_min"] for ph in phs], "{:.0f}")
+        fl = ([ph.get("explain_promote_floor_skipped_mb") for ph in phs])
+        floor = spread([v for v in fl if v is not None], "{:.0f}") if any(v is not None for v in fl) else "-"
+        rps = spread([ph["reads_per_s"] / 1e6 for ph in phs if ph.get("reads_per_s")], "{:.1f}")
+        cpu = spread([r["balancer_cpu_s"] if mode not in ("kernel-tiering", "none") else r["workload_sys_s"]
+                      for r in runs], "{:.2f}")
+        where = runs[0].get("cpu_where", "the workload's system time" if mode == "none" else "")
+        w(f"| {mode} | {t90} | {end} | {prom} / {mig} / {dmet} | {cold} | {dem} | {hf} | {free} | {floor} "
+          f"| {rps} | {cpu} | {where} |")
+    w("")
+    w("How measured: every 0.5 s the window's pages by node (move_pages queries) and node 0's MemFree; "
+      "per phase the deltas of /proc/vmstat (the whole guest, quiet otherwise: the hint faults are the "
+      "workload's, it is the only process that reads that memory) and, for the daemon, of "
+      "`numabalanced_promoted_bytes_total` (its metrics file) and the largest `promote-floor` skip in "
+      "`numabalancectl explain --json` (every 3 s). Cold promoted: pages outside the three windows that "
+      "were on node 2 after the touch and on node 0 at the end. Balancer CPU: the daemon's or the "
+      "kdamonds' own utime+stime; for `kernel-tiering` and `none` the workload's system time (the hint "
+      "faults run in its thread).\n")
+    if doc.get("errors"):
+        w("Runs that failed: " + "; ".join(doc["errors"]) + "\n")
+
+
 tiering_section("tiering-6.12", "tiering on 6.12")
+tiering_big_section("tiering-big-6.12", "tiering-big on 6.12")
 
 doc = load("moverate")
 if (not doc or not doc["runs"].get("rounds")) and carried_over("moverate", "## move rate"):
