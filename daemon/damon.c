@@ -23,8 +23,9 @@
 #define KDAMONDS "kernel/mm/damon/admin/kdamonds"
 /* Intervals (microseconds): a sample every 5 ms and an aggregation every 100 ms are
  * DAMON's own defaults, which 6.12's kdamond ran at 2-3% of one TCG vCPU (measured);
- * each read then covers one aggregation of 20 samples. The regions' layout is updated
- * from the process's VMAs every second (the default is a minute). */
+ * each read then covers one aggregation of 20 samples. With fvaddr the regions stay
+ * the slow VMAs written (update_us only bounds how often the kdamond checks its
+ * attributes; the daemon commits new VMAs itself). */
 #define SAMPLE_US 5000
 #define AGGR_US 100000
 #define UPDATE_US 1000000
@@ -51,6 +52,8 @@ struct applied {                   /* as the DAMON thread set it up */
         uint64_t gen;
         bool on, failed;
         pid_t kpid;
+        bool has_read;
+        uint64_t read_ms;          /* of its last read: the next one ROUND_MS later */
 };
 
 struct damon {
@@ -248,9 +251,9 @@ static const char *choose(struct damon *d) {
         if (r < 0)
                 return "DAMON's operations cannot be read";
         for (char *save = NULL, *w = strtok_r(ops, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
-                if (strcmp(w, "vaddr") == 0)
+                if (strcmp(w, "fvaddr") == 0)
                         return NULL;
-        return "the kernel's DAMON has no vaddr operations";
+        return "the kernel's DAMON has no fvaddr operations (fixed virtual address ranges)";
 }
 
 static int hold(void *userdata, uint32_t id, bool on) {
@@ -299,7 +302,7 @@ int damon_new(const char *sys_root, const char *state_path, bool enabled, bool t
         }
         d->in_use = !d->why;
         if (d->in_use)
-                log_info("DAMON evidence: in use for promotion (vaddr, at most %u processes, one kdamond each, "
+                log_info("DAMON evidence: in use for promotion (fvaddr, at most %u processes, one kdamond each, "
                          "on the service CPUs)", DAMON_PROCS_MAX);
         else
                 log_info("DAMON evidence: not used: %s", d->why);
@@ -345,9 +348,14 @@ static bool same_regions(const struct slot *s, const struct damon_want *w) {
 }
 
 void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t now_ms) {
+        uint64_t before[DAMON_PROCS_MAX];
+        bool changed = false;
+
         if (!damon_in_use(d))
                 return;
         pthread_mutex_lock(&d->lock);
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                before[i] = d->slots[i].gen;
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                 bool wanted = false;
 
@@ -382,7 +390,12 @@ void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t 
                 }
         }
         d->asking = NULL;
-        pthread_cond_signal(&d->cond);
+        /* The thread is woken only for a change (every tick would make its rounds, and
+         * so its reads, as frequent as the ticks). */
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                changed |= d->slots[i].gen != before[i];
+        if (changed)
+                pthread_cond_signal(&d->cond);
         pthread_mutex_unlock(&d->lock);
 }
 
@@ -455,14 +468,17 @@ static int write_regions(struct damon *d, unsigned i, const struct slot *s) {
         return r;
 }
 
-/* Writes kdamond i's context for s: vaddr, our intervals, s's pid and regions, one
+/* Writes kdamond i's context for s: fvaddr (with vaddr the kernel replaces the
+ * target's regions by three covering its whole address space at every update_us, so
+ * the slow VMAs written would hold only until the first update; fvaddr keeps them),
+ * our intervals, s's pid and regions, one
  * `stat` scheme for regions accessed at least once an aggregation. */
 static int configure(struct damon *d, unsigned i, const struct slot *s) {
         const char *c = "contexts/0";
         int r = 0;
 
         r = r < 0 ? r : wr(d, "1", "%u/contexts/nr_contexts", i);
-        r = r < 0 ? r : wr(d, "vaddr", "%u/%s/operations", i, c);
+        r = r < 0 ? r : wr(d, "fvaddr", "%u/%s/operations", i, c);
         r = r < 0 ? r : wr_u64(d, SAMPLE_US, "%u/%s/monitoring_attrs/intervals/sample_us", i, c);
         r = r < 0 ? r : wr_u64(d, AGGR_US, "%u/%s/monitoring_attrs/intervals/aggr_us", i, c);
         r = r < 0 ? r : wr_u64(d, UPDATE_US, "%u/%s/monitoring_attrs/intervals/update_us", i, c);
@@ -659,7 +675,7 @@ static void read_hot(struct damon *d, unsigned i) {
         publish(d, d->ap[i].pid, hot, n);
 }
 
-void damon_round(struct damon *d) {
+void damon_round(struct damon *d, uint64_t now_ms) {
         struct slot want[DAMON_PROCS_MAX];
         nb_cpumask cpus;
         bool need = false;
@@ -700,8 +716,15 @@ void damon_round(struct damon *d) {
                                 continue;
                         }
                         pin(d, i, &cpus);
-                        read_hot(d, i);
                         running++;
+                        /* One read per ROUND_MS at most, whatever woke the thread: two
+                         * reads closer together would make a page "hot in two reads"
+                         * within one aggregation or two. */
+                        if (d->ap[i].has_read && now_ms < d->ap[i].read_ms + ROUND_MS)
+                                continue;
+                        d->ap[i].has_read = true;
+                        d->ap[i].read_ms = now_ms;
+                        read_hot(d, i);
                 }
         }
         pthread_mutex_lock(&d->lock);
@@ -716,7 +739,7 @@ static void *thread_main(void *arg) {
         bool orphan;
 
         for (;;) {
-                damon_round(d);
+                damon_round(d, clock_now_ms());
                 pthread_mutex_lock(&d->lock);
                 if (!d->stop) {
                         struct timespec now;

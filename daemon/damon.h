@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* DAMON as evidence for promotion (docs/DESIGN.md, "Memory tiers"): a kdamond per
- * watched process with pages on a slow node, monitoring only those VMAs (vaddr), with a
+ * watched process with pages on a slow node, monitoring only those VMAs (fvaddr), with a
  * DAMOS `stat` scheme whose tried regions (nr_accesses >= 1) are its hot regions. The
  * sysfs work runs on a thread of this module's own: on 6.12 writing
  * update_schemes_tried_regions to a kdamond's state waits for the kdamond (about one
@@ -74,9 +74,9 @@ bool damon_monitored(const struct damon *d, pid_t pid);
 size_t damon_take(struct damon *d, struct damon_result **ret);
 void damon_results_free(struct damon_result *r, size_t n);
 void damon_get_stats(const struct damon *d, struct damon_stats *ret);
-/* One round of the DAMON thread's work: kdamonds turned on and off as wanted, each
- * running one read. */
-void damon_round(struct damon *d);
+/* One round of the DAMON thread's work at now_ms (monotonic): kdamonds turned on and
+ * off as wanted, each running one read if its last was ROUND_MS (1 s) ago or more. */
+void damon_round(struct damon *d, uint64_t now_ms);
 /* Stops the thread (waiting 5 s at most: a thread stuck in the kernel is left, and
  * the next start cleans up), turns off the kdamonds and gives DAMON back. */
 void damon_free(struct damon *d);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* DAMON (daemon/damon.h) on a fake sysfs tree in a temporary directory: chosen only
- * where vaddr is offered and nr_kdamonds is 0; the files written for a process; its
+ * where fvaddr is offered and nr_kdamonds is 0; the files written for a process; its
  * tried regions read, hostile ones skipped and counted; a kdamond turned off when its
  * process is no longer wanted; the crash state file turning off only ours. And the
  * pure half (lib/damon-pages.h): target regions merged to a bound, pages fed, capped. */
@@ -94,6 +94,13 @@ static void tree(const char *nr, const char *ops) {
         }
 }
 
+/* The DAMON thread's clock: a round each second, as it runs. */
+static uint64_t now_ms = 10000;
+
+static uint64_t next_ms(void) {
+        return now_ms += 1000;
+}
+
 static void untree(void) {
         nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -125,7 +132,7 @@ static void region(unsigned k, const char *start, const char *end, const char *a
         put(rel, acc);
 }
 
-TEST(refused_without_sysfs_or_vaddr_or_when_taken) {
+TEST(refused_without_sysfs_or_fvaddr_or_when_taken) {
         struct damon *d;
 
         snprintf(root, sizeof(root), "/tmp/test-damon.XXXXXX");
@@ -136,21 +143,21 @@ TEST(refused_without_sysfs_or_vaddr_or_when_taken) {
         damon_free(d);
         untree();
 
-        tree("0\n", "fvaddr\npaddr\n");
+        tree("0\n", "vaddr\npaddr\n");     /* vaddr alone: its regions would not stay the slow VMAs */
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
-        CHECK(!damon_in_use(d) && strstr(damon_why(d), "vaddr") != NULL);
+        CHECK(!damon_in_use(d) && strstr(damon_why(d), "fvaddr") != NULL);
         CHECK_STR(get("nr_kdamonds"), "0");  /* the context made to read it is dropped */
         damon_free(d);
         untree();
 
-        tree("2\n", "vaddr\n");
+        tree("2\n", "fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
         CHECK(!damon_in_use(d) && strstr(damon_why(d), "another tool") != NULL);
         damon_free(d);
         CHECK_STR(get("nr_kdamonds"), "2\n");  /* never touched */
         untree();
 
-        tree("0\n", "vaddr\n");
+        tree("0\n", "vaddr fvaddr\n");
         CHECK_INT(damon_new(root, state, false, false, &d), 0);
         CHECK(!damon_in_use(d) && strstr(damon_why(d), "off") != NULL);
         damon_free(d);
@@ -171,15 +178,15 @@ TEST(one_process_written_read_and_given_back) {
         tree("0\n", "vaddr fvaddr paddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
         CHECK(damon_in_use(d));
-        damon_round(d);     /* nobody wants one: nothing made */
+        damon_round(d, next_ms());     /* nobody wants one: nothing made */
         CHECK_STR(get("nr_kdamonds"), "0");
         CHECK(access(state, F_OK) < 0);
 
         damon_sync(d, &w, 1, 1000);
         CHECK(damon_monitored(d, 4242));
-        damon_round(d);
+        damon_round(d, next_ms());
         CHECK_STR(get("nr_kdamonds"), "4");
-        CHECK_STR(get("0/contexts/0/operations"), "vaddr");
+        CHECK_STR(get("0/contexts/0/operations"), "fvaddr");
         CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "4242");
         CHECK_STR(get("0/contexts/0/targets/0/regions/nr_regions"), "2");
         CHECK_STR(get("0/contexts/0/targets/0/regions/1/start"), "262144");
@@ -201,7 +208,7 @@ TEST(one_process_written_read_and_given_back) {
         region(3, "90000\n", "80000\n", "5\n");
         region(4, "garbage\n", "x\n", "1\n");
         region(5, "81920\n", "86016\n", "-1\n");
-        damon_round(d);
+        damon_round(d, next_ms());
         CHECK_STR(get("0/state"), "update_schemes_tried_regions");
         n = damon_take(d, &res);
         CHECK_INT(n, 1);
@@ -220,20 +227,21 @@ TEST(one_process_written_read_and_given_back) {
         w.n = 1;
         w.r[0] = (struct damon_range) { 0x30000, 0x38000 };
         damon_sync(d, &w, 1, 1500);
-        damon_round(d);
+        damon_round(d, next_ms());
         damon_get_stats(d, &st);
         CHECK_INT(st.commits, 1);
         CHECK_INT(st.running, 1);
         CHECK_STR(get("0/contexts/0/targets/0/regions/nr_regions"), "1");
         CHECK_STR(get("0/contexts/0/targets/0/regions/0/start"), "196608");
         CHECK_STR(get("0/pid"), "777\n");
-        damon_results_free(res, damon_take(d, &res));
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
 
         /* No longer wanted: turned off, DAMON given back, the record gone. */
         kernel_step(777);
         damon_sync(d, NULL, 0, 2000);
         CHECK(!damon_monitored(d, 4242));
-        damon_round(d);
+        damon_round(d, next_ms());
         CHECK_STR(get("0/state"), "off");
         CHECK_STR(get("nr_kdamonds"), "0");
         CHECK(access(state, F_OK) < 0);
@@ -247,11 +255,12 @@ TEST(another_tool_taking_over_is_left_alone) {
         struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
         struct damon_result *res;
         struct damon *d;
+        size_t n;
 
-        tree("0\n", "vaddr\n");
+        tree("0\n", "vaddr fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
         damon_sync(d, &w, 1, 1000);
-        damon_round(d);
+        damon_round(d, next_ms());
         CHECK_STR(get("nr_kdamonds"), "4");
         put("nr_kdamonds", "1\n");
         put("0/state", "on\n");
@@ -260,15 +269,47 @@ TEST(another_tool_taking_over_is_left_alone) {
         w.r[0].end = 0x30000;       /* new regions: would be committed if it were ours */
         w.n = 1;
         damon_sync(d, &w, 1, 2000);
-        damon_round(d);
-        damon_round(d);
+        damon_round(d, next_ms());
+        damon_round(d, next_ms());
         CHECK_STR(get("0/state"), "on\n");
         CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "999\n");
         CHECK(access(state, F_OK) < 0);
-        damon_results_free(res, damon_take(d, &res));
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
         damon_free(d);
         CHECK_STR(get("nr_kdamonds"), "1\n");
         CHECK_STR(get("0/state"), "on\n");
+        untree();
+}
+
+/* Rounds closer than a second (the thread woken by a change) read no kdamond again:
+ * two reads 100 ms apart would make a page hot "in two reads" within one aggregation. */
+TEST(a_kdamond_is_read_once_a_second_at_most) {
+        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon_stats st;
+        struct damon *d;
+        uint64_t t = 50000;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_sync(d, &w, 1, t);
+        damon_round(d, t);                /* started, read at once */
+        kernel_step(777);
+        damon_round(d, t + 100);
+        damon_round(d, t + 999);
+        CHECK_STR(get("0/state"), "on\n");  /* not asked again */
+        damon_get_stats(d, &st);
+        CHECK_INT(st.reads, 1);
+        damon_round(d, t + 1000);
+        CHECK_STR(get("0/state"), "update_schemes_tried_regions");
+        damon_get_stats(d, &st);
+        CHECK_INT(st.reads, 2);
+        n = damon_take(d, &res);
+        CHECK_INT(n, 2);
+        damon_results_free(res, n);
+        damon_free(d);
         untree();
 }
 
@@ -277,7 +318,7 @@ TEST(slots_bounded_and_shared_by_owners) {
         unsigned a = 0, b = 0;
         struct damon *d;
 
-        tree("0\n", "vaddr\n");
+        tree("0\n", "vaddr fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
         for (unsigned i = 0; i < 8; i++)
                 w[i] = (struct damon_want) { .pid = 100 + (pid_t) i, .owner = i < 6 ? 1000 : 2000, .n = 1,
@@ -334,7 +375,7 @@ TEST(stalled_thread_holds_nothing) {
         double t;
         int fd;
 
-        tree("0\n", "vaddr\n");
+        tree("0\n", "vaddr fvaddr\n");
         snprintf(fifo, sizeof(fifo), "%s/0/state", kd);
         snprintf(old, sizeof(old), "%s/0/state-stalled", kd);
         CHECK(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);

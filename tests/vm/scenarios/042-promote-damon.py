@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """DAMON's hot regions promote hot memory off the slow node, with no page sample at all.
 
-2n1m-hmat on 6.12 (DAMON with vaddr; 6.1 has none, 040-tiers checks status says so).
+2n1m-hmat on 6.12 (DAMON with fvaddr; 6.1 has none, 040-tiers checks status says so).
 A workload on node 0 first-touches 320 MiB, moved to node 2 with migratepages(8); it
 then reads only its first 64 MiB (WORKLOAD_HOT_MB), the other 256 MiB is cold. The
 daemon runs with [sample] pmu = off: DAMON is the only evidence. Asserted: no kdamond
