@@ -193,6 +193,7 @@ int damon_recover(const char *sys_root, const char *state_path) {
         _cleanup_free_ char *buf = NULL;
         struct damon d = {};
         uint64_t nr = 0, ours = 0;
+        bool left = false;
         size_t len;
         int r;
 
@@ -217,14 +218,17 @@ int damon_recover(const char *sys_root, const char *state_path) {
                 if (rd_u64(&d, INT32_MAX, &now, "%u/pid", i) < 0 || now != (uint64_t) kpid)
                         continue;    /* stopped since, or another's now */
                 r = wr(&d, "off", "%u/state", i);
+                left |= r < 0;
                 log_notice("Turned off kdamond %u (pid %d) that a previous numabalanced left%s", i, kpid,
                            r < 0 ? " (failed)" : "");
         }
         if (ours && rd_u64(&d, 1024, &nr, "nr_kdamonds") >= 0 && nr == ours && all_off(&d, nr))
                 (void) wr(&d, "0", "nr_kdamonds");
         free(d.root);
-        (void) unlink(state_path);
-        return 0;
+        /* A kdamond that may still be on keeps the file: the next start tries again. */
+        if (!left)
+                (void) unlink(state_path);
+        return left ? -EBUSY : 0;
 }
 
 /* --- choosing --- */
@@ -523,53 +527,74 @@ static void pin(struct damon *d, unsigned i, const nb_cpumask *cpus) {
         }
 }
 
-static void turn_off(struct damon *d, unsigned i) {
+/* Kdamond i off: false when it may still run (writing "off" failed and it does not
+ * read "off"), and then it stays recorded, for the next try or the next start. */
+static bool turn_off(struct damon *d, unsigned i) {
         char b[32];
 
         /* Off unless it reads off (stopped by itself: writing off then fails). */
-        if (d->ap[i].on && !(rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") == 0))
-                (void) wr(d, "off", "%u/state", i);
+        if (d->ap[i].on && !(rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") == 0) &&
+            wr(d, "off", "%u/state", i) < 0 && !(rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") == 0)) {
+                count(d, &d->st.errors, 1);
+                return false;
+        }
         d->ap[i] = (struct applied) {};
+        return true;
 }
 
-/* Whether DAMON is ours to use now: nr_kdamonds 0 (set to ours) or ours already. */
-static bool take_damon(struct damon *d) {
+/* Whether DAMON is ours to use now (1): nr_kdamonds 0 (set to ours) or ours already;
+ * 0 when another tool's; < 0 when nr_kdamonds cannot be read: then nothing is
+ * forgotten (our kdamonds may well still run) and the round is skipped. */
+static int take_damon(struct damon *d) {
         uint64_t nr;
         char b[8];
         int r = rd_u64(d, 1024, &nr, "nr_kdamonds");
 
+        if (r < 0) {
+                count(d, &d->st.errors, 1);
+                return r;
+        }
+
         /* Another tool may set nr_kdamonds whenever none of ours runs (the kernel
          * refuses it only while one is on): then its kdamonds are in those
          * directories, and nothing more is written there. */
-        if (d->created && r >= 0 && nr == DAMON_PROCS_MAX)
-                return true;
+        if (d->created && nr == DAMON_PROCS_MAX)
+                return 1;
         if (d->created) {
                 for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
                         d->ap[i] = (struct applied) {};
                 d->created = false;
                 record(d);
         }
-        if (r < 0 || nr != 0) {
+        if (nr != 0) {
                 if (!d->taken_logged)
                         log_notice("DAMON is in use by another tool now (nr_kdamonds is not 0): no kdamond of "
                                    "numabalanced's until it is 0 again");
                 d->taken_logged = true;
-                return false;
+                return 0;
         }
         d->taken_logged = false;
         snprintf(b, sizeof(b), "%u", DAMON_PROCS_MAX);
         if (wr(d, b, "nr_kdamonds") < 0)
-                return false;
+                return 0;
         d->created = true;
         record(d);
-        return true;
+        return 1;
 }
 
 static void give_back(struct damon *d) {
         if (!d->created)
                 return;
+        bool off = true;
+
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
-                turn_off(d, i);
+                off &= turn_off(d, i);
+        /* One still on keeps the record (and nr_kdamonds): tried again next round,
+         * or at the next start from the state file. */
+        if (!off) {
+                record(d);
+                return;
+        }
         if (all_off(d, DAMON_PROCS_MAX))
                 (void) wr(d, "0", "nr_kdamonds");
         d->created = false;
@@ -681,6 +706,7 @@ void damon_round(struct damon *d, uint64_t now_ms) {
         bool need = false;
         unsigned running = 0;
         char b[32];
+        int r;
 
         pthread_mutex_lock(&d->lock);
         memcpy(want, d->slots, sizeof(want));
@@ -688,8 +714,8 @@ void damon_round(struct damon *d, uint64_t now_ms) {
         d->st.rounds++;
         pthread_mutex_unlock(&d->lock);
         /* Still ours? (before anything is written into the kdamonds' directories) */
-        if (d->created)
-                (void) take_damon(d);
+        if (d->created && take_damon(d) < 0)
+                return;
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                 if (d->ap[i].pid && want[i].pid == d->ap[i].pid && want[i].gen != d->ap[i].gen && d->ap[i].on)
                         recommit(d, i, &want[i]);
@@ -701,16 +727,22 @@ void damon_round(struct damon *d, uint64_t now_ms) {
         }
         if (!need) {
                 give_back(d);
-        } else if (take_damon(d)) {
+        } else if (take_damon(d) > 0) {
                 for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
                         if (want[i].pid && !d->ap[i].pid)
                                 start(d, i, &want[i], &cpus);
                 for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                         if (!d->ap[i].on)
                                 continue;
-                        /* A kdamond stops by itself when its process exits. (The kernel
-                         * reads "on" or "off": anything else is taken as on.) */
-                        if (rd(d, b, sizeof(b), "%u/state", i) < 0 || strcmp(b, "off") == 0) {
+                        /* A kdamond stops by itself when its process exits. Only a
+                         * read saying "off" counts: a failed read is no news (the
+                         * kdamond may run, so it stays recorded), the read is skipped. */
+                        r = rd(d, b, sizeof(b), "%u/state", i);
+                        if (r < 0) {
+                                count(d, &d->st.errors, 1);
+                                continue;
+                        }
+                        if (strcmp(b, "off") == 0) {
                                 d->ap[i].on = false;
                                 record(d);
                                 continue;

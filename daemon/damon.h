@@ -81,5 +81,6 @@ void damon_round(struct damon *d, uint64_t now_ms);
  * the next start cleans up), turns off the kdamonds and gives DAMON back. */
 void damon_free(struct damon *d);
 /* The kdamonds state_path names (index and kdamond pid) turned off where they still
- * are those, nr_kdamonds set back to 0 when every kdamond is off; the file removed. */
+ * are those, nr_kdamonds set back to 0 when every kdamond is off; the file removed,
+ * unless writing "off" failed (-EBUSY: the next start tries again). */
 int damon_recover(const char *sys_root, const char *state_path);

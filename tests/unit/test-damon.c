@@ -313,6 +313,53 @@ TEST(a_kdamond_is_read_once_a_second_at_most) {
         untree();
 }
 
+/* What sysfs cannot tell is no news: a failed read of nr_kdamonds skips the round and
+ * forgets nothing; a failed read of a kdamond's state is not "off"; a kdamond whose
+ * "off" fails stays recorded (the state file kept) until it is off. */
+TEST(failed_reads_and_writes_forget_no_kdamond) {
+        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        char p[600];
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d, next_ms());
+        kernel_step(777);
+        put("nr_kdamonds", "4 and far too long a value for the daemon to read it\n");
+        damon_round(d, next_ms());
+        CHECK(access(state, F_OK) == 0);
+        CHECK_STR(get("0/state"), "on\n");
+        put("nr_kdamonds", "4\n");
+        put("0/state", "on, but far too long a value for the daemon to read it\n");
+        damon_round(d, next_ms());
+        CHECK(access(state, F_OK) == 0);
+        put("0/state", "on\n");
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "update_schemes_tried_regions");   /* still ours, read */
+        kernel_step(777);
+
+        /* Its "off" fails (a directory where the file was): kept, then turned off. */
+        snprintf(p, sizeof(p), "%s/0/state", kd);
+        CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0);
+        damon_sync(d, NULL, 0, 2000);
+        damon_round(d, next_ms());
+        CHECK(access(state, F_OK) == 0);
+        CHECK_STR(get("nr_kdamonds"), "4\n");
+        CHECK(rmdir(p) == 0);
+        put("0/state", "on\n");
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "off");
+        CHECK_STR(get("nr_kdamonds"), "0");
+        CHECK(access(state, F_OK) < 0);
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
+        damon_free(d);
+        untree();
+}
+
 TEST(slots_bounded_and_shared_by_owners) {
         struct damon_want w[8] = {};
         unsigned a = 0, b = 0;
@@ -335,6 +382,7 @@ TEST(slots_bounded_and_shared_by_owners) {
 }
 
 TEST(crash_cleanup_turns_off_only_ours) {
+        char p[600];
         FILE *f;
 
         tree("4\n", "vaddr\n");
@@ -353,6 +401,21 @@ TEST(crash_cleanup_turns_off_only_ours) {
         CHECK_STR(get("1/state"), "on\n");
         CHECK_STR(get("nr_kdamonds"), "4\n");  /* not every kdamond is off: left */
         CHECK(access(state, F_OK) < 0);
+        untree();
+
+        /* Writing "off" fails: the file stays for the next start. */
+        tree("4\n", "fvaddr\n");
+        put("0/pid", "555\n");
+        snprintf(p, sizeof(p), "%s/0/state", kd);
+        CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0);
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4\n0 555\n", f);
+        fclose(f);
+        CHECK(damon_recover(root, state) < 0);
+        CHECK(access(state, F_OK) == 0);
         untree();
 }
 
