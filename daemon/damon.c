@@ -51,6 +51,7 @@ struct applied {                   /* as the DAMON thread set it up */
         pid_t pid;
         uint64_t gen;
         bool on, failed;
+        bool starting;             /* "on" being written: recorded by target pid */
         pid_t kpid;
         bool has_read;
         uint64_t read_ms;          /* of its last read: the next one ROUND_MS later */
@@ -173,9 +174,14 @@ static void record(struct damon *d) {
                 return;
         }
         fprintf(f, "kdamonds %u\n", DAMON_PROCS_MAX);
+        /* A kdamond by its pid; one being turned on, or whose pid is not known, by
+         * its target's pid (a crash between "on" and this record leaves no other
+         * trace of it). */
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
-                if (d->ap[i].on)
+                if (d->ap[i].on && d->ap[i].kpid > 0)
                         fprintf(f, "%u %d\n", i, (int) d->ap[i].kpid);
+                else if (d->ap[i].on || d->ap[i].starting)
+                        fprintf(f, "%u starting %d\n", i, (int) d->ap[i].pid);
         if (fflush(f) != 0 || fsync(fileno(f)) < 0 || fclose(f) != 0 || rename(tmp, d->state_path) < 0)
                 log_warning_errno(-errno, "Failed to write %s: %m", d->state_path);
 }
@@ -187,6 +193,23 @@ static bool all_off(const struct damon *d, uint64_t n) {
                 if (rd(d, b, sizeof(b), "%" PRIu64 "/state", i) < 0 || strcmp(b, "off") != 0)
                         return false;
         return true;
+}
+
+/* Kdamond i, recorded while "on" was being written for target pid: off if its
+ * pid_target still is that pid and it is not off (another tool would have set its
+ * own target since). < 0 when writing "off" failed. */
+static int recover_starting(struct damon *d, unsigned i, int pid) {
+        uint64_t target;
+        char b[32];
+        int r;
+
+        if (rd_u64(d, INT32_MAX, &target, "%u/contexts/0/targets/0/pid_target", i) < 0 || target != (uint64_t) pid ||
+            rd(d, b, sizeof(b), "%u/state", i) < 0 || strcmp(b, "off") == 0)
+                return 0;
+        r = wr(d, "off", "%u/state", i);
+        log_notice("Turned off kdamond %u (target pid %d) that a previous numabalanced was starting%s", i, pid,
+                   r < 0 ? " (failed)" : "");
+        return r;
 }
 
 int damon_recover(const char *sys_root, const char *state_path) {
@@ -213,6 +236,11 @@ int damon_recover(const char *sys_root, const char *state_path) {
 
                 if (sscanf(line, "kdamonds %" SCNu64, &ours) == 1)
                         continue;
+                if (sscanf(line, "%u starting %d", &i, &kpid) == 2) {
+                        if (i < DAMON_PROCS_MAX && kpid > 0)
+                                left |= recover_starting(&d, i, kpid) < 0;
+                        continue;
+                }
                 if (sscanf(line, "%u %d", &i, &kpid) != 2 || i >= DAMON_PROCS_MAX || kpid <= 0)
                         continue;    /* not ours to guess: a bad line turns nothing off */
                 if (rd_u64(&d, INT32_MAX, &now, "%u/pid", i) < 0 || now != (uint64_t) kpid)
@@ -604,12 +632,18 @@ static void give_back(struct damon *d) {
 static void start(struct damon *d, unsigned i, const struct slot *s, const nb_cpumask *cpus) {
         int r = configure(d, i, s);
 
-        if (r >= 0)
+        if (r >= 0) {
+                /* Recorded before "on": a crash right after it leaves a kdamond the
+                 * next start finds by its target. */
+                d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .starting = true };
+                record(d);
                 r = wr(d, "on", "%u/state", i);
+        }
         d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .on = r >= 0, .failed = r < 0 };
         if (r < 0) {
                 count(d, &d->st.errors, 1);
                 log_debug_errno(r, "pid=%d: failed to start a kdamond: %m", (int) s->pid);
+                record(d);
                 return;
         }
         pin(d, i, cpus);

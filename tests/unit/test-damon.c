@@ -195,7 +195,17 @@ TEST(one_process_written_read_and_given_back) {
         CHECK_STR(get("0/contexts/0/schemes/0/access_pattern/nr_accesses/min"), "1");
         CHECK_STR(get("0/contexts/0/monitoring_attrs/nr_regions/max"), "200");
         CHECK_STR(get("1/state"), "off\n");     /* one kdamond for one process */
-        CHECK(access(state, F_OK) == 0);
+        {       /* its kdamond's pid not known yet: recorded by its target's */
+                char rec[128] = "";
+                FILE *f = fopen(state, "r");
+
+                CHECK(f != NULL);
+                if (f) {
+                        rec[fread(rec, 1, sizeof(rec) - 1, f)] = 0;
+                        fclose(f);
+                }
+                CHECK(strstr(rec, "0 starting 4242\n") != NULL);
+        }
         n = damon_take(d, &res);      /* its first read, at once: nothing hot yet */
         CHECK(n == 1 && res[0].n_hot == 0);
         damon_results_free(res, n);
@@ -400,6 +410,24 @@ TEST(crash_cleanup_turns_off_only_ours) {
         CHECK_STR(get("0/state"), "off");
         CHECK_STR(get("1/state"), "on\n");
         CHECK_STR(get("nr_kdamonds"), "4\n");  /* not every kdamond is off: left */
+        CHECK(access(state, F_OK) < 0);
+        untree();
+
+        /* A crash while "on" was written: known by its target's pid. */
+        tree("4\n", "fvaddr\n");
+        put("2/state", "on\n");
+        put("2/contexts/0/targets/0/pid_target", "4242\n");
+        put("3/state", "on\n");
+        put("3/contexts/0/targets/0/pid_target", "999\n");    /* another tool's since */
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4\n2 starting 4242\n3 starting 5000\n", f);
+        fclose(f);
+        CHECK_INT(damon_recover(root, state), 0);
+        CHECK_STR(get("2/state"), "off");
+        CHECK_STR(get("3/state"), "on\n");
         CHECK(access(state, F_OK) < 0);
         untree();
 
