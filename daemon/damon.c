@@ -734,6 +734,26 @@ static void read_hot(struct damon *d, unsigned i) {
         publish(d, d->ap[i].pid, hot, n);
 }
 
+/* A kdamond that failed to start or stopped by itself (its process exited, or the
+ * kernel stopped it) gives its slot up, counted, so that another process gets a turn;
+ * its process asks again at the next sync, and so is retried later. */
+static void free_stopped(struct damon *d, uint64_t now_ms) {
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                pid_t pid = d->ap[i].pid;
+
+                if (!pid || d->ap[i].on || d->ap[i].starting)
+                        continue;
+                pthread_mutex_lock(&d->lock);
+                if (d->slots[i].pid == pid) {
+                        sample_slots_forget(&d->turns, (uint32_t) pid, now_ms);
+                        d->st.slots_freed++;
+                }
+                pthread_mutex_unlock(&d->lock);
+                d->ap[i] = (struct applied) {};
+        }
+        record(d);
+}
+
 void damon_round(struct damon *d, uint64_t now_ms) {
         struct slot want[DAMON_PROCS_MAX];
         nb_cpumask cpus;
@@ -793,6 +813,7 @@ void damon_round(struct damon *d, uint64_t now_ms) {
                         read_hot(d, i);
                 }
         }
+        free_stopped(d, now_ms);
         pthread_mutex_lock(&d->lock);
         d->st.running = running;
         pthread_mutex_unlock(&d->lock);

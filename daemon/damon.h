@@ -50,6 +50,7 @@ struct damon_stats {
         uint64_t results_dropped;  /* reads the event loop did not take in time */
         uint64_t affinity_refused; /* kdamonds that could not be pinned */
         uint64_t commits;          /* new regions given to a running kdamond */
+        uint64_t slots_freed;      /* by kdamonds that failed to start or stopped by themselves */
         uint64_t last_read_us;     /* how long the last update_schemes_tried_regions took */
         unsigned running;          /* kdamonds on now */
 };

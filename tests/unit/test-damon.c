@@ -370,6 +370,36 @@ TEST(failed_reads_and_writes_forget_no_kdamond) {
         untree();
 }
 
+/* A kdamond that stopped by itself (its process exited, or the kernel stopped it)
+ * gives its slot up, counted: another process gets a turn, this one asks again. */
+TEST(a_stopped_kdamond_frees_its_slot) {
+        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon_stats st;
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d, next_ms());
+        kernel_step(777);
+        put("0/state", "off\n");
+        damon_round(d, next_ms());
+        CHECK(!damon_monitored(d, 4242));
+        damon_get_stats(d, &st);
+        CHECK_INT(st.slots_freed, 1);
+        CHECK_INT(st.running, 0);
+        damon_sync(d, &w, 1, 3000);       /* asked again: retried */
+        CHECK(damon_monitored(d, 4242));
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "update_schemes_tried_regions");
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
+        damon_free(d);
+        untree();
+}
+
 TEST(slots_bounded_and_shared_by_owners) {
         struct damon_want w[8] = {};
         unsigned a = 0, b = 0;
