@@ -17,6 +17,7 @@
 #include "damon.h"
 #include "log.h"
 #include "parse.h"
+#include "proc.h"
 #include "sample-quota.h"
 #include "service-cpus.h"
 
@@ -42,6 +43,7 @@
 
 struct slot {                      /* a kdamond index, as wanted by the event loop */
         pid_t pid;                 /* 0: free */
+        uint64_t starttime;
         uint64_t gen;              /* bumped at each change */
         struct damon_range r[DAMON_TARGET_REGIONS_MAX];
         size_t n;
@@ -49,6 +51,7 @@ struct slot {                      /* a kdamond index, as wanted by the event lo
 
 struct applied {                   /* as the DAMON thread set it up */
         pid_t pid;
+        uint64_t starttime;
         uint64_t gen;
         bool on, failed;
         bool starting;             /* "on" being written: recorded by target pid */
@@ -59,6 +62,7 @@ struct applied {                   /* as the DAMON thread set it up */
 
 struct damon {
         char *root;                /* <sys>/kernel/mm/damon/admin/kdamonds */
+        char *proc_root;
         char *state_path;
         const char *why;
         bool in_use;
@@ -296,6 +300,7 @@ static int hold(void *userdata, uint32_t id, bool on) {
 
                 if (on && s->pid == 0) {
                         s->pid = (pid_t) id;
+                        s->starttime = d->asking->starttime;
                         s->n = d->asking->n;
                         memcpy(s->r, d->asking->r, s->n * sizeof(s->r[0]));
                         s->gen++;
@@ -352,6 +357,16 @@ int damon_new(const char *sys_root, const char *state_path, bool enabled, bool t
         return 0;
 }
 
+int damon_set_proc_root(struct damon *d, const char *proc_root) {
+        char *c = strdup(proc_root);
+
+        if (!c)
+                return -ENOMEM;
+        free(d->proc_root);
+        d->proc_root = c;
+        return 0;
+}
+
 bool damon_in_use(const struct damon *d) {
         return d && d->in_use;
 }
@@ -404,6 +419,10 @@ void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t 
                 d->asking = &w[j];
                 (void) sample_slots_ask(&d->turns, (uint32_t) w[j].pid, w[j].owner, now_ms);
                 s = slot_of(d, w[j].pid);
+                if (s && s->starttime != w[j].starttime) {
+                        s->starttime = w[j].starttime;   /* another process: restarted */
+                        s->gen++;
+                }
                 if (s && !same_regions(s, &w[j])) {
                         s->n = w[j].n;
                         memcpy(s->r, w[j].r, s->n * sizeof(s->r[0]));
@@ -629,8 +648,26 @@ static void give_back(struct damon *d) {
         record(d);
 }
 
+/* Whether pid still is the process wanted (its start time): a pid reused meanwhile
+ * must not be monitored, nor its regions read as the wanted one's. */
+static bool same_process(struct damon *d, pid_t pid, uint64_t starttime) {
+        struct proc_stat st;
+
+        if (proc_read_stat(d->proc_root ? d->proc_root : "/proc", pid, &st) >= 0 && st.starttime == starttime)
+                return true;
+        count(d, &d->st.pid_reused, 1);
+        return false;
+}
+
 static void start(struct damon *d, unsigned i, const struct slot *s, const nb_cpumask *cpus) {
-        int r = configure(d, i, s);
+        int r;
+
+        if (!same_process(d, s->pid, s->starttime)) {
+                /* Gone or another process: no kdamond; the slot is freed (free_stopped). */
+                d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .failed = true };
+                return;
+        }
+        r = configure(d, i, s);
 
         if (r >= 0) {
                 /* Recorded before "on": a crash right after it leaves a kdamond the
@@ -639,7 +676,15 @@ static void start(struct damon *d, unsigned i, const struct slot *s, const nb_cp
                 record(d);
                 r = wr(d, "on", "%u/state", i);
         }
-        d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .on = r >= 0, .failed = r < 0 };
+        d->ap[i] = (struct applied) { .pid = s->pid, .starttime = s->starttime, .gen = s->gen, .on = r >= 0,
+                                      .failed = r < 0 };
+        /* The pid checked before pid_target was written may have been reused since. */
+        if (r >= 0 && !same_process(d, s->pid, s->starttime)) {
+                if (turn_off(d, i))
+                        d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .failed = true };
+                record(d);
+                return;
+        }
         if (r < 0) {
                 count(d, &d->st.errors, 1);
                 log_debug_errno(r, "pid=%d: failed to start a kdamond: %m", (int) s->pid);
@@ -682,7 +727,7 @@ static int read_region(struct damon *d, unsigned i, unsigned k, struct damon_ran
         return 0;
 }
 
-static void publish(struct damon *d, pid_t pid, struct damon_range *hot, size_t n) {
+static void publish(struct damon *d, pid_t pid, uint64_t starttime, struct damon_range *hot, size_t n) {
         pthread_mutex_lock(&d->lock);
         if (d->n_pending == PENDING_MAX) {
                 free(d->pending[0].hot);
@@ -690,7 +735,8 @@ static void publish(struct damon *d, pid_t pid, struct damon_range *hot, size_t 
                 d->n_pending--;
                 d->st.results_dropped++;
         }
-        d->pending[d->n_pending++] = (struct damon_result) { .pid = pid, .hot = hot, .n_hot = n };
+        d->pending[d->n_pending++] = (struct damon_result) { .pid = pid, .starttime = starttime, .hot = hot,
+                                                             .n_hot = n };
         d->st.reads++;
         d->st.regions += n;
         pthread_mutex_unlock(&d->lock);
@@ -731,7 +777,7 @@ static void read_hot(struct damon *d, unsigned i) {
                         hot[n++] = g;
         }
         count(d, &d->st.regions_bad, bad);
-        publish(d, d->ap[i].pid, hot, n);
+        publish(d, d->ap[i].pid, d->ap[i].starttime, hot, n);
 }
 
 /* A kdamond that failed to start or stopped by itself (its process exited, or the
@@ -858,6 +904,7 @@ static void destroy(struct damon *d) {
         pthread_mutex_destroy(&d->lock);
         pthread_cond_destroy(&d->cond);
         free(d->root);
+        free(d->proc_root);
         free(d->state_path);
         free(d);
 }

@@ -29,6 +29,7 @@
 
 struct damon_want {
         pid_t pid;
+        uint64_t starttime;        /* /proc/PID/stat field 22: which process pid is */
         uid_t owner;               /* the uid its opt-in covers: the fair share's owner */
         struct damon_range r[DAMON_TARGET_REGIONS_MAX];
         size_t n;
@@ -37,6 +38,7 @@ struct damon_want {
 /* One read of one process's kdamond: its hot regions. */
 struct damon_result {
         pid_t pid;
+        uint64_t starttime;        /* as wanted: a reused pid's is another */
         struct damon_range *hot;
         size_t n_hot;
 };
@@ -51,6 +53,7 @@ struct damon_stats {
         uint64_t affinity_refused; /* kdamonds that could not be pinned */
         uint64_t commits;          /* new regions given to a running kdamond */
         uint64_t slots_freed;      /* by kdamonds that failed to start or stopped by themselves */
+        uint64_t pid_reused;       /* kdamonds not started or turned off: the pid is another process */
         uint64_t last_read_us;     /* how long the last update_schemes_tried_regions took */
         unsigned running;          /* kdamonds on now */
 };
@@ -65,6 +68,10 @@ int damon_new(const char *sys_root, const char *state_path, bool enabled, bool t
 bool damon_in_use(const struct damon *d);
 /* "in use", or why not: for status. */
 const char *damon_why(const struct damon *d);
+/* Where /proc is (the default "/proc"), set before the first damon_sync(): a
+ * process's start time is checked there before its pid is given to a kdamond and
+ * after "on", against a reused pid. */
+int damon_set_proc_root(struct damon *d, const char *proc_root);
 /* The CPUs the kdamonds are pinned to (the service CPUs). */
 void damon_set_cpus(struct damon *d, const nb_cpumask *cpus);
 /* The processes that want a kdamond now (every other one's is turned off). */

@@ -57,6 +57,26 @@ static char *get(const char *rel) {
         return buf;
 }
 
+/* The processes' start time (/proc/PID/stat field 22) in a fake /proc. */
+#define START 8888
+static char procdir[600];
+
+static void fake_stat(pid_t pid, unsigned long long starttime) {
+        char p[700];
+        FILE *f;
+
+        snprintf(p, sizeof(p), "%s/%d", procdir, (int) pid);
+        (void) mkdir(procdir, 0755);
+        (void) mkdir(p, 0755);
+        snprintf(p, sizeof(p), "%s/%d/stat", procdir, (int) pid);
+        f = fopen(p, "w");
+        if (!f)
+                abort();
+        fprintf(f, "%d (app) S 1 1 1 0 -1 4194560 0 0 0 0 10 5 0 0 20 0 1 0 %llu 1000000 100 "
+                   "0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n", (int) pid, starttime);
+        fclose(f);
+}
+
 /* A 6.12-like tree with DAMON_PROCS_MAX kdamonds' directories made already (the
  * kernel makes them when nr_kdamonds is written). */
 static const char *const ctx_files[] = {
@@ -79,6 +99,8 @@ static void tree(const char *nr, const char *ops) {
                 abort();
         snprintf(kd, sizeof(kd), "%s/kernel/mm/damon/admin/kdamonds", root);
         snprintf(state, sizeof(state), "%s/state-damon", root);
+        snprintf(procdir, sizeof(procdir), "%s/proc", root);
+        fake_stat(4242, START);
         put("nr_kdamonds", nr);
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                 snprintf(rel, sizeof(rel), "%u/state", i);
@@ -145,6 +167,7 @@ TEST(refused_without_sysfs_or_fvaddr_or_when_taken) {
 
         tree("0\n", "vaddr\npaddr\n");     /* vaddr alone: its regions would not stay the slow VMAs */
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         CHECK(!damon_in_use(d) && strstr(damon_why(d), "fvaddr") != NULL);
         CHECK_STR(get("nr_kdamonds"), "0");  /* the context made to read it is dropped */
         damon_free(d);
@@ -152,6 +175,7 @@ TEST(refused_without_sysfs_or_fvaddr_or_when_taken) {
 
         tree("2\n", "fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         CHECK(!damon_in_use(d) && strstr(damon_why(d), "another tool") != NULL);
         damon_free(d);
         CHECK_STR(get("nr_kdamonds"), "2\n");  /* never touched */
@@ -168,7 +192,7 @@ TEST(refused_without_sysfs_or_fvaddr_or_when_taken) {
 }
 
 TEST(one_process_written_read_and_given_back) {
-        struct damon_want w = { .pid = 4242, .owner = 1000, .n = 2,
+        struct damon_want w = { .pid = 4242, .starttime = START, .owner = 1000, .n = 2,
                                 .r = { { 0x10000, 0x20000 }, { 0x40000, 0x50000 } } };
         struct damon_result *res;
         struct damon_stats st;
@@ -177,6 +201,7 @@ TEST(one_process_written_read_and_given_back) {
 
         tree("0\n", "vaddr fvaddr paddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         CHECK(damon_in_use(d));
         damon_round(d, next_ms());     /* nobody wants one: nothing made */
         CHECK_STR(get("nr_kdamonds"), "0");
@@ -262,13 +287,14 @@ TEST(one_process_written_read_and_given_back) {
 /* Our kdamond stopped by itself, and another tool took DAMON meanwhile: its kdamond
  * is in the same directory now, and nothing of it is touched. */
 TEST(another_tool_taking_over_is_left_alone) {
-        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
         struct damon_result *res;
         struct damon *d;
         size_t n;
 
         tree("0\n", "vaddr fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         damon_sync(d, &w, 1, 1000);
         damon_round(d, next_ms());
         CHECK_STR(get("nr_kdamonds"), "4");
@@ -295,7 +321,7 @@ TEST(another_tool_taking_over_is_left_alone) {
 /* Rounds closer than a second (the thread woken by a change) read no kdamond again:
  * two reads 100 ms apart would make a page hot "in two reads" within one aggregation. */
 TEST(a_kdamond_is_read_once_a_second_at_most) {
-        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
         struct damon_result *res;
         struct damon_stats st;
         struct damon *d;
@@ -304,6 +330,7 @@ TEST(a_kdamond_is_read_once_a_second_at_most) {
 
         tree("0\n", "fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         damon_sync(d, &w, 1, t);
         damon_round(d, t);                /* started, read at once */
         kernel_step(777);
@@ -327,7 +354,7 @@ TEST(a_kdamond_is_read_once_a_second_at_most) {
  * forgets nothing; a failed read of a kdamond's state is not "off"; a kdamond whose
  * "off" fails stays recorded (the state file kept) until it is off. */
 TEST(failed_reads_and_writes_forget_no_kdamond) {
-        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
         struct damon_result *res;
         char p[600];
         struct damon *d;
@@ -335,6 +362,7 @@ TEST(failed_reads_and_writes_forget_no_kdamond) {
 
         tree("0\n", "fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         damon_sync(d, &w, 1, 1000);
         damon_round(d, next_ms());
         kernel_step(777);
@@ -373,7 +401,7 @@ TEST(failed_reads_and_writes_forget_no_kdamond) {
 /* A kdamond that stopped by itself (its process exited, or the kernel stopped it)
  * gives its slot up, counted: another process gets a turn, this one asks again. */
 TEST(a_stopped_kdamond_frees_its_slot) {
-        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
         struct damon_result *res;
         struct damon_stats st;
         struct damon *d;
@@ -381,6 +409,7 @@ TEST(a_stopped_kdamond_frees_its_slot) {
 
         tree("0\n", "fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         damon_sync(d, &w, 1, 1000);
         damon_round(d, next_ms());
         kernel_step(777);
@@ -400,6 +429,40 @@ TEST(a_stopped_kdamond_frees_its_slot) {
         untree();
 }
 
+/* The pid wanted is another process by the time its kdamond would start (its start
+ * time differs): no kdamond for it, the slot freed; a read carries the start time. */
+TEST(a_reused_pid_gets_no_kdamond) {
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon_stats st;
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
+        fake_stat(4242, START + 1);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "off\n");
+        CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "");
+        CHECK(!damon_monitored(d, 4242));
+        damon_get_stats(d, &st);
+        CHECK_INT(st.pid_reused, 1);
+        /* The process the daemon now knows under that pid is watched, its start time read. */
+        w.starttime = START + 1;
+        damon_sync(d, &w, 1, 2000);
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "4242");
+        n = damon_take(d, &res);
+        CHECK_INT(n, 1);
+        if (n == 1)
+                CHECK(res[0].starttime == START + 1);
+        damon_results_free(res, n);
+        damon_free(d);
+        untree();
+}
+
 TEST(slots_bounded_and_shared_by_owners) {
         struct damon_want w[8] = {};
         unsigned a = 0, b = 0;
@@ -407,6 +470,7 @@ TEST(slots_bounded_and_shared_by_owners) {
 
         tree("0\n", "vaddr fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         for (unsigned i = 0; i < 8; i++)
                 w[i] = (struct damon_want) { .pid = 100 + (pid_t) i, .owner = i < 6 ? 1000 : 2000, .n = 1,
                                              .r = { { 0x1000, 0x2000 } } };
@@ -489,7 +553,7 @@ static double now_s(void) {
  * stop gives up after JOIN_WAIT_S (5 s); once the write returns, the thread finishes
  * on its own, turns off what it made and frees the module. */
 TEST(stalled_thread_holds_nothing) {
-        struct damon_want w = { .pid = 4242, .owner = 0, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_want w = { .pid = 4242, .starttime = START, .owner = 0, .n = 1, .r = { { 0x10000, 0x20000 } } };
         struct damon_result *res;
         char fifo[600], old[600];
         struct damon *d;
@@ -501,6 +565,7 @@ TEST(stalled_thread_holds_nothing) {
         snprintf(old, sizeof(old), "%s/0/state-stalled", kd);
         CHECK(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);
         CHECK_INT(damon_new(root, state, true, true, &d), 0);
+        damon_set_proc_root(d, procdir);
         CHECK(damon_in_use(d));
         damon_sync(d, &w, 1, 1000);
         usleep(300000);                 /* the thread is in its write of "on" now */
