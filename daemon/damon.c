@@ -62,6 +62,8 @@ struct applied {                   /* as the DAMON thread set it up */
 
 struct damon {
         char *root;                /* <sys>/kernel/mm/damon/admin/kdamonds */
+        char *sys_root;            /* set while recovery is left to the thread */
+        bool recover;              /* the thread's first work: damon_recover() */
         char *proc_root;
         char *state_path;
         const char *why;
@@ -292,6 +294,21 @@ static const char *choose(struct damon *d) {
         return "the kernel's DAMON has no fvaddr operations (fixed virtual address ranges)";
 }
 
+/* The kdamonds a previous run recorded (the state file's "kdamonds N") when
+ * nr_kdamonds still is N: 0 when there is nothing of it to recover on the thread. */
+static uint64_t recorded_kdamonds(struct damon *d) {
+        _cleanup_free_ char *buf = NULL;
+        uint64_t ours = 0, nr;
+        size_t len;
+
+        if (read_file_at(AT_FDCWD, d->state_path, 4096, &buf, &len) < 0 ||
+            sscanf(buf, "kdamonds %" SCNu64, &ours) != 1 || ours == 0)
+                return 0;
+        if (rd_u64(d, 1024, &nr, "nr_kdamonds") < 0 || nr != ours)
+                return 0;
+        return ours;
+}
+
 static int hold(void *userdata, uint32_t id, bool on) {
         struct damon *d = userdata;
 
@@ -333,7 +350,17 @@ int damon_new(const char *sys_root, const char *state_path, bool enabled, bool t
                 d->why = "off in the config ([sample] damon = off)";
         else if (!state_path)
                 d->why = "no state directory to record its kdamonds in";
-        else {
+        else if (thread && recorded_kdamonds(d) > 0) {
+                /* A previous run's kdamonds: turning them off may wait on one stuck on a
+                 * tenant's mmap lock, so the DAMON thread does it first, not the
+                 * caller (the main thread). nr_kdamonds is then ours, not another
+                 * tool's; fvaddr was there when they were made. */
+                d->recover = true;
+                if (!(d->sys_root = strdup(sys_root))) {
+                        damon_free(d);
+                        return -ENOMEM;
+                }
+        } else {
                 (void) damon_recover(sys_root, state_path);
                 d->why = choose(d);
         }
@@ -871,6 +898,8 @@ static void *thread_main(void *arg) {
         struct damon *d = arg;
         bool orphan;
 
+        if (d->recover)
+                (void) damon_recover(d->sys_root, d->state_path);
         for (;;) {
                 damon_round(d, clock_now_ms());
                 pthread_mutex_lock(&d->lock);
@@ -904,6 +933,7 @@ static void destroy(struct damon *d) {
         pthread_mutex_destroy(&d->lock);
         pthread_cond_destroy(&d->cond);
         free(d->root);
+        free(d->sys_root);
         free(d->proc_root);
         free(d->state_path);
         free(d);

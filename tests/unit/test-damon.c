@@ -548,6 +548,51 @@ static double now_s(void) {
         return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
 }
 
+/* With a thread, a previous run's kdamonds are turned off by the DAMON thread (its
+ * "off" may wait on a kdamond stuck on a tenant's mmap lock), not by damon_new()'s
+ * caller; nr_kdamonds, ours, is not taken for another tool's. */
+TEST(recovery_runs_on_the_damon_thread) {
+        char fifo[600], old[600];
+        struct damon *d;
+        double t;
+        FILE *f;
+        int fd;
+
+        tree("4\n", "fvaddr\n");
+        put("0/pid", "555\n");
+        snprintf(fifo, sizeof(fifo), "%s/0/state", kd);
+        snprintf(old, sizeof(old), "%s/0/state-stalled", kd);
+        CHECK(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);   /* its "off" waits */
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4\n0 555\n", f);
+        fclose(f);
+        t = now_s();
+        CHECK_INT(damon_new(root, state, true, true, &d), 0);
+        CHECK(now_s() - t < 0.5);
+        CHECK(damon_in_use(d));
+        usleep(200000);
+        CHECK(rename(fifo, old) == 0);      /* the write returns: a reader comes */
+        put("0/state", "off\n");
+        fd = open(old, O_RDONLY | O_NONBLOCK);
+        CHECK(fd >= 0);
+        for (int i = 0; i < 100 && access(state, F_OK) == 0; i++)
+                usleep(20000);
+        {       /* what the thread wrote to the stalled state file */
+                char w[16] = "";
+
+                CHECK(fd >= 0 && read(fd, w, sizeof(w) - 1) == 3 && strcmp(w, "off") == 0);
+        }
+        CHECK_STR(get("nr_kdamonds"), "0");
+        CHECK(access(state, F_OK) < 0);
+        damon_free(d);
+        if (fd >= 0)
+                close(fd);
+        untree();
+}
+
 /* A sysfs write that never returns (a kdamond stuck on a tenant's mmap lock), made
  * with a FIFO that nobody reads: the event loop's calls still return at once, and the
  * stop gives up after JOIN_WAIT_S (5 s); once the write returns, the thread finishes
