@@ -17,14 +17,16 @@
 #include "damon.h"
 #include "log.h"
 #include "parse.h"
+#include "proc.h"
 #include "sample-quota.h"
 #include "service-cpus.h"
 
 #define KDAMONDS "kernel/mm/damon/admin/kdamonds"
 /* Intervals (microseconds): a sample every 5 ms and an aggregation every 100 ms are
  * DAMON's own defaults, which 6.12's kdamond ran at 2-3% of one TCG vCPU (measured);
- * each read then covers one aggregation of 20 samples. The regions' layout is updated
- * from the process's VMAs every second (the default is a minute). */
+ * each read then covers one aggregation of 20 samples. With fvaddr the regions stay
+ * the slow VMAs written (update_us only bounds how often the kdamond checks its
+ * attributes; the daemon commits new VMAs itself). */
 #define SAMPLE_US 5000
 #define AGGR_US 100000
 #define UPDATE_US 1000000
@@ -41,6 +43,7 @@
 
 struct slot {                      /* a kdamond index, as wanted by the event loop */
         pid_t pid;                 /* 0: free */
+        uint64_t starttime;
         uint64_t gen;              /* bumped at each change */
         struct damon_range r[DAMON_TARGET_REGIONS_MAX];
         size_t n;
@@ -48,13 +51,20 @@ struct slot {                      /* a kdamond index, as wanted by the event lo
 
 struct applied {                   /* as the DAMON thread set it up */
         pid_t pid;
+        uint64_t starttime;
         uint64_t gen;
         bool on, failed;
+        bool starting;             /* "on" being written: recorded by target pid */
         pid_t kpid;
+        bool has_read;
+        uint64_t read_ms;          /* of its last read: the next one ROUND_MS later */
 };
 
 struct damon {
         char *root;                /* <sys>/kernel/mm/damon/admin/kdamonds */
+        char *sys_root;            /* set while recovery is left to the thread */
+        bool recover;              /* the thread's first work: damon_recover() */
+        char *proc_root;
         char *state_path;
         const char *why;
         bool in_use;
@@ -170,9 +180,14 @@ static void record(struct damon *d) {
                 return;
         }
         fprintf(f, "kdamonds %u\n", DAMON_PROCS_MAX);
+        /* A kdamond by its pid; one being turned on, or whose pid is not known, by
+         * its target's pid (a crash between "on" and this record leaves no other
+         * trace of it). */
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
-                if (d->ap[i].on)
+                if (d->ap[i].on && d->ap[i].kpid > 0)
                         fprintf(f, "%u %d\n", i, (int) d->ap[i].kpid);
+                else if (d->ap[i].on || d->ap[i].starting)
+                        fprintf(f, "%u starting %d\n", i, (int) d->ap[i].pid);
         if (fflush(f) != 0 || fsync(fileno(f)) < 0 || fclose(f) != 0 || rename(tmp, d->state_path) < 0)
                 log_warning_errno(-errno, "Failed to write %s: %m", d->state_path);
 }
@@ -186,10 +201,28 @@ static bool all_off(const struct damon *d, uint64_t n) {
         return true;
 }
 
+/* Kdamond i, recorded while "on" was being written for target pid: off if its
+ * pid_target still is that pid and it is not off (another tool would have set its
+ * own target since). < 0 when writing "off" failed. */
+static int recover_starting(struct damon *d, unsigned i, int pid) {
+        uint64_t target;
+        char b[32];
+        int r;
+
+        if (rd_u64(d, INT32_MAX, &target, "%u/contexts/0/targets/0/pid_target", i) < 0 || target != (uint64_t) pid ||
+            rd(d, b, sizeof(b), "%u/state", i) < 0 || strcmp(b, "off") == 0)
+                return 0;
+        r = wr(d, "off", "%u/state", i);
+        log_notice("Turned off kdamond %u (target pid %d) that a previous numabalanced was starting%s", i, pid,
+                   r < 0 ? " (failed)" : "");
+        return r;
+}
+
 int damon_recover(const char *sys_root, const char *state_path) {
         _cleanup_free_ char *buf = NULL;
         struct damon d = {};
         uint64_t nr = 0, ours = 0;
+        bool left = false;
         size_t len;
         int r;
 
@@ -209,19 +242,27 @@ int damon_recover(const char *sys_root, const char *state_path) {
 
                 if (sscanf(line, "kdamonds %" SCNu64, &ours) == 1)
                         continue;
+                if (sscanf(line, "%u starting %d", &i, &kpid) == 2) {
+                        if (i < DAMON_PROCS_MAX && kpid > 0)
+                                left |= recover_starting(&d, i, kpid) < 0;
+                        continue;
+                }
                 if (sscanf(line, "%u %d", &i, &kpid) != 2 || i >= DAMON_PROCS_MAX || kpid <= 0)
                         continue;    /* not ours to guess: a bad line turns nothing off */
                 if (rd_u64(&d, INT32_MAX, &now, "%u/pid", i) < 0 || now != (uint64_t) kpid)
                         continue;    /* stopped since, or another's now */
                 r = wr(&d, "off", "%u/state", i);
+                left |= r < 0;
                 log_notice("Turned off kdamond %u (pid %d) that a previous numabalanced left%s", i, kpid,
                            r < 0 ? " (failed)" : "");
         }
         if (ours && rd_u64(&d, 1024, &nr, "nr_kdamonds") >= 0 && nr == ours && all_off(&d, nr))
                 (void) wr(&d, "0", "nr_kdamonds");
         free(d.root);
-        (void) unlink(state_path);
-        return 0;
+        /* A kdamond that may still be on keeps the file: the next start tries again. */
+        if (!left)
+                (void) unlink(state_path);
+        return left ? -EBUSY : 0;
 }
 
 /* --- choosing --- */
@@ -248,9 +289,24 @@ static const char *choose(struct damon *d) {
         if (r < 0)
                 return "DAMON's operations cannot be read";
         for (char *save = NULL, *w = strtok_r(ops, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
-                if (strcmp(w, "vaddr") == 0)
+                if (strcmp(w, "fvaddr") == 0)
                         return NULL;
-        return "the kernel's DAMON has no vaddr operations";
+        return "the kernel's DAMON has no fvaddr operations (fixed virtual address ranges)";
+}
+
+/* The kdamonds a previous run recorded (the state file's "kdamonds N") when
+ * nr_kdamonds still is N: 0 when there is nothing of it to recover on the thread. */
+static uint64_t recorded_kdamonds(struct damon *d) {
+        _cleanup_free_ char *buf = NULL;
+        uint64_t ours = 0, nr;
+        size_t len;
+
+        if (read_file_at(AT_FDCWD, d->state_path, 4096, &buf, &len) < 0 ||
+            sscanf(buf, "kdamonds %" SCNu64, &ours) != 1 || ours == 0)
+                return 0;
+        if (rd_u64(d, 1024, &nr, "nr_kdamonds") < 0 || nr != ours)
+                return 0;
+        return ours;
 }
 
 static int hold(void *userdata, uint32_t id, bool on) {
@@ -261,6 +317,7 @@ static int hold(void *userdata, uint32_t id, bool on) {
 
                 if (on && s->pid == 0) {
                         s->pid = (pid_t) id;
+                        s->starttime = d->asking->starttime;
                         s->n = d->asking->n;
                         memcpy(s->r, d->asking->r, s->n * sizeof(s->r[0]));
                         s->gen++;
@@ -293,13 +350,23 @@ int damon_new(const char *sys_root, const char *state_path, bool enabled, bool t
                 d->why = "off in the config ([sample] damon = off)";
         else if (!state_path)
                 d->why = "no state directory to record its kdamonds in";
-        else {
+        else if (thread && recorded_kdamonds(d) > 0) {
+                /* A previous run's kdamonds: turning them off may wait on one stuck on a
+                 * tenant's mmap lock, so the DAMON thread does it first, not the
+                 * caller (the main thread). nr_kdamonds is then ours, not another
+                 * tool's; fvaddr was there when they were made. */
+                d->recover = true;
+                if (!(d->sys_root = strdup(sys_root))) {
+                        damon_free(d);
+                        return -ENOMEM;
+                }
+        } else {
                 (void) damon_recover(sys_root, state_path);
                 d->why = choose(d);
         }
         d->in_use = !d->why;
         if (d->in_use)
-                log_info("DAMON evidence: in use for promotion (vaddr, at most %u processes, one kdamond each, "
+                log_info("DAMON evidence: in use for promotion (fvaddr, at most %u processes, one kdamond each, "
                          "on the service CPUs)", DAMON_PROCS_MAX);
         else
                 log_info("DAMON evidence: not used: %s", d->why);
@@ -314,6 +381,16 @@ int damon_new(const char *sys_root, const char *state_path, bool enabled, bool t
                         d->has_thread = true;
         }
         *ret = d;
+        return 0;
+}
+
+int damon_set_proc_root(struct damon *d, const char *proc_root) {
+        char *c = strdup(proc_root);
+
+        if (!c)
+                return -ENOMEM;
+        free(d->proc_root);
+        d->proc_root = c;
         return 0;
 }
 
@@ -345,9 +422,14 @@ static bool same_regions(const struct slot *s, const struct damon_want *w) {
 }
 
 void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t now_ms) {
+        uint64_t before[DAMON_PROCS_MAX];
+        bool changed = false;
+
         if (!damon_in_use(d))
                 return;
         pthread_mutex_lock(&d->lock);
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                before[i] = d->slots[i].gen;
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                 bool wanted = false;
 
@@ -364,6 +446,10 @@ void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t 
                 d->asking = &w[j];
                 (void) sample_slots_ask(&d->turns, (uint32_t) w[j].pid, w[j].owner, now_ms);
                 s = slot_of(d, w[j].pid);
+                if (s && s->starttime != w[j].starttime) {
+                        s->starttime = w[j].starttime;   /* another process: restarted */
+                        s->gen++;
+                }
                 if (s && !same_regions(s, &w[j])) {
                         s->n = w[j].n;
                         memcpy(s->r, w[j].r, s->n * sizeof(s->r[0]));
@@ -382,7 +468,12 @@ void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t 
                 }
         }
         d->asking = NULL;
-        pthread_cond_signal(&d->cond);
+        /* The thread is woken only for a change (every tick would make its rounds, and
+         * so its reads, as frequent as the ticks). */
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                changed |= d->slots[i].gen != before[i];
+        if (changed)
+                pthread_cond_signal(&d->cond);
         pthread_mutex_unlock(&d->lock);
 }
 
@@ -455,14 +546,17 @@ static int write_regions(struct damon *d, unsigned i, const struct slot *s) {
         return r;
 }
 
-/* Writes kdamond i's context for s: vaddr, our intervals, s's pid and regions, one
+/* Writes kdamond i's context for s: fvaddr (with vaddr the kernel replaces the
+ * target's regions by three covering its whole address space at every update_us, so
+ * the slow VMAs written would hold only until the first update; fvaddr keeps them),
+ * our intervals, s's pid and regions, one
  * `stat` scheme for regions accessed at least once an aggregation. */
 static int configure(struct damon *d, unsigned i, const struct slot *s) {
         const char *c = "contexts/0";
         int r = 0;
 
         r = r < 0 ? r : wr(d, "1", "%u/contexts/nr_contexts", i);
-        r = r < 0 ? r : wr(d, "vaddr", "%u/%s/operations", i, c);
+        r = r < 0 ? r : wr(d, "fvaddr", "%u/%s/operations", i, c);
         r = r < 0 ? r : wr_u64(d, SAMPLE_US, "%u/%s/monitoring_attrs/intervals/sample_us", i, c);
         r = r < 0 ? r : wr_u64(d, AGGR_US, "%u/%s/monitoring_attrs/intervals/aggr_us", i, c);
         r = r < 0 ? r : wr_u64(d, UPDATE_US, "%u/%s/monitoring_attrs/intervals/update_us", i, c);
@@ -507,68 +601,121 @@ static void pin(struct damon *d, unsigned i, const nb_cpumask *cpus) {
         }
 }
 
-static void turn_off(struct damon *d, unsigned i) {
+/* Kdamond i off: false when it may still run (writing "off" failed and it does not
+ * read "off"), and then it stays recorded, for the next try or the next start. */
+static bool turn_off(struct damon *d, unsigned i) {
         char b[32];
 
         /* Off unless it reads off (stopped by itself: writing off then fails). */
-        if (d->ap[i].on && !(rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") == 0))
-                (void) wr(d, "off", "%u/state", i);
+        if (d->ap[i].on && !(rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") == 0) &&
+            wr(d, "off", "%u/state", i) < 0 && !(rd(d, b, sizeof(b), "%u/state", i) >= 0 && strcmp(b, "off") == 0)) {
+                count(d, &d->st.errors, 1);
+                return false;
+        }
         d->ap[i] = (struct applied) {};
+        return true;
 }
 
-/* Whether DAMON is ours to use now: nr_kdamonds 0 (set to ours) or ours already. */
-static bool take_damon(struct damon *d) {
+/* Whether DAMON is ours to use now (1): nr_kdamonds 0 (set to ours) or ours already;
+ * 0 when another tool's; < 0 when nr_kdamonds cannot be read: then nothing is
+ * forgotten (our kdamonds may well still run) and the round is skipped. */
+static int take_damon(struct damon *d) {
         uint64_t nr;
         char b[8];
         int r = rd_u64(d, 1024, &nr, "nr_kdamonds");
 
+        if (r < 0) {
+                count(d, &d->st.errors, 1);
+                return r;
+        }
+
         /* Another tool may set nr_kdamonds whenever none of ours runs (the kernel
          * refuses it only while one is on): then its kdamonds are in those
          * directories, and nothing more is written there. */
-        if (d->created && r >= 0 && nr == DAMON_PROCS_MAX)
-                return true;
+        if (d->created && nr == DAMON_PROCS_MAX)
+                return 1;
         if (d->created) {
                 for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
                         d->ap[i] = (struct applied) {};
                 d->created = false;
                 record(d);
         }
-        if (r < 0 || nr != 0) {
+        if (nr != 0) {
                 if (!d->taken_logged)
                         log_notice("DAMON is in use by another tool now (nr_kdamonds is not 0): no kdamond of "
                                    "numabalanced's until it is 0 again");
                 d->taken_logged = true;
-                return false;
+                return 0;
         }
         d->taken_logged = false;
         snprintf(b, sizeof(b), "%u", DAMON_PROCS_MAX);
         if (wr(d, b, "nr_kdamonds") < 0)
-                return false;
+                return 0;
         d->created = true;
         record(d);
-        return true;
+        return 1;
 }
 
 static void give_back(struct damon *d) {
         if (!d->created)
                 return;
+        bool off = true;
+
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
-                turn_off(d, i);
+                off &= turn_off(d, i);
+        /* One still on keeps the record (and nr_kdamonds): tried again next round,
+         * or at the next start from the state file. */
+        if (!off) {
+                record(d);
+                return;
+        }
         if (all_off(d, DAMON_PROCS_MAX))
                 (void) wr(d, "0", "nr_kdamonds");
         d->created = false;
         record(d);
 }
 
-static void start(struct damon *d, unsigned i, const struct slot *s, const nb_cpumask *cpus) {
-        int r = configure(d, i, s);
+/* Whether pid still is the process wanted (its start time): a pid reused meanwhile
+ * must not be monitored, nor its regions read as the wanted one's. */
+static bool same_process(struct damon *d, pid_t pid, uint64_t starttime) {
+        struct proc_stat st;
 
-        if (r >= 0)
+        if (proc_read_stat(d->proc_root ? d->proc_root : "/proc", pid, &st) >= 0 && st.starttime == starttime)
+                return true;
+        count(d, &d->st.pid_reused, 1);
+        return false;
+}
+
+static void start(struct damon *d, unsigned i, const struct slot *s, const nb_cpumask *cpus) {
+        int r;
+
+        if (!same_process(d, s->pid, s->starttime)) {
+                /* Gone or another process: no kdamond; the slot is freed (free_stopped). */
+                d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .failed = true };
+                return;
+        }
+        r = configure(d, i, s);
+
+        if (r >= 0) {
+                /* Recorded before "on": a crash right after it leaves a kdamond the
+                 * next start finds by its target. */
+                d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .starting = true };
+                record(d);
                 r = wr(d, "on", "%u/state", i);
-        d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .on = r >= 0, .failed = r < 0 };
+        }
+        d->ap[i] = (struct applied) { .pid = s->pid, .starttime = s->starttime, .gen = s->gen, .on = r >= 0,
+                                      .failed = r < 0 };
+        /* The pid checked before pid_target was written may have been reused since. */
+        if (r >= 0 && !same_process(d, s->pid, s->starttime)) {
+                if (turn_off(d, i))
+                        d->ap[i] = (struct applied) { .pid = s->pid, .gen = s->gen, .failed = true };
+                record(d);
+                return;
+        }
         if (r < 0) {
                 count(d, &d->st.errors, 1);
                 log_debug_errno(r, "pid=%d: failed to start a kdamond: %m", (int) s->pid);
+                record(d);
                 return;
         }
         pin(d, i, cpus);
@@ -607,7 +754,7 @@ static int read_region(struct damon *d, unsigned i, unsigned k, struct damon_ran
         return 0;
 }
 
-static void publish(struct damon *d, pid_t pid, struct damon_range *hot, size_t n) {
+static void publish(struct damon *d, pid_t pid, uint64_t starttime, struct damon_range *hot, size_t n) {
         pthread_mutex_lock(&d->lock);
         if (d->n_pending == PENDING_MAX) {
                 free(d->pending[0].hot);
@@ -615,7 +762,8 @@ static void publish(struct damon *d, pid_t pid, struct damon_range *hot, size_t 
                 d->n_pending--;
                 d->st.results_dropped++;
         }
-        d->pending[d->n_pending++] = (struct damon_result) { .pid = pid, .hot = hot, .n_hot = n };
+        d->pending[d->n_pending++] = (struct damon_result) { .pid = pid, .starttime = starttime, .hot = hot,
+                                                             .n_hot = n };
         d->st.reads++;
         d->st.regions += n;
         pthread_mutex_unlock(&d->lock);
@@ -656,15 +804,36 @@ static void read_hot(struct damon *d, unsigned i) {
                         hot[n++] = g;
         }
         count(d, &d->st.regions_bad, bad);
-        publish(d, d->ap[i].pid, hot, n);
+        publish(d, d->ap[i].pid, d->ap[i].starttime, hot, n);
 }
 
-void damon_round(struct damon *d) {
+/* A kdamond that failed to start or stopped by itself (its process exited, or the
+ * kernel stopped it) gives its slot up, counted, so that another process gets a turn;
+ * its process asks again at the next sync, and so is retried later. */
+static void free_stopped(struct damon *d, uint64_t now_ms) {
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                pid_t pid = d->ap[i].pid;
+
+                if (!pid || d->ap[i].on || d->ap[i].starting)
+                        continue;
+                pthread_mutex_lock(&d->lock);
+                if (d->slots[i].pid == pid) {
+                        sample_slots_forget(&d->turns, (uint32_t) pid, now_ms);
+                        d->st.slots_freed++;
+                }
+                pthread_mutex_unlock(&d->lock);
+                d->ap[i] = (struct applied) {};
+        }
+        record(d);
+}
+
+void damon_round(struct damon *d, uint64_t now_ms) {
         struct slot want[DAMON_PROCS_MAX];
         nb_cpumask cpus;
         bool need = false;
         unsigned running = 0;
         char b[32];
+        int r;
 
         pthread_mutex_lock(&d->lock);
         memcpy(want, d->slots, sizeof(want));
@@ -672,8 +841,8 @@ void damon_round(struct damon *d) {
         d->st.rounds++;
         pthread_mutex_unlock(&d->lock);
         /* Still ours? (before anything is written into the kdamonds' directories) */
-        if (d->created)
-                (void) take_damon(d);
+        if (d->created && take_damon(d) < 0)
+                return;
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                 if (d->ap[i].pid && want[i].pid == d->ap[i].pid && want[i].gen != d->ap[i].gen && d->ap[i].on)
                         recommit(d, i, &want[i]);
@@ -685,25 +854,39 @@ void damon_round(struct damon *d) {
         }
         if (!need) {
                 give_back(d);
-        } else if (take_damon(d)) {
+        } else if (take_damon(d) > 0) {
                 for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
                         if (want[i].pid && !d->ap[i].pid)
                                 start(d, i, &want[i], &cpus);
                 for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                         if (!d->ap[i].on)
                                 continue;
-                        /* A kdamond stops by itself when its process exits. (The kernel
-                         * reads "on" or "off": anything else is taken as on.) */
-                        if (rd(d, b, sizeof(b), "%u/state", i) < 0 || strcmp(b, "off") == 0) {
+                        /* A kdamond stops by itself when its process exits. Only a
+                         * read saying "off" counts: a failed read is no news (the
+                         * kdamond may run, so it stays recorded), the read is skipped. */
+                        r = rd(d, b, sizeof(b), "%u/state", i);
+                        if (r < 0) {
+                                count(d, &d->st.errors, 1);
+                                continue;
+                        }
+                        if (strcmp(b, "off") == 0) {
                                 d->ap[i].on = false;
                                 record(d);
                                 continue;
                         }
                         pin(d, i, &cpus);
-                        read_hot(d, i);
                         running++;
+                        /* One read per ROUND_MS at most, whatever woke the thread: two
+                         * reads closer together would make a page "hot in two reads"
+                         * within one aggregation or two. */
+                        if (d->ap[i].has_read && now_ms < d->ap[i].read_ms + ROUND_MS)
+                                continue;
+                        d->ap[i].has_read = true;
+                        d->ap[i].read_ms = now_ms;
+                        read_hot(d, i);
                 }
         }
+        free_stopped(d, now_ms);
         pthread_mutex_lock(&d->lock);
         d->st.running = running;
         pthread_mutex_unlock(&d->lock);
@@ -715,8 +898,10 @@ static void *thread_main(void *arg) {
         struct damon *d = arg;
         bool orphan;
 
+        if (d->recover)
+                (void) damon_recover(d->sys_root, d->state_path);
         for (;;) {
-                damon_round(d);
+                damon_round(d, clock_now_ms());
                 pthread_mutex_lock(&d->lock);
                 if (!d->stop) {
                         struct timespec now;
@@ -748,6 +933,8 @@ static void destroy(struct damon *d) {
         pthread_mutex_destroy(&d->lock);
         pthread_cond_destroy(&d->cond);
         free(d->root);
+        free(d->sys_root);
+        free(d->proc_root);
         free(d->state_path);
         free(d);
 }

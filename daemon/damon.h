@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* DAMON as evidence for promotion (docs/DESIGN.md, "Memory tiers"): a kdamond per
- * watched process with pages on a slow node, monitoring only those VMAs (vaddr), with a
+ * watched process with pages on a slow node, monitoring only those VMAs (fvaddr), with a
  * DAMOS `stat` scheme whose tried regions (nr_accesses >= 1) are its hot regions. The
  * sysfs work runs on a thread of this module's own: on 6.12 writing
  * update_schemes_tried_regions to a kdamond's state waits for the kdamond (about one
@@ -29,6 +29,7 @@
 
 struct damon_want {
         pid_t pid;
+        uint64_t starttime;        /* /proc/PID/stat field 22: which process pid is */
         uid_t owner;               /* the uid its opt-in covers: the fair share's owner */
         struct damon_range r[DAMON_TARGET_REGIONS_MAX];
         size_t n;
@@ -37,6 +38,7 @@ struct damon_want {
 /* One read of one process's kdamond: its hot regions. */
 struct damon_result {
         pid_t pid;
+        uint64_t starttime;        /* as wanted: a reused pid's is another */
         struct damon_range *hot;
         size_t n_hot;
 };
@@ -50,6 +52,8 @@ struct damon_stats {
         uint64_t results_dropped;  /* reads the event loop did not take in time */
         uint64_t affinity_refused; /* kdamonds that could not be pinned */
         uint64_t commits;          /* new regions given to a running kdamond */
+        uint64_t slots_freed;      /* by kdamonds that failed to start or stopped by themselves */
+        uint64_t pid_reused;       /* kdamonds not started or turned off: the pid is another process */
         uint64_t last_read_us;     /* how long the last update_schemes_tried_regions took */
         unsigned running;          /* kdamonds on now */
 };
@@ -64,6 +68,10 @@ int damon_new(const char *sys_root, const char *state_path, bool enabled, bool t
 bool damon_in_use(const struct damon *d);
 /* "in use", or why not: for status. */
 const char *damon_why(const struct damon *d);
+/* Where /proc is (the default "/proc"), set before the first damon_sync(): a
+ * process's start time is checked there before its pid is given to a kdamond and
+ * after "on", against a reused pid. */
+int damon_set_proc_root(struct damon *d, const char *proc_root);
 /* The CPUs the kdamonds are pinned to (the service CPUs). */
 void damon_set_cpus(struct damon *d, const nb_cpumask *cpus);
 /* The processes that want a kdamond now (every other one's is turned off). */
@@ -74,12 +82,13 @@ bool damon_monitored(const struct damon *d, pid_t pid);
 size_t damon_take(struct damon *d, struct damon_result **ret);
 void damon_results_free(struct damon_result *r, size_t n);
 void damon_get_stats(const struct damon *d, struct damon_stats *ret);
-/* One round of the DAMON thread's work: kdamonds turned on and off as wanted, each
- * running one read. */
-void damon_round(struct damon *d);
+/* One round of the DAMON thread's work at now_ms (monotonic): kdamonds turned on and
+ * off as wanted, each running one read if its last was ROUND_MS (1 s) ago or more. */
+void damon_round(struct damon *d, uint64_t now_ms);
 /* Stops the thread (waiting 5 s at most: a thread stuck in the kernel is left, and
  * the next start cleans up), turns off the kdamonds and gives DAMON back. */
 void damon_free(struct damon *d);
 /* The kdamonds state_path names (index and kdamond pid) turned off where they still
- * are those, nr_kdamonds set back to 0 when every kdamond is off; the file removed. */
+ * are those, nr_kdamonds set back to 0 when every kdamond is off; the file removed,
+ * unless writing "off" failed (-EBUSY: the next start tries again). */
 int damon_recover(const char *sys_root, const char *state_path);

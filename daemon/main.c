@@ -188,6 +188,12 @@ static int reload_config(struct daemon *d) {
                             old_s, new_s);
         }
         cfg.service_cpus = d->cfg.service_cpus;
+        /* DAMON is chosen once at start (daemon/damon.h): kdamonds are made or given
+         * back with the module, not by a reload. */
+        if (cfg.damon != d->cfg.damon)
+                log_warning("[sample] damon changed to \"%s\": this takes effect at the next restart, ignoring",
+                            cfg.damon == DAMON_MODE_OFF ? "off" : "auto");
+        cfg.damon = d->cfg.damon;
 
         r = manager_reload(d->manager, &cfg);
         if (r < 0) {

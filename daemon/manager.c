@@ -172,7 +172,8 @@ static void damon_feed_tick(struct manager *m) {
                 struct damon_feed f = {};
                 uint64_t capped = 0, fed;
 
-                if (!p || !p->n_slow)
+                /* By pid and start time: a read of a pid reused since is not this one's. */
+                if (!p || p->starttime != res[i].starttime || !p->n_slow)
                         continue;
                 if (p->hot_node < 0 || topology_node_slow(m->topo, (unsigned) p->hot_node)) {
                         m->counters.damon_no_node++;
@@ -215,6 +216,7 @@ static void damon_sync_tick(struct manager *m, uint64_t now) {
                     !(cg_mode_moves(p->cg->mode) || p->cg->mode == CG_MODE_ADVISE))
                         continue;
                 w[n].pid = p->pid;
+                w[n].starttime = p->starttime;
                 w[n].owner = p->cg->turn_uid;
                 w[n].n = damon_pages_targets(p->slow, p->n_slow, w[n].r, DAMON_TARGET_REGIONS_MAX);
                 n++;
@@ -1352,10 +1354,13 @@ static int placer_start(struct manager *m, const char *state_dir) {
  * under the state directory. */
 static int damon_start(struct manager *m, const char *state_dir) {
         _cleanup_free_ char *path = NULL;
+        int r;
 
         if (state_dir && asprintf(&path, "%s/damon", state_dir) < 0)
                 return log_error_errno(-ENOMEM, "Out of memory");
-        return damon_new(m->sys_root, path, m->cfg.damon == DAMON_MODE_AUTO, true, &m->damon);
+        r = damon_new(m->sys_root, path, m->cfg.damon == DAMON_MODE_AUTO, true, &m->damon);
+        /* Before the first damon_sync(): the thread reads it only for a wanted slot. */
+        return r < 0 ? r : damon_set_proc_root(m->damon, m->proc_root);
 }
 
 int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {

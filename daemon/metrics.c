@@ -458,6 +458,10 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
                 metric_head(f, "numabalanced_damon_kdamonds", "gauge",
                             "Kdamonds the daemon runs now (DAMON evidence for promotion; 0 when not in use).");
                 fprintf(f, "numabalanced_damon_kdamonds %u\n", ds.running);
+                metric_head(f, "numabalanced_damon_slots_freed_total", "counter",
+                            "Kdamond slots given up because the kdamond failed to start or stopped by itself "
+                            "(its process asks again later).");
+                fprintf(f, "numabalanced_damon_slots_freed_total %" PRIu64 "\n", ds.slots_freed);
                 metric_head(f, "numabalanced_damon_regions_total", "counter",
                             "Hot regions read from DAMON (tried regions of a stat scheme, nr_accesses >= 1).");
                 fprintf(f, "numabalanced_damon_regions_total %" PRIu64 "\n", ds.regions);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* DAMON (daemon/damon.h) on a fake sysfs tree in a temporary directory: chosen only
- * where vaddr is offered and nr_kdamonds is 0; the files written for a process; its
+ * where fvaddr is offered and nr_kdamonds is 0; the files written for a process; its
  * tried regions read, hostile ones skipped and counted; a kdamond turned off when its
  * process is no longer wanted; the crash state file turning off only ours. And the
  * pure half (lib/damon-pages.h): target regions merged to a bound, pages fed, capped. */
@@ -57,6 +57,26 @@ static char *get(const char *rel) {
         return buf;
 }
 
+/* The processes' start time (/proc/PID/stat field 22) in a fake /proc. */
+#define START 8888
+static char procdir[600];
+
+static void fake_stat(pid_t pid, unsigned long long starttime) {
+        char p[700];
+        FILE *f;
+
+        snprintf(p, sizeof(p), "%s/%d", procdir, (int) pid);
+        (void) mkdir(procdir, 0755);
+        (void) mkdir(p, 0755);
+        snprintf(p, sizeof(p), "%s/%d/stat", procdir, (int) pid);
+        f = fopen(p, "w");
+        if (!f)
+                abort();
+        fprintf(f, "%d (app) S 1 1 1 0 -1 4194560 0 0 0 0 10 5 0 0 20 0 1 0 %llu 1000000 100 "
+                   "0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n", (int) pid, starttime);
+        fclose(f);
+}
+
 /* A 6.12-like tree with DAMON_PROCS_MAX kdamonds' directories made already (the
  * kernel makes them when nr_kdamonds is written). */
 static const char *const ctx_files[] = {
@@ -79,6 +99,8 @@ static void tree(const char *nr, const char *ops) {
                 abort();
         snprintf(kd, sizeof(kd), "%s/kernel/mm/damon/admin/kdamonds", root);
         snprintf(state, sizeof(state), "%s/state-damon", root);
+        snprintf(procdir, sizeof(procdir), "%s/proc", root);
+        fake_stat(4242, START);
         put("nr_kdamonds", nr);
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                 snprintf(rel, sizeof(rel), "%u/state", i);
@@ -92,6 +114,13 @@ static void tree(const char *nr, const char *ops) {
                         put(rel, "");
                 }
         }
+}
+
+/* The DAMON thread's clock: a round each second, as it runs. */
+static uint64_t now_ms = 10000;
+
+static uint64_t next_ms(void) {
+        return now_ms += 1000;
 }
 
 static void untree(void) {
@@ -125,7 +154,7 @@ static void region(unsigned k, const char *start, const char *end, const char *a
         put(rel, acc);
 }
 
-TEST(refused_without_sysfs_or_vaddr_or_when_taken) {
+TEST(refused_without_sysfs_or_fvaddr_or_when_taken) {
         struct damon *d;
 
         snprintf(root, sizeof(root), "/tmp/test-damon.XXXXXX");
@@ -136,21 +165,23 @@ TEST(refused_without_sysfs_or_vaddr_or_when_taken) {
         damon_free(d);
         untree();
 
-        tree("0\n", "fvaddr\npaddr\n");
+        tree("0\n", "vaddr\npaddr\n");     /* vaddr alone: its regions would not stay the slow VMAs */
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
-        CHECK(!damon_in_use(d) && strstr(damon_why(d), "vaddr") != NULL);
+        damon_set_proc_root(d, procdir);
+        CHECK(!damon_in_use(d) && strstr(damon_why(d), "fvaddr") != NULL);
         CHECK_STR(get("nr_kdamonds"), "0");  /* the context made to read it is dropped */
         damon_free(d);
         untree();
 
-        tree("2\n", "vaddr\n");
+        tree("2\n", "fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         CHECK(!damon_in_use(d) && strstr(damon_why(d), "another tool") != NULL);
         damon_free(d);
         CHECK_STR(get("nr_kdamonds"), "2\n");  /* never touched */
         untree();
 
-        tree("0\n", "vaddr\n");
+        tree("0\n", "vaddr fvaddr\n");
         CHECK_INT(damon_new(root, state, false, false, &d), 0);
         CHECK(!damon_in_use(d) && strstr(damon_why(d), "off") != NULL);
         damon_free(d);
@@ -161,7 +192,7 @@ TEST(refused_without_sysfs_or_vaddr_or_when_taken) {
 }
 
 TEST(one_process_written_read_and_given_back) {
-        struct damon_want w = { .pid = 4242, .owner = 1000, .n = 2,
+        struct damon_want w = { .pid = 4242, .starttime = START, .owner = 1000, .n = 2,
                                 .r = { { 0x10000, 0x20000 }, { 0x40000, 0x50000 } } };
         struct damon_result *res;
         struct damon_stats st;
@@ -170,16 +201,17 @@ TEST(one_process_written_read_and_given_back) {
 
         tree("0\n", "vaddr fvaddr paddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         CHECK(damon_in_use(d));
-        damon_round(d);     /* nobody wants one: nothing made */
+        damon_round(d, next_ms());     /* nobody wants one: nothing made */
         CHECK_STR(get("nr_kdamonds"), "0");
         CHECK(access(state, F_OK) < 0);
 
         damon_sync(d, &w, 1, 1000);
         CHECK(damon_monitored(d, 4242));
-        damon_round(d);
+        damon_round(d, next_ms());
         CHECK_STR(get("nr_kdamonds"), "4");
-        CHECK_STR(get("0/contexts/0/operations"), "vaddr");
+        CHECK_STR(get("0/contexts/0/operations"), "fvaddr");
         CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "4242");
         CHECK_STR(get("0/contexts/0/targets/0/regions/nr_regions"), "2");
         CHECK_STR(get("0/contexts/0/targets/0/regions/1/start"), "262144");
@@ -188,7 +220,17 @@ TEST(one_process_written_read_and_given_back) {
         CHECK_STR(get("0/contexts/0/schemes/0/access_pattern/nr_accesses/min"), "1");
         CHECK_STR(get("0/contexts/0/monitoring_attrs/nr_regions/max"), "200");
         CHECK_STR(get("1/state"), "off\n");     /* one kdamond for one process */
-        CHECK(access(state, F_OK) == 0);
+        {       /* its kdamond's pid not known yet: recorded by its target's */
+                char rec[128] = "";
+                FILE *f = fopen(state, "r");
+
+                CHECK(f != NULL);
+                if (f) {
+                        rec[fread(rec, 1, sizeof(rec) - 1, f)] = 0;
+                        fclose(f);
+                }
+                CHECK(strstr(rec, "0 starting 4242\n") != NULL);
+        }
         n = damon_take(d, &res);      /* its first read, at once: nothing hot yet */
         CHECK(n == 1 && res[0].n_hot == 0);
         damon_results_free(res, n);
@@ -201,7 +243,7 @@ TEST(one_process_written_read_and_given_back) {
         region(3, "90000\n", "80000\n", "5\n");
         region(4, "garbage\n", "x\n", "1\n");
         region(5, "81920\n", "86016\n", "-1\n");
-        damon_round(d);
+        damon_round(d, next_ms());
         CHECK_STR(get("0/state"), "update_schemes_tried_regions");
         n = damon_take(d, &res);
         CHECK_INT(n, 1);
@@ -220,20 +262,21 @@ TEST(one_process_written_read_and_given_back) {
         w.n = 1;
         w.r[0] = (struct damon_range) { 0x30000, 0x38000 };
         damon_sync(d, &w, 1, 1500);
-        damon_round(d);
+        damon_round(d, next_ms());
         damon_get_stats(d, &st);
         CHECK_INT(st.commits, 1);
         CHECK_INT(st.running, 1);
         CHECK_STR(get("0/contexts/0/targets/0/regions/nr_regions"), "1");
         CHECK_STR(get("0/contexts/0/targets/0/regions/0/start"), "196608");
         CHECK_STR(get("0/pid"), "777\n");
-        damon_results_free(res, damon_take(d, &res));
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
 
         /* No longer wanted: turned off, DAMON given back, the record gone. */
         kernel_step(777);
         damon_sync(d, NULL, 0, 2000);
         CHECK(!damon_monitored(d, 4242));
-        damon_round(d);
+        damon_round(d, next_ms());
         CHECK_STR(get("0/state"), "off");
         CHECK_STR(get("nr_kdamonds"), "0");
         CHECK(access(state, F_OK) < 0);
@@ -244,14 +287,16 @@ TEST(one_process_written_read_and_given_back) {
 /* Our kdamond stopped by itself, and another tool took DAMON meanwhile: its kdamond
  * is in the same directory now, and nothing of it is touched. */
 TEST(another_tool_taking_over_is_left_alone) {
-        struct damon_want w = { .pid = 4242, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
         struct damon_result *res;
         struct damon *d;
+        size_t n;
 
-        tree("0\n", "vaddr\n");
+        tree("0\n", "vaddr fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         damon_sync(d, &w, 1, 1000);
-        damon_round(d);
+        damon_round(d, next_ms());
         CHECK_STR(get("nr_kdamonds"), "4");
         put("nr_kdamonds", "1\n");
         put("0/state", "on\n");
@@ -260,15 +305,161 @@ TEST(another_tool_taking_over_is_left_alone) {
         w.r[0].end = 0x30000;       /* new regions: would be committed if it were ours */
         w.n = 1;
         damon_sync(d, &w, 1, 2000);
-        damon_round(d);
-        damon_round(d);
+        damon_round(d, next_ms());
+        damon_round(d, next_ms());
         CHECK_STR(get("0/state"), "on\n");
         CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "999\n");
         CHECK(access(state, F_OK) < 0);
-        damon_results_free(res, damon_take(d, &res));
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
         damon_free(d);
         CHECK_STR(get("nr_kdamonds"), "1\n");
         CHECK_STR(get("0/state"), "on\n");
+        untree();
+}
+
+/* Rounds closer than a second (the thread woken by a change) read no kdamond again:
+ * two reads 100 ms apart would make a page hot "in two reads" within one aggregation. */
+TEST(a_kdamond_is_read_once_a_second_at_most) {
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon_stats st;
+        struct damon *d;
+        uint64_t t = 50000;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
+        damon_sync(d, &w, 1, t);
+        damon_round(d, t);                /* started, read at once */
+        kernel_step(777);
+        damon_round(d, t + 100);
+        damon_round(d, t + 999);
+        CHECK_STR(get("0/state"), "on\n");  /* not asked again */
+        damon_get_stats(d, &st);
+        CHECK_INT(st.reads, 1);
+        damon_round(d, t + 1000);
+        CHECK_STR(get("0/state"), "update_schemes_tried_regions");
+        damon_get_stats(d, &st);
+        CHECK_INT(st.reads, 2);
+        n = damon_take(d, &res);
+        CHECK_INT(n, 2);
+        damon_results_free(res, n);
+        damon_free(d);
+        untree();
+}
+
+/* What sysfs cannot tell is no news: a failed read of nr_kdamonds skips the round and
+ * forgets nothing; a failed read of a kdamond's state is not "off"; a kdamond whose
+ * "off" fails stays recorded (the state file kept) until it is off. */
+TEST(failed_reads_and_writes_forget_no_kdamond) {
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        char p[600];
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d, next_ms());
+        kernel_step(777);
+        put("nr_kdamonds", "4 and far too long a value for the daemon to read it\n");
+        damon_round(d, next_ms());
+        CHECK(access(state, F_OK) == 0);
+        CHECK_STR(get("0/state"), "on\n");
+        put("nr_kdamonds", "4\n");
+        put("0/state", "on, but far too long a value for the daemon to read it\n");
+        damon_round(d, next_ms());
+        CHECK(access(state, F_OK) == 0);
+        put("0/state", "on\n");
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "update_schemes_tried_regions");   /* still ours, read */
+        kernel_step(777);
+
+        /* Its "off" fails (a directory where the file was): kept, then turned off. */
+        snprintf(p, sizeof(p), "%s/0/state", kd);
+        CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0);
+        damon_sync(d, NULL, 0, 2000);
+        damon_round(d, next_ms());
+        CHECK(access(state, F_OK) == 0);
+        CHECK_STR(get("nr_kdamonds"), "4\n");
+        CHECK(rmdir(p) == 0);
+        put("0/state", "on\n");
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "off");
+        CHECK_STR(get("nr_kdamonds"), "0");
+        CHECK(access(state, F_OK) < 0);
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
+        damon_free(d);
+        untree();
+}
+
+/* A kdamond that stopped by itself (its process exited, or the kernel stopped it)
+ * gives its slot up, counted: another process gets a turn, this one asks again. */
+TEST(a_stopped_kdamond_frees_its_slot) {
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon_stats st;
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d, next_ms());
+        kernel_step(777);
+        put("0/state", "off\n");
+        damon_round(d, next_ms());
+        CHECK(!damon_monitored(d, 4242));
+        damon_get_stats(d, &st);
+        CHECK_INT(st.slots_freed, 1);
+        CHECK_INT(st.running, 0);
+        damon_sync(d, &w, 1, 3000);       /* asked again: retried */
+        CHECK(damon_monitored(d, 4242));
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "update_schemes_tried_regions");
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
+        damon_free(d);
+        untree();
+}
+
+/* The pid wanted is another process by the time its kdamond would start (its start
+ * time differs): no kdamond for it, the slot freed; a read carries the start time. */
+TEST(a_reused_pid_gets_no_kdamond) {
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon_stats st;
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
+        fake_stat(4242, START + 1);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "off\n");
+        CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "");
+        CHECK(!damon_monitored(d, 4242));
+        damon_get_stats(d, &st);
+        CHECK_INT(st.pid_reused, 1);
+        /* The process the daemon now knows under that pid is watched, its start time read. */
+        w.starttime = START + 1;
+        damon_sync(d, &w, 1, 2000);
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "4242");
+        n = damon_take(d, &res);
+        CHECK_INT(n, 1);
+        if (n == 1)
+                CHECK(res[0].starttime == START + 1);
+        damon_results_free(res, n);
+        damon_free(d);
         untree();
 }
 
@@ -277,8 +468,9 @@ TEST(slots_bounded_and_shared_by_owners) {
         unsigned a = 0, b = 0;
         struct damon *d;
 
-        tree("0\n", "vaddr\n");
+        tree("0\n", "vaddr fvaddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
         for (unsigned i = 0; i < 8; i++)
                 w[i] = (struct damon_want) { .pid = 100 + (pid_t) i, .owner = i < 6 ? 1000 : 2000, .n = 1,
                                              .r = { { 0x1000, 0x2000 } } };
@@ -294,6 +486,7 @@ TEST(slots_bounded_and_shared_by_owners) {
 }
 
 TEST(crash_cleanup_turns_off_only_ours) {
+        char p[600];
         FILE *f;
 
         tree("4\n", "vaddr\n");
@@ -313,6 +506,39 @@ TEST(crash_cleanup_turns_off_only_ours) {
         CHECK_STR(get("nr_kdamonds"), "4\n");  /* not every kdamond is off: left */
         CHECK(access(state, F_OK) < 0);
         untree();
+
+        /* A crash while "on" was written: known by its target's pid. */
+        tree("4\n", "fvaddr\n");
+        put("2/state", "on\n");
+        put("2/contexts/0/targets/0/pid_target", "4242\n");
+        put("3/state", "on\n");
+        put("3/contexts/0/targets/0/pid_target", "999\n");    /* another tool's since */
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4\n2 starting 4242\n3 starting 5000\n", f);
+        fclose(f);
+        CHECK_INT(damon_recover(root, state), 0);
+        CHECK_STR(get("2/state"), "off");
+        CHECK_STR(get("3/state"), "on\n");
+        CHECK(access(state, F_OK) < 0);
+        untree();
+
+        /* Writing "off" fails: the file stays for the next start. */
+        tree("4\n", "fvaddr\n");
+        put("0/pid", "555\n");
+        snprintf(p, sizeof(p), "%s/0/state", kd);
+        CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0);
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4\n0 555\n", f);
+        fclose(f);
+        CHECK(damon_recover(root, state) < 0);
+        CHECK(access(state, F_OK) == 0);
+        untree();
 }
 
 static double now_s(void) {
@@ -322,23 +548,69 @@ static double now_s(void) {
         return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
 }
 
+/* With a thread, a previous run's kdamonds are turned off by the DAMON thread (its
+ * "off" may wait on a kdamond stuck on a tenant's mmap lock), not by damon_new()'s
+ * caller; nr_kdamonds, ours, is not taken for another tool's. */
+TEST(recovery_runs_on_the_damon_thread) {
+        char fifo[600], old[600];
+        struct damon *d;
+        double t;
+        FILE *f;
+        int fd;
+
+        tree("4\n", "fvaddr\n");
+        put("0/pid", "555\n");
+        snprintf(fifo, sizeof(fifo), "%s/0/state", kd);
+        snprintf(old, sizeof(old), "%s/0/state-stalled", kd);
+        CHECK(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);   /* its "off" waits */
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4\n0 555\n", f);
+        fclose(f);
+        t = now_s();
+        CHECK_INT(damon_new(root, state, true, true, &d), 0);
+        CHECK(now_s() - t < 0.5);
+        CHECK(damon_in_use(d));
+        usleep(200000);
+        CHECK(rename(fifo, old) == 0);      /* the write returns: a reader comes */
+        put("0/state", "off\n");
+        fd = open(old, O_RDONLY | O_NONBLOCK);
+        CHECK(fd >= 0);
+        for (int i = 0; i < 100 && access(state, F_OK) == 0; i++)
+                usleep(20000);
+        {       /* what the thread wrote to the stalled state file */
+                char w[16] = "";
+
+                CHECK(fd >= 0 && read(fd, w, sizeof(w) - 1) == 3 && strcmp(w, "off") == 0);
+        }
+        CHECK_STR(get("nr_kdamonds"), "0");
+        CHECK(access(state, F_OK) < 0);
+        damon_free(d);
+        if (fd >= 0)
+                close(fd);
+        untree();
+}
+
 /* A sysfs write that never returns (a kdamond stuck on a tenant's mmap lock), made
  * with a FIFO that nobody reads: the event loop's calls still return at once, and the
  * stop gives up after JOIN_WAIT_S (5 s); once the write returns, the thread finishes
  * on its own, turns off what it made and frees the module. */
 TEST(stalled_thread_holds_nothing) {
-        struct damon_want w = { .pid = 4242, .owner = 0, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_want w = { .pid = 4242, .starttime = START, .owner = 0, .n = 1, .r = { { 0x10000, 0x20000 } } };
         struct damon_result *res;
         char fifo[600], old[600];
         struct damon *d;
         double t;
         int fd;
 
-        tree("0\n", "vaddr\n");
+        tree("0\n", "vaddr fvaddr\n");
         snprintf(fifo, sizeof(fifo), "%s/0/state", kd);
         snprintf(old, sizeof(old), "%s/0/state-stalled", kd);
         CHECK(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);
         CHECK_INT(damon_new(root, state, true, true, &d), 0);
+        damon_set_proc_root(d, procdir);
         CHECK(damon_in_use(d));
         damon_sync(d, &w, 1, 1000);
         usleep(300000);                 /* the thread is in its write of "on" now */

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """DAMON's hot regions promote hot memory off the slow node, with no page sample at all.
 
-2n1m-hmat on 6.12 (DAMON with vaddr; 6.1 has none, 040-tiers checks status says so).
+2n1m-hmat on 6.12 (DAMON with fvaddr; 6.1 has none, 040-tiers checks status says so).
 A workload on node 0 first-touches 320 MiB, moved to node 2 with migratepages(8); it
 then reads only its first 64 MiB (WORKLOAD_HOT_MB), the other 256 MiB is cold. The
 daemon runs with [sample] pmu = off: DAMON is the only evidence. Asserted: no kdamond
@@ -23,9 +23,13 @@ SIZE_MB = 320
 HOT_MB = 64
 HOT_WAIT_S = 120
 # DAMON's regions are coarse (at least 1/100 of what it monitors, 3.2 MiB here) and a
-# page hot in two reads moves its whole huge page: 0-4 MiB of the cold part (at most
-# 1.6%) went to node 0 in five passing runs, all at the hot part's edge.
-COLD_KEPT = 0.97
+# page hot in two reads moves its whole huge page: a cold page in a region that
+# straddles the hot part's edge is promoted with it. Measured, cold part kept on node
+# 2: 98.4-100% in five runs with vaddr, 93.0% in one ASan run with vaddr (regions over
+# the whole address space); with fvaddr and one read a second: 100%, 96.1%, 100%
+# (ASan). A stricter hot bar (half of the samples for five aggregations) found no hot
+# region at all in three TCG runs: the guest's accessed bits are rarely seen set.
+COLD_KEPT = 0.95
 PAGE = os.sysconf("SC_PAGESIZE")
 KD = "/sys/kernel/mm/damon/admin/kdamonds"
 
