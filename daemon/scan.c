@@ -14,6 +14,7 @@
 #include "scan.h"
 #include "tenant-files.h"
 #include "page-sampler.h"
+#include "placer.h"
 #include "thread-mems.h"
 #include "source.h"
 #include "smaps.h"
@@ -354,6 +355,15 @@ static bool update_locality(const struct scan_env *env, struct proc_rec *p, cons
         return changing;
 }
 
+/* Where the placer put its threads, for the plan (its memory follows them there). */
+static void set_placed(const struct scan_env *env, const struct proc_rec *p, struct plan_input *in) {
+        if (!p->place || p->place->placed < 0 || (size_t) p->place->placed >= env->topo->n_nodes)
+                return;
+        in->placed = true;
+        in->placed_node = (int) env->topo->nodes[p->place->placed].id;
+        in->placed_at_ms = p->place->placed_at_ms;
+}
+
 /* For the thread placement (placer.h): what placing its threads on each node would
  * leave remote. Out of memory: none known, and the placer leaves it alone. */
 static void note_stuck_away(const struct scan_env *env, struct proc_rec *p, const struct plan_input *in,
@@ -489,6 +499,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
                 .vma_mlocked = rd.locked,
                 .keep_before = keep_before(env, p, &busy_before, &busy),
         };
+        set_placed(env, p, &in);
         r = plan_decide(env->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)
                 return r;

@@ -20,7 +20,8 @@
  *      shared pages (mapmax > 1: with move_shared too, since nothing here can tell
  *      that every other process mapping them allows the target), locked VMAs (mlock, unless
  *      configured), VMAs moved to another node less
- *      than cooldown_ms ago (ping-pong), a process with less misplaced memory than
+ *      than cooldown_ms ago (ping-pong; not when it follows threads the daemon placed
+ *      on the target after that move), a process with less misplaced memory than
  *      min_misplaced_kb, and anything that would take a target node below its
  *      free-memory floor (hugetlb pages: more than its free huge pages of their size).
  *   5. Moves are ordered by gain, largest first, and capped by max_bytes.
@@ -114,6 +115,11 @@ struct plan_input {
         nb_nodemask keep_before;      /* nodes whose pages stay though the window's CPU time
                                        * does not say so (rule 3; the caller's: busy in the
                                        * window before, a thread still confined there) */
+        /* Where the daemon placed its threads (mode place), and when: memory following
+         * them there is not held by a cooldown from a move before the placement. */
+        bool placed;
+        int placed_node;              /* node id */
+        uint64_t placed_at_ms;
 };
 
 struct plan_move {

@@ -54,6 +54,9 @@ struct run {
         uint64_t ends[64];
         uint64_t vma_span;      /* the size of every VMA; 0: 1 GiB */
         nb_nodemask keep_before; /* plan_input's: none unless a test sets it */
+        bool placed;             /* plan_input's placement: none unless a test sets it */
+        int placed_node;
+        uint64_t placed_at_ms;
 };
 
 /* Parses numa_maps text, gives every VMA a range of rn->vma_span bytes, and decides. */
@@ -61,7 +64,8 @@ static int decide(struct run *rn, const struct topology *t, const char *text, co
                   const uint64_t *cpu, const struct plan_params *p, const struct plan_history *h, size_t nh,
                   uint64_t now, uint64_t *reserved) {
         struct plan_input in = { .cpu_ns = cpu, .history = h, .n_history = nh, .now_ms = now,
-                                 .keep_before = rn->keep_before };
+                                 .keep_before = rn->keep_before, .placed = rn->placed,
+                                 .placed_node = rn->placed_node, .placed_at_ms = rn->placed_at_ms };
         uint64_t zero[4] = {};
         int r = numa_maps_parse(text, strlen(text), &rn->maps);
         if (r < 0)
@@ -590,6 +594,33 @@ TEST(cooldown_holds_a_change_of_target) {
         h.target = 1;
         CHECK_INT(decide(&rn, t, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
         CHECK_INT(rn.plan.n_moves, 1);
+        done(&rn);
+}
+
+/* Moved to node 0 10 s ago, its threads then placed on node 1 by the daemon: the
+ * memory follows them at once. Placed before that move, or on another node: the
+ * cooldown holds. */
+TEST(cooldown_yields_to_a_later_placement) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 0, 9 };
+        const char *text = "7f0000000000 default anon=131072 N0=131072 kernelpagesize_kB=4\n";
+        struct plan_history h = { .start = 0x7f0000000000ull, .target = 0, .when_ms = 100000 };
+        struct run rn = { .placed = true, .placed_node = 1, .placed_at_ms = 105000 };
+
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK_INT(rn.plan.moves[0].target, 1);
+        done(&rn);
+        rn.placed_at_ms = 99000;
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_COOLDOWN);
+        done(&rn);
+        rn.placed_at_ms = 105000;
+        rn.placed_node = 0;
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &defaults, &h, 1, 110000, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 0);
+        CHECK_INT(rn.plan.reason, REASON_COOLDOWN);
         done(&rn);
 }
 
