@@ -86,6 +86,7 @@ struct placer_env {
         const char *proc_root;
         const char *cgroup_root;
         bool dry_run;
+        pid_t self_pid;            /* the daemon's own, whose CPU is not load (0: getpid()) */
 };
 
 /* state_path: the file of the originals (affinity.h). Recovers what a previous run

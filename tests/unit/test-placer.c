@@ -33,6 +33,9 @@ static pid_t tids[2];
 static atomic_int started, stop;
 static uint64_t runtime_ns;   /* each thread's made-up run time, raised between rounds */
 static uint64_t stat_ticks;   /* /proc/stat's, raised between rounds */
+static bool cpu0_busy;        /* /proc/stat: CPU 0 busy all the time (else idle) */
+static pid_t fake_daemon;     /* a process whose one thread runs on CPU 0 all the time, 0: none */
+static pid_t self_pid;        /* placer_env's: the daemon (0: this process) */
 
 static void write_file(const char *path, const char *text) {
         FILE *f = fopen(path, "w");
@@ -101,6 +104,24 @@ static void fake_stat(const char *rel, pid_t pid, pid_t tid, int cpu) {
  * node 1; thread 1 idle), their run times, /proc/stat. */
 static const char *cgroup_line = "0::/x\n";  /* its /proc/PID/cgroup */
 
+/* pid (a real one, for its start time) with one thread, pid itself, busy on CPU 0. */
+static void fake_busy_process(pid_t pid) {
+        char rel[256], text[256];
+
+        snprintf(rel, sizeof(rel), "%d/task/%d", pid, pid);
+        mkdirs(proc_root, rel);
+        snprintf(rel, sizeof(rel), "%d/stat", pid);
+        fake_stat(rel, pid, 0, 0);
+        snprintf(rel, sizeof(rel), "%d/task/%d/stat", pid, pid);
+        fake_stat(rel, pid, pid, 0);
+        snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", pid, pid);
+        snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", runtime_ns);
+        write_at(proc_root, rel, text);
+        snprintf(rel, sizeof(rel), "%d/task/%d/status", pid, pid);
+        snprintf(text, sizeof(text), "Name:\tt\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t0\n", pid, pid);
+        write_at(proc_root, rel, text);
+}
+
 static void fake_proc(void) {
         pid_t pid = getpid();
         char rel[256], text[512];
@@ -123,10 +144,13 @@ static void fake_proc(void) {
                 snprintf(text, sizeof(text), "Name:\tt\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t0-1\n", pid, tids[i]);
                 write_at(proc_root, rel, text);
         }
-        /* Both CPUs idle: all of their ticks idle. */
-        snprintf(text, sizeof(text), "cpu  0 0 0 %" PRIu64 " 0 0 0 0 0 0\ncpu0 0 0 0 %" PRIu64
-                 " 0 0 0 0 0 0\ncpu1 0 0 0 %" PRIu64 " 0 0 0 0 0 0\n", 2 * stat_ticks, stat_ticks, stat_ticks);
+        /* Both CPUs idle (all of their ticks idle), or CPU 0 busy. */
+        snprintf(text, sizeof(text), "cpu  0 0 0 %" PRIu64 " 0 0 0 0 0 0\ncpu0 %" PRIu64 " 0 0 %" PRIu64
+                 " 0 0 0 0 0 0\ncpu1 0 0 0 %" PRIu64 " 0 0 0 0 0 0\n", 2 * stat_ticks, cpu0_busy ? stat_ticks : 0,
+                 cpu0_busy ? 0 : stat_ticks, stat_ticks);
         write_at(proc_root, "stat", text);
+        if (fake_daemon)
+                fake_busy_process(fake_daemon);
 }
 
 /* A window: thread 0 busy (far more run time than wall time passes), no other
@@ -176,7 +200,8 @@ static struct cgroup_rule rules[] = { { .path = (char *) "/x", .mode = CG_MODE_P
 static struct nb_config cfg = { .cgroups = rules, .n_cgroups = 1 };
 
 static void round_(struct placer *pl) {
-        struct placer_env env = { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .cgroup_root = cg_root };
+        struct placer_env env = { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .cgroup_root = cg_root,
+                                  .self_pid = self_pid };
 
         tick++;
         rec.seen_tick = tick;
@@ -289,6 +314,33 @@ TEST(advise_places_nothing) {
         proc_place_free(rec.place);
         rec.place = NULL;
         cg.mode = CG_MODE_PLACE;
+}
+
+/* CPU 0 (node 0, where the memory is stuck) is busy all the time. When that is the
+ * daemon's own thread, it is no load and the threads are placed there; when the
+ * daemon is not what runs there, node 0 has no room. */
+TEST(own_load_not_counted) {
+        struct placer *pl;
+
+        cpu0_busy = true;
+        self_pid = getppid();  /* not in the fake /proc yet: nothing of the daemon's known */
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        for (int i = 0; i < 3; i++)
+                round_(pl);
+        CHECK(both(3));
+        CHECK_INT(placer_counters(pl)->placements, 0);
+        CHECK_INT(rec.place->reason, TP_R_NO_ROOM);
+        fake_daemon = self_pid;
+        for (int i = 0; i < 4 && !both(1); i++)
+                round_(pl);
+        CHECK_MSG(both(1), "not placed beside the daemon's own load: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
+        CHECK_INT(rec.place->placed, 0);
+        placer_stop(pl);
+        placer_free(pl);
+        proc_place_free(rec.place);
+        rec.place = NULL;
+        cpu0_busy = false;
+        fake_daemon = self_pid = 0;
 }
 
 static int intro(void) {
