@@ -398,7 +398,7 @@ class Env:
         self.daemon = subprocess.Popen([daemon_bin or self.daemon_bin, "--foreground", "--config", conf, *args],
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         # Each line gets the seconds since the daemon started, for the timings.
-        t0 = time.time()
+        t0 = self.daemon_t0 = time.time()
 
         def pump(src, dst):
             with open(dst, "w") as log:

