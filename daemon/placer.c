@@ -487,28 +487,62 @@ static void act(struct placer *pl, const struct placer_env *env, struct round *r
         }
 }
 
+/* A CPU counts as contended when it was idle less than this share of the window and
+ * more than OWN_THIRD_MIN of it went to neither the daemon nor the round's threads. */
+#define OWN_IDLE_MIN 0.1
+#define OWN_THIRD_MIN 0.05
+
+/* Adds each measured thread's busy fraction of tl to by_cpu[the CPU it last ran on]. */
+static void add_by_cpu(const struct thread_load *tl, double *by_cpu, unsigned n_cpus) {
+        for (size_t i = 0; i < tl->n_threads; i++) {
+                const struct thread_load_thread *th = &tl->threads[i];
+
+                if (th->measured && th->cpu >= 0 && (unsigned) th->cpu < n_cpus && th->busy > 0)
+                        by_cpu[th->cpu] += th->busy;
+        }
+}
+
 /* Takes the daemon's own threads' CPU off the nodes' load. It is spent on the tenants
  * (copying their memory, mostly), it ends when that does, and placing their threads is
  * what ends it; counted, it made the service CPU's node look full exactly while the
  * daemon copied the memory a placement would have left still (perf bench numa's two
  * processes: 0.7 of node 0's two CPUs taken by the daemon, the placement waiting up to
- * 16 s). Not when the daemon is itself in the round (the unit tests place their own
- * threads): its threads are counted as the round's already. */
+ * 16 s). Not on a contended CPU: there a third party got less than it wanted, and the
+ * daemon's share is what it waits for (place-no-room: another cgroup's busy threads
+ * beside the daemon on CPU 0, node 0 seen with 0.19 of load instead of 1.00). Not when
+ * the daemon is itself in the round (the unit tests place their own threads): its
+ * threads are the round's already. */
 static void forgive_own_load(struct placer *pl, const struct placer_env *env, const struct round *rd,
                              double *busy) {
+        unsigned n_cpus = env->topo->n_cpus;
         pid_t self = env->self_pid ? env->self_pid : getpid();
+        _cleanup_free_ double *own = NULL, *ours = NULL;
 
         for (size_t i = 0; i < rd->n_procs; i++)
                 if (rd->procs[i].rec->pid == self)
                         return;
-        if (thread_load_read(env->proc_root, self, env->topo, &pl->own, PLACER_THREADS_MAX) < 0 ||
+        if (!pl->cl.frac || pl->cl.n_cpus != n_cpus ||
+            thread_load_read(env->proc_root, self, env->topo, &pl->own, PLACER_THREADS_MAX) < 0 ||
             pl->own.window_ns == 0)
                 return;
-        for (size_t i = 0; i < pl->own.n_threads; i++) {
-                const struct thread_load_thread *th = &pl->own.threads[i];
+        own = calloc(n_cpus ? n_cpus : 1, sizeof(*own));
+        ours = calloc(n_cpus ? n_cpus : 1, sizeof(*ours));
+        if (!own || !ours)
+                return;
+        add_by_cpu(&pl->own, own, n_cpus);
+        for (size_t i = 0; i < rd->n_procs; i++)
+                add_by_cpu(&rd->procs[i].rec->place->tl, ours, n_cpus);
+        for (unsigned c = 0; c < n_cpus; c++) {
+                double f = pl->cl.frac[c], take;
+                int node = topology_cpu_node(env->topo, c);
+                int idx = node >= 0 ? topology_node_index(env->topo, (unsigned) node) : -1;
 
-                if (th->measured && th->node >= 0 && (unsigned) th->node < env->topo->n_nodes && th->busy > 0)
-                        busy[th->node] = busy[th->node] > th->busy ? busy[th->node] - th->busy : 0;
+                if (own[c] <= 0 || f < 0 || idx < 0 || (unsigned) idx >= env->topo->n_nodes)
+                        continue;
+                if (f > 1 - OWN_IDLE_MIN && f - own[c] - ours[c] > OWN_THIRD_MIN)
+                        continue;
+                take = own[c] < f ? own[c] : f;
+                busy[idx] = busy[idx] > take ? busy[idx] - take : 0;
         }
 }
 

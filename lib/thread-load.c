@@ -314,7 +314,8 @@ int cpu_load_read(const char *proc_root, const struct topology *t, struct cpu_lo
                 cpu_load_done(cl);
                 cl->busy = calloc(t->n_cpus ? t->n_cpus : 1, sizeof(*cl->busy));
                 cl->total = calloc(t->n_cpus ? t->n_cpus : 1, sizeof(*cl->total));
-                if (!cl->busy || !cl->total) {
+                cl->frac = calloc(t->n_cpus ? t->n_cpus : 1, sizeof(*cl->frac));
+                if (!cl->busy || !cl->total || !cl->frac) {
                         cpu_load_done(cl);
                         return -ENOMEM;
                 }
@@ -327,13 +328,15 @@ int cpu_load_read(const char *proc_root, const struct topology *t, struct cpu_lo
 
                 /* A CPU seen in one read only (hotplug), or counters that went back
                  * (a CPU brought back): no window for it. */
+                cl->frac[c] = -1;
                 if (window && cl->total[c] && ticks[c].total > cl->total[c] && ticks[c].busy >= cl->busy[c]) {
                         db = ticks[c].busy - cl->busy[c];
                         dt = ticks[c].total - cl->total[c];
+                        cl->frac[c] = db >= dt ? 1.0 : (double) db / (double) dt;
                         node = topology_cpu_node(t, c);
                         idx = node >= 0 ? topology_node_index(t, (unsigned) node) : -1;
                         if (idx >= 0)
-                                busy_by_node[idx] += db >= dt ? 1.0 : (double) db / (double) dt;
+                                busy_by_node[idx] += cl->frac[c];
                 }
                 cl->busy[c] = ticks[c].busy;
                 cl->total[c] = ticks[c].total;
@@ -348,5 +351,6 @@ void cpu_load_done(struct cpu_load *cl) {
                 return;
         free(cl->busy);
         free(cl->total);
+        free(cl->frac);
         *cl = (struct cpu_load) {};
 }

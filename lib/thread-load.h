@@ -63,6 +63,7 @@ void thread_load_done(struct thread_load *tl);
 struct cpu_load {
         uint64_t *busy;            /* per CPU id: busy ticks at the last read */
         uint64_t *total;           /* per CPU id: busy + idle ticks at the last read; 0: not seen */
+        double *frac;              /* per CPU id: its busy fraction over the last window, -1: none */
         unsigned n_cpus;           /* t->n_cpus the arrays were made for */
         uint64_t read_ns;          /* now_ns of the last read, 0: none */
         uint64_t window_ns;        /* the last window, 0: none */

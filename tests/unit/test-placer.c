@@ -36,6 +36,7 @@ static uint64_t stat_ticks;   /* /proc/stat's, raised between rounds */
 static bool cpu0_busy;        /* /proc/stat: CPU 0 busy all the time (else idle) */
 static pid_t fake_daemon;     /* a process whose one thread runs on CPU 0 all the time, 0: none */
 static pid_t self_pid;        /* placer_env's: the daemon (0: this process) */
+static uint64_t daemon_runtime_ns, daemon_step_ns; /* fake_daemon's thread's run time, raised by the step */
 
 static void write_file(const char *path, const char *text) {
         FILE *f = fopen(path, "w");
@@ -115,7 +116,7 @@ static void fake_busy_process(pid_t pid) {
         snprintf(rel, sizeof(rel), "%d/task/%d/stat", pid, pid);
         fake_stat(rel, pid, pid, 0);
         snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", pid, pid);
-        snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", runtime_ns);
+        snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", daemon_runtime_ns);
         write_at(proc_root, rel, text);
         snprintf(rel, sizeof(rel), "%d/task/%d/status", pid, pid);
         snprintf(text, sizeof(text), "Name:\tt\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t0\n", pid, pid);
@@ -157,6 +158,7 @@ static void fake_proc(void) {
  * load. */
 static void next_window(void) {
         runtime_ns += UINT64_C(100) * 1000000000;
+        daemon_runtime_ns += daemon_step_ns;
         stat_ticks += 1000;
         fake_proc();
         usleep(20000);
@@ -316,9 +318,11 @@ TEST(advise_places_nothing) {
         cg.mode = CG_MODE_PLACE;
 }
 
-/* CPU 0 (node 0, where the memory is stuck) is busy all the time. When that is the
- * daemon's own thread, it is no load and the threads are placed there; when the
- * daemon is not what runs there, node 0 has no room. */
+/* CPU 0 (node 0, where the memory is stuck) is busy all the time. When all of that is
+ * the daemon's own thread, it is no load and the threads are placed there. When the
+ * daemon is not what runs there, or runs there beside another (15 ms of its thread in
+ * a window of at least 20 ms: the rest of the busy CPU is someone else's, who may
+ * have wanted the daemon's share), node 0 has no room. */
 TEST(own_load_not_counted) {
         struct placer *pl;
 
@@ -331,6 +335,12 @@ TEST(own_load_not_counted) {
         CHECK_INT(placer_counters(pl)->placements, 0);
         CHECK_INT(rec.place->reason, TP_R_NO_ROOM);
         fake_daemon = self_pid;
+        daemon_step_ns = UINT64_C(15) * 1000000;
+        for (int i = 0; i < 4; i++)
+                round_(pl);
+        CHECK_MSG(both(3), "placed on a CPU the daemon shares: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
+        CHECK_INT(rec.place->reason, TP_R_NO_ROOM);
+        daemon_step_ns = UINT64_C(100) * 1000000000;
         for (int i = 0; i < 4 && !both(1); i++)
                 round_(pl);
         CHECK_MSG(both(1), "not placed beside the daemon's own load: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
@@ -341,6 +351,7 @@ TEST(own_load_not_counted) {
         rec.place = NULL;
         cpu0_busy = false;
         fake_daemon = self_pid = 0;
+        daemon_step_ns = 0;
 }
 
 static int intro(void) {

@@ -218,6 +218,9 @@ TEST(cpu_load_per_node) {
         CHECK(fabs(busy[0] - 1.5) < 1e-9);
         CHECK(fabs(busy[1] - 0.6) < 1e-9);
         CHECK_INT(cl.window_ns, 1000 * MS);
+        /* Each CPU's own fraction too; -1 for the one without a window. */
+        CHECK(fabs(cl.frac[0] - 1.0) < 1e-9 && fabs(cl.frac[1] - 0.5) < 1e-9 && fabs(cl.frac[2] - 0.6) < 1e-9);
+        CHECK(cl.frac[3] == -1);
         /* cpu3 back: seen in one read only, it counts nothing yet. */
         fake_stat("cpu0 200 0 0 200 0 0 0 0 0 0\n"
                   "cpu1 100 0 50 200 50 0 0 0 0 0\n"
