@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Threads placed beside their memory: their CPU affinity narrowed to a node's CPUs,
- * and given back, losing nothing (this repository's docs/DESIGN.md, section "Placing
+ * and given back, losing nothing (this repository's docs/RULES.md, section "Placing
  * threads: the originals kept and given back").
  *
  * The keeper records, for every thread it narrowed, the affinity the thread had (its

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* DAMON as evidence for promotion (docs/DESIGN.md, "Memory tiers"): a kdamond per
+/* DAMON as evidence for promotion (docs/RULES.md, "Memory tiers"): a kdamond per
  * watched process with pages on a slow node, monitoring only those VMAs (fvaddr), with a
  * DAMOS `stat` scheme whose tried regions (nr_accesses >= 1) are its hot regions. The
  * sysfs work runs on a thread of this module's own: on 6.12 writing

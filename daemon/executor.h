@@ -24,7 +24,7 @@
 #include "nodemask.h"
 
 /* Per-page outcome classes ("Moving: per-page outcome classes" in the repository's
- * docs/DESIGN.md). */
+ * docs/RULES.md). */
 enum migrate_class {
         MIG_MOVED,          /* now on the target node, moved by this job */
         MIG_ALREADY,        /* was on the target already (not counted as moved) */
@@ -104,7 +104,7 @@ uint64_t migrate_pmd_size(void);
  * one's copy while the ones unmapped before it wait, and copies them only then: a
  * workload thread touching any page of a batch waits for all of it. A call's pages go
  * to the kernel in runs of executor_kernel_batch_pages(), each ended by
- * executor_batch_break() (docs/DESIGN.md, "How long a workload thread waits"). */
+ * executor_batch_break() (docs/RULES.md, "How long a workload thread waits"). */
 #define EXECUTOR_KERNEL_BATCH_NS (20ULL * 1000000ULL)
 #define EXECUTOR_KERNEL_BATCH_BYTES (UINT64_C(2) << 20)
 

@@ -178,7 +178,7 @@ static int build_jobs(const struct jobs_env *env, const struct scan *scans, size
                         continue;
                 /* The executor moves with MPOL_MF_MOVE only: a page that became shared
                  * since the scan is refused by the kernel, and lib/plan plans no shared
-                 * VMA ("Shared pages" in the repository's docs/DESIGN.md). */
+                 * VMA ("Shared pages" in the repository's docs/RULES.md). */
                 r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, n);
                 if (r >= 0)
                         r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, n);

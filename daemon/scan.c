@@ -19,7 +19,7 @@
 #include "source.h"
 #include "smaps.h"
 
-/* The two-sample rule (docs/DESIGN.md): a page seen fewer times from its one node is
+/* The two-sample rule (docs/RULES.md): a page seen fewer times from its one node is
  * not evidence yet. */
 #define PAGE_MIN_SAMPLES 2
 /* How long, and how many pages, a page seen once waits for its second sample. */

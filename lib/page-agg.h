@@ -2,7 +2,7 @@
 /* sample, part 3: which node touches which page. Memory-access samples (from the PMU:
  * Intel PEBS mem-loads, AMD IBS op, Arm SPE; or page faults with PERF_SAMPLE_ADDR) are
  * (tid, cpu, data address) triples. They are aggregated per page into counts per node
- * (the node of the sampling CPU), then the two-sample rule of docs/DESIGN.md decides:
+ * (the node of the sampling CPU), then the two-sample rule of docs/RULES.md decides:
  *   - a page seen from exactly one node, at least min_samples (2) times, goes to that
  *     node (a thread's private data follows the thread);
  *   - a page seen from several nodes is shared: left where it is, whatever the counts

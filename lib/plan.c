@@ -117,7 +117,7 @@ static const struct plan_history *find_history(const struct plan_input *in, uint
  * could be pulled out of *their* cpuset or policy: the kernel would move them with
  * MPOL_MF_MOVE_ALL without asking, and nothing the daemon can read cheaply names the
  * other mappers. So a VMA with shared pages is never planned; move_shared = yes only
- * changes the reason explain gives (docs/DESIGN.md). */
+ * changes the reason explain gives (docs/RULES.md). */
 static enum plan_reason shared_reason(const struct plan_params *p) {
         return p->move_shared ? REASON_SHARED_UNVERIFIED : REASON_SHARED;
 }

@@ -38,7 +38,7 @@ static int read_runtime(const char *proc_root, pid_t pid, pid_t tid, uint64_t *r
 }
 
 /* tid's affinity from the kernel: half the cost of reading it from status (0.2 us
- * against 11 us a thread, docs/DESIGN.md). The kernel's mask is an array of unsigned
+ * against 11 us a thread, docs/RULES.md). The kernel's mask is an array of unsigned
  * long, CPU n at bit n % bits of word n / bits, whatever the width of a long. */
 static int read_affinity(pid_t tid, nb_cpumask *ret) {
         unsigned long words[NB_CPUS_MAX / (8 * sizeof(unsigned long))] = {};

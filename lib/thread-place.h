@@ -9,7 +9,7 @@
  * split over two nodes can each gather on one (a decision of one process at a time
  * deadlocks when each node has room for one more thread only).
  *
- * The rule (docs/DESIGN.md, "CPU follows memory"):
+ * The rule (docs/RULES.md, "CPU follows memory"):
  *   1. A process's busy threads (not app_pinned, busy >= busy_min) are kept together
  *      on one node: the process is the group that shares memory.
  *   2. A node is feasible for them when each may run there (allowed_nodes), each may
@@ -126,7 +126,7 @@ struct tp_params {
 };
 
 /* hold_ms 60 s, thread_cost_bytes 16 MiB, busy_min 0.3, remote_weight 4,
- * switch_margin 0.5 (why: thread-place.c, docs/DESIGN.md). */
+ * switch_margin 0.5 (why: thread-place.c, docs/RULES.md). */
 void thread_place_params_default(struct tp_params *p);
 
 /* Decides every process of procs (outputs written in each), against nodes (by topology

@@ -85,7 +85,7 @@ def main():
               f"service_cpus and runs as root with the bounding set only")
     # A move call holds the pages of a kernel batch unmapped, and the workload's threads
     # that touch one wait until the worker maps it again: nothing may take the worker off
-    # its CPU in the middle (docs/DESIGN.md, "How long a workload thread waits").
+    # its CPU in the middle (docs/RULES.md, "How long a workload thread waits").
     check("CPUQuota" not in s, f"CPUQuota={s.get('CPUQuota')}: a throttled worker keeps a batch of the "
           "workload's pages unmapped until the next period")
     nice = s.get("Nice", ["0"])[-1]
