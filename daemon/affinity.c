@@ -708,6 +708,8 @@ static void apply_step(struct affinity_keeper *k, struct aff_proc *p, int pidfd,
         if (r < 0) {
                 if (r == -ESRCH)
                         c->gone++;
+                else if (r == -EPERM)
+                        c->not_permitted++;    /* the placer logs it, rate-limited, and backs off */
                 else {
                         c->failed++;
                         log_warning_errno(r, "Failed to set the affinity of thread %d of process %d: %m",

@@ -23,7 +23,9 @@
  * process and 65,536 in all (AFFINITY_THREADS_PROC_MAX, AFFINITY_THREADS_MAX); a thread
  * beyond them is not placed (counted as failed, logged).
  *
- * Changing another user's thread needs CAP_SYS_NICE. Used on the event loop only. */
+ * Changing another user's thread needs CAP_SYS_NICE (the unit grants it); a refusal is
+ * counted (not_permitted), not logged, so that the caller can back off. Used on the
+ * event loop only. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,6 +60,8 @@ struct affinity_counts {
         unsigned left_alone;  /* not ours to change: the application changed it, or no CPU of the node allowed */
         unsigned gone;        /* the thread or its process exited (or a pid or tid reused) */
         unsigned failed;      /* a bound reached, a failed call: named in a log line */
+        unsigned not_permitted; /* refused by the kernel (EPERM: another user's thread without
+                                 * CAP_SYS_NICE, or an LSM): not logged here, the caller backs off */
 };
 
 /* At start: every thread a previous run (crash, kill -9, watchdog kill) narrowed gets

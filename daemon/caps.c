@@ -10,7 +10,7 @@
 #include "caps.h"
 #include "log.h"
 
-/* capget(2) directly: no libcap for five bits. */
+/* capget(2) directly: no libcap for six bits. */
 static int effective(uint64_t *ret) {
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
@@ -36,6 +36,9 @@ static const struct {
         { CAP_SYS_ADMIN, "CAP_SYS_ADMIN",
           "trusted.numabalanced xattrs cannot be read (the kernel hides trusted.* without it): cgroups opted in "
           "that way are not seen; user.numabalanced and [select] cgroups still work" },
+        { CAP_SYS_NICE, "CAP_SYS_NICE",
+          "threads of other users' processes cannot be placed (sched_setaffinity): place mode leaves them where "
+          "they run, each such process retried after a back-off (explain: not-permitted)" },
 };
 
 static char missing[128];
@@ -69,8 +72,13 @@ int caps_check(const struct nb_config *cfg) {
                          n ? " " : "", needed[i].name);
                 n++;
         }
-        if (n == 0)
-                log_info("Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN, all present");
+        if (n == 0) {
+                char all[sizeof(missing)] = "";
+
+                for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+                        snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s", i ? " " : "", needed[i].name);
+                log_info("Capabilities: %s, all present", all);
+        }
         return (int) n;
 }
 

@@ -382,6 +382,10 @@ static void metrics_placement(const struct manager_view *v, FILE *f) {
         metric_head(f, "numabalanced_threads_left_alone_total", "counter",
                     "Placed threads whose application changed their affinity since: never touched again.");
         fprintf(f, "numabalanced_threads_left_alone_total %" PRIu64 "\n", pc ? pc->threads_left_alone : 0);
+        metric_head(f, "numabalanced_threads_not_permitted_total", "counter",
+                    "Threads the kernel refused to narrow (EPERM: another user's threads without CAP_SYS_NICE); "
+                    "their process is tried again after a back-off.");
+        fprintf(f, "numabalanced_threads_not_permitted_total %" PRIu64 "\n", pc ? pc->not_permitted : 0);
         metric_head(f, "numabalanced_placements_advised_total", "counter",
                     "Placements the daemon would have made in advise cgroups (or a dry run).");
         fprintf(f, "numabalanced_placements_advised_total %" PRIu64 "\n", pc ? pc->would_place : 0);

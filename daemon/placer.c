@@ -22,6 +22,8 @@
 /* Threads decided in one round, at most, all processes together: bounds the round's
  * arrays (a few hundred bytes a thread). */
 #define PLACER_ROUND_THREADS_MAX 8192
+/* Refusals logged a minute, all processes together. */
+#define PLACER_FAIL_LOG_BURST 10
 
 struct placer {
         struct affinity_keeper *keeper;
@@ -40,6 +42,7 @@ static const char *const skip_names[_PLACER_SKIP_MAX] = {
         [PLACER_FIRST_WINDOW] = "first-window",
         [PLACER_UNREADABLE] = "unreadable",
         [PLACER_WAITING] = "waiting",
+        [PLACER_NOT_PERMITTED] = "not-permitted",
 };
 
 const char *placer_skip_name(enum placer_skip s) {
@@ -70,7 +73,7 @@ int placer_new(const char *state_path, const char *proc_root, struct placer **re
 
         if (!pl)
                 return log_error_errno(-ENOMEM, "Out of memory");
-        pl->fail_log = LOG_RATELIMIT(60000, 10);
+        pl->fail_log = LOG_RATELIMIT(60000, PLACER_FAIL_LOG_BURST);
         pl->keeper = affinity_keeper_new(state_path, proc_root);
         if (!pl->keeper) {
                 free(pl);
@@ -289,6 +292,10 @@ static int gather(struct placer *pl, const struct placer_env *env, struct proc_r
                         pp->skip = PLACER_WAITING;
                         continue;
                 }
+                if (pp->denied_until_ms > now_ms) {
+                        pp->skip = PLACER_NOT_PERMITTED;
+                        continue;
+                }
                 if (!read_threads(env, p, now_ms))
                         continue;
                 if (rd->n_procs == cap) {
@@ -358,6 +365,24 @@ static bool still_ours(const struct placer_env *env, const struct proc_rec *p) {
                creds_belong_to(&creds, cs.covers_uid);
 }
 
+/* The kernel refused to narrow n of p's threads (EPERM: another user's process and
+ * no CAP_SYS_NICE, or an LSM): p is not decided again before a back-off, and the
+ * refusals are logged at most PLACER_FAIL_LOG_BURST times a minute in all, so that no
+ * tenant can flood the journal. */
+static void back_off(struct placer *pl, struct proc_rec *p, unsigned n) {
+        struct proc_place *pp = p->place;
+        uint64_t suppressed = 0;
+
+        pp->denied_backoff_ms = pp->denied_backoff_ms ? (pp->denied_backoff_ms * 2 < PLACER_DENIED_MAX_MS ? pp->denied_backoff_ms * 2 : PLACER_DENIED_MAX_MS)
+                                                      : PLACER_DENIED_MIN_MS;
+        pp->denied_until_ms = pp->decided_ms + pp->denied_backoff_ms;
+        if (log_ratelimit_ok(&pl->fail_log, pp->decided_ms, &suppressed))
+                log_warning("cgroup=%s pid=%d comm=%s: not placed: the kernel refused to change the affinity of "
+                            "%u thread(s) (%s; another user's threads need CAP_SYS_NICE): tried again in %" PRIu64
+                            " s%s", p->cg->path, (int) p->pid, p->comm, n, strerror(EPERM),
+                            pp->denied_backoff_ms / 1000, suppressed ? " (more such lines were suppressed)" : "");
+}
+
 /* Narrows p's threads (those the round may place) to node index node. */
 static void place(struct placer *pl, const struct placer_env *env, struct round *rd, size_t i, int node) {
         struct proc_rec *p = rd->procs[i].rec;
@@ -389,6 +414,11 @@ static void place(struct placer *pl, const struct placer_env *env, struct round 
         pl->counters.threads_placed += c.placed;
         pl->counters.threads_left_alone += c.left_alone;
         pl->counters.failed += c.failed;
+        pl->counters.not_permitted += c.not_permitted;
+        if (c.not_permitted)
+                back_off(pl, p, c.not_permitted);
+        else
+                pp->denied_backoff_ms = 0;
         if (c.placed == 0) {
                 log_info("cgroup=%s pid=%d comm=%s: not placed on node %d: no thread could be narrowed "
                          "(%u gone, %u changed by the application, %u failed)", p->cg->path, (int) p->pid, p->comm,

@@ -25,6 +25,11 @@ struct proc_records;
 /* Processes decided in one round, at most; the others wait for a later round (the
  * next round starts where this one stopped). */
 #define PLACER_PROCS_MAX 512
+/* A process whose threads the kernel refused to narrow (EPERM) is not decided again
+ * for this long, doubled at each refusal in a row up to the max: without CAP_SYS_NICE
+ * each round would try (and log) every thread of every other user's process again. */
+#define PLACER_DENIED_MIN_MS 60000
+#define PLACER_DENIED_MAX_MS 960000
 
 /* Why a process is not in the round's decision (before thread-place.h's reasons). */
 enum placer_skip {
@@ -34,6 +39,8 @@ enum placer_skip {
         PLACER_FIRST_WINDOW,       /* its threads read once: no window yet */
         PLACER_UNREADABLE,         /* its threads could not be read */
         PLACER_WAITING,            /* the round was full */
+        PLACER_NOT_PERMITTED,      /* the kernel refused to change its threads' affinity
+                                    * (EPERM): backing off until denied_until_ms */
         _PLACER_SKIP_MAX,
 };
 
@@ -52,6 +59,8 @@ struct proc_place {
         uint64_t decided_ms;       /* when, 0: never */
         unsigned threads_held;     /* its threads whose affinity the daemon narrowed */
         unsigned threads_left_alone; /* changed by the application since: never touched again */
+        uint64_t denied_until_ms;  /* not-permitted: not decided before this (0: never refused) */
+        uint64_t denied_backoff_ms; /* the last back-off, doubled at each refusal in a row */
 };
 void proc_place_free(struct proc_place *pp);
 
@@ -75,6 +84,7 @@ struct placer_counters {
         uint64_t threads_restored; /* threads given their affinity back */
         uint64_t threads_left_alone; /* threads the application changed after the daemon did */
         uint64_t failed;           /* a change that failed (logged) */
+        uint64_t not_permitted;    /* threads the kernel refused to narrow (EPERM; backed off) */
         uint64_t would_place;      /* advise: placements it would have made */
 };
 

@@ -245,6 +245,7 @@ static void put_placement_status(struct json *j, const struct manager_view *v) {
         json_key(j, "threads_left_alone"); json_u64(j, pc ? pc->threads_left_alone : 0);
         json_key(j, "would_place"); json_u64(j, pc ? pc->would_place : 0);
         json_key(j, "failed"); json_u64(j, pc ? pc->failed : 0);
+        json_key(j, "not_permitted"); json_u64(j, pc ? pc->not_permitted : 0);
         json_object_end(j);
 }
 
@@ -833,7 +834,7 @@ static void put_cooldown(struct json *j, const struct manager_view *v, const str
 /* Threads explain lists with their placement, at most. */
 #define EXPLAIN_THREADS_MAX 64
 
-static char *placement_text(const struct manager_view *v, const struct proc_rec *p) {
+static char *placement_text(const struct manager_view *v, const struct proc_rec *p, uint64_t now) {
         const struct proc_place *pp = p->place;
         char *text = NULL;
         int r;
@@ -842,6 +843,10 @@ static char *placement_text(const struct manager_view *v, const struct proc_rec 
                 r = asprintf(&text, "threads placed on node %u (%s): %u thread(s) narrowed to its CPUs",
                              v->topo->nodes[pp->placed].id, thread_place_reason_name(pp->placed_reason),
                              pp->threads_held);
+        else if (pp->skip == PLACER_NOT_PERMITTED)
+                r = asprintf(&text, "threads not placed: not-permitted: the kernel refused to change their affinity "
+                             "(another user's threads need CAP_SYS_NICE, which the unit grants); tried again in %" PRIu64
+                             " s", pp->denied_until_ms > now ? (pp->denied_until_ms - now + 999) / 1000 : 0);
         else if (pp->skip != PLACER_DECIDED)
                 r = asprintf(&text, "threads not placed: %s", placer_skip_name(pp->skip));
         else if (pp->action == TP_PLACE)
@@ -861,7 +866,7 @@ static void put_placement(struct json *j, const struct manager_view *v, const st
         _cleanup_free_ char *text = NULL;
 
         json_key(j, "placement");
-        if (!pp || !(text = placement_text(v, p))) {
+        if (!pp || !(text = placement_text(v, p, now))) {
                 json_null(j);
                 return;
         }

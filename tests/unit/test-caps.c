@@ -3,6 +3,8 @@
  * and none is fatal. Run in children whose effective sets are cut, so that the test
  * sees what the daemon sees under a smaller bounding set. */
 #include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,18 +71,8 @@ TEST(all_present_or_each_named) {
         CHECK_STR(missing, "CAP_SYS_ADMIN");
         CHECK_INT(check_with(~(BIT(CAP_SYS_PTRACE) | BIT(CAP_BPF)), missing, sizeof(missing)), 2);
         CHECK_STR(missing, "CAP_SYS_PTRACE CAP_BPF");
-        CHECK_INT(check_with(0, missing, sizeof(missing)), 4);
-        CHECK_STR(missing, "CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN");
-}
-
-/* CAP_SYS_NICE is not asked for: the unit does not grant it, and nothing needs it. */
-TEST(sys_nice_not_needed) {
-        char missing[256];
-
-        if (geteuid() != 0)
-                TEST_SKIP("not root: the test's own effective set is not the daemon's");
-        CHECK_INT(check_with(~BIT(CAP_SYS_NICE), missing, sizeof(missing)), 0);
-        CHECK_STR(missing, "");
+        CHECK_INT(check_with(0, missing, sizeof(missing)), 5);
+        CHECK_STR(missing, "CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_NICE");
 }
 
 TEST(nothing_before_the_check) {
@@ -139,7 +131,7 @@ TEST(what_the_operator_reads) {
         if (geteuid() != 0)
                 TEST_SKIP("not root: the test's own effective set is not the daemon's");
         CHECK_INT(said_with(~UINT64_C(0), out, sizeof(out)), 0);
-        CHECK_STR(out, "<6>Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN, all present\n");
+        CHECK_STR(out, "<6>Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_NICE, all present\n");
         CHECK_INT(said_with(~BIT(CAP_BPF), out, sizeof(out)), 0);
         CHECK_STR(out, "<5>Missing capability CAP_BPF: BPF and perf work through CAP_SYS_ADMIN while it is there "
                        "(drop that one too and they fall back to /proc)\n");
@@ -160,6 +152,7 @@ TEST(as_proc_status_says) {
         static const struct { int cap; const char *name; } four[] = {
                 { CAP_SYS_PTRACE, "CAP_SYS_PTRACE" }, { CAP_BPF, "CAP_BPF" },
                 { CAP_PERFMON, "CAP_PERFMON" }, { CAP_SYS_ADMIN, "CAP_SYS_ADMIN" },
+                { CAP_SYS_NICE, "CAP_SYS_NICE" },
         };
         char line[256], expect[128] = "";
         unsigned long long eff = 0;
@@ -186,6 +179,65 @@ TEST(as_proc_status_says) {
         CHECK_INT(caps_check(&cfg), n);
         CHECK_STR(caps_missing(), expect);
         config_done(&cfg);
+}
+
+/* What the daemon really needs CAP_SYS_NICE for, checked on the kernel itself: the
+ * affinity of a thread of another user's process cannot be changed without it (a
+ * tenant in place mode who is not root), and can with it. */
+TEST(sys_nice_places_other_users_threads) {
+        cpu_set_t set;
+        int p[2], status;
+        pid_t tenant, daemon;
+        char go = 0;
+
+        if (geteuid() != 0)
+                TEST_SKIP("not root: cannot start a process of another user");
+        CHECK(sched_getaffinity(0, sizeof(set), &set) == 0);
+        CHECK(pipe(p) == 0);
+        tenant = fork();
+        if (tenant == 0) {
+                close(p[0]);
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(1);
+                if (write(p[1], "x", 1) != 1)
+                        _exit(2);
+                pause();
+                _exit(0);
+        }
+        close(p[1]);
+        CHECK(read(p[0], &go, 1) == 1);
+        close(p[0]);
+        daemon = fork();
+        if (daemon == 0) {
+                /* With every capability the tenant's thread takes the mask it has;
+                 * without CAP_SYS_NICE the kernel refuses the same call. */
+                if (sched_setaffinity(tenant, sizeof(set), &set) < 0)
+                        _exit(10);
+                if (keep_only(~BIT(CAP_SYS_NICE)) < 0)
+                        _exit(11);
+                if (sched_setaffinity(tenant, sizeof(set), &set) == 0 || errno != EPERM)
+                        _exit(12);
+                _exit(0);
+        }
+        CHECK(waitpid(daemon, &status, 0) == daemon);
+        CHECK(WIFEXITED(status));
+        CHECK_INT(WEXITSTATUS(status), 0);
+        kill(tenant, SIGKILL);
+        waitpid(tenant, NULL, 0);
+}
+
+/* Without CAP_SYS_NICE, the check names it with what place mode loses. */
+TEST(sys_nice_missing_is_named) {
+        char missing[256], out[2048];
+
+        if (geteuid() != 0)
+                TEST_SKIP("not root: the test's own effective set is not the daemon's");
+        CHECK_INT(check_with(~BIT(CAP_SYS_NICE), missing, sizeof(missing)), 1);
+        CHECK_STR(missing, "CAP_SYS_NICE");
+        CHECK_INT(said_with(~BIT(CAP_SYS_NICE), out, sizeof(out)), 0);
+        CHECK_STR(out, "<4>Missing capability CAP_SYS_NICE: threads of other users' processes cannot be placed "
+                       "(sched_setaffinity): place mode leaves them where they run, each such process retried "
+                       "after a back-off (explain: not-permitted)\n");
 }
 
 DEFINE_TEST_MAIN()

@@ -7,7 +7,9 @@
  * process on node 0, both threads narrowed (their real affinity
  * becomes CPU 0, the originals saved first), an opt-out gives them back, a "crash"
  * (the placer freed without stopping) is recovered by the next placer, a clean stop
- * gives them back, and advise places nothing. Needs CPUs 0 and 1 online. */
+ * gives them back, and advise places nothing; a kernel that refuses the change (EPERM,
+ * as for another user's threads without CAP_SYS_NICE) gets a back-off, not a retry
+ * and a log line a thread each round. Needs CPUs 0 and 1 online. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,9 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <unistd.h>
 #include "cg-records.h"
+#include "log.h"
 #include "placer.h"
 #include "proc.h"
 #include "proc-records.h"
@@ -352,6 +361,97 @@ TEST(own_load_not_counted) {
         cpu0_busy = false;
         fake_daemon = self_pid = 0;
         daemon_step_ns = 0;
+}
+
+/* This thread's sched_setaffinity() fails with EPERM from now on (seccomp), as the
+ * kernel's does for another user's thread without CAP_SYS_NICE. */
+static int refuse_setaffinity(void) {
+#ifdef __x86_64__
+        struct sock_filter f[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sched_setaffinity, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                return -errno;
+        return 0;
+#else
+        return -EOPNOTSUPP;
+#endif
+}
+
+static unsigned refusal_lines;
+
+static void count_refusals(int level, int error, const struct log_fields *fields, const char *msg) {
+        if (strstr(msg, "refused to change the affinity"))
+                refusal_lines++;
+}
+
+/* In a child (the seccomp filter stays with it), with two threads of its own: */
+static int refused_child(void) {
+        struct proc_stat st;
+        struct placer *pl;
+        uint64_t first_until;
+
+        atomic_store(&started, 0);
+        for (int i = 0; i < 2; i++)
+                pthread_create(&threads[i], NULL, idle_thread, (void *) (intptr_t) i);
+        while (atomic_load(&started) < 2)
+                usleep(1000);
+        if (proc_read_stat("/proc", getpid(), &st) < 0)
+                return 10;
+        rec.pid = getpid();
+        rec.starttime = st.starttime;
+        rec.place = NULL;
+        fake_proc();
+        log_set_sink(count_refusals);
+        if (refuse_setaffinity() < 0)
+                return 77;
+        if (placer_new(state, proc_root, &pl) < 0)
+                return 11;
+        for (int i = 0; i < 3 && placer_counters(pl)->not_permitted == 0; i++)
+                round_(pl);
+        /* Refused: nothing narrowed, counted by thread, one line for the process. */
+        if (placer_counters(pl)->not_permitted != 2 || !both(3) || placer_counters(pl)->failed != 0)
+                return 12;
+        if (refusal_lines != 1 || placer_threads_held(pl) != 0)
+                return 13;
+        first_until = rec.place->denied_until_ms;
+        if (first_until != rec.place->decided_ms + PLACER_DENIED_MIN_MS)
+                return 14;
+        /* Within the back-off: not decided, not tried, nothing logged. */
+        for (int i = 0; i < 5; i++)
+                round_(pl);
+        if (rec.place->skip != PLACER_NOT_PERMITTED || placer_counters(pl)->not_permitted != 2 || refusal_lines != 1)
+                return 15;
+        /* After it: tried once more, refused, the back-off doubled. */
+        tick = first_until / 1000;
+        for (int i = 0; i < 3 && placer_counters(pl)->not_permitted == 2; i++)
+                round_(pl);
+        if (placer_counters(pl)->not_permitted != 4 || refusal_lines != 2)
+                return 16;
+        if (rec.place->denied_until_ms != rec.place->decided_ms + 2 * PLACER_DENIED_MIN_MS)
+                return 17;
+        placer_free(pl);
+        return 0;
+}
+
+TEST(refused_backs_off) {
+        int status;
+        pid_t pid = fork();
+
+        if (pid == 0)
+                _exit(refused_child());
+        CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+        if (WEXITSTATUS(status) == 77)
+                TEST_SKIP("no seccomp filter here");
+        CHECK_INT(WEXITSTATUS(status), 0);
+        fake_proc();
 }
 
 static int intro(void) {

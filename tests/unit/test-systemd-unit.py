@@ -28,7 +28,7 @@ import nbtest  # noqa: E402
 from nbtest import check  # noqa: E402
 
 MAX_EXPOSURE = 2.5
-CAPS = {"CAP_SYS_PTRACE", "CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN"}
+CAPS = {"CAP_SYS_PTRACE", "CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_SYS_NICE"}
 
 
 def settings(text):
@@ -79,6 +79,12 @@ def main():
     check(76 <= mem_mb <= 1024, f"MemoryMax={mem}: expected between 76M (4x the measured peak) and 1G")
     caps = set(" ".join(s.get("CapabilityBoundingSet", [])).split())
     check(caps == CAPS, f"CapabilityBoundingSet={sorted(caps)}, expected {sorted(CAPS)}")
+    # ProtectKernelTunables= makes /sys read-only: DAMON's sysfs must be writable again,
+    # or DAMON evidence is off under the unit (it was, before this line).
+    rw = " ".join(s.get("ReadWritePaths", [])).split()
+    check("-/sys/kernel/mm/damon/admin" in rw and "-/proc/sys/kernel/numa_balancing" in rw,
+          f"ReadWritePaths={rw}: expected -/sys/kernel/mm/damon/admin (DAMON) and "
+          "-/proc/sys/kernel/numa_balancing")
     for forbidden in ("NUMAPolicy", "NUMAMask", "AllowedMemoryNodes", "CPUAffinity", "AllowedCPUs",
                       "PrivateUsers", "AmbientCapabilities", "User", "DynamicUser"):
         check(forbidden not in s, f"{forbidden}= is set: the daemon needs every memory node, pins itself to "
