@@ -2377,6 +2377,11 @@ TEST(owners_take_turns_in_a_run) {
 
         if (geteuid() != 0)
                 TEST_SKIP("not root: the tenant's cgroup cannot be given to uid 1000");
+        /* The order within one run is what is asserted; under valgrind the tick's
+         * reads outlast JOBS_EARLY_NS and its jobs run in several calls (seen: 9 jobs
+         * in the last, root's at 8), so the run is not one list any more. */
+        if (under_valgrind())
+                TEST_SKIP("under valgrind the tick's jobs run early, in several calls");
         if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = 1000, .scan_max_ms = 60000 }))
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         tenant_and_root(0);     /* no rate limit: no share */
