@@ -12,6 +12,9 @@ workloads in real cgroups, the real daemon, and checks on what a user would see,
 0xx the engine's cases (a)-(j), 1xx the placement sources, 2xx races, faults and
 privilege, 9xx benchmarks (not in CI). What they share is tests/vm/scenario.py.
 
+With --shipped they run as the package ships the daemon: under its unit, for a tenant
+who is not root (tests/vm/shipped.py).
+
 The scenarios run in the order given, one after the other in this guest; after each,
 what it started is removed (Env.cleanup). A failed check ends its scenario, not the
 run. Each scenario's result (pass/fail, the error, timings, the daemon's log tail on
@@ -88,6 +91,10 @@ def main():
     ap.add_argument("--build")
     ap.add_argument("--out", default=os.environ.get("NUMABALANCED_RESULTS", "/tmp"))
     ap.add_argument("--list", action="store_true", help="list the scenarios and what each asserts")
+    ap.add_argument("--shipped", action="store_true",
+                    help="as the package ships it: the daemon as numabalanced.service under systemd (PID 1, "
+                         "vmrun --systemd), the tenants uid 65534 in delegated cgroups opted in with "
+                         "user.numabalanced (tests/vm/shipped.py)")
     ap.add_argument("scenarios", nargs="*")
     a = ap.parse_args()
     if a.list:
@@ -100,7 +107,9 @@ def main():
     unknown = [n for n in a.scenarios if n.partition(":")[0] not in scenario.names()]
     if unknown:   # before anything runs
         ap.error(f"no scenario {' '.join(unknown)} in {scenario.SCENARIO_DIR} (--list names them)")
-    env = Env(a.build, a.out)
+    if a.shipped and not scenario.shipped.is_systemd():
+        ap.error("--shipped needs systemd as PID 1 (vmrun --systemd)")
+    env = Env(a.build, a.out, as_shipped=a.shipped)
     failed = [name for name in a.scenarios if not run_one(env, name, a.out)]
     if failed:
         print(f"engine: failed: {' '.join(failed)}", flush=True)

@@ -9,7 +9,9 @@
  * which the daemon must never touch. The main thread sleeps.
  *
  * Writes "<pid> <start-hex> <length> <tid>..." to READY_FILE once the threads run, and
- * runs until killed.
+ * runs until killed. On SIGUSR1 the first reader thread forks a child that execs
+ * `sleep 3600` (it inherits that thread's CPU affinity, across the exec, as any child
+ * of a placed thread does) and writes the child's pid to READY_FILE.child.
  *
  *   gather SIZE_MB TOUCH_NODE START_NODE THREADS free|pinned default|bind READY_FILE */
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +38,35 @@ static int start_node;
 static bool pinned;
 static pthread_barrier_t started;
 static pid_t tids[THREADS_MAX];
+static volatile sig_atomic_t fork_asked;
+static const char *ready_file;
+
+static void on_usr1(int sig) {
+        (void) sig;
+        fork_asked = 1;
+}
+
+/* From reader 0: a child carrying this thread's affinity, its pid in READY_FILE.child. */
+static void fork_child(void) {
+        char path[4096], tmp[4200];
+        FILE *f;
+        pid_t pid = fork();
+
+        if (pid == 0) {
+                execl("/bin/sleep", "sleep", "3600", (char *) NULL);
+                _exit(127);
+        }
+        if (pid < 0)
+                return;
+        snprintf(path, sizeof(path), "%s.child", ready_file);
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        f = fopen(tmp, "w");
+        if (!f)
+                return;
+        fprintf(f, "%d\n", (int) pid);
+        fclose(f);
+        rename(tmp, path);
+}
 
 static void unpin(void) {
         cpu_set_t all;
@@ -58,9 +90,14 @@ static void *reader(void *arg) {
                 unpin();  /* runs on start_node until the scheduler or the daemon moves it */
         tids[i] = (pid_t) syscall(SYS_gettid);
         pthread_barrier_wait(&started);
-        for (;;)
+        for (;;) {
                 for (size_t off = 0; off < len; off += 64)
                         sum += (uint64_t) mem[off];
+                if (i == 0 && fork_asked) {
+                        fork_asked = 0;
+                        fork_child();
+                }
+        }
         return NULL;
 }
 
@@ -99,6 +136,9 @@ int main(int argc, char **argv) {
         pinned = strcmp(argv[5], "pinned") == 0;
         if (n == 0 || n > THREADS_MAX || numa_available() < 0)
                 return 2;
+        ready_file = argv[7];
+        signal(SIGUSR1, on_usr1);
+        signal(SIGCHLD, SIG_IGN);   /* no zombies: the scenario kills the children */
         touch(atoi(argv[2]), strcmp(argv[6], "bind") == 0);
         pthread_barrier_init(&started, NULL, n + 1);
         for (unsigned i = 0; i < n; i++)

@@ -40,6 +40,7 @@ import nbtest  # noqa: E402
 # What a scenario runs as another user (uid 1000, nobody) runs from a copy outside the
 # checkout: tests/vm/anyuser.py says why.
 from anyuser import copy_for_any_user  # noqa: E402,F401
+import shipped  # noqa: E402
 
 CG = "/sys/fs/cgroup"
 
@@ -292,7 +293,10 @@ def node_free_mb(node):
 # --- what a scenario starts --------------------------------------------------
 
 class Env:
-    def __init__(self, build, out):
+    def __init__(self, build, out, as_shipped=False):
+        # as_shipped: the daemon runs as numabalanced.service and the tenants are not
+        # root (tests/vm/shipped.py); a scenario reads env.shipped where the two differ.
+        self.shipped = as_shipped
         self.build = build
         self.out = out
         self.daemon_bin = os.path.join(build, "daemon", "numabalanced")
@@ -325,9 +329,42 @@ class Env:
             if mems is not None:
                 with open(os.path.join(path, "cpuset.mems"), "w") as f:
                     f.write(mems)
+        if self.shipped:
+            shipped.delegate(path)
         if mode:
-            os.setxattr(path, xattr, mode.encode())
+            self.set_mode(path, mode, xattr)
         return path
+
+    def set_mode(self, path, mode, xattr="trusted.numabalanced"):
+        """Opts path in (mode) or out (None): by root with xattr, or as shipped by its
+        tenant with user.numabalanced."""
+        if self.shipped:
+            shipped.set_mode(path, mode)
+        elif mode:
+            os.setxattr(path, xattr, mode.encode())
+        else:
+            os.removexattr(path, xattr)
+
+    def exe(self, path):
+        """A program of the build to run as the workload: a copy any user can run when
+        the tenant is not root."""
+        return copy_for_any_user(path) if self.shipped else path
+
+    def ready_path(self, name):
+        """A fresh path a workload may write (the tenant's, when it is not root)."""
+        if self.shipped:
+            return os.path.join(shipped.tenant_tmp(), f"{name}.{time.time_ns()}")
+        return self.tmp_path(name)
+
+    def enter(self, procs_file):
+        """A preexec_fn: join the cgroup (as root), then become the tenant if shipped."""
+        def fn():
+            if procs_file:
+                with open(procs_file, "w") as f:
+                    f.write(str(os.getpid()))
+            if self.shipped:
+                shipped.become_tenant()
+        return fn
 
     # --- workloads -----------------------------------------------------------
     def start_workload(self, cgroup, size_mb, touch, run, policy="default", threads=1, pages="system", env=None,
@@ -335,16 +372,11 @@ class Env:
         """tests/vm/workload in cgroup (None: where we are): size_mb first-touched on node
         touch, its threads on node run. prefix: a command it runs under (numactl ...).
         Returns (Popen, region start, region length)."""
-        ready = self.tmp_path(f"ready.{len(self.procs)}")
+        ready = self.ready_path(f"ready.{len(self.procs)}")
         procs_file = os.path.join(cgroup, "cgroup.procs") if cgroup else None
-
-        def enter():
-            if procs_file:
-                with open(procs_file, "w") as f:
-                    f.write(str(os.getpid()))
-
-        p = subprocess.Popen([*prefix, self.workload, str(size_mb), str(touch), str(run), policy, str(threads), ready, pages],
-                             preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        p = subprocess.Popen([*prefix, self.exe(self.workload), str(size_mb), str(touch), str(run), policy,
+                              str(threads), ready, pages],
+                             preexec_fn=self.enter(procs_file), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env=dict(os.environ, **env) if env else None)
         self.procs.append(p)
         p.ready = ready
@@ -395,6 +427,17 @@ class Env:
     def run_daemon(self, conf, args=(), daemon_bin=None):
         """Starts the daemon on a config file of the scenario's own."""
         self.daemon_log = self.tmp_path("numabalanced") + ".log"
+        if self.shipped:
+            if args or daemon_bin:
+                fail("this scenario starts the daemon with its own command line: not as shipped")
+            os.makedirs(shipped.TEST_DIR, exist_ok=True)
+            unit_conf = os.path.join(shipped.TEST_DIR, "numabalanced.conf")
+            with open(conf) as src, open(unit_conf, "w") as dst:
+                dst.write(src.read())
+            self.daemon, self.daemon_t0 = shipped.start(self.build, unit_conf, self.daemon_log)
+            time.sleep(0.5)
+            check(self.daemon.poll() is None, f"the unit did not start: {self.log()}")
+            return
         self.daemon = subprocess.Popen([daemon_bin or self.daemon_bin, "--foreground", "--config", conf, *args],
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         # Each line gets the seconds since the daemon started, for the timings.
@@ -666,16 +709,10 @@ def start_gather(env, cg, size_mb, touch, start, threads=2, affinity="free", pol
     reading it started on node start (free: their affinity given back, so the
     scheduler or the daemon may move them; pinned: the application's own choice).
     Returns (Popen, region start, [reader tids])."""
-    ready = env.tmp_path(f"gather.{len(env.procs)}")
-    procs_file = os.path.join(cg, "cgroup.procs")
-
-    def enter():
-        with open(procs_file, "w") as f:
-            f.write(str(os.getpid()))
-
-    exe = os.path.join(env.build, "tests", "vm", "gather")
+    ready = env.ready_path(f"gather.{len(env.procs)}")
+    exe = env.exe(os.path.join(env.build, "tests", "vm", "gather"))
     p = subprocess.Popen([exe, str(size_mb), str(touch), str(start), str(threads), affinity, policy, ready],
-                         preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                         preexec_fn=env.enter(os.path.join(cg, "cgroup.procs")), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     env.procs.append(p)
     deadline = time.time() + 120
     while not os.path.exists(ready):

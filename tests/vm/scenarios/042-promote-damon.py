@@ -94,14 +94,15 @@ def run(env, res):
     hot_len, cold_start, cold_len = HOT_MB << 20, start + (HOT_MB << 20), (SIZE_MB - HOT_MB) << 20
     on2, _ = share(p.pid, start, SIZE_MB << 20, 2)
     check(on2 >= 0.99, f"migratepages left {on2:.1%} on node 2")
-    metrics = env.tmp_path("metrics.prom")
+    # Under the unit only its runtime directory is writable.
+    metrics = "/run/numabalanced/test-metrics.prom" if env.shipped else env.tmp_path("metrics.prom")
     env.start_daemon(extra_conf=f"[sample]\npmu = off\n[report]\nmetrics_path = {metrics}\n")
     wait_log(env, "DAMON evidence: in use", 30)
     time.sleep(3)
     check(not kdamonds(), f"a kdamond runs with nothing opted in: {kdamonds()}")
     check(open(f"{KD}/nr_kdamonds").read().strip() == "0", "nr_kdamonds is not 0 with nothing opted in")
 
-    os.setxattr(cg, "trusted.numabalanced", b"balance")
+    env.set_mode(cg, "balance")
     t0 = time.time()
     while not kdamonds():
         if time.time() - t0 > 30:
@@ -160,11 +161,11 @@ def run(env, res):
     check(why.get("damon_monitored") is True, f"explain does not say DAMON monitors it: {why.get('damon_monitored')}")
 
     # Opt-out: its kdamond goes, and DAMON is given back.
-    os.setxattr(cg, "trusted.numabalanced", b"off")
+    env.set_mode(cg, "off")
     res["seconds_to_kdamond_gone_after_opt_out"] = gone(15, "the opt-out")
     check(open(f"{KD}/nr_kdamonds").read().strip() == "0", "nr_kdamonds not 0 after the opt-out")
     # Opted in again, then the daemon stops with the kdamond running: none is left.
-    os.setxattr(cg, "trusted.numabalanced", b"balance")
+    env.set_mode(cg, "balance")
     appears(30, "the second opt-in")
     env.stop_daemon()
     check(not kdamonds(), f"a kdamond is left after the daemon's stop: {kdamonds()}")

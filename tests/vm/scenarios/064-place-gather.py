@@ -87,15 +87,9 @@ def placements(env, pids):
 
 def perf_bench(env, res, cg, mode_check=True):
     """Runs the benchmark in cg; returns its samples [(t, {pid: (nodes, share)})]."""
-    procs_file = os.path.join(cg, "cgroup.procs")
-
-    def enter():
-        with open(procs_file, "w") as f:
-            f.write(str(os.getpid()))
-
     moved0 = vmstat("pgmigrate_success")
     perf = subprocess.Popen(["perf", "bench", "numa", "mem", "-0", "-p", "2", "-t", "2", "-P", "128",
-                             "-s", str(RUN_S), "-c"], preexec_fn=enter, stdout=subprocess.PIPE,
+                             "-s", str(RUN_S), "-c"], preexec_fn=env.enter(os.path.join(cg, "cgroup.procs")), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     env.procs.append(perf)
     t0 = time.time()

@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The engine's scenarios as the package ships the daemon (engine.py --shipped).
+
+In a guest booted with systemd as PID 1 (vmrun --systemd), Env.start_daemon() runs the
+daemon as numabalanced.service, the unit as built (its capability bounding set,
+ProtectKernelTunables=, ProtectControlGroups=, ...), with one drop-in: ExecStart= and
+ExecStopPost= pointed at a copy of the freshly built daemon under /run (ProtectHome=
+and PrivateTmp= hide a checkout under /root or /tmp) and the scenario's configuration.
+Its log is the unit's journal, each line stamped with the seconds since the start as
+the engine's own log is.
+
+The tenants are not root: Env.cgroup() makes a cgroup delegated to TENANT_UID (the
+directory and its cgroup.procs, cgroup.threads and cgroup.subtree_control chowned to
+it, as systemd's Delegate= does) and the tenant itself opts it in with the
+user.numabalanced xattr; the workloads join it as root and then drop to the tenant
+(no groups, no capabilities) before they exec a copy every user can run.
+
+ShippedDaemon stands in for the Popen of a daemon started by hand: poll(), wait(),
+send_signal(SIGTERM) and kill() act on the unit through systemctl.
+"""
+import os
+import signal
+import subprocess
+import threading
+import time
+
+UNIT = "numabalanced.service"
+RUN_DIR = "/run/systemd/system"
+TEST_DIR = "/run/numabalanced-test"
+TENANT_UID = 65534   # nobody
+TENANT_GID = 65534
+# Files a tenant's workload writes (ready files): every user may create them.
+TENANT_TMP = "/run/nb-tenant-tmp"
+AS_TENANT = ["setpriv", f"--reuid={TENANT_UID}", f"--regid={TENANT_GID}", "--clear-groups",
+             "--inh-caps=-all", "--bounding-set=-all"]
+
+# systemctl gives up on PID 1 after sd-bus's 25 s; under TCG loading a unit can take
+# longer than that.
+os.environ["SYSTEMD_BUS_TIMEOUT"] = "170s"
+
+
+def systemctl(*args, ok=True, timeout=180):
+    r = subprocess.run(["systemctl", *args], capture_output=True, text=True, timeout=timeout)
+    if ok and r.returncode != 0:
+        raise RuntimeError(f"systemctl {' '.join(args)} exited {r.returncode}: {r.stdout.strip()} "
+                           f"{r.stderr.strip()}")
+    return r
+
+
+def props(*names):
+    out = systemctl("show", *(f"--property={n}" for n in names), UNIT).stdout
+    got = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    return {n: got.get(n, "").strip() for n in names}
+
+
+def is_systemd():
+    return os.path.realpath("/proc/1/exe").endswith("/systemd")
+
+
+def install(build, conf):
+    """The unit as built, with the test's drop-in; the daemon copied under /run."""
+    os.makedirs(TEST_DIR, exist_ok=True)
+    daemon = os.path.join(TEST_DIR, "numabalanced")
+    tmp = daemon + ".new"
+    with open(os.path.join(build, "daemon", "numabalanced"), "rb") as src, open(tmp, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(tmp, 0o755)
+    os.rename(tmp, daemon)
+    with open(os.path.join(build, "systemd", UNIT)) as f:
+        unit = f.read()
+    with open(os.path.join(RUN_DIR, UNIT), "w") as f:
+        f.write(unit)
+    dropin = os.path.join(RUN_DIR, UNIT + ".d")
+    os.makedirs(dropin, exist_ok=True)
+    stop_post = ""
+    if "ExecStopPost=" in unit:
+        stop_post = f"ExecStopPost=\nExecStopPost={daemon} --restore-affinity\n"
+    with open(os.path.join(dropin, "test.conf"), "w") as f:
+        # LeakSanitizer (an ASan build) stops the world with ptrace, which the unit's
+        # SystemCallFilter= refuses: no leak check under the unit (the engine's other
+        # runs do it). The restart limit is lifted: a scenario starts and stops often.
+        f.write(f"[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=\nExecStart={daemon} --config {conf}\n"
+                f"ExecReload=\nExecReload={daemon} --check-config-of $MAINPID\nExecReload=/bin/kill -HUP $MAINPID\n"
+                f"{stop_post}Environment=ASAN_OPTIONS=detect_leaks=0\n")
+    systemctl("daemon-reload")
+
+
+class ShippedDaemon:
+    """The unit's main process, as much of a Popen as the engine uses."""
+
+    def __init__(self):
+        self.pid = None
+        self.returncode = None
+
+    def start(self):
+        systemctl("reset-failed", UNIT, ok=False)
+        systemctl("start", "--no-block", UNIT)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            p = props("MainPID", "ActiveState")
+            if p["MainPID"] not in ("", "0"):
+                self.pid = int(p["MainPID"])
+                return
+            if p["ActiveState"] == "failed":
+                break
+            time.sleep(0.2)
+        self.returncode = self._status()
+
+    def _status(self):
+        p = props("ExecMainStatus")
+        return int(p["ExecMainStatus"] or 0)
+
+    def poll(self):
+        if self.returncode is not None:
+            return self.returncode
+        p = props("ActiveState", "MainPID")
+        if p["ActiveState"] in ("active", "activating", "reloading") and p["MainPID"] == str(self.pid):
+            return None
+        if p["ActiveState"] == "deactivating":
+            return None
+        self.returncode = self._status()
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = time.time() + (timeout if timeout is not None else 3600)
+        while self.poll() is None:
+            if time.time() >= deadline:
+                raise subprocess.TimeoutExpired(UNIT, timeout)
+            time.sleep(0.2)
+        return self.returncode
+
+    def send_signal(self, sig):
+        if sig == signal.SIGTERM:
+            systemctl("stop", "--no-block", UNIT)
+        else:
+            systemctl("kill", f"--signal={int(sig)}", UNIT)
+
+    def kill(self):
+        """kill -9 of the main process, the unit then left stopped (no automatic
+        restart): what the scenarios' "the daemon killed, then started again" means.
+        ExecStopPost= still runs, as it does after any end of the main process."""
+        systemctl("kill", "--signal=KILL", "--kill-who=main", UNIT, ok=False)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            p = props("ActiveState", "SubState", "MainPID")
+            if p["MainPID"] != str(self.pid):
+                break
+            time.sleep(0.2)
+        systemctl("stop", UNIT, ok=False)
+        self.returncode = -9
+
+
+def start(build, conf, log_path):
+    """Installs the unit for conf, starts it and follows its journal into log_path.
+    Returns (ShippedDaemon, t0)."""
+    install(build, conf)
+    t0 = time.time()
+    follow = subprocess.Popen(["journalctl", "-f", "-n", "0", "-o", "cat", "-u", UNIT], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+
+    def pump():
+        with open(log_path, "w") as log:
+            for line in iter(follow.stdout.readline, b""):
+                log.write(f"{time.time() - t0:8.2f} {line.decode(errors='replace')}")
+                log.flush()
+
+    threading.Thread(target=pump, daemon=True).start()
+    time.sleep(1.0)    # journalctl -f reads the journal's end before the start
+    d = ShippedDaemon()
+    d.follow = follow
+    d.start()
+    return d, t0
+
+
+def tenant_tmp():
+    os.makedirs(TENANT_TMP, exist_ok=True)
+    os.chmod(TENANT_TMP, 0o1777)
+    return TENANT_TMP
+
+
+def delegate(path):
+    """path (a new cgroup) delegated to the tenant, as systemd's Delegate= does."""
+    for f in ("", "cgroup.procs", "cgroup.threads", "cgroup.subtree_control"):
+        p = os.path.join(path, f) if f else path
+        if os.path.exists(p):
+            os.chown(p, TENANT_UID, TENANT_GID)
+
+
+def set_mode(path, mode):
+    """The tenant opts its cgroup in (mode), or out (None), with user.numabalanced."""
+    args = ["setfattr", "-n", "user.numabalanced", "-v", mode, path] if mode else \
+        ["setfattr", "-x", "user.numabalanced", path]
+    r = subprocess.run(AS_TENANT + args, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 and mode:
+        raise RuntimeError(f"the tenant could not opt {path} in: {r.stderr.strip()}")
+
+
+def become_tenant():
+    """In a preexec_fn, after joining the cgroup: the tenant, no groups."""
+    os.setgroups([])
+    os.setresgid(TENANT_GID, TENANT_GID, TENANT_GID)
+    os.setresuid(TENANT_UID, TENANT_UID, TENANT_UID)
