@@ -67,6 +67,7 @@ struct damon {
         char *proc_root;
         char *state_path;
         const char *why;
+        char why_buf[768];         /* a reason with its path and error, why points here */
         bool in_use;
         pthread_mutex_t lock;
         pthread_cond_t cond;
@@ -320,27 +321,46 @@ int damon_recover(const char *sys_root, const char *state_path) {
 
 /* --- choosing --- */
 
+/* Why DAMON cannot be used: what failed, on which file, with its error; on a
+ * read-only /sys (systemd's ProtectKernelTunables=yes) what the unit needs. */
+static const char *why_errno(struct damon *d, const char *what, const char *op, const char *rel, int r) {
+        snprintf(d->why_buf, sizeof(d->why_buf), "%s: %s %s%s%s: %s%s", what, op, d->root, rel ? "/" : "",
+                 rel ? rel : "", strerror(r < 0 ? -r : r),
+                 r == -EROFS ? " (/sys is read-only to the daemon, as ProtectKernelTunables=yes makes it: its "
+                               "unit needs ReadWritePaths=-/sys/kernel/mm/damon/admin)" : "");
+        return d->why_buf;
+}
+
 static const char *choose(struct damon *d) {
+        const char *what = "DAMON's operations cannot be read", *op = "writing", *rel = "nr_kdamonds";
         char ops[256];
         uint64_t nr;
         struct stat sb;
         int r;
 
         if (stat(d->root, &sb) < 0)
-                return "the kernel has no DAMON sysfs interface (CONFIG_DAMON_SYSFS)";
-        if (rd_u64(d, 1024, &nr, "nr_kdamonds") < 0)
-                return "nr_kdamonds cannot be read";
+                return errno == ENOENT ? "the kernel has no DAMON sysfs interface (CONFIG_DAMON_SYSFS)"
+                                       : why_errno(d, "DAMON's sysfs interface cannot be used", "looking up", NULL,
+                                                   -errno);
+        r = rd_u64(d, 1024, &nr, "nr_kdamonds");
+        if (r < 0)
+                return why_errno(d, "nr_kdamonds cannot be read", "reading", "nr_kdamonds", r);
         if (nr > 0)
                 return "another tool uses DAMON (nr_kdamonds is not 0): left alone";
         /* avail_operations lives in a context: one is made to read it, then dropped. */
         r = wr(d, "1", "nr_kdamonds");
-        if (r >= 0)
-                r = wr(d, "1", "0/contexts/nr_contexts");
-        if (r >= 0)
-                r = rd(d, ops, sizeof(ops), "0/contexts/0/avail_operations");
+        if (r >= 0) {
+                rel = "0/contexts/nr_contexts";
+                r = wr(d, "1", "%s", rel);
+        }
+        if (r >= 0) {
+                op = "reading";
+                rel = "0/contexts/0/avail_operations";
+                r = rd(d, ops, sizeof(ops), "%s", rel);
+        }
         (void) wr(d, "0", "nr_kdamonds");
         if (r < 0)
-                return "DAMON's operations cannot be read";
+                return why_errno(d, what, op, rel, r);
         for (char *save = NULL, *w = strtok_r(ops, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
                 if (strcmp(w, "fvaddr") == 0)
                         return NULL;

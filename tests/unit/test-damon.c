@@ -7,10 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "damon.h"
@@ -228,6 +231,79 @@ TEST(refused_without_sysfs_or_fvaddr_or_when_taken) {
         CHECK(!damon_in_use(d));
         damon_free(d);
         untree();
+}
+
+/* When DAMON's sysfs cannot be used, the reason says which file, how, and the error,
+ * not only that it failed. */
+TEST(why_names_the_file_and_the_error) {
+        char p[600], want[1024];
+        struct damon *d;
+
+        tree("0\n", "vaddr fvaddr\n");
+        snprintf(p, sizeof(p), "%s/0/contexts/0/avail_operations", kd);
+        CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0);
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        CHECK(!damon_in_use(d));
+        snprintf(want, sizeof(want), "DAMON's operations cannot be read: reading %s: %s", p, strerror(EISDIR));
+        CHECK_STR(damon_why(d), want);
+        damon_free(d);
+        CHECK_STR(get("nr_kdamonds"), "0");
+        untree();
+
+        tree("0\n", "vaddr fvaddr\n");
+        snprintf(p, sizeof(p), "%s/nr_kdamonds", kd);
+        CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0);
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        snprintf(want, sizeof(want), "nr_kdamonds cannot be read: reading %s: %s", p, strerror(EISDIR));
+        CHECK_STR(damon_why(d), want);
+        damon_free(d);
+        untree();
+}
+
+/* A read-only /sys, as systemd's ProtectKernelTunables=yes makes it (here the fake
+ * tree bind-mounted read-only in a mount namespace of a child: needs root): the
+ * reason names the file and EROFS, and says what the unit needs. */
+TEST(why_on_a_read_only_sys_says_what_the_unit_needs) {
+        char got[1024] = "", want[1024], p[600];
+        int fds[2];
+        pid_t pid;
+        int status = 0;
+        ssize_t n;
+
+        tree("0\n", "vaddr fvaddr\n");
+        CHECK(pipe(fds) == 0);
+        pid = fork();
+        if (pid == 0) {
+                struct damon *d;
+                const char *w;
+
+                close(fds[0]);
+                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                    mount(root, root, NULL, MS_BIND, NULL) < 0 ||
+                    mount(NULL, root, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+                        _exit(77);
+                if (damon_new(root, "/nonexistent/state-damon", true, false, &d) < 0)
+                        _exit(1);
+                w = damon_why(d);
+                if (write(fds[1], w, strlen(w)) < 0)
+                        _exit(1);
+                damon_free(d);
+                _exit(0);
+        }
+        close(fds[1]);
+        n = read(fds[0], got, sizeof(got) - 1);
+        got[n > 0 ? n : 0] = 0;
+        close(fds[0]);
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+        untree();
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+                TEST_SKIP("no mount namespace to make the tree read-only (not root?)\n");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        snprintf(p, sizeof(p), "%s/nr_kdamonds", kd);
+        snprintf(want, sizeof(want), "DAMON's operations cannot be read: writing %s: %s", p, strerror(EROFS));
+        CHECK_MSG(strncmp(got, want, strlen(want)) == 0, "got \"%s\"", got);
+        CHECK_MSG(strstr(got, "ProtectKernelTunables=yes") != NULL &&
+                  strstr(got, "ReadWritePaths=-/sys/kernel/mm/damon/admin") != NULL, "got \"%s\"", got);
 }
 
 TEST(one_process_written_read_and_given_back) {
