@@ -201,13 +201,14 @@ static void print_status(const struct jv *d) {
         }
         if (jv_str(jv_get(d, "damon"), NULL)) {
                 const char *why = jv_str(jv_get(d, "damon"), "?");
+                char bw[1024];     /* the reason may name a path and what to do */
 
                 if (strcmp(why, "in use") == 0)
                         printf("  DAMON evidence:    in use (%" PRIu64 " kdamond%s running)\n",
                                jv_u64(jv_get(d, "damon_kdamonds"), 0),
                                jv_u64(jv_get(d, "damon_kdamonds"), 0) == 1 ? "" : "s");
                 else
-                        printf("  DAMON evidence:    not used: %s\n", ctl_safe(why, b1, sizeof(b1)));
+                        printf("  DAMON evidence:    not used: %s\n", ctl_safe(why, bw, sizeof(bw)));
         }
         printf("  Service CPUs:      %s (%" PRIu64 " migration worker%s)\n",
                ctl_safe(jv_str(jv_get(d, "service_cpus"), "?"), b1, sizeof(b1)), jv_u64(jv_get(d, "workers"), 0),

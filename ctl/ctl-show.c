@@ -300,8 +300,9 @@ static const char *human_bytes(uint64_t b, char *buf, size_t size) {
 }
 
 /* Prints text that came from the process (comm, paths) with every control character
- * (C1 too) and every byte that is not valid UTF-8 escaped, so that a hostile name
- * cannot rewrite the operator's terminal (lib/term-text.h). */
+ * (C1 too), bidi override and invisible format character and every byte that is not
+ * valid UTF-8 escaped (every byte of 0x80 or more under a locale that is not UTF-8),
+ * so that a hostile name cannot rewrite the operator's terminal (lib/term-text.h). */
 static void print_safe(const char *s) {
         term_text_print(stdout, s);
 }

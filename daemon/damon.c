@@ -67,6 +67,7 @@ struct damon {
         char *proc_root;
         char *state_path;
         const char *why;
+        char why_buf[768];         /* a reason with its path and error, why points here */
         bool in_use;
         pthread_mutex_t lock;
         pthread_cond_t cond;
@@ -83,6 +84,7 @@ struct damon {
         /* The thread's own: */
         struct applied ap[DAMON_PROCS_MAX];
         bool created;              /* nr_kdamonds set by us */
+        uint64_t kd_ino[DAMON_PROCS_MAX];  /* while created: our kdamonds' directories */
         bool affinity_logged;
         bool taken_logged;         /* another tool's nr_kdamonds was logged */
         pthread_t thread;
@@ -164,6 +166,45 @@ static int rd_u64(const struct damon *d, uint64_t max, uint64_t *ret, const char
 
 /* --- the state file: which kdamonds are ours --- */
 
+/* The kernel makes the kdamonds' directories anew whenever nr_kdamonds is written, by
+ * anyone: their inode numbers, taken right after the daemon wrote it, tell its
+ * kdamonds from another tool's that happen to be as many. */
+static int kdamond_dirs(const struct damon *d, uint64_t ino[DAMON_PROCS_MAX]) {
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                _cleanup_free_ char *p = NULL;
+                struct stat st;
+
+                if (asprintf(&p, "%s/%u", d->root, i) < 0)
+                        return -ENOMEM;
+                if (stat(p, &st) < 0)
+                        return -errno;
+                ino[i] = (uint64_t) st.st_ino;
+        }
+        return 0;
+}
+
+static bool same_dirs(const struct damon *d, const uint64_t ino[DAMON_PROCS_MAX]) {
+        uint64_t now[DAMON_PROCS_MAX];
+
+        return kdamond_dirs(d, now) >= 0 && memcmp(now, ino, sizeof(now)) == 0;
+}
+
+/* The state file's first line, "kdamonds N INO...": N, and the directories' inode
+ * numbers (*ret_has_ino false in the file of an older numabalanced, which has none). */
+static bool parse_kdamonds(const char *line, uint64_t *ret_n, uint64_t ino[DAMON_PROCS_MAX], bool *ret_has_ino) {
+        int off = 0;
+
+        *ret_has_ino = false;
+        if (sscanf(line, "kdamonds %" SCNu64 "%n", ret_n, &off) != 1)
+                return false;
+        line += off;
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++, line += off)
+                if (sscanf(line, " %" SCNu64 "%n", &ino[i], &off) != 1)
+                        return true;
+        *ret_has_ino = true;
+        return true;
+}
+
 static void record(struct damon *d) {
         _cleanup_free_ char *tmp = NULL;
         FILE *f;
@@ -179,7 +220,11 @@ static void record(struct damon *d) {
                 log_warning_errno(-errno, "Failed to write %s: %m", tmp);
                 return;
         }
-        fprintf(f, "kdamonds %u\n", DAMON_PROCS_MAX);
+        /* Their number and their directories: the next start tells them by both. */
+        fprintf(f, "kdamonds %u", DAMON_PROCS_MAX);
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
+                fprintf(f, " %" PRIu64, d->kd_ino[i]);
+        fputc('\n', f);
         /* A kdamond by its pid; one being turned on, or whose pid is not known, by
          * its target's pid (a crash between "on" and this record leaves no other
          * trace of it). */
@@ -221,8 +266,8 @@ static int recover_starting(struct damon *d, unsigned i, int pid) {
 int damon_recover(const char *sys_root, const char *state_path) {
         _cleanup_free_ char *buf = NULL;
         struct damon d = {};
-        uint64_t nr = 0, ours = 0;
-        bool left = false;
+        uint64_t nr = 0, ours = 0, ino[DAMON_PROCS_MAX];
+        bool left = false, has_ino = false, foreign = false;
         size_t len;
         int r;
 
@@ -240,7 +285,16 @@ int damon_recover(const char *sys_root, const char *state_path) {
                 int kpid;
                 uint64_t now;
 
-                if (sscanf(line, "kdamonds %" SCNu64, &ours) == 1)
+                if (parse_kdamonds(line, &ours, ino, &has_ino)) {
+                        /* Made anew since (the kernel refuses that while one is on):
+                         * none of ours is left, nothing there is ours to touch. */
+                        foreign = has_ino && !same_dirs(&d, ino);
+                        if (foreign)
+                                log_debug("The kdamonds a previous numabalanced recorded are gone: "
+                                          "nothing to turn off");
+                        continue;
+                }
+                if (foreign)
                         continue;
                 if (sscanf(line, "%u starting %d", &i, &kpid) == 2) {
                         if (i < DAMON_PROCS_MAX && kpid > 0)
@@ -256,7 +310,7 @@ int damon_recover(const char *sys_root, const char *state_path) {
                 log_notice("Turned off kdamond %u (pid %d) that a previous numabalanced left%s", i, kpid,
                            r < 0 ? " (failed)" : "");
         }
-        if (ours && rd_u64(&d, 1024, &nr, "nr_kdamonds") >= 0 && nr == ours && all_off(&d, nr))
+        if (ours && !foreign && rd_u64(&d, 1024, &nr, "nr_kdamonds") >= 0 && nr == ours && all_off(&d, nr))
                 (void) wr(&d, "0", "nr_kdamonds");
         free(d.root);
         /* A kdamond that may still be on keeps the file: the next start tries again. */
@@ -267,44 +321,67 @@ int damon_recover(const char *sys_root, const char *state_path) {
 
 /* --- choosing --- */
 
+/* Why DAMON cannot be used: what failed, on which file, with its error; on a
+ * read-only /sys (systemd's ProtectKernelTunables=yes) what the unit needs. */
+static const char *why_errno(struct damon *d, const char *what, const char *op, const char *rel, int r) {
+        snprintf(d->why_buf, sizeof(d->why_buf), "%s: %s %s%s%s: %s%s", what, op, d->root, rel ? "/" : "",
+                 rel ? rel : "", strerror(r < 0 ? -r : r),
+                 r == -EROFS ? " (/sys is read-only to the daemon, as ProtectKernelTunables=yes makes it: its "
+                               "unit needs ReadWritePaths=-/sys/kernel/mm/damon/admin)" : "");
+        return d->why_buf;
+}
+
 static const char *choose(struct damon *d) {
+        const char *what = "DAMON's operations cannot be read", *op = "writing", *rel = "nr_kdamonds";
         char ops[256];
         uint64_t nr;
         struct stat sb;
         int r;
 
         if (stat(d->root, &sb) < 0)
-                return "the kernel has no DAMON sysfs interface (CONFIG_DAMON_SYSFS)";
-        if (rd_u64(d, 1024, &nr, "nr_kdamonds") < 0)
-                return "nr_kdamonds cannot be read";
+                return errno == ENOENT ? "the kernel has no DAMON sysfs interface (CONFIG_DAMON_SYSFS)"
+                                       : why_errno(d, "DAMON's sysfs interface cannot be used", "looking up", NULL,
+                                                   -errno);
+        r = rd_u64(d, 1024, &nr, "nr_kdamonds");
+        if (r < 0)
+                return why_errno(d, "nr_kdamonds cannot be read", "reading", "nr_kdamonds", r);
         if (nr > 0)
                 return "another tool uses DAMON (nr_kdamonds is not 0): left alone";
         /* avail_operations lives in a context: one is made to read it, then dropped. */
         r = wr(d, "1", "nr_kdamonds");
-        if (r >= 0)
-                r = wr(d, "1", "0/contexts/nr_contexts");
-        if (r >= 0)
-                r = rd(d, ops, sizeof(ops), "0/contexts/0/avail_operations");
+        if (r >= 0) {
+                rel = "0/contexts/nr_contexts";
+                r = wr(d, "1", "%s", rel);
+        }
+        if (r >= 0) {
+                op = "reading";
+                rel = "0/contexts/0/avail_operations";
+                r = rd(d, ops, sizeof(ops), "%s", rel);
+        }
         (void) wr(d, "0", "nr_kdamonds");
         if (r < 0)
-                return "DAMON's operations cannot be read";
+                return why_errno(d, what, op, rel, r);
         for (char *save = NULL, *w = strtok_r(ops, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
                 if (strcmp(w, "fvaddr") == 0)
                         return NULL;
         return "the kernel's DAMON has no fvaddr operations (fixed virtual address ranges)";
 }
 
-/* The kdamonds a previous run recorded (the state file's "kdamonds N") when
- * nr_kdamonds still is N: 0 when there is nothing of it to recover on the thread. */
+/* The kdamonds a previous run recorded (the state file's "kdamonds N INO...") when
+ * nr_kdamonds still is N and their directories still are those: 0 when there is
+ * nothing of it to recover on the thread. */
 static uint64_t recorded_kdamonds(struct damon *d) {
         _cleanup_free_ char *buf = NULL;
-        uint64_t ours = 0, nr;
+        uint64_t ours = 0, nr, ino[DAMON_PROCS_MAX];
+        bool has_ino;
         size_t len;
 
-        if (read_file_at(AT_FDCWD, d->state_path, 4096, &buf, &len) < 0 ||
-            sscanf(buf, "kdamonds %" SCNu64, &ours) != 1 || ours == 0)
+        if (read_file_at(AT_FDCWD, d->state_path, 4096, &buf, &len) < 0)
                 return 0;
-        if (rd_u64(d, 1024, &nr, "nr_kdamonds") < 0 || nr != ours)
+        buf[strcspn(buf, "\n")] = 0;
+        if (!parse_kdamonds(buf, &ours, ino, &has_ino) || ours == 0)
+                return 0;
+        if (rd_u64(d, 1024, &nr, "nr_kdamonds") < 0 || nr != ours || (has_ino && !same_dirs(d, ino)))
                 return 0;
         return ours;
 }
@@ -631,8 +708,10 @@ static int take_damon(struct damon *d) {
 
         /* Another tool may set nr_kdamonds whenever none of ours runs (the kernel
          * refuses it only while one is on): then its kdamonds are in those
-         * directories, and nothing more is written there. */
-        if (d->created && nr == DAMON_PROCS_MAX)
+         * directories, and nothing more is written there. Ours are known by the
+         * directories the kernel made when the daemon wrote nr_kdamonds, not by
+         * their number, which the other tool may well have chosen too. */
+        if (d->created && nr == DAMON_PROCS_MAX && same_dirs(d, d->kd_ino))
                 return 1;
         if (d->created) {
                 for (unsigned i = 0; i < DAMON_PROCS_MAX; i++)
@@ -651,6 +730,12 @@ static int take_damon(struct damon *d) {
         snprintf(b, sizeof(b), "%u", DAMON_PROCS_MAX);
         if (wr(d, b, "nr_kdamonds") < 0)
                 return 0;
+        if (kdamond_dirs(d, d->kd_ino) < 0) {
+                /* Not to be told from another tool's later: given back at once. */
+                count(d, &d->st.errors, 1);
+                (void) wr(d, "0", "nr_kdamonds");
+                return 0;
+        }
         d->created = true;
         record(d);
         return 1;
@@ -724,10 +809,19 @@ static void start(struct damon *d, unsigned i, const struct slot *s, const nb_cp
 
 /* The same process's slow VMAs changed (some promoted whole, a new one): its running
  * kdamond takes the new regions with `commit`, which keeps what it learnt of the rest,
- * where turning it off and on would start from nothing. Failing that, it is restarted. */
+ * where turning it off and on would start from nothing. Failing that, it is restarted.
+ * A commit makes the kernel look pid_target up again, by number: the process is
+ * checked right before it (a pid reused since the decision would point the kdamond at
+ * another process), and a slot now wanted for another process under the same pid is
+ * restarted, which checks it too; either way it is not committed. */
 static void recommit(struct damon *d, unsigned i, const struct slot *s) {
-        int r = write_regions(d, i, s);
+        int r;
 
+        if (s->starttime != d->ap[i].starttime)
+                return;
+        r = write_regions(d, i, s);
+        if (r >= 0 && !same_process(d, s->pid, s->starttime))
+                return;
         if (r >= 0)
                 r = wr(d, "commit", "%u/state", i);
         if (r < 0) {
@@ -735,6 +829,9 @@ static void recommit(struct damon *d, unsigned i, const struct slot *s) {
                                 (int) s->pid, i);
                 return;
         }
+        /* Reused between the check and the commit: turned off by the caller. */
+        if (!same_process(d, s->pid, s->starttime))
+                return;
         d->ap[i].gen = s->gen;
         count(d, &d->st.commits, 1);
 }

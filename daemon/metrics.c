@@ -29,34 +29,61 @@
 
 /* ---- label values ------------------------------------------------------------- */
 
+/* What a label value shows of the character (n bytes, utf8_seq()) at c, into out (at
+ * most 8 bytes): valid UTF-8 as it is; each byte that starts no valid sequence as
+ * U+FFFD; a control character but the newline (C0, DEL, C1: a reader of the file may
+ * print it on a terminal) as the text \xNN per byte, as the log does. Returns the
+ * bytes written; *ret_exact false unless the character was copied as it is. */
+static size_t label_char(const unsigned char *c, size_t n, char *out, bool *ret_exact) {
+        static const char hex[] = "0123456789abcdef";
+        size_t o = 0;
+
+        if (n == 0) {
+                memcpy(out, REPLACEMENT, 3);
+                *ret_exact = false;
+                return 3;
+        }
+        if (*c == '\n' || !utf8_is_control(utf8_code_point(c, n))) {
+                memcpy(out, c, n);
+                return n;
+        }
+        for (size_t i = 0; i < n; i++) {
+                out[o++] = '\\';
+                out[o++] = 'x';
+                out[o++] = hex[c[i] >> 4];
+                out[o++] = hex[c[i] & 15];
+        }
+        *ret_exact = false;
+        return o;
+}
+
 void metrics_put_label_value(FILE *f, const char *s) {
         const unsigned char *c = (const unsigned char *) (s ? s : "");
+        bool exact;
 
         while (*c) {
                 size_t n = utf8_seq(c);
+                char t[8];
+                size_t len = label_char(c, n, t, &exact);
 
-                if (n == 0) {
-                        fputs(REPLACEMENT, f);
-                        c++;
-                        continue;
-                }
-                if (*c == '\\')
-                        fputs("\\\\", f);
-                else if (*c == '"')
-                        fputs("\\\"", f);
-                else if (*c == '\n')
-                        fputs("\\n", f);
-                else
-                        fwrite(c, 1, n, f);
-                c += n;
+                for (size_t i = 0; i < len; i++)
+                        if (t[i] == '\\')
+                                fputs("\\\\", f);
+                        else if (t[i] == '"')
+                                fputs("\\\"", f);
+                        else if (t[i] == '\n')
+                                fputs("\\n", f);
+                        else
+                                fputc(t[i], f);
+                c += n ? n : 1;
         }
 }
 
-/* s made valid UTF-8 as metrics_put_label_value() does, not escaped: the value the
- * reader of the file sees. malloc'd, or NULL; *ret_exact: nothing was replaced. */
+/* s as a label value shows it (label_char()), not escaped for the format: the value
+ * the reader of the file sees. malloc'd, or NULL; *ret_exact: nothing was replaced. */
 static char *label_text(const char *s, bool *ret_exact) {
         const unsigned char *c = (const unsigned char *) s;
-        char *out = malloc(3 * strlen(s) + 1), *o = out;
+        char *out = malloc(4 * strlen(s) + 1), *o = out;   /* 4 bytes a byte at most */
 
         *ret_exact = true;
         if (!out)
@@ -64,16 +91,8 @@ static char *label_text(const char *s, bool *ret_exact) {
         while (*c) {
                 size_t n = utf8_seq(c);
 
-                if (n == 0) {
-                        memcpy(o, REPLACEMENT, 3);
-                        o += 3;
-                        c++;
-                        *ret_exact = false;
-                        continue;
-                }
-                memcpy(o, c, n);
-                o += n;
-                c += n;
+                o += label_char(c, n, o, ret_exact);
+                c += n ? n : 1;
         }
         *o = 0;
         return out;

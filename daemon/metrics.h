@@ -54,6 +54,7 @@ struct metrics_state {
 void metrics_update_file(const struct manager_view *v, const char *path, const char *group, struct metrics_state *s);
 void metrics_state_done(struct metrics_state *s);
 
-/* A label value as the exposition format takes it: invalid UTF-8 made U+FFFD, then
+/* A label value as the exposition format takes it: invalid UTF-8 made U+FFFD, every
+ * control character but the newline (C0, DEL, C1) made the text \xNN per byte, then
  * backslash, double quote and newline as \\, \" and \n. Written to f. */
 void metrics_put_label_value(FILE *f, const char *s);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "log.h"
+#include "utf8.h"
 
 static int max_level = LOG_LVL_INFO;
 static log_sink_fn sink;
@@ -63,18 +64,26 @@ size_t log_escape(const char *in, char *out, size_t size) {
 
         if (size == 0)
                 return 0;
-        for (const unsigned char *c = (const unsigned char *) in; *c; c++) {
-                if (*c < 0x20 || *c == 0x7f) {
-                        if (o + 4 >= size)
-                                break;
-                        out[o++] = '\\';
-                        out[o++] = 'x';
-                        out[o++] = hex[*c >> 4];
-                        out[o++] = hex[*c & 15];
-                } else {
-                        if (o + 1 >= size)
-                                break;
-                        out[o++] = (char) *c;
+        for (const unsigned char *c = (const unsigned char *) in; *c;) {
+                size_t n = utf8_seq(c);
+                /* Escaped: C0 and DEL; C1 (U+0080-U+009F: CSI, OSC and the rest, which a
+                 * UTF-8 terminal acts on), all of its bytes; and a byte of 0x80-0x9F
+                 * that starts no valid sequence, which an 8-bit terminal takes for C1.
+                 * Other bytes, valid UTF-8 or not, pass as they are. */
+                bool esc = n ? utf8_is_control(utf8_code_point(c, n)) : *c <= 0x9f;
+
+                if (n == 0)
+                        n = 1;
+                if (o + (esc ? 4 * n : n) >= size)
+                        break;
+                for (size_t i = 0; i < n; i++, c++) {
+                        if (esc) {
+                                out[o++] = '\\';
+                                out[o++] = 'x';
+                                out[o++] = hex[*c >> 4];
+                                out[o++] = hex[*c & 15];
+                        } else
+                                out[o++] = (char) *c;
                 }
         }
         out[o] = 0;

@@ -42,10 +42,14 @@ int log_get_max_level(void);
 void log_set_sink(log_sink_fn sink);       /* NULL: stderr */
 int log_parse_level(const char *s);        /* "err", "warning", "notice", "info", "debug"; -EINVAL */
 
-/* Copies in to out (size bytes, always terminated) with every control byte (below
- * 0x20, and 0x7f) written as \xNN; returns the length written. Every message goes
- * through it before it reaches a sink: one log line stays one line. Structured
- * field values are not escaped (the journal stores them as they are). */
+/* Copies in to out (size bytes, always terminated, cut between characters) with
+ * every control character written as \xNN, byte by byte: C0 and DEL, C1 (U+0080 to
+ * U+009F, 0xc2 0x80-0x9f in UTF-8) and a byte of 0x80-0x9f that is not part of valid
+ * UTF-8 (C1 to an 8-bit terminal); returns the length written. Other text, valid
+ * UTF-8 or not, passes. Every message goes through it before it reaches a sink: one
+ * log line stays one line, and no tenant's name drives the terminal or the syslog
+ * reader showing it. Structured field values are not escaped (the journal stores
+ * them as they are). */
 size_t log_escape(const char *in, char *out, size_t size);
 
 /* A message that users can cause at will (a junk xattr on each of their 20,000

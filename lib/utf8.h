@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* UTF-8 as tenants' names need it: every writer of their text (the metrics labels,
- * the JSON replies, numabalancectl's terminal output) decodes with these, so that
- * valid means the same everywhere. */
+ * the JSON replies, the log, numabalancectl's terminal output) decodes with these,
+ * so that valid means the same everywhere. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

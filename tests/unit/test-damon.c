@@ -7,10 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "damon.h"
@@ -91,17 +94,9 @@ static const char *const ctx_files[] = {
         "0/targets/0/regions/1/start", "0/targets/0/regions/1/end",
 };
 
-static void tree(const char *nr, const char *ops) {
+static void make_kdamonds(const char *ops) {
         char rel[128];
 
-        snprintf(root, sizeof(root), "/tmp/test-damon.XXXXXX");
-        if (!mkdtemp(root))
-                abort();
-        snprintf(kd, sizeof(kd), "%s/kernel/mm/damon/admin/kdamonds", root);
-        snprintf(state, sizeof(state), "%s/state-damon", root);
-        snprintf(procdir, sizeof(procdir), "%s/proc", root);
-        fake_stat(4242, START);
-        put("nr_kdamonds", nr);
         for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
                 snprintf(rel, sizeof(rel), "%u/state", i);
                 put(rel, "off\n");
@@ -114,6 +109,53 @@ static void tree(const char *nr, const char *ops) {
                         put(rel, "");
                 }
         }
+}
+
+static void tree(const char *nr, const char *ops) {
+        snprintf(root, sizeof(root), "/tmp/test-damon.XXXXXX");
+        if (!mkdtemp(root))
+                abort();
+        snprintf(kd, sizeof(kd), "%s/kernel/mm/damon/admin/kdamonds", root);
+        snprintf(state, sizeof(state), "%s/state-damon", root);
+        snprintf(procdir, sizeof(procdir), "%s/proc", root);
+        fake_stat(4242, START);
+        put("nr_kdamonds", nr);
+        make_kdamonds(ops);
+}
+
+/* Another tool writing nr_kdamonds: the kernel drops the kdamonds' directories and
+ * makes new ones. The old ones are kept aside, so that their inode numbers cannot
+ * come back. */
+static void remake_kdamonds(const char *nr) {
+        char from[600], to[600];
+
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                snprintf(from, sizeof(from), "%s/%u", kd, i);
+                snprintf(to, sizeof(to), "%s/dropped-%u", kd, i);
+                if (rename(from, to) < 0)
+                        abort();
+        }
+        put("nr_kdamonds", nr);
+        make_kdamonds("vaddr fvaddr\n");
+}
+
+/* The state file's first line as the daemon writes it for the kdamonds' directories
+ * there now: "kdamonds 4 INO INO INO INO". */
+static const char *kdamonds_line(void) {
+        static char line[256];
+        size_t o = (size_t) snprintf(line, sizeof(line), "kdamonds %u", DAMON_PROCS_MAX);
+
+        for (unsigned i = 0; i < DAMON_PROCS_MAX; i++) {
+                char p[600];
+                struct stat st;
+
+                snprintf(p, sizeof(p), "%s/%u", kd, i);
+                if (stat(p, &st) < 0)
+                        abort();
+                o += (size_t) snprintf(line + o, sizeof(line) - o, " %llu", (unsigned long long) st.st_ino);
+        }
+        snprintf(line + o, sizeof(line) - o, "\n");
+        return line;
 }
 
 /* The DAMON thread's clock: a round each second, as it runs. */
@@ -191,6 +233,79 @@ TEST(refused_without_sysfs_or_fvaddr_or_when_taken) {
         untree();
 }
 
+/* When DAMON's sysfs cannot be used, the reason says which file, how, and the error,
+ * not only that it failed. */
+TEST(why_names_the_file_and_the_error) {
+        char p[600], want[1024];
+        struct damon *d;
+
+        tree("0\n", "vaddr fvaddr\n");
+        snprintf(p, sizeof(p), "%s/0/contexts/0/avail_operations", kd);
+        CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0);
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        CHECK(!damon_in_use(d));
+        snprintf(want, sizeof(want), "DAMON's operations cannot be read: reading %s: %s", p, strerror(EISDIR));
+        CHECK_STR(damon_why(d), want);
+        damon_free(d);
+        CHECK_STR(get("nr_kdamonds"), "0");
+        untree();
+
+        tree("0\n", "vaddr fvaddr\n");
+        snprintf(p, sizeof(p), "%s/nr_kdamonds", kd);
+        CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0);
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        snprintf(want, sizeof(want), "nr_kdamonds cannot be read: reading %s: %s", p, strerror(EISDIR));
+        CHECK_STR(damon_why(d), want);
+        damon_free(d);
+        untree();
+}
+
+/* A read-only /sys, as systemd's ProtectKernelTunables=yes makes it (here the fake
+ * tree bind-mounted read-only in a mount namespace of a child: needs root): the
+ * reason names the file and EROFS, and says what the unit needs. */
+TEST(why_on_a_read_only_sys_says_what_the_unit_needs) {
+        char got[1024] = "", want[1024], p[600];
+        int fds[2];
+        pid_t pid;
+        int status = 0;
+        ssize_t n;
+
+        tree("0\n", "vaddr fvaddr\n");
+        CHECK(pipe(fds) == 0);
+        pid = fork();
+        if (pid == 0) {
+                struct damon *d;
+                const char *w;
+
+                close(fds[0]);
+                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                    mount(root, root, NULL, MS_BIND, NULL) < 0 ||
+                    mount(NULL, root, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+                        _exit(77);
+                if (damon_new(root, "/nonexistent/state-damon", true, false, &d) < 0)
+                        _exit(1);
+                w = damon_why(d);
+                if (write(fds[1], w, strlen(w)) < 0)
+                        _exit(1);
+                damon_free(d);
+                _exit(0);
+        }
+        close(fds[1]);
+        n = read(fds[0], got, sizeof(got) - 1);
+        got[n > 0 ? n : 0] = 0;
+        close(fds[0]);
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+        untree();
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+                TEST_SKIP("no mount namespace to make the tree read-only (not root?)\n");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        snprintf(p, sizeof(p), "%s/nr_kdamonds", kd);
+        snprintf(want, sizeof(want), "DAMON's operations cannot be read: writing %s: %s", p, strerror(EROFS));
+        CHECK_MSG(strncmp(got, want, strlen(want)) == 0, "got \"%s\"", got);
+        CHECK_MSG(strstr(got, "ProtectKernelTunables=yes") != NULL &&
+                  strstr(got, "ReadWritePaths=-/sys/kernel/mm/damon/admin") != NULL, "got \"%s\"", got);
+}
+
 TEST(one_process_written_read_and_given_back) {
         struct damon_want w = { .pid = 4242, .starttime = START, .owner = 1000, .n = 2,
                                 .r = { { 0x10000, 0x20000 }, { 0x40000, 0x50000 } } };
@@ -230,6 +345,9 @@ TEST(one_process_written_read_and_given_back) {
                         fclose(f);
                 }
                 CHECK(strstr(rec, "0 starting 4242\n") != NULL);
+                /* Its kdamonds by their number and their directories. */
+                CHECK_MSG(strncmp(rec, kdamonds_line(), strlen(kdamonds_line())) == 0, "recorded %s, made %s",
+                          rec, kdamonds_line());
         }
         n = damon_take(d, &res);      /* its first read, at once: nothing hot yet */
         CHECK(n == 1 && res[0].n_hot == 0);
@@ -314,6 +432,47 @@ TEST(another_tool_taking_over_is_left_alone) {
         damon_results_free(res, n);
         damon_free(d);
         CHECK_STR(get("nr_kdamonds"), "1\n");
+        CHECK_STR(get("0/state"), "on\n");
+        untree();
+}
+
+/* The same, another tool setting as many kdamonds as the daemon's: the count is the
+ * same, the directories (which the kernel makes anew at each write of nr_kdamonds)
+ * are not. Nothing of its kdamonds is touched; DAMON is not given back (nr_kdamonds
+ * is not the daemon's to write). */
+TEST(another_tool_with_as_many_kdamonds_is_left_alone) {
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "vaddr fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d, next_ms());
+        kernel_step(777);
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "update_schemes_tried_regions");   /* ours, running */
+        /* Ours stopped by itself; the other tool writes nr_kdamonds = 4 and starts its
+         * kdamond 0. */
+        remake_kdamonds("4\n");
+        put("0/state", "on\n");
+        put("0/pid", "999\n");
+        put("0/contexts/0/targets/0/pid_target", "999\n");
+        w.r[0].end = 0x30000;       /* new regions: would be committed if it were ours */
+        damon_sync(d, &w, 1, 2000);
+        damon_round(d, next_ms());
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "on\n");
+        CHECK_STR(get("0/contexts/0/targets/0/pid_target"), "999\n");
+        CHECK_STR(get("0/contexts/0/targets/0/regions/nr_regions"), "");
+        CHECK_STR(get("1/state"), "off\n");
+        CHECK(access(state, F_OK) < 0);
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
+        damon_free(d);
+        CHECK_STR(get("nr_kdamonds"), "4\n");
         CHECK_STR(get("0/state"), "on\n");
         untree();
 }
@@ -463,6 +622,77 @@ TEST(a_reused_pid_gets_no_kdamond) {
         untree();
 }
 
+/* New regions for a running kdamond, and its pid reused between the decision and the
+ * commit (a commit makes the kernel look pid_target up again): not committed, the
+ * kdamond turned off, the reuse counted. */
+TEST(a_pid_reused_before_a_commit_is_not_committed) {
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon_stats st;
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d, next_ms());
+        kernel_step(777);
+        w.r[0].end = 0x30000;
+        damon_sync(d, &w, 1, 2000);
+        fake_stat(4242, START + 1);       /* exited, its pid another process's now */
+        damon_round(d, next_ms());
+        damon_get_stats(d, &st);
+        CHECK_INT(st.commits, 0);
+        CHECK(st.pid_reused >= 1);
+        CHECK_STR(get("0/state"), "off");
+        CHECK(!damon_monitored(d, 4242));
+        n = damon_take(d, &res);
+        for (size_t i = 0; i < n; i++)
+                CHECK(res[i].starttime == START);
+        damon_results_free(res, n);
+        damon_free(d);
+        untree();
+}
+
+/* The daemon wants the kdamond for another process under the same pid (a new start
+ * time): restarted, which checks the process, never committed; its reads carry the
+ * new start time. */
+TEST(a_new_process_under_the_same_pid_is_restarted_not_committed) {
+        struct damon_want w = { .pid = 4242, .starttime = START, .n = 1, .r = { { 0x10000, 0x20000 } } };
+        struct damon_result *res;
+        struct damon_stats st;
+        struct damon *d;
+        size_t n;
+
+        tree("0\n", "fvaddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_set_proc_root(d, procdir);
+        damon_sync(d, &w, 1, 1000);
+        damon_round(d, next_ms());
+        kernel_step(777);
+        n = damon_take(d, &res);
+        damon_results_free(res, n);
+        fake_stat(4242, START + 1);
+        w.starttime = START + 1;
+        damon_sync(d, &w, 1, 2000);
+        damon_round(d, next_ms());
+        damon_get_stats(d, &st);
+        CHECK_INT(st.commits, 0);
+        CHECK(strcmp(get("0/state"), "commit") != 0);
+        CHECK(damon_monitored(d, 4242));
+        kernel_step(777);
+        damon_round(d, next_ms());
+        CHECK_STR(get("0/state"), "update_schemes_tried_regions");
+        n = damon_take(d, &res);
+        CHECK(n >= 1);
+        for (size_t i = 0; i < n; i++)
+                CHECK_MSG(res[i].starttime == START + 1, "a read of the new process as the old one's");
+        damon_results_free(res, n);
+        damon_free(d);
+        untree();
+}
+
 TEST(slots_bounded_and_shared_by_owners) {
         struct damon_want w[8] = {};
         unsigned a = 0, b = 0;
@@ -538,6 +768,85 @@ TEST(crash_cleanup_turns_off_only_ours) {
         fclose(f);
         CHECK(damon_recover(root, state) < 0);
         CHECK(access(state, F_OK) == 0);
+        untree();
+}
+
+/* The state file names the kdamonds' directories: when they are not those any more,
+ * another tool wrote nr_kdamonds since (the kernel refuses it while one of ours is on)
+ * and nothing there is ours, not even a kdamond whose pid is the one recorded. A file
+ * of an older numabalanced (no directories) is trusted by its count, as before. */
+TEST(crash_cleanup_knows_ours_by_their_directories) {
+        FILE *f;
+
+        tree("4\n", "fvaddr\n");
+        put("0/state", "on\n");
+        put("0/pid", "555\n");
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fprintf(f, "%s0 555\n", kdamonds_line());
+        fclose(f);
+        remake_kdamonds("4\n");             /* another tool's, all off, one with pid 555 */
+        put("0/state", "on\n");
+        put("0/pid", "555\n");
+        put("1/state", "on\n");
+        CHECK_INT(damon_recover(root, state), 0);
+        CHECK_STR(get("0/state"), "on\n");
+        CHECK_STR(get("nr_kdamonds"), "4\n");
+        CHECK(access(state, F_OK) < 0);
+        /* Another tool's 4, every kdamond off: nr_kdamonds is not set back to 0. */
+        put("0/state", "off\n");
+        put("1/state", "off\n");
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4 1 2 3 4\n", f);
+        fclose(f);
+        CHECK_INT(damon_recover(root, state), 0);
+        CHECK_STR(get("nr_kdamonds"), "4\n");
+        CHECK(access(state, F_OK) < 0);
+        /* Ours (the directories recorded), every one off: DAMON given back. */
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs(kdamonds_line(), f);
+        fclose(f);
+        CHECK_INT(damon_recover(root, state), 0);
+        CHECK_STR(get("nr_kdamonds"), "0");
+        untree();
+
+        /* An older numabalanced's file: by its count. */
+        tree("4\n", "fvaddr\n");
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4\n", f);
+        fclose(f);
+        CHECK_INT(damon_recover(root, state), 0);
+        CHECK_STR(get("nr_kdamonds"), "0");
+        untree();
+
+        /* At start, another tool's 4 is not taken for a previous run's to recover:
+         * DAMON is not used, nothing written. */
+        tree("4\n", "fvaddr\n");
+        f = fopen(state, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs("kdamonds 4 1 2 3 4\n", f);
+        fclose(f);
+        {
+                struct damon *d;
+
+                CHECK_INT(damon_new(root, state, true, true, &d), 0);
+                CHECK(!damon_in_use(d) && strstr(damon_why(d), "another tool") != NULL);
+                damon_free(d);
+        }
+        CHECK_STR(get("nr_kdamonds"), "4\n");
         untree();
 }
 

@@ -41,6 +41,32 @@ TEST(escape_control_bytes) {
         escaped("caf\xc3\xa9", "caf\xc3\xa9");          /* UTF-8 passes */
 }
 
+/* C1 controls (U+0080-U+009F): U+009B is CSI, ESC [ to a terminal, U+009D OSC, U+0085
+ * NEL a new line to some readers. As UTF-8 (0xc2 0x80-0x9f) both bytes are escaped;
+ * as raw 8-bit bytes that are not valid UTF-8, the byte is. The characters beside
+ * them, 0xc3 0x9b (U+00DB), U+00A0 and invalid bytes above 0x9f, pass. */
+TEST(escape_c1_controls) {
+        escaped("a\xc2\x9b" "31mred", "a\\xc2\\x9b31mred");
+        escaped("\xc2\x80\xc2\x85\xc2\x9d\xc2\x9f", "\\xc2\\x80\\xc2\\x85\\xc2\\x9d\\xc2\\x9f");
+        escaped("a\x9b" "31m\x85\x80", "a\\x9b31m\\x85\\x80");
+        escaped("\xc3\x9b\xc2\xa0", "\xc3\x9b\xc2\xa0");   /* U+00DB, U+00A0: text */
+        escaped("\xff\xa0\xc2", "\xff\xa0\xc2");              /* invalid, not C1: as before */
+        escaped("\xe0\x9b", "\xe0\\x9b");                     /* no sequence: the lone 0x9b goes */
+}
+
+/* Cut between characters: a character that does not fit whole, or its escape, is
+ * left out. */
+TEST(escape_truncation_keeps_characters_whole) {
+        char small[6];
+
+        CHECK_INT(log_escape("abc\xc3\xa9", small, sizeof(small)), 5);
+        CHECK_STR(small, "abc\xc3\xa9");
+        CHECK_INT(log_escape("abcd\xc3\xa9", small, sizeof(small)), 4);
+        CHECK_STR(small, "abcd");
+        CHECK_INT(log_escape("a\xc2\x9b", small, sizeof(small)), 1);
+        CHECK_STR(small, "a");
+}
+
 /* Truncation never cuts an escape in half and always terminates. */
 TEST(escape_truncation_keeps_escapes_whole) {
         char small[6];
@@ -77,6 +103,16 @@ TEST(logger_escapes_a_whole_message_at_the_limit) {
         log_info("%s", big);
         CHECK_INT(strlen(got), 4 * 2047);
         CHECK(strchr(got, '\n') == NULL);
+}
+
+/* Through the logger, as the foreground's stderr and a syslog file get it: a C1 CSI
+ * in a comm reaches the sink escaped. */
+TEST(logger_escapes_c1) {
+        capture();
+        log_info("comm=%s", "x\xc2\x9b" "2J\x9b" "2J");
+        CHECK_INT(got_calls, 1);
+        CHECK_STR(got, "comm=x\\xc2\\x9b2J\\x9b2J");
+        CHECK(strchr(got, (char) 0x9b) == NULL);
 }
 
 /* Below the level: not formatted, not sent. */

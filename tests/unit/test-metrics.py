@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The metrics file of a hand-built manager state (test-report --metrics), parsed with
 # the strict parser in promparse.py: every family, HELP/TYPE, the escaping of a
-# hostile cgroup name, cgroup names that are not valid UTF-8 (the file must still
-# be, or node_exporter drops it whole), its mode, and the values. Also: the parser
-# itself rejects what it must.
+# hostile cgroup name, control characters in one (the text \\xNN), cgroup names that
+# are not valid UTF-8 (the file must still be, or node_exporter drops it whole), its
+# mode, and the values. Also: the parser itself rejects what it must.
 # Usage: test-metrics.py TEST-REPORT
 import os
 import subprocess
@@ -122,6 +122,12 @@ check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/user.slice/odd\ufffd', r
       'the valid path is kept over the ones made the same')
 check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/user.slice/\ufffd\ufffdetc', result='moved') == 44 * PS,
       'an overlong sequence: two U+FFFD')
+# Control characters in a path (C1 CSI as UTF-8, ESC, a tab): the label shows them as
+# the text \xNN, as the log does; none reaches a reader of the file.
+check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/user.slice/c1\\xc2\\x9b2J\\x1b[0m\\x09',
+        result='moved') == 55 * PS, 'controls in a label: the text \\xNN')
+check(not any(0x7f <= ord(ch) <= 0x9f or (ord(ch) < 0x20 and ch != '\n') for ch in text),
+      'no control character in the file')
 check(g(fam, 'numabalanced_metrics_cgroups_hidden') == 2, 'hidden cgroups counted')
 check(fam['numabalanced_metrics_cgroups_hidden']['type'] == 'gauge', 'hidden cgroups: a gauge')
 check(('numabalanced_processes', (('cgroup', '/gone.slice'),)) not in

@@ -733,7 +733,14 @@ static const char *label(const char *s) {
 #define FFFD "\xef\xbf\xbd"
 
 TEST(metrics_label_escape) {
-        CHECK_STR(label("a\\b\"c\nd\te"), "a\\\\b\\\"c\\nd\te");
+        /* A tab, like every control but the newline, is the text \x09 (its backslash
+         * escaped for the format). */
+        CHECK_STR(label("a\\b\"c\nd\te"), "a\\\\b\\\"c\\nd\\\\x09e");
+        /* C1 (U+009B CSI, U+0085 NEL) as the text \xNN per byte, ESC and DEL too; the
+         * raw byte 0x9b is not UTF-8: U+FFFD. U+00DB (0xc3 0x9b) is text. */
+        CHECK_STR(label("a\xc2\x9b" "31m\xc2\x85\x1b\x7f"),
+                  "a\\\\xc2\\\\x9b31m\\\\xc2\\\\x85\\\\x1b\\\\x7f");
+        CHECK_STR(label("\x9b\xc3\x9b"), FFFD "\xc3\x9b");
         /* Valid UTF-8 stays as it is: 2, 3 and 4 bytes, and the highest code point. */
         CHECK_STR(label("/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80/\xf4\x8f\xbf\xbf"),
                   "/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80/\xf4\x8f\xbf\xbf");
@@ -784,6 +791,9 @@ static struct cg_rec cg_fffd = { .path = "/user.slice/odd" FFFD, .mode = CG_MODE
                                  .owner = 1000, .pages = { 33 }, .seen = true };
 static struct cg_rec cg_bad3 = { .path = "/user.slice/\xc0\xaf" "etc", .mode = CG_MODE_ADVISE,
                                  .source = CG_FROM_USER, .owner = 1000, .pages = { 44 }, .seen = true };
+/* Control characters in a path: C1 CSI (U+009B), ESC, a tab. */
+static struct cg_rec cg_ctl = { .path = "/user.slice/c1\xc2\x9b" "2J\x1b[0m\t", .mode = CG_MODE_ADVISE,
+                                .source = CG_FROM_USER, .owner = 1000, .pages = { 55 }, .seen = true };
 
 static struct cg_rec **with_odd_names(size_t *saved_n) {
         static struct cg_rec *cgs[8];
@@ -795,8 +805,9 @@ static struct cg_rec **with_odd_names(size_t *saved_n) {
         cgs[state.cgs.n + 1] = &cg_bad2;
         cgs[state.cgs.n + 2] = &cg_fffd;
         cgs[state.cgs.n + 3] = &cg_bad3;
+        cgs[state.cgs.n + 4] = &cg_ctl;
         state.cgs.v = cgs;
-        state.cgs.n += 4;
+        state.cgs.n += 5;
         return saved;
 }
 
@@ -816,6 +827,9 @@ TEST(metrics_odd_cgroup_names) {
         CHECK(strstr(buf, "numabalanced_pages_total{cgroup=\"/user.slice/" FFFD FFFD "etc\",result=\"moved\"} 44\n"));
         CHECK(strstr(buf, "\nnumabalanced_metrics_cgroups_hidden 2\n"));
         CHECK(!strstr(buf, "\xff") && !strstr(buf, "\xfe") && !strstr(buf, "\xc0"));
+        CHECK(strstr(buf, "numabalanced_pages_total{cgroup=\"/user.slice/c1\\\\xc2\\\\x9b2J\\\\x1b[0m\\\\x09\","
+                          "result=\"moved\"} 55\n"));
+        CHECK(!strstr(buf, "\xc2\x9b") && !strchr(buf, '\x1b') && !strchr(buf, '\t'));
         free(buf);
 }
 

@@ -81,4 +81,32 @@ check(re.search(r'^\s*2\s+0\s.*\sslow$', r.stdout, re.M) is not None and
       re.search(r'^\s*0\s+8\s.*\s-$', r.stdout, re.M) is not None,
       f'2n1m without kernel tiers: node 2 slow by the default rule, node 0 not:\n{r.stdout}')
 
+# A file name with non-ASCII, a right-to-left override (U+202E) and C1 CSI: under a
+# UTF-8 locale, é passes and the other two are escaped; under the C locale (an 8-bit
+# terminal would take the 0xa9 of é as text and 0x9b of U+00DB as CSI), every byte
+# of 0x80 or more is escaped. --json is JSON-escaped whatever the locale.
+odd = nbtest.tmpdir('test-show-odd-')
+shutil.copytree(os.path.join(data, 'proc', 'root', '263'), os.path.join(odd, '263'))
+with open(os.path.join(odd, '263', 'numa_maps'), 'wb') as f:
+    f.write(b'aaaac0000000 default file=/tmp/caf\xc3\xa9\xe2\x80\xaegpj.exe\xc2\x9b2J anon=8 dirty=8 active=0 '
+            b'N0=8 kernelpagesize_kB=64\n')
+
+
+def show_odd(locale, *args):
+    e = dict(env, LC_ALL=locale)
+    return subprocess.run([ctl, '--proc-root', odd, '--sys-root', os.path.join(data, 'sys', '2n2c'), *args],
+                          capture_output=True, env=e, timeout=60)
+
+
+r = show_odd('C.UTF-8', 'show', '263')
+check(r.returncode == 0 and b'/tmp/caf\xc3\xa9\\xe2\\x80\\xaegpj.exe\\xc2\\x9b2J' in r.stdout,
+      f'UTF-8 locale: e-acute passes, U+202E and U+009B escaped: {r.stdout!r}')
+r = show_odd('C', 'show', '263')
+check(r.returncode == 0 and b'/tmp/caf\\xc3\\xa9\\xe2\\x80\\xaegpj.exe\\xc2\\x9b2J' in r.stdout and
+      not any(b >= 0x80 for b in r.stdout), f'C locale: every byte of 0x80 or more escaped: {r.stdout!r}')
+r = show_odd('C', '--json', 'show', '263')
+check(r.returncode == 0 and '/tmp/caf\u00e9\u202egpj.exe\u009b2J' in
+      [v.get('path') for v in json.loads(r.stdout).get('vmas', [])],
+      f'--json: the name as it is, JSON-escaped: {r.stdout[:400]!r}')
+
 nbtest.finish()
