@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "affinity.h"
 #include "cleanup.h"
+#include "clock.h"
 #include "log.h"
 #include "parse.h"
 #include "proc.h"
@@ -51,6 +52,14 @@ struct aff_proc {
         pid_t pid;
         uint64_t start_time;
         int node_first;            /* first CPU of the last node_cpus, -1 before */
+        /* The clock tick (the unit and clock of a start time) of its first placement,
+         * an adopted process's from the process it was adopted from; 0: none yet. */
+        uint64_t placed_at;
+        /* Adopted (created by a placed thread, affinity_adopt): the placed process it
+         * descends from, whose undo gives it back too; 0 when the round placed it. In
+         * memory only: a recovery gives every record back anyway. */
+        pid_t root_pid;
+        uint64_t root_start;
         size_t n, cap;
         struct aff_thread *threads;   /* sorted by tid */
 };
@@ -525,6 +534,22 @@ static const struct aff_thread *donor(const struct aff_proc *p, const nb_cpumask
         return NULL;
 }
 
+/* A thread that inherited a mask we set and is not recorded: its original now. */
+static void give_back_now(struct affinity_keeper *k, pid_t pid, pid_t tid, const nb_cpumask *original,
+                          struct affinity_counts *c) {
+        int r = set_affinity(k, tid, original);
+
+        if (r >= 0)
+                c->restored++;
+        else if (r == -ESRCH)
+                c->gone++;
+        else {
+                c->failed++;
+                log_warning_errno(r, "Failed to give thread %d of process %d its original affinity back: %m",
+                                  (int) tid, (int) pid);
+        }
+}
+
 /* A thread not recorded whose mask is one we set: recorded with its donor's original,
  * or given that original at once (restore_now, or beyond the bounds). */
 static void adopt_one(struct affinity_keeper *k, struct aff_proc *p, pid_t tid, bool restore_now,
@@ -555,16 +580,7 @@ static void adopt_one(struct affinity_keeper *k, struct aff_proc *p, pid_t tid, 
                                   "(%s): giving it its original back now", (int) tid, (int) p->pid,
                                   r == -E2BIG ? "too many threads" : "out of memory");
         }
-        r = set_affinity(k, tid, &original);
-        if (r >= 0)
-                c->restored++;
-        else if (r == -ESRCH)
-                c->gone++;
-        else {
-                c->failed++;
-                log_warning_errno(r, "Failed to give thread %d of process %d its original affinity back: %m",
-                                  (int) tid, (int) p->pid);
-        }
+        give_back_now(k, p->pid, tid, &original, c);
 }
 
 /* Threads of p created since it was placed that inherited a mask we set. */
@@ -597,6 +613,172 @@ static void record_known(struct affinity_keeper *k, struct aff_proc *p) {
                 if (add_thread(k, p, tids[i], start, AT_KNOWN, &cur, &cur, NULL) < 0)
                         return;    /* the bound: placing says so for the threads it is given */
         }
+}
+
+/* --- processes created by placed threads ---------------------------------------- */
+
+/* Now, in the clock and unit of a process's start time (field 22 of /proc/PID/stat):
+ * clock ticks since boot (CLOCK_BOOTTIME), rounded down as the kernel rounds it. 0 if
+ * it cannot be read (then nothing is adopted). */
+static uint64_t start_clock_now(void) {
+        long hz = sysconf(_SC_CLK_TCK);
+        uint64_t ns = clock_now_ns(CLOCK_BOOTTIME);
+
+        if (hz <= 0 || (uint64_t) hz > NSEC_PER_SEC)
+                return 0;
+        return ns / (NSEC_PER_SEC / (uint64_t) hz);
+}
+
+/* The placed process (pid, start) whose undo gives p back: its root, or itself. */
+static void root_of(const struct aff_proc *p, pid_t *pid, uint64_t *start) {
+        *pid = p->root_pid ? p->root_pid : p->pid;
+        *start = p->root_pid ? p->root_start : p->start_time;
+}
+
+/* Processes adopted from the placed process (pid, start), at any depth. */
+static size_t adopted_from(const struct affinity_keeper *k, pid_t pid, uint64_t start) {
+        size_t n = 0;
+        for (size_t i = 0; i < k->n_procs; i++)
+                n += k->procs[i].root_pid == pid && k->procs[i].root_start == start;
+        return n;
+}
+
+/* The record of pid if it is the process that started at start and holds threads
+ * narrowed since a placement (the donors of affinity_adopt). */
+static struct aff_proc *held_proc(const struct affinity_keeper *k, pid_t pid, uint64_t start) {
+        struct aff_proc *p = find_proc(k, pid);
+        return p && p->start_time == start && p->placed_at > 0 && proc_held(p) > 0 ? p : NULL;
+}
+
+/* Whether pid's cgroup (read now) is cgroup. */
+static bool in_cgroup(const struct affinity_keeper *k, pid_t pid, const char *cgroup) {
+        _cleanup_free_ char *path = NULL;
+        return proc_read_cgroup(k->proc_root, pid, &path) >= 0 && strcmp(path, cgroup) == 0;
+}
+
+/* Process q (started at q_start, not recorded) when one of its threads carries exactly
+ * a mask we set on a thread of one of the donors placed no later than q started, and
+ * q and that donor are in cgroup now: recorded, each thread carrying a mask we set
+ * with the original of the donor's thread that has it (donor()), the others as known.
+ * Beyond the bounds its threads carrying our mask get that original at once. Returns
+ * 1 when adopted, 0 when not, -ENOMEM. */
+static int adopt_process(struct affinity_keeper *k, const char *cgroup, const pid_t *pids, const uint64_t *starts,
+                         size_t n, pid_t q, uint64_t q_start, struct affinity_counts *c) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t nt = 0, di = n;
+        struct aff_proc *d, *p;
+        pid_t root;
+        uint64_t root_start, placed_at;
+        int node_first;
+        bool beyond;
+
+        if (proc_list_tasks(k->proc_root, q, &tids, &nt) < 0)
+                return 0;    /* gone */
+        /* Which donor: the first whose placed mask one of q's threads carries. */
+        for (size_t t = 0; t < nt && di == n; t++) {
+                nb_cpumask cur;
+
+                if (get_affinity(k, tids[t], &cur) < 0)
+                        continue;
+                for (size_t i = 0; i < n && di == n; i++) {
+                        d = held_proc(k, pids[i], starts[i]);
+                        if (d && d->placed_at <= q_start && donor(d, &cur))
+                                di = i;
+                }
+        }
+        if (di == n)
+                return 0;    /* born with a mask of its own, or set one since: not ours */
+        /* The cgroups right before acting: a process moved out since cgroup.procs was
+         * read is not followed. */
+        if (!in_cgroup(k, q, cgroup) || !in_cgroup(k, pids[di], cgroup))
+                return 0;
+        d = held_proc(k, pids[di], starts[di]);
+        root_of(d, &root, &root_start);
+        placed_at = d->placed_at;
+        node_first = d->node_first;
+        beyond = adopted_from(k, root, root_start) >= k->max_proc;
+        if (beyond)
+                log_warning("Process %d, created by a placed thread of process %d, is not recorded: %zu processes "
+                            "followed from process %d already; its threads get their original affinity back now",
+                            (int) q, (int) d->pid, k->max_proc, (int) root);
+        p = NULL;
+        if (!beyond) {
+                p = add_proc(k, q, q_start);    /* d moves if the array grows: found again below */
+                if (!p)
+                        return -ENOMEM;
+                p->placed_at = placed_at;
+                p->root_pid = root;
+                p->root_start = root_start;
+                p->node_first = node_first;
+        }
+        for (size_t t = 0; t < nt; t++) {
+                const struct aff_thread *from;
+                nb_cpumask cur, original;
+                uint64_t start;
+                int r;
+
+                d = held_proc(k, pids[di], starts[di]);
+                if (!d || get_affinity(k, tids[t], &cur) < 0 || thread_start(k, q, tids[t], &start) < 0)
+                        continue;    /* gone meanwhile */
+                from = donor(d, &cur);
+                if (!from) {
+                        if (p)
+                                (void) add_thread(k, p, tids[t], start, AT_KNOWN, &cur, &cur, NULL);
+                        continue;
+                }
+                thread_original(from, &original);
+                if (p) {
+                        r = add_thread(k, p, tids[t], start, 0, &original, &cur, NULL);
+                        if (r >= 0) {
+                                c->placed++;
+                                continue;
+                        }
+                        log_warning_errno(r, "Thread %d of process %d inherited the affinity we set, and cannot be "
+                                          "recorded (%s): giving it its original back now", (int) tids[t], (int) q,
+                                          r == -E2BIG ? "too many threads" : "out of memory");
+                }
+                give_back_now(k, q, tids[t], &original, c);
+        }
+        if (!p)
+                return 0;
+        if (proc_held(p) == 0) {
+                remove_proc(k, p);
+                return 0;
+        }
+        return 1;
+}
+
+int affinity_adopt(struct affinity_keeper *k, const char *cgroup, const pid_t *pids, const uint64_t *starts, size_t n,
+                   const pid_t *cands, size_t n_cands, struct affinity_counts *c) {
+        uint64_t since = UINT64_MAX;
+        pid_t self = getpid();
+        int adopted = 0, r;
+
+        c = c ?: &no_counts;
+        for (size_t i = 0; i < n; i++) {
+                const struct aff_proc *d = held_proc(k, pids[i], starts[i]);
+                if (d)
+                        since = MIN(since, d->placed_at);
+        }
+        if (since == UINT64_MAX)
+                return 0;
+        for (size_t i = 0; i < n_cands; i++) {
+                struct proc_stat st;
+
+                /* Recorded already (placed, adopted, a donor), or started before every
+                 * placement: one read of its stat, no more. */
+                if (cands[i] == self || find_proc(k, cands[i]) || proc_read_stat(k->proc_root, cands[i], &st) < 0 ||
+                    st.starttime < since || st.state == 'Z' || st.state == 'X' || (st.flags & PF_KTHREAD_FLAG))
+                        continue;
+                r = adopt_process(k, cgroup, pids, starts, n, cands[i], st.starttime, c);
+                if (r < 0) {
+                        (void) save_if_dirty(k);
+                        return log_warning_errno(r, "Out of memory");
+                }
+                adopted += r;
+        }
+        (void) save_if_dirty(k);
+        return adopted;
 }
 
 /* --- placing ------------------------------------------------------------------- */
@@ -735,6 +917,7 @@ int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, in
         _cleanup_free_ struct step *steps = NULL;
         struct aff_proc *p;
         size_t m = 0;
+        unsigned placed;
         int r;
 
         c = c ?: &no_counts;
@@ -785,9 +968,16 @@ int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, in
                             (int) pid, m);
                 return r;
         }
+        /* Before the first change: a process its threads create from now on starts
+         * in this clock tick or later (affinity_adopt). */
+        if (p->placed_at == 0)
+                p->placed_at = start_clock_now();
+        placed = c->placed;
         for (size_t i = 0; i < m; i++)
                 apply_step(k, p, pidfd, &steps[i], c);
         p->node_first = cpumask_next(node_cpus, 0);
+        if (c->placed > placed)
+                p->root_pid = 0;    /* an adopted process placed by the round: its own placement now */
         if (proc_held(p) == 0)
                 remove_proc(k, p);
         (void) save_if_dirty(k);
@@ -895,6 +1085,25 @@ static void undo_proc(struct affinity_keeper *k, struct aff_proc *p, struct affi
         remove_proc(k, p);
 }
 
+/* Undoes the processes adopted from the placed process (pid, start): alive or not, it
+ * does not matter. */
+static void undo_adopted(struct affinity_keeper *k, pid_t pid, uint64_t start, struct affinity_counts *c) {
+        for (size_t i = 0; i < k->n_procs;) {
+                struct aff_proc *p = &k->procs[i];
+
+                if (p->root_pid != pid || p->root_start != start) {
+                        i++;
+                        continue;
+                }
+                if (proc_same(k, p->pid, p->start_time, -1))
+                        undo_proc(k, p, c);
+                else {
+                        c->gone += (unsigned) proc_held(p);
+                        remove_proc(k, p);
+                }
+        }
+}
+
 int affinity_undo(struct affinity_keeper *k, pid_t pid, uint64_t start_time, struct affinity_counts *c) {
         struct aff_proc *p;
 
@@ -902,7 +1111,37 @@ int affinity_undo(struct affinity_keeper *k, pid_t pid, uint64_t start_time, str
         p = live_proc(k, pid, start_time, c);
         if (p)
                 undo_proc(k, p, c);
+        undo_adopted(k, pid, start_time, c);
         return save_if_dirty(k);
+}
+
+int affinity_check_adopted(struct affinity_keeper *k, struct affinity_counts *c) {
+        size_t held = 0;
+
+        c = c ?: &no_counts;
+        for (size_t i = 0; i < k->n_procs;) {
+                struct aff_proc *p = &k->procs[i];
+
+                if (!p->root_pid) {
+                        i++;
+                        continue;
+                }
+                if (!proc_same(k, p->pid, p->start_time, -1)) {
+                        c->gone += (unsigned) proc_held(p);
+                        remove_proc(k, p);
+                        continue;
+                }
+                check_records(k, p, c);
+                adopt_new(k, p, false, c);
+                if (proc_held(p) == 0) {
+                        remove_proc(k, p);
+                        continue;
+                }
+                held += proc_held(p);
+                i++;
+        }
+        (void) save_if_dirty(k);
+        return (int) MIN(held, (size_t) INT_MAX);
 }
 
 int affinity_undo_all(struct affinity_keeper *k, struct affinity_counts *c) {

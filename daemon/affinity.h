@@ -23,6 +23,9 @@
  * process and 65,536 in all (AFFINITY_THREADS_PROC_MAX, AFFINITY_THREADS_MAX); a thread
  * beyond them is not placed (counted as failed, logged).
  *
+ * A process created by a placed thread inherits its mask, across exec: followed too
+ * (affinity_adopt), recorded with the original of the thread it got the mask from.
+ *
  * Changing another user's thread needs CAP_SYS_NICE (the unit grants it); a refusal is
  * counted (not_permitted), not logged, so that the caller can back off. Used on the
  * event loop only. */
@@ -94,14 +97,39 @@ int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, in
  * (logged). */
 int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, struct affinity_counts *c);
 
+/* Each tick, for one cgroup: pids[0..n) (start times starts) are its processes whose
+ * threads we hold narrowed (placed by affinity_place, or adopted here), cands[0..
+ * n_cands) its cgroup.procs. A process of cands that is not recorded is adopted when
+ * it started no earlier than the clock tick of the first placement of one of them
+ * (its start time, field 22 of /proc/PID/stat, compared first: one read of its stat),
+ * one of its threads carries exactly a mask we set on a recorded thread of that one
+ * (it was created by a placed thread, and kept the mask across exec), and right
+ * before recording both are in cgroup (/proc/PID/cgroup read again). Its threads
+ * carrying such a mask are recorded with the original of the donor thread (as a new
+ * thread is, affinity_check), its others as known. An adopted process is a record of
+ * its own (pid and start time, tid and thread start time): checked by
+ * affinity_check_adopted, given back when the placed process it descends from is
+ * undone, at affinity_undo_all and by affinity_recover, its parent alive or not.
+ * Bounds: AFFINITY_THREADS_PROC_MAX processes adopted from one placed process (its
+ * children and theirs), each of at most AFFINITY_THREADS_PROC_MAX threads, all within
+ * AFFINITY_THREADS_MAX; beyond them a process's threads carrying our mask get the
+ * original at once. Returns the processes adopted, or -errno (logged). */
+int affinity_adopt(struct affinity_keeper *k, const char *cgroup, const pid_t *pids, const uint64_t *starts, size_t n,
+                   const pid_t *cands, size_t n_cands, struct affinity_counts *c);
+/* Each tick: affinity_check for every adopted process (left alone, exited, new
+ * threads), its parent alive or not. Returns the threads of adopted processes held. */
+int affinity_check_adopted(struct affinity_keeper *k, struct affinity_counts *c);
+
 /* Undoes one process (opt-out, mode changed away from place, placement released):
  * new threads adopted as in affinity_check, then each thread still carrying our mask
- * gets its original back; the others are left. The process is then forgotten. Returns
- * 0 or -errno (logged). */
+ * gets its original back; the others are left. The process is then forgotten, and
+ * the processes adopted from it (affinity_adopt) are undone the same way, whether it
+ * still runs or not. Returns 0 or -errno (logged). */
 int affinity_undo(struct affinity_keeper *k, pid_t pid, uint64_t start_time, struct affinity_counts *c);
 /* affinity_undo for every process: a clean stop. */
 int affinity_undo_all(struct affinity_keeper *k, struct affinity_counts *c);
-/* pid exited: nothing to restore, its records dropped. */
+/* pid exited: nothing to restore, its records dropped (not those of the processes
+ * adopted from it: they are their own). */
 void affinity_forget(struct affinity_keeper *k, pid_t pid);
 
 /* Whether we hold some thread of pid narrowed; *node_cpus_first (may be NULL): the
