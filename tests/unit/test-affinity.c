@@ -2,7 +2,8 @@
 /* daemon/affinity: threads of this test process (no privilege needed for our own
  * threads) narrowed to a CPU and given back: the state file written before each
  * change, undo, a thread the "application" changed, a thread created by a placed
- * thread, a "previous run" killed before its undo, state files that must change
+ * thread, processes forked by a placed thread (exec'd or not, their parent alive or
+ * exited), a "previous run" killed before its undo, state files that must change
  * nothing, and the never-widen rule. Needs two CPUs in this process's affinity
  * (skipped otherwise). */
 #include <errno.h>
@@ -12,9 +13,13 @@
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "affinity.h"
 #include "log.h"
@@ -29,7 +34,13 @@ static uint64_t my_start;
 
 /* --- threads ------------------------------------------------------------------- */
 
-enum { CMD_WAIT, CMD_SPAWN, CMD_EXIT };
+enum { CMD_WAIT, CMD_SPAWN, CMD_EXIT, CMD_FORK };
+
+/* What a process forked by a worker (CMD_FORK) does: wait, exec /bin/sleep, or set
+ * its own mask (own_set) and wait. */
+enum { FORK_PAUSE, FORK_EXEC, FORK_OWN_MASK };
+static cpu_set_t *own_set;
+static size_t own_size;
 
 /* A thread of the "application": reports its tid, then does what it is told. */
 struct worker {
@@ -39,7 +50,21 @@ struct worker {
         sem_t ready, go;
         int cmd;
         struct worker *child;   /* made on CMD_SPAWN, from this thread: it inherits our mask */
+        int fork_mode;          /* CMD_FORK: FORK_* */
+        pid_t forked;           /* made on CMD_FORK, from this thread: it inherits our mask */
 };
+
+/* The child of fork(): only what is safe after a fork of a threaded process. */
+static void forked_main(int mode) {
+        if (mode == FORK_EXEC) {
+                execl("/bin/sleep", "sleep", "600", (char *) NULL);
+                _exit(127);
+        }
+        if (mode == FORK_OWN_MASK && sched_setaffinity(0, own_size, own_set) < 0)
+                _exit(1);
+        for (;;)
+                pause();
+}
 
 static void worker_start(struct worker *w);
 
@@ -55,6 +80,11 @@ static void *worker_main(void *arg) {
                 if (w->cmd == CMD_SPAWN) {
                         w->child = calloc(1, sizeof(*w->child));
                         worker_start(w->child);
+                }
+                if (w->cmd == CMD_FORK) {
+                        w->forked = fork();
+                        if (w->forked == 0)
+                                forked_main(w->fork_mode);
                 }
                 sem_post(&w->ready);
         }
@@ -140,6 +170,76 @@ static nb_cpumask two_cpus(unsigned a, unsigned b) {
         cpumask_format(&_want, _w, sizeof(_w));                                 \
         CHECK_MSG(cpumask_equal(&_got, &_want), "thread %d has CPUs %s, expected %s", (int) (tid), _g, _w); \
         } while (0)
+
+/* --- processes ----------------------------------------------------------------- */
+
+static bool comm_is(pid_t pid, const char *comm) {
+        char path[64], buf[64] = "";
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return false;
+        if (!fgets(buf, sizeof(buf), f))
+                buf[0] = 0;
+        fclose(f);
+        buf[strcspn(buf, "\n")] = 0;
+        return strcmp(buf, comm) == 0;
+}
+
+/* Waits up to 5 s for cond, checked every ms. */
+#define WAIT_FOR(cond) do {                                                     \
+        for (int _i = 0; _i < 5000 && !(cond); _i++)                            \
+                usleep(1000);                                                   \
+        } while (0)
+
+static bool has_mask(pid_t tid, const nb_cpumask *m) {
+        nb_cpumask got = mask_of(tid);
+        return cpumask_equal(&got, m);
+}
+
+/* A process forked by worker x (its thread narrowed or not), doing mode; exec'd (or
+ * its own mask set) by the time this returns. */
+static pid_t fork_from(struct worker *x, int mode) {
+        x->fork_mode = mode;
+        worker_tell(x, CMD_FORK);
+        if (x->forked < 0)
+                abort();
+        if (mode == FORK_EXEC)
+                WAIT_FOR(comm_is(x->forked, "sleep"));
+        if (mode == FORK_OWN_MASK) {
+                nb_cpumask want = {};
+                for (unsigned c = 0; c < NB_CPUS_MAX; c++)
+                        if (CPU_ISSET_S(c, own_size, own_set))
+                                cpumask_set(&want, c);
+                WAIT_FOR(has_mask(x->forked, &want));
+        }
+        return x->forked;
+}
+
+static void kill_wait(pid_t pid) {
+        if (pid > 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+        }
+}
+
+static uint64_t start_of(pid_t pid) {
+        struct proc_stat st;
+
+        if (proc_read_stat("/proc", pid, &st) < 0)
+                abort();
+        return st.starttime;
+}
+
+static char *my_cgroup;         /* this process's cgroup, as /proc/self/cgroup names it */
+
+/* This process's cgroup.procs as the placer would hand it: the candidates. */
+static int adopt_from_me(struct affinity_keeper *k, const pid_t *cands, size_t n, struct affinity_counts *c) {
+        pid_t me = getpid();
+        return affinity_adopt(k, my_cgroup, &me, &my_start, 1, cands, n, c);
+}
 
 /* --- the state file ------------------------------------------------------------ */
 
@@ -699,6 +799,254 @@ TEST(bounds) {
         affinity_keeper_free(k);
 }
 
+/* Processes forked by placed threads inherit the placed mask (across exec too): the
+ * next look at the cgroup records them with their donor's original, and undo gives it
+ * back. A process started before the placement, and one that set its own mask, are
+ * not ours, even when the first carries our very mask. */
+TEST(children_of_placed_threads_followed) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), on_b = one_cpu(cpu_b), orig;
+        pid_t before, a, b, own, cands[4];
+
+        start_workers();
+        /* started before the placement, then pinned to exactly the mask we will set */
+        before = fork();
+        if (before == 0) {
+                CPU_ZERO_S(own_size, own_set);
+                CPU_SET_S(cpu_a, own_size, own_set);
+                forked_main(FORK_OWN_MASK);
+        }
+        WAIT_FOR(has_mask(before, &node));
+        usleep(30000);  /* 3 clock ticks: its start time is before the placement's */
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(c.placed, N);
+
+        a = fork_from(&w[0], FORK_PAUSE);
+        b = fork_from(&w[1], FORK_EXEC);
+        CPU_ZERO_S(own_size, own_set);
+        CPU_SET_S(cpu_b, own_size, own_set);
+        own = fork_from(&w[2], FORK_OWN_MASK);
+        CHECK_MASK(a, node);            /* inherited at fork */
+        CHECK_MASK(b, node);            /* and kept across exec */
+        CHECK_MASK(before, node);
+        CHECK_MASK(own, on_b);
+
+        cands[0] = before;
+        cands[1] = a;
+        cands[2] = b;
+        cands[3] = own;
+        c = (struct affinity_counts) {};
+        CHECK_INT(adopt_from_me(k, cands, 4, &c), 2);
+        CHECK_INT(c.placed, 2);
+        CHECK(affinity_is_placed(k, a, NULL));
+        CHECK(affinity_is_placed(k, b, NULL));
+        CHECK(affinity_original(k, a, a, &orig) && cpumask_equal(&orig, &all_cpus));
+        CHECK(affinity_original(k, b, b, &orig) && cpumask_equal(&orig, &all_cpus));
+        CHECK(!affinity_is_placed(k, before, NULL));
+        CHECK(!affinity_is_placed(k, own, NULL));
+        CHECK_INT(affinity_held(k), N + 2);
+        CHECK_INT(count_lines(read_state()), 1 + N + 1 + 2);  /* header, workers, main thread, a, b */
+        /* a second look records nothing again; a check finds them as they were */
+        c = (struct affinity_counts) {};
+        CHECK_INT(adopt_from_me(k, cands, 4, &c), 0);
+        CHECK_INT(affinity_check_adopted(k, &c), 2);
+        CHECK_INT(c.placed + c.left_alone + c.gone + c.restored, 0);
+
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, N + 2);
+        CHECK_MASK(a, all_cpus);
+        CHECK_MASK(b, all_cpus);
+        CHECK_MASK(before, node);       /* not ours: left as it was */
+        CHECK_MASK(own, on_b);
+        CHECK_INT(affinity_held(k), 0);
+        CHECK_INT(count_lines(read_state()), 1);
+        kill_wait(before);
+        kill_wait(a);
+        kill_wait(b);
+        kill_wait(own);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+/* A helper process, placed, that forks a child on each byte it reads and exits at
+ * end of file; the child, reparented to this subreaper, waits. */
+struct parent {
+        pid_t pid, child;
+        uint64_t start;
+        int cmd, reply;
+};
+
+static void parent_start(struct parent *p) {
+        int to[2], from[2];
+
+        if (pipe(to) < 0 || pipe(from) < 0)
+                abort();
+        p->pid = fork();
+        if (p->pid == 0) {
+                char ch;
+
+                close(to[1]);
+                close(from[0]);
+                while (read(to[0], &ch, 1) == 1) {
+                        pid_t c = fork();
+                        if (c == 0)
+                                forked_main(FORK_PAUSE);
+                        if (write(from[1], &c, sizeof(c)) != sizeof(c))
+                                _exit(1);
+                }
+                _exit(0);
+        }
+        close(to[0]);
+        close(from[1]);
+        p->cmd = to[1];
+        p->reply = from[0];
+        p->start = start_of(p->pid);
+}
+
+static pid_t parent_fork(struct parent *p) {
+        if (write(p->cmd, "f", 1) != 1 || read(p->reply, &p->child, sizeof(p->child)) != sizeof(p->child))
+                abort();
+        return p->child;
+}
+
+static void parent_exit(struct parent *p) {
+        close(p->cmd);
+        close(p->reply);
+        waitpid(p->pid, NULL, 0);
+}
+
+/* The child is its own record: given back when its parent has exited, by an undo of
+ * its own (the placer's opt-out of it), at a clean stop and after a kill -9. */
+TEST(child_of_an_exited_parent_given_back) {
+        nb_cpumask node = one_cpu(cpu_a);
+
+        for (int how = 0; how < 3; how++) {
+                struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+                struct affinity_counts c = {};
+                struct parent p;
+                uint64_t tstart, child_start;
+                pid_t child, cands[2];
+
+                parent_start(&p);
+                tstart = p.start;       /* its one thread's start time: the process's */
+                CHECK_INT(affinity_place(k, p.pid, p.start, -1, &p.pid, &tstart, NULL, 1, &node, &c), 0);
+                CHECK_INT(c.placed, 1);
+                child = parent_fork(&p);
+                child_start = start_of(child);
+                CHECK_MASK(child, node);
+                cands[0] = p.pid;
+                cands[1] = child;
+                CHECK_INT(affinity_adopt(k, my_cgroup, &p.pid, &p.start, 1, cands, 2, &c), 1);
+                parent_exit(&p);
+                c = (struct affinity_counts) {};
+                CHECK_INT(affinity_check(k, p.pid, p.start, &c), 0);     /* the parent: gone */
+                CHECK_INT(c.gone, 1);
+                c = (struct affinity_counts) {};
+                CHECK_INT(affinity_check_adopted(k, &c), 1);              /* the child: still ours */
+                CHECK(affinity_is_placed(k, child, NULL));
+                CHECK_MASK(child, node);
+                c = (struct affinity_counts) {};
+                if (how == 0)
+                        CHECK_INT(affinity_undo(k, child, child_start, &c), 0);
+                else if (how == 1)
+                        CHECK_INT(affinity_undo_all(k, &c), 0);
+                else {
+                        affinity_keeper_free(k);        /* killed: no undo */
+                        CHECK_MASK(child, node);
+                        k = affinity_keeper_new(state, "/proc");
+                        CHECK_INT(affinity_recover(k, &c), 0);
+                }
+                CHECK_MSG(c.restored == 1, "case %d: %u restored", how, c.restored);
+                CHECK_MASK(child, all_cpus);
+                CHECK_INT(affinity_held(k), 0);
+                CHECK_INT(count_lines(read_state()), 1);
+                kill_wait(child);
+                affinity_keeper_free(k);
+        }
+}
+
+/* Killed after the children were recorded: the next start gives them their original
+ * back (a child that set its own mask since is left alone), as for threads. */
+TEST(children_recovered_after_a_kill) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), on_b = one_cpu(cpu_b);
+        pid_t a, b, d, cands[3];
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        a = fork_from(&w[0], FORK_PAUSE);
+        b = fork_from(&w[1], FORK_EXEC);
+        d = fork_from(&w[2], FORK_PAUSE);
+        cands[0] = a;
+        cands[1] = b;
+        cands[2] = d;
+        CHECK_INT(adopt_from_me(k, cands, 3, &c), 3);
+        affinity_keeper_free(k);        /* killed: no undo */
+        set_mask(d, &on_b);             /* its application set its own mask since */
+        CHECK_MASK(a, node);
+        CHECK_MASK(b, node);
+
+        k = affinity_keeper_new(state, "/proc");
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_recover(k, &c), 0);
+        CHECK_INT(c.restored, N + 2);
+        CHECK_INT(c.left_alone, 1);
+        CHECK_MASK(a, all_cpus);
+        CHECK_MASK(b, all_cpus);
+        CHECK_MASK(d, on_b);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, all_cpus);
+        CHECK_INT(count_lines(read_state()), 1);
+        kill_wait(a);
+        kill_wait(b);
+        kill_wait(d);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+/* Children count against the threads in all, and against the processes followed from
+ * one placed process: beyond either, a child gets its original back at once. */
+TEST(children_within_the_bounds) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+        pid_t a, b, d, cands[3];
+
+        start_workers();
+        affinity_keeper_set_limits(k, 100, N + 2);      /* the workers, the main thread, one more */
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        a = fork_from(&w[0], FORK_PAUSE);
+        b = fork_from(&w[1], FORK_PAUSE);
+        cands[0] = a;
+        cands[1] = b;
+        c = (struct affinity_counts) {};
+        CHECK_INT(adopt_from_me(k, cands, 2, &c), 1);
+        CHECK_INT(c.placed, 1);
+        CHECK_INT(c.restored, 1);
+        CHECK_MASK(a, node);
+        CHECK_MASK(b, all_cpus);
+        /* one process followed from this placement at most */
+        affinity_keeper_set_limits(k, 1, 100);
+        d = fork_from(&w[2], FORK_PAUSE);
+        cands[2] = d;
+        c = (struct affinity_counts) {};
+        CHECK_INT(adopt_from_me(k, cands, 3, &c), 0);
+        CHECK_INT(c.restored, 1);
+        CHECK_MASK(d, all_cpus);
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, N + 1);
+        CHECK_MASK(a, all_cpus);
+        kill_wait(a);
+        kill_wait(b);
+        kill_wait(d);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
 TEST(state_path_default) {
         char *p;
 
@@ -744,6 +1092,12 @@ static int intro(void) {
                 return 1;
         snprintf(state, sizeof(state), "%s/run/%s", dir, AFFINITY_STATE_FILE);
         log_set_sink(quiet);
+        if (proc_read_cgroup("/proc", getpid(), &my_cgroup) < 0)
+                return 1;
+        own_set = CPU_ALLOC(NB_CPUS_MAX);
+        own_size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
+        /* the children of a parent that exits are reparented here, and reaped */
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
         return 0;
 }
 
