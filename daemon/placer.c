@@ -241,16 +241,30 @@ static bool in_round(const struct proc_rec *p, uint64_t tick) {
                (p->cg->mode == CG_MODE_PLACE || p->cg->mode == CG_MODE_ADVISE);
 }
 
+/* Whether the keeper holds threads of p narrowed: placed by a round, or created by a
+ * placed thread and followed (follow_children), its parent alive or not. */
+static bool holds(const struct placer *pl, const struct proc_rec *p) {
+        return (p->place && p->place->placed >= 0) || affinity_is_placed(pl->keeper, p->pid, NULL);
+}
+
 /* Undoes p's placement, counted under why. */
 static void undo(struct placer *pl, struct proc_rec *p, enum placer_undo why) {
         struct affinity_counts c = {};
+        bool placed = p->place && p->place->placed >= 0;
 
-        if (!p->place || p->place->placed < 0)
+        if (!holds(pl, p))
                 return;
         (void) affinity_undo(pl->keeper, p->pid, p->starttime, &c);
         pl->counters.undone[why] += c.restored;
         pl->counters.threads_restored += c.restored;
         pl->counters.threads_left_alone += c.left_alone;
+        if (!placed) {
+                log_info("cgroup=%s pid=%d comm=%s: created by a placed thread, undone (%s): %u thread(s) given "
+                         "their affinity back, %u changed by the application and left alone",
+                         p->cg ? p->cg->path : "?", (int) p->pid, p->comm, placer_undo_name(why), c.restored,
+                         c.left_alone);
+                return;
+        }
         pl->counters.placements_undone++;
         log_info("cgroup=%s pid=%d comm=%s: placement on node %d undone (%s): %u thread(s) given their affinity "
                  "back, %u changed by the application and left alone", p->cg ? p->cg->path : "?", (int) p->pid,
@@ -276,15 +290,14 @@ static int gather(struct placer *pl, const struct placer_env *env, struct proc_r
                 struct proc_place *pp;
 
                 if (!in_round(p, tick)) {
-                        if (p->seen_tick == tick && p->place && p->place->placed >= 0 &&
-                            (!p->cg || p->cg->mode != CG_MODE_PLACE))
+                        if (p->seen_tick == tick && (!p->cg || p->cg->mode != CG_MODE_PLACE) && holds(pl, p))
                                 undo(pl, p, PLACER_UNDO_OPT_OUT);
                         continue;
                 }
                 pp = place_of(p);
                 if (!pp)
                         return -ENOMEM;
-                if (p->cg->mode != CG_MODE_PLACE && pp->placed >= 0)
+                if (p->cg->mode != CG_MODE_PLACE && holds(pl, p))
                         undo(pl, p, PLACER_UNDO_OPT_OUT);  /* place -> advise */
                 if (rd->n_procs >= PLACER_PROCS_MAX || rd->n_threads + PLACER_THREADS_MAX > PLACER_ROUND_THREADS_MAX) {
                         if (!pl->cursor)
@@ -576,6 +589,68 @@ static void forgive_own_load(struct placer *pl, const struct placer_env *env, co
         }
 }
 
+static int by_cgroup(const void *a, const void *b) {
+        const struct proc_rec *x = *(const struct proc_rec *const *) a, *y = *(const struct proc_rec *const *) b;
+
+        if (x->cg != y->cg)
+                return (uintptr_t) x->cg < (uintptr_t) y->cg ? -1 : 1;
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* A process created by a placed thread inherits the narrowed mask, across exec: each
+ * tick, each cgroup in place with a process whose threads the keeper holds has its
+ * cgroup.procs read once, and its processes created since a placement, carrying
+ * exactly a mask we set, are recorded with their donor's original (affinity_adopt), so
+ * that they are given back with everything else; before the round describes them,
+ * whose threads are then ours, not the application's choice. Then every process
+ * followed so is checked (affinity_check_adopted), its parent alive or not. */
+static void follow_children(struct placer *pl, const struct placer_env *env, struct proc_records *procs,
+                            uint64_t tick) {
+        _cleanup_free_ struct proc_rec **held = NULL;
+        struct affinity_counts c = {};
+        size_t n = 0;
+
+        if (env->dry_run)
+                return;
+        held = calloc(procs->n ? procs->n : 1, sizeof(*held));
+        if (!held)
+                return;
+        for (size_t i = 0; i < procs->n; i++) {
+                struct proc_rec *p = procs->v[i];
+
+                if (p->seen_tick == tick && !p->exited && p->cg && p->cg->mode == CG_MODE_PLACE && holds(pl, p))
+                        held[n++] = p;
+        }
+        qsort(held, n, sizeof(*held), by_cgroup);
+        for (size_t i = 0, j; i < n; i = j) {
+                _cleanup_free_ pid_t *pids = NULL, *cands = NULL;
+                _cleanup_free_ uint64_t *starts = NULL;
+                size_t n_cands = 0;
+                int r;
+
+                for (j = i; j < n && held[j]->cg == held[i]->cg; j++)
+                        ;
+                if (cgroup_read_procs(env->cgroup_root, held[i]->cg->path, &cands, &n_cands) < 0)
+                        continue;
+                pids = calloc(j - i, sizeof(*pids));
+                starts = calloc(j - i, sizeof(*starts));
+                if (!pids || !starts)
+                        return;
+                for (size_t k = i; k < j; k++) {
+                        pids[k - i] = held[k]->pid;
+                        starts[k - i] = held[k]->starttime;
+                }
+                r = affinity_adopt(pl->keeper, held[i]->cg->path, pids, starts, j - i, cands, n_cands, &c);
+                if (r > 0)
+                        log_info("cgroup=%s: %d process(es) created by placed threads carry the affinity the daemon "
+                                 "set: followed, given back with the placement", held[i]->cg->path, r);
+        }
+        (void) affinity_check_adopted(pl->keeper, &c);
+        pl->counters.threads_restored += c.restored;
+        pl->counters.threads_left_alone += c.left_alone;
+        pl->counters.failed += c.failed;
+}
+
 void placer_round(struct placer *pl, const struct placer_env *env, struct proc_records *procs, uint64_t tick,
                   uint64_t now_ms) {
         _cleanup_free_ double *busy = NULL;
@@ -593,8 +668,12 @@ void placer_round(struct placer *pl, const struct placer_env *env, struct proc_r
                 return;
         pl->counters.rounds++;
         window = cpu_load_read(env->proc_root, env->topo, &pl->cl, clock_now_ns(CLOCK_MONOTONIC), busy);
-        if (gather(pl, env, procs, tick, now_ms, &rd) < 0 || window <= 0 || rd.n_procs == 0 ||
-            describe(pl, env, &rd) < 0) {
+        if (gather(pl, env, procs, tick, now_ms, &rd) < 0) {
+                round_done(&rd);
+                return;
+        }
+        follow_children(pl, env, procs, tick);
+        if (window <= 0 || rd.n_procs == 0 || describe(pl, env, &rd) < 0) {
                 round_done(&rd);
                 return;
         }
@@ -627,10 +706,13 @@ static bool exited(const char *proc_root, const struct proc_rec *p) {
 }
 
 void placer_departed(struct placer *pl, const char *proc_root, struct proc_rec *p) {
-        if (!pl || !p->place || p->place->placed < 0)
+        if (!pl || !holds(pl, p))
                 return;
         if (exited(proc_root, p)) {
+                /* What it created is its own record: followed and given back still. */
                 affinity_forget(pl->keeper, p->pid);
+                if (!p->place || p->place->placed < 0)
+                        return;
                 p->place->placed = -1;
                 if (pl->n_placed)
                         pl->n_placed--;

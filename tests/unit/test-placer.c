@@ -9,7 +9,10 @@
  * (the placer freed without stopping) is recovered by the next placer, a clean stop
  * gives them back, and advise places nothing; a kernel that refuses the change (EPERM,
  * as for another user's threads without CAP_SYS_NICE) gets a back-off, not a retry
- * and a log line a thread each round. Needs CPUs 0 and 1 online. */
+ * and a log line a thread each round. Processes forked by the placed threads (real
+ * ones, described by the fake /proc and the fake cgroup.procs) are followed and given
+ * back with the placement, their parent alive or not; one in another cgroup, one
+ * started before the placement, are not. Needs CPUs 0 and 1 online. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/prctl.h>
@@ -46,6 +50,17 @@ static bool cpu0_busy;        /* /proc/stat: CPU 0 busy all the time (else idle)
 static pid_t fake_daemon;     /* a process whose one thread runs on CPU 0 all the time, 0: none */
 static pid_t self_pid;        /* placer_env's: the daemon (0: this process) */
 static uint64_t daemon_runtime_ns, daemon_step_ns; /* fake_daemon's thread's run time, raised by the step */
+static atomic_int fork_req[2];   /* thread i forks a process that waits, then clears it */
+static atomic_int forked[2];     /* the pid it forked */
+
+/* Processes forked by the test's threads, in the fake /proc (their one thread busy,
+ * last on CPU 0) and in /x's cgroup.procs, whatever their /proc/PID/cgroup says. */
+struct kid {
+        pid_t pid;
+        const char *cgroup_line;
+};
+static struct kid kids[4];
+static size_t n_kids;
 
 static void write_file(const char *path, const char *text) {
         FILE *f = fopen(path, "w");
@@ -132,9 +147,34 @@ static void fake_busy_process(pid_t pid) {
         write_at(proc_root, rel, text);
 }
 
+static int cpus_of(pid_t tid);
+
+static void fake_kid(const struct kid *kd) {
+        pid_t pid = kd->pid;
+        int m = cpus_of(pid);
+        char rel[256], text[256];
+
+        snprintf(rel, sizeof(rel), "%d/task/%d", pid, pid);
+        mkdirs(proc_root, rel);
+        snprintf(rel, sizeof(rel), "%d/stat", pid);
+        fake_stat(rel, pid, 0, 0);
+        snprintf(rel, sizeof(rel), "%d/cgroup", pid);
+        write_at(proc_root, rel, kd->cgroup_line);
+        snprintf(rel, sizeof(rel), "%d/task/%d/stat", pid, pid);
+        fake_stat(rel, pid, pid, 0);
+        snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", pid, pid);
+        snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", runtime_ns);
+        write_at(proc_root, rel, text);
+        snprintf(rel, sizeof(rel), "%d/task/%d/status", pid, pid);
+        snprintf(text, sizeof(text), "Name:\tt\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t%s\n", pid, pid,
+                 m == 1 ? "0" : m == 2 ? "1" : "0-1");
+        write_at(proc_root, rel, text);
+}
+
 static void fake_proc(void) {
         pid_t pid = getpid();
         char rel[256], text[512];
+        size_t o;
 
         snprintf(rel, sizeof(rel), "%d/task", pid);
         mkdirs(proc_root, rel);
@@ -161,6 +201,12 @@ static void fake_proc(void) {
         write_at(proc_root, "stat", text);
         if (fake_daemon)
                 fake_busy_process(fake_daemon);
+        o = (size_t) snprintf(text, sizeof(text), "%d\n", (int) pid);
+        for (size_t k = 0; k < n_kids; k++) {
+                fake_kid(&kids[k]);
+                o += (size_t) snprintf(text + o, sizeof(text) - o, "%d\n", (int) kids[k].pid);
+        }
+        write_at(cg_root, "x/cgroup.procs", text);
 }
 
 /* A window: thread 0 busy (far more run time than wall time passes), no other
@@ -184,9 +230,38 @@ static void *idle_thread(void *arg) {
                 abort();
         tids[i] = (pid_t) syscall(SYS_gettid);
         atomic_fetch_add(&started, 1);
-        while (!atomic_load(&stop))
-                usleep(10000);
+        while (!atomic_load(&stop)) {
+                if (atomic_load(&fork_req[i])) {
+                        pid_t c = fork();
+                        if (c == 0)
+                                for (;;)
+                                        pause();
+                        atomic_store(&forked[i], c);
+                        atomic_store(&fork_req[i], 0);
+                }
+                usleep(1000);
+        }
         return NULL;
+}
+
+/* A process forked by thread i (inheriting its affinity), in the fake /proc with the
+ * cgroup line given. */
+static pid_t fork_kid(int i, const char *kid_cgroup) {
+        atomic_store(&fork_req[i], 1);
+        while (atomic_load(&fork_req[i]))
+                usleep(1000);
+        kids[n_kids++] = (struct kid) { .pid = atomic_load(&forked[i]), .cgroup_line = kid_cgroup };
+        fake_proc();
+        return kids[n_kids - 1].pid;
+}
+
+static void kill_kids(void) {
+        for (size_t k = 0; k < n_kids; k++) {
+                kill(kids[k].pid, SIGKILL);
+                waitpid(kids[k].pid, NULL, 0);
+        }
+        n_kids = 0;
+        fake_proc();
 }
 
 static int cpus_of(pid_t tid) {
@@ -325,6 +400,156 @@ TEST(advise_places_nothing) {
         proc_place_free(rec.place);
         rec.place = NULL;
         cg.mode = CG_MODE_PLACE;
+}
+
+static void set_cpus(pid_t tid, int mask) {
+        cpu_set_t s;
+
+        CPU_ZERO(&s);
+        for (int c = 0; c < 2; c++)
+                if (mask & (1 << c))
+                        CPU_SET(c, &s);
+        if (sched_setaffinity(tid, sizeof(s), &s) < 0)
+                abort();
+}
+
+/* A process forked by a placed thread, in the cgroup, is followed at the next round
+ * and given back at opt-out with its parent's threads. One forked before the placement
+ * and pinned to the placed CPU itself, and one that moved to another cgroup (still
+ * listed in /x's cgroup.procs when it was read), are not. */
+TEST(children_followed_and_given_back_at_opt_out) {
+        struct placer *pl;
+        pid_t before, child, moved;
+
+        before = fork_kid(0, "0::/x\n");
+        set_cpus(before, 1);            /* its own choice: exactly the CPU we will set */
+        usleep(30000);                  /* 3 clock ticks: it started before the placement */
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        for (int i = 0; i < 3 && !both(1); i++)
+                round_(pl);
+        CHECK(both(1));
+        child = fork_kid(0, "0::/x\n");
+        moved = fork_kid(1, "0::/y\n");
+        CHECK_INT(cpus_of(child), 1);   /* inherited */
+        CHECK_INT(cpus_of(moved), 1);
+        round_(pl);
+        CHECK(placer_thread_held(pl, child, child));
+        CHECK(!placer_thread_held(pl, moved, moved));
+        CHECK(!placer_thread_held(pl, before, before));
+        CHECK_INT(placer_threads_held(pl), 3);
+
+        cg.mode = CG_MODE_BALANCE;
+        round_(pl);
+        CHECK_MSG(both(3), "not given back on opt-out: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
+        CHECK_MSG(cpus_of(child) == 3, "the child not given back on opt-out: %#x", cpus_of(child));
+        CHECK_INT(cpus_of(moved), 1);   /* not ours */
+        CHECK_INT(cpus_of(before), 1);
+        CHECK_INT(placer_counters(pl)->undone[PLACER_UNDO_OPT_OUT], 3);
+        CHECK_INT(placer_threads_held(pl), 0);
+        cg.mode = CG_MODE_PLACE;
+        kill_kids();
+        placer_free(pl);
+        proc_place_free(rec.place);
+        rec.place = NULL;
+}
+
+/* The child is a process of the round itself (its own record, busy): its inherited
+ * mask is not the application's choice (not pinned). Its parent exits (forgotten), and
+ * the child is still given back when its cgroup opts out. */
+TEST(child_of_an_exited_parent_given_back) {
+        struct placer *pl;
+        struct proc_rec crec, *two[2];
+        struct proc_records both_procs = { .v = two, .n = 2 };
+        struct proc_stat st;
+        pid_t child;
+
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        for (int i = 0; i < 3 && !both(1); i++)
+                round_(pl);
+        CHECK(both(1));
+        child = fork_kid(0, "0::/x\n");
+        if (proc_read_stat("/proc", child, &st) < 0)
+                abort();
+        crec = (struct proc_rec) {
+                .pid = child, .starttime = st.starttime, .pidfd = -1, .cg = &cg, .scans = 1,
+                .node_bytes = node_bytes, .stuck_away = stuck_away, .hot_node = -1, .target_node = -1,
+        };
+        strcpy(crec.comm, "child");
+        two[child > rec.pid] = &crec;
+        two[child < rec.pid] = &rec;
+        for (int i = 0; i < 2; i++) {
+                struct placer_env env = { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .cgroup_root = cg_root };
+
+                tick++;
+                rec.seen_tick = crec.seen_tick = tick;
+                next_window();
+                placer_round(pl, &env, &both_procs, tick, tick * 1000);
+        }
+        CHECK(placer_thread_held(pl, child, child));
+        CHECK(crec.place && crec.place->skip == PLACER_DECIDED);
+        CHECK_MSG(crec.place && crec.place->reason != TP_R_PINNED, "the child's inherited mask taken for its own");
+
+        /* the parent exits: forgotten; its threads' masks are the test's to put back */
+        rec.exited = true;
+        placer_departed(pl, proc_root, &rec);
+        CHECK(placer_thread_held(pl, child, child));
+        cg.mode = CG_MODE_BALANCE;
+        {
+                struct placer_env env = { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .cgroup_root = cg_root };
+
+                tick++;
+                crec.seen_tick = tick;
+                next_window();
+                placer_round(pl, &env, &both_procs, tick, tick * 1000);
+        }
+        CHECK_MSG(cpus_of(child) == 3, "the child not given back on opt-out: %#x", cpus_of(child));
+        CHECK_INT(placer_threads_held(pl), 0);
+        cg.mode = CG_MODE_PLACE;
+        rec.exited = false;
+        set_cpus(tids[0], 3);
+        set_cpus(tids[1], 3);
+        kill_kids();
+        placer_free(pl);
+        proc_place_free(rec.place);
+        proc_place_free(crec.place);
+        rec.place = NULL;
+}
+
+/* A followed child gets its original back at a clean stop, and at the next start after
+ * a crash. */
+TEST(children_given_back_at_stop_and_after_a_crash) {
+        struct placer *pl, *next;
+        pid_t child;
+
+        CHECK_INT(placer_new(state, proc_root, &pl), 0);
+        for (int i = 0; i < 3 && !both(1); i++)
+                round_(pl);
+        CHECK(both(1));
+        child = fork_kid(1, "0::/x\n");
+        round_(pl);
+        CHECK(placer_thread_held(pl, child, child));
+        placer_free(pl);                /* as a kill -9 leaves it */
+        CHECK_INT(cpus_of(child), 1);
+        CHECK_INT(placer_new(state, proc_root, &next), 0);
+        CHECK_MSG(cpus_of(child) == 3, "the child not recovered at start: %#x", cpus_of(child));
+        CHECK(both(3));
+        CHECK_INT(placer_counters(next)->undone[PLACER_UNDO_RECOVERED], 3);
+        proc_place_free(rec.place);
+        rec.place = NULL;
+
+        for (int i = 0; i < 3 && !both(1); i++)
+                round_(next);
+        CHECK(both(1));
+        child = fork_kid(1, "0::/x\n");
+        round_(next);
+        CHECK(placer_thread_held(next, child, child));
+        placer_stop(next);
+        CHECK_MSG(cpus_of(child) == 3, "the child not given back at stop: %#x", cpus_of(child));
+        CHECK(both(3));
+        kill_kids();
+        placer_free(next);
+        proc_place_free(rec.place);
+        rec.place = NULL;
 }
 
 /* CPU 0 (node 0, where the memory is stuck) is busy all the time. When all of that is
