@@ -454,7 +454,7 @@ class Env:
         check(self.daemon.poll() is None, f"daemon exited at start: {self.log()}")
 
     def log(self):
-        if not self.daemon_log:
+        if not self.daemon_log or not os.path.exists(self.daemon_log):
             return ""
         self.last_log = open(self.daemon_log).read()
         return self.last_log
