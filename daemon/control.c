@@ -75,6 +75,7 @@ struct control {
         struct budget budgets[CONTROL_BUDGETS_MAX];
         unsigned n_budgets;
         struct budget users;       /* every user but root, together */
+        struct report_seen *seen;  /* who may see which process, this tick */
 };
 
 /* ---- connections ------------------------------------------------------------------ */
@@ -237,6 +238,7 @@ static size_t queued_by_users(const struct control *c) {
 
 static void conn_handle(struct conn *k, const char *line, size_t len) {
         struct control_request req;
+        struct manager_view view;
         const char *error = NULL;
         FILE *f;
         int r;
@@ -274,19 +276,20 @@ static void conn_handle(struct conn *k, const char *line, size_t len) {
                 conn_free(k);
                 return;
         }
+        view = *manager_view(k->ctl->manager);
+        view.seen = k->ctl->seen;
         switch (req.cmd) {
         case CONTROL_STATUS:
-                r = report_status(manager_view(k->ctl->manager), k->uid, f);
+                r = report_status(&view, k->uid, f);
                 break;
         case CONTROL_LIST:
-                r = report_list(manager_view(k->ctl->manager), k->uid, &req, f);
+                r = report_list(&view, k->uid, &req, f);
                 break;
         case CONTROL_EXPLAIN:
                 if (req.path >= 0)
-                        r = report_explain_cgroup(manager_view(k->ctl->manager), k->uid,
-                                                  control_request_str(&req, req.path), f);
+                        r = report_explain_cgroup(&view, k->uid, control_request_str(&req, req.path), f);
                 else
-                        r = report_explain(manager_view(k->ctl->manager), k->uid, req.pid, f);
+                        r = report_explain(&view, k->uid, req.pid, f);
                 break;
         default:
                 r = -EINVAL;
@@ -576,7 +579,8 @@ int control_new(sd_event *e, const char *path, struct manager *m, struct control
         c->manager = m;
         c->users = (struct budget) { .at_ms = clock_now_ms(), .tokens_milli = CONTROL_REQUESTS_USERS_S * UINT64_C(1000) };
         c->path = strdup(path);
-        if (!c->path) {
+        c->seen = report_seen_new();
+        if (!c->path || !c->seen) {
                 r = log_error_errno(-ENOMEM, "Out of memory");
                 goto fail;
         }
@@ -643,6 +647,7 @@ void control_free(struct control *c) {
                         (void) unlink(c->path);
         }
         free(c->path);
+        report_seen_free(c->seen);
         sd_event_unref(c->event);
         free(c);
 }

@@ -9,9 +9,10 @@
  * CONTROL_CONNECTIONS_MAX of all users but root, are served at a time (more are
  * answered "busy" and closed): one user cannot hold the socket for the others, and
  * root, the operator, always gets through. Requests have budgets the same way, per
- * user and for all users together (CONTROL_REQUESTS_*). A reply is at most
- * CONTROL_REPLY_MAX bytes (list pages), the kernel buffers at most 64 KiB of it, a
- * peer that has not read it CONTROL_REPLY_READ_TIMEOUT_USEC after it was ready is
+ * user and for all users together (CONTROL_REQUESTS_*); who may see which process is
+ * read once a tick for all requests (report.h, struct report_seen). A reply is at
+ * most CONTROL_REPLY_MAX bytes (list pages), the kernel buffers at most 64 KiB of it,
+ * a peer that has not read it CONTROL_REPLY_READ_TIMEOUT_USEC after it was ready is
  * dropped, and the unread replies of users other than root are bounded in all: a user
  * who asks and never reads holds its connections for seconds, not the daemon's memory.
  * When accept(2) fails for lack of descriptors or memory the socket is not watched for
