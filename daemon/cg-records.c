@@ -94,27 +94,27 @@ static struct cg_rec *add(struct cg_records *r, const char *cgroup_root, const c
         return c;
 }
 
-/* Whose turn reads the cgroup of e (cg_rec.turn_uid). */
-static uid_t turn_of(const char *cgroup_root, const struct cgroup_entry *e, uid_t dir_owner) {
+/* Whose turn reads the cgroup of e (cg_rec.turn_uid): the user a user.* opt-in
+ * covers, else the owner of the delegated subtree the cgroup lies in, as the walk
+ * found it. Not the owner of the directory whose setting applies: under a root-wide
+ * opt-in (a `cgroups =` rule on /user.slice, trusted.* on a shared parent) that was
+ * root, and every user below shared one owner's turns, reader, sampling and DAMON
+ * slots; nor the cgroup's own owner, which its tenant may choose (sub-uids). */
+static uid_t turn_of(const struct cgroup_entry *e) {
         if (e->covers_uid != CGROUP_COVERS_ALL)
                 return e->covers_uid;
-        if (e->decided_by && strcmp(e->decided_by, e->path) != 0)
-                return owner_of(cgroup_root, e->decided_by);
-        return dir_owner;
+        return e->subtree_uid;
 }
 
 struct cg_rec *cg_records_get(struct cg_records *r, const char *cgroup_root, const struct cgroup_entry *e) {
         struct cg_rec *c = cg_records_find(r, e->path);
-        bool made = !c;
 
-        if (made)
+        if (!c)
                 c = add(r, cgroup_root, e->path);
         if (!c)
                 return NULL;
-        /* Read when the record is made, or when what decides it may have changed: a
-         * stat per selected cgroup at every walk would be 60,000 of them. */
-        if (made || e->covers_uid != c->covers_uid || e->mode != c->mode || e->source != c->source)
-                c->turn_uid = turn_of(cgroup_root, e, c->owner);
+        /* From the walk, which stat'ed every directory on the path anyway: no read here. */
+        c->turn_uid = turn_of(e);
         c->mode = e->mode;
         c->source = e->source;
         c->covers_uid = e->covers_uid;

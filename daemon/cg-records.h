@@ -23,10 +23,13 @@ struct cg_rec {
         enum cg_mode mode;
         enum cg_source source;
         uid_t owner;               /* owner of the cgroup directory */
-        uid_t turn_uid;            /* whose turn reads it (cg_records_get): the user its opt-in
-                                    * covers, or the owner of the directory whose setting
-                                    * applies; never a subdirectory's own owner, which a
-                                    * tenant can choose (sub-uids in a user namespace) */
+        uid_t turn_uid;            /* its owner for turns, reader threads, sampling and DAMON
+                                    * slots (cg_records_get): the user its opt-in covers, or
+                                    * the owner of the delegated subtree it lies in
+                                    * (cgroup_entry.subtree_uid: the topmost directory on its
+                                    * path not owned by root); never a subdirectory's own
+                                    * owner, which a tenant can choose (sub-uids in a user
+                                    * namespace) */
         uid_t covers_uid;          /* whose processes its opt-in covers (cgroup_entry), this tick */
         unsigned n_procs;          /* at the last tick */
         uint64_t pages[_MIG_CLASS_MAX];
@@ -54,8 +57,8 @@ struct cg_records {
 
 /* An empty set with a fresh hash key. */
 void cg_records_init(struct cg_records *r);
-/* The record of the selected cgroup e, made if new (its owner, and its turn's owner,
- * read from the directories under cgroup_root), with e's mode, source and coverage.
+/* The record of the selected cgroup e, made if new (its owner read from its directory
+ * under cgroup_root), with e's mode, source, coverage and turn's owner.
  * NULL when out of memory. */
 struct cg_rec *cg_records_get(struct cg_records *r, const char *cgroup_root, const struct cgroup_entry *e);
 /* The record of path, or NULL. */

@@ -51,8 +51,8 @@ struct conn {
         size_t drained;
 };
 
-/* One user's request budget (CONTROL_REQUESTS_PER_UID_S): tokens, and when they
- * were counted. */
+/* One user's request budget (CONTROL_REQUESTS_PER_UID_S), or all users' together
+ * (CONTROL_REQUESTS_USERS_S): tokens, and when they were counted. */
 struct budget {
         uid_t uid;
         uint64_t at_ms;
@@ -74,6 +74,8 @@ struct control {
         unsigned n_conns;
         struct budget budgets[CONTROL_BUDGETS_MAX];
         unsigned n_budgets;
+        struct budget users;       /* every user but root, together */
+        struct report_seen *seen;  /* who may see which process, this tick */
 };
 
 /* ---- connections ------------------------------------------------------------------ */
@@ -176,15 +178,27 @@ static void conn_reply_error(struct conn *k, const char *msg) {
         conn_reply(k);
 }
 
-/* Whether uid may make one more request now (and takes it). A user not remembered
- * takes the slot of the one whose budget was counted longest ago: it was full by
- * then, or nearly. */
-static bool budget_take(struct control *c, uid_t uid, uint64_t now_ms) {
-        const uint64_t full = CONTROL_REQUESTS_PER_UID_S * UINT64_C(1000);
+/* Adds to b what rate a second gave since it was counted, up to a second's worth. */
+static void budget_refill(struct budget *b, unsigned rate, uint64_t now_ms) {
+        const uint64_t full = rate * UINT64_C(1000);
+
+        b->tokens_milli += (now_ms - b->at_ms) * rate;
+        if (b->tokens_milli > full)
+                b->tokens_milli = full;
+        b->at_ms = now_ms;
+}
+
+enum budget_verdict { BUDGET_OK, BUDGET_OVER_UID, BUDGET_OVER_USERS };
+
+/* Whether uid may make one more request now (and takes it from its budget and from
+ * all users'). A user not remembered takes the slot of the one whose budget was
+ * counted longest ago: it was full by then, or nearly; the budget of all users
+ * together is what bounds uids that come and go. */
+static enum budget_verdict budget_take(struct control *c, uid_t uid, uint64_t now_ms) {
         struct budget *b = NULL;
 
         if (uid == 0)
-                return true;
+                return BUDGET_OK;
         for (unsigned i = 0; i < c->n_budgets && !b; i++)
                 if (c->budgets[i].uid == uid)
                         b = &c->budgets[i];
@@ -197,17 +211,19 @@ static bool budget_take(struct control *c, uid_t uid, uint64_t now_ms) {
                                 if (c->budgets[i].at_ms < b->at_ms)
                                         b = &c->budgets[i];
                 }
-                *b = (struct budget) { .uid = uid, .at_ms = now_ms, .tokens_milli = full };
+                *b = (struct budget) { .uid = uid, .at_ms = now_ms,
+                                       .tokens_milli = CONTROL_REQUESTS_PER_UID_S * UINT64_C(1000) };
         }
-        /* A token per 1000/CONTROL_REQUESTS_PER_UID_S ms, up to a second's worth. */
-        b->tokens_milli += (now_ms - b->at_ms) * CONTROL_REQUESTS_PER_UID_S;
-        if (b->tokens_milli > full)
-                b->tokens_milli = full;
-        b->at_ms = now_ms;
+        /* A token per 1000/rate ms, up to a second's worth. */
+        budget_refill(b, CONTROL_REQUESTS_PER_UID_S, now_ms);
+        budget_refill(&c->users, CONTROL_REQUESTS_USERS_S, now_ms);
         if (b->tokens_milli < 1000)
-                return false;
+                return BUDGET_OVER_UID;
+        if (c->users.tokens_milli < 1000)
+                return BUDGET_OVER_USERS;
         b->tokens_milli -= 1000;
-        return true;
+        c->users.tokens_milli -= 1000;
+        return BUDGET_OK;
 }
 
 /* What the connections of users other than root have yet to send. */
@@ -222,6 +238,7 @@ static size_t queued_by_users(const struct control *c) {
 
 static void conn_handle(struct conn *k, const char *line, size_t len) {
         struct control_request req;
+        struct manager_view view;
         const char *error = NULL;
         FILE *f;
         int r;
@@ -232,12 +249,21 @@ static void conn_handle(struct conn *k, const char *line, size_t len) {
                 conn_reply_error(k, error);
                 return;
         }
-        if (!budget_take(k->ctl, k->uid, clock_now_ms())) {
+        switch (budget_take(k->ctl, k->uid, clock_now_ms())) {
+        case BUDGET_OVER_UID:
                 log_debug("control: pid %d uid %u: over %u requests a second, refused", (int) k->peer_pid,
                           (unsigned) k->uid, CONTROL_REQUESTS_PER_UID_S);
                 conn_reply_error(k, "busy: at most " CONTROL_STRINGIFY(CONTROL_REQUESTS_PER_UID_S)
                                     " requests a second per user; try again in a second");
                 return;
+        case BUDGET_OVER_USERS:
+                log_debug("control: pid %d uid %u: all users over %u requests a second, refused",
+                          (int) k->peer_pid, (unsigned) k->uid, CONTROL_REQUESTS_USERS_S);
+                conn_reply_error(k, "busy: at most " CONTROL_STRINGIFY(CONTROL_REQUESTS_USERS_S)
+                                    " requests a second from all users together; try again in a second");
+                return;
+        case BUDGET_OK:
+                break;
         }
         if (k->uid != 0 && queued_by_users(k->ctl) + CONTROL_REPLY_MAX > CONTROL_QUEUED_MAX) {
                 log_debug("control: pid %d uid %u: replies waiting to be read fill the queue, refused",
@@ -250,19 +276,20 @@ static void conn_handle(struct conn *k, const char *line, size_t len) {
                 conn_free(k);
                 return;
         }
+        view = *manager_view(k->ctl->manager);
+        view.seen = k->ctl->seen;
         switch (req.cmd) {
         case CONTROL_STATUS:
-                r = report_status(manager_view(k->ctl->manager), k->uid, f);
+                r = report_status(&view, k->uid, f);
                 break;
         case CONTROL_LIST:
-                r = report_list(manager_view(k->ctl->manager), k->uid, &req, f);
+                r = report_list(&view, k->uid, &req, f);
                 break;
         case CONTROL_EXPLAIN:
                 if (req.path >= 0)
-                        r = report_explain_cgroup(manager_view(k->ctl->manager), k->uid,
-                                                  control_request_str(&req, req.path), f);
+                        r = report_explain_cgroup(&view, k->uid, control_request_str(&req, req.path), f);
                 else
-                        r = report_explain(manager_view(k->ctl->manager), k->uid, req.pid, f);
+                        r = report_explain(&view, k->uid, req.pid, f);
                 break;
         default:
                 r = -EINVAL;
@@ -345,9 +372,12 @@ static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static void refuse_busy(int fd) {
-        static const char msg[] = "{\"" CONTROL_KEY_ERROR "\":\"busy: too many connections, try again\"}\n";
-        (void) send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+static void refuse_busy(int fd, const char *why) {
+        char msg[256];
+        int n = snprintf(msg, sizeof(msg), "{\"" CONTROL_KEY_ERROR "\":\"busy: %s, try again\"}\n", why);
+
+        if (n > 0 && (size_t) n < sizeof(msg))
+                (void) send(fd, msg, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
         close(fd);
 }
 
@@ -379,14 +409,21 @@ static int on_resume(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* A peer over its share: CONTROL_CONNECTIONS_PER_UID for its uid, and
- * CONTROL_CONNECTIONS_MAX in all for everyone but root. */
-static bool over_limit(const struct control *c, uid_t uid) {
-        unsigned same = 0;
+/* Why a peer is over its share, NULL if it is not: CONTROL_CONNECTIONS_PER_UID for its
+ * uid, and CONTROL_CONNECTIONS_MAX for everyone but root together (root's own not
+ * counted there: they take no user's room, and users none of root's). */
+static const char *over_limit(const struct control *c, uid_t uid) {
+        unsigned same = 0, users = 0;
 
-        for (const struct conn *k = c->conns; k; k = k->next)
+        for (const struct conn *k = c->conns; k; k = k->next) {
                 same += k->uid == uid;
-        return same >= CONTROL_CONNECTIONS_PER_UID || (uid != 0 && c->n_conns >= CONTROL_CONNECTIONS_MAX);
+                users += k->uid != 0;
+        }
+        if (same >= CONTROL_CONNECTIONS_PER_UID)
+                return "at most " CONTROL_STRINGIFY(CONTROL_CONNECTIONS_PER_UID) " connections per user";
+        if (uid != 0 && users >= CONTROL_CONNECTIONS_MAX)
+                return "at most " CONTROL_STRINGIFY(CONTROL_CONNECTIONS_MAX) " connections of all users together";
+        return NULL;
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -395,6 +432,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         for (int i = 0; i < ACCEPT_PER_WAKEUP && !c->paused; i++) {
                 struct ucred cred;
                 socklen_t cl = sizeof(cred);
+                const char *why;
                 struct conn *k;
                 int cfd, r;
 
@@ -412,13 +450,14 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         continue;
                 }
                 (void) setsockopt(cfd, SOL_SOCKET, SO_SNDBUF, &(int) { CONTROL_SNDBUF }, sizeof(int));
-                if (over_limit(c, cred.uid)) {
+                why = over_limit(c, cred.uid);
+                if (why) {
                         uint64_t suppressed = 0;
                         if (log_ratelimit_ok(&c->busy_log, clock_now_ms(), &suppressed))
-                                log_debug("control: %u connections open, refusing pid %d uid %u (%" PRIu64
+                                log_debug("control: %u connections open, refusing pid %d uid %u: %s (%" PRIu64
                                           " refusal(s) not logged)", c->n_conns, (int) cred.pid,
-                                          (unsigned) cred.uid, suppressed);
-                        refuse_busy(cfd);
+                                          (unsigned) cred.uid, why, suppressed);
+                        refuse_busy(cfd, why);
                         continue;
                 }
                 k = calloc(1, sizeof(*k));
@@ -538,8 +577,10 @@ int control_new(sd_event *e, const char *path, struct manager *m, struct control
         c->busy_log = LOG_RATELIMIT(60000, 10);
         c->event = sd_event_ref(e);
         c->manager = m;
+        c->users = (struct budget) { .at_ms = clock_now_ms(), .tokens_milli = CONTROL_REQUESTS_USERS_S * UINT64_C(1000) };
         c->path = strdup(path);
-        if (!c->path) {
+        c->seen = report_seen_new();
+        if (!c->path || !c->seen) {
                 r = log_error_errno(-ENOMEM, "Out of memory");
                 goto fail;
         }
@@ -606,6 +647,7 @@ void control_free(struct control *c) {
                         (void) unlink(c->path);
         }
         free(c->path);
+        report_seen_free(c->seen);
         sd_event_unref(c->event);
         free(c);
 }

@@ -8,13 +8,15 @@
  * them, and at most CONTROL_CONNECTIONS_PER_UID connections of one user, and
  * CONTROL_CONNECTIONS_MAX of all users but root, are served at a time (more are
  * answered "busy" and closed): one user cannot hold the socket for the others, and
- * root, the operator, always gets through. A reply is at most CONTROL_REPLY_MAX bytes
- * (list pages), the kernel buffers at most 64 KiB of it, a peer that has not read it
- * CONTROL_REPLY_READ_TIMEOUT_USEC after it was ready is dropped, and the unread
- * replies of users other than root are bounded in all: a user who asks and never
- * reads holds its connections for seconds, not the daemon's memory. When accept(2) fails for lack of
- * descriptors or memory the socket is not watched for a second, rather than wake the
- * loop at once forever. */
+ * root, the operator, always gets through. Requests have budgets the same way, per
+ * user and for all users together (CONTROL_REQUESTS_*); who may see which process is
+ * read once a tick for all requests (report.h, struct report_seen). A reply is at
+ * most CONTROL_REPLY_MAX bytes (list pages), the kernel buffers at most 64 KiB of it,
+ * a peer that has not read it CONTROL_REPLY_READ_TIMEOUT_USEC after it was ready is
+ * dropped, and the unread replies of users other than root are bounded in all: a user
+ * who asks and never reads holds its connections for seconds, not the daemon's memory.
+ * When accept(2) fails for lack of descriptors or memory the socket is not watched for
+ * a second, rather than wake the loop at once forever. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -25,12 +27,21 @@
 #include "control-request.h"
 
 #define CONTROL_CONNECTIONS_PER_UID 8
+/* Of all users but root together; root's connections are not counted in it. */
 #define CONTROL_CONNECTIONS_MAX 64
 /* Requests a user other than root may make per second (a token bucket per uid, this
  * many at once): a reply reads every record the user may see, on the event loop, so a
  * user who asks in a loop must not keep it from ticking nor from answering root. Over
  * it, the reply is an error saying so; root is never limited. */
 #define CONTROL_REQUESTS_PER_UID_S 10
+/* Requests all users but root may make per second together (one more token bucket,
+ * this many at once). Uids are not scarce: a rootless container has 65,536 of them
+ * (subuid ranges), each with a budget of its own, and a budget not remembered starts
+ * full; so the per-uid budget alone let one tenant ask as often as it could connect. A
+ * request over it is answered busy like one over the uid's budget; root's requests
+ * neither count nor wait, so the operator can always ask. Four users asking at their
+ * full rate: the event loop spends at most this many replies a second on users. */
+#define CONTROL_REQUESTS_USERS_S 40
 /* Users whose budget is remembered: at most one per connection that can be open. */
 #define CONTROL_BUDGETS_MAX CONTROL_CONNECTIONS_MAX
 

@@ -18,6 +18,7 @@ struct proc_records;
 struct cg_records;
 struct cost_ledger;
 struct counters;
+struct report_seen;
 
 /* A tick's migration run ends after this long (the batches in flight finish, their
  * counts exact) and the next tick continues: the bytes per process are bounded, not
@@ -53,6 +54,9 @@ struct manager_view {
         const struct cost_ledger *cost;
         const struct counters *counters;
         const struct placer *placer;             /* NULL: no thread placement */
+        struct report_seen *seen;                /* who may see which process, this tick
+                                                  * (report.h; the control socket's): NULL,
+                                                  * read at each question */
 };
 
 /* Copies what it needs of cfg. Starts the migration workers on the service CPUs. */

@@ -57,17 +57,118 @@ bool report_cg_visible(const struct cg_rec *c, uid_t uid) {
         return uid == 0 || (c && c->owner == uid);
 }
 
-/* Read now, not from the last scan: a process can become another user's since (a
- * setuid exec) or stop being dumpable. Only the candidates (real uid uid at the last
- * scan: the rule needs it) are read, and only for a request by a user, not root. */
-bool report_proc_visible(const struct manager_view *v, const struct proc_rec *p, uid_t uid) {
+/* ---- who may see which process ------------------------------------------------- */
+
+/* The one user other than root who may see p now (creds_ptrace_user()), or
+ * CREDS_NOBODY: read now, not taken from the last scan, since a process can become
+ * another user's since (a setuid exec) or stop being dumpable. */
+static uid_t may_see_now(const struct manager_view *v, const struct proc_rec *p) {
         struct proc_creds c;
 
+        if (creds_read(v->proc_root, p->pid, &c) < 0 || c.stat.starttime != p->starttime)
+                return CREDS_NOBODY;
+        return creds_ptrace_user(&c);
+}
+
+struct seen_entry {
+        pid_t pid;
+        bool known;                /* uid read this tick */
+        uid_t uid;                 /* may_see_now() */
+        uint64_t starttime;
+};
+
+struct report_seen {
+        uint64_t tick;             /* counters.tick the entries are of */
+        bool built;
+        struct seen_entry *v;      /* sorted by pid, as the records */
+        size_t n;
+};
+
+struct report_seen *report_seen_new(void) {
+        return calloc(1, sizeof(struct report_seen));
+}
+
+void report_seen_free(struct report_seen *s) {
+        if (!s)
+                return;
+        free(s->v);
+        free(s);
+}
+
+static struct seen_entry *seen_find(const struct report_seen *s, pid_t pid) {
+        size_t lo = 0, hi = s->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (s->v[mid].pid == pid)
+                        return &s->v[mid];
+                if (s->v[mid].pid < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+/* The entries again from the records (both sorted by pid), of the processes a user
+ * other than root may be asking about (a user sees only those of its own real uid at
+ * the last scan); keep: what is known of the same processes stays. Records made since
+ * the last build (admitted while a long tick served the socket) are why a build
+ * happens within a tick: at most once a request. Returns false out of memory. */
+static bool seen_build(struct report_seen *s, const struct manager_view *v, bool keep) {
+        const struct proc_records *r = v->procs;
+        struct seen_entry *n = NULL;
+        size_t k = 0, j = 0;
+
+        if (r->n && !(n = calloc(r->n, sizeof(*n))))
+                return false;
+        for (size_t i = 0; i < r->n; i++) {
+                const struct proc_rec *p = r->v[i];
+
+                if (p->uid == 0)
+                        continue;
+                n[k] = (struct seen_entry) { .pid = p->pid, .starttime = p->starttime };
+                while (keep && j < s->n && s->v[j].pid < p->pid)
+                        j++;
+                if (keep && j < s->n && s->v[j].pid == p->pid && s->v[j].starttime == p->starttime) {
+                        n[k].known = s->v[j].known;
+                        n[k].uid = s->v[j].uid;
+                }
+                k++;
+        }
+        free(s->v);
+        s->v = n;
+        s->n = k;
+        s->tick = v->counters->tick;
+        s->built = true;
+        return true;
+}
+
+/* may_see_now() of p, read once a tick. */
+static uid_t seen_uid(struct report_seen *s, const struct manager_view *v, const struct proc_rec *p) {
+        struct seen_entry *e = NULL;
+
+        if ((s->built && s->tick == v->counters->tick) || seen_build(s, v, false))
+                e = seen_find(s, p->pid);
+        if ((!e || e->starttime != p->starttime) && seen_build(s, v, true))
+                e = seen_find(s, p->pid);
+        if (!e || e->starttime != p->starttime)
+                return may_see_now(v, p);      /* out of memory */
+        if (!e->known) {
+                e->uid = may_see_now(v, p);
+                e->known = true;
+        }
+        return e->uid;
+}
+
+/* Only the candidates (real uid uid at the last scan: the rule needs it) are read, and
+ * only for a request by a user, not root. */
+bool report_proc_visible(const struct manager_view *v, const struct proc_rec *p, uid_t uid) {
         if (uid == 0)
                 return true;
-        if (p->uid != uid || creds_read(v->proc_root, p->pid, &c) < 0)
+        if (uid == CREDS_NOBODY || p->uid != uid)
                 return false;
-        return c.stat.starttime == p->starttime && creds_belong_to(&c, uid);
+        return (v->seen ? seen_uid(v->seen, v, p) : may_see_now(v, p)) == uid;
 }
 
 /* The cgroup records the tick of now refers to (opted in at the last tick) that uid

@@ -9,7 +9,8 @@
  *
  * Visibility (the control socket passes the peer's uid): uid 0 sees everything;
  * another uid sees the processes it may ptrace (lib/creds.h: all its ids are the uid's
- * and it is dumpable, read when asked), and only the cgroups whose directory it owns.
+ * and it is dumpable, read at most once a tick: struct report_seen), and only the
+ * cgroups whose directory it owns.
  * status counts for it only those; explain of a process it may not see answers as for
  * a pid that does not exist. */
 #pragma once
@@ -37,6 +38,17 @@ void report_error(FILE *f, const char *msg);
 
 /* The name of a stage of the daemon's CPU time ("read", ...), as the reports say it. */
 const char *report_stage_name(enum stage s);
+
+/* Who may see which watched process, for the requests of one tick: the credentials
+ * of a process (its ids, whether it is dumpable) are read by the first request of a
+ * tick that asks about it, and that answer serves every request until the tick
+ * counter moves. A user's status or list read them for each of its processes at each
+ * request, on the event loop: ten requests a second by each of 65,536 sub-uids. A
+ * setuid exec or PR_SET_DUMPABLE shows at the next tick. The control socket keeps one
+ * (manager_view.seen). */
+struct report_seen;
+struct report_seen *report_seen_new(void);
+void report_seen_free(struct report_seen *s);
 
 /* Visibility rules, for the tests. */
 bool report_cg_visible(const struct cg_rec *c, uid_t uid);

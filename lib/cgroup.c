@@ -157,6 +157,7 @@ struct inherited {
         uid_t covers_uid;         /* of the setting that applies (cgroup_entry) */
         enum owner_state owner;
         uid_t owner_uid;
+        uid_t subtree_uid;        /* cgroup_subtree_uid() */
         long account;             /* the directory's CPU time: entry i (>= 0) or other -1 - i */
         long top;                 /* the other of the top-level cgroup it lies in, 0: none yet */
         const char *top_path;     /* that cgroup's path, alive while the walk is below it */
@@ -281,6 +282,7 @@ static int add_entry(struct walk *w, const char *path, const struct inherited *e
                 .source = eff->source,
                 .decided_by = strdup(eff->decided_by),
                 .covers_uid = eff->covers_uid,
+                .subtree_uid = eff->subtree_uid,
         };
         if (!e->path || !e->decided_by) {
                 free(e->path);
@@ -412,9 +414,11 @@ static char *child_path(const char *parent, const char *name) {
 /* Where a directory stands for the ownership rule for user.* (systemd-oomd's for
  * user.oomd_*): it counts on a root-owned directory, or on one owned by the owner of
  * every ancestor up to the first root-owned one, i.e. by the user the subtree was
- * delegated to. The root of the walk counts as root-owned whoever owns it. */
+ * delegated to. The root of the walk counts as root-owned whoever owns it. And the
+ * owner of the delegated subtree it lies in (cgroup_subtree_uid), whose turn reads it. */
 static void dir_owner(unsigned depth, const struct stat *st, const struct inherited *parent,
                       struct inherited *here) {
+        here->subtree_uid = cgroup_subtree_uid(depth, st->st_uid, parent ? parent->subtree_uid : 0);
         here->owner_uid = 0;
         if (depth == 0 || st->st_uid == 0)
                 here->owner = OWNER_ROOT;

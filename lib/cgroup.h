@@ -24,8 +24,23 @@ struct cgroup_entry {
         char *decided_by;          /* the path whose setting applies (may be an ancestor) */
         uid_t covers_uid;          /* whose processes it covers: CGROUP_COVERS_ALL, or for a user.*
                                     * setting in a delegated subtree, the subtree's owner */
+        uid_t subtree_uid;         /* the owner of the delegated subtree it lies in: of the topmost
+                                    * directory on its path (below the root of the walk) not owned
+                                    * by root; 0 when root owns every one (cgroup_subtree_uid) */
         uint64_t walk_ns;          /* CPU time the walk spent on this directory (and listing it) */
 };
+
+/* The subtree_uid of a directory owned by dir_uid, depth levels below the root of the
+ * walk, whose parent's is parent_subtree_uid: the first owner other than root met on
+ * the way down, and never one further down. Only root makes a directory in a
+ * root-owned one, so each subtree_uid is a delegation root made (or chowned) by root;
+ * below it, its owner can make directories of its own and, in a user namespace that
+ * maps sub-uids, give them to those: none of that makes another subtree_uid. */
+static inline uid_t cgroup_subtree_uid(unsigned depth, uid_t dir_uid, uid_t parent_subtree_uid) {
+        if (depth == 0)
+                return 0;
+        return parent_subtree_uid != 0 ? parent_subtree_uid : dir_uid;
+}
 
 /* A setting from the config, trusted.* or a root-owned directory's user.* covers every
  * process of the cgroup; a user's user.* covers only processes that user may ptrace

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Turns between owners: the tick reads its cgroups in an order where each owner (the
- * uid the caller gives: the tick gives cg_rec.turn_uid, whom the opt-in covers) has one, then the next owner one, and so on,
+ * uid the caller gives: the tick gives cg_rec.turn_uid, whom the opt-in covers or the
+ * owner of the delegated subtree) has one, then the next owner one, and so on,
  * rather than in path order, and reads each owner's for a bounded time per tick,
  * starting where that owner's last turn ended. One user's 10,000 cgroups then delay
  * another's first cgroup by one cgroup, not by 10,000 (a tenant under /user.slice

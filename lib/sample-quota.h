@@ -2,7 +2,7 @@
 /* Sampling slots shared among owners: the software sampler's thread slots and the
  * BPF memory sampler's watched processes are bounded for the whole host, and were
  * taken first come, first served (one user's 256 threads took every slot). Each
- * owner (the uid an opt-in covers, cg_rec.turn_uid) that wants slots now gets a share
+ * owner (cg_rec.turn_uid: docs/RULES.md, "Owners") that wants slots now gets a share
  * of them, max-min fair: owners wanting less than an even share get what they want,
  * the rest is split evenly among the others. With n owners wanting, each gets at least
  * total / n (or all it wants). What an owner was refused is counted per owner.

@@ -495,6 +495,36 @@ TEST(walk_user_setting_covers_the_owners_processes) {
         CHECK(e && e->covers_uid == CGROUP_COVERS_ALL);
 }
 
+/* The owner of the delegated subtree each cgroup lies in: the topmost directory on
+ * its path that root does not own, never one below it (a directory given to another
+ * uid inside a subtree, a root-owned one below it, a chain 64 levels deep). */
+TEST(walk_subtree_uid_is_the_delegation_points_owner) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+        const struct cgroup_entry *e;
+        uid_t me = geteuid() == 0 ? 0 : geteuid();
+
+        /* The walk's root counts as root's; /a and /deep are the test's own. */
+        e = entry(s, "/a/a1/a1x");
+        CHECK(e && e->subtree_uid == me);
+        e = entry(s, "/deep/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x/x");
+        CHECK(e && e->subtree_uid == me);
+        e = entry(s, "/b/b1");
+        CHECK(e && e->subtree_uid == me);
+        if (!is_root)
+                return;
+        e = entry(s, "/t");
+        CHECK(e && e->subtree_uid == 0);
+        e = entry(s, "/o/o1");
+        CHECK(e && e->subtree_uid == 1000);
+        e = entry(s, "/o/o3/o3x");      /* 65534's, inside 1000's subtree */
+        CHECK(e && e->subtree_uid == 1000);
+        e = entry(s, "/o/o3/r/n");      /* below a root-owned directory inside it */
+        CHECK(e && e->subtree_uid == 1000);
+        e = entry(s, "/p");
+        CHECK(e && e->subtree_uid == 65534);
+}
+
 static unsigned n_compared;
 
 /* One directory of the tree: cgroup_setting_of says what the walk said. */

@@ -366,6 +366,73 @@ def check_uid_flood(sock4):
         s.close()
 
 
+def check_many_uids():
+    """200 uids ask once each, as fast as they can, with root asking in between: at most
+    40 a second (and 40 at once) are answered, the others are told busy for all users
+    together, and every one of root's is answered. Then 16 uids hold 8 connections
+    each: 64 are served, the rest and a 17th uid are told busy for all users together,
+    and root is answered at once."""
+    time.sleep(1.1)     # the budgets the checks before used are full again
+    replies, root_ok = [], 0
+    t0 = time.time()
+    for i in range(200):
+        os.seteuid(200000 + i)
+        try:
+            replies.append(raw(b'status\n'))
+        finally:
+            os.seteuid(0)
+        if i % 50 == 25:
+            rc, st = ctl_json('status')
+            root_ok += rc == 0 and st.get('pid') == daemon.pid
+    took = time.time() - t0
+    ok = sum(r.startswith(b'{"version"') for r in replies)
+    busy_all = sum(b'busy: at most 40 requests a second from all users together' in r for r in replies)
+    print(f'200 uids asking once each in {took:.2f} s: {ok} answered, {busy_all} busy for all users; '
+          f'root {root_ok} of 4')
+    check(ok + busy_all == 200 and busy_all >= 1 and ok <= 40 * (1 + took) + 2,
+          f'200 uids asking once each in {took:.2f} s: {ok} answered, {busy_all} refused for all users, '
+          f'expected at most {40 * (1 + took) + 2:.0f} answered')
+    check(root_ok == 4, f'root asking among 200 uids: {root_ok} of 4 answered')
+
+    held = []
+    for i in range(16):
+        os.seteuid(300000 + i)
+        try:
+            for _ in range(8):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sock)     # blocking: waits while the backlog is full
+                s.settimeout(5)
+                held.append(s)
+        finally:
+            os.seteuid(0)
+    time.sleep(0.3)
+    t0 = time.time()
+    rc, st = ctl_json('status')
+    check(rc == 0 and st.get('pid') == daemon.pid and time.time() - t0 < 1,
+          f'root refused while 16 uids hold 128 connections: rc {rc} {st}')
+    os.seteuid(300100)
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock)
+        s.settimeout(5)
+        out = s.recv(4096)      # refused at once, before any request
+        s.close()
+    finally:
+        os.seteuid(0)
+    check(b'busy: at most 64 connections of all users together' in out, f'a 17th uid: {out[:120]}')
+    refused = 0
+    for s in held:
+        try:
+            s.setblocking(False)
+            refused += b'connections of all users together' in s.recv(4096)
+        except OSError:
+            pass
+    check(refused == 128 - 64, f'16 uids holding 8 connections each: {refused} refused, expected 64')
+    for s in held:
+        s.close()
+    time.sleep(1.1)
+
+
 def check_top_window(sock4, n):
     """top in an 80x24 terminal (tmux) on more cgroups than fit: the header stays on the
     first line, no frame is longer than the window, the rows not shown are counted, and
@@ -680,6 +747,13 @@ try:
         check(again.startswith(b'{"requester_uid"'), f'uid 65533 a second later: {again[:100]}')
     else:
         print('note: not root, the per-uid request budget is not checked')
+
+    # --- many uids (a rootless container's sub-uids) are held to the budget of all
+    # users together: each new uid came with a full budget of its own. Root is not.
+    if os.getuid() == 0:
+        check_many_uids()
+    else:
+        print('note: not root, the budgets of all users together are not checked')
 
     # --- out of descriptors: accept(2) fails with EMFILE while connections wait; the
     # listening socket must be left alone for a while, not spin the event loop.

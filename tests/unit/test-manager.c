@@ -50,6 +50,7 @@
 
 struct page_sampler {
         pid_t watched[32];
+        uid_t owner[32];           /* whose sampling slots each one's are */
         size_t n_watched;
 };
 
@@ -127,10 +128,19 @@ static bool watched(pid_t pid) {
 }
 
 int page_sampler_watch(struct page_sampler *s, pid_t pid, uid_t owner) {
-        (void) owner;
-        if (!watched(pid) && s->n_watched < ELEMENTSOF(s->watched))
+        if (!watched(pid) && s->n_watched < ELEMENTSOF(s->watched)) {
+                s->owner[s->n_watched] = owner;
                 s->watched[s->n_watched++] = pid;
+        }
         return 0;
+}
+
+/* The owner pid was watched for, (uid_t) -1 if it is not. */
+static uid_t watch_owner(pid_t pid) {
+        for (size_t i = 0; i < sampler.n_watched; i++)
+                if (sampler.watched[i] == pid)
+                        return sampler.owner[i];
+        return (uid_t) -1;
 }
 
 void page_sampler_span(struct page_sampler *s, pid_t pid, uid_t owner, bool spans) {
@@ -149,8 +159,10 @@ const struct sample_quota *page_sampler_quota(const struct page_sampler *s) {
 
 void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
         for (size_t i = 0; i < s->n_watched; i++)
-                if (s->watched[i] == pid)
+                if (s->watched[i] == pid) {
+                        s->owner[i] = s->owner[s->n_watched - 1];
                         s->watched[i--] = s->watched[--s->n_watched];
+                }
 }
 
 int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata) {
@@ -670,6 +682,78 @@ TEST(a_read_that_waits_for_good_quarantines_its_process) {
         CHECK_INT(tick(), 0);
         CHECK(job(DB) != NULL);
         CHECK(rec(3000) && rec(3000)->reason == REASON_QUARANTINED);
+        env_done();
+}
+
+/* Two users under one root-wide opt-in (a `cgroups =` rule on /user.slice, root's):
+ * each user's cgroup is its own owner's, the owner of its user@UID.service, for turns,
+ * the reader and the sampling slots. User 1000's process has a numa_maps read that
+ * waits for good: it is quarantined and 1000's reads refused until it returns, while
+ * user 2000's process is read and planned in the same tick. (Both were root's, owner
+ * 0: one stuck read of one user stopped every user's reads, as in the case above.) */
+TEST(a_stuck_user_does_not_take_another_users_turn_under_a_root_opt_in) {
+        static const char *const users[] = { "/user.slice/user-1000.slice/user@1000.service",
+                                             "/user.slice/user-2000.slice/user@2000.service" };
+        struct tenant_reader *capped = NULL;
+        char path[PATH_MAX + 64], fifo[PATH_MAX + 32];
+        struct nb_config cfg;
+        struct cg_rec *c1, *c2;
+        int fd;
+
+        if (geteuid() != 0)
+                TEST_SKIP("not root: the users' cgroups cannot be given to uids 1000 and 2000");
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true }))
+                TEST_SKIP("no CPU of 0-3 to run the service on");
+        CHECK_INT(tenant_reader_new(&env.m->service.service, 500, &capped), 0);
+        tenant_reader_free(env.m->reader);
+        env.m->reader = capped;
+        for (int u = 0; u < 2; u++) {
+                const char *parts[] = { "/user.slice", u ? "/user.slice/user-2000.slice" : "/user.slice/user-1000.slice",
+                                        users[u] };
+                for (int k = 0; k < 3; k++) {
+                        snprintf(path, sizeof(path), "%s%s", env.cgroup, parts[k]);
+                        CHECK(mkdir(path, 0755) == 0 || errno == EEXIST);
+                }
+                snprintf(path, sizeof(path), "%s%s", env.cgroup, users[u]);
+                CHECK_INT(chown(path, u ? 2000 : 1000, u ? 2000 : 1000), 0);
+                strcat(path, "/cgroup.procs");
+                write_file(path, u ? "3001\n" : "3000\n");
+        }
+        put_proc(WEB, 3000);
+        put_proc(DB, DB);
+        snprintf(path, sizeof(path), "%s/3000/cgroup", env.proc);
+        write_file(path, "0::/user.slice/user-1000.slice/user@1000.service\n");
+        snprintf(path, sizeof(path), "%s/%d/cgroup", env.proc, DB);
+        write_file(path, "0::/user.slice/user-2000.slice/user@2000.service\n");
+        snprintf(fifo, sizeof(fifo), "%s/3000/numa_maps", env.proc);
+        CHECK_INT(unlink(fifo), 0);
+        CHECK_INT(mkfifo(fifo, 0600), 0);
+        cfg = env.m->cfg;
+        cfg.cgroups = (struct cgroup_rule[]) { { "/user.slice", CG_MODE_BALANCE } };
+        cfg.n_cgroups = 1;
+        CHECK(manager_reload(env.m, &cfg) == 0);
+
+        CHECK_INT(tick(), 0);
+        c1 = cg_records_find(&env.m->cgs, users[0]);
+        c2 = cg_records_find(&env.m->cgs, users[1]);
+        CHECK(c1 && c1->turn_uid == 1000);
+        CHECK(c2 && c2->turn_uid == 2000);
+        CHECK(cg_records_find(&env.m->cgs, "/user.slice") && cg_records_find(&env.m->cgs, "/user.slice")->turn_uid == 0);
+        CHECK(rec(3000) && rec(3000)->reason == REASON_QUARANTINED);
+        CHECK(tenant_reader_owner_stuck(env.m->reader, 1000));
+        CHECK(!tenant_reader_owner_stuck(env.m->reader, 2000));
+        /* The other user's process: read, planned, its job run, in the same tick. */
+        CHECK(rec(DB) && rec(DB)->scans == 1);
+        CHECK(job(DB) != NULL);
+        /* Each one's sampling slots are its owner's. */
+        CHECK_INT(watch_owner(3000), 1000);
+        CHECK_INT(watch_owner(DB), 2000);
+
+        fd = open(fifo, O_WRONLY | O_NONBLOCK);
+        if (fd >= 0)
+                close(fd);
+        for (int i = 0; i < 200 && tenant_reader_owner_stuck(env.m->reader, 1000); i++)
+                usleep(10000);
         env_done();
 }
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -450,6 +451,110 @@ TEST(status_as_a_user) {
         CHECK_INT(jv_u64(jv_get(jv_get(d, "pages"), "moved"), 99), 0);
         CHECK_INT(jv_u64(jv_get(jv_get(jv_get(d, "cpu_ns"), "by_stage"), "total"), 99), 0);
         jv_free(d);
+}
+
+/* The status files of the user's four processes opened since the last call, as
+ * inotify saw them: each open is one read of that process's credentials. */
+static int status_opens(int in) {
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        int n = 0;
+        ssize_t len;
+
+        while ((len = read(in, buf, sizeof(buf))) > 0)
+                for (char *at = buf; at < buf + len; at += sizeof(struct inotify_event) + ((struct inotify_event *) at)->len)
+                        n += (((struct inotify_event *) at)->mask & IN_OPEN) != 0;
+        return n;
+}
+
+static int list_fn(const struct manager_view *m, uid_t uid, FILE *f) {
+        return report_list(m, uid, NULL, f);
+}
+
+/* A user's status and list read each of its processes' credentials once a tick, not
+ * once a request: ten requests of each in one tick open each process's status once
+ * (four, of the four processes whose real uid is the user's), and say the same as
+ * the view that reads at each question; the next tick reads them again, once. */
+TEST(visibility_read_once_a_tick) {
+        static const int pids[] = { 200, 300, 500, 501 };
+        struct manager_view v = mgr;
+        char path[4096], *a = NULL, *b = NULL;
+        size_t la = 0, lb = 0;
+        int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), opens;
+        FILE *f;
+
+        CHECK(in >= 0);
+        for (size_t i = 0; i < ELEMENTSOF(pids); i++) {
+                snprintf(path, sizeof(path), "%s/proc/%d/status", tmpdir, pids[i]);
+                CHECK(inotify_add_watch(in, path, IN_OPEN) >= 0);
+        }
+        /* Without the memo: every request reads them all. */
+        for (int i = 0; i < 10; i++) {
+                jv_free(doc(report_status, &mgr, user));
+                jv_free(doc(list_fn, &mgr, user));
+        }
+        opens = status_opens(in);
+        printf("20 requests read at each question: %d opens of status\n", opens);
+        CHECK_INT(opens, 20 * 4);
+
+        v.seen = report_seen_new();
+        CHECK(v.seen != NULL);
+        for (int i = 0; i < 10; i++) {
+                jv_free(doc(report_status, &v, user));
+                jv_free(doc(list_fn, &v, user));
+        }
+        opens = status_opens(in);
+        printf("20 requests in one tick with the memo: %d opens of status\n", opens);
+        CHECK_INT(opens, 4);
+        /* Root asks nothing of /proc; another user only about its own. */
+        jv_free(doc(report_status, &v, 0));
+        jv_free(doc(report_status, &v, 2000));
+        CHECK_INT(status_opens(in), 0);
+        /* The same answers. */
+        f = open_memstream(&a, &la);
+        CHECK_INT(report_list(&v, user, NULL, f), 0);
+        fclose(f);
+        f = open_memstream(&b, &lb);
+        CHECK_INT(report_list(&mgr, user, NULL, f), 0);
+        fclose(f);
+        CHECK(a && b && la == lb && memcmp(a, b, la) == 0);
+        free(a);
+        free(b);
+        (void) status_opens(in);
+
+        /* The next tick: read again, once. */
+        state.counters.tick++;
+        for (int i = 0; i < 5; i++)
+                jv_free(doc(report_status, &v, user));
+        CHECK_INT(status_opens(in), 4);
+
+        /* A process the tick admitted after the first request (a long tick serves the
+         * socket): read when first asked about, the others not again. */
+        {
+                static struct proc_rec p6 = { .pid = 502, .comm = "late", .cg = &cg_b, .reason = _REASON_MAX,
+                                              .hot_node = -1, .target_node = -1, .starttime = 1667 };
+                static struct proc_rec *more[6];
+                struct proc_records saved = state.procs;
+                struct jv *d;
+
+                p6.uid = user;
+                fake_proc(502, "normal", "0::/a.slice\n");
+                if (!fake_ids(502, ids4(user), ids4(user), user))
+                        TEST_FAIL("cannot give pid 502's files to uid %u", (unsigned) user);
+                snprintf(path, sizeof(path), "%s/proc/502/status", tmpdir);
+                CHECK(inotify_add_watch(in, path, IN_OPEN) >= 0);
+                memcpy(more, state.procs.v, 5 * sizeof(*more));
+                more[5] = &p6;
+                state.procs.v = more;
+                state.procs.n = 6;
+                d = doc(report_status, &v, user);
+                CHECK_INT(jv_u64(jv_get(d, "processes_watched"), 99), geteuid() == 0 ? 3 : 4);
+                jv_free(d);
+                CHECK_INT(status_opens(in), 1);
+                state.procs = saved;
+        }
+        state.counters.tick--;
+        report_seen_free(v.seen);
+        close(in);
 }
 
 TEST(list_as_a_user_with_nothing) {
