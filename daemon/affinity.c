@@ -81,7 +81,6 @@ struct affinity_keeper {
         bool dirty;                /* the records differ from the file */
         cpu_set_t *set;            /* scratch for the affinity calls */
         size_t set_size;
-        char *list_a, *list_b;     /* scratch for cpu lists, CPUMASK_STRMAX each */
         affinity_before_set_fn hook;
         void *hook_userdata;
         char boot_id[64];          /* this boot's, "" when it cannot be read */
@@ -317,9 +316,7 @@ static size_t proc_held(const struct aff_proc *p) {
 
 /* --- the state file ------------------------------------------------------------ */
 
-/* The CPU list of nwords words, as cpumask_format() writes it ("0-3,8"), at buf (room
- * for CPUMASK_STRMAX); returns its length. Runs of bits found a word at a time: the
- * saving of 65,536 records spent most of its time testing 8,192 bits a mask one by one. */
+/* v in decimal at s; returns the end. */
 static char *put_u64(char *s, uint64_t v) {
         char tmp[20];
         unsigned n = 0;
@@ -332,6 +329,9 @@ static char *put_u64(char *s, uint64_t v) {
         return s;
 }
 
+/* The CPU list of nwords words, as cpumask_format() writes it ("0-3,8"), at buf (room
+ * for CPUMASK_STRMAX); returns its length. Runs of bits found a word at a time: the
+ * saving of 65,536 records spent most of its time testing 8,192 bits a mask one by one. */
 static size_t format_list(const uint64_t *w, unsigned nwords, char *buf) {
         unsigned nbits = nwords * 64, i = 0;
         char *s = buf;
@@ -1355,8 +1355,6 @@ struct affinity_keeper *affinity_keeper_new(const char *state_path, const char *
                 k->proc_root = strdup(proc_root);
                 k->set = CPU_ALLOC(NB_CPUS_MAX);
                 k->set_size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
-                k->list_a = malloc(CPUMASK_STRMAX);
-                k->list_b = malloc(CPUMASK_STRMAX);
                 k->max_proc = AFFINITY_THREADS_PROC_MAX;
                 k->max_all = AFFINITY_THREADS_MAX;
                 k->file_max = STATE_FILE_MAX;
@@ -1364,7 +1362,7 @@ struct affinity_keeper *affinity_keeper_new(const char *state_path, const char *
                 k->save_log = LOG_RATELIMIT(60000, 1);
                 read_boot_id(k);
         }
-        if (!k || !k->state_path || !k->proc_root || !k->set || !k->list_a || !k->list_b || !k->out) {
+        if (!k || !k->state_path || !k->proc_root || !k->set || !k->out) {
                 affinity_keeper_free(k);
                 log_error_errno(-ENOMEM, "Out of memory");
                 return NULL;
@@ -1386,8 +1384,6 @@ void affinity_keeper_free(struct affinity_keeper *k) {
         free(k->out);
         if (k->set)
                 CPU_FREE(k->set);
-        free(k->list_a);
-        free(k->list_b);
         free(k->state_path);
         free(k->proc_root);
         free(k);
