@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Threads' CPU affinity narrowed to a node and given back (affinity.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "affinity.h"
 #include "cleanup.h"
@@ -18,11 +20,22 @@
 #include "parse.h"
 #include "proc.h"
 
-#define STATE_HEADER "numabalanced-affinity 1"
+/* The first line; the second is "boot " and the boot id it was written in. */
+#define STATE_HEADER "numabalanced-affinity 2"
+#define STATE_BOOT "boot "
+#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 /* A state file bigger than this was not written by us: 65,536 lines of two short lists
  * take a few MiB; the longest lists (every other CPU of 8,192) would take more, and are
- * refused with the file. */
+ * refused with the file. The writer holds to the same bound (affinity_commit()). */
 #define STATE_FILE_MAX (64u << 20)
+/* The longest line: two lists and five numbers. */
+#define LINE_MAX_BYTES (2 * CPUMASK_STRMAX + 128)
+/* The writer's buffer: written out whenever less than a line is left. */
+#define OUT_SIZE (256u << 10)
+/* Refused files kept aside (<state file>.refused-<time>), the newest ones. */
+#define REFUSED_KEEP 3
+/* Records written between two calls of the serve callback. */
+#define SERVE_EVERY_RECORDS 2048
 /* pid_max is at most 4,194,304 (PID_MAX_LIMIT). */
 #define PID_LIMIT 4194304
 
@@ -44,6 +57,7 @@ struct aff_thread {
         unsigned flags;
         unsigned call;             /* the affinity_place() call that last planned it */
         uint64_t tid_start;
+        unsigned line_len;         /* its line in the state file, 0: not known since its masks changed */
         unsigned nwords;           /* of each mask in masks */
         uint64_t *masks;           /* the original in [0, nwords), the placed mask in [nwords, 2 nwords) */
 };
@@ -75,9 +89,19 @@ struct affinity_keeper {
         bool dirty;                /* the records differ from the file */
         cpu_set_t *set;            /* scratch for the affinity calls */
         size_t set_size;
-        char *list_a, *list_b;     /* scratch for cpu lists, CPUMASK_STRMAX each */
         affinity_before_set_fn hook;
         void *hook_userdata;
+        char boot_id[64];          /* this boot's, "" when it cannot be read */
+        bool had_file;             /* load() found a state file */
+        bool blocked;              /* a refused file could not be put aside: it is never written over */
+        bool batched;              /* changes made, and the file written, by affinity_commit() alone */
+        struct group *groups;      /* affinity_place() calls waiting for affinity_commit() */
+        size_t n_groups, cap_groups;
+        size_t file_max;           /* STATE_FILE_MAX, lower in a test */
+        char *out;                 /* the writer's buffer, OUT_SIZE */
+        affinity_serve_fn serve;
+        void *serve_userdata;
+        struct log_ratelimit save_log;
 };
 
 static struct affinity_counts no_counts;
@@ -114,6 +138,7 @@ static int thread_set_masks(struct aff_thread *t, const nb_cpumask *original, co
         free(t->masks);
         t->masks = m;
         t->nwords = nw;
+        t->line_len = 0;
         return 0;
 }
 
@@ -299,23 +324,138 @@ static size_t proc_held(const struct aff_proc *p) {
 
 /* --- the state file ------------------------------------------------------------ */
 
-static int write_records(struct affinity_keeper *k, FILE *f) {
-        fprintf(f, "%s\n", STATE_HEADER);
+/* v in decimal at s; returns the end. */
+static char *put_u64(char *s, uint64_t v) {
+        char tmp[20];
+        unsigned n = 0;
+
+        do
+                tmp[n++] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        while (n > 0)
+                *s++ = tmp[--n];
+        return s;
+}
+
+/* The CPU list of nwords words, as cpumask_format() writes it ("0-3,8"), at buf (room
+ * for CPUMASK_STRMAX); returns its length. Runs of bits found a word at a time: the
+ * saving of 65,536 records spent most of its time testing 8,192 bits a mask one by one. */
+static size_t format_list(const uint64_t *w, unsigned nwords, char *buf) {
+        unsigned nbits = nwords * 64, i = 0;
+        char *s = buf;
+
+        while (i < nbits) {
+                unsigned wi = i / 64, first, end;
+                uint64_t word = w[wi] & (~UINT64_C(0) << (i % 64));
+
+                while (word == 0 && ++wi < nwords)
+                        word = w[wi];
+                if (word == 0)
+                        break;
+                first = wi * 64 + (unsigned) __builtin_ctzll(word);
+                /* The first bit clear after it, or nbits. */
+                word = ~w[wi] & (~UINT64_C(0) << (first % 64));
+                while (word == 0 && ++wi < nwords)
+                        word = ~w[wi];
+                end = word == 0 ? nbits : wi * 64 + (unsigned) __builtin_ctzll(word);
+                if (s != buf)
+                        *s++ = ',';
+                s = put_u64(s, first);
+                if (end - 1 > first) {
+                        *s++ = '-';
+                        s = put_u64(s, end - 1);
+                }
+                i = end;
+        }
+        *s = 0;
+        return (size_t) (s - buf);
+}
+
+/* t's line of the state file at buf (room for LINE_MAX_BYTES); returns its length. */
+static size_t format_line(const struct aff_proc *p, const struct aff_thread *t, char *buf) {
+        char *s = buf;
+
+        s = put_u64(s, (uint64_t) p->pid);
+        *s++ = ' ';
+        s = put_u64(s, p->start_time);
+        *s++ = ' ';
+        s = put_u64(s, (uint64_t) t->tid);
+        *s++ = ' ';
+        s = put_u64(s, t->tid_start);
+        *s++ = ' ';
+        s += format_list(t->masks, t->nwords, s);
+        *s++ = ' ';
+        s += format_list(t->masks + t->nwords, t->nwords, s);
+        *s++ = ' ';
+        s = put_u64(s, t->flags);
+        *s++ = '\n';
+        return (size_t) (s - buf);
+}
+
+static size_t header_len(const struct affinity_keeper *k) {
+        return strlen(STATE_HEADER "\n" STATE_BOOT "\n") + strlen(k->boot_id);
+}
+
+/* The size of the file the records make now: each line's length is kept from the last
+ * time it was written or measured. */
+static size_t records_size(struct affinity_keeper *k) {
+        size_t size = header_len(k);
+
         for (size_t i = 0; i < k->n_procs; i++) {
                 const struct aff_proc *p = &k->procs[i];
                 for (size_t j = 0; j < p->n; j++) {
-                        const struct aff_thread *t = &p->threads[j];
-                        nb_cpumask o, pl;
-
-                        thread_original(t, &o);
-                        thread_placed(t, &pl);
-                        cpumask_format(&o, k->list_a, CPUMASK_STRMAX);
-                        cpumask_format(&pl, k->list_b, CPUMASK_STRMAX);
-                        fprintf(f, "%d %" PRIu64 " %d %" PRIu64 " %s %s %u\n", (int) p->pid, p->start_time,
-                                (int) t->tid, t->tid_start, k->list_a, k->list_b, t->flags);
+                        struct aff_thread *t = &p->threads[j];
+                        if (t->line_len == 0)
+                                t->line_len = (unsigned) format_line(p, t, k->out);
+                        size += t->line_len;
                 }
         }
-        return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+        return size;
+}
+
+static int write_all(int fd, const char *buf, size_t len) {
+        while (len > 0) {
+                ssize_t n = write(fd, buf, len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                buf += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+/* Every record to fd, OUT_SIZE at a time; -EFBIG, nothing more written, once the file
+ * would exceed what its reader accepts. The serve callback is called every
+ * SERVE_EVERY_RECORDS records: the records are not changed meanwhile. */
+static int write_records(struct affinity_keeper *k, int fd) {
+        size_t used, total, n = 0;
+        int r;
+
+        used = (size_t) snprintf(k->out, OUT_SIZE, "%s\n%s%s\n", STATE_HEADER, STATE_BOOT, k->boot_id);
+        total = used;
+        for (size_t i = 0; i < k->n_procs; i++) {
+                const struct aff_proc *p = &k->procs[i];
+                for (size_t j = 0; j < p->n; j++) {
+                        struct aff_thread *t = &p->threads[j];
+
+                        if (OUT_SIZE - used < LINE_MAX_BYTES) {
+                                r = write_all(fd, k->out, used);
+                                if (r < 0)
+                                        return r;
+                                used = 0;
+                        }
+                        t->line_len = (unsigned) format_line(p, t, k->out + used);
+                        used += t->line_len;
+                        total += t->line_len;
+                        if (total > k->file_max)
+                                return -EFBIG;
+                        if (++n % SERVE_EVERY_RECORDS == 0 && k->serve)
+                                k->serve(k->serve_userdata);
+                }
+        }
+        return write_all(fd, k->out, used);
 }
 
 static int make_parent_dir(const char *path) {
@@ -335,12 +475,14 @@ static int make_parent_dir(const char *path) {
 
 /* Every record to the state file: written whole to a temporary file beside it (mode
  * 0600), synced, renamed over it, so that a daemon killed at any instant leaves the
- * old file or the new one, never half of one. */
+ * old file or the new one, never half of one. Never over a file that was refused and
+ * could not be put aside (k->blocked), never a file the reader would refuse. */
 static int save(struct affinity_keeper *k) {
         _cleanup_free_ char *tmp = NULL;
-        FILE *f;
         int fd, r;
 
+        if (k->blocked)
+                return -EPERM;    /* said once, when it was refused */
         r = make_parent_dir(k->state_path);
         if (r < 0)
                 return log_warning_errno(r, "Failed to make the directory of %s: %m", k->state_path);
@@ -351,22 +493,19 @@ static int save(struct affinity_keeper *k) {
         fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0)
                 return log_warning_errno(-errno, "Failed to create %s: %m", tmp);
-        f = fdopen(fd, "w");
-        if (!f) {
-                r = -errno;
-                close(fd);
-                (void) unlink(tmp);
-                return log_warning_errno(r, "Failed to open %s: %m", tmp);
-        }
-        r = write_records(k, f);
+        r = write_records(k, fd);
         if (r >= 0 && (fchmod(fd, 0600) < 0 || fsync(fd) < 0))
                 r = -errno;
-        if (fclose(f) != 0 && r >= 0)
+        if (close(fd) < 0 && r >= 0)
                 r = -errno;
         if (r >= 0 && rename(tmp, k->state_path) < 0)
                 r = -errno;
         if (r < 0) {
                 (void) unlink(tmp);
+                if (r == -EFBIG)
+                        return log_warning_errno(r, "Not writing %s: its %zu records would take more than the %zu "
+                                                 "MiB its reader accepts", k->state_path, k->n_threads,
+                                                 k->file_max >> 20);
                 return log_warning_errno(r, "Failed to write the threads' original affinities to %s: %m",
                                          k->state_path);
         }
@@ -376,6 +515,15 @@ static int save(struct affinity_keeper *k) {
 
 static int save_if_dirty(struct affinity_keeper *k) {
         return k->dirty ? save(k) : 0;
+}
+
+/* After a change that needs no write before it (a record dropped, a thread given back,
+ * a new thread recorded): written now, or by the next affinity_commit() when batched.
+ * A daemon killed meanwhile leaves lines that a recovery skips or leaves alone (their
+ * thread gone, or no longer carrying the placed mask), or that a recovery still gets
+ * right (a new thread is adopted from its creator's line). */
+static int save_later(struct affinity_keeper *k) {
+        return k->batched ? 0 : save_if_dirty(k);
 }
 
 /* One line of the state file: "pid start tid tid_start original placed flags\n", every
@@ -454,55 +602,145 @@ static void load_line(struct affinity_keeper *k, const struct line *l, unsigned 
                 remove_proc(k, p);
 }
 
+/* The oldest refused files beyond REFUSED_KEEP removed: their names sort by time. */
+static void prune_refused(const struct affinity_keeper *k) {
+        _cleanup_free_ char *dir = strdup(k->state_path);
+        struct dirent **names = NULL;
+        const char *base;
+        char *slash;
+        size_t plen;
+        int n, kept = 0;
+
+        if (!dir || !(slash = strrchr(dir, '/')))
+                return;
+        *slash = 0;
+        base = k->state_path + (slash - dir) + 1;
+        plen = strlen(base);
+        n = scandir(*dir ? dir : "/", &names, NULL, alphasort);
+        for (int i = n - 1; i >= 0; i--) {
+                if (strncmp(names[i]->d_name, base, plen) == 0 &&
+                    strncmp(names[i]->d_name + plen, ".refused-", 9) == 0 && ++kept > REFUSED_KEEP) {
+                        _cleanup_free_ char *path = NULL;
+                        if (asprintf(&path, "%s/%s", dir, names[i]->d_name) >= 0 && unlink(path) < 0)
+                                log_warning_errno(-errno, "Failed to remove %s: %m", path);
+                }
+                free(names[i]);
+        }
+        free(names);
+}
+
+/* A state file not acted on (why) is renamed aside, kept for whoever wants to look
+ * (the newest REFUSED_KEEP), so that the next write does not replace it. When it
+ * cannot be, nothing is ever written over it: no thread is placed until it is moved. */
+static void put_aside(struct affinity_keeper *k, const char *why) {
+        _cleanup_free_ char *aside = NULL;
+        struct timespec ts;
+        struct tm tm;
+        char when[64];
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(when, sizeof(when), "%Y%m%dT%H%M%S", &tm);
+        if (asprintf(&aside, "%s.refused-%s.%06ldZ", k->state_path, when, ts.tv_nsec / 1000) < 0) {
+                aside = NULL;
+                k->blocked = true;
+                log_error_errno(-ENOMEM, "%s %s; out of memory: it is kept, and no thread is placed", k->state_path,
+                                why);
+                return;
+        }
+        if (rename(k->state_path, aside) < 0) {
+                k->blocked = true;
+                log_error_errno(-errno, "%s %s, and cannot be renamed to %s (%m): restoring no thread's affinity "
+                                "from it, and placing no thread while it is there, so as not to write over it",
+                                k->state_path, why, aside);
+                return;
+        }
+        log_warning("%s %s: restoring no thread's affinity from it; kept as %s", k->state_path, why, aside);
+        prune_refused(k);
+}
+
 /* Opens the state file if it is ours to trust: a regular file (not followed through a
- * symlink), owned by us, writable by no one else, of a sane size. -ENOENT: none. */
-static int open_state(const struct affinity_keeper *k, FILE **ret) {
+ * symlink), owned by us, writable by no one else, of a sane size. -ENOENT: none;
+ * another -errno with *why set: refused. */
+static int open_state(const struct affinity_keeper *k, FILE **ret, char *why, size_t size) {
         struct stat st;
         FILE *f;
         int fd;
 
         fd = open(k->state_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
-                if (errno == ENOENT)
-                        return -ENOENT;
-                return log_warning_errno(-errno, "Failed to open %s, restoring no thread's affinity from it: %m",
-                                         k->state_path);
+                int r = -errno;
+                if (r == -ENOENT)
+                        return r;
+                snprintf(why, size, "cannot be opened (%s%s)", strerror(-r),
+                         r == -ELOOP ? ": a symbolic link" : "");
+                return r;
         }
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
-            st.st_size > (off_t) STATE_FILE_MAX) {
+            st.st_size > (off_t) k->file_max) {
                 close(fd);
-                return log_warning_errno(-EPERM, "%s is not a regular file of ours (owner, mode 0600, at most "
-                                         "%u MiB): restoring no thread's affinity from it", k->state_path,
-                                         STATE_FILE_MAX >> 20);
+                snprintf(why, size, "is not a regular file of ours (owner, mode 0600, at most %zu MiB)",
+                         k->file_max >> 20);
+                return -EPERM;
         }
         f = fdopen(fd, "r");
         if (!f) {
                 close(fd);
-                return log_warning_errno(-ENOMEM, "Out of memory");
+                snprintf(why, size, "cannot be read (out of memory)");
+                return -ENOMEM;
         }
         *ret = f;
         return 0;
 }
 
+/* Reads the state file into the records. A file refused whole (see open_state(), its
+ * first line, a read error) or written during another boot is put aside and nothing
+ * of it is loaded; one with lines not valid is loaded without them and put aside too,
+ * whole, for whoever wants to look. Returns 0 (no file, another boot's, loaded), or
+ * -errno when it could not be read. */
 static int load(struct affinity_keeper *k) {
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *buf = NULL;
+        char why[256];
         size_t size = 0;
         unsigned lineno = 0, bad = 0;
         ssize_t len;
         int r;
 
-        r = open_state(k, &f);
-        if (r < 0)
-                return r == -ENOENT ? 0 : r;
+        k->had_file = false;
+        r = open_state(k, &f, why, sizeof(why));
+        if (r == -ENOENT)
+                return 0;
+        k->had_file = true;
+        if (r < 0) {
+                put_aside(k, why);
+                return r;
+        }
         while ((len = getline(&buf, &size, f)) >= 0) {
                 struct line l;
 
                 lineno++;
                 if (lineno == 1) {
-                        if (strcmp(buf, STATE_HEADER "\n") != 0)
-                                return log_warning_errno(-EINVAL, "%s does not start with \"%s\": restoring no "
-                                                         "thread's affinity from it", k->state_path, STATE_HEADER);
+                        if (strcmp(buf, STATE_HEADER "\n") != 0) {
+                                put_aside(k, "does not start with \"" STATE_HEADER "\"");
+                                return -EINVAL;
+                        }
+                        continue;
+                }
+                if (lineno == 2) {
+                        size_t bl = strlen(STATE_BOOT);
+                        if (strncmp(buf, STATE_BOOT, bl) != 0 || buf[len - 1] != '\n') {
+                                put_aside(k, "has no boot id on its second line");
+                                return -EINVAL;
+                        }
+                        buf[len - 1] = 0;
+                        if (!k->boot_id[0] || strcmp(buf + bl, k->boot_id) != 0) {
+                                snprintf(why, sizeof(why), "was written during another boot (boot id %.40s, this "
+                                         "boot's %s): its processes are not the ones running", buf + bl,
+                                         k->boot_id[0] ? k->boot_id : "unknown");
+                                put_aside(k, why);
+                                return 0;
+                        }
                         continue;
                 }
                 if (parse_line(buf, (size_t) len, &l) < 0) {
@@ -512,8 +750,22 @@ static int load(struct affinity_keeper *k) {
                 }
                 load_line(k, &l, lineno);
         }
-        if (bad > 10)
-                log_warning("%s: %u invalid lines in all, ignored", k->state_path, bad);
+        if (ferror(f)) {
+                r = -errno ?: -EIO;
+                snprintf(why, sizeof(why), "could not be read to its end (%s)", strerror(-r));
+                /* What was loaded is acted on: every line is checked against the thread. */
+                put_aside(k, why);
+                return r;
+        }
+        if (lineno < 2) {
+                put_aside(k, lineno == 0 ? "is empty" : "has no boot id on its second line");
+                return -EINVAL;
+        }
+        if (bad > 0) {
+                snprintf(why, sizeof(why), "has %u line%s not valid (ignored, the others acted on)", bad,
+                         bad == 1 ? "" : "s");
+                put_aside(k, why);
+        }
         return 0;
 }
 
@@ -772,12 +1024,12 @@ int affinity_adopt(struct affinity_keeper *k, const char *cgroup, const pid_t *p
                         continue;
                 r = adopt_process(k, cgroup, pids, starts, n, cands[i], st.starttime, c);
                 if (r < 0) {
-                        (void) save_if_dirty(k);
+                        (void) save_later(k);
                         return log_warning_errno(r, "Out of memory");
                 }
                 adopted += r;
         }
-        (void) save_if_dirty(k);
+        (void) save_later(k);
         return adopted;
 }
 
@@ -911,13 +1163,42 @@ static void apply_step(struct affinity_keeper *k, struct aff_proc *p, int pidfd,
         }
 }
 
+/* One affinity_place() call's planned changes, made by affinity_commit(). */
+struct group {
+        pid_t pid;
+        uint64_t start_time;
+        int pidfd;
+        int node_first;
+        struct affinity_counts *c;
+        struct step *steps;
+        size_t n;
+};
+
+static void groups_clear(struct affinity_keeper *k) {
+        for (size_t i = 0; i < k->n_groups; i++)
+                free(k->groups[i].steps);
+        k->n_groups = 0;
+}
+
+/* The group's changes not made: its records as before the plan. */
+static void unplan_group(struct affinity_keeper *k, struct group *g) {
+        struct aff_proc *p = find_proc(k, g->pid);
+
+        g->c->failed += (unsigned) g->n;
+        if (!p || p->start_time != g->start_time)
+                return;
+        for (size_t i = 0; i < g->n; i++)
+                unplan(k, p, &g->steps[i]);
+        if (proc_held(p) == 0)
+                remove_proc(k, p);
+}
+
 int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, int pidfd, const pid_t *tids,
                    const uint64_t *tid_start, const nb_cpumask *expect, size_t n, const nb_cpumask *node_cpus,
                    struct affinity_counts *c) {
         _cleanup_free_ struct step *steps = NULL;
         struct aff_proc *p;
         size_t m = 0;
-        unsigned placed;
         int r;
 
         c = c ?: &no_counts;
@@ -935,6 +1216,15 @@ int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, in
         steps = calloc(MIN(n, MAX(k->max_proc, p->n)) + 1, sizeof(*steps));
         if (!steps)
                 return log_warning_errno(-ENOMEM, "Out of memory");
+        if (k->n_groups == k->cap_groups) {
+                size_t cap = k->cap_groups ? 2 * k->cap_groups : 16;
+                struct group *g = reallocarray(k->groups, cap, sizeof(*g));
+
+                if (!g)
+                        return log_warning_errno(-ENOMEM, "Out of memory");
+                k->groups = g;
+                k->cap_groups = cap;
+        }
         k->beyond = 0;
         if (++k->call == 0)
                 k->call = 1;    /* 0: never planned */
@@ -953,35 +1243,83 @@ int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, in
         if (m == 0) {
                 if (proc_held(p) == 0)
                         remove_proc(k, p);    /* nothing of it ours */
-                (void) save_if_dirty(k);
+                (void) save_later(k);
                 return 0;
         }
         record_known(k, p);
+        k->groups[k->n_groups++] = (struct group) {
+                .pid = pid, .start_time = start_time, .pidfd = pidfd, .node_first = cpumask_next(node_cpus, 0),
+                .c = c, .steps = TAKE_PTR(steps), .n = m,
+        };
+        return k->batched ? 0 : affinity_commit(k);
+}
+
+/* The planned groups that would make the file bigger than its reader accepts are not
+ * placed, the last planned first. */
+static void fit(struct affinity_keeper *k) {
+        size_t size = records_size(k);
+
+        while (k->n_groups > 0 && size > k->file_max) {
+                struct group *g = &k->groups[--k->n_groups];
+
+                unplan_group(k, g);
+                log_warning("Process %d: %zu thread(s) not placed: their records would make %s bigger than the "
+                            "%zu MiB its reader accepts", (int) g->pid, g->n, k->state_path, k->file_max >> 20);
+                free(g->steps);
+                size = records_size(k);
+        }
+}
+
+int affinity_commit(struct affinity_keeper *k) {
+        size_t threads = 0;
+        int r;
+
+        if (k->n_groups == 0)
+                return save_if_dirty(k);
+        fit(k);
         /* The originals on disk before the first change: a daemon killed from here on
-         * leaves what the next start needs to give them back. */
+         * leaves what the next start needs to give them back. One write for every
+         * change of the round. */
         r = save(k);
         if (r < 0) {
-                for (size_t i = 0; i < m; i++)
-                        unplan(k, p, &steps[i]);
-                c->failed += (unsigned) m;
-                log_warning("Process %d: %zu threads not placed, since their original affinity could not be saved",
-                            (int) pid, m);
+                for (size_t i = 0; i < k->n_groups; i++) {
+                        threads += k->groups[i].n;
+                        unplan_group(k, &k->groups[i]);
+                }
+                if (log_ratelimit_ok(&k->save_log, clock_now_ms(), NULL))
+                        log_warning("%zu thread(s) of %zu process(es) not placed, since their original affinity "
+                                    "could not be saved", threads, k->n_groups);
+                groups_clear(k);
                 return r;
         }
-        /* Before the first change: a process its threads create from now on starts
-         * in this clock tick or later (affinity_adopt). */
-        if (p->placed_at == 0)
-                p->placed_at = start_clock_now();
-        placed = c->placed;
-        for (size_t i = 0; i < m; i++)
-                apply_step(k, p, pidfd, &steps[i], c);
-        p->node_first = cpumask_next(node_cpus, 0);
-        if (c->placed > placed)
-                p->root_pid = 0;    /* an adopted process placed by the round: its own placement now */
-        if (proc_held(p) == 0)
-                remove_proc(k, p);
-        (void) save_if_dirty(k);
-        return 0;
+        for (size_t i = 0; i < k->n_groups; i++) {
+                struct group *g = &k->groups[i];
+                struct aff_proc *p = find_proc(k, g->pid);
+                unsigned before;
+
+                if (!p || p->start_time != g->start_time) {
+                        g->c->gone += (unsigned) g->n;    /* forgotten since it was planned */
+                        continue;
+                }
+                /* Before the first change: a process its threads create from now on
+                 * starts in this clock tick or later (affinity_adopt). */
+                if (p->placed_at == 0)
+                        p->placed_at = start_clock_now();
+                before = g->c->placed;
+                for (size_t j = 0; j < g->n; j++)
+                        apply_step(k, p, g->pidfd, &g->steps[j], g->c);
+                p->node_first = g->node_first;
+                if (g->c->placed > before)
+                        p->root_pid = 0;    /* an adopted process placed by the round: its own placement now */
+                if (proc_held(p) == 0)
+                        remove_proc(k, p);
+                if (k->serve)
+                        k->serve(k->serve_userdata);
+        }
+        groups_clear(k);
+        /* What the changes left to write (a thread gone meanwhile, one the kernel kept
+         * within its cpuset) is written by the next commit when batched. */
+        return save_later(k);
 }
 
 /* --- checking and undoing ------------------------------------------------------ */
@@ -1033,7 +1371,7 @@ int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, st
         c = c ?: &no_counts;
         p = live_proc(k, pid, start_time, c);
         if (!p) {
-                (void) save_if_dirty(k);
+                (void) save_later(k);
                 return 0;
         }
         check_records(k, p, c);
@@ -1041,7 +1379,7 @@ int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, st
         held = proc_held(p);
         if (held == 0)
                 remove_proc(k, p);    /* nothing of it ours any more: nothing to undo */
-        (void) save_if_dirty(k);
+        (void) save_later(k);
         return (int) held;
 }
 
@@ -1112,7 +1450,7 @@ int affinity_undo(struct affinity_keeper *k, pid_t pid, uint64_t start_time, str
         if (p)
                 undo_proc(k, p, c);
         undo_adopted(k, pid, start_time, c);
-        return save_if_dirty(k);
+        return save_later(k);
 }
 
 int affinity_check_adopted(struct affinity_keeper *k, struct affinity_counts *c) {
@@ -1140,12 +1478,15 @@ int affinity_check_adopted(struct affinity_keeper *k, struct affinity_counts *c)
                 held += proc_held(p);
                 i++;
         }
-        (void) save_if_dirty(k);
+        (void) save_later(k);
         return (int) MIN(held, (size_t) INT_MAX);
 }
 
-int affinity_undo_all(struct affinity_keeper *k, struct affinity_counts *c) {
-        c = c ?: &no_counts;
+/* Every process undone, nothing written. */
+static void undo_all_records(struct affinity_keeper *k, struct affinity_counts *c) {
+        for (size_t i = 0; i < k->n_groups; i++)
+                unplan_group(k, &k->groups[i]);    /* planned, never made */
+        groups_clear(k);
         while (k->n_procs > 0) {
                 struct aff_proc *p = &k->procs[k->n_procs - 1];
                 if (proc_same(k, p->pid, p->start_time, -1))
@@ -1155,6 +1496,10 @@ int affinity_undo_all(struct affinity_keeper *k, struct affinity_counts *c) {
                         remove_proc(k, p);
                 }
         }
+}
+
+int affinity_undo_all(struct affinity_keeper *k, struct affinity_counts *c) {
+        undo_all_records(k, c ?: &no_counts);
         return save_if_dirty(k);
 }
 
@@ -1163,7 +1508,9 @@ int affinity_recover(struct affinity_keeper *k, struct affinity_counts *c) {
         int r;
 
         r = load(k);
-        (void) affinity_undo_all(k, &mine);
+        if (!k->had_file)
+                return r;    /* nothing to recover, and no file made */
+        undo_all_records(k, &mine);
         k->dirty = true;
         if (save(k) < 0)
                 r = r < 0 ? r : -EIO;
@@ -1188,6 +1535,10 @@ void affinity_forget(struct affinity_keeper *k, pid_t pid) {
          * (start time); the next save drops it. */
         if (p)
                 remove_proc(k, p);
+}
+
+bool affinity_recover_found_file(const struct affinity_keeper *k) {
+        return k->had_file;
 }
 
 bool affinity_is_placed(const struct affinity_keeper *k, pid_t pid, int *node_cpus_first) {
@@ -1220,6 +1571,22 @@ char *affinity_state_path_default(void) {
         return path;
 }
 
+/* This boot's id (the state file is trusted only in the boot it was written in: /run
+ * need not be a tmpfs, and a pid and start time repeat across boots). Always the
+ * machine's, whatever proc_root is. "" when it cannot be read: then no file is. */
+static void read_boot_id(struct affinity_keeper *k) {
+        _cleanup_fclose_ FILE *f = fopen(BOOT_ID_PATH, "re");
+
+        k->boot_id[0] = 0;
+        if (!f || !fgets(k->boot_id, sizeof(k->boot_id), f)) {
+                k->boot_id[0] = 0;
+                log_warning("Failed to read this boot's id from %s: no state file of threads' affinities will be "
+                            "trusted", BOOT_ID_PATH);
+                return;
+        }
+        k->boot_id[strcspn(k->boot_id, "\n ")] = 0;
+}
+
 struct affinity_keeper *affinity_keeper_new(const char *state_path, const char *proc_root) {
         struct affinity_keeper *k = calloc(1, sizeof(*k));
 
@@ -1228,12 +1595,14 @@ struct affinity_keeper *affinity_keeper_new(const char *state_path, const char *
                 k->proc_root = strdup(proc_root);
                 k->set = CPU_ALLOC(NB_CPUS_MAX);
                 k->set_size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
-                k->list_a = malloc(CPUMASK_STRMAX);
-                k->list_b = malloc(CPUMASK_STRMAX);
                 k->max_proc = AFFINITY_THREADS_PROC_MAX;
                 k->max_all = AFFINITY_THREADS_MAX;
+                k->file_max = STATE_FILE_MAX;
+                k->out = malloc(OUT_SIZE);
+                k->save_log = LOG_RATELIMIT(60000, 1);
+                read_boot_id(k);
         }
-        if (!k || !k->state_path || !k->proc_root || !k->set || !k->list_a || !k->list_b) {
+        if (!k || !k->state_path || !k->proc_root || !k->set || !k->out) {
                 affinity_keeper_free(k);
                 log_error_errno(-ENOMEM, "Out of memory");
                 return NULL;
@@ -1250,10 +1619,11 @@ void affinity_keeper_free(struct affinity_keeper *k) {
                 free(k->procs[i].threads);
         }
         free(k->procs);
+        groups_clear(k);
+        free(k->groups);
+        free(k->out);
         if (k->set)
                 CPU_FREE(k->set);
-        free(k->list_a);
-        free(k->list_b);
         free(k->state_path);
         free(k->proc_root);
         free(k);
@@ -1267,6 +1637,19 @@ void affinity_keeper_set_limits(struct affinity_keeper *k, size_t per_process, s
 void affinity_keeper_set_hook(struct affinity_keeper *k, affinity_before_set_fn fn, void *userdata) {
         k->hook = fn;
         k->hook_userdata = userdata;
+}
+
+void affinity_keeper_set_batched(struct affinity_keeper *k, bool batched) {
+        k->batched = batched;
+}
+
+void affinity_keeper_set_serve(struct affinity_keeper *k, affinity_serve_fn fn, void *userdata) {
+        k->serve = fn;
+        k->serve_userdata = userdata;
+}
+
+void affinity_keeper_set_file_max(struct affinity_keeper *k, size_t bytes) {
+        k->file_max = bytes;
 }
 
 /* ---- what the placer and the reports ask of one thread ------------------------ */

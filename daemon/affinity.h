@@ -8,7 +8,12 @@
  * thread start time. The records are written to a state file under /run (write a
  * temporary file, fsync, rename) BEFORE any affinity changes, so that a daemon killed
  * at any instant (kill -9, the watchdog, a crash) leaves a file from which the next
- * start gives every thread its original back (affinity_recover).
+ * start, or `numabalanced --restore-affinity`, gives every thread its original back
+ * (affinity_recover). The file carries the boot id and is trusted in that boot only;
+ * it is never written bigger than its reader accepts (64 MiB); a file not trusted is
+ * renamed aside (<file>.refused-<UTC time>, the newest 3 kept), never written over.
+ * Batched (the placer), the file is written once per round: by affinity_commit(),
+ * before the round's first change.
  *
  * A thread whose affinity is no longer the mask we set was changed by its application
  * (or by a cpuset change): it is left alone from then on, never touched again, never
@@ -71,9 +76,16 @@ struct affinity_counts {
  * back its original affinity, if its process is the same (pid + start time) and the
  * thread (tid + its own start time) still has exactly the mask the daemon set; threads
  * that inherited that mask at clone are given the original too. Others are left alone.
- * Lines of the file that do not parse are logged and skipped. Then the file holds no
- * thread. Returns 0 or -errno (the file could not be read or emptied; logged). */
+ * Lines of the file that do not parse are logged and skipped (the file is then kept
+ * aside too). A file refused whole (not a regular file of ours of at most 64 MiB, not
+ * our format) or written during another boot is renamed aside, logged with the reason
+ * and the name it is kept as, and nothing of it acted on. Then the file holds no
+ * thread (no file is made when there was none). Returns 0 (another boot's file too),
+ * or -errno: the file could not be read, or not emptied (logged). */
 int affinity_recover(struct affinity_keeper *k, struct affinity_counts *c);
+
+/* Whether the last affinity_recover() found a state file (refused or not). */
+bool affinity_recover_found_file(const struct affinity_keeper *k);
 
 /* Narrows pid's threads tids[0..n) to node_cpus intersected with each thread's current
  * affinity (its recorded original for a thread we placed already). tid_start[i]: the
@@ -82,10 +94,19 @@ int affinity_recover(struct affinity_keeper *k, struct affinity_counts *c);
  * no longer expect[i], or whose intersection is empty, is not touched (left_alone).
  * pidfd: pid's pidfd, or -1 (then the start time in /proc/PID/stat is checked). The
  * originals are in the state file before the first change. Returns 0, or -errno when
- * nothing could be placed (the state file could not be written; logged). */
+ * nothing could be placed (the state file could not be written; logged). Batched, it
+ * only plans (the records in memory): affinity_commit() makes the changes and fills
+ * *c, which must live until then; pidfd too. */
 int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, int pidfd, const pid_t *tids,
                    const uint64_t *tid_start, const nb_cpumask *expect, size_t n, const nb_cpumask *node_cpus,
                    struct affinity_counts *c);
+
+/* The planned changes made: the processes whose records would make the state file
+ * bigger than its reader accepts are not placed (the last planned first, logged,
+ * counted failed), every record is written once, then each thread is narrowed (checked
+ * again right before). Without planned changes, the file is written if it changed.
+ * Returns 0 or -errno (the file could not be written: nothing narrowed, logged). */
+int affinity_commit(struct affinity_keeper *k);
 
 /* Each tick for a placed process: a recorded thread whose affinity is no longer the
  * one we set is left alone from then on (its record kept, flagged); one that exited is
@@ -140,6 +161,24 @@ size_t affinity_held(const struct affinity_keeper *k);
 
 /* A test's seam: lower bounds than AFFINITY_THREADS_PROC_MAX and AFFINITY_THREADS_MAX. */
 void affinity_keeper_set_limits(struct affinity_keeper *k, size_t per_process, size_t in_all);
+
+/* Batched (the placer's mode): affinity_place() only plans, and neither it nor
+ * affinity_check(), affinity_undo() and affinity_forget() write the state file: the
+ * round's affinity_commit() does, once. What they changed needs no write before it (a
+ * daemon killed meanwhile leaves lines a recovery skips or leaves alone). Not batched,
+ * each call writes the file as it needs. affinity_undo_all() and affinity_recover()
+ * always write it. */
+void affinity_keeper_set_batched(struct affinity_keeper *k, bool batched);
+
+/* Called every few thousand records while the state file is written, and after each
+ * process narrowed by affinity_commit(): the daemon serves its control socket and the
+ * watchdog there. The records are whole and unchanged during the call, which must not
+ * call the keeper but for its const queries. */
+typedef void (*affinity_serve_fn)(void *userdata);
+void affinity_keeper_set_serve(struct affinity_keeper *k, affinity_serve_fn fn, void *userdata);
+
+/* A test's seam: a lower bound than 64 MiB on the state file, read and written. */
+void affinity_keeper_set_file_max(struct affinity_keeper *k, size_t bytes);
 
 /* A test's seam: called right before each sched_setaffinity() of a thread, with the
  * mask about to be set (NULL: none, in the daemon). */

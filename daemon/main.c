@@ -15,7 +15,12 @@
  *   5. the signals are blocked, again before any thread exists (lifecycle.c);
  *   6. the manager, the control socket (control.c) and the event loop, which carries
  *      the ticks, the signals, STATUS= and the watchdog.
- * The daemon never forks (Type=notify): --foreground is accepted for habit's sake. */
+ * The daemon never forks (Type=notify): --foreground is accepted for habit's sake.
+ *
+ * --restore-affinity is not the daemon: it gives back the CPU affinities a daemon that
+ * did not exit cleanly left narrowed (affinity_recover(), what a start does first) and
+ * exits, reading no configuration, opening no socket, loading no BPF program. The
+ * unit runs it as ExecStopPost= and the package's prerm on removal. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -23,8 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <systemd/sd-event.h>
+#include <time.h>
+#include <unistd.h>
+#include "affinity.h"
 #include "caps.h"
 #include "config.h"
 #include "control.h"
@@ -46,6 +55,7 @@ struct args {
         const char *check_file;
         const char *check_of;        /* --check-config-of PID */
         bool once, dry_run, foreground;
+        bool restore_affinity;       /* --restore-affinity: only that, then exit */
         int log_level;               /* -1: from the config */
         const char *proc_root, *sys_root;
         const char *control_socket;  /* CONTROL_SOCKET_DEFAULT, "" for none */
@@ -156,7 +166,7 @@ static int check_config_of(const char *pid_text, const char *proc_root) {
                 argv[argc++] = cmdline + i;
         optind = 0;     /* getopt_long() from the start again, on that argv */
         opterr = 0;
-        if (parse_args((int) argc, argv, &running) <= 0 || running.check || running.check_of) {
+        if (parse_args((int) argc, argv, &running) <= 0 || running.check || running.check_of || running.restore_affinity) {
                 fprintf(stderr, "--check-config-of: process %d does not run as a numabalanced daemon\n", (int) pid);
                 return EXIT_FAILURE;
         }
@@ -215,6 +225,88 @@ static int reload(void *userdata) {
 
         manager_note_reload(d->manager, r >= 0);
         return r;
+}
+
+/* ---- --restore-affinity ------------------------------------------------------- */
+
+/* How long --restore-affinity waits for the state directory's lock: a daemon being
+ * killed holds it until it is gone. */
+#define RESTORE_LOCK_WAIT_MS 3000
+
+/* The state directory locked as a running daemon locks it (kernel-balancing.c): a
+ * running daemon owns the file and gives its threads back itself. Returns the locked
+ * descriptor, -ENOENT (no directory: nothing to restore), -EWOULDBLOCK (held), or
+ * another -errno. */
+static int lock_state_dir(const char *state_path) {
+        _cleanup_free_ char *dir = strndup(state_path, (size_t) (strrchr(state_path, '/') - state_path));
+        int fd;
+
+        if (!dir)
+                return -ENOMEM;
+        fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        for (unsigned waited = 0;; waited += 100) {
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                        return fd;
+                if (errno != EWOULDBLOCK || waited >= RESTORE_LOCK_WAIT_MS) {
+                        int r = -errno;
+                        close(fd);
+                        return r;
+                }
+                nanosleep(&(struct timespec) { .tv_nsec = 100 * 1000000L }, NULL);
+        }
+}
+
+/* --restore-affinity: exit 0 unless the state file exists and could not be read (or
+ * not emptied after). */
+static int restore_affinity(const struct args *a) {
+        _cleanup_free_ char *path = affinity_state_path_default();
+        struct affinity_keeper *k;
+        struct affinity_counts c = {};
+        bool found;
+        int lock, r;
+
+        if (!path || !strchr(path, '/')) {
+                fprintf(stderr, "numabalanced: out of memory\n");
+                return EXIT_FAILURE;
+        }
+        lock = lock_state_dir(path);
+        if (lock == -ENOENT) {
+                printf("%s: no state file: no thread's affinity to give back\n", path);
+                return EXIT_SUCCESS;
+        }
+        if (lock == -EWOULDBLOCK) {
+                printf("%s: a running numabalanced holds its directory and gives its threads back itself: "
+                       "nothing done\n", path);
+                return EXIT_SUCCESS;
+        }
+        if (lock < 0)
+                log_warning_errno(lock, "Failed to lock the directory of %s, going on without: %m", path);
+        k = affinity_keeper_new(path, a->proc_root);
+        if (!k) {
+                if (lock >= 0)
+                        close(lock);
+                return EXIT_FAILURE;
+        }
+        r = affinity_recover(k, &c);
+        found = affinity_recover_found_file(k);
+        affinity_keeper_free(k);
+        if (lock >= 0)
+                close(lock);
+        if (!found) {
+                printf("%s: no state file: no thread's affinity to give back\n", path);
+                return EXIT_SUCCESS;
+        }
+        printf("%s: %u thread(s) given their original affinity back, %u left alone (changed since), %u gone, "
+               "%u failed\n", path, c.restored, c.left_alone, c.gone, c.failed);
+        if (r < 0) {
+                fprintf(stderr, "numabalanced: %s could not be read, or not emptied after (%s): no thread's "
+                        "affinity was given back from it (the messages above say why, and where it is kept)\n",
+                        path, strerror(-r));
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
 }
 
 /* ---- running ---------------------------------------------------------------- */
@@ -315,6 +407,8 @@ static void help(void) {
                "                           or every error, and exit\n"
                "      --check-config-of PID  the same for the file the running daemon PID reads\n"
                "                           (its own --config, or the default): ExecReload=\n"
+               "      --restore-affinity   give back the CPU affinities a daemon that did not exit\n"
+               "                           cleanly left narrowed, and exit: ExecStopPost=\n"
                "  -l, --log-level LEVEL    err, warning, notice, info or debug (wins over the config)\n"
                "      --proc-root DIR      where /proc is (for tests; default /proc)\n"
                "      --sys-root DIR       where /sys is (for tests; default /sys)\n"
@@ -325,7 +419,7 @@ static void help(void) {
                CONFIG_DEFAULT_PATH, CONTROL_SOCKET_DEFAULT);
 }
 
-enum { OPT_ONCE = 256, OPT_CHECK, OPT_CHECK_OF, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_CONTROL_SOCKET };
+enum { OPT_ONCE = 256, OPT_CHECK, OPT_CHECK_OF, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_CONTROL_SOCKET, OPT_RESTORE_AFFINITY };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, 'c' },
@@ -334,6 +428,7 @@ static const struct option options[] = {
         { "dry-run", no_argument, NULL, 'n' },
         { "check-config", optional_argument, NULL, OPT_CHECK },
         { "check-config-of", required_argument, NULL, OPT_CHECK_OF },
+        { "restore-affinity", no_argument, NULL, OPT_RESTORE_AFFINITY },
         { "log-level", required_argument, NULL, 'l' },
         { "proc-root", required_argument, NULL, OPT_PROC_ROOT },
         { "sys-root", required_argument, NULL, OPT_SYS_ROOT },
@@ -366,6 +461,9 @@ static int parse_args(int argc, char **argv, struct args *a) {
                         break;
                 case OPT_CHECK_OF:
                         a->check_of = optarg;
+                        break;
+                case OPT_RESTORE_AFFINITY:
+                        a->restore_affinity = true;
                         break;
                 case OPT_CHECK:
                         a->check = true;
@@ -463,6 +561,12 @@ int main(int argc, char **argv) {
                 return check_config_of(a.check_of, a.proc_root);
         if (a.check)
                 return check_config(&a);
+        if (a.restore_affinity) {
+                (void) journal_log_setup();
+                if (a.log_level >= 0)
+                        log_set_max_level(a.log_level);
+                return restore_affinity(&a);
+        }
 
         (void) journal_log_setup();
         if (a.log_level >= 0)

@@ -373,8 +373,30 @@ static void serve_meanwhile(struct manager *m) {
         cost_pumped(&m->cost, cost_thread_ns() - t);
 }
 
+/* A SIGTERM or SIGINT waiting (blocked, seen by the loop only once the tick returns):
+ * every thread the daemon narrowed gets its affinity back now, before the daemon waits
+ * for anything a tenant can make last (a read, a move_pages(2) call, the workers'
+ * join). Not from within the placer (its serve callback does not come here). */
+static bool stop_signalled(struct manager *m) {
+        sigset_t set;
+        bool stop;
+
+        if (sigpending(&set) < 0)
+                return false;
+        stop = sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
+        if (stop)
+                placer_stop(m->placer);
+        return stop;
+}
+
 /* The event loop waiting on a tenant's read (tenant-reader.h) serves meanwhile too. */
 static void serve_while_reading(void *userdata) {
+        serve_meanwhile(userdata);
+        (void) stop_signalled(userdata);
+}
+
+/* The placer writing a long state file, or narrowing many processes, serves too. */
+static void serve_while_placing(void *userdata) {
         serve_meanwhile(userdata);
 }
 
@@ -1276,6 +1298,8 @@ void manager_note_reload(struct manager *m, bool ok) {
 void manager_stop(struct manager *m) {
         if (!m)
                 return;
+        /* First: nothing that follows may wait on a tenant before threads are given back. */
+        placer_stop(m->placer);
         m->cancel = 1;
         if (m->migrator)
                 migrator_cancel(m->migrator);
@@ -1303,16 +1327,15 @@ void manager_status(struct manager *m, char *buf, size_t size) {
 static bool stop_pending(void *ctx) {
         struct manager *m = ctx;
         uint64_t t = cost_thread_ns();
-        sigset_t set;
 
         if (m->while_moving)
                 m->while_moving(m->while_moving_userdata);
         if (m->keepalive && migrator_run_elapsed_ns(m->migrator) < MANAGER_RUN_KEEPALIVE_MS * UINT64_C(1000000))
                 m->keepalive(m->keepalive_userdata);
         cost_pumped(&m->cost, cost_thread_ns() - t);
-        if (sigpending(&set) < 0)
-                return false;
-        return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
+        /* The workers' move_pages(2) calls have no time bound: the threads are given
+         * back before the run is waited for. */
+        return stop_signalled(m);
 }
 
 /* The reports' view: pointers into m, set once (m never moves). */
@@ -1342,12 +1365,16 @@ static void view_update(struct manager *m) {
 /* The placer, when the daemon has somewhere to keep the originals of what it changes. */
 static int placer_start(struct manager *m, const char *state_dir) {
         _cleanup_free_ char *path = NULL;
+        int r;
 
         if (!state_dir)
                 return 0;
         if (asprintf(&path, "%s/%s", state_dir, AFFINITY_STATE_FILE) < 0)
                 return log_error_errno(-ENOMEM, "Out of memory");
-        return placer_new(path, m->proc_root, &m->placer);
+        r = placer_new(path, m->proc_root, &m->placer);
+        if (r >= 0)
+                placer_set_serve(m->placer, serve_while_placing, m);
+        return r;
 }
 
 /* DAMON, where the config and the kernel allow it (damon.h); its kdamonds are recorded
@@ -1454,7 +1481,9 @@ void manager_free(struct manager *m) {
         if (!m)
                 return;
         /* A clean stop gives every thread placed its affinity back (a crash leaves it to
-         * the next start: placer_new()). */
+         * the next start: placer_new(), or to ExecStopPost=numabalanced
+         * --restore-affinity). SIGTERM did it already (manager_stop(), stop_signalled()):
+         * this is for a stop without one. */
         placer_stop(m->placer);
         placer_free(m->placer);
         damon_free(m->damon);

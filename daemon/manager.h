@@ -69,7 +69,8 @@ int manager_tick(struct manager *m);
 int manager_reload(struct manager *m, const struct nb_config *cfg);
 /* A reload was asked for and worked (ok) or was refused: for the metrics. */
 void manager_note_reload(struct manager *m, bool ok);
-/* Cancels migrations in flight at a batch boundary. */
+/* SIGTERM: first gives every thread the placer narrowed its affinity back (placer_stop()),
+ * then cancels migrations in flight at a batch boundary. */
 void manager_stop(struct manager *m);
 /* fn(userdata) is called every 100 ms while a tick waits for its migration jobs, and
  * while it reads thousands of processes, when the event loop cannot dispatch anything

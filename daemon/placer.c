@@ -33,6 +33,7 @@ struct placer {
         size_t n_placed;           /* processes placed now */
         pid_t cursor;              /* a full round stopped before this pid: the next starts here */
         struct log_ratelimit fail_log;
+        bool stopped;              /* placer_stop(): every placement undone, none made again */
 };
 
 static const char *const skip_names[_PLACER_SKIP_MAX] = {
@@ -82,11 +83,18 @@ int placer_new(const char *state_path, const char *proc_root, struct placer **re
         /* What a previous run narrowed and could not give back (crash, kill -9, the
          * watchdog): given back now, before anything is placed again. */
         (void) affinity_recover(pl->keeper, &c);
+        /* From now on the state file is written once a round (placer_round()). */
+        affinity_keeper_set_batched(pl->keeper, true);
         pl->counters.undone[PLACER_UNDO_RECOVERED] += c.restored;
         pl->counters.threads_restored += c.restored;
         pl->counters.threads_left_alone += c.left_alone;
         *ret = pl;
         return 0;
+}
+
+void placer_set_serve(struct placer *pl, void (*serve)(void *userdata), void *userdata) {
+        if (pl)
+                affinity_keeper_set_serve(pl->keeper, serve, userdata);
 }
 
 void placer_free(struct placer *pl) {
@@ -158,6 +166,9 @@ struct round_proc {
         struct proc_rec *rec;
         size_t first, n;           /* its threads: threads[first .. first + n) */
         bool *ours;                /* per thread of its tl: not the application's choice */
+        int place_node;            /* planned on this node index by place(), -1: not */
+        bool was_placed;
+        struct affinity_counts placed; /* what the round's commit did to its threads */
 };
 
 struct round {
@@ -320,7 +331,7 @@ static int gather(struct placer *pl, const struct placer_env *env, struct proc_r
                         cap = nc;
                 }
                 rd->procs[rd->n_procs++] = (struct round_proc) {
-                        .rec = p, .first = rd->n_threads, .n = pp->tl.n_threads,
+                        .rec = p, .first = rd->n_threads, .n = pp->tl.n_threads, .place_node = -1,
                 };
                 rd->n_threads += pp->tl.n_threads;
         }
@@ -396,7 +407,9 @@ static void back_off(struct placer *pl, struct proc_rec *p, unsigned n) {
                             pp->denied_backoff_ms / 1000, suppressed ? " (more such lines were suppressed)" : "");
 }
 
-/* Narrows p's threads (those the round may place) to node index node. */
+/* Plans to narrow p's threads (those the round may place) to node index node: made,
+ * with every other placement of the round, by the round's affinity_commit(), then
+ * accounted by placed(). */
 static void place(struct placer *pl, const struct placer_env *env, struct round *rd, size_t i, int node) {
         struct proc_rec *p = rd->procs[i].rec;
         struct proc_place *pp = p->place;
@@ -404,9 +417,7 @@ static void place(struct placer *pl, const struct placer_env *env, struct round 
         _cleanup_free_ pid_t *tids = calloc(tl->n_threads ? tl->n_threads : 1, sizeof(*tids));
         _cleanup_free_ uint64_t *starts = calloc(tl->n_threads ? tl->n_threads : 1, sizeof(*starts));
         _cleanup_free_ nb_cpumask *expect = calloc(tl->n_threads ? tl->n_threads : 1, sizeof(*expect));
-        struct affinity_counts c = {};
         size_t n = 0;
-        bool was_placed = pp->placed >= 0;
 
         if (!tids || !starts || !expect)
                 return;
@@ -422,8 +433,20 @@ static void place(struct placer *pl, const struct placer_env *env, struct round 
                         tids[n] = tl->threads[k].tid;
                         starts[n++] = tl->threads[k].starttime;
                 }
+        rd->procs[i].place_node = node;
+        rd->procs[i].was_placed = pp->placed >= 0;
         (void) affinity_place(pl->keeper, p->pid, p->starttime, p->pidfd, tids, starts, expect, n,
-                              &env->topo->nodes[node].cpus, &c);
+                              &env->topo->nodes[node].cpus, &rd->procs[i].placed);
+}
+
+/* After the round's commit: what place() planned for p, accounted. */
+static void placed(struct placer *pl, const struct placer_env *env, struct round *rd, size_t i) {
+        struct proc_rec *p = rd->procs[i].rec;
+        struct proc_place *pp = p->place;
+        struct affinity_counts c = rd->procs[i].placed;
+        int node = rd->procs[i].place_node;
+        bool was_placed = rd->procs[i].was_placed;
+
         pl->counters.threads_placed += c.placed;
         pl->counters.threads_left_alone += c.left_alone;
         pl->counters.failed += c.failed;
@@ -528,6 +551,12 @@ static void act(struct placer *pl, const struct placer_env *env, struct round *r
                 else if (pp->placed >= 0)
                         keep(pl, p);
         }
+        /* The state file written once for the round, before its first change; then the
+         * changes. */
+        (void) affinity_commit(pl->keeper);
+        for (size_t i = 0; i < rd->n_procs; i++)
+                if (rd->procs[i].place_node >= 0)
+                        placed(pl, env, rd, i);
 }
 
 /* A CPU counts as contended when it was idle less than this share of the window and
@@ -660,7 +689,7 @@ void placer_round(struct placer *pl, const struct placer_env *env, struct proc_r
         unsigned n_nodes = env->topo->n_nodes;
         int window;
 
-        if (!pl || n_nodes == 0 || n_nodes > TP_MAX_NODES)
+        if (!pl || pl->stopped || n_nodes == 0 || n_nodes > TP_MAX_NODES)
                 return;
         busy = calloc(n_nodes, sizeof(*busy));
         nodes = calloc(n_nodes, sizeof(*nodes));
@@ -669,11 +698,13 @@ void placer_round(struct placer *pl, const struct placer_env *env, struct proc_r
         pl->counters.rounds++;
         window = cpu_load_read(env->proc_root, env->topo, &pl->cl, clock_now_ns(CLOCK_MONOTONIC), busy);
         if (gather(pl, env, procs, tick, now_ms, &rd) < 0) {
+                (void) affinity_commit(pl->keeper);    /* what the opt-outs changed */
                 round_done(&rd);
                 return;
         }
         follow_children(pl, env, procs, tick);
         if (window <= 0 || rd.n_procs == 0 || describe(pl, env, &rd) < 0) {
+                (void) affinity_commit(pl->keeper);    /* what the opt-outs and children changed */
                 round_done(&rd);
                 return;
         }
@@ -726,6 +757,7 @@ void placer_stop(struct placer *pl) {
 
         if (!pl)
                 return;
+        pl->stopped = true;
         (void) affinity_undo_all(pl->keeper, &c);
         pl->counters.undone[PLACER_UNDO_STOP] += c.restored;
         pl->counters.placements_undone += pl->n_placed;

@@ -103,14 +103,20 @@ struct placer_env {
  * left narrowed (counted as undone, recovered) before returning. */
 int placer_new(const char *state_path, const char *proc_root, struct placer **ret);
 void placer_free(struct placer *pl);
+/* Called while a round writes a long state file or narrows many processes (the daemon
+ * serves its control socket and the watchdog there); see affinity_keeper_set_serve(). */
+void placer_set_serve(struct placer *pl, void (*serve)(void *userdata), void *userdata);
 
-/* The tick's round over the records seen at tick. */
+/* The tick's round over the records seen at tick. The state file is written once, by
+ * its end (before its first change when it narrows threads); what the undos since the
+ * last round changed is written with it. */
 void placer_round(struct placer *pl, const struct placer_env *env, struct proc_records *procs, uint64_t tick,
                   uint64_t now_ms);
 /* p is being forgotten (not seen this tick): its placement undone if it still runs
  * (it left the cgroup, or the cgroup its opt-in), dropped if it exited. */
 void placer_departed(struct placer *pl, const char *proc_root, struct proc_rec *p);
-/* A clean stop: every placement undone. */
+/* A clean stop: every placement undone, and no round places anything any more (the
+ * daemon calls it as soon as it sees SIGTERM, before the rest of the tick). */
 void placer_stop(struct placer *pl);
 
 const struct placer_counters *placer_counters(const struct placer *pl);

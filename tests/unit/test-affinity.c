@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -31,6 +32,9 @@ static unsigned cpu_a, cpu_b;   /* its first two CPUs */
 static char dir[64];            /* the temporary state directory */
 static char state[128];         /* <dir>/run/affinity: its directory made by the keeper */
 static uint64_t my_start;
+static char header[128];        /* a state file's first two lines, as this boot's keeper writes them */
+#define HEADER_LINES 2
+static char logged[16384];      /* what the keeper logged since the last clear_log() */
 
 /* --- threads ------------------------------------------------------------------- */
 
@@ -272,6 +276,54 @@ static unsigned count_lines(const char *s) {
         return n;
 }
 
+static void clear_log(void) {
+        logged[0] = 0;
+}
+
+/* The state file's refused copies (<state>.refused-*), oldest first: how many, and the
+ * newest's path. */
+static unsigned refused_files(char *newest, size_t size) {
+        char run[96 + 8];
+        struct dirent **names;
+        unsigned found = 0;
+        int n;
+
+        snprintf(run, sizeof(run), "%s/run", dir);
+        n = scandir(run, &names, NULL, alphasort);
+        for (int i = 0; i < n; i++) {
+                if (strncmp(names[i]->d_name, AFFINITY_STATE_FILE ".refused-", strlen(AFFINITY_STATE_FILE) + 9) == 0) {
+                        found++;
+                        if (newest && (size_t) snprintf(newest, size, "%s/%s", run, names[i]->d_name) >= size)
+                                abort();
+                }
+                free(names[i]);
+        }
+        free(names);
+        return found;
+}
+
+static void remove_refused(void) {
+        char path[256];
+
+        while (refused_files(path, sizeof(path)) > 0)
+                if (unlink(path) < 0)
+                        abort();
+}
+
+static char *read_path(const char *path) {
+        static char buf[65536];
+        FILE *f = fopen(path, "re");
+        size_t n;
+
+        buf[0] = 0;
+        if (!f)
+                return NULL;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = 0;
+        fclose(f);
+        return buf;
+}
+
 /* The line a keeper writes for one of our threads. */
 static void state_line(char *buf, size_t size, pid_t tid, uint64_t tid_start, const char *original,
                        const char *placed, unsigned flags) {
@@ -365,7 +417,7 @@ TEST(place_writes_first_then_undo_restores) {
         CHECK(affinity_is_placed(k, getpid(), &first));
         CHECK_INT(first, cpu_a);
         text = read_state();
-        CHECK(text && strncmp(text, "numabalanced-affinity 1\n", 24) == 0);
+        CHECK(text && strncmp(text, header, strlen(header)) == 0);
         {
                 struct stat st;
                 CHECK(stat(state, &st) == 0 && (st.st_mode & 0777) == 0600);
@@ -382,7 +434,7 @@ TEST(place_writes_first_then_undo_restores) {
                 CHECK_MASK(w[i].tid, all_cpus);
         CHECK_INT(affinity_held(k), 0);
         CHECK(!affinity_is_placed(k, getpid(), NULL));
-        CHECK_INT(count_lines(read_state()), 1);    /* the header alone */
+        CHECK_INT(count_lines(read_state()), HEADER_LINES);    /* the header alone */
         stop_workers();
         affinity_keeper_free(k);
 }
@@ -430,7 +482,7 @@ TEST(all_changed_by_the_application_forgotten) {
         CHECK_INT(affinity_check(k, getpid(), my_start, &c), 0);
         CHECK_INT(c.left_alone, N);
         CHECK(!affinity_is_placed(k, getpid(), NULL));
-        CHECK_INT(count_lines(read_state()), 1);    /* nothing left to undo */
+        CHECK_INT(count_lines(read_state()), HEADER_LINES);    /* nothing left to undo */
         c = (struct affinity_counts) {};
         CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
         CHECK_INT(c.restored, 0);
@@ -549,7 +601,7 @@ TEST(crash_then_recover_restores) {
         CHECK_MASK(w[0].child->tid, all_cpus);
         CHECK_MASK(w[1].tid, all_cpus);
         CHECK_MASK(w[2].tid, mine);
-        CHECK_INT(count_lines(read_state()), 1);
+        CHECK_INT(count_lines(read_state()), HEADER_LINES);
         CHECK_INT(affinity_held(k), 0);
         /* a second start finds nothing to do */
         c = (struct affinity_counts) {};
@@ -571,7 +623,7 @@ TEST(killed_between_write_and_change) {
         CHECK_INT(affinity_undo(k, getpid(), my_start, NULL), 0);
         affinity_keeper_free(k);
         /* the file as a daemon killed right before its first change left it */
-        CHECK_INT(count_lines(snapshot), 1 + N + 1);    /* header, the workers, the main thread as known */
+        CHECK_INT(count_lines(snapshot), HEADER_LINES + N + 1);    /* header, the workers, the main thread as known */
         write_state(snapshot);
         k = affinity_keeper_new(state, "/proc");
         c = (struct affinity_counts) {};
@@ -580,7 +632,7 @@ TEST(killed_between_write_and_change) {
         CHECK_INT(c.left_alone, N);     /* still their original: nothing to do */
         for (int i = 0; i < N; i++)
                 CHECK_MASK(w[i].tid, all_cpus);
-        CHECK_INT(count_lines(read_state()), 1);
+        CHECK_INT(count_lines(read_state()), HEADER_LINES);
         stop_workers();
         affinity_keeper_free(k);
 }
@@ -594,7 +646,7 @@ static void recover_changes_nothing(const char *text, int ret, unsigned restored
         write_state(text);
         CHECK_INT(affinity_recover(k, &c), ret);
         CHECK_INT(c.restored, restored);
-        CHECK_INT(count_lines(read_state()), 1);
+        CHECK_INT(count_lines(read_state()), HEADER_LINES);
         affinity_keeper_free(k);
 }
 
@@ -609,31 +661,31 @@ TEST(recover_refuses_what_does_not_match) {
 
         /* the thread's start time is not the recorded one: another thread */
         state_line(line, sizeof(line), w[0].tid, w[0].start + 1, all, a, 0);
-        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%s", line);
+        snprintf(text, sizeof(text), "%s%s", header, line);
         recover_changes_nothing(text, 0, 0);
         CHECK_MASK(w[0].tid, node);
         /* the process's start time is not the recorded one: another process */
-        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%d %" PRIu64 " %d %" PRIu64 " %s %s 0\n",
+        snprintf(text, sizeof(text), "%s%d %" PRIu64 " %d %" PRIu64 " %s %s 0\n", header,
                  (int) getpid(), my_start + 1, (int) w[0].tid, w[0].start, all, a);
         recover_changes_nothing(text, 0, 0);
         CHECK_MASK(w[0].tid, node);
         /* the line cut short by a crash (no end of line) */
         state_line(line, sizeof(line), w[0].tid, w[0].start, all, a, 0);
         line[strlen(line) - 1] = 0;
-        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%s", line);
+        snprintf(text, sizeof(text), "%s%s", header, line);
         recover_changes_nothing(text, 0, 0);
         CHECK_MASK(w[0].tid, node);
         /* cut inside a list: "0-" */
-        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%d %" PRIu64 " %d %" PRIu64 " 0- %s 0\n",
+        snprintf(text, sizeof(text), "%s%d %" PRIu64 " %d %" PRIu64 " 0- %s 0\n", header,
                  (int) getpid(), my_start, (int) w[0].tid, w[0].start, a);
         recover_changes_nothing(text, 0, 0);
         CHECK_MASK(w[0].tid, node);
         /* placed not within the original; unknown flags; a field too many; junk */
-        snprintf(text, sizeof(text), "numabalanced-affinity 1\n"
+        snprintf(text, sizeof(text), "%s"
                  "%d %" PRIu64 " %d %" PRIu64 " %u %s 0\n"
                  "%d %" PRIu64 " %d %" PRIu64 " %s %s 4\n"
                  "%d %" PRIu64 " %d %" PRIu64 " %s %s 0 0\n"
-                 "\x01\xff garbage\n",
+                 "\x01\xff garbage\n", header,
                  (int) getpid(), my_start, (int) w[0].tid, w[0].start, cpu_b, a,
                  (int) getpid(), my_start, (int) w[0].tid, w[0].start, all, a,
                  (int) getpid(), my_start, (int) w[0].tid, w[0].start, all, a);
@@ -643,11 +695,11 @@ TEST(recover_refuses_what_does_not_match) {
         state_line(line, sizeof(line), w[0].tid, w[0].start, all, a, 0);
         recover_changes_nothing(line, -EINVAL, 0);
         CHECK_MASK(w[0].tid, node);
-        snprintf(text, sizeof(text), "numabalanced-affinity 2\n%s", line);
+        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%s", line);
         recover_changes_nothing(text, -EINVAL, 0);
         CHECK_MASK(w[0].tid, node);
         /* and the same line, valid, is trusted */
-        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%s", line);
+        snprintf(text, sizeof(text), "%s%s", header, line);
         recover_changes_nothing(text, 0, 1);
         CHECK_MASK(w[0].tid, all_cpus);
         stop_workers();
@@ -667,7 +719,7 @@ TEST(recover_refuses_a_symlink) {
         state_line(line, sizeof(line), w[0].tid, w[0].start, all, a, 0);
         snprintf(target, sizeof(target), "%s/elsewhere", dir);
         f = fopen(target, "we");
-        fprintf(f, "numabalanced-affinity 1\n%s", line);
+        fprintf(f, "%s%s", header, line);
         fclose(f);
         unlink(state);
         CHECK(symlink(target, state) == 0);
@@ -756,7 +808,7 @@ TEST(exited_thread_and_forget) {
         affinity_forget(k, getpid());
         CHECK_INT(affinity_held(k), 0);
         CHECK_INT(affinity_undo_all(k, &c), 0);
-        CHECK_INT(count_lines(read_state()), 1);
+        CHECK_INT(count_lines(read_state()), HEADER_LINES);
         set_mask(w[0].tid, &all_cpus);
         set_mask(w[2].tid, &all_cpus);
         worker_tell(&w[0], CMD_EXIT);
@@ -1043,6 +1095,184 @@ TEST(children_within_the_bounds) {
         kill_wait(a);
         kill_wait(b);
         kill_wait(d);
+/* A file the reader refuses is renamed aside, said in the log with the reason and the
+ * name kept, never written over; the newest REFUSED_KEEP (3) are kept. */
+TEST(refused_file_kept_aside) {
+        nb_cpumask node = one_cpu(cpu_a);
+        char all[64], a[16], line[256], text[1024], aside[256];
+        const char *kept;
+
+        start_workers();
+        remove_refused();
+        cpumask_format(&all_cpus, all, sizeof(all));
+        snprintf(a, sizeof(a), "%u", cpu_a);
+        set_mask(w[0].tid, &node);
+        state_line(line, sizeof(line), w[0].tid, w[0].start, all, a, 0);
+        /* the format of an earlier version: refused whole */
+        snprintf(text, sizeof(text), "numabalanced-affinity 1\n%s", line);
+        clear_log();
+        recover_changes_nothing(text, -EINVAL, 0);
+        CHECK_MASK(w[0].tid, node);
+        CHECK_INT(refused_files(aside, sizeof(aside)), 1);
+        kept = read_path(aside);
+        CHECK_MSG(kept && strcmp(kept, text) == 0, "%s holds %s", aside, kept ? kept : "(nothing)");
+        CHECK_MSG(strstr(logged, "does not start with") && strstr(logged, aside),
+                  "the log does not say why and where it is kept: %s", logged);
+        /* writable by others: refused, kept aside too, whatever else it holds */
+        snprintf(text, sizeof(text), "%s%s", header, line);
+        write_state(text);
+        CHECK(chmod(state, 0666) == 0);
+        clear_log();
+        {
+                struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+                struct affinity_counts c = {};
+                CHECK_INT(affinity_recover(k, &c), -EPERM);
+                CHECK_INT(c.restored, 0);
+                affinity_keeper_free(k);
+        }
+        CHECK_MASK(w[0].tid, node);
+        CHECK_INT(refused_files(aside, sizeof(aside)), 2);
+        CHECK_STR(read_path(aside), text);
+        CHECK_MSG(strstr(logged, "not a regular file of ours") && strstr(logged, aside), "log: %s", logged);
+        CHECK_STR(read_state(), header);     /* a new file of ours, with no thread */
+        /* a few more: the newest 3 kept */
+        for (int i = 0; i < 3; i++) {
+                snprintf(text, sizeof(text), "junk %d\n", i);
+                recover_changes_nothing(text, -EINVAL, 0);
+        }
+        CHECK_INT(refused_files(aside, sizeof(aside)), 3);
+        CHECK_STR(read_path(aside), "junk 2\n");
+        remove_refused();
+        set_mask(w[0].tid, &all_cpus);
+        stop_workers();
+}
+
+/* The file holds the boot id: one written during another boot is not acted on (the pid
+ * and start time may be another process's), logged, kept aside. */
+TEST(another_boot_not_acted_on) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+        char all[64], a[16], line[256], text[1024], aside[256];
+
+        start_workers();
+        remove_refused();
+        cpumask_format(&all_cpus, all, sizeof(all));
+        snprintf(a, sizeof(a), "%u", cpu_a);
+        set_mask(w[0].tid, &node);
+        state_line(line, sizeof(line), w[0].tid, w[0].start, all, a, 0);
+        snprintf(text, sizeof(text), "numabalanced-affinity 2\nboot 00000000-1111-2222-3333-444444444444\n%s", line);
+        write_state(text);
+        clear_log();
+        CHECK_INT(affinity_recover(k, &c), 0);
+        CHECK_INT(c.restored, 0);
+        CHECK_MASK(w[0].tid, node);
+        CHECK_INT(refused_files(aside, sizeof(aside)), 1);
+        CHECK_STR(read_path(aside), text);
+        CHECK_MSG(strstr(logged, "another boot") && strstr(logged, aside), "log: %s", logged);
+        CHECK_STR(read_state(), header);
+        affinity_keeper_free(k);
+        /* the same line in this boot's file is acted on */
+        snprintf(text, sizeof(text), "%s%s", header, line);
+        recover_changes_nothing(text, 0, 1);
+        CHECK_MASK(w[0].tid, all_cpus);
+        remove_refused();
+        stop_workers();
+}
+
+/* The writer holds to the reader's bound: a process whose records would make the file
+ * bigger is not narrowed at all, and logged; the file is not written bigger. */
+TEST(writer_bounded_as_the_reader) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+
+        start_workers();
+        unlink(state);
+        /* room for the header and two lines: not for N workers and the main thread */
+        affinity_keeper_set_file_max(k, strlen(header) + 2 * 40);
+        clear_log();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(c.placed, 0);
+        CHECK_INT(c.failed, N);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, all_cpus);
+        CHECK_INT(affinity_held(k), 0);
+        CHECK_MSG(strstr(logged, "bigger than the 0 MiB its reader accepts"), "log: %s", logged);
+        CHECK_MSG(!read_state() || count_lines(read_state()) <= HEADER_LINES, "state file: %s", read_state());
+        /* and with room, placed */
+        affinity_keeper_set_file_max(k, 1 << 20);
+        c = (struct affinity_counts) {};
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(c.placed, N);
+        CHECK_INT(affinity_undo_all(k, &c), 0);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, all_cpus);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
+/* Batched (the placer): the file is written once for the round, before its first
+ * change, with every thread the round narrows; nothing else writes it before the next
+ * commit. */
+static ino_t state_inode(void) {
+        struct stat st;
+        return stat(state, &st) == 0 ? st.st_ino : 0;
+}
+
+static ino_t inode_at_first_change;
+
+static void before_set_inode(void *userdata, pid_t tid, const nb_cpumask *mask) {
+        if (hook_calls == 0)
+                inode_at_first_change = state_inode();
+        before_set(userdata, tid, mask);
+}
+
+TEST(batched_writes_once_before_the_first_change) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c0 = {}, c1 = {}, c = {};
+        nb_cpumask node = one_cpu(cpu_a);
+        pid_t tid;
+        uint64_t start;
+        ino_t written;
+
+        start_workers();
+        unlink(state);
+        affinity_keeper_set_batched(k, true);
+        hook_calls = hook_found = 0;
+        affinity_keeper_set_hook(k, before_set_inode, NULL);
+        /* two calls of the round (two processes in the daemon): nothing changed yet */
+        tid = w[0].tid;
+        start = w[0].start;
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, NULL, 1, &node, &c0), 0);
+        tid = w[1].tid;
+        start = w[1].start;
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, NULL, 1, &node, &c1), 0);
+        CHECK(read_state() == NULL);
+        CHECK_INT(hook_calls, 0);
+        CHECK_MASK(w[0].tid, all_cpus);
+        CHECK_INT(affinity_commit(k), 0);
+        CHECK_INT(c0.placed, 1);
+        CHECK_INT(c1.placed, 1);
+        CHECK_INT(hook_calls, 2);
+        CHECK_INT(hook_found, 2);       /* both lines there at each change */
+        written = state_inode();
+        CHECK(written != 0 && inode_at_first_change == written);     /* one write, before the first change */
+        CHECK_MASK(w[0].tid, node);
+        CHECK_MASK(w[1].tid, node);
+        CHECK_MASK(w[2].tid, all_cpus);
+        /* an undo in the round: given back now, written by the commit */
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(c.restored, 2);
+        CHECK_MASK(w[0].tid, all_cpus);
+        CHECK_INT(state_inode(), written);
+        CHECK_INT(count_lines(read_state()), HEADER_LINES + N + 1);
+        CHECK_INT(affinity_commit(k), 0);
+        CHECK_INT(count_lines(read_state()), HEADER_LINES);
+        CHECK_INT(affinity_commit(k), 0);   /* nothing changed: not written */
+        written = state_inode();
+        CHECK_INT(affinity_commit(k), 0);
+        CHECK_INT(state_inode(), written);
         stop_workers();
         affinity_keeper_free(k);
 }
@@ -1068,6 +1298,9 @@ TEST(state_path_default) {
 /* --- setup --------------------------------------------------------------------- */
 
 static void quiet(int level, int error, const struct log_fields *fields, const char *msg) {
+        size_t n = strlen(logged);
+
+        snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
         if (getenv("TEST_AFFINITY_LOG"))
                 fprintf(stderr, "<%d>%s\n", level, msg);
 }
@@ -1087,6 +1320,15 @@ static int intro(void) {
         if (proc_read_stat("/proc", getpid(), &st) < 0)
                 return 1;
         my_start = st.starttime;
+        {
+                char id[64] = "";
+                FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+                if (!f || !fgets(id, sizeof(id), f))
+                        return 1;
+                fclose(f);
+                id[strcspn(id, "\n")] = 0;
+                snprintf(header, sizeof(header), "numabalanced-affinity 2\nboot %s\n", id);
+        }
         snprintf(dir, sizeof(dir), "/tmp/test-affinity-XXXXXX");
         if (!mkdtemp(dir))
                 return 1;
@@ -1104,6 +1346,7 @@ static int intro(void) {
 static void outro(void) {
         char run[96];
 
+        remove_refused();
         unlink(state);
         snprintf(run, sizeof(run), "%s/run", dir);
         rmdir(run);

@@ -79,6 +79,8 @@ def main():
     check(set(got) == {"err", "warning", "notice", "info", "debug"}, f"numabalanced --log-level <Tab>: {got}")
     got = complete(root, ["numabalanced", "--ch"], 1)
     check(got == ["--check-config", "--check-config-of"], f"numabalanced --ch<Tab>: {got}")
+    got = complete(root, ["numabalanced", "--re"], 1)
+    check(got == ["--restore-affinity"], f"numabalanced --re<Tab>: {got}")
     return nbtest.finish()
 
 

@@ -13,7 +13,9 @@ numabalanced.conf in sysconfdir (the shipped file) and the empty directory
 numabalanced.conf.d beside it; README.md and docs/*.md in DATADIR/doc/numabalanced
 (docs/ below it), contrib/README.md and the Prometheus and Grafana files in its
 examples/; nothing else (no static
-library, no test programs).
+library, no test programs). The unit's ExecStopPost= runs the installed
+numabalanced --restore-affinity, and debian/'s prerm and postrm give the threads'
+affinities back before anything is deleted (run with sh, their paths replaced).
 """
 import filecmp
 import os
@@ -67,6 +69,75 @@ def check_autopkgtest(src, doc_files):
                 check(f"/{f}" in {d.split("/doc/numabalanced", 1)[1] for d in doc_files},
                       f"debian/tests/{name} looks for {f}, which the install does not ship")
     print(f"ok: debian/tests: {', '.join(st.get('Tests', '') for st in stanzas)}")
+
+
+def run_script(src, name, arg, replace):
+    """debian/numabalanced.NAME run with sh and ARG, its paths replaced (REPLACE: {line: new line})."""
+    text = open(os.path.join(src, "debian", "numabalanced." + name)).read()
+    for old, new in replace.items():
+        check(f"\n{old}\n" in text, f"debian/numabalanced.{name} has no line {old!r}")
+        text = text.replace(f"\n{old}\n", f"\n{new}\n")
+    script = os.path.join(nbtest.tmpdir("test-install-script-"), name)
+    with open(script, "w") as f:
+        f.write(text)
+    return subprocess.run(["sh", script, arg], capture_output=True, text=True)
+
+
+def check_maintainer_scripts(src):
+    """The package gives the threads' CPU affinities back before anything is deleted:
+    the prerm runs numabalanced --restore-affinity on removal, after debhelper's stop
+    and whatever it exits with; the postrm's purge deletes /run/numabalanced but a state
+    file (or a refused copy) that still names a thread."""
+    prerm = open(os.path.join(src, "debian", "numabalanced.prerm")).read()
+    check(0 <= prerm.find("#DEBHELPER#") < prerm.find("--restore-affinity"),
+          "debian/numabalanced.prerm: --restore-affinity not after #DEBHELPER# (the unit's stop)")
+    tmp = nbtest.tmpdir("test-install-maint-")
+    calls = os.path.join(tmp, "calls")
+    for status in (0, 1):
+        fake = os.path.join(tmp, f"numabalanced-{status}")
+        with open(fake, "w") as f:
+            f.write(f"#!/bin/sh\necho \"$*\" >> {calls}\nexit {status}\n")
+        os.chmod(fake, 0o755)
+        for arg, called in (("remove", True), ("upgrade", False), ("deconfigure", False)):
+            if os.path.exists(calls):
+                os.unlink(calls)
+            r = run_script(src, "prerm", arg, {"exe=/usr/sbin/numabalanced": f"exe={fake}"})
+            got = open(calls).read() if os.path.exists(calls) else ""
+            check(r.returncode == 0, f"prerm {arg} (restore exits {status}): exit {r.returncode} {r.stderr!r}")
+            check(got == ("--restore-affinity\n" if called else ""), f"prerm {arg}: ran {got!r}")
+            if called and status:
+                check("/run/numabalanced/affinity" in r.stderr, f"prerm {arg}: a failed restore not said: {r.stderr!r}")
+
+    def run_dir(files):
+        d = os.path.join(tmp, "run")
+        if os.path.exists(d):
+            subprocess.run(["rm", "-rf", d], check=True)
+        os.mkdir(d)
+        for name, text in files.items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        return d
+
+    header = "numabalanced-affinity 2\nboot 1c7a97c5-98a3-450c-a081-45f69f1f5764\n"
+    record = "1234 5678 1234 5678 0-3 0-1 0\n"
+    d = run_dir({"affinity": header, "control": "", "affinity.refused-20260101T000000.000000Z": "junk\n"})
+    r = run_script(src, "postrm", "remove", {"dir=/run/numabalanced": f"dir={d}"})
+    check(r.returncode == 0 and sorted(os.listdir(d)) == ["affinity", "affinity.refused-20260101T000000.000000Z",
+                                                           "control"], f"postrm remove deleted: {os.listdir(d)}")
+    d = run_dir({"affinity": header, "control": ""})
+    r = run_script(src, "postrm", "purge", {"dir=/run/numabalanced": f"dir={d}"})
+    check(r.returncode == 0 and not os.path.exists(d), f"postrm purge, threads given back: {r.returncode} "
+          f"{os.listdir(d) if os.path.exists(d) else ''} {r.stderr!r}")
+    refused = "affinity.refused-20260101T000000.000000Z"
+    d = run_dir({"affinity": header + record, "control": "", refused: "numabalanced-affinity 1\n" + record,
+                 "affinity.XXXXXX": header})
+    r = run_script(src, "postrm", "purge", {"dir=/run/numabalanced": f"dir={d}"})
+    check(r.returncode == 0 and sorted(os.listdir(d)) == ["affinity", refused],
+          f"postrm purge with threads not given back: kept {os.listdir(d)}, expected the state file and its refused copy")
+    check(os.path.join(d, "affinity") in r.stderr and os.path.join(d, refused) in r.stderr,
+          f"postrm purge: what it kept is not said: {r.stderr!r}")
+    if not nbtest.failures():
+        print("ok: prerm restores the affinities on removal; postrm purge keeps a state file naming a thread")
 
 
 def main():
@@ -125,6 +196,8 @@ def main():
     unit = open(dest + os.path.normpath(unitdir) + "/numabalanced.service").read()
     check(f"\nExecStart={p(sbindir)}/numabalanced\n" in unit,
           f"the installed unit's ExecStart does not name {p(sbindir)}/numabalanced")
+    check(f"\nExecStopPost={p(sbindir)}/numabalanced --restore-affinity\n" in unit,
+          f"the installed unit's ExecStopPost does not run {p(sbindir)}/numabalanced --restore-affinity")
     for page in ("man8/numabalanced.8", "man5/numabalanced.conf.5", "man1/numabalancectl.1"):
         check(filecmp.cmp(dest + p(mandir) + "/" + page, os.path.join(src, "man", os.path.basename(page)),
                           shallow=False), f"{page} differs from man/{os.path.basename(page)}")
@@ -133,6 +206,7 @@ def main():
         check(filecmp.cmp(dest + f, os.path.join(src, source), shallow=False), f"{f} differs from {source}")
 
     check_autopkgtest(src, set(shipped_docs))
+    check_maintainer_scripts(src)
 
     # An operator's edits survive a reinstall (and an upgrade).
     edited = "# edited by the operator\n[daemon]\ntick_ms = 2000\n"

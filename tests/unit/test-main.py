@@ -3,7 +3,8 @@
 # numabalanced's own behaviour that needs no root: --check-config (exit status and
 # the exact messages), the refusal to start when service_cpus names no online CPU,
 # and kernel_numa_balancing=disable against a fake /proc (set to 0 while running,
-# restored at exit, and restored by the next start after a SIGKILL).
+# restored at exit, and restored by the next start after a SIGKILL); --restore-affinity
+# on this test's own threads.
 # Usage: test-main.py NUMABALANCED TESTS_DATA_DIR
 import os
 import resource
@@ -256,5 +257,115 @@ check(saved_value() is None, 'restart after SIGKILL: the saved value outlived th
 # --dry-run changes no sysctl.
 rc, out, err = run('--config', disable, '--proc-root', proc, '--once', '--dry-run')
 check(rc == 0 and knb_value() == '1' and 'dry run, not setting it to 0' in err, 'disable --dry-run: %d %r' % (rc, err))
+
+
+# --- --restore-affinity: what ExecStopPost= and the package's prerm run ---------------
+# The test's own main thread narrowed to one CPU as a daemon killed before its undo
+# leaves it, with a thread it created since (which inherited the narrowed mask), and
+# the state file that daemon wrote: --restore-affinity gives both their mask back and
+# exits 0, touching nothing else; a file it must not trust changes no mask, is kept
+# aside and, when it could not be read, makes it exit 1 saying so.
+def task_start(tid):
+    with open(f'/proc/{os.getpid()}/task/{tid}/stat') as f:
+        text = f.read()
+    return int(text[text.rindex(')') + 2:].split()[19])     # field 22, starttime
+
+
+def cpus(mask):
+    return ','.join(str(c) for c in sorted(mask))
+
+
+def restore(rdir):
+    r = subprocess.run([exe, '--restore-affinity'], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, RUNTIME_DIRECTORY=rdir))
+    return r.returncode, r.stdout, r.stderr
+
+
+def refused(rdir):
+    return sorted(f for f in os.listdir(rdir) if f.startswith('affinity.refused-'))
+
+
+rdir = os.path.join(tmp, 'restore')
+rc, out, err = restore(rdir)
+check(rc == 0 and 'no state file' in out, f'--restore-affinity without a state directory: {rc} {out!r} {err!r}')
+check(not os.path.exists(rdir), '--restore-affinity made the state directory')
+
+original = os.sched_getaffinity(0)
+if len(original) < 2:
+    print('skip: --restore-affinity on a narrowed thread needs 2 CPUs in this process\'s affinity')
+else:
+    import fcntl
+    import threading
+    with open('/proc/sys/kernel/random/boot_id') as f:
+        boot = f.read().strip()
+    placed = {min(original)}
+    pid = os.getpid()
+    os.mkdir(rdir, 0o755)
+    state_file = os.path.join(rdir, 'affinity')
+
+    def narrowed_state(boot_id=boot, mode=0o600):
+        """The main thread narrowed, and the state file saying so."""
+        os.sched_setaffinity(0, placed)
+        text = (f'numabalanced-affinity 2\nboot {boot_id}\n'
+                f'{pid} {task_start(pid)} {pid} {task_start(pid)} {cpus(original)} {cpus(placed)} 0\n')
+        fd = os.open(state_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, text.encode())
+        os.close(fd)
+        os.chmod(state_file, mode)
+        return text
+
+    narrowed_state()
+    ev = threading.Event()
+    child = threading.Thread(target=ev.wait)
+    child.start()
+    try:
+        check(os.sched_getaffinity(child.native_id) == placed, 'the new thread did not inherit the narrowed mask')
+        rc, out, err = restore(rdir)
+        check(rc == 0, f'--restore-affinity: exit {rc}, {out!r} {err!r}')
+        check(os.sched_getaffinity(0) == original,
+              f'--restore-affinity: the narrowed thread has {cpus(os.sched_getaffinity(0))}, not {cpus(original)}')
+        check(os.sched_getaffinity(child.native_id) == original,
+              '--restore-affinity: the thread it created since still has '
+              f'{cpus(os.sched_getaffinity(child.native_id))}, not {cpus(original)}')
+        check('2 thread(s) given their original affinity back' in out, f'--restore-affinity said {out!r}')
+        with open(state_file) as f:
+            check(f.read() == f'numabalanced-affinity 2\nboot {boot}\n', 'the state file was not emptied')
+        check(sorted(os.listdir(rdir)) == ['affinity'], f'--restore-affinity left {os.listdir(rdir)}')
+    finally:
+        ev.set()
+        child.join()
+
+    # A file others may write: not trusted, kept aside, the thread left as it is, exit 1.
+    text = narrowed_state(mode=0o666)
+    rc, out, err = restore(rdir)
+    check(rc == 1 and 'could not be read' in err, f'--restore-affinity on a file others may write: {rc} {err!r}')
+    check(os.sched_getaffinity(0) == placed, '--restore-affinity acted on a file others may write')
+    kept = refused(rdir)
+    check(len(kept) == 1 and open(os.path.join(rdir, kept[0])).read() == text and kept[0] in err,
+          f'the refused file is not kept aside and named: {kept} {err!r}')
+    for f in kept:
+        os.unlink(os.path.join(rdir, f))
+
+    # Written during another boot: not acted on, kept aside, exit 0.
+    text = narrowed_state(boot_id='00000000-1111-2222-3333-444444444444')
+    rc, out, err = restore(rdir)
+    check(rc == 0 and os.sched_getaffinity(0) == placed and 'another boot' in err,
+          f'--restore-affinity on another boot\'s file: {rc} {cpus(os.sched_getaffinity(0))} {err!r}')
+    kept = refused(rdir)
+    check(len(kept) == 1 and open(os.path.join(rdir, kept[0])).read() == text, f'not kept aside: {kept}')
+    for f in kept:
+        os.unlink(os.path.join(rdir, f))
+
+    # A running daemon holds the directory: it is its file, nothing is done.
+    narrowed_state()
+    lock = os.open(rdir, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    rc, out, err = restore(rdir)
+    os.close(lock)
+    check(rc == 0 and 'a running numabalanced holds' in out and os.sched_getaffinity(0) == placed,
+          f'--restore-affinity beside a running daemon: {rc} {out!r} {cpus(os.sched_getaffinity(0))}')
+    rc, out, err = restore(rdir)
+    check(rc == 0 and os.sched_getaffinity(0) == original, f'--restore-affinity once it is gone: {rc} {out!r}')
+    os.sched_setaffinity(0, original)
 
 nbtest.finish()

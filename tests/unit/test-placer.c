@@ -380,6 +380,12 @@ TEST(clean_stop_gives_back) {
         placer_stop(pl);
         CHECK_MSG(both(3), "not given back at stop: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
         CHECK_INT(placer_counters(pl)->undone[PLACER_UNDO_STOP], 2);
+        /* SIGTERM stops the placer in the middle of a tick (before the workers are
+         * waited for): the rest of the tick, its round included, narrows nothing. */
+        for (int i = 0; i < 3; i++)
+                round_(pl);
+        CHECK_MSG(both(3), "narrowed again after the stop: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
+        CHECK_INT(placer_counters(pl)->placements, 1);
         placer_free(pl);
         proc_place_free(rec.place);
         rec.place = NULL;

@@ -7,13 +7,15 @@ systemd-analyze security --offline=yes rates it at most 2.5.
 
 UNIT is the unit as meson generated it (ExecStart=@sbindir@/numabalanced filled
 in). verify checks that ExecStart names an executable, so the copy that is verified
-has that one path replaced by the freshly built NUMABALANCED; everything else is
-byte for byte the generated unit. The man pages in MANDIR are put on MANPATH so
-that verify also finds the unit's Documentation= pages. The unit's settings that
-the daemon depends on are checked too: Type=notify, the reload and watchdog, the
-capability set, no memory-node or CPU restriction (see the unit's comments), and
-nothing that could take a migration worker off its CPU while the kernel holds a batch
-of the workload's pages unmapped (no CPUQuota=, Nice= above 0, idle or batch
+has that path replaced by the freshly built NUMABALANCED (in ExecReload= and
+ExecStopPost= too); everything else is byte for byte the generated unit. The man
+pages in MANDIR are put on MANPATH so that verify also finds the unit's
+Documentation= pages. The unit's settings that the daemon depends on are checked
+too: Type=notify, the reload and watchdog, ExecStopPost=numabalanced
+--restore-affinity (the threads' affinities given back whatever ended the daemon),
+the capability set, no memory-node or CPU restriction (see the unit's comments),
+and nothing that could take a migration worker off its CPU while the kernel holds a
+batch of the workload's pages unmapped (no CPUQuota=, Nice= above 0, idle or batch
 scheduling, or CPUWeight= below the default).
 Skipped (77) without systemd-analyze.
 """
@@ -64,6 +66,11 @@ def main():
     check(len(reload) == 2 and re.fullmatch(r"/\S+/numabalanced --check-config-of \$MAINPID", reload[0]) and
           reload[1] == "/bin/kill -HUP $MAINPID",
           f"ExecReload={reload}: expected numabalanced --check-config-of $MAINPID, then /bin/kill -HUP $MAINPID")
+    # Whatever ended the daemon (a stop that timed out, a kill, a crash, a failed
+    # start), the threads it narrowed get their affinity back (docs/RULES.md).
+    stop_post = s.get("ExecStopPost", [])
+    check(len(stop_post) == 1 and stop_post[0] == exec_start + " --restore-affinity",
+          f"ExecStopPost={stop_post}: expected {exec_start} --restore-affinity")
     # A broken configuration at start exits 6, which must not be restarted for ever.
     check(s.get("RestartPreventExitStatus") == ["6"],
           f"RestartPreventExitStatus={s.get('RestartPreventExitStatus')}: expected 6")
@@ -126,7 +133,8 @@ def verify(analyze, env, text, exec_start, daemon, mandir):
     vunit = os.path.join(vdir, "numabalanced.service")
     with open(vunit, "w") as f:
         f.write(text.replace(f"ExecStart={exec_start}\n", f"ExecStart={os.path.abspath(daemon)}\n")
-                .replace(f"ExecReload={exec_start} ", f"ExecReload={os.path.abspath(daemon)} "))
+                .replace(f"ExecReload={exec_start} ", f"ExecReload={os.path.abspath(daemon)} ")
+                .replace(f"ExecStopPost={exec_start} ", f"ExecStopPost={os.path.abspath(daemon)} "))
     manpath = os.path.join(tmp, "man")
     for page in os.listdir(mandir):
         m = re.fullmatch(r".+\.([1-8])", page)
