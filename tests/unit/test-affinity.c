@@ -898,7 +898,7 @@ TEST(children_of_placed_threads_followed) {
         CHECK(!affinity_is_placed(k, before, NULL));
         CHECK(!affinity_is_placed(k, own, NULL));
         CHECK_INT(affinity_held(k), N + 2);
-        CHECK_INT(count_lines(read_state()), 1 + N + 1 + 2);  /* header, workers, main thread, a, b */
+        CHECK_INT(count_lines(read_state()), 2 + N + 1 + 2);  /* header and boot id, workers, main thread, a, b */
         /* a second look records nothing again; a check finds them as they were */
         c = (struct affinity_counts) {};
         CHECK_INT(adopt_from_me(k, cands, 4, &c), 0);
@@ -913,7 +913,7 @@ TEST(children_of_placed_threads_followed) {
         CHECK_MASK(before, node);       /* not ours: left as it was */
         CHECK_MASK(own, on_b);
         CHECK_INT(affinity_held(k), 0);
-        CHECK_INT(count_lines(read_state()), 1);
+        CHECK_INT(count_lines(read_state()), 2);
         kill_wait(before);
         kill_wait(a);
         kill_wait(b);
@@ -1013,7 +1013,7 @@ TEST(child_of_an_exited_parent_given_back) {
                 CHECK_MSG(c.restored == 1, "case %d: %u restored", how, c.restored);
                 CHECK_MASK(child, all_cpus);
                 CHECK_INT(affinity_held(k), 0);
-                CHECK_INT(count_lines(read_state()), 1);
+                CHECK_INT(count_lines(read_state()), 2);
                 kill_wait(child);
                 affinity_keeper_free(k);
         }
@@ -1051,7 +1051,7 @@ TEST(children_recovered_after_a_kill) {
         CHECK_MASK(d, on_b);
         for (int i = 0; i < N; i++)
                 CHECK_MASK(w[i].tid, all_cpus);
-        CHECK_INT(count_lines(read_state()), 1);
+        CHECK_INT(count_lines(read_state()), 2);
         kill_wait(a);
         kill_wait(b);
         kill_wait(d);
@@ -1095,6 +1095,10 @@ TEST(children_within_the_bounds) {
         kill_wait(a);
         kill_wait(b);
         kill_wait(d);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
 /* A file the reader refuses is renamed aside, said in the log with the reason and the
  * name kept, never written over; the newest REFUSED_KEEP (3) are kept. */
 TEST(refused_file_kept_aside) {
