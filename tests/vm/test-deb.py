@@ -17,6 +17,12 @@
   - upgrade: the operator edits /etc/numabalanced.conf (a setting and a comment); a
     newer version of the same package (repacked with a higher version) installs over
     it, the service is active again, and the edited file is kept as it was;
+  - removal as a tenant lives it: a process of uid 65534 in a cgroup delegated to it
+    and opted in by it (user.numabalanced = place), placed by the packaged daemon (its
+    thread narrowed to node 0, beside memory bound there), whose placed thread forks a
+    child that carries the narrowed mask; `dpkg -r` gives the thread and the child
+    their original affinity back (the stop, the unit's ExecStopPost= or the prerm's
+    --restore-affinity: each is right, the output of dpkg is kept);
   - purge: `dpkg --purge` leaves no unit file, no /run/numabalanced, no
     /etc/numabalanced.conf nor its .d, no docs, and the service is not running; a kernel.numa_balancing
     value saved under /run by a daemon that did not exit cleanly is put back first.
@@ -27,12 +33,14 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
 import nbtest  # noqa: E402
 from nbtest import check  # noqa: E402
 
@@ -221,6 +229,71 @@ def test_fixes(build):
             pass
 
 
+def cpus_of(pid, tid=None):
+    with open(f"/proc/{pid}/task/{tid or pid}/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+def test_remove_restores(build):
+    """A tenant's placed thread and the child it forked get their affinity back at
+    dpkg -r."""
+    sys.path.insert(0, HERE)
+    import shipped                        # noqa: E402 (the tenant's helpers)
+    from anyuser import copy_for_any_user  # noqa: E402
+    cg = CG + "-place"
+    os.makedirs(cg, exist_ok=True)
+    shipped.delegate(cg)
+    shipped.set_mode(cg, "place")
+    node0 = open("/sys/devices/system/node/node0/cpulist").read().strip()
+    ready = os.path.join(shipped.tenant_tmp(), f"deb-gather.{time.time_ns()}")
+    gather = copy_for_any_user(os.path.join(build, "tests", "vm", "gather"))
+
+    def enter():
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        shipped.become_tenant()
+    # One thread (a node of this guest has one CPU): memory bound to node 0, the thread
+    # started on node 1 with every CPU allowed; the daemon places it on node 0.
+    p = subprocess.Popen([gather, "64", "0", "1", "1", "free", "bind", ready], preexec_fn=enter,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = None
+    try:
+        if not wait(lambda: os.path.exists(ready), "the tenant's workload ready", 120):
+            return
+        tid = int(open(ready).read().split()[3])
+        original = cpus_of(p.pid, tid)
+        if not wait(lambda: cpus_of(p.pid, tid) == node0, "the tenant's thread placed on node 0", 120):
+            return
+        os.kill(p.pid, signal.SIGUSR1)
+        if not wait(lambda: os.path.exists(ready + ".child"), "a child forked by the placed thread", 60):
+            return
+        child = int(open(ready + ".child").read())
+        check(cpus_of(child) == node0, f"the child did not inherit the placed mask: {cpus_of(child)}")
+        wait(lambda: str(child) in open("/run/numabalanced/affinity").read(), "the child recorded", 60)
+        r = timed("dpkg -r", "dpkg", "-r", "numabalanced")
+        results["remove_output"] = (r.stdout + r.stderr)[-1500:]
+        check(r.returncode == 0, f"dpkg -r: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+        check(cpus_of(p.pid, tid) == original, f"dpkg -r left the tenant's thread narrowed: {cpus_of(p.pid, tid)}")
+        check(cpus_of(child) == original, f"dpkg -r left the child narrowed: {cpus_of(child)}")
+        results["restored_at_remove"] = cpus_of(child) == original and cpus_of(p.pid, tid) == original
+    finally:
+        p.kill()
+        p.wait()
+        if child:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.5)
+        try:
+            os.rmdir(cg)
+        except OSError:
+            pass
+
+
 def test_upgrade(deb, tmp):
     edited = open(CONF).read().replace("#log_level = info", "log_level = debug", 1)
     edited += "\n# edited by the operator (test-deb.py)\n"
@@ -277,6 +350,7 @@ def main():
             test_shipped_and_autopkgtest()
             test_fixes(a.build)
             test_upgrade(deb, tmp)
+            test_remove_restores(a.build)
             test_purge()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
