@@ -1386,7 +1386,6 @@ int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, st
 static void restore_one(struct affinity_keeper *k, const struct aff_proc *p, const struct aff_thread *t,
                         struct affinity_counts *c) {
         nb_cpumask cur, original;
-        int r;
 
         if (t->flags & AT_KNOWN)
                 return;
@@ -1403,16 +1402,7 @@ static void restore_one(struct affinity_keeper *k, const struct aff_proc *p, con
                 return;
         }
         thread_original(t, &original);
-        r = set_affinity(k, t->tid, &original);
-        if (r >= 0)
-                c->restored++;
-        else if (r == -ESRCH)
-                c->gone++;
-        else {
-                c->failed++;
-                log_warning_errno(r, "Failed to give thread %d of process %d its original affinity back: %m",
-                                  (int) t->tid, (int) p->pid);
-        }
+        give_back_now(k, p->pid, t->tid, &original, c);
 }
 
 /* Undoes p without saving. */

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A hostile tenant cannot stop the daemon serving root: bounded fds, RSS, tick.
 
+hostile-tenant:place makes the tenant's ten opted-in balance subtrees place instead
+(2,000 cgroups whose processes the placer reads), the rest unchanged.
+
 An unprivileged user (uid 1000) with a delegated subtree makes 20,100 cgroups, opts
 50 subtrees of them in (10,050 cgroups, advise and balance, user.numabalanced), puts
 a sleeping process in 2,000 of those (2,000 processes), writes junk values on 1,050
@@ -65,15 +68,16 @@ TENANT = r'''
 import os, select, signal, socket, subprocess, sys, time
 root, sock_path, groups, per_group, nprocs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 sleepers_path = sys.argv[6]
+mode = sys.argv[7].encode()
 t0 = time.monotonic()
 for g in range(groups):
     os.mkdir(f"{root}/g{g:03d}")
     for c in range(per_group):
         os.mkdir(f"{root}/g{g:03d}/c{c:03d}")
 t_cgroups = time.monotonic() - t0
-# Opted in: g000-g039 advise, g040-g049 balance (their 200 children inherit it).
+# Opted in: g000-g039 advise, g040-g049 balance or place (their 200 children inherit it).
 for g in range(50):
-    os.setxattr(f"{root}/g{g:03d}", "user.numabalanced", b"advise" if g < 40 else b"balance")
+    os.setxattr(f"{root}/g{g:03d}", "user.numabalanced", b"advise" if g < 40 else mode)
 # Junk: on g050-g099 and 20 children of each (1,050 values).
 junk = 0
 for g in range(50, groups):
@@ -275,7 +279,10 @@ class Monitor:
         self.thread.join(60)
 
 
-def run(env, res):
+def run(env, res, mode="balance"):
+    """mode (hostile-tenant:place): what the tenant's g040-g049 opt in to."""
+    check(mode in ("balance", "place"), f"hostile-tenant:{mode}: balance or place")
+    res["tenant_mode"] = mode
     sysctl_numa_balancing(0)
     # After the tenant's by name, as /workload.slice comes after /user.slice.
     cg = env.cgroup("nb-workload", "balance")
@@ -302,7 +309,7 @@ def run(env, res):
         # processes must not have filled (they are not what is measured).
         tenant = subprocess.Popen(["setpriv", f"--reuid={TENANT_UID}", f"--regid={TENANT_UID}", "--clear-groups",
                                    "numactl", "--membind=0", "/usr/bin/python3", "-c", TENANT, tenant_root, sock, str(GROUPS), str(PER_GROUP),
-                                   str(PROCS), sleepers],
+                                   str(PROCS), sleepers, mode],
                                   preexec_fn=enter, cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True)
         line = tenant.stdout.readline().split()
