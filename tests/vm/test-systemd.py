@@ -241,6 +241,7 @@ def run(build):
         # other VM tests do it); ignored by a build without ASan.
         f.write(f"[Service]\nExecStart=\nExecStart={TEST_DIR}/numabalanced --config {conf}\n"
                 f"ExecReload=\nExecReload={TEST_DIR}/numabalanced --check-config-of $MAINPID\n"
+                f"ExecStopPost=\nExecStopPost={TEST_DIR}/numabalanced --restore-affinity\n"
                 "ExecReload=/bin/kill -HUP $MAINPID\n"
                 "Environment=ASAN_OPTIONS=detect_leaks=0\n")
     # No daemon-reload: nothing has named the unit since boot, so systemd reads it,
