@@ -87,6 +87,7 @@ struct affinity_keeper {
         unsigned call;             /* affinity_place() calls so far: a tid given twice is planned once */
         size_t max_proc, max_all;  /* the bounds: AFFINITY_THREADS_PROC_MAX, AFFINITY_THREADS_MAX */
         bool dirty;                /* the records differ from the file */
+        bool resave;               /* a placed mask the kernel adjusted: the file says another */
         cpu_set_t *set;            /* scratch for the affinity calls */
         size_t set_size;
         affinity_before_set_fn hook;
@@ -1160,6 +1161,7 @@ static void apply_step(struct affinity_keeper *k, struct aff_proc *p, int pidfd,
                 thread_original(t, &original);
                 (void) thread_set_masks(t, &original, &now);
                 k->dirty = true;
+                k->resave = true;
         }
 }
 
@@ -1317,8 +1319,14 @@ int affinity_commit(struct affinity_keeper *k) {
                         k->serve(k->serve_userdata);
         }
         groups_clear(k);
-        /* What the changes left to write (a thread gone meanwhile, one the kernel kept
-         * within its cpuset) is written by the next commit when batched. */
+        /* A thread the kernel kept within its cpuset carries another mask than the file
+         * says: written now, or a kill -9 before the next commit would leave it narrowed
+         * for good (recovery restores only a thread carrying the placed mask). What else
+         * the changes left (a thread gone meanwhile) waits for the next commit. */
+        if (k->resave) {
+                k->resave = false;
+                return save_if_dirty(k);
+        }
         return save_later(k);
 }
 
@@ -1407,6 +1415,19 @@ static void restore_one(struct affinity_keeper *k, const struct aff_proc *p, con
 
 /* Undoes p without saving. */
 static void undo_proc(struct affinity_keeper *k, struct aff_proc *p, struct affinity_counts *c) {
+        /* Its changes planned in this round, not made yet, first: a planned step has
+         * already set the record's placed mask to its target, and restore_one would
+         * take the mask the thread still carries for the application's and drop it,
+         * narrowed (an adopted process planned, then undone with its donor). */
+        for (size_t i = 0; i < k->n_groups; i++) {
+                struct group *g = &k->groups[i];
+
+                if (g->pid != p->pid || g->start_time != p->start_time)
+                        continue;
+                for (size_t j = 0; j < g->n; j++)
+                        unplan(k, p, &g->steps[j]);
+                g->n = 0;
+        }
         adopt_new(k, p, true, c);
         for (size_t i = 0; i < p->n; i++)
                 restore_one(k, p, &p->threads[i], c);

@@ -1059,6 +1059,39 @@ TEST(children_recovered_after_a_kill) {
         affinity_keeper_free(k);
 }
 
+/* An adopted process planned onto another node in a round (batched), then undone with
+ * its donor before the round's commit: it gets its original back, not left narrowed
+ * with its record dropped (the planned step had already set its record's placed mask,
+ * and the undo took the mask it still carried for the application's). */
+TEST(child_planned_then_undone_with_its_donor) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {}, pc = {};
+        nb_cpumask node = one_cpu(cpu_a), on_b = one_cpu(cpu_b), cur = {};
+        uint64_t tid_start;
+        pid_t a, cands[1];
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        a = fork_from(&w[0], FORK_PAUSE);
+        cands[0] = a;
+        c = (struct affinity_counts) {};
+        CHECK_INT(adopt_from_me(k, cands, 1, &c), 1);
+        CHECK_MASK(a, node);
+        affinity_keeper_set_batched(k, true);
+        cur = mask_of(a);
+        tid_start = start_of(a);
+        CHECK_INT(affinity_place(k, a, start_of(a), -1, &a, &tid_start, &cur, 1, &on_b, &pc), 0);
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_INT(affinity_commit(k), 0);
+        CHECK_MASK(a, all_cpus);
+        CHECK_INT(affinity_held(k), 0);
+        affinity_keeper_set_batched(k, false);
+        kill_wait(a);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
 /* Children count against the threads in all, and against the processes followed from
  * one placed process: beyond either, a child gets its original back at once. */
 TEST(children_within_the_bounds) {
