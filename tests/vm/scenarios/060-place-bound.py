@@ -7,7 +7,6 @@ daemon narrows both to node 0's CPUs within 60 s, the memory stays where it is (
 migration in /proc/vmstat beyond the threads' own stacks, which follow them), `explain`
 names the node and the reason, and removing the cgroup's opt-in gives every thread the
 affinity it had."""
-import os
 import time
 
 from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
@@ -55,7 +54,7 @@ def run(env, res):
           f"status does not count the placement: {st['placement']}")
 
     # Opt-out: every thread gets its affinity back.
-    os.removexattr(cg, "trusted.numabalanced")
+    env.set_mode(cg, None)
     deadline = time.time() + 30
     while all_thread_cpus(p.pid) != before:
         if time.time() >= deadline:
