@@ -158,6 +158,19 @@ static const char *kdamonds_line(void) {
         return line;
 }
 
+/* The daemon's DAMON state file written as text (a previous run's, or another
+ * version's); false, counted as a failed check, when it cannot be. */
+static bool write_state(const char *text) {
+        FILE *f = fopen(state, "w");
+
+        CHECK(f != NULL);
+        if (!f)
+                return false;
+        fputs(text, f);
+        fclose(f);
+        return true;
+}
+
 /* The DAMON thread's clock: a round each second, as it runs. */
 static uint64_t now_ms = 10000;
 
@@ -718,19 +731,14 @@ TEST(slots_bounded_and_shared_by_owners) {
 
 TEST(crash_cleanup_turns_off_only_ours) {
         char p[600];
-        FILE *f;
 
         tree("4\n", "vaddr\n");
         put("0/state", "on\n");
         put("0/pid", "555\n");
         put("1/state", "on\n");
         put("1/pid", "666\n");     /* recorded as 600: someone else's now */
-        f = fopen(state, "w");
-        CHECK(f != NULL);
-        if (!f)
+        if (!write_state("kdamonds 4\n0 555\n1 600\nbad line\n9 1\n"))
                 return;
-        fputs("kdamonds 4\n0 555\n1 600\nbad line\n9 1\n", f);
-        fclose(f);
         CHECK_INT(damon_recover(root, state), 0);
         CHECK_STR(get("0/state"), "off");
         CHECK_STR(get("1/state"), "on\n");
@@ -744,12 +752,8 @@ TEST(crash_cleanup_turns_off_only_ours) {
         put("2/contexts/0/targets/0/pid_target", "4242\n");
         put("3/state", "on\n");
         put("3/contexts/0/targets/0/pid_target", "999\n");    /* another tool's since */
-        f = fopen(state, "w");
-        CHECK(f != NULL);
-        if (!f)
+        if (!write_state("kdamonds 4\n2 starting 4242\n3 starting 5000\n"))
                 return;
-        fputs("kdamonds 4\n2 starting 4242\n3 starting 5000\n", f);
-        fclose(f);
         CHECK_INT(damon_recover(root, state), 0);
         CHECK_STR(get("2/state"), "off");
         CHECK_STR(get("3/state"), "on\n");
@@ -761,12 +765,8 @@ TEST(crash_cleanup_turns_off_only_ours) {
         put("0/pid", "555\n");
         snprintf(p, sizeof(p), "%s/0/state", kd);
         CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0);
-        f = fopen(state, "w");
-        CHECK(f != NULL);
-        if (!f)
+        if (!write_state("kdamonds 4\n0 555\n"))
                 return;
-        fputs("kdamonds 4\n0 555\n", f);
-        fclose(f);
         CHECK(damon_recover(root, state) < 0);
         CHECK(access(state, F_OK) == 0);
         untree();
@@ -799,34 +799,22 @@ TEST(crash_cleanup_knows_ours_by_their_directories) {
         /* Another tool's 4, every kdamond off: nr_kdamonds is not set back to 0. */
         put("0/state", "off\n");
         put("1/state", "off\n");
-        f = fopen(state, "w");
-        CHECK(f != NULL);
-        if (!f)
+        if (!write_state("kdamonds 4 1 2 3 4\n"))
                 return;
-        fputs("kdamonds 4 1 2 3 4\n", f);
-        fclose(f);
         CHECK_INT(damon_recover(root, state), 0);
         CHECK_STR(get("nr_kdamonds"), "4\n");
         CHECK(access(state, F_OK) < 0);
         /* Ours (the directories recorded), every one off: DAMON given back. */
-        f = fopen(state, "w");
-        CHECK(f != NULL);
-        if (!f)
+        if (!write_state(kdamonds_line()))
                 return;
-        fputs(kdamonds_line(), f);
-        fclose(f);
         CHECK_INT(damon_recover(root, state), 0);
         CHECK_STR(get("nr_kdamonds"), "0");
         untree();
 
         /* An older numabalanced's file: by its count. */
         tree("4\n", "fvaddr\n");
-        f = fopen(state, "w");
-        CHECK(f != NULL);
-        if (!f)
+        if (!write_state("kdamonds 4\n"))
                 return;
-        fputs("kdamonds 4\n", f);
-        fclose(f);
         CHECK_INT(damon_recover(root, state), 0);
         CHECK_STR(get("nr_kdamonds"), "0");
         untree();
@@ -834,12 +822,8 @@ TEST(crash_cleanup_knows_ours_by_their_directories) {
         /* At start, another tool's 4 is not taken for a previous run's to recover:
          * DAMON is not used, nothing written. */
         tree("4\n", "fvaddr\n");
-        f = fopen(state, "w");
-        CHECK(f != NULL);
-        if (!f)
+        if (!write_state("kdamonds 4 1 2 3 4\n"))
                 return;
-        fputs("kdamonds 4 1 2 3 4\n", f);
-        fclose(f);
         {
                 struct damon *d;
 
@@ -865,7 +849,6 @@ TEST(recovery_runs_on_the_damon_thread) {
         char fifo[600], old[600];
         struct damon *d;
         double t;
-        FILE *f;
         int fd;
 
         tree("4\n", "fvaddr\n");
@@ -873,12 +856,8 @@ TEST(recovery_runs_on_the_damon_thread) {
         snprintf(fifo, sizeof(fifo), "%s/0/state", kd);
         snprintf(old, sizeof(old), "%s/0/state-stalled", kd);
         CHECK(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);   /* its "off" waits */
-        f = fopen(state, "w");
-        CHECK(f != NULL);
-        if (!f)
+        if (!write_state("kdamonds 4\n0 555\n"))
                 return;
-        fputs("kdamonds 4\n0 555\n", f);
-        fclose(f);
         t = now_s();
         CHECK_INT(damon_new(root, state, true, true, &d), 0);
         CHECK(now_s() - t < 0.5);
