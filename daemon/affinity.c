@@ -19,6 +19,7 @@
 #include "log.h"
 #include "parse.h"
 #include "proc.h"
+#include "state-dir.h"
 
 /* The first line; the second is "boot " and the boot id it was written in. */
 #define STATE_HEADER "numabalanced-affinity 2"
@@ -414,19 +415,6 @@ static size_t records_size(struct affinity_keeper *k) {
         return size;
 }
 
-static int write_all(int fd, const char *buf, size_t len) {
-        while (len > 0) {
-                ssize_t n = write(fd, buf, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                buf += n;
-                len -= (size_t) n;
-        }
-        return 0;
-}
-
 /* Every record to fd, OUT_SIZE at a time; -EFBIG, nothing more written, once the file
  * would exceed what its reader accepts. The serve callback is called every
  * SERVE_EVERY_RECORDS records: the records are not changed meanwhile. */
@@ -442,7 +430,7 @@ static int write_records(struct affinity_keeper *k, int fd) {
                         struct aff_thread *t = &p->threads[j];
 
                         if (OUT_SIZE - used < LINE_MAX_BYTES) {
-                                r = write_all(fd, k->out, used);
+                                r = state_dir_write_all(fd, k->out, used);
                                 if (r < 0)
                                         return r;
                                 used = 0;
@@ -456,60 +444,28 @@ static int write_records(struct affinity_keeper *k, int fd) {
                                 k->serve(k->serve_userdata);
                 }
         }
-        return write_all(fd, k->out, used);
+        return state_dir_write_all(fd, k->out, used);
 }
 
-static int make_parent_dir(const char *path) {
-        _cleanup_free_ char *dir = strdup(path);
-        char *slash;
-
-        if (!dir)
-                return -ENOMEM;
-        slash = strrchr(dir, '/');
-        if (!slash || slash == dir)
-                return 0;
-        *slash = 0;
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
+static int write_records_to(int fd, void *userdata) {
+        return write_records(userdata, fd);
 }
 
-/* Every record to the state file: written whole to a temporary file beside it (mode
- * 0600), synced, renamed over it, so that a daemon killed at any instant leaves the
- * old file or the new one, never half of one. Never over a file that was refused and
- * could not be put aside (k->blocked), never a file the reader would refuse. */
+/* Every record to the state file, atomically (state_dir_write(): the old file or the
+ * new one, never half of one, mode 0600). Never over a file that was refused and could
+ * not be put aside (k->blocked), never a file the reader would refuse. */
 static int save(struct affinity_keeper *k) {
-        _cleanup_free_ char *tmp = NULL;
-        int fd, r;
+        int r;
 
         if (k->blocked)
                 return -EPERM;    /* said once, when it was refused */
-        r = make_parent_dir(k->state_path);
+        r = state_dir_write(k->state_path, write_records_to, k);
+        if (r == -EFBIG)
+                return log_warning_errno(r, "Not writing %s: its %zu records would take more than the %zu MiB its "
+                                         "reader accepts", k->state_path, k->n_threads, k->file_max >> 20);
         if (r < 0)
-                return log_warning_errno(r, "Failed to make the directory of %s: %m", k->state_path);
-        if (asprintf(&tmp, "%s.XXXXXX", k->state_path) < 0) {
-                tmp = NULL;
-                return log_warning_errno(-ENOMEM, "Out of memory");
-        }
-        fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0)
-                return log_warning_errno(-errno, "Failed to create %s: %m", tmp);
-        r = write_records(k, fd);
-        if (r >= 0 && (fchmod(fd, 0600) < 0 || fsync(fd) < 0))
-                r = -errno;
-        if (close(fd) < 0 && r >= 0)
-                r = -errno;
-        if (r >= 0 && rename(tmp, k->state_path) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void) unlink(tmp);
-                if (r == -EFBIG)
-                        return log_warning_errno(r, "Not writing %s: its %zu records would take more than the %zu "
-                                                 "MiB its reader accepts", k->state_path, k->n_threads,
-                                                 k->file_max >> 20);
                 return log_warning_errno(r, "Failed to write the threads' original affinities to %s: %m",
                                          k->state_path);
-        }
         k->dirty = false;
         return 0;
 }
@@ -660,29 +616,24 @@ static void put_aside(struct affinity_keeper *k, const char *why) {
         prune_refused(k);
 }
 
-/* Opens the state file if it is ours to trust: a regular file (not followed through a
- * symlink), owned by us, writable by no one else, of a sane size. -ENOENT: none;
- * another -errno with *why set: refused. */
+/* Opens the state file if it is ours to trust (state_dir_open(): a regular file, not
+ * followed through a symlink, owned by us, writable by no one else, of a sane size).
+ * -ENOENT: none; another -errno with *why set: refused. */
 static int open_state(const struct affinity_keeper *k, FILE **ret, char *why, size_t size) {
-        struct stat st;
         FILE *f;
         int fd;
 
-        fd = open(k->state_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) {
-                int r = -errno;
-                if (r == -ENOENT)
-                        return r;
-                snprintf(why, size, "cannot be opened (%s%s)", strerror(-r),
-                         r == -ELOOP ? ": a symbolic link" : "");
-                return r;
-        }
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
-            st.st_size > (off_t) k->file_max) {
-                close(fd);
+        fd = state_dir_open(k->state_path, k->file_max, STATE_DIR_OURS);
+        if (fd == -EPERM || fd == -EFBIG) {
                 snprintf(why, size, "is not a regular file of ours (owner, mode 0600, at most %zu MiB)",
                          k->file_max >> 20);
                 return -EPERM;
+        }
+        if (fd < 0) {
+                if (fd != -ENOENT)
+                        snprintf(why, size, "cannot be opened (%s%s)", strerror(-fd),
+                                 fd == -ELOOP ? ": a symbolic link" : "");
+                return fd;
         }
         f = fdopen(fd, "r");
         if (!f) {
@@ -1572,14 +1523,7 @@ size_t affinity_held(const struct affinity_keeper *k) {
 /* --- the keeper ---------------------------------------------------------------- */
 
 char *affinity_state_path_default(void) {
-        const char *env = getenv("RUNTIME_DIRECTORY");
-        char *path;
-
-        if (!env || env[0] != '/')
-                env = "/run/numabalanced";
-        if (asprintf(&path, "%.*s/%s", (int) strcspn(env, ":"), env, AFFINITY_STATE_FILE) < 0)
-                return NULL;
-        return path;
+        return state_dir_default(AFFINITY_STATE_FILE);
 }
 
 /* This boot's id (the state file is trusted only in the boot it was written in: /run

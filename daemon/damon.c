@@ -20,6 +20,7 @@
 #include "proc.h"
 #include "sample-quota.h"
 #include "service-cpus.h"
+#include "state-dir.h"
 
 #define KDAMONDS "kernel/mm/damon/admin/kdamonds"
 /* Intervals (microseconds): a sample every 5 ms and an aggregation every 100 ms are
@@ -205,19 +206,22 @@ static bool parse_kdamonds(const char *line, uint64_t *ret_n, uint64_t ino[DAMON
         return true;
 }
 
+/* Which kdamonds are ours, written atomically (state-dir.h); none: no file. */
 static void record(struct damon *d) {
-        _cleanup_free_ char *tmp = NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
         FILE *f;
+        int r;
 
-        if (!d->state_path || asprintf(&tmp, "%s.tmp", d->state_path) < 0)
+        if (!d->state_path)
                 return;
         if (!d->created) {
                 (void) unlink(d->state_path);
                 return;
         }
-        f = fopen(tmp, "we");
+        f = open_memstream(&text, &len);
         if (!f) {
-                log_warning_errno(-errno, "Failed to write %s: %m", tmp);
+                log_warning_errno(-errno, "Failed to write %s: %m", d->state_path);
                 return;
         }
         /* Their number and their directories: the next start tells them by both. */
@@ -233,8 +237,9 @@ static void record(struct damon *d) {
                         fprintf(f, "%u %d\n", i, (int) d->ap[i].kpid);
                 else if (d->ap[i].on || d->ap[i].starting)
                         fprintf(f, "%u starting %d\n", i, (int) d->ap[i].pid);
-        if (fflush(f) != 0 || fsync(fileno(f)) < 0 || fclose(f) != 0 || rename(tmp, d->state_path) < 0)
-                log_warning_errno(-errno, "Failed to write %s: %m", d->state_path);
+        r = fclose(f) == 0 ? state_dir_write_buf(d->state_path, text, len) : -ENOMEM;
+        if (r < 0)
+                log_warning_errno(r, "Failed to write %s: %m", d->state_path);
 }
 
 static bool all_off(const struct damon *d, uint64_t n) {
@@ -273,7 +278,7 @@ int damon_recover(const char *sys_root, const char *state_path) {
 
         if (!state_path)
                 return 0;
-        r = read_file_at(AT_FDCWD, state_path, 4096, &buf, &len);
+        r = state_dir_read(state_path, 4096, 0, &buf, &len);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -376,7 +381,7 @@ static uint64_t recorded_kdamonds(struct damon *d) {
         bool has_ino;
         size_t len;
 
-        if (read_file_at(AT_FDCWD, d->state_path, 4096, &buf, &len) < 0)
+        if (state_dir_read(d->state_path, 4096, 0, &buf, &len) < 0)
                 return 0;
         buf[strcspn(buf, "\n")] = 0;
         if (!parse_kdamonds(buf, &ours, ino, &has_ino) || ours == 0)

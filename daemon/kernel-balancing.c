@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cleanup.h"
 #include "kernel-balancing.h"
 #include "log.h"
 #include "parse.h"
+#include "state-dir.h"
 
 static int make_path(const char *proc_root, char **ret) {
         if (asprintf(ret, "%s/sys/kernel/numa_balancing", proc_root) < 0) {
@@ -21,64 +21,58 @@ static int make_path(const char *proc_root, char **ret) {
         return 0;
 }
 
+/* A value as the sysctl and the state file hold it: a number and a newline. */
+static int parse_value(char *text, size_t len, uint64_t *ret) {
+        while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
+                text[--len] = 0;
+        return parse_u64(text, 0, UINT32_MAX, ret);
+}
+
 static int read_value(const char *path, uint64_t *ret) {
         _cleanup_free_ char *text = NULL;
         size_t len;
         int r;
 
         r = read_file_at(AT_FDCWD, path, 64, &text, &len);
-        if (r < 0)
-                return r;
-        while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
-                text[--len] = 0;
-        return parse_u64(text, 0, UINT32_MAX, ret);
+        return r < 0 ? r : parse_value(text, len, ret);
 }
 
-static int write_fd_value(int fd, uint64_t v) {
-        char buf[24];
-        int n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", v);
+/* The value a daemon saved (state-dir.h: a regular file, not a link, bounded). */
+static int read_saved(const struct kernel_balancing *k, uint64_t *ret) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r;
 
-        errno = 0;
-        if (write(fd, buf, (size_t) n) != n)
-                return errno ? -errno : -EIO;
-        return 0;
+        r = state_dir_read(k->state_path, 64, 0, &text, &len);
+        return r < 0 ? r : parse_value(text, len, ret);
+}
+
+/* v as the sysctl and the state file hold it: its length at buf. */
+static size_t format_value(uint64_t v, char buf[static 24]) {
+        return (size_t) snprintf(buf, 24, "%" PRIu64 "\n", v);
 }
 
 static int write_value(const char *path, uint64_t v) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        char buf[24];
+        size_t n = format_value(v, buf);
 
         if (fd < 0)
                 return -errno;
-        return write_fd_value(fd, v);
+        errno = 0;
+        if (write(fd, buf, n) != (ssize_t) n)
+                return errno ? -errno : -EIO;
+        return 0;
 }
 
 /* --- the saved value ---------------------------------------------------------- */
 
-/* Saves k->found to the state file: written whole to a temporary file in the same
- * directory and renamed over it, so that a daemon killed at any instant leaves
- * either the old file or the new one, never half of one. */
+/* Saves k->found to the state file, atomically (state_dir_write()): a daemon killed
+ * at any instant leaves either the old file or the new one, never half of one. */
 static int save(const struct kernel_balancing *k) {
-        _cleanup_free_ char *tmp = NULL;
-        _cleanup_close_ int fd = -1;
-        int r;
+        char buf[24];
 
-        if (mkdir(k->state_dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        if (asprintf(&tmp, "%s.XXXXXX", k->state_path) < 0) {
-                tmp = NULL;
-                return -ENOMEM;
-        }
-        fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        r = write_fd_value(fd, k->found);
-        if (r >= 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r >= 0 && rename(tmp, k->state_path) < 0)
-                r = -errno;
-        if (r < 0)
-                (void) unlink(tmp);
-        return r;
+        return state_dir_write_buf(k->state_path, buf, format_value(k->found, buf));
 }
 
 /* The value is the operator's again (restored, or changed by someone): nothing to
@@ -94,7 +88,7 @@ static void recover(struct kernel_balancing *k) {
         uint64_t saved;
         int r;
 
-        r = read_value(k->state_path, &saved);
+        r = read_saved(k, &saved);
         if (r == -ENOENT)
                 return;
         if (r < 0) {
@@ -147,30 +141,13 @@ int kernel_balancing_read(const char *proc_root, uint64_t *ret) {
  * Returns false when another process holds it; a directory that cannot be made or
  * opened is no lock (saving will fail the same way: nothing is changed then). */
 static bool take_lock(struct kernel_balancing *k) {
-        int fd;
+        int fd = state_dir_lock(k->state_dir, true, 0);
 
-        if (mkdir(k->state_dir, 0755) < 0 && errno != EEXIST)
-                return true;
-        fd = open(k->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return true;
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-                int e = errno;
-                close(fd);
-                return e != EWOULDBLOCK;
-        }
-        k->lock_fd = fd;
+        if (fd == -EWOULDBLOCK)
+                return false;
+        if (fd >= 0)
+                k->lock_fd = fd;
         return true;
-}
-
-/* The first directory of $RUNTIME_DIRECTORY (systemd lists one per RuntimeDirectory=
- * entry, separated by colons), else the default. */
-static char *default_state_dir(void) {
-        const char *env = getenv("RUNTIME_DIRECTORY");
-
-        if (!env || env[0] != '/')
-                return strdup(KERNEL_BALANCING_STATE_DIR);
-        return strndup(env, strcspn(env, ":"));
 }
 
 bool kernel_balancing_owns_state(struct kernel_balancing *k) {
@@ -184,7 +161,7 @@ int kernel_balancing_init(struct kernel_balancing *k, const char *proc_root, con
 
         *k = (struct kernel_balancing) { .lock_fd = -1 };
         r = make_path(proc_root, &k->path);
-        k->state_dir = state_dir ? strdup(state_dir) : default_state_dir();
+        k->state_dir = state_dir ? strdup(state_dir) : state_dir_default(NULL);
         if (r < 0 || !k->state_dir ||
             asprintf(&k->state_path, "%s/%s", k->state_dir, KERNEL_BALANCING_STATE_FILE) < 0) {
                 k->state_path = NULL;

@@ -13,21 +13,22 @@
  * The operator's value must survive a daemon that never reaches its exit (SIGKILL,
  * the watchdog, a crash, a stop that times out): before writing 0 it is saved to a
  * file in the state directory (/run/numabalanced, the unit's RuntimeDirectory=, kept
- * by RuntimeDirectoryPreserve=yes), written to a temporary file and renamed over it.
+ * by RuntimeDirectoryPreserve=yes), written atomically (state-dir.h).
  * At start, a saved value with the sysctl still at 0 means the previous daemon did
  * not restore it: that saved value is the operator's, not the 0 found. The file is
  * removed once the value is restored (or when someone changed the sysctl since).
  * /run is right for it because the sysctl itself starts afresh at each boot. The
- * state directory is locked (flock) while a daemon holds the sysctl: a second daemon
- * leaves the sysctl and the saved value alone. */
+ * state directory is locked (state_dir_lock()) while a daemon holds the sysctl: a
+ * second daemon leaves the sysctl and the saved value alone. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include "config.h"
+#include "state-dir.h"
 
 /* Where the operator's value is kept while the daemon holds the sysctl at 0, when
  * systemd does not say ($RUNTIME_DIRECTORY). */
-#define KERNEL_BALANCING_STATE_DIR "/run/numabalanced"
+#define KERNEL_BALANCING_STATE_DIR STATE_DIR_DEFAULT
 /* Its name in that directory. */
 #define KERNEL_BALANCING_STATE_FILE "kernel.numa_balancing"
 

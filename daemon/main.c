@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -47,6 +46,7 @@
 #include "nodemask.h"
 #include "parse.h"
 #include "service-cpus.h"
+#include "state-dir.h"
 
 struct args {
         const char *config;          /* as named with --config, or the default */
@@ -239,23 +239,10 @@ static int reload(void *userdata) {
  * another -errno. */
 static int lock_state_dir(const char *state_path) {
         _cleanup_free_ char *dir = strndup(state_path, (size_t) (strrchr(state_path, '/') - state_path));
-        int fd;
 
         if (!dir)
                 return -ENOMEM;
-        fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        for (unsigned waited = 0;; waited += 100) {
-                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-                        return fd;
-                if (errno != EWOULDBLOCK || waited >= RESTORE_LOCK_WAIT_MS) {
-                        int r = -errno;
-                        close(fd);
-                        return r;
-                }
-                nanosleep(&(struct timespec) { .tv_nsec = 100 * 1000000L }, NULL);
-        }
+        return state_dir_lock(*dir ? dir : "/", false, RESTORE_LOCK_WAIT_MS);
 }
 
 /* --restore-affinity: exit 0 unless the state file exists and could not be read (or
