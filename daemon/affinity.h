@@ -4,16 +4,12 @@
  * threads: the originals kept and given back").
  *
  * The keeper records, for every thread it narrowed, the affinity the thread had (its
- * original) and the one it set (placed), keyed by pid and process start time, tid and
- * thread start time. The records are written to a state file under /run (write a
- * temporary file, fsync, rename) BEFORE any affinity changes, so that a daemon killed
- * at any instant (kill -9, the watchdog, a crash) leaves a file from which the next
- * start, or `numabalanced --restore-affinity`, gives every thread its original back
- * (affinity_recover). The file carries the boot id and is trusted in that boot only;
- * it is never written bigger than its reader accepts (64 MiB); a file not trusted is
- * renamed aside (<file>.refused-<UTC time>, the newest 3 kept), never written over.
- * Batched (the placer), the file is written once per round: by affinity_commit(),
- * before the round's first change.
+ * original) and the one it set (placed): the records and their state file under /run
+ * are affinity-store.h's. The records are in the file BEFORE any affinity changes, so
+ * that a daemon killed at any instant (kill -9, the watchdog, a crash) leaves a file
+ * from which the next start, or `numabalanced --restore-affinity`, gives every thread
+ * its original back (affinity_recover). Batched (the placer), the file is written
+ * once per round: by affinity_commit(), before the round's first change.
  *
  * A thread whose affinity is no longer the mask we set was changed by its application
  * (or by a cpuset change): it is left alone from then on, never touched again, never
@@ -39,19 +35,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "affinity-store.h"
 #include "nodemask.h"
 
-#define AFFINITY_THREADS_PROC_MAX 1024
-#define AFFINITY_THREADS_MAX 65536
-/* The state file's name in the daemon's state directory (/run/numabalanced). */
-#define AFFINITY_STATE_FILE "affinity"
-
 struct affinity_keeper;
-
-/* The daemon's state file: AFFINITY_STATE_FILE in the first directory of
- * $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else in /run/numabalanced, as for
- * the saved kernel.numa_balancing. malloc'd; NULL when out of memory. */
-char *affinity_state_path_default(void);
 
 /* state_path: the state file (/run/numabalanced/affinity in the daemon; its directory
  * is made if missing); proc_root: "/proc". Nothing is read or written yet. NULL when
@@ -170,11 +157,11 @@ void affinity_keeper_set_limits(struct affinity_keeper *k, size_t per_process, s
  * always write it. */
 void affinity_keeper_set_batched(struct affinity_keeper *k, bool batched);
 
-/* Called every few thousand records while the state file is written, and after each
- * process narrowed by affinity_commit(): the daemon serves its control socket and the
- * watchdog there. The records are whole and unchanged during the call, which must not
- * call the keeper but for its const queries. */
-typedef void (*affinity_serve_fn)(void *userdata);
+/* Called every few thousand records while the state file is written
+ * (affinity_serve_fn, affinity-store.h), and after each process narrowed by
+ * affinity_commit(): the daemon serves its control socket and the watchdog there. The
+ * records are whole and unchanged during the call, which must not call the keeper but
+ * for its const queries. */
 void affinity_keeper_set_serve(struct affinity_keeper *k, affinity_serve_fn fn, void *userdata);
 
 /* A test's seam: a lower bound than 64 MiB on the state file, read and written. */

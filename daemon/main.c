@@ -248,7 +248,7 @@ static int lock_state_dir(const char *state_path) {
 /* --restore-affinity: exit 0 unless the state file exists and could not be read (or
  * not emptied after). */
 static int restore_affinity(const struct args *a) {
-        _cleanup_free_ char *path = affinity_state_path_default();
+        _cleanup_free_ char *path = affinity_store_path_default();
         struct affinity_keeper *k;
         struct affinity_counts c = {};
         bool found;

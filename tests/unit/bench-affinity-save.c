@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Times the affinity keeper's save (daemon/affinity.c) of AFFINITY_THREADS_MAX
+/* Times the affinity keeper's save (daemon/affinity-store.c) of AFFINITY_THREADS_MAX
  * (65,536) records: 64 processes of 1,024 threads, with plain masks (0-63 placed on
  * 0-31) and with masks a tenant fragmented (every other CPU of 0-319, or of 0-511,
  * placed on every other CPU of 0-127: the second makes a file bigger than the reader's
  * 64 MiB). Not a test: built with `ninja -C build tests/bench-affinity-save`, run by
  * hand, `bench-affinity-save [DIR]` (default /run; the daemon's /run is a tmpfs). It
- * includes affinity.c to reach its static save(). Each save is timed 7 times (wall and
+ * includes affinity-store.c to reach its static format_list(). Each save is timed 7 times (wall and
  * the thread's CPU time, CLOCK_MONOTONIC and CLOCK_THREAD_CPUTIME_ID).
  * With --check (the unit test affinity-save), no timing: the writer's CPU lists are
  * cpumask_format()'s, 65,536 records of fragmented masks are read back as written, and
  * a file bigger than the reader's 64 MiB is not written. */
-#include "../../daemon/affinity.c"
+#include "../../daemon/affinity-store.c"
 #include <dirent.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static double now_ms(clockid_t c) {
@@ -27,26 +28,24 @@ static int cmp(const void *a, const void *b) {
 
 static void run(const char *dir, const char *name, const nb_cpumask *orig, const nb_cpumask *placed) {
         char path[256];
-        struct affinity_keeper *k;
+        struct affinity_store store, *k = &store;
         double wall[7], cpu[7];
         struct stat st;
         int r = 0;
 
         snprintf(path, sizeof(path), "%s/bench-affinity-%d/affinity", dir, (int) getpid());
-        k = affinity_keeper_new(path, "/proc");
-        if (!k)
+        if (affinity_store_init(k, path) < 0)
                 exit(1);
-        affinity_keeper_set_limits(k, AFFINITY_THREADS_PROC_MAX, AFFINITY_THREADS_MAX);
         for (pid_t p = 0; p < 64; p++) {
-                struct aff_proc *ap = add_proc(k, 100000 + p, 123456789);
+                struct aff_proc *ap = affinity_store_add(k, 100000 + p, 123456789);
                 for (pid_t t = 0; t < 1024; t++)
-                        if (!ap || add_thread(k, ap, 100000 + p * 1024 + t, 123456789 + (uint64_t) t, 0, orig,
+                        if (!ap || affinity_store_add_thread(k, ap, 100000 + p * 1024 + t, 123456789 + (uint64_t) t, 0, orig,
                                               placed, NULL) < 0)
                                 exit(1);
         }
         for (int i = 0; i < 7; i++) {
                 double w0 = now_ms(CLOCK_MONOTONIC), c0 = now_ms(CLOCK_THREAD_CPUTIME_ID);
-                r = save(k);
+                r = affinity_store_save(k);
                 wall[i] = now_ms(CLOCK_MONOTONIC) - w0;
                 cpu[i] = now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
         }
@@ -61,7 +60,7 @@ static void run(const char *dir, const char *name, const nb_cpumask *orig, const
         unlink(path);
         *strrchr(path, '/') = 0;
         rmdir(path);
-        affinity_keeper_free(k);
+        affinity_store_done(k);
 }
 
 /* The writer's lists are cpumask_format()'s, for random masks of every density. */
@@ -89,15 +88,15 @@ static int check_format(void) {
         return 0;
 }
 
-static struct affinity_keeper *filled(const char *path, const nb_cpumask *orig, const nb_cpumask *placed) {
-        struct affinity_keeper *k = affinity_keeper_new(path, "/proc");
+static struct affinity_store *filled(const char *path, const nb_cpumask *orig, const nb_cpumask *placed) {
+        struct affinity_store *k = calloc(1, sizeof(*k));
 
-        if (!k)
+        if (!k || affinity_store_init(k, path) < 0)
                 exit(1);
         for (pid_t p = 0; p < 64; p++) {
-                struct aff_proc *ap = add_proc(k, 100000 + p, 123456789);
+                struct aff_proc *ap = affinity_store_add(k, 100000 + p, 123456789);
                 for (pid_t t = 0; t < 1024; t++)
-                        if (!ap || add_thread(k, ap, 100000 + p * 1024 + t, 123456789 + (uint64_t) t,
+                        if (!ap || affinity_store_add_thread(k, ap, 100000 + p * 1024 + t, 123456789 + (uint64_t) t,
                                               (unsigned) t % 3, orig, placed, NULL) < 0)
                                 exit(1);
         }
@@ -109,7 +108,7 @@ static struct affinity_keeper *filled(const char *path, const nb_cpumask *orig, 
 static int check_round_trip(const char *dir) {
         char path[256];
         nb_cpumask o = {}, p = {};
-        struct affinity_keeper *k, *back;
+        struct affinity_store *k, back;
         size_t same = 0;
         DIR *d;
         struct dirent *de;
@@ -120,28 +119,30 @@ static int check_round_trip(const char *dir) {
                 cpumask_set(&p, c);
         snprintf(path, sizeof(path), "%s/affinity", dir);
         k = filled(path, &o, &p);
-        back = affinity_keeper_new(path, "/proc");
-        if (!back || save(k) < 0 || load(back) < 0 || back->n_threads != k->n_threads) {
+        if (affinity_store_init(&back, path) < 0 || affinity_store_save(k) < 0 || affinity_store_load(&back) < 0 ||
+            back.n_threads != k->n_threads) {
                 fprintf(stderr, "FAIL: 65,536 records not written and read back whole\n");
                 return 1;
         }
         for (size_t i = 0; i < k->n_procs; i++)
                 for (size_t j = 0; j < k->procs[i].n; j++) {
                         const struct aff_thread *t = &k->procs[i].threads[j];
-                        const struct aff_thread *u = thread_of(back, k->procs[i].pid, t->tid);
+                        const struct aff_proc *q = affinity_store_find(&back, k->procs[i].pid);
+                        const struct aff_thread *u = q ? affinity_store_thread(q, t->tid) : NULL;
                         nb_cpumask a, b, c, e;
 
                         if (!u)
                                 continue;
-                        thread_original(t, &a);
-                        thread_original(u, &b);
-                        thread_placed(t, &c);
-                        thread_placed(u, &e);
+                        affinity_store_original(t, &a);
+                        affinity_store_original(u, &b);
+                        affinity_store_placed(t, &c);
+                        affinity_store_placed(u, &e);
                         same += u->tid_start == t->tid_start && u->flags == t->flags && cpumask_equal(&a, &b) &&
-                                cpumask_equal(&c, &e) && back->procs[i].start_time == k->procs[i].start_time;
+                                cpumask_equal(&c, &e) && back.procs[i].start_time == k->procs[i].start_time;
                 }
-        affinity_keeper_free(back);
-        affinity_keeper_free(k);
+        affinity_store_done(&back);
+        affinity_store_done(k);
+        free(k);
         if (same != 65536) {
                 fprintf(stderr, "FAIL: %zu of 65,536 records read back the same\n", same);
                 return 1;
@@ -151,11 +152,12 @@ static int check_round_trip(const char *dir) {
         for (unsigned c = 320; c < 512; c += 2)
                 cpumask_set(&o, c);
         k = filled(path, &o, &p);
-        if (save(k) != -EFBIG || access(path, F_OK) == 0) {
+        if (affinity_store_save(k) != -EFBIG || access(path, F_OK) == 0) {
                 fprintf(stderr, "FAIL: a file bigger than 64 MiB written\n");
                 return 1;
         }
-        affinity_keeper_free(k);
+        affinity_store_done(k);
+        free(k);
         d = opendir(dir);
         while (d && (de = readdir(d)))
                 if (de->d_name[0] != '.') {

@@ -1314,24 +1314,6 @@ TEST(batched_writes_once_before_the_first_change) {
         affinity_keeper_free(k);
 }
 
-TEST(state_path_default) {
-        char *p;
-
-        unsetenv("RUNTIME_DIRECTORY");
-        p = affinity_state_path_default();
-        CHECK_STR(p, "/run/numabalanced/affinity");
-        free(p);
-        setenv("RUNTIME_DIRECTORY", "/run/nb-test:/run/other", 1);
-        p = affinity_state_path_default();
-        CHECK_STR(p, "/run/nb-test/affinity");
-        free(p);
-        setenv("RUNTIME_DIRECTORY", "relative", 1);
-        p = affinity_state_path_default();
-        CHECK_STR(p, "/run/numabalanced/affinity");
-        free(p);
-        unsetenv("RUNTIME_DIRECTORY");
-}
-
 /* --- setup --------------------------------------------------------------------- */
 
 static void quiet(int level, int error, const struct log_fields *fields, const char *msg) {
