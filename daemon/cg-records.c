@@ -18,6 +18,11 @@ void cg_records_init(struct cg_records *r) {
         siphash_random_key(r->key);
 }
 
+void cg_records_set_depart(struct cg_records *r, cg_records_depart_fn fn, void *userdata) {
+        r->depart = fn;
+        r->depart_userdata = userdata;
+}
+
 static uint64_t hash_path(const struct cg_records *r, const char *path) {
         return siphash24(path, strlen(path), r->key);
 }
@@ -129,7 +134,7 @@ static void unlink_hash(struct cg_records *r, struct cg_rec *c) {
                 }
 }
 
-void cg_records_sweep(struct cg_records *r, struct cost_ledger *l) {
+void cg_records_sweep(struct cg_records *r) {
         size_t w = 0;
 
         for (size_t i = 0; i < r->n; i++) {
@@ -139,7 +144,8 @@ void cg_records_sweep(struct cg_records *r, struct cost_ledger *l) {
                         r->v[w++] = c;
                         continue;
                 }
-                cost_depart(l, c);
+                if (r->depart)
+                        r->depart(r->depart_userdata, c);
                 unlink_hash(r, c);
                 free(c->path);
                 free(c);

@@ -5,16 +5,17 @@
  * compares per tick. The hash is SipHash with a key drawn at start, since users name
  * their cgroups. A record lives while its cgroup is selected: at the end of a tick in
  * which it was not (the cgroup went, or opted out), it is freed and its CPU time kept
- * in the ledger as departed (cost_depart), so that the daemon's totals stay whole. On
- * the event-loop thread. */
+ * in the ledger as departed (the departure callback: cost_depart, set by the manager),
+ * so that the daemon's totals stay whole. This module does not see the ledger. On the
+ * event-loop thread. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "cgroup.h"
-#include "cost.h"
 #include "migrate.h"
 #include "siphash.h"
+#include "stage.h"
 
 struct cg_rec {
         char *path;
@@ -47,25 +48,34 @@ struct cg_rec {
         enum { GROWTH_UNKNOWN, GROWTH_NONE, GROWTH_SOME } growth;  /* this tick */
 };
 
+struct cg_rec;
+/* A record about to be freed (cg_records_sweep). */
+typedef void (*cg_records_depart_fn)(void *userdata, const struct cg_rec *c);
+
 struct cg_records {
         struct cg_rec **v;         /* in the order they were made */
         size_t n, cap;
         struct cg_rec **buckets;
         size_t n_buckets;          /* a power of two, or 0 */
         uint8_t key[SIPHASH_KEY_SIZE];
+        cg_records_depart_fn depart;  /* each record the sweep frees, before it goes */
+        void *depart_userdata;
 };
 
-/* An empty set with a fresh hash key. */
+/* An empty set with a fresh hash key, no departure callback. */
 void cg_records_init(struct cg_records *r);
+/* fn(userdata, record) for each record cg_records_sweep() frees, before it goes (the
+ * manager keeps its CPU time in the ledger: cost_depart). */
+void cg_records_set_depart(struct cg_records *r, cg_records_depart_fn fn, void *userdata);
 /* The record of the selected cgroup e, made if new (its owner read from its directory
  * under cgroup_root), with e's mode, source, coverage and turn's owner.
  * NULL when out of memory. */
 struct cg_rec *cg_records_get(struct cg_records *r, const char *cgroup_root, const struct cgroup_entry *e);
 /* The record of path, or NULL. */
 struct cg_rec *cg_records_find(const struct cg_records *r, const char *path);
-/* Frees the records not seen at the last tick (cg_rec.seen), their CPU time kept in
- * the ledger. After the processes that pointed to them were forgotten: a process seen
- * in this tick has a seen cgroup. */
-void cg_records_sweep(struct cg_records *r, struct cost_ledger *l);
+/* Frees the records not seen at the last tick (cg_rec.seen), each handed to the
+ * departure callback first. After the processes that pointed to them were forgotten: a
+ * process seen in this tick has a seen cgroup. */
+void cg_records_sweep(struct cg_records *r);
 /* Frees them all. */
 void cg_records_done(struct cg_records *r);

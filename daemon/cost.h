@@ -35,8 +35,7 @@
 #include <stdint.h>
 #include "cgroup.h"
 #include "clock.h"
-
-enum stage { STAGE_READ, STAGE_DECIDE, STAGE_MIGRATE, STAGE_WALK, STAGE_BOOKKEEPING, STAGE_REPORT, _STAGE_MAX };
+#include "stage.h"
 
 struct cg_rec;
 struct cg_records;
@@ -93,7 +92,8 @@ uint64_t cost_walk_others(struct cost_ledger *l, const struct cg_records *cgs, c
  * shared in proportion to it. Returns the part of main_ns not given (no worker time). */
 uint64_t cost_charge_run(struct cost_ledger *l, const struct migrate_job *jobs, size_t n_jobs, uint64_t main_ns);
 
-/* A cgroup record about to be freed: its time stays in the totals, as departed. */
+/* A cgroup record about to be freed: its time stays in the totals, as departed (the
+ * manager hands it to cg_records_set_depart()). */
 void cost_depart(struct cost_ledger *l, const struct cg_rec *cg);
 
 /* The unattributed time so far (the process's CPU time less its start and what was

@@ -247,8 +247,18 @@ static void need_free_memory(struct manager *m) {
                 log_warning_errno(r, "Failed to read free memory per node, using the previous values: %m");
 }
 
-static struct service_threads service_threads_of(const struct manager *m) {
-        return (struct service_threads) { .walker = m->walker, .migrator = m->migrator, .reader = m->reader };
+/* The daemon's thread pools, handed to service_cpus_check() at each check (a test may
+ * replace one): service-cpus.c knows none of them. */
+static size_t service_pools_of(const struct manager *m, struct service_pool pools[3]) {
+        size_t n = 0;
+
+        if (m->walker)
+                pools[n++] = walker_service_pool(m->walker);
+        if (m->reader)
+                pools[n++] = tenant_reader_service_pool(m->reader);
+        if (m->migrator)
+                pools[n++] = migrator_service_pool(m->migrator);
+        return n;
 }
 
 /* What the scans of this tick read besides their process. */
@@ -1006,11 +1016,12 @@ int manager_tick(struct manager *m) {
         uint64_t charged = 0;
         bool fresh;
         int r;
-        struct service_threads threads = service_threads_of(m);
+        struct service_pool pools[3];
+        size_t n_pools = service_pools_of(m, pools);
 
         m->counters.tick++;
         one_node_tick(m);
-        if (!service_cpus_check(&m->service, m->sys_root, &threads)) {
+        if (!service_cpus_check(&m->service, m->sys_root, pools, n_pools)) {
                 tick_timed(m, t_start);
                 return 0;
         }
@@ -1039,7 +1050,7 @@ int manager_tick(struct manager *m) {
         forget_departed(m);
         damon_sync_tick(m, now);
         publish_cgroups(m);
-        cg_records_sweep(&m->cgs, &m->cost);
+        cg_records_sweep(&m->cgs);
         /* Each scan's buffers (numa_maps text, parsed VMAs) are freed between records
          * that stay: glibc keeps the freed pages in the middle of the heap resident.
          * Give them back now and then (measured: 25 MB of heap for 1,000 processes,
@@ -1113,9 +1124,10 @@ void manager_react_pass(struct manager *m) {
         _cleanup_free_ uint64_t *reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
         struct scan_list scans = {};
         uint64_t now = clock_now_ms(), charged = 0;
-        struct service_threads threads = service_threads_of(m);
+        struct service_pool pools[3];
+        size_t n_pools = service_pools_of(m, pools);
 
-        if (!reserved || !service_cpus_check(&m->service, m->sys_root, &threads))
+        if (!reserved || !service_cpus_check(&m->service, m->sys_root, pools, n_pools))
                 return;
         m->free_read_tick = 0;     /* free memory read again if anything plans */
         for (size_t i = 0; i < m->procs.n; i++) {
@@ -1338,6 +1350,12 @@ static bool stop_pending(void *ctx) {
         return stop_signalled(m);
 }
 
+/* A cgroup record the sweep frees: its CPU time stays in the ledger (cg-records.c
+ * does not see the ledger). */
+static void cg_departed(void *userdata, const struct cg_rec *c) {
+        cost_depart(userdata, c);
+}
+
 /* The reports' view: pointers into m, set once (m never moves). */
 static void view_init(struct manager *m) {
         m->view = (struct manager_view) {
@@ -1400,6 +1418,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 return -ENOMEM;
         proc_records_init(&m->procs);
         cg_records_init(&m->cgs);
+        cg_records_set_depart(&m->cgs, cg_departed, &m->cost);
         view_init(m);
         siphash_random_key(m->invalid_key);
         m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);

@@ -420,3 +420,15 @@ bool migrator_pinned(const struct migrator *m, const nb_cpumask *online, bool ex
         }
         return true;
 }
+
+static int repin_pool(void *pool, const nb_cpumask *cpus) {
+        return migrator_repin(pool, cpus);
+}
+
+static bool pinned_pool(void *pool, const nb_cpumask *cpus, bool exact) {
+        return migrator_pinned(pool, cpus, exact);
+}
+
+struct service_pool migrator_service_pool(struct migrator *m) {
+        return (struct service_pool) { "migration workers", repin_pool, pinned_pool, m };
+}

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "executor.h"
 #include "nodemask.h"
+#include "service-cpus.h"
 
 struct migrator;
 
@@ -54,3 +55,5 @@ int migrator_repin(struct migrator *m, const nb_cpumask *online);
 /* Whether every worker is pinned where migrator_repin(m, online) would pin it (exact),
  * or at least to some of online and nothing else (!exact). */
 bool migrator_pinned(const struct migrator *m, const nb_cpumask *online, bool exact);
+/* The workers as a pool for service_cpus_check(). */
+struct service_pool migrator_service_pool(struct migrator *m);

@@ -6,11 +6,8 @@
 #include <unistd.h>
 #include "log.h"
 #include "service-cpus.h"
-#include "tenant-reader.h"
 #include "clock.h"
 #include "topology.h"
-#include "walker.h"
-#include "migrator.h"
 
 cpu_set_t *service_cpus_cpuset_new(const nb_cpumask *cpus, size_t *ret_size) {
         size_t size = CPU_ALLOC_SIZE(NB_CPUS_MAX);
@@ -163,34 +160,35 @@ int service_cpus_pin_process(const nb_cpumask *cpus) {
 
 /* ---- keeping every thread pinned --------------------------------------------- */
 
-/* Pins the event-loop thread, the walker and the workers to the online service CPUs
- * `now`. Returns how many workers are away from their own CPU, or -errno when a pin
- * did not hold (logged at debug: the caller tries again on the next tick). */
-static int repin(const struct service_threads *t, const nb_cpumask *now) {
-        int r, first = 0, away;
+/* Pins the event-loop thread and every pool to the online service CPUs `now`. Returns
+ * how many threads are away from a CPU of their own (workers), or -errno when a pin did
+ * not hold (logged at debug: the caller tries again on the next tick). */
+static int repin(const struct service_pool *pools, size_t n, const nb_cpumask *now) {
+        int r, first = 0, away = 0;
 
         /* Every thread, whatever failed before it: none left where others put it. */
         r = service_cpus_pin_thread(pthread_self(), now);
         if (r < 0)
                 first = log_debug_errno(r, "Failed to pin the event loop to the service CPUs: %m");
-        r = t->walker ? walker_repin(t->walker, now) : 0;
-        if (r < 0 && !first)
-                first = log_debug_errno(r, "Failed to pin the cgroup walker to the service CPUs: %m");
-        r = tenant_reader_repin(t->reader, now);
-        if (r < 0 && !first)
-                first = log_debug_errno(r, "Failed to pin the reader threads to the service CPUs: %m");
-        away = migrator_repin(t->migrator, now);
-        if (away < 0 && !first)
-                first = log_debug_errno(away, "Failed to pin the migration workers to the service CPUs: %m");
+        for (size_t i = 0; i < n; i++) {
+                r = pools[i].repin(pools[i].pool, now);
+                if (r < 0 && !first)
+                        first = log_debug_errno(r, "Failed to pin the %s to the service CPUs: %m", pools[i].name);
+                else if (r > 0)
+                        away += r;
+        }
         return first < 0 ? first : away;
 }
 
-/* Whether every thread is pinned where repin(t, now) pins it (exact), or at least to
- * some of the online service CPUs `now` and nothing else (!exact). */
-static bool pinned(const struct service_threads *t, const nb_cpumask *now, bool exact) {
-        return service_cpus_thread_within(pthread_self(), now, exact) &&
-               (!t->walker || walker_pinned(t->walker, now, exact)) &&
-               tenant_reader_pinned(t->reader, now, exact) && migrator_pinned(t->migrator, now, exact);
+/* Whether every thread is pinned where repin(pools, n, now) pins it (exact), or at
+ * least to some of the online service CPUs `now` and nothing else (!exact). */
+static bool pinned(const struct service_pool *pools, size_t n, const nb_cpumask *now, bool exact) {
+        if (!service_cpus_thread_within(pthread_self(), now, exact))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!pools[i].pinned(pools[i].pool, now, exact))
+                        return false;
+        return true;
 }
 
 /* The daemon's work must run on the service CPUs only, and others can change where
@@ -206,7 +204,7 @@ static bool pinned(const struct service_threads *t, const nb_cpumask *now, bool 
 #define REPIN_LOG_MS 60000
 #define REPIN_FAILING_LOG 4     /* ticks: 2 s */
 
-bool service_cpus_check(struct service_pins *s, const char *sys_root, const struct service_threads *t) {
+bool service_cpus_check(struct service_pins *s, const char *sys_root, const struct service_pool *pools, size_t n) {
         nb_cpumask online, now = {};
         char all[256], cur[256];
         bool changed;
@@ -225,9 +223,9 @@ bool service_cpus_check(struct service_pins *s, const char *sys_root, const stru
                 s->online = now;
                 return false;
         }
-        if (!changed && pinned(t, &now, true))
+        if (!changed && pinned(pools, n, &now, true))
                 return true;
-        r = repin(t, &now);
+        r = repin(pools, n, &now);
         s->repins++;
         if (r < 0) {
                 /* Tried again next tick. Work goes on where every thread is on some of
@@ -235,7 +233,7 @@ bool service_cpus_check(struct service_pins *s, const char *sys_root, const stru
                  * cpuset that keeps one of them for good); none where a thread may be
                  * elsewhere. A CPU back online makes this happen for a tick or two:
                  * said only when it lasts. */
-                bool safe = pinned(t, &now, false);
+                bool safe = pinned(pools, n, &now, false);
 
                 cpumask_format(&now, cur, sizeof(cur));
                 if (++s->repin_failing == REPIN_FAILING_LOG && safe)

@@ -35,15 +35,20 @@ bool service_cpus_thread_within(pthread_t thread, const nb_cpumask *cpus, bool e
  * not taken back yet), or -errno (-EINVAL: none of `cpus` usable now). */
 int service_cpus_pin_thread(pthread_t thread, const nb_cpumask *cpus);
 
-struct walker;
-struct migrator;
-struct tenant_reader;
-
-/* The daemon's threads besides the event loop (NULL: none of that kind). */
-struct service_threads {
-        struct walker *walker;
-        struct migrator *migrator;
-        struct tenant_reader *reader;
+/* One pool of the daemon's threads besides the event loop (the cgroup walker, the
+ * reader threads, the migration workers), as each pool's module describes it
+ * (walker_service_pool(), ...) and the manager hands it to service_cpus_check(): this
+ * module knows none of them, they call its pinning helpers. */
+struct service_pool {
+        const char *name;          /* for the log: "cgroup walker" */
+        /* Pins the pool's threads to the online service CPUs `cpus` again. Returns how
+         * many run away from a CPU of their own (the workers: their CPU offline), or
+         * -errno. */
+        int (*repin)(void *pool, const nb_cpumask *cpus);
+        /* Whether its threads are where repin() pins them (exact), or on some of cpus
+         * and nothing else (!exact). */
+        bool (*pinned)(void *pool, const nb_cpumask *cpus, bool exact);
+        void *pool;
 };
 
 /* Where the daemon's threads are pinned (service_cpus_check). */
@@ -55,8 +60,7 @@ struct service_pins {
         uint64_t repins;             /* re-pinnings of all threads: hotplug, cpuset, taskset, retries */
 };
 
-/* Before each tick: the calling thread (the event loop), the walker, the reader
- * threads and the migration workers pinned to the online service CPUs again if
- * anything moved them. Returns whether work may go on (every thread on some service
- * CPU). */
-bool service_cpus_check(struct service_pins *s, const char *sys_root, const struct service_threads *t);
+/* Before each tick: the calling thread (the event loop) and the pools[0..n) pinned to
+ * the online service CPUs again if anything moved them. Returns whether work may go on
+ * (every thread on some service CPU). */
+bool service_cpus_check(struct service_pins *s, const char *sys_root, const struct service_pool *pools, size_t n);

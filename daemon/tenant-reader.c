@@ -306,6 +306,18 @@ bool tenant_reader_pinned(struct tenant_reader *tr, const nb_cpumask *cpus, bool
         return ok;
 }
 
+static int repin_pool(void *pool, const nb_cpumask *cpus) {
+        return tenant_reader_repin(pool, cpus);
+}
+
+static bool pinned_pool(void *pool, const nb_cpumask *cpus, bool exact) {
+        return tenant_reader_pinned(pool, cpus, exact);
+}
+
+struct service_pool tenant_reader_service_pool(struct tenant_reader *tr) {
+        return (struct service_pool) { "reader threads", repin_pool, pinned_pool, tr };
+}
+
 void tenant_reader_stats(struct tenant_reader *tr, struct tenant_reader_stats *ret) {
         *ret = (struct tenant_reader_stats) {};
         if (!tr)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "nodemask.h"
+#include "service-cpus.h"
 
 /* Reader threads at most: the event loop and the workers each wait on one read at a
  * time; the rest is room for owners whose reads overran. */
@@ -74,5 +75,7 @@ bool tenant_reader_owner_stuck(struct tenant_reader *tr, uid_t owner);
 int tenant_reader_repin(struct tenant_reader *tr, const nb_cpumask *cpus);
 /* Whether every reader thread may run on exactly `cpus` (exact) or some of them only. */
 bool tenant_reader_pinned(struct tenant_reader *tr, const nb_cpumask *cpus, bool exact);
+/* The reader threads as a pool for service_cpus_check(). */
+struct service_pool tenant_reader_service_pool(struct tenant_reader *tr);
 
 void tenant_reader_stats(struct tenant_reader *tr, struct tenant_reader_stats *ret);

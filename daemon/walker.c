@@ -239,3 +239,15 @@ int walker_repin(struct walker *w, const nb_cpumask *cpus) {
 bool walker_pinned(const struct walker *w, const nb_cpumask *cpus, bool exact) {
         return service_cpus_thread_within(w->thread, cpus, exact);
 }
+
+static int repin_pool(void *pool, const nb_cpumask *cpus) {
+        return walker_repin(pool, cpus);
+}
+
+static bool pinned_pool(void *pool, const nb_cpumask *cpus, bool exact) {
+        return walker_pinned(pool, cpus, exact);
+}
+
+struct service_pool walker_service_pool(struct walker *w) {
+        return (struct service_pool) { "cgroup walker", repin_pool, pinned_pool, w };
+}

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include "cgroup.h"
 #include "config.h"
+#include "service-cpus.h"
 
 #define WALKER_NICE 10
 #define WALKER_DUTY 3
@@ -49,6 +50,8 @@ uint64_t walker_walks(struct walker *w);
 int walker_repin(struct walker *w, const nb_cpumask *cpus);
 /* Whether the walk's thread is pinned to exactly cpus (exact), or to some of them. */
 bool walker_pinned(const struct walker *w, const nb_cpumask *cpus, bool exact);
+/* The walk's thread as a pool for service_cpus_check(). */
+struct service_pool walker_service_pool(struct walker *w);
 
 /* Stops the thread (after the walk under way) and frees everything. */
 void walker_free(struct walker *w);

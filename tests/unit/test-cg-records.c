@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cg-records.h"
+#include "cost.h"
 #include "test.h"
 
 TEST(get_makes_once_and_updates) {
@@ -293,7 +294,15 @@ TEST(root_wide_opt_in_owner_is_the_delegated_subtrees) {
         nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Records not seen go; the others stay findable; their time is the ledger's. */
+static unsigned departed;
+
+static void depart(void *userdata, const struct cg_rec *c) {
+        departed++;
+        cost_depart(userdata, c);
+}
+
+/* Records not seen go, each handed to the departure callback; the others stay
+ * findable; their time is the ledger's. */
 TEST(sweep_frees_unseen) {
         struct cost_ledger l = {};
         struct cg_records r;
@@ -311,7 +320,9 @@ TEST(sweep_frees_unseen) {
                         cost_charge(&l, c, STAGE_READ, 1);
                 }
         }
-        cg_records_sweep(&r, &l);
+        cg_records_set_depart(&r, depart, &l);
+        cg_records_sweep(&r);
+        CHECK_INT(departed, 50);
         CHECK_INT(r.n, 50);
         CHECK(cg_records_find(&r, "/c2") != NULL);
         CHECK(cg_records_find(&r, "/c3") == NULL);

@@ -119,6 +119,10 @@ TEST(run_charged_per_job_in_proportion) {
         CHECK_INT(l.total_ns[STAGE_MIGRATE], 440);
 }
 
+static void depart(void *userdata, const struct cg_rec *c) {
+        cost_depart(userdata, c);
+}
+
 /* A record freed: its time stays in the totals, as departed; the totals stay the sum
  * of what the records and departed hold. */
 TEST(departed_keeps_totals_whole) {
@@ -136,7 +140,8 @@ TEST(departed_keeps_totals_whole) {
         cost_charge(&l, one, STAGE_READ, 5);
         cost_charge(&l, two, STAGE_READ, 7);
         one->seen = true;
-        cg_records_sweep(&cgs, &l);
+        cg_records_set_depart(&cgs, depart, &l);
+        cg_records_sweep(&cgs);
         CHECK_INT(cgs.n, 1);
         CHECK_INT(l.departed_ns[STAGE_READ], 7);
         CHECK_INT(sum_stage(&cgs, STAGE_READ) + l.departed_ns[STAGE_READ], l.total_ns[STAGE_READ]);

@@ -29,6 +29,12 @@ static void capture(int level, int error, const struct log_fields *fields, const
         snprintf(logged + n, sizeof(logged) - n, "<%d>%s\n", level, msg);
 }
 
+/* The check with the migration workers as its one pool, as the manager hands it. */
+static bool check_with(struct service_pins *s, const char *sys_root, struct migrator *mig) {
+        struct service_pool pool = migrator_service_pool(mig);
+        return service_cpus_check(s, sys_root, &pool, 1);
+}
+
 static void write_online(const char *root, const char *text) {
         char path[512];
         FILE *f;
@@ -97,17 +103,17 @@ TEST(check_repins_and_stops_when_offline) {
         if (!mig)
                 return;
         CHECK_INT(service_cpus_pin_thread(pthread_self(), &one), 0);
-        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
+        CHECK(check_with(&s, sys_online, mig));
         CHECK_INT(s.repins, 0);
         CHECK_INT(service_cpus_pin_thread(pthread_self(), &other), 0);
-        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
+        CHECK(check_with(&s, sys_online, mig));
         CHECK_INT(s.repins, 1);
         CHECK(service_cpus_thread_within(pthread_self(), &one, true));
         /* The service CPU goes offline: no work (and nothing pinned to nowhere). */
-        CHECK(!service_cpus_check(&s, sys_offline, &(struct service_threads) { .migrator = mig }));
+        CHECK(!check_with(&s, sys_offline, mig));
         CHECK(cpumask_weight(&s.online) == 0);
         /* Back online: work again. */
-        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
+        CHECK(check_with(&s, sys_online, mig));
         migrator_free(mig);
         CHECK_INT(service_cpus_pin_thread(pthread_self(), &allowed), 0);
 }
@@ -243,7 +249,7 @@ TEST(check_repins_a_worker) {
         logged[0] = 0;
         CHECK_INT(others_to(&other), 1);
         CHECK(!migrator_pinned(mig, &one, true));
-        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
+        CHECK(check_with(&s, sys_online, mig));
         CHECK_INT(s.repins, 1);
         CHECK(migrator_pinned(mig, &one, true));
         CHECK_MSG(strstr(logged, "<4>The daemon's threads were allowed on other CPUs than the service CPUs"),
@@ -251,12 +257,12 @@ TEST(check_repins_a_worker) {
         /* Again at once: pinned back again, not said again. */
         logged[0] = 0;
         CHECK_INT(others_to(&other), 1);
-        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
+        CHECK(check_with(&s, sys_online, mig));
         CHECK_INT(s.repins, 2);
         CHECK(migrator_pinned(mig, &one, true));
         CHECK_STR(logged, "");
         /* Nothing moved: nothing done. */
-        CHECK(service_cpus_check(&s, sys_online, &(struct service_threads) { .migrator = mig }));
+        CHECK(check_with(&s, sys_online, mig));
         CHECK_INT(s.repins, 2);
         migrator_free(mig);
         CHECK_INT(service_cpus_pin_thread(pthread_self(), &allowed), 0);
@@ -275,10 +281,10 @@ TEST(check_cannot_read_online) {
         CHECK_INT(migrator_new(&one, 0, 512, &mig), 0);
         if (!mig)
                 return;
-        CHECK(service_cpus_check(&s, root, &(struct service_threads) { .migrator = mig }));
+        CHECK(check_with(&s, root, mig));
         CHECK_INT(s.repins, 0);
         s.online = (nb_cpumask) {};
-        CHECK(!service_cpus_check(&s, root, &(struct service_threads) { .migrator = mig }));
+        CHECK(!check_with(&s, root, mig));
         CHECK_INT(s.repins, 0);
         migrator_free(mig);
 }
@@ -323,6 +329,49 @@ static void outro(void) {
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
         if (system(cmd) != 0)
                 fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+/* The check knows a pool only by what it is handed: pinned where it belongs, it is
+ * not pinned again; moved, it is, and a failure of its pin is the check's. */
+struct fake_pool {
+        bool in_place;
+        int repin_result;
+        unsigned repins;
+};
+
+static int fake_repin(void *pool, const nb_cpumask *cpus) {
+        struct fake_pool *f = pool;
+        f->repins++;
+        f->in_place = f->repin_result >= 0;
+        return f->repin_result;
+}
+
+static bool fake_pinned(void *pool, const nb_cpumask *cpus, bool exact) {
+        return ((struct fake_pool *) pool)->in_place;
+}
+
+TEST(pools_handed_over) {
+        struct fake_pool f = { .in_place = true };
+        struct service_pool pool = { "fake pool", fake_repin, fake_pinned, &f };
+        struct service_pins s = {};
+        nb_cpumask one = {};
+
+        if (first_cpu < 0)
+                TEST_SKIP("no CPU of this process's affinity is online");
+        cpumask_set(&one, (unsigned) first_cpu);
+        s.service = s.online = one;
+        CHECK(service_cpus_pin_thread(pthread_self(), &one) == 0);
+        CHECK(service_cpus_check(&s, sys_online, &pool, 1));
+        CHECK_INT(f.repins, 0);
+        f.in_place = false;
+        CHECK(service_cpus_check(&s, sys_online, &pool, 1));
+        CHECK_INT(f.repins, 1);
+        /* A pin that does not hold: tried, and no work while the pool may be elsewhere. */
+        f.in_place = false;
+        f.repin_result = -EINVAL;
+        CHECK(!service_cpus_check(&s, sys_online, &pool, 1));
+        CHECK_INT(f.repins, 2);
+        CHECK(service_cpus_pin_thread(pthread_self(), &allowed) == 0);
 }
 
 DEFINE_TEST_MAIN_FULL(intro, outro)
