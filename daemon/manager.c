@@ -1356,6 +1356,12 @@ static void cg_departed(void *userdata, const struct cg_rec *c) {
         cost_depart(userdata, c);
 }
 
+static void records_init(struct manager *m) {
+        proc_records_init(&m->procs);
+        cg_records_init(&m->cgs);
+        cg_records_set_depart(&m->cgs, cg_departed, &m->cost);
+}
+
 /* The reports' view: pointers into m, set once (m never moves). */
 static void view_init(struct manager *m) {
         m->view = (struct manager_view) {
@@ -1416,9 +1422,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
-        proc_records_init(&m->procs);
-        cg_records_init(&m->cgs);
-        cg_records_set_depart(&m->cgs, cg_departed, &m->cost);
+        records_init(m);
         view_init(m);
         siphash_random_key(m->invalid_key);
         m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
