@@ -174,7 +174,7 @@ static int build_jobs(const struct jobs_env *env, const struct scan *scans, size
                 const struct proc_rec *p = scans[i].rec;
                 size_t n = scans[i].plan.n_moves + scans[i].pages.n_moves;
 
-                if (!n || !cg_mode_moves(p->cg->mode) || env->dry_run)
+                if (!n || !cg_mode_moves_now(p->cg->mode, env->dry_run))
                         continue;
                 /* The executor moves with MPOL_MF_MOVE only: a page that became shared
                  * since the scan is refused by the kernel, and lib/plan plans no shared

@@ -213,7 +213,7 @@ static void damon_sync_tick(struct manager *m, uint64_t now) {
                 const struct proc_rec *p = m->procs.v[i];
 
                 if (!p->n_slow || p->exited || !p->cg || p->seen_tick != m->counters.tick ||
-                    !(cg_mode_moves(p->cg->mode) || p->cg->mode == CG_MODE_ADVISE))
+                    !cg_mode_watched(p->cg->mode))
                         continue;
                 w[n].pid = p->pid;
                 w[n].starttime = p->starttime;
@@ -503,7 +503,7 @@ static void watch_new(struct manager *m, struct proc_rec *p, const struct cg_rec
 /* Whether p is being balanced (and so holds a pidfd): its cgroup in balance mode, not
  * a dry run, and its last scan found it at least min_rss (numabalanced(8), LIMITS). */
 static bool balanced(const struct manager *m, const struct proc_rec *p) {
-        return cg_mode_moves(p->cg->mode) && !m->opts.dry_run && p->scans > 0 && p->reason != REASON_TOO_SMALL;
+        return cg_mode_moves_now(p->cg->mode, m->opts.dry_run) && p->scans > 0 && p->reason != REASON_TOO_SMALL;
 }
 
 /* When the tick stops reading cgroups: TICK_READ_BUDGET_NS after it began. */
@@ -1124,7 +1124,7 @@ void manager_react_pass(struct manager *m) {
                 if (!p->react_due_ms || p->react_due_ms > now)
                         continue;
                 /* Only a process the last tick saw in a cgroup still opted in. */
-                if (p->seen_tick != m->counters.tick || !p->cg || !p->cg->seen || p->cg->mode == CG_MODE_OFF ||
+                if (p->seen_tick != m->counters.tick || !p->cg || !p->cg->seen || !cg_mode_watched(p->cg->mode) ||
                     !still_there(m, p)) {
                         p->react_due_ms = 0;
                         continue;
@@ -1162,7 +1162,7 @@ void manager_node_changed(void *userdata, pid_t pid, int node) {
         _cleanup_free_ uint64_t *scratch = NULL;
 
         m->counters.node_events++;
-        if (!p || !p->cg || p->cg->mode == CG_MODE_OFF || m->cfg.react_ms == 0)
+        if (!p || !p->cg || !cg_mode_watched(p->cg->mode) || m->cfg.react_ms == 0)
                 return;
         /* A react scan already pending has this move in its window. Otherwise the
          * window restarts even if a scan is due sooner: that scan would decide on
