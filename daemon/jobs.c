@@ -135,9 +135,9 @@ static void take_turns(const struct jobs_env *env, struct migrate_job *jobs, siz
         }
         for (size_t i = 0; i < t.n; i++) {
                 struct migrate_job *j = &jobs[t.order[i]];
-                uint64_t bytes = j->max_pages * page_size(), share = env->run_bytes_max / t.n_groups;
+                uint64_t bytes = j->max_pages * page_size();
 
-                if (env->run_bytes_max && taken[t.group[i]] && taken[t.group[i]] + bytes > share) {
+                if (move_budget_share_spent(env->run_bytes_max, t.n_groups, taken[t.group[i]], bytes)) {
                         free(j->ranges);       /* over its owner's share: not this run */
                         continue;
                 }
@@ -274,12 +274,8 @@ static void account_promotion(const struct jobs_env *env, const struct migrate_j
         uint64_t moved = j->pages[MIG_MOVED] * page_size(), planned = j->max_pages * page_size();
 
         env->counters->promoted_bytes += moved;
-        if (!env->promote)
-                return;
-        if (moved > planned)
-                plan_promote_charge(env->promote, moved - planned);
-        else
-                plan_promote_refund(env->promote, planned - moved);
+        if (env->promote)
+                move_budget_promote_settle(env->promote, planned, moved);
 }
 
 /* The results: counts per process, per cgroup and in total; ranges moved into the

@@ -689,7 +689,7 @@ static int run_jobs(struct manager *m, struct scan_list *scans, uint64_t now, ui
                 },
                 .dry_run = m->opts.dry_run,
                 /* What the rate limit lets a run move in its time budget. */
-                .run_bytes_max = m->cfg.rate_limit_mb_s * (MANAGER_RUN_BUDGET_MS / 1000) << 20,
+                .run_bytes_max = move_budget_run_bytes(m->cfg.rate_limit_mb_s),
                 .migrator = m->migrator,
                 .cost = &m->cost,
                 .counters = &m->counters,
@@ -897,7 +897,7 @@ static void tick_prepare(struct manager *m) {
         kernel_balancing_watch(m);
         /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
          * scans and the react scans until the next. */
-        plan_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s << 20, clock_now_ms());
+        move_budget_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s, clock_now_ms());
 }
 
 /* The walk's CPU time, which a fresh selection carries (lib/cgroup.h): each opted-in
@@ -1455,7 +1455,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         }
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         migrator_set_should_stop(m->migrator, stop_pending, m);
-        migrator_set_run_budget(m->migrator, MANAGER_RUN_BUDGET_MS * UINT64_C(1000000));
+        migrator_set_run_budget(m->migrator, MOVE_BUDGET_RUN_MS * UINT64_C(1000000));
         r = tenant_reader_new(&service, 0, &m->reader);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up the reader threads: %m");

@@ -16,6 +16,7 @@
 #include "kernel-balancing.h"
 #include "log.h"
 #include "migrate.h"
+#include "move-budget.h"
 #include "nodemask.h"
 #include "parse.h"
 #include "proc.h"
@@ -392,7 +393,7 @@ int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         json_key(&j, "ticks"); json_u64(&j, v->counters->tick);
         json_key(&j, "tick_interval_ms"); json_u64(&j, v->cfg->tick_ms);
         json_key(&j, "last_tick_ns"); json_u64(&j, v->counters->last_tick_ns);
-        json_key(&j, "migration_run_budget_ms"); json_u64(&j, MANAGER_RUN_BUDGET_MS);
+        json_key(&j, "migration_run_budget_ms"); json_u64(&j, MOVE_BUDGET_RUN_MS);
         json_key(&j, "migration_runs_cut"); json_u64(&j, migrator_runs_cut(v->migrator));
         json_key(&j, "scope"); json_string(&j, uid == 0 ? "all" : "own");
         json_key(&j, "cgroups_watched"); json_u64(&j, sc.n_cgs);

@@ -8,6 +8,7 @@
 #include "locality.h"
 #include "log.h"
 #include "maps.h"
+#include "move-budget.h"
 #include "pagesize.h"
 #include "proc.h"
 #include "sampled-scan.h"
@@ -261,7 +262,7 @@ struct plan_params scan_plan_params(const struct scan_env *env) {
                 .kernel_balances = env->kernel_balances,
                 .move_mlocked = c->move_mlocked,
                 .min_misplaced_kb = c->min_misplaced_kb,
-                .max_bytes = c->batch_pages * page_size() * SCAN_BATCHES_PER_TICK,
+                .max_bytes = move_budget_scan_bytes(c->batch_pages),
                 .promote_floor_pct = c->promote_free_floor_pct,
                 .promote_left = env->promote_left,
         };
