@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "executor.h"
 #include "log.h"
+#include "move-budget.h"
 #include "nodemask.h"
 #include "pagesize.h"
 #include "proc.h"
@@ -27,15 +28,6 @@
 #define SYS_pidfd_open 434
 #endif
 
-/* Base pages per move_pages() call when the caller passes 0 (the config's default too).
- * Every call pays lru_cache_disable() (an expedited RCU sync and an LRU drain on every
- * CPU), so calls must be large: in the 2-node TCG guest, 256 MiB took 2.2 s in one call
- * of 65536 pages, 3.4 s in 4 calls of 16384 and 17 s in 64 calls of 4096. */
-#define MIGRATE_BATCH_DEFAULT UINT64_C(65536)
-/* Upper bound so that a configuration typo cannot make a job allocate gigabytes of
- * address and status arrays (1M addresses: about 72 MiB of arrays a worker, the call's
- * copy with its kernel-batch breaks included; 65,536: 4.5 MiB). */
-#define MIGRATE_BATCH_MAX (UINT64_C(1) << 20)
 /* The kernel never writes this into a status slot (node ids are >= 0, errors are small
  * negatives): a slot still holding it after a call was not written by that call. */
 #define STATUS_UNWRITTEN INT_MIN
@@ -399,7 +391,7 @@ static void resolve_batch(struct job_run *jr, long rc, int call_error, uint64_t 
  * do_pages_move() queues the pages of a call and migrates the queue whenever an
  * address is not queued (already on the node, absent, refused): one slot it refuses
  * ends a kernel batch without a second call, whose lru_cache_disable() would cost
- * more than the whole copy of a small batch (MIGRATE_BATCH_DEFAULT). */
+ * more than the whole copy of a small batch (MOVE_BUDGET_CALL_PAGES_DEFAULT). */
 
 void *executor_batch_break(void) {
         /* The top page of the address space: above every user mapping (TASK_SIZE), and
@@ -920,8 +912,7 @@ int executor_run_job(struct migrate_job *job, uint64_t batch_pages, volatile int
         struct job_run jr = {
                 .job = job,
                 .pidfd = -1,
-                .batch_max = batch_pages == 0 ? MIGRATE_BATCH_DEFAULT
-                           : batch_pages > MIGRATE_BATCH_MAX ? MIGRATE_BATCH_MAX : batch_pages,
+                .batch_max = move_budget_batch_pages(batch_pages),
                 .flags = MPOL_MF_MOVE,   /* never MOVE_ALL: shared pages are not moved */
                 .cancel = cancel,
                 .throttle = throttle,

@@ -135,9 +135,9 @@ static void take_turns(const struct jobs_env *env, struct migrate_job *jobs, siz
         }
         for (size_t i = 0; i < t.n; i++) {
                 struct migrate_job *j = &jobs[t.order[i]];
-                uint64_t bytes = j->max_pages * page_size(), share = env->run_bytes_max / t.n_groups;
+                uint64_t bytes = j->max_pages * page_size();
 
-                if (env->run_bytes_max && taken[t.group[i]] && taken[t.group[i]] + bytes > share) {
+                if (move_budget_share_spent(env->run_bytes_max, t.n_groups, taken[t.group[i]], bytes)) {
                         free(j->ranges);       /* over its owner's share: not this run */
                         continue;
                 }
@@ -174,7 +174,7 @@ static int build_jobs(const struct jobs_env *env, const struct scan *scans, size
                 const struct proc_rec *p = scans[i].rec;
                 size_t n = scans[i].plan.n_moves + scans[i].pages.n_moves;
 
-                if (!n || !cg_mode_moves(p->cg->mode) || env->dry_run)
+                if (!n || !cg_mode_moves_now(p->cg->mode, env->dry_run))
                         continue;
                 /* The executor moves with MPOL_MF_MOVE only: a page that became shared
                  * since the scan is refused by the kernel, and lib/plan plans no shared
@@ -274,12 +274,8 @@ static void account_promotion(const struct jobs_env *env, const struct migrate_j
         uint64_t moved = j->pages[MIG_MOVED] * page_size(), planned = j->max_pages * page_size();
 
         env->counters->promoted_bytes += moved;
-        if (!env->promote)
-                return;
-        if (moved > planned)
-                plan_promote_charge(env->promote, moved - planned);
-        else
-                plan_promote_refund(env->promote, planned - moved);
+        if (env->promote)
+                move_budget_promote_settle(env->promote, planned, moved);
 }
 
 /* The results: counts per process, per cgroup and in total; ranges moved into the

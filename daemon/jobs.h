@@ -11,6 +11,7 @@
 #include "cost.h"
 #include "counters.h"
 #include "migrate.h"
+#include "move-budget.h"
 #include "move-check.h"
 #include "scan.h"
 
@@ -23,11 +24,11 @@ struct jobs_env {
         struct move_check_env check;   /* for the checks before each move (move-check.h) */
         bool dry_run;                  /* nothing runs */
         uint64_t run_bytes_max;        /* what a run may move in all, shared among the owners
-                                        * of its jobs; 0: no share */
+                                        * of its jobs (move_budget_run_bytes()); 0: no share */
         struct migrator *migrator;
         struct cost_ledger *cost;      /* the run's CPU time is charged here */
         struct counters *counters;     /* pages moved, bytes in the last minute */
-        struct plan_promote_budget *promote;  /* charged what promotions moved beyond their plan */
+        struct move_budget_promote *promote;  /* settled with what promotions moved */
         /* Runs the jobs instead of migrator_run() (the tests: tick on stored inputs),
          * the results into the jobs; NULL: the migrator. */
         int (*run_jobs)(void *userdata, struct migrate_job *jobs, size_t n_jobs);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "manager.h"
 #include "migrate.h"
+#include "move-budget.h"
 #include "proc-records.h"
 #include "service-cpus.h"
 #include "page-sampler.h"
@@ -36,7 +37,7 @@
 /* While a run lasts at most this long (its budget, then as long again for the batches
  * in flight to finish), the watchdog is pinged from it; a run stuck past it (a
  * move_pages(2) that never returns) stops the pings, and systemd sees a stuck daemon. */
-#define MANAGER_RUN_KEEPALIVE_MS (2 * MANAGER_RUN_BUDGET_MS)
+#define MANAGER_RUN_KEEPALIVE_MS (2 * MOVE_BUDGET_RUN_MS)
 /* malloc_trim(0) once every this many ticks. */
 #define TRIM_EVERY_TICKS 16
 /* Until the walker's first walk is done, the timer looks this often (on_timer). */
@@ -45,7 +46,7 @@
 #define OWNER_TURN_NS (200 * UINT64_C(1000000))
 /* A tick reads cgroups for this long at most, all owners together (the rest kept
  * for the next ticks, as an owner's turn is): with the jobs' run budget
- * (MANAGER_RUN_BUDGET_MS), a tick stays well below the unit's WatchdogSec=30s however
+ * (MOVE_BUDGET_RUN_MS), a tick stays well below the unit's WatchdogSec=30s however
  * many owners there are. */
 #define TICK_READ_BUDGET_NS (2000 * UINT64_C(1000000))
 /* A tick runs the jobs planned so far once it has read for this long (run_jobs_early). */
@@ -111,7 +112,7 @@ struct manager {
         uint64_t sampler_thread_ns;   /* this tick's: CPU time of the page sampler's own threads */
         uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
         uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
-        struct plan_promote_budget promote;  /* what promotions may still take (plan.h, rule 7) */
+        struct move_budget_promote promote;  /* what promotions may still take (plan.h, rule 7) */
 
         void (*after_tick)(const struct manager_view *v, void *userdata);  /* reports (metrics) */
         void *after_tick_userdata;

@@ -213,7 +213,7 @@ static void damon_sync_tick(struct manager *m, uint64_t now) {
                 const struct proc_rec *p = m->procs.v[i];
 
                 if (!p->n_slow || p->exited || !p->cg || p->seen_tick != m->counters.tick ||
-                    !(cg_mode_moves(p->cg->mode) || p->cg->mode == CG_MODE_ADVISE))
+                    !cg_mode_watched(p->cg->mode))
                         continue;
                 w[n].pid = p->pid;
                 w[n].starttime = p->starttime;
@@ -513,7 +513,7 @@ static void watch_new(struct manager *m, struct proc_rec *p, const struct cg_rec
 /* Whether p is being balanced (and so holds a pidfd): its cgroup in balance mode, not
  * a dry run, and its last scan found it at least min_rss (numabalanced(8), LIMITS). */
 static bool balanced(const struct manager *m, const struct proc_rec *p) {
-        return cg_mode_moves(p->cg->mode) && !m->opts.dry_run && p->scans > 0 && p->reason != REASON_TOO_SMALL;
+        return cg_mode_moves_now(p->cg->mode, m->opts.dry_run) && p->scans > 0 && p->reason != REASON_TOO_SMALL;
 }
 
 /* When the tick stops reading cgroups: TICK_READ_BUDGET_NS after it began. */
@@ -699,7 +699,7 @@ static int run_jobs(struct manager *m, struct scan_list *scans, uint64_t now, ui
                 },
                 .dry_run = m->opts.dry_run,
                 /* What the rate limit lets a run move in its time budget. */
-                .run_bytes_max = m->cfg.rate_limit_mb_s * (MANAGER_RUN_BUDGET_MS / 1000) << 20,
+                .run_bytes_max = move_budget_run_bytes(m->cfg.rate_limit_mb_s),
                 .migrator = m->migrator,
                 .cost = &m->cost,
                 .counters = &m->counters,
@@ -907,7 +907,7 @@ static void tick_prepare(struct manager *m) {
         kernel_balancing_watch(m);
         /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
          * scans and the react scans until the next. */
-        plan_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s << 20, clock_now_ms());
+        move_budget_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s, clock_now_ms());
 }
 
 /* The walk's CPU time, which a fresh selection carries (lib/cgroup.h): each opted-in
@@ -1136,7 +1136,7 @@ void manager_react_pass(struct manager *m) {
                 if (!p->react_due_ms || p->react_due_ms > now)
                         continue;
                 /* Only a process the last tick saw in a cgroup still opted in. */
-                if (p->seen_tick != m->counters.tick || !p->cg || !p->cg->seen || p->cg->mode == CG_MODE_OFF ||
+                if (p->seen_tick != m->counters.tick || !p->cg || !p->cg->seen || !cg_mode_watched(p->cg->mode) ||
                     !still_there(m, p)) {
                         p->react_due_ms = 0;
                         continue;
@@ -1174,7 +1174,7 @@ void manager_node_changed(void *userdata, pid_t pid, int node) {
         _cleanup_free_ uint64_t *scratch = NULL;
 
         m->counters.node_events++;
-        if (!p || !p->cg || p->cg->mode == CG_MODE_OFF || m->cfg.react_ms == 0)
+        if (!p || !p->cg || !cg_mode_watched(p->cg->mode) || m->cfg.react_ms == 0)
                 return;
         /* A react scan already pending has this move in its window. Otherwise the
          * window restarts even if a scan is due sooner: that scan would decide on
@@ -1478,7 +1478,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         }
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         migrator_set_should_stop(m->migrator, stop_pending, m);
-        migrator_set_run_budget(m->migrator, MANAGER_RUN_BUDGET_MS * UINT64_C(1000000));
+        migrator_set_run_budget(m->migrator, MOVE_BUDGET_RUN_MS * UINT64_C(1000000));
         r = tenant_reader_new(&service, 0, &m->reader);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up the reader threads: %m");

@@ -20,12 +20,6 @@ struct cost_ledger;
 struct counters;
 struct report_seen;
 
-/* A tick's migration run ends after this long (the batches in flight finish, their
- * counts exact) and the next tick continues: the bytes per process are bounded, not
- * the processes (30 misplaced 1 GiB processes after a failover), nor the time (one at
- * rate_limit_mb_s = 10 takes 100 s). Below half of the unit's WatchdogSec=30s, so the
- * event loop's own pings come in time even without the ones sent during the run. */
-#define MANAGER_RUN_BUDGET_MS 10000
 struct manager_opts {
         bool dry_run;              /* plan and log, move nothing (like advise everywhere) */
         const char *proc_root;     /* "/proc" */

@@ -12,7 +12,7 @@
 #include "clock.h"
 #include "log.h"
 #include "pagesize.h"
-#include "token-bucket.h"
+#include "move-budget.h"
 #include "service-cpus.h"
 #include "migrator.h"
 
@@ -21,8 +21,6 @@
 #define THROTTLE_SLEEP_SLICE_NS (50 * NSEC_PER_MSEC)
 /* How often migrator_run() asks its should_stop callback. */
 #define POLL_STOP_NS (100 * NSEC_PER_MSEC)
-/* 1 MB of the budget, in bytes (the config's MB/s are MiB/s, like the page sizes). */
-#define BYTES_PER_MB (UINT64_C(1) << 20)
 
 enum { JOB_PENDING, JOB_RUNNING, JOB_DONE };
 
@@ -41,7 +39,7 @@ struct migrator {
         struct worker *workers;
         unsigned n_workers;
         bool shutdown;
-        uint64_t batch_pages;      /* base pages per move call: the config's, capped (call_pages) */
+        uint64_t batch_pages;      /* base pages per move call (move_budget_call_pages()) */
 
         /* The current run (migrator_run is not reentrant). */
         struct migrate_job *jobs;
@@ -57,8 +55,7 @@ struct migrator {
         volatile int run_cancel;
 
         pthread_mutex_t tb_lock;   /* separate: throttling must not wait behind job picking */
-        struct token_bucket tb;
-        struct token_bucket calls; /* move_pages(2) calls that move, under tb_lock too */
+        struct move_budget budget; /* bytes and move calls a second, under tb_lock */
 };
 
 /* Called with m->lock held. The first pending job. Jobs of one process may run side
@@ -91,7 +88,7 @@ static int migrator_throttle(void *ctx, uint64_t bytes, uint64_t busy_since) {
         uint64_t wait;
 
         pthread_mutex_lock(&m->tb_lock);
-        wait = token_bucket_take_busy(&m->tb, bytes, busy_since, clock_now_ns(CLOCK_MONOTONIC));
+        wait = move_budget_take_bytes(&m->budget, bytes, busy_since, clock_now_ns(CLOCK_MONOTONIC));
         pthread_mutex_unlock(&m->tb_lock);
         return throttle_sleep(m, wait);
 }
@@ -102,7 +99,7 @@ static int migrator_call_gate(void *ctx) {
         uint64_t wait;
 
         pthread_mutex_lock(&m->tb_lock);
-        wait = token_bucket_take(&m->calls, 1, clock_now_ns(CLOCK_MONOTONIC));
+        wait = move_budget_take_call(&m->budget, clock_now_ns(CLOCK_MONOTONIC));
         pthread_mutex_unlock(&m->tb_lock);
         return throttle_sleep(m, wait);
 }
@@ -142,25 +139,6 @@ static void *worker_main(void *arg) {
         }
         pthread_mutex_unlock(&m->lock);
         return NULL;
-}
-
-static uint64_t rate_bytes(uint64_t rate_mb_s) {
-        return rate_mb_s > UINT64_MAX / BYTES_PER_MB ? UINT64_MAX : rate_mb_s * BYTES_PER_MB;
-}
-
-/* Base pages one move call may pass: batch_pages, and under a byte rate limit no more
- * than the bucket's burst (100 ms of the rate) in whole huge pages, one at least (a
- * transparent huge page moves whole, whatever the batch). The bucket is charged after
- * each call with what it moved: a call of the default 65,536 pages (256 MiB) went
- * through at full speed at rate_limit_mb_s = 4, and only the minute of sleep after it
- * held the limit. At the default 1024 MB/s, 256 MiB take three calls, not one. */
-static uint64_t call_pages(uint64_t batch_pages, uint64_t burst_bytes) {
-        uint64_t pmd = migrate_pmd_size(), cap;
-
-        if (burst_bytes == 0)
-                return batch_pages;     /* no rate limit */
-        cap = (burst_bytes / pmd > 0 ? burst_bytes / pmd : 1) * (pmd / page_size());
-        return batch_pages == 0 || batch_pages > cap ? cap : batch_pages;
 }
 
 /* Starts the next worker, pinned to cpu. Returns 0 or -errno (logged by the caller). */
@@ -217,9 +195,8 @@ int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint6
         pthread_mutex_init(&m->tb_lock, NULL);
         pthread_cond_init(&m->work_cond, NULL);
         pthread_cond_init(&m->done_cond, NULL);
-        token_bucket_init(&m->tb, rate_bytes(rate_limit_mb_s), clock_now_ns(CLOCK_MONOTONIC));
-        m->batch_pages = call_pages(batch_pages, m->tb.burst_bytes);
-        token_bucket_init(&m->calls, 0, clock_now_ns(CLOCK_MONOTONIC));
+        move_budget_init(&m->budget, rate_limit_mb_s, 0, clock_now_ns(CLOCK_MONOTONIC));
+        m->batch_pages = move_budget_call_pages(&m->budget, batch_pages, migrate_pmd_size());
 
         /* Workers inherit this mask: signals are the main thread's business. */
         sigfillset(&all);
@@ -241,20 +218,20 @@ int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint6
 }
 
 void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t batch_pages) {
-        uint64_t burst;
+        uint64_t pages;
 
         pthread_mutex_lock(&m->tb_lock);
-        token_bucket_set_rate(&m->tb, rate_bytes(rate_limit_mb_s), clock_now_ns(CLOCK_MONOTONIC));
-        burst = m->tb.burst_bytes;
+        move_budget_set_rate(&m->budget, rate_limit_mb_s, clock_now_ns(CLOCK_MONOTONIC));
+        pages = move_budget_call_pages(&m->budget, batch_pages, migrate_pmd_size());
         pthread_mutex_unlock(&m->tb_lock);
         pthread_mutex_lock(&m->lock);
-        m->batch_pages = call_pages(batch_pages, burst);
+        m->batch_pages = pages;
         pthread_mutex_unlock(&m->lock);
 }
 
 void migrator_set_call_rate(struct migrator *m, uint64_t calls_per_s) {
         pthread_mutex_lock(&m->tb_lock);
-        token_bucket_set_rate(&m->calls, calls_per_s, clock_now_ns(CLOCK_MONOTONIC));
+        move_budget_set_call_rate(&m->budget, calls_per_s, clock_now_ns(CLOCK_MONOTONIC));
         pthread_mutex_unlock(&m->tb_lock);
 }
 
@@ -262,7 +239,7 @@ void migrator_set_call_rate(struct migrator *m, uint64_t calls_per_s) {
 static void check_budget(struct migrator *m) {
         uint64_t elapsed = clock_now_ns(CLOCK_MONOTONIC) - m->run_start_ns;
 
-        if (m->run_budget_ns == 0 || elapsed < m->run_budget_ns || __atomic_load_n(&m->run_cancel, __ATOMIC_RELAXED))
+        if (!move_budget_run_spent(m->run_budget_ns, elapsed) || __atomic_load_n(&m->run_cancel, __ATOMIC_RELAXED))
                 return;
         __atomic_store_n(&m->run_cancel, 1, __ATOMIC_RELAXED);
         m->runs_cut++;

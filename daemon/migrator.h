@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The worker pool (a "migrator"): one thread per service CPU, pinned to it, running
- * the executor's jobs (executor.h) from one queue under one MB/s budget (token-bucket.h).
+ * the executor's jobs (executor.h) from one queue under one migration budget (move-budget.h).
  * The manager hands it a tick's jobs with migrator_run() and gets them back done.
  * Workers block every signal: signals are the main thread's business. */
 #pragma once

@@ -249,7 +249,7 @@ static bool read_threads(const struct placer_env *env, struct proc_rec *p, uint6
 
 static bool in_round(const struct proc_rec *p, uint64_t tick) {
         return p->seen_tick == tick && !p->exited && p->cg &&
-               (p->cg->mode == CG_MODE_PLACE || p->cg->mode == CG_MODE_ADVISE);
+               cg_mode_decides_placement(p->cg->mode);
 }
 
 /* Whether the keeper holds threads of p narrowed: placed by a round, or created by a
@@ -301,14 +301,14 @@ static int gather(struct placer *pl, const struct placer_env *env, struct proc_r
                 struct proc_place *pp;
 
                 if (!in_round(p, tick)) {
-                        if (p->seen_tick == tick && (!p->cg || p->cg->mode != CG_MODE_PLACE) && holds(pl, p))
+                        if (p->seen_tick == tick && (!p->cg || !cg_mode_places(p->cg->mode)) && holds(pl, p))
                                 undo(pl, p, PLACER_UNDO_OPT_OUT);
                         continue;
                 }
                 pp = place_of(p);
                 if (!pp)
                         return -ENOMEM;
-                if (p->cg->mode != CG_MODE_PLACE && holds(pl, p))
+                if (!cg_mode_places(p->cg->mode) && holds(pl, p))
                         undo(pl, p, PLACER_UNDO_OPT_OUT);  /* place -> advise */
                 if (rd->n_procs >= PLACER_PROCS_MAX || rd->n_threads + PLACER_THREADS_MAX > PLACER_ROUND_THREADS_MAX) {
                         if (!pl->cursor)
@@ -381,7 +381,7 @@ static bool still_ours(const struct placer_env *env, const struct proc_rec *p) {
 
         if (proc_read_cgroup(env->proc_root, p->pid, &path) < 0 || strcmp(path, p->cg->path) != 0 ||
             cgroup_setting_of(env->cgroup_root, env->cfg->cgroups, env->cfg->n_cgroups, path, &cs) < 0 ||
-            cs.mode != CG_MODE_PLACE)
+            !cg_mode_places(cs.mode))
                 return false;
         if (cs.covers_uid == CGROUP_COVERS_ALL)
                 return true;
@@ -527,7 +527,7 @@ static void act(struct placer *pl, const struct placer_env *env, struct round *r
                 struct proc_rec *p = rd->procs[i].rec;
                 struct proc_place *pp = p->place;
                 const struct tp_proc *tp = &rd->tp[i];
-                bool acts = p->cg->mode == CG_MODE_PLACE && !env->dry_run;
+                bool acts = cg_mode_places_now(p->cg->mode, env->dry_run);
                 bool changed = tp->action != pp->action || tp->node != pp->node || tp->reason != pp->reason;
 
                 pp->action = tp->action;
@@ -647,7 +647,7 @@ static void follow_children(struct placer *pl, const struct placer_env *env, str
         for (size_t i = 0; i < procs->n; i++) {
                 struct proc_rec *p = procs->v[i];
 
-                if (p->seen_tick == tick && !p->exited && p->cg && p->cg->mode == CG_MODE_PLACE && holds(pl, p))
+                if (p->seen_tick == tick && !p->exited && p->cg && cg_mode_places(p->cg->mode) && holds(pl, p))
                         held[n++] = p;
         }
         qsort(held, n, sizeof(*held), by_cgroup);

@@ -16,6 +16,7 @@
 #include "kernel-balancing.h"
 #include "log.h"
 #include "migrate.h"
+#include "move-budget.h"
 #include "nodemask.h"
 #include "parse.h"
 #include "proc.h"
@@ -392,7 +393,7 @@ int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         json_key(&j, "ticks"); json_u64(&j, v->counters->tick);
         json_key(&j, "tick_interval_ms"); json_u64(&j, v->cfg->tick_ms);
         json_key(&j, "last_tick_ns"); json_u64(&j, v->counters->last_tick_ns);
-        json_key(&j, "migration_run_budget_ms"); json_u64(&j, MANAGER_RUN_BUDGET_MS);
+        json_key(&j, "migration_run_budget_ms"); json_u64(&j, MOVE_BUDGET_RUN_MS);
         json_key(&j, "migration_runs_cut"); json_u64(&j, migrator_runs_cut(v->migrator));
         json_key(&j, "scope"); json_string(&j, uid == 0 ? "all" : "own");
         json_key(&j, "cgroups_watched"); json_u64(&j, sc.n_cgs);
@@ -422,9 +423,7 @@ static void put_locality(struct json *j, const struct manager_view *v, const uin
 static const char *proc_mode(const struct manager_view *v, const struct proc_rec *p) {
         if (!p->cg)
                 return NULL;
-        if (cg_mode_moves(p->cg->mode) && v->opts->dry_run)
-                return "advise";
-        return cg_mode_name(p->cg->mode);
+        return cg_mode_name(cg_mode_shown(p->cg->mode, v->opts->dry_run));
 }
 
 /* The processes of list, grouped by cgroup record (and by pid within one), so that a
@@ -852,7 +851,7 @@ static int explain_unwatched(const struct manager_view *v, uid_t uid, pid_t pid,
 }
 
 /* The one sentence of explain: what the last scan decided for p. malloc'd, or NULL. */
-static char *watched_explanation(const struct manager_view *v, const struct proc_rec *p, const char *mode) {
+static char *watched_explanation(const struct manager_view *v, const struct proc_rec *p) {
         char *text;
         int r;
 
@@ -860,7 +859,7 @@ static char *watched_explanation(const struct manager_view *v, const struct proc
                 r = asprintf(&text, "watched, not scanned yet");
         else if (p->reason == REASON_NONE && p->target_node >= 0)
                 r = asprintf(&text, "%s to node %d, where its threads run (hot node %d)",
-                             strcmp(mode, "balance") == 0 || strcmp(mode, "place") == 0 ? "moving its misplaced memory" :
+                             cg_mode_moves_now(p->cg->mode, v->opts->dry_run) ? "moving its misplaced memory" :
                              v->opts->dry_run ? "dry run: would move its misplaced memory" :
                              "advise mode: would move its misplaced memory",
                              p->target_node, p->hot_node);
@@ -952,7 +951,7 @@ static char *placement_text(const struct manager_view *v, const struct proc_rec 
                 r = asprintf(&text, "threads not placed: %s", placer_skip_name(pp->skip));
         else if (pp->action == TP_PLACE)
                 r = asprintf(&text, "%s its %u busy thread(s) on node %u (%s)",
-                             p->cg && p->cg->mode == CG_MODE_PLACE && !v->opts->dry_run ? "placing" : "would place",
+                             p->cg && cg_mode_places_now(p->cg->mode, v->opts->dry_run) ? "placing" : "would place",
                              pp->n_busy, v->topo->nodes[pp->node].id, thread_place_reason_name(pp->reason));
         else if (pp->decided_ms)
                 r = asprintf(&text, "threads not placed: %s", thread_place_reason_name(pp->reason));
@@ -1030,7 +1029,7 @@ static int explain_watched(const struct manager_view *v, const struct proc_rec *
         json_string(j, p->reason < _REASON_MAX ? plan_reason_name(p->reason) : NULL);
         json_key(j, "reason_text");
         json_string(j, p->reason < _REASON_MAX ? plan_reason_text(p->reason) : NULL);
-        text = watched_explanation(v, p, mode);
+        text = watched_explanation(v, p);
         if (!text)
                 return -ENOMEM;
         json_key(j, "explanation"); json_string(j, text);
@@ -1142,12 +1141,12 @@ static int cgroup_why(const struct cgroup_setting *s, const struct cg_rec *rec, 
                       const char **ret_why, char **ret_text) {
         int r;
 
-        if (s->mode == CG_MODE_UNSET) {
+        if (!cg_mode_is_set(s->mode)) {
                 *ret_why = "not-opted-in";
                 r = asprintf(ret_text, "not opted in: no trusted.numabalanced or user.numabalanced of balance or "
                              "advise on it or a parent that counts, and no cgroups = line of the configuration "
                              "names it or a parent");
-        } else if (s->mode == CG_MODE_OFF) {
+        } else if (cg_mode_opted_out(s->mode)) {
                 *ret_why = "opted-out";
                 r = asprintf(ret_text, "opted out: the nearest setting on its path says off");
         } else if (!rec) {
@@ -1258,11 +1257,11 @@ static int explain_cgroup_body(const struct manager_view *v, uid_t uid, const ch
         rule = s.source == CG_FROM_CONFIG ? config_rule_of(v->cfg, path) : NULL;
         json_key(j, CONTROL_KEY_WHY); json_string(j, why);
         json_key(j, "explanation"); json_string(j, text);
-        json_key(j, "mode"); json_string(j, s.mode == CG_MODE_UNSET ? NULL : cg_mode_name(s.mode));
-        json_key(j, "mode_source"); json_string(j, s.mode == CG_MODE_UNSET ? NULL : source_name(s.source));
+        json_key(j, "mode"); json_string(j, cg_mode_is_set(s.mode) ? cg_mode_name(s.mode) : NULL);
+        json_key(j, "mode_source"); json_string(j, cg_mode_is_set(s.mode) ? source_name(s.source) : NULL);
         json_key(j, "config_rule"); json_string(j, rule);
         json_key(j, "covers_uid");
-        if (s.mode == CG_MODE_UNSET || s.covers_uid == CGROUP_COVERS_ALL)
+        if (!cg_mode_is_set(s.mode) || s.covers_uid == CGROUP_COVERS_ALL)
                 json_null(j);
         else
                 json_u64(j, s.covers_uid);

@@ -8,6 +8,7 @@
 #include "locality.h"
 #include "log.h"
 #include "maps.h"
+#include "move-budget.h"
 #include "pagesize.h"
 #include "proc.h"
 #include "sampled-scan.h"
@@ -261,14 +262,14 @@ struct plan_params scan_plan_params(const struct scan_env *env) {
                 .kernel_balances = env->kernel_balances,
                 .move_mlocked = c->move_mlocked,
                 .min_misplaced_kb = c->min_misplaced_kb,
-                .max_bytes = c->batch_pages * page_size() * SCAN_BATCHES_PER_TICK,
+                .max_bytes = move_budget_scan_bytes(c->batch_pages),
                 .promote_floor_pct = c->promote_free_floor_pct,
                 .promote_left = env->promote_left,
         };
 }
 
 static bool advise_only(const struct scan_env *env, const struct proc_rec *p) {
-        return p->cg->mode == CG_MODE_ADVISE || env->dry_run;
+        return cg_mode_reports_only(p->cg->mode, env->dry_run);
 }
 
 /* In advise mode (or a dry run) nothing moves, so the ranges that would are said, at
@@ -379,7 +380,7 @@ static void log_decision(const struct scan_env *env, const struct proc_rec *p, c
         struct log_fields lf = {};
 
         if (plan->reason == p->reason &&
-            !(plan->n_moves && p->cg->mode == CG_MODE_ADVISE && changed(p->planned_bytes, plan->bytes)))
+            !(plan->n_moves && cg_mode_advises(p->cg->mode) && changed(p->planned_bytes, plan->bytes)))
                 return;
         log_fields_str(&lf, "NUMABALANCED_CGROUP", p->cg->path);
         log_fields_i64(&lf, "NUMABALANCED_PID", p->pid);
@@ -507,7 +508,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         if (r < 0)
                 return r;
         changing = update_locality(env, p, rd.maps, cpu);
-        if (p->cg->mode == CG_MODE_PLACE || p->cg->mode == CG_MODE_ADVISE)
+        if (cg_mode_decides_placement(p->cg->mode))
                 note_stuck_away(env, p, &in, &pp);
         s->cost_ns[STAGE_DECIDE] = cost_thread_ns() - t1;
 

@@ -29,9 +29,6 @@
  * the tolerance of a sampled scan (sampled-scan.c). At most SCAN_GROW_SHARE scans per
  * doubling of a steadily growing process. */
 #define SCAN_GROW_SHARE 32
-/* Each process moves at most this many batches' worth per tick, so that a tick (and
- * a SIGTERM waiting for it) stays bounded; the next tick continues. */
-#define SCAN_BATCHES_PER_TICK 4
 
 /* What a scan reads besides its process: the same for every scan of a tick. */
 struct scan_env {

@@ -33,7 +33,7 @@ enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, s
 
         /* An invalid value counts as unset, so it falls through to the next source
          * rather than hiding it: a typo in trusted.* does not cancel a valid user.*. */
-        if (from_config != CG_MODE_UNSET) {
+        if (cg_mode_is_set(from_config)) {
                 m = from_config;
                 src = CG_FROM_CONFIG;
         } else if (trusted && cg_mode_parse(trusted, trusted_len, &m) >= 0)
@@ -461,7 +461,7 @@ static int own_setting(struct walk *w, int fd, const char *path, bool user_count
  * subtree owner's processes only. */
 static void effective_setting(const char *path, enum cg_mode own, enum cg_source src,
                               const struct inherited *parent, struct inherited *here) {
-        if (own != CG_MODE_UNSET) {
+        if (cg_mode_is_set(own)) {
                 here->mode = own;
                 here->source = src;
                 here->decided_by = path;
@@ -626,7 +626,7 @@ static int walk_dir(struct walk *w, int fd, const char *path, const struct stat 
         r = visit_dir(w, fd, path, st, depth, parent, &here);
         if (r < 0)
                 return r;
-        entry = here.mode == CG_MODE_ADVISE || cg_mode_moves(here.mode);
+        entry = cg_mode_watched(here.mode);
         if (entry) {
                 r = add_entry(w, path, &here);
                 if (r < 0)

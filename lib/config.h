@@ -9,18 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "build-config.h"
+#include "cg-mode.h"
 #include "cleanup.h"
 #include "nodemask.h"
 
 #define CONFIG_DEFAULT_PATH SYSCONFDIR "/numabalanced.conf"
-
-/* place: balance, and the busy threads of a process placed beside its memory when that
- * is cheaper than moving the memory (lib/thread-place.c). Ordered: every mode from
- * BALANCE on moves pages (cg_mode_moves()). */
-enum cg_mode { CG_MODE_UNSET = 0, CG_MODE_OFF, CG_MODE_ADVISE, CG_MODE_BALANCE, CG_MODE_PLACE };
-
-/* Whether a cgroup in mode m has its pages moved: balance and place. */
-static inline bool cg_mode_moves(enum cg_mode m) { return m == CG_MODE_BALANCE || m == CG_MODE_PLACE; }
 
 enum knb_action { KNB_LEAVE, KNB_DISABLE };
 enum sample_source { SOURCE_AUTO, SOURCE_PROC, SOURCE_BPF };

@@ -696,43 +696,6 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
 
 /* --- promotion (rule 7) ------------------------------------------------------------ */
 
-uint64_t plan_promote_refill(struct plan_promote_budget *b, uint64_t rate_bytes_s, uint64_t now_ms) {
-        uint64_t burst = rate_bytes_s; /* one second's worth */
-        uint64_t ms, byte_ms, add, paid;
-
-        if (!b->started || now_ms < b->last_ms) {
-                /* The first tick may promote a second's worth at once. */
-                *b = (struct plan_promote_budget) { .left = burst, .last_ms = now_ms, .started = true };
-                return b->left;
-        }
-        /* A second or more fills it (and the product cannot overflow: rate < 2^41). */
-        ms = now_ms - b->last_ms < 1000 ? now_ms - b->last_ms : 1000;
-        byte_ms = rate_bytes_s * ms + b->frac;
-        add = byte_ms / 1000;
-        b->frac = byte_ms % 1000;
-        /* What promotions moved beyond their plan is paid first. */
-        paid = add < b->debt ? add : b->debt;
-        b->debt -= paid;
-        b->left = sat_add(b->left, add - paid);
-        if (b->left >= burst) {
-                b->left = burst; /* also after the rate was lowered */
-                b->frac = 0;
-        }
-        b->last_ms = now_ms;
-        return b->left;
-}
-
-void plan_promote_charge(struct plan_promote_budget *b, uint64_t bytes) {
-        uint64_t from_left = bytes < b->left ? bytes : b->left;
-
-        b->left -= from_left;
-        b->debt = sat_add(b->debt, bytes - from_left);
-}
-
-void plan_promote_refund(struct plan_promote_budget *b, uint64_t bytes) {
-        b->left = sat_add(b->left, bytes);
-}
-
 /* Whether v has pages on a slow node: a page-level move in it may be a promotion. */
 static bool vma_on_slow(const struct topology *t, const struct numa_maps *maps, const struct vma *v) {
         const struct node_pages *np = vma_node_pages(maps, v);

@@ -91,8 +91,8 @@ struct plan_params {
         unsigned promote_floor_pct;   /* a promotion leaves this share of the fast node free
                                        * (free_floor_pct when higher) */
         uint64_t *promote_left;       /* bytes promotions may still take, shared by the scans
-                                       * of a tick and updated (plan_promote_refill()); NULL:
-                                       * no bound */
+                                       * of a tick, refilled by the daemon (move-budget.h);
+                                       * NULL: no bound */
 };
 
 /* The last move of a VMA, kept by the caller between ticks. */
@@ -198,25 +198,8 @@ uint64_t plan_node_room(const struct topology *t, int node, const struct plan_pa
  * Cold memory on a slow node (no page seen twice from one node) never moves, and
  * demotion is the kernel's.
  *
- * The budget, refilled per tick: rate_bytes_s for the time since the last refill, at
- * most one second's worth held (the burst), so that the bytes promoted over any T
- * seconds stay below rate x (T + 1). rate 0: nothing is promoted. Returns the bytes
- * promotions may take now (b->left). */
-struct plan_promote_budget {
-        uint64_t left;                /* bytes */
-        uint64_t last_ms;             /* the last refill */
-        uint64_t frac;                /* byte-ms not yet a byte */
-        uint64_t debt;                /* bytes moved beyond those planned, paid by refills */
-        bool started;
-};
-uint64_t plan_promote_refill(struct plan_promote_budget *b, uint64_t rate_bytes_s, uint64_t now_ms);
-/* Promotions moved bytes more than they planned: a sampled base page of a transparent
- * huge page moves the whole huge page. Taken from what is left, the rest from the
- * next refills, so that the rate holds for what moved. */
-void plan_promote_charge(struct plan_promote_budget *b, uint64_t bytes);
-/* Promotions moved fewer bytes than planned (pages on the target already, gone,
- * busy): the difference is given back. */
-void plan_promote_refund(struct plan_promote_budget *b, uint64_t bytes);
+ * The budget is refilled once a tick and settled with what moved by the daemon's
+ * budgets of moving (daemon/move-budget.h, struct move_budget_promote). */
 
 /* Page-level moves from sampled memory accesses (lib/page-agg's two-sample rule:
  * d->moves are pages seen only from one node, at least twice). Each such page moves to

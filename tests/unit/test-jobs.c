@@ -435,7 +435,7 @@ DEFINE_TEST_MAIN_FULL(intro, outro)
  * transparent huge page for a sampled base page) is charged to the budget: 1 MiB from
  * what was left, 1 MiB as debt. */
 TEST(slow_node_kept_and_promotions_charged) {
-        struct plan_promote_budget budget = { .left = MIB, .started = true };
+        struct move_budget_promote budget = { .left = MIB, .started = true };
         struct world w;
         uint64_t charged;
 
@@ -466,7 +466,7 @@ TEST(slow_node_kept_and_promotions_charged) {
         /* Again, half of each job moved (the rest was on the target already): the
          * promotion's unmoved 2 MiB is given back. */
         ran.moved_pct = 50;
-        budget = (struct plan_promote_budget) { .started = true };
+        budget = (struct move_budget_promote) { .started = true };
         CHECK_INT(jobs_run(&w.env, &w.scans[0], 1, 2000, &charged), 0);
         CHECK_INT(w.counters.promoted_bytes, 8 * MIB);
         CHECK_INT(budget.left, 2 * MIB);

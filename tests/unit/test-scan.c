@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "config.h"
+#include "move-budget.h"
 #include "pagesize.h"
 #include "proc-lines.h"
 #include "proc-records.h"
@@ -444,7 +445,7 @@ TEST(plan_params_from_the_config) {
         CHECK(pp.move_shared);
         CHECK(pp.kernel_balances);
         CHECK_INT(pp.min_misplaced_kb, f.cfg.min_misplaced_kb);
-        CHECK_INT(pp.max_bytes, 1000 * page_size() * SCAN_BATCHES_PER_TICK);
+        CHECK_INT(pp.max_bytes, 1000 * page_size() * MOVE_BUDGET_SCAN_CALLS);
         f.env.kernel_balances = false;
         CHECK(!scan_plan_params(&f.env).kernel_balances);
         fixture_done(&f);

@@ -30,7 +30,7 @@ MAPS, THREADS = 16384, 256
 # is a few hundred bytes each: 64 MB with room. Tick: the reads of a tick stop after
 # 2 s (checked between processes), one read of the tenant's files waits at most its
 # deadline (2 s at its size), and a tick waits for its migration run, which ends at
-# its budget (MANAGER_RUN_BUDGET_MS, 10 s): the tenant's own 16,384 one-page mappings,
+# its budget (MOVE_BUDGET_RUN_MS, 10 s): the tenant's own 16,384 one-page mappings,
 # each a range of its own and behind its busy mmap lock, make long runs (a tick of
 # 13.1 s in CI). 15 s bounds a tick; far below WatchdogSec (30 s), and the socket is
 # served every 100 ms through it (status is bounded at 1 s).
