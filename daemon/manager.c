@@ -288,20 +288,16 @@ static bool scan_list_grow(struct manager *m, struct scan_list *scans, const str
 
 /* A read of p's files or memory overran its deadline: its owner is keeping it
  * waiting (a FUSE page, a busy mmap lock) or it is much bigger than it looks. Either
- * way it is not read again for QUARANTINE_MS, and explain says why. The reader refuses
- * its owner's other reads until that one returns. */
-#define QUARANTINE_MS (10 * 60 * UINT64_C(1000))
+ * way it is not read again for SCAN_QUARANTINE_MS (scan_quarantine()), and explain
+ * says why. The reader refuses its owner's other reads until that one returns. */
 static void quarantine(struct manager *m, struct proc_rec *p, uint64_t now) {
-        p->quarantined_until_ms = now + QUARANTINE_MS;
-        p->next_scan_ms = p->quarantined_until_ms;
-        p->reason = REASON_QUARANTINED;
-        p->planned_bytes = p->page_planned_bytes = 0;
+        scan_quarantine(p, now);
         m->counters.quarantines++;
         if (log_ratelimit_ok(&m->quarantine_log, now, NULL))
                 log_warning("cgroup=%s pid=%d comm=%s uid=%u: a read of its /proc files or memory did not finish "
                             "in time: quarantined for %" PRIu64 " min (none of its owner's processes is read "
                             "until that read returns)", p->cg->path, (int) p->pid, p->comm, (unsigned) p->cg->turn_uid,
-                            QUARANTINE_MS / 60000);
+                            SCAN_QUARANTINE_MS / 60000);
 }
 
 /* Scans p (due) into the list, its time charged to it; a process that cannot be read
@@ -314,7 +310,7 @@ static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, ui
         uint64_t charged = 0;
         int r;
 
-        if (p->quarantined_until_ms > now)
+        if (p->sched.quarantined_until_ms > now)
                 return 0;
         need_free_memory(m);
         if (!scan_list_grow(m, scans, p))
@@ -442,7 +438,7 @@ static void cg_growth(struct manager *m, struct cg_rec *cg) {
 static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
         uint64_t pages, kb;
 
-        if (!p->rss_kb || p->next_scan_ms <= now + GROW_CHECK_TICKS * m->cfg.tick_ms || p->cg->growth == GROWTH_NONE ||
+        if (!p->rss_kb || p->sched.next_scan_ms <= now + GROW_CHECK_TICKS * m->cfg.tick_ms || p->cg->growth == GROWTH_NONE ||
             (p->cg->growth == GROWTH_UNKNOWN && (m->counters.tick + (uint64_t) p->pid) % GROW_CHECK_TICKS))
                 return false;
         if (proc_read_statm_resident(m->proc_root, p->pid, &pages) < 0)
@@ -564,7 +560,7 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 p->seen_tick = m->counters.tick;
                 p->cg = cg;
                 cg->tick_procs++;
-                if (now >= p->next_scan_ms || room_again(m, p) || grew(m, p, now))
+                if (now >= p->sched.next_scan_ms || room_again(m, p) || grew(m, p, now))
                         *scanned += scan_due(m, p, now, reserved, scans);
                 proc_records_update_pidfd(&m->procs, m->proc_root, p, balanced(m, p));
         }
@@ -652,6 +648,7 @@ static void place_threads(struct manager *m, uint64_t now) {
                 .proc_root = m->proc_root,
                 .cgroup_root = m->cfg.cgroup_root,
                 .dry_run = m->opts.dry_run,
+                .bring_forward = scan_bring_forward,
         };
 
         if (m->placer && !m->one_node)
@@ -1099,8 +1096,8 @@ static void react_arm(struct manager *m) {
         if (!m->react_timer)
                 return;
         for (size_t i = 0; i < m->procs.n; i++)
-                if (m->procs.v[i]->react_due_ms && m->procs.v[i]->react_due_ms < next)
-                        next = m->procs.v[i]->react_due_ms;
+                if (m->procs.v[i]->sched.react_due_ms && m->procs.v[i]->sched.react_due_ms < next)
+                        next = m->procs.v[i]->sched.react_due_ms;
         if (next == UINT64_MAX) {
                 (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
                 return;
@@ -1121,16 +1118,16 @@ void manager_react_pass(struct manager *m) {
         for (size_t i = 0; i < m->procs.n; i++) {
                 struct proc_rec *p = m->procs.v[i];
 
-                if (!p->react_due_ms || p->react_due_ms > now)
+                if (!p->sched.react_due_ms || p->sched.react_due_ms > now)
                         continue;
                 /* Only a process the last tick saw in a cgroup still opted in. */
                 if (p->seen_tick != m->counters.tick || !p->cg || !p->cg->seen || p->cg->mode == CG_MODE_OFF ||
                     !still_there(m, p)) {
-                        p->react_due_ms = 0;
+                        scan_react_drop(p);
                         continue;
                 }
                 (void) scan_due(m, p, now, reserved, &scans);
-                p->react_due_ms = 0;
+                scan_react_drop(p);
                 m->counters.react_scans++;
         }
         (void) run_jobs(m, &scans, now, &charged);
@@ -1169,12 +1166,11 @@ void manager_node_changed(void *userdata, pid_t pid, int node) {
          * CPU time mostly from before the move, find no node above the hysteresis,
          * and the process would wait for the one after. Pending at most once, so a
          * process whose threads keep moving cannot postpone its scans forever. */
-        if (p->react_due_ms > now)
+        if (p->sched.react_due_ms > now)
                 return;
         due = now + m->cfg.react_ms;
         if (p->last_scan_ms && p->last_scan_ms + m->cfg.scan_min_ms > due)
                 due = p->last_scan_ms + m->cfg.scan_min_ms;
-        p->react_due_ms = due;
         log_debug("cgroup=%s pid=%d: a thread now runs on node %d, deciding again in %" PRIu64 " ms", p->cg->path,
                   (int) pid, node, due - now);
         scratch = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*scratch));
@@ -1183,9 +1179,7 @@ void manager_node_changed(void *userdata, pid_t pid, int node) {
                 (void) m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, scratch);
                 cost_charge_proc(&m->cost, p, STAGE_READ, cost_thread_ns() - t);
         }
-        p->interval_ms = 0; /* scan_min_ms after this scan */
-        if (p->next_scan_ms > due)
-                p->next_scan_ms = due;
+        scan_react_at(p, due);
         react_arm(m);
 }
 
@@ -1280,11 +1274,8 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
                                            m->cfg.tick_ms) < 0)
                 log_warning("The cgroup walker keeps the previous cgroup rules: out of memory");
         /* New thresholds apply to everyone at the next scan. */
-        for (size_t i = 0; i < m->procs.n; i++) {
-                m->procs.v[i]->interval_ms = m->cfg.scan_min_ms;
-                if (m->procs.v[i]->next_scan_ms > clock_now_ms() + m->cfg.scan_min_ms)
-                        m->procs.v[i]->next_scan_ms = clock_now_ms() + m->cfg.scan_min_ms;
-        }
+        for (size_t i = 0; i < m->procs.n; i++)
+                scan_restart_interval(m->procs.v[i], m->cfg.scan_min_ms, clock_now_ms());
         log_info("Configuration reloaded");
         return 0;
 }

@@ -39,13 +39,15 @@ static bool changed(uint64_t a, uint64_t b) {
 /* The back-off: scan often while misplaced or changing (active), half as often each
  * time once settled, down to scan_max_ms. */
 static void schedule_next(const struct scan_env *env, struct proc_rec *p, uint64_t now, bool active) {
-        if (active || p->interval_ms == 0)
-                p->interval_ms = env->cfg->scan_min_ms;
+        struct scan_schedule *s = &p->sched;
+
+        if (active || s->interval_ms == 0)
+                s->interval_ms = env->cfg->scan_min_ms;
         else
-                p->interval_ms *= SCAN_BACKOFF_FACTOR;
-        if (p->interval_ms > env->cfg->scan_max_ms)
-                p->interval_ms = env->cfg->scan_max_ms;
-        p->next_scan_ms = now + p->interval_ms;
+                s->interval_ms *= SCAN_BACKOFF_FACTOR;
+        if (s->interval_ms > env->cfg->scan_max_ms)
+                s->interval_ms = env->cfg->scan_max_ms;
+        s->next_scan_ms = now + s->interval_ms;
 }
 
 /* CPU time of p's threads per node since its last scan, into cpu. Returns 1, or 0 at
@@ -453,7 +455,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         nb_nodemask cpu_nodes, busy_before = p->busy_nodes, busy;
         int r, primed;
 
-        p->react_due_ms = 0;
+        p->sched.react_due_ms = 0;
         cpu = calloc(env->topo->n_nodes ? env->topo->n_nodes : 1, sizeof(*cpu));
         if (!cpu)
                 return -ENOMEM;
@@ -473,8 +475,8 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         if (status.vm_rss_kb < env->cfg->min_rss_kb) {
                 p->reason = REASON_TOO_SMALL;
                 p->rss_kb = status.vm_rss_kb;
-                p->interval_ms = env->cfg->scan_max_ms;
-                p->next_scan_ms = now + p->interval_ms;
+                p->sched.interval_ms = env->cfg->scan_max_ms;
+                p->sched.next_scan_ms = now + p->sched.interval_ms;
                 return 0;
         }
         cpu_nodes = sampled_scan_cpu_nodes(env, cpu);
@@ -492,8 +494,8 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
                 .vma_end = rd.ends,
                 .mems_allowed = status.has_mems_allowed ? status.mems_allowed : env->topo->with_memory,
                 .cpu_ns = cpu,
-                .history = p->hist,
-                .n_history = p->n_hist,
+                .history = p->moves.hist,
+                .n_history = p->moves.n_hist,
                 .now_ms = now,
                 .threads = &rd.threads,
                 .vma_mlocked = rd.locked,
@@ -540,6 +542,33 @@ int scan_process(const struct scan_env *env, struct proc_rec *p, uint64_t now, u
 
 void scan_backoff(const struct scan_env *env, struct proc_rec *p, uint64_t now) {
         schedule_next(env, p, now, false);
+}
+
+void scan_bring_forward(struct proc_rec *p, uint64_t at_ms) {
+        if (p->sched.next_scan_ms > at_ms)
+                p->sched.next_scan_ms = at_ms;
+}
+
+void scan_react_at(struct proc_rec *p, uint64_t due_ms) {
+        p->sched.react_due_ms = due_ms;
+        p->sched.interval_ms = 0;  /* scan_min_ms after this scan */
+        scan_bring_forward(p, due_ms);
+}
+
+void scan_react_drop(struct proc_rec *p) {
+        p->sched.react_due_ms = 0;
+}
+
+void scan_restart_interval(struct proc_rec *p, uint64_t scan_min_ms, uint64_t now) {
+        p->sched.interval_ms = scan_min_ms;
+        scan_bring_forward(p, now + scan_min_ms);
+}
+
+void scan_quarantine(struct proc_rec *p, uint64_t now) {
+        p->sched.quarantined_until_ms = now + SCAN_QUARANTINE_MS;
+        p->sched.next_scan_ms = p->sched.quarantined_until_ms;
+        p->reason = REASON_QUARANTINED;
+        p->planned_bytes = p->page_planned_bytes = 0;
 }
 
 void scan_done(struct scan *s) {
