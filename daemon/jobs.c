@@ -253,8 +253,8 @@ static bool is_page_range(const struct scan *scans, size_t n_scans, const struct
 static void note_stop(struct proc_rec *p, const struct migrate_job *j) {
         struct log_fields lf = {};
 
-        p->moves.stop = j->stop;
-        p->moves.stop_ms = clock_now_ms();
+        p->moved.stop = j->stop;
+        p->moved.stop_ms = clock_now_ms();
         /* Filled since the scan: planned again as soon as the node has room, as a plan
          * held back at the floor is (room_again). The plan's reason stays: the stop is
          * move_stopped's to say. */
@@ -291,7 +291,7 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                 struct proc_rec *p = j->userdata;
 
                 for (int c = 0; c < _MIG_CLASS_MAX; c++) {
-                        p->moves.pages[c] += j->pages[c];
+                        p->moved.pages[c] += j->pages[c];
                         p->cg->pages[c] += j->pages[c];
                         env->counters->total_pages[c] += j->pages[c];
                 }
@@ -308,7 +308,7 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                 if (j->pages[MIG_MOVED])
                         for (size_t k = 0; k < j->n_ranges; k++)
                                 if (!is_page_range(scans, n_scans, p, &j->ranges[k]))
-                                        history_note(&p->moves, j->ranges[k].start, j->target_node, now);
+                                        history_note(&p->moved, j->ranges[k].start, j->target_node, now);
         }
 }
 

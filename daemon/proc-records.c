@@ -126,7 +126,7 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
         page_agg_free(p->seen);
         free(p->mapped);
         free(p->slow);
-        free(p->moves.hist);
+        free(p->moved.hist);
         free(p->node_bytes);
         free(p->stuck_away);
         proc_place_free(p->place);

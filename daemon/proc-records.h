@@ -70,7 +70,7 @@ struct proc_rec {
         struct cg_rec *cg;         /* valid for the current tick */
         struct placement_state pl;
         struct scan_schedule sched;  /* written by scan.c only */
-        struct proc_moves moves;     /* written by jobs.c only */
+        struct proc_moves moved;     /* written by jobs.c only */
         bool exited;               /* its pidfd said so at the start of this tick */
         uint64_t cost_ns[_STAGE_MAX];  /* written by cost.c only */
         enum plan_reason reason;   /* of the last scan; _REASON_MAX before the first */

@@ -983,7 +983,7 @@ TEST(page_samples_move_pages_to_the_node_that_touches_them) {
         CHECK(p && p->reason == REASON_NO_CPU_TIME);
         CHECK(p && p->pages_seen == 3 && p->pages_shared == 1 && p->page_planned_bytes == 4096);
         /* Single pages moved are not remembered for the cooldown. */
-        CHECK(p && p->moves.n_hist == 0 && p->moves.pages[MIG_MOVED] == 1);
+        CHECK(p && p->moved.n_hist == 0 && p->moved.pages[MIG_MOVED] == 1);
         env_done();
 }
 
@@ -1109,15 +1109,15 @@ TEST(moves_are_counted_and_remembered) {
         env.jobs_move = true;
         CHECK_INT(tick(), 0);
         p = rec(DB);
-        CHECK(p && p->moves.pages[MIG_MOVED] * page_size() == 40 * MIB);
-        CHECK(p && p->cg->pages[MIG_MOVED] == p->moves.pages[MIG_MOVED]);
+        CHECK(p && p->moved.pages[MIG_MOVED] * page_size() == 40 * MIB);
+        CHECK(p && p->cg->pages[MIG_MOVED] == p->moved.pages[MIG_MOVED]);
         CHECK(env.m->counters.total_pages[MIG_MOVED] * page_size() == 40 * MIB);
         CHECK(counters_moved_last_minute(&env.m->counters) == 40 * MIB);
         /* Both ranges, for the cooldown. */
-        CHECK(p && p->moves.n_hist == 2);
-        for (size_t i = 0; p && i < p->moves.n_hist; i++)
-                CHECK(p->moves.hist[i].target == 0 &&
-                      (p->moves.hist[i].start == 0x7f3a00000000 || p->moves.hist[i].start == 0x7f3a04000000));
+        CHECK(p && p->moved.n_hist == 2);
+        for (size_t i = 0; p && i < p->moved.n_hist; i++)
+                CHECK(p->moved.hist[i].target == 0 &&
+                      (p->moved.hist[i].start == 0x7f3a00000000 || p->moved.hist[i].start == 0x7f3a04000000));
         env_done();
 }
 
@@ -1686,12 +1686,12 @@ TEST(the_check_before_moving_sees_what_changed_since_the_scan) {
                 if (c->stop) {
                         char line[256];
 
-                        CHECK(rec(DB) && rec(DB)->moves.stop && strcmp(rec(DB)->moves.stop->name, c->stop) == 0);
+                        CHECK(rec(DB) && rec(DB)->moved.stop && strcmp(rec(DB)->moved.stop->name, c->stop) == 0);
                         snprintf(line, sizeof(line), "cgroup=/app.slice pid=3001: migration stopped: ");
                         CHECK_MSG(strstr(logged, line) && strstr(strstr(logged, line), c->stop),
                                   "%s: the log says %s", c->what, logged);
                 } else
-                        CHECK(rec(DB) && !rec(DB)->moves.stop);
+                        CHECK(rec(DB) && !rec(DB)->moved.stop);
                 CHECK_MSG(j && (c->stop ? j->checked == -ESTALE && j->stop && strcmp(j->stop, c->stop) == 0
                                         : j->checked == 0),
                           "%s: the check said %d (%s), expected %s", c->what, j ? j->checked : 99,
@@ -1754,7 +1754,7 @@ TEST(a_target_filled_since_the_scan_stops_the_moves) {
                 return;
         }
         /* explain's move_stopped says it; the plan's reason stays. */
-        CHECK(p->moves.stop && strcmp(p->moves.stop->name, "target-full") == 0);
+        CHECK(p->moved.stop && strcmp(p->moved.stop->name, "target-full") == 0);
         CHECK(p->full_target == 0 && p->reason == REASON_NONE && p->scans == 1);
         /* Still full: not scanned again; then room, and the job may move. */
         wait_for_room(p);

@@ -71,7 +71,7 @@ static void fixture_done(struct fixture *f) {
         free(f->reserved);
         free(f->p.node_bytes);
         free(f->p.stuck_away);
-        free(f->p.moves.hist);
+        free(f->p.moved.hist);
         proc_records_drop_huge(&f->p);
         page_agg_free(f->p.seen);
         free(f->p.mapped);
