@@ -49,66 +49,6 @@
 #include "topology.h"
 #include "walker.h"
 
-/* --- invalid settings, logged once ---------------------------------------------- */
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return (x > y) - (x < y);
-}
-
-static uint64_t invalid_key(const struct manager *m, const struct cgroup_invalid *inv) {
-        char key[PATH_MAX + 512];
-        int n = snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", inv->path, 0, inv->xattr, 0, inv->value, 0, inv->why);
-
-        return siphash24(key, n < 0 ? 0 : (size_t) n < sizeof(key) ? (size_t) n : sizeof(key) - 1, m->invalid_key);
-}
-
-/* Each invalid setting is logged once while it stays (it is remembered by a keyed
- * hash for as long as the walk reports it: a setting fixed and broken again is news
- * again), and at most INVALID_LOG_BURST new ones a minute, the rest counted in one
- * line a minute: a user who writes junk on 20,000 cgroups cannot flood the journal, nor make
- * the daemon log every tick (it remembered 1,024 settings, then logged the rest at
- * every tick). Out of memory, nothing new is logged this tick. */
-static void log_invalid(struct manager *m, const struct cgroup_selection *sel) {
-        _cleanup_free_ uint64_t *keys = NULL;
-        size_t not_logged = 0;
-        uint64_t now = clock_now_ms();
-
-        if (sel->n_invalid == 0 || !(keys = calloc(sel->n_invalid, sizeof(*keys)))) {
-                if (sel->n_invalid == 0) {
-                        free(m->invalid_seen);
-                        m->invalid_seen = NULL;
-                        m->n_invalid_seen = 0;
-                }
-                return;
-        }
-        for (size_t i = 0; i < sel->n_invalid; i++) {
-                const struct cgroup_invalid *inv = &sel->invalid[i];
-
-                keys[i] = invalid_key(m, inv);
-                if (m->n_invalid_seen &&
-                    bsearch(&keys[i], m->invalid_seen, m->n_invalid_seen, sizeof(*keys), cmp_u64))
-                        continue;
-                if (log_ratelimit_ok(&m->invalid_log, now, NULL))
-                        log_warning("cgroup=%s: %s=\"%s\": %s, treating as unset", inv->path, inv->xattr, inv->value,
-                                    inv->why);
-                else
-                        not_logged++;
-        }
-        /* The count, too, once a minute at most (a user may change the values every
-         * tick). */
-        m->invalid_not_logged += not_logged;
-        if (m->invalid_not_logged && log_ratelimit_ok(&m->invalid_count_log, now, NULL)) {
-                log_warning("%" PRIu64 " more invalid cgroup setting(s) treated as unset, not logged one by one "
-                            "(at most %u a minute)", m->invalid_not_logged, INVALID_LOG_BURST);
-                m->invalid_not_logged = 0;
-        }
-        qsort(keys, sel->n_invalid, sizeof(*keys), cmp_u64);
-        free(m->invalid_seen);
-        m->invalid_seen = TAKE_PTR(keys);
-        m->n_invalid_seen = sel->n_invalid;
-}
-
 /* A count of page-level samples (page_sampler_drain): kept for the process's next scan. */
 static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
         struct manager *m = userdata;
@@ -359,13 +299,13 @@ static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, ui
 static void serve_meanwhile(struct manager *m) {
         uint64_t now = clock_now_ns(CLOCK_MONOTONIC), t;
 
-        if (!m->while_moving || now < m->last_served_ns + SERVE_EVERY_NS)
+        if (!m->hooks.while_moving || now < m->last_served_ns + SERVE_EVERY_NS)
                 return;
         m->last_served_ns = now;
         t = cost_thread_ns();
-        m->while_moving(m->while_moving_userdata);
-        if (m->keepalive)
-                m->keepalive(m->keepalive_userdata);
+        m->hooks.while_moving(m->hooks.while_moving_userdata);
+        if (m->hooks.keepalive)
+                m->hooks.keepalive(m->hooks.keepalive_userdata);
         cost_pumped(&m->cost, cost_thread_ns() - t);
 }
 
@@ -612,12 +552,7 @@ static int select_cgroups(struct manager *m, struct cgroup_selection *sel, bool 
         }
         if (!*fresh)
                 return 0;
-        log_invalid(m, sel);
-        if (sel->truncated && !m->walk_truncated_logged)
-                log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: those "
-                            "beyond a subtree's share of the walk were not looked at (numabalanced(8), LIMITS)",
-                            m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH, CGROUP_WALK_MAX_CGROUPS);
-        m->walk_truncated_logged = sel->truncated;
+        walker_log_selection(&m->tree_log, m->cfg.cgroup_root, sel);
         return 0;
 }
 
@@ -691,8 +626,8 @@ static int run_jobs(struct manager *m, struct scan_list *scans, uint64_t now, ui
                 .cost = &m->cost,
                 .counters = &m->counters,
                 .promote = &m->promote,
-                .run_jobs = m->run_jobs,
-                .run_jobs_userdata = m->run_jobs_userdata,
+                .run_jobs = m->hooks.run_jobs,
+                .run_jobs_userdata = m->hooks.run_jobs_userdata,
                 .pump_ns = &m->cost.pump_ns,
         };
         uint64_t main_ns = 0;
@@ -1061,10 +996,10 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         }
         (void) manager_tick(m);
-        if (m->after_tick) {
+        if (m->hooks.after_tick) {
                 /* The metrics file: each cgroup in it pays its share. */
                 uint64_t t = cost_thread_ns();
-                m->after_tick(&m->view, m->after_tick_userdata);
+                m->hooks.after_tick(&m->view, m->hooks.after_tick_userdata);
                 (void) cost_share_even(&m->cost, &m->cgs, STAGE_REPORT, cost_thread_ns() - t);
         }
         cost_update_unattributed(&m->cost);
@@ -1229,19 +1164,19 @@ int manager_start(struct manager *m) {
 }
 
 void manager_set_while_moving(struct manager *m, void (*fn)(void *userdata), void *userdata) {
-        m->while_moving = fn;
-        m->while_moving_userdata = userdata;
+        m->hooks.while_moving = fn;
+        m->hooks.while_moving_userdata = userdata;
 }
 
 void manager_set_keepalive(struct manager *m, void (*fn)(void *userdata), void *userdata) {
-        m->keepalive = fn;
-        m->keepalive_userdata = userdata;
+        m->hooks.keepalive = fn;
+        m->hooks.keepalive_userdata = userdata;
 }
 
 void manager_set_after_tick(struct manager *m, void (*fn)(const struct manager_view *v, void *userdata),
                             void *userdata) {
-        m->after_tick = fn;
-        m->after_tick_userdata = userdata;
+        m->hooks.after_tick = fn;
+        m->hooks.after_tick_userdata = userdata;
 }
 
 const struct manager_view *manager_view(const struct manager *m) {
@@ -1291,7 +1226,6 @@ void manager_stop(struct manager *m) {
                 return;
         /* First: nothing that follows may wait on a tenant before threads are given back. */
         placer_stop(m->placer);
-        m->cancel = 1;
         if (m->migrator)
                 migrator_cancel(m->migrator);
         if (m->timer)
@@ -1319,10 +1253,10 @@ static bool stop_pending(void *ctx) {
         struct manager *m = ctx;
         uint64_t t = cost_thread_ns();
 
-        if (m->while_moving)
-                m->while_moving(m->while_moving_userdata);
-        if (m->keepalive && migrator_run_elapsed_ns(m->migrator) < MANAGER_RUN_KEEPALIVE_MS * UINT64_C(1000000))
-                m->keepalive(m->keepalive_userdata);
+        if (m->hooks.while_moving)
+                m->hooks.while_moving(m->hooks.while_moving_userdata);
+        if (m->hooks.keepalive && migrator_run_elapsed_ns(m->migrator) < MANAGER_RUN_KEEPALIVE_MS * UINT64_C(1000000))
+                m->hooks.keepalive(m->hooks.keepalive_userdata);
         cost_pumped(&m->cost, cost_thread_ns() - t);
         /* The workers' move_pages(2) calls have no time bound: the threads are given
          * back before the run is waited for. */
@@ -1392,9 +1326,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         proc_records_init(&m->procs);
         cg_records_init(&m->cgs);
         view_init(m);
-        siphash_random_key(m->invalid_key);
-        m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
-        m->invalid_count_log = LOG_RATELIMIT(60000, 1);
+        walker_log_init(&m->tree_log);
         m->oom_log = LOG_RATELIMIT(60000, 1);
         m->quarantine_log = LOG_RATELIMIT(60000, 10);
         m->owner_turn_ns = OWNER_TURN_NS;
@@ -1487,7 +1419,7 @@ void manager_free(struct manager *m) {
         tenant_reader_free(m->reader);
         proc_records_done(&m->procs);
         cg_records_done(&m->cgs);
-        free(m->invalid_seen);
+        walker_log_done(&m->tree_log);
         cost_ledger_done(&m->cost);
         page_sampler_free(m->pages);
         placement_source_free(m->source);

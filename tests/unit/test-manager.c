@@ -421,7 +421,7 @@ static bool env_start(const struct env_opts *o) {
                 abort();
         }
         env.m->procs.open_pidfd = fake_pidfd;
-        env.m->run_jobs = sink;
+        env.m->hooks.run_jobs = sink;
         return true;
 }
 
@@ -2206,12 +2206,12 @@ TEST(invalid_settings_logged_rate_limited) {
         log_set_sink(count_invalid_lines);
         for (int t = 0; t < 3; t++)
                 CHECK_INT(tick(), 0);
-        CHECK_INT(n_invalid_logged, INVALID_LOG_BURST);
+        CHECK_INT(n_invalid_logged, WALKER_INVALID_LOG_BURST);
         CHECK_INT(n_count_logged, 1);
 
         /* A minute later (the limiter's interval restarted), c0001 is fixed, then
          * broken again: logged again. */
-        env.m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
+        env.m->tree_log.invalid_log = LOG_RATELIMIT(60000, WALKER_INVALID_LOG_BURST);
         snprintf(path, sizeof(path), "%s/app.slice/c0001", env.cgroup);
         CHECK(removexattr(path, "user.numabalanced") == 0);
         CHECK_INT(tick(), 0);
@@ -2219,8 +2219,8 @@ TEST(invalid_settings_logged_rate_limited) {
         CHECK_INT(tick(), 0);
         CHECK_INT(tick(), 0);
         log_set_sink(NULL);
-        CHECK_INT(n_invalid_logged, INVALID_LOG_BURST + 1);
-        CHECK_INT(env.m->n_invalid_seen, 2000);
+        CHECK_INT(n_invalid_logged, WALKER_INVALID_LOG_BURST + 1);
+        CHECK_INT(env.m->tree_log.n_invalid_seen, 2000);
         env_done();
 }
 
