@@ -16,6 +16,10 @@
 #include "clock.h"
 #include "damon.h"
 #include "log.h"
+#include "pagesize.h"
+#include "page-agg.h"
+#include "counters.h"
+#include "proc-records.h"
 #include "parse.h"
 #include "proc.h"
 #include "sample-quota.h"
@@ -1070,4 +1074,60 @@ void damon_free(struct damon *d) {
         } else
                 give_back(d);
         destroy(d);
+}
+
+/* --- DAMON's reads as page evidence (the tick's, damon_feed) ----------------------- */
+
+struct feed {
+        struct page_agg *a;
+        unsigned node;
+        const struct proc_rec *p;
+        uint64_t unmapped;
+};
+
+static void damon_page(void *userdata, uint64_t addr) {
+        struct feed *f = userdata;
+
+        if (!proc_records_mapped(f->p, addr)) {
+                f->unmapped++;
+                return;
+        }
+        (void) page_agg_add_counts(f->a, addr, f->node, 1);
+}
+
+void damon_feed_results(const struct damon_result *res, size_t n, struct proc_records *procs,
+                        const struct topology *topo, struct counters *c) {
+        for (size_t i = 0; i < n; i++) {
+                struct proc_rec *p = proc_records_find(procs, res[i].pid);
+                struct feed f = {};
+                uint64_t capped = 0, fed;
+
+                /* By pid and start time: a read of a pid reused since is not this one's. */
+                if (!p || p->starttime != res[i].starttime || !p->n_slow)
+                        continue;
+                if (p->hot_node < 0 || topology_node_slow(topo, (unsigned) p->hot_node)) {
+                        c->damon_no_node++;
+                        continue;
+                }
+                if (!p->seen && page_agg_new(topo, page_size(), &p->seen) < 0)
+                        continue;
+                if (page_agg_pages(p->seen) >= DAMON_PAGES_HELD_MAX) {
+                        c->damon_full++;
+                        continue;
+                }
+                page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
+                f = (struct feed) { .a = p->seen, .node = (unsigned) p->hot_node, .p = p };
+                fed = damon_pages_feed(res[i].hot, res[i].n_hot, p->slow, p->n_slow, page_size(),
+                                       DAMON_PAGES_PER_READ, damon_page, &f, &capped);
+                c->damon_pages += fed - f.unmapped;
+                c->damon_capped += capped;
+        }
+}
+
+void damon_feed(struct damon *d, struct proc_records *procs, const struct topology *topo, struct counters *c) {
+        struct damon_result *res = NULL;
+        size_t n = damon_take(d, &res);
+
+        damon_feed_results(res, n, procs, topo, c);
+        damon_results_free(res, n);
 }

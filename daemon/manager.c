@@ -70,71 +70,6 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
         (void) page_agg_add_counts(p->seen, addr, node, count);
 }
 
-/* Base pages one DAMON read may count for a process, at most: 128 MiB of 4 KiB pages,
- * half of what the promotion budget (256 MB/s by default) moves in a second, so the
- * budget, not this cap, paces promotion; what a read lists beyond is counted
- * (damon_capped), not fed, and is listed again by the next read. It bounds how much
- * one read grows the evidence table. */
-#define DAMON_PAGES_PER_READ 32768
-/* Pages a process's evidence may hold before DAMON adds more: four reads' worth. The
- * scan decides on them and drops them (page_agg_carry); a tenant whose hot set moves
- * every read between two scans cannot grow the table past this. */
-#define DAMON_PAGES_HELD_MAX (4 * DAMON_PAGES_PER_READ)
-
-struct damon_feed {
-        struct page_agg *a;
-        unsigned node;
-        const struct proc_rec *p;
-        uint64_t unmapped;
-};
-
-static void damon_page(void *userdata, uint64_t addr) {
-        struct damon_feed *f = userdata;
-
-        if (!proc_records_mapped(f->p, addr)) {
-                f->unmapped++;
-                return;
-        }
-        (void) page_agg_add_counts(f->a, addr, f->node, 1);
-}
-
-/* DAMON's reads since the last tick as page evidence: each hot region, within the
- * process's slow VMAs of its last full read, one count per base page for the node its
- * threads ran on at its last scan, if that node is fast and had min_cpu_share_pct of
- * its CPU time (plan.h: hot_node); otherwise counted as having no node. One count per
- * read, so a page needs two reads: the two-sample rule of page samples. */
-static void damon_feed_tick(struct manager *m) {
-        struct damon_result *res = NULL;
-        size_t n = damon_take(m->damon, &res);
-
-        for (size_t i = 0; i < n; i++) {
-                struct proc_rec *p = proc_records_find(&m->procs, res[i].pid);
-                struct damon_feed f = {};
-                uint64_t capped = 0, fed;
-
-                /* By pid and start time: a read of a pid reused since is not this one's. */
-                if (!p || p->starttime != res[i].starttime || !p->n_slow)
-                        continue;
-                if (p->hot_node < 0 || topology_node_slow(m->topo, (unsigned) p->hot_node)) {
-                        m->counters.damon_no_node++;
-                        continue;
-                }
-                if (!p->seen && page_agg_new(m->topo, page_size(), &p->seen) < 0)
-                        continue;
-                if (page_agg_pages(p->seen) >= DAMON_PAGES_HELD_MAX) {
-                        m->counters.damon_full++;
-                        continue;
-                }
-                page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
-                f = (struct damon_feed) { .a = p->seen, .node = (unsigned) p->hot_node, .p = p };
-                fed = damon_pages_feed(res[i].hot, res[i].n_hot, p->slow, p->n_slow, page_size(),
-                                       DAMON_PAGES_PER_READ, damon_page, &f, &capped);
-                m->counters.damon_pages += fed - f.unmapped;
-                m->counters.damon_capped += capped;
-        }
-        damon_results_free(res, n);
-}
-
 /* The processes that want a kdamond: watched in a mode that moves or advises, their
  * last full read found pages on a slow node. Every other one's is turned off. */
 static void damon_sync_tick(struct manager *m, uint64_t now) {
@@ -825,7 +760,7 @@ static void tick_prepare(struct manager *m) {
                 m->counters.sampling_refused = q ? q->refused : 0;
                 m->sampler_thread_ns = page_sampler_take_cpu_ns(m->pages);
         }
-        damon_feed_tick(m);
+        damon_feed(m->damon, &m->procs, m->topo, &m->counters);
         kernel_balancing_watch(m);
         /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
          * scans and the react scans until the next. */
