@@ -19,6 +19,7 @@
 #include "manager.h"
 #include "migrate.h"
 #include "proc-records.h"
+#include "react.h"
 #include "service-cpus.h"
 #include "page-sampler.h"
 #include "source.h"
@@ -54,13 +55,6 @@
 /* How often a long tick serves the control socket (serve_meanwhile). */
 #define SERVE_EVERY_NS (100 * UINT64_C(1000000))
 
-/* A thread of pid now runs on node: pid's process is scanned on its own react_ms
- * later (manager_react_pass), no sooner than scan_min_ms after its last scan. The
- * source's event callback; the tests call it directly. */
-void manager_node_changed(void *userdata, pid_t pid, int node);
-/* Scans the processes whose react scan is due, and runs their jobs: no walk, no
- * cgroup read, no report. */
-void manager_react_pass(struct manager *m);
 /* Attaches the samplers (BPF programs, perf events) when some process is watched and
  * the host has two memory nodes or more, detaches them otherwise. Called when a
  * process is admitted and after each tick's sweep; the tests call it to check. */
@@ -85,8 +79,6 @@ struct manager_hooks {
 struct manager {
         sd_event *event;
         sd_event_source *timer;
-        sd_event_source *events;   /* the source's node-change events, if it has them */
-        sd_event_source *react_timer;  /* the next react scan (manager_react_pass), or off */
         struct manager_opts opts;
         char *proc_root, *sys_root;
         struct nb_config cfg;      /* a private copy of the config (config_copy) */
@@ -106,6 +98,7 @@ struct manager {
         struct cost_ledger cost;
         struct counters counters;
         struct manager_view view;  /* what the reports read: pointers into the above */
+        struct react react;        /* node changes: react scans between ticks (react.h) */
 
         /* Idle means idle (manager_samplers_sync): the samplers run in the kernel only
          * while some process is watched, and never on a host with one memory node. */

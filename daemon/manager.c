@@ -40,6 +40,7 @@
 #include "plan.h"
 #include "proc.h"
 #include "proc-records.h"
+#include "react.h"
 #include "scan.h"
 #include "service-cpus.h"
 #include "tenant-reader.h"
@@ -799,7 +800,6 @@ static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, u
                 (void) cost_share_by_procs(&m->cost, &m->cgs, STAGE_BOOKKEEPING, spent - charged - served);
 }
 
-static void watch_node_events(struct manager *m);
 static void view_update(struct manager *m);
 
 /* The samplers again, for a new topology: only while nothing is recorded (a host that
@@ -809,7 +809,7 @@ static int samplers_rechoose(struct manager *m) {
 
         page_sampler_free(m->pages);
         m->pages = NULL;
-        m->events = sd_event_source_unref(m->events);
+        react_unwatch_events(&m->react);
         placement_source_free(m->source);
         m->source = NULL;
         m->samplers_armed = false;
@@ -820,9 +820,9 @@ static int samplers_rechoose(struct manager *m) {
         if (r < 0)
                 return r;
         page_sampler_set_reader(m->pages, m->reader);
-        if (m->event && m->timer)
-                watch_node_events(m);
         view_update(m);
+        if (m->event && m->timer)
+                react_watch_events(&m->react, m->event);
         return 0;
 }
 
@@ -939,7 +939,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         cost_update_unattributed(&m->cost);
         /* The next tick. A node-change event does not bring it forward: it has the
-         * process that moved scanned on its own (react_pass). */
+         * process that moved scanned on its own (react.h). */
         now = clock_now_ms();
         next = now + m->cfg.tick_ms;
         sd_event_source_set_time(s, next * 1000);
@@ -947,132 +947,44 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* Whether p still names the process it was made for, right before a scan outside the
- * tick (which admitted it): its pidfd has not said it exited, and its start time is
- * the record's. */
-static bool still_there(const struct manager *m, const struct proc_rec *p) {
-        struct proc_stat st;
-        struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+/* A react pass (react.h): the tick's scans and jobs for the processes it finds due. */
+struct react_run {
+        struct scan_list scans;
+        uint64_t *reserved;
+};
 
-        if (p->pidfd >= 0 && poll(&pfd, 1, 0) != 0)
-                return false;
-        return proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime;
-}
-
-/* The react timer at the earliest pending react scan, or off. */
-static void react_arm(struct manager *m) {
-        uint64_t next = UINT64_MAX;
-
-        if (!m->react_timer)
-                return;
-        for (size_t i = 0; i < m->procs.n; i++)
-                if (m->procs.v[i]->sched.react_due_ms && m->procs.v[i]->sched.react_due_ms < next)
-                        next = m->procs.v[i]->sched.react_due_ms;
-        if (next == UINT64_MAX) {
-                (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
-                return;
-        }
-        (void) sd_event_source_set_time(m->react_timer, next * 1000);
-        (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_ONESHOT);
-}
-
-void manager_react_pass(struct manager *m) {
-        _cleanup_free_ uint64_t *reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
-        struct scan_list scans = {};
-        uint64_t now = clock_now_ms(), charged = 0;
+static void *on_react_begin(void *userdata) {
+        struct manager *m = userdata;
         struct service_threads threads = service_threads_of(m);
+        struct react_run *rs = calloc(1, sizeof(*rs));
 
-        if (!reserved || !service_cpus_check(&m->service, m->sys_root, &threads))
-                return;
+        if (rs)
+                rs->reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*rs->reserved));
+        if (!rs || !rs->reserved || !service_cpus_check(&m->service, m->sys_root, &threads)) {
+                free(rs ? rs->reserved : NULL);
+                free(rs);
+                return NULL;
+        }
         m->free_read_tick = 0;     /* free memory read again if anything plans */
-        for (size_t i = 0; i < m->procs.n; i++) {
-                struct proc_rec *p = m->procs.v[i];
-
-                if (!p->sched.react_due_ms || p->sched.react_due_ms > now)
-                        continue;
-                /* Only a process the last tick saw in a cgroup still opted in. */
-                if (p->seen_tick != m->counters.tick || !p->cg || !p->cg->seen || p->cg->mode == CG_MODE_OFF ||
-                    !still_there(m, p)) {
-                        scan_react_drop(p);
-                        continue;
-                }
-                (void) scan_due(m, p, now, reserved, &scans);
-                scan_react_drop(p);
-                m->counters.react_scans++;
-        }
-        (void) run_jobs(m, &scans, now, &charged);
-        for (size_t i = 0; i < scans.n; i++)
-                scan_done(&scans.v[i]);
-        free(scans.v);
+        return rs;
 }
 
-static int on_react(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct manager *m = userdata;
+static void on_react_scan(void *userdata, void *pass, struct proc_rec *p, uint64_t now) {
+        struct react_run *rs = pass;
 
-        manager_react_pass(m);
-        react_arm(m);
-        return 0;
+        (void) scan_due(userdata, p, now, rs->reserved, &rs->scans);
 }
 
-/* A thread of pid started running on another node (BPF source). Restart the
- * process's window now (the CPU time before the move says nothing about where it runs
- * next) and decide again react_ms later, whatever its backoff: a process settled for
- * minutes is otherwise rescanned only every scan_max_ms. That process alone is scanned
- * then (manager_react_pass), charged to it: not a whole tick, which a tenant whose
- * threads keep hopping could otherwise bring every react_ms. And no sooner than
- * scan_min_ms after its last scan: however often its threads move, it is scanned at
- * most as often as a process that keeps changing. */
-void manager_node_changed(void *userdata, pid_t pid, int node) {
-        struct manager *m = userdata;
-        struct proc_rec *p = proc_records_find(&m->procs, pid);
-        uint64_t now = clock_now_ms(), due;
-        _cleanup_free_ uint64_t *scratch = NULL;
+static void on_react_end(void *userdata, void *pass, uint64_t now) {
+        struct react_run *rs = pass;
+        uint64_t charged = 0;
 
-        m->counters.node_events++;
-        if (!p || !p->cg || p->cg->mode == CG_MODE_OFF || m->cfg.react_ms == 0)
-                return;
-        /* A react scan already pending has this move in its window. Otherwise the
-         * window restarts even if a scan is due sooner: that scan would decide on
-         * CPU time mostly from before the move, find no node above the hysteresis,
-         * and the process would wait for the one after. Pending at most once, so a
-         * process whose threads keep moving cannot postpone its scans forever. */
-        if (p->sched.react_due_ms > now)
-                return;
-        due = now + m->cfg.react_ms;
-        if (p->last_scan_ms && p->last_scan_ms + m->cfg.scan_min_ms > due)
-                due = p->last_scan_ms + m->cfg.scan_min_ms;
-        log_debug("cgroup=%s pid=%d: a thread now runs on node %d, deciding again in %" PRIu64 " ms", p->cg->path,
-                  (int) pid, node, due - now);
-        scratch = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*scratch));
-        if (scratch && p->pl.primed) {
-                uint64_t t = cost_thread_ns();
-                (void) m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, scratch);
-                cost_charge_proc(&m->cost, p, STAGE_READ, cost_thread_ns() - t);
-        }
-        scan_react_at(p, due);
-        react_arm(m);
-}
-
-static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        struct manager *m = userdata;
-        int r = m->source->events_consume(m->source, manager_node_changed, m);
-        if (r < 0)
-                log_debug_errno(r, "Failed to read node-change events: %m");
-        return 0;
-}
-
-/* The source's node-change events, if it has them, into the event loop. */
-static void watch_node_events(struct manager *m) {
-        int fd, r = 0;
-
-        if (!m->source->events_fd || !m->source->events_consume)
-                return;
-        fd = m->source->events_fd(m->source);
-        if (fd >= 0)
-                r = sd_event_add_io(m->event, &m->events, fd, EPOLLIN, on_events, m);
-        if (fd < 0 || r < 0)
-                log_warning_errno(fd < 0 ? fd : r, "Node changes of threads will be seen at the next scan only: "
-                                  "cannot watch the BPF ring buffer: %m");
+        (void) run_jobs(userdata, &rs->scans, now, &charged);
+        for (size_t i = 0; i < rs->scans.n; i++)
+                scan_done(&rs->scans.v[i]);
+        free(rs->scans.v);
+        free(rs->reserved);
+        free(rs);
 }
 
 int manager_start(struct manager *m) {
@@ -1089,12 +1001,7 @@ int manager_start(struct manager *m) {
                 log_warning_errno(r, "Failed to start the cgroup walker, walking at every tick instead: %m");
         /* sd-event's default accuracy (250 ms) would blur react_ms and the tick. */
         (void) sd_event_source_set_time_accuracy(m->timer, 1000);
-        r = sd_event_add_time(m->event, &m->react_timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_react, m);
-        if (r < 0)
-                log_warning_errno(r, "Node changes of threads will be seen at the next scan only: no timer: %m");
-        else
-                (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
-        watch_node_events(m);
+        react_start(&m->react, m->event);
         return 0;
 }
 
@@ -1165,10 +1072,7 @@ void manager_stop(struct manager *m) {
                 migrator_cancel(m->migrator);
         if (m->timer)
                 sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
-        if (m->events)
-                sd_event_source_set_enabled(m->events, SD_EVENT_OFF);
-        if (m->react_timer)
-                sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
+        react_stop(&m->react);
 }
 
 void manager_status(struct manager *m, char *buf, size_t size) {
@@ -1211,7 +1115,7 @@ static void view_init(struct manager *m) {
         };
 }
 
-/* What manager_new() found or started, into the view. */
+/* What manager_new() found or started, into the view and the react pass. */
 static void view_update(struct manager *m) {
         m->view.proc_root = m->proc_root;
         m->view.placer = m->placer;
@@ -1220,6 +1124,10 @@ static void view_update(struct manager *m) {
         m->view.pages = m->pages;
         m->view.damon = m->damon;
         m->view.migrator = m->migrator;
+        react_set_env(&m->react, &(struct react_env) {
+                .cfg = &m->cfg, .proc_root = m->proc_root, .topo = m->topo, .source = m->source,
+                .procs = &m->procs, .cost = &m->cost, .counters = &m->counters,
+        });
 }
 
 /* The placer, when the daemon has somewhere to keep the originals of what it changes. */
@@ -1261,6 +1169,8 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         proc_records_init(&m->procs);
         cg_records_init(&m->cgs);
         view_init(m);
+        react_init(&m->react, &(struct react_hooks) {
+                .begin = on_react_begin, .scan = on_react_scan, .end = on_react_end, .userdata = m });
         walker_log_init(&m->tree_log);
         m->oom_log = LOG_RATELIMIT(60000, 1);
         m->quarantine_log = LOG_RATELIMIT(60000, 10);
@@ -1348,8 +1258,7 @@ void manager_free(struct manager *m) {
         walker_free(m->walker);
         free(m->cursors);
         sd_event_source_unref(m->timer);
-        sd_event_source_unref(m->events);
-        sd_event_source_unref(m->react_timer);
+        react_done(&m->react);
         migrator_free(m->migrator);
         tenant_reader_free(m->reader);
         proc_records_done(&m->procs);

@@ -2390,18 +2390,18 @@ TEST(a_node_change_rescans_that_process_only) {
         db_scans = rec(DB)->scans;
         web_read = web->cost_ns[STAGE_READ];
 
-        manager_node_changed(env.m, WEB, 0);
+        react_node_changed(&env.m->react, WEB, 0);
         due = web->sched.react_due_ms;
         CHECK(due >= web->last_scan_ms + 300);
         CHECK_INT(env.m->counters.node_events, 1);
         /* Not due yet: nothing. */
-        manager_react_pass(env.m);
+        react_pass(&env.m->react);
         CHECK_INT(web->scans, web_scans);
         /* The cgroup's list empties: a react pass does not read it. */
         set_procs("");
         while (clock_now_ms() < due)
                 usleep(10000);
-        manager_react_pass(env.m);
+        react_pass(&env.m->react);
         CHECK_INT(web->scans, web_scans + 1);
         CHECK_INT(rec(DB)->scans, db_scans);
         CHECK_INT(env.m->counters.tick, ticks);
@@ -2411,9 +2411,9 @@ TEST(a_node_change_rescans_that_process_only) {
 
         /* A hundred hops right after: one react scan, scan_min_ms after the last. */
         for (int i = 0; i < 100; i++)
-                manager_node_changed(env.m, WEB, i % 2);
+                react_node_changed(&env.m->react, WEB, i % 2);
         CHECK(web->sched.react_due_ms >= web->last_scan_ms + 300);
-        manager_react_pass(env.m);
+        react_pass(&env.m->react);
         CHECK_INT(web->scans, web_scans + 1);
         CHECK_INT(env.m->counters.react_scans, 1);
 
@@ -2422,7 +2422,7 @@ TEST(a_node_change_rescans_that_process_only) {
                 usleep(10000);
         CHECK_INT(tick(), 0);       /* the empty list: both forgotten */
         CHECK(rec(WEB) == NULL);
-        manager_react_pass(env.m);
+        react_pass(&env.m->react);
         CHECK_INT(env.m->counters.react_scans, 1);
         env_done();
 }
