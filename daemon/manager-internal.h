@@ -108,17 +108,13 @@ struct manager {
 
         struct owner_cursor *cursors;  /* where each owner's turn starts at the next tick */
         size_t n_cursors;
-        bool resources_short_logged; /* out of descriptors or memory: warned once until it passes (keep_all) */
         struct walker_log tree_log;  /* what is wrong with the tree, logged once (walker.h) */
         struct log_ratelimit oom_log;  /* a scan dropped for lack of memory (scan_list_grow) */
         struct log_ratelimit quarantine_log;  /* a read that overran (quarantine) */
-        uint64_t sampler_thread_ns;   /* this tick's: CPU time of the page sampler's own threads */
         uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
         struct plan_promote_budget promote;  /* what promotions may still take (plan.h, rule 7) */
 
         uint64_t last_served_ns;
-        uint64_t jobs_ran_ns;      /* this tick's start, or its last early jobs (run_jobs_early) */
-        uint64_t tick_started_ns;  /* CLOCK_MONOTONIC (tick_deadline_ns) */
         uint64_t owner_turn_ns, read_budget_ns;  /* OWNER_TURN_NS, TICK_READ_BUDGET_NS (tests
                                                   * under valgrind give more) */
         struct manager_hooks hooks;

@@ -107,6 +107,35 @@ struct scan_list {
         bool moves;                /* some plan of these has moves */
 };
 
+/* One tick's, or one react pass's, work in progress. */
+struct pass {
+        uint64_t now;              /* CLOCK_MONOTONIC ms, at its start */
+        uint64_t *reserved;        /* bytes planned to each node so far (the free-memory floor) */
+        struct scan_list scans;    /* until their jobs run */
+        uint64_t charged;          /* this thread's CPU time charged to someone so far */
+        uint64_t started_ns;       /* CLOCK_MONOTONIC: its read budget's start (pass_deadline_ns) */
+        uint64_t jobs_ran_ns;      /* its start, or its last early jobs (run_jobs_early) */
+};
+
+static int pass_start(const struct manager *m, struct pass *ps, uint64_t now, uint64_t started_ns) {
+        *ps = (struct pass) { .now = now, .started_ns = started_ns, .jobs_ran_ns = started_ns };
+        ps->reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*ps->reserved));
+        return ps->reserved ? 0 : -ENOMEM;
+}
+
+static void scans_done(struct scan_list *scans) {
+        for (size_t i = 0; i < scans->n; i++)
+                scan_done(&scans->v[i]);
+        scans->n = 0;
+        scans->moves = false;
+}
+
+static void pass_done(struct pass *ps) {
+        scans_done(&ps->scans);
+        free(ps->scans.v);
+        free(ps->reserved);
+}
+
 /* Each node's free memory, read by the first thing in a tick that may need it (a
  * scan, which may plan, or a process held back at a full node) and by no tick that
  * scans nothing: a settled machine's tick then opens none of the per-node files (seven
@@ -179,11 +208,11 @@ static void quarantine(struct manager *m, struct proc_rec *p, uint64_t now) {
 /* Scans p (due) into the list, its time charged to it; a process that cannot be read
  * is tried again later (gone: forgotten at the next tick), one whose read overran is
  * quarantined. Returns the CPU time charged. */
-static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
-                         struct scan_list *scans) {
+static uint64_t scan_due(struct manager *m, struct pass *ps, struct proc_rec *p) {
         struct scan_env env = scan_env_of(m);
+        struct scan_list *scans = &ps->scans;
+        uint64_t charged = 0, now = ps->now;
         struct scan *sc;
-        uint64_t charged = 0;
         int r;
 
         if (p->sched.quarantined_until_ms > now)
@@ -193,7 +222,7 @@ static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, ui
                 return 0;
         sc = &scans->v[scans->n];
         *sc = (struct scan) { .rec = p };
-        r = scan_process(&env, p, now, reserved, sc);
+        r = scan_process(&env, p, now, ps->reserved, sc);
         for (int st = 0; st < _STAGE_MAX; st++) {
                 cost_charge_proc(&m->cost, p, (enum stage) st, sc->cost_ns[st]);
                 charged += sc->cost_ns[st];
@@ -379,8 +408,8 @@ static bool balanced(const struct manager *m, const struct proc_rec *p) {
 }
 
 /* When the tick stops reading cgroups: TICK_READ_BUDGET_NS after it began. */
-static uint64_t tick_deadline_ns(const struct manager *m) {
-        return m->tick_started_ns + m->read_budget_ns;
+static uint64_t pass_deadline_ns(const struct manager *m, const struct pass *ps) {
+        return ps->started_ns + m->read_budget_ns;
 }
 
 /* A cgroup whose reading stopped at its owner's deadline: its processes not reached
@@ -401,8 +430,8 @@ static void cut_cgroup(struct manager *m, struct cg_rec *cg, size_t next, size_t
  * (CLOCK_MONOTONIC; at least one process is read). Adds the scans' CPU time
  * (charged) to *scanned. Returns 0, or -EMFILE, -ENFILE, -ENOMEM when its list could
  * not be read for lack of them. */
-static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t deadline_ns,
-                       uint64_t *reserved, struct scan_list *scans, uint64_t *scanned) {
+static int tick_cgroup(struct manager *m, struct pass *ps, struct cg_rec *cg, uint64_t deadline_ns,
+                       uint64_t *scanned) {
         _cleanup_free_ pid_t *pids = NULL;
         size_t n_pids = 0;
         int r;
@@ -427,7 +456,7 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                         break;
                 }
                 serve_meanwhile(m);
-                p = proc_records_admit(&m->procs, m->proc_root, cg, pids[at], now, &is_new);
+                p = proc_records_admit(&m->procs, m->proc_root, cg, pids[at], ps->now, &is_new);
                 if (is_new)
                         watch_new(m, p, cg);
 
@@ -436,8 +465,8 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 p->seen_tick = m->counters.tick;
                 p->cg = cg;
                 cg->tick_procs++;
-                if (now >= p->sched.next_scan_ms || room_again(m, p) || grew(m, p, now))
-                        *scanned += scan_due(m, p, now, reserved, scans);
+                if (ps->now >= p->sched.next_scan_ms || room_again(m, p) || grew(m, p, ps->now))
+                        *scanned += scan_due(m, ps, p);
                 proc_records_update_pidfd(&m->procs, m->proc_root, p, balanced(m, p));
         }
         return 0;
@@ -451,10 +480,7 @@ static bool out_of_resources(int r) {
  * held them): what could not be read is not what has gone. Every record stays, as
  * seen in this tick, for the next tick to look again; warned once until it passes. */
 static void keep_all(struct manager *m, int r) {
-        if (!m->resources_short_logged)
-                log_warning_errno(r, "Cannot read the cgroup tree under %s: %m; keeping the processes and cgroups "
-                                  "already known until it can", m->cfg.cgroup_root);
-        m->resources_short_logged = true;
+        walker_log_short(&m->tree_log, m->cfg.cgroup_root, r);
         for (size_t i = 0; i < m->procs.n; i++)
                 if (m->procs.v[i]->cg)
                         m->procs.v[i]->seen_tick = m->counters.tick;
@@ -545,7 +571,7 @@ static void keep_placed_targets(struct manager *m, struct scan_list *scans) {
         }
 }
 
-static int run_jobs(struct manager *m, struct scan_list *scans, uint64_t now, uint64_t *charged) {
+static int run_jobs(struct manager *m, struct pass *ps) {
         struct jobs_env env = {
                 .check = {
                         .cfg = &m->cfg,
@@ -569,28 +595,24 @@ static int run_jobs(struct manager *m, struct scan_list *scans, uint64_t now, ui
         uint64_t main_ns = 0;
         int r;
 
-        if (scans->n == 0)
+        if (ps->scans.n == 0)
                 return 0;       /* nothing planned: no run */
-        keep_placed_targets(m, scans);
-        r = jobs_run(&env, scans->v, scans->n, now, &main_ns);
-        *charged += main_ns;
+        keep_placed_targets(m, &ps->scans);
+        r = jobs_run(&env, ps->scans.v, ps->scans.n, ps->now, &main_ns);
+        ps->charged += main_ns;
         return r;
 }
 
 /* The jobs planned so far run as soon as the tick has spent JOBS_EARLY_NS reading
  * since it began or since the last ones ran, rather than after every cgroup: behind a
  * tenant's 10,000 cgroups, a process planned early waited 1.5 s for its moves in the
- * TCG guest. The free-memory floor holds across runs (reserved is the tick's). Adds
- * the CPU time it charged to *charged (run_jobs). */
-static void run_jobs_early(struct manager *m, struct scan_list *scans, uint64_t now, uint64_t *charged) {
-        if (!scans->moves || clock_now_ns(CLOCK_MONOTONIC) < m->jobs_ran_ns + JOBS_EARLY_NS)
+ * TCG guest. The free-memory floor holds across runs (reserved is the tick's). */
+static void run_jobs_early(struct manager *m, struct pass *ps) {
+        if (!ps->scans.moves || clock_now_ns(CLOCK_MONOTONIC) < ps->jobs_ran_ns + JOBS_EARLY_NS)
                 return;
-        (void) run_jobs(m, scans, now, charged);
-        for (size_t i = 0; i < scans->n; i++)
-                scan_done(&scans->v[i]);
-        scans->n = 0;
-        scans->moves = false;
-        m->jobs_ran_ns = clock_now_ns(CLOCK_MONOTONIC);
+        (void) run_jobs(m, ps);
+        scans_done(&ps->scans);
+        ps->jobs_ran_ns = clock_now_ns(CLOCK_MONOTONIC);
 }
 
 /* The cgroups of this tick, in path order: those of a fresh selection (their records
@@ -647,27 +669,24 @@ static void remember_cursors(struct manager *m, const struct turns *t, const siz
 
 /* tick_cgroup(), its CPU time charged to cg: the scans are charged read and decide,
  * the rest (cgroup.procs, admitting its processes) is bookkeeping; the control
- * requests served meanwhile are nobody's. Adds what it charged to *charged. */
-static int read_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t deadline_ns,
-                       uint64_t *reserved, struct scan_list *scans, uint64_t *charged) {
+ * requests served meanwhile are nobody's. */
+static int read_cgroup(struct manager *m, struct pass *ps, struct cg_rec *cg, uint64_t deadline_ns) {
         uint64_t t = cost_thread_ns(), pump = m->cost.pump_ns, scanned = 0, spent;
         int r;
 
-        r = tick_cgroup(m, cg, now, deadline_ns, reserved, scans, &scanned);
+        r = tick_cgroup(m, ps, cg, deadline_ns, &scanned);
         spent = cost_thread_ns() - t - (m->cost.pump_ns - pump);
         cost_charge(&m->cost, cg, STAGE_BOOKKEEPING, spent > scanned ? spent - scanned : 0);
-        *charged += spent > scanned ? spent : scanned;
+        ps->charged += spent > scanned ? spent : scanned;
         return r;
 }
 
 /* The selected cgroups and their processes, their owners taking turns, each owner's
  * read for OWNER_TURN_NS at most per tick, and all of them for TICK_READ_BUDGET_NS
  * (the rest kept for the next ticks, which start where this one ended, within a
- * cgroup too), the jobs planned run early (run_jobs_early). Adds the
- * CPU time it charged to *charged. Returns 0, or -errno when a cgroup.procs could not
- * be read, or the turns made, for lack of resources. */
-static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, bool fresh, uint64_t now,
-                        uint64_t *reserved, struct scan_list *scans, uint64_t *charged) {
+ * cgroup too), the jobs planned run early (run_jobs_early). Returns 0, or -errno
+ * when a cgroup.procs could not be read, or the turns made, for lack of resources. */
+static int tick_cgroups(struct manager *m, struct pass *ps, const struct cgroup_selection *sel, bool fresh) {
         _cleanup_free_ struct cg_rec **list = NULL;
         _cleanup_free_ uint64_t *spent = NULL;
         _cleanup_free_ size_t *read = NULL;
@@ -691,18 +710,18 @@ static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, b
                 size_t g = t.group[i];
                 uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC), deadline;
 
-                if (spent[g] >= m->owner_turn_ns || t0 >= tick_deadline_ns(m)) {
+                if (spent[g] >= m->owner_turn_ns || t0 >= pass_deadline_ns(m, ps)) {
                         keep_cgroup(m, cg);
                         continue;
                 }
                 deadline = t0 + (m->owner_turn_ns - spent[g]);
-                if (deadline > tick_deadline_ns(m))
-                        deadline = tick_deadline_ns(m);
+                if (deadline > pass_deadline_ns(m, ps))
+                        deadline = pass_deadline_ns(m, ps);
                 serve_meanwhile(m);
-                r = read_cgroup(m, cg, now, deadline, reserved, scans, charged);
+                r = read_cgroup(m, ps, cg, deadline);
                 spent[g] += clock_now_ns(CLOCK_MONOTONIC) - t0;
                 read[g]++;
-                run_jobs_early(m, scans, now, charged);
+                run_jobs_early(m, ps);
         }
         keep_their_processes(m);
         remember_cursors(m, &t, read);
@@ -748,8 +767,10 @@ static void kernel_balancing_watch(struct manager *m) {
 }
 
 /* What the tick's decisions start from: the page-level samples since the last tick,
- * and whether the kernel balances. */
-static void tick_prepare(struct manager *m) {
+ * and whether the kernel balances. Returns the CPU time of the page sampler's own
+ * threads (sw-sampler.h's decoding threads) since the last tick. */
+static uint64_t tick_prepare(struct manager *m) {
+        uint64_t sampler_ns = 0;
         int r;
 
         if (m->pages) {
@@ -759,13 +780,14 @@ static void tick_prepare(struct manager *m) {
                 if (r < 0)
                         log_debug_errno(r, "Failed to read the page-level samples: %m");
                 m->counters.sampling_refused = q ? q->refused : 0;
-                m->sampler_thread_ns = page_sampler_take_cpu_ns(m->pages);
+                sampler_ns = page_sampler_take_cpu_ns(m->pages);
         }
         damon_feed(m->damon, &m->procs, m->topo, &m->counters);
         kernel_balancing_watch(m);
         /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
          * scans and the react scans until the next. */
         plan_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s << 20, clock_now_ms());
+        return sampler_ns;
 }
 
 /* The walk's CPU time, which a fresh selection carries (lib/cgroup.h): each opted-in
@@ -791,11 +813,11 @@ static uint64_t charge_walk(struct manager *m, const struct cgroup_selection *se
  * page samples, forgetting, the walk outside directories, the heap trim): per-process
  * work, shared among the cgroups in proportion to their processes. Control requests
  * served during the run are not theirs. */
-static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, uint64_t charged) {
+static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, uint64_t charged,
+                             uint64_t sampler_ns) {
         /* The decoding threads' time too (sw-sampler.h): it is the tick's samples'. */
-        uint64_t spent = cost_thread_ns() - start + m->sampler_thread_ns, served = m->cost.pump_ns - pump;
+        uint64_t spent = cost_thread_ns() - start + sampler_ns, served = m->cost.pump_ns - pump;
 
-        m->sampler_thread_ns = 0;
         if (spent > charged + served)
                 (void) cost_share_by_procs(&m->cost, &m->cgs, STAGE_BOOKKEEPING, spent - charged - served);
 }
@@ -866,11 +888,9 @@ static void tick_timed(struct manager *m, uint64_t t_start) {
 
 int manager_tick(struct manager *m) {
         struct cgroup_selection sel = {};
-        struct scan_list scans = {};
-        _cleanup_free_ uint64_t *reserved = NULL;
+        struct pass ps;
         uint64_t now = clock_now_ms(), t_start = clock_now_ns(CLOCK_MONOTONIC), cpu_start = cost_thread_ns();
-        uint64_t pump = m->cost.pump_ns;
-        uint64_t charged = 0;
+        uint64_t pump = m->cost.pump_ns, sampler_ns;
         bool fresh;
         int r;
         struct service_threads threads = service_threads_of(m);
@@ -881,28 +901,26 @@ int manager_tick(struct manager *m) {
                 tick_timed(m, t_start);
                 return 0;
         }
-        tick_prepare(m);
-        reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
-        if (!reserved)
+        sampler_ns = tick_prepare(m);
+        if (pass_start(m, &ps, now, t_start) < 0) {
+                pass_done(&ps);
                 return log_error_errno(-ENOMEM, "Out of memory");
+        }
         proc_records_poll_exited(&m->procs);
-        m->jobs_ran_ns = m->tick_started_ns = t_start;
         r = select_cgroups(m, &sel, &fresh);
         if (r >= 0)
-                r = tick_cgroups(m, &sel, fresh, now, reserved, &scans, &charged);
+                r = tick_cgroups(m, &ps, &sel, fresh);
         if (fresh)
-                charged += charge_walk(m, &sel);
+                ps.charged += charge_walk(m, &sel);
         cgroup_selection_done(&sel);
         if (r < 0)
                 keep_all(m, r);
         else
-                m->resources_short_logged = false;
+                walker_log_short(&m->tree_log, m->cfg.cgroup_root, 0);
 
         place_threads(m, now);
-        r = run_jobs(m, &scans, now, &charged);
-        for (size_t i = 0; i < scans.n; i++)
-                scan_done(&scans.v[i]);
-        free(scans.v);
+        r = run_jobs(m, &ps);
+        pass_done(&ps);
         forget_departed(m);
         damon_sync_tick(m, now);
         publish_cgroups(m);
@@ -913,7 +931,7 @@ int manager_tick(struct manager *m) {
          * most of it free). */
         if (m->counters.tick % TRIM_EVERY_TICKS == 0)
                 (void) malloc_trim(0);
-        tick_charge_rest(m, cpu_start, pump, charged);
+        tick_charge_rest(m, cpu_start, pump, ps.charged, sampler_ns);
         tick_timed(m, t_start);
         return r;
 }
@@ -948,43 +966,37 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 /* A react pass (react.h): the tick's scans and jobs for the processes it finds due. */
-struct react_run {
-        struct scan_list scans;
-        uint64_t *reserved;
-};
-
 static void *on_react_begin(void *userdata) {
         struct manager *m = userdata;
         struct service_threads threads = service_threads_of(m);
-        struct react_run *rs = calloc(1, sizeof(*rs));
+        struct pass *ps = malloc(sizeof(*ps));
 
-        if (rs)
-                rs->reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*rs->reserved));
-        if (!rs || !rs->reserved || !service_cpus_check(&m->service, m->sys_root, &threads)) {
-                free(rs ? rs->reserved : NULL);
-                free(rs);
+        if (!ps)
+                return NULL;
+        if (pass_start(m, ps, clock_now_ms(), clock_now_ns(CLOCK_MONOTONIC)) < 0 ||
+            !service_cpus_check(&m->service, m->sys_root, &threads)) {
+                pass_done(ps);
+                free(ps);
                 return NULL;
         }
         m->free_read_tick = 0;     /* free memory read again if anything plans */
-        return rs;
+        return ps;
 }
 
 static void on_react_scan(void *userdata, void *pass, struct proc_rec *p, uint64_t now) {
-        struct react_run *rs = pass;
+        struct pass *ps = pass;
 
-        (void) scan_due(userdata, p, now, rs->reserved, &rs->scans);
+        ps->now = now;
+        (void) scan_due(userdata, ps, p);
 }
 
 static void on_react_end(void *userdata, void *pass, uint64_t now) {
-        struct react_run *rs = pass;
-        uint64_t charged = 0;
+        struct pass *ps = pass;
 
-        (void) run_jobs(userdata, &rs->scans, now, &charged);
-        for (size_t i = 0; i < rs->scans.n; i++)
-                scan_done(&rs->scans.v[i]);
-        free(rs->scans.v);
-        free(rs->reserved);
-        free(rs);
+        ps->now = now;
+        (void) run_jobs(userdata, ps);
+        pass_done(ps);
+        free(ps);
 }
 
 int manager_start(struct manager *m) {

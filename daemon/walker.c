@@ -320,6 +320,13 @@ void walker_log_selection(struct walker_log *l, const char *root, const struct c
         l->truncated_logged = sel->truncated;
 }
 
+void walker_log_short(struct walker_log *l, const char *root, int r) {
+        if (r < 0 && !l->short_logged)
+                log_warning_errno(r, "Cannot read the cgroup tree under %s: %m; keeping the processes and cgroups "
+                                  "already known until it can", root);
+        l->short_logged = r < 0;
+}
+
 void walker_log_done(struct walker_log *l) {
         free(l->invalid_seen);
         l->invalid_seen = NULL;

@@ -67,6 +67,7 @@ struct walker_log {
         struct log_ratelimit invalid_log, invalid_count_log;
         uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
         bool truncated_logged;     /* the walk's bounds were hit: warned once until they are not */
+        bool short_logged;         /* out of descriptors or memory: warned once until it passes */
 };
 
 void walker_log_init(struct walker_log *l);
@@ -74,4 +75,7 @@ void walker_log_init(struct walker_log *l);
  * while it stays, at most WALKER_INVALID_LOG_BURST new ones a minute (the rest counted
  * in one line a minute), and the walk's bounds hit, once until they are not. */
 void walker_log_selection(struct walker_log *l, const char *root, const struct cgroup_selection *sel);
+/* A read of the tree under root failed for lack of descriptors or memory (r < 0),
+ * what is known kept meanwhile: warned once until a read works (r >= 0). */
+void walker_log_short(struct walker_log *l, const char *root, int r);
 void walker_log_done(struct walker_log *l);

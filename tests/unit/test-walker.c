@@ -152,18 +152,20 @@ TEST(walk_time_handed_over_with_each_selection) {
         }
 }
 
-static unsigned n_invalid_lines, n_count_lines, n_truncated_lines;
+static unsigned n_invalid_lines, n_count_lines, n_truncated_lines, n_short_lines;
 
 static void count_lines(int level, int error, const struct log_fields *fields, const char *msg) {
         n_invalid_lines += strstr(msg, "treating as unset") != NULL;
         n_count_lines += strstr(msg, "not logged one by one") != NULL;
         n_truncated_lines += strstr(msg, "were not looked at") != NULL;
+        n_short_lines += strstr(msg, "keeping the processes and cgroups") != NULL;
 }
 
 /* What a selection found wrong, on the event loop (walker_log_selection), without a
  * walk: 12 invalid settings are logged 10 one by one and 2 in one count line; the same
  * again logs nothing; one fixed and broken again is news again (once the minute's
- * burst allows it); a walk that hit its bounds is said once until one does not. */
+ * burst allows it); a walk that hit its bounds is said once until one does not, and
+ * a tree that cannot be read for lack of resources once until it can. */
 TEST(what_is_wrong_with_the_tree_logged_once) {
         struct cgroup_invalid inv[12];
         char paths[12][16];
@@ -196,6 +198,12 @@ TEST(what_is_wrong_with_the_tree_logged_once) {
         sel.truncated = true;
         walker_log_selection(&l, "/sys/fs/cgroup", &sel);
         CHECK_INT(n_truncated_lines, 2);
+        /* Out of descriptors: said once until a read works. */
+        walker_log_short(&l, "/sys/fs/cgroup", -EMFILE);
+        walker_log_short(&l, "/sys/fs/cgroup", -EMFILE);
+        walker_log_short(&l, "/sys/fs/cgroup", 0);
+        walker_log_short(&l, "/sys/fs/cgroup", -ENFILE);
+        CHECK_INT(n_short_lines, 2);
         log_set_sink(NULL);
         walker_log_done(&l);
 }
