@@ -1131,3 +1131,31 @@ void damon_feed(struct damon *d, struct proc_records *procs, const struct topolo
         damon_feed_results(res, n, procs, topo, c);
         damon_results_free(res, n);
 }
+
+void damon_sync_procs(struct damon *d, const struct proc_records *procs, uint64_t tick, const nb_cpumask *cpus,
+                      uint64_t now) {
+        _cleanup_free_ struct damon_want *w = NULL;
+        size_t n = 0;
+
+        if (!damon_in_use(d))
+                return;
+        damon_set_cpus(d, cpus);
+        for (size_t i = 0; i < procs->n; i++)
+                n += procs->v[i]->n_slow > 0;
+        if (n && !(w = calloc(n, sizeof(*w))))
+                return;
+        n = 0;
+        for (size_t i = 0; i < procs->n; i++) {
+                const struct proc_rec *p = procs->v[i];
+
+                if (!p->n_slow || p->exited || !p->cg || p->seen_tick != tick ||
+                    !(cg_mode_moves(p->cg->mode) || p->cg->mode == CG_MODE_ADVISE))
+                        continue;
+                w[n].pid = p->pid;
+                w[n].starttime = p->starttime;
+                w[n].owner = p->cg->turn_uid;
+                w[n].n = damon_pages_targets(p->slow, p->n_slow, w[n].r, DAMON_TARGET_REGIONS_MAX);
+                n++;
+        }
+        damon_sync(d, w, n, now);
+}

@@ -115,6 +115,12 @@ struct counters;
  * having no node (damon_no_node). One count per read, so a page needs two reads: the
  * two-sample rule of page samples. On the event loop, in each tick's preparation. */
 void damon_feed(struct damon *d, struct proc_records *procs, const struct topology *topo, struct counters *c);
+/* damon_sync() for the records seen at tick: the processes that want a kdamond are
+ * those watched in a mode that moves or advises whose last full read found pages on a
+ * slow node; every other one's is turned off. Each kdamond pinned to cpus (the service
+ * CPUs online). After each tick's forgetting. */
+void damon_sync_procs(struct damon *d, const struct proc_records *procs, uint64_t tick, const nb_cpumask *cpus,
+                      uint64_t now);
 /* damon_feed() on reads already taken (res, n: damon_take()'s). */
 void damon_feed_results(const struct damon_result *res, size_t n, struct proc_records *procs,
                         const struct topology *topo, struct counters *c);

@@ -71,35 +71,6 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
         (void) page_agg_add_counts(p->seen, addr, node, count);
 }
 
-/* The processes that want a kdamond: watched in a mode that moves or advises, their
- * last full read found pages on a slow node. Every other one's is turned off. */
-static void damon_sync_tick(struct manager *m, uint64_t now) {
-        _cleanup_free_ struct damon_want *w = NULL;
-        size_t n = 0;
-
-        if (!damon_in_use(m->damon))
-                return;
-        damon_set_cpus(m->damon, &m->service.online);
-        for (size_t i = 0; i < m->procs.n; i++)
-                n += m->procs.v[i]->n_slow > 0;
-        if (n && !(w = calloc(n, sizeof(*w))))
-                return;
-        n = 0;
-        for (size_t i = 0; i < m->procs.n; i++) {
-                const struct proc_rec *p = m->procs.v[i];
-
-                if (!p->n_slow || p->exited || !p->cg || p->seen_tick != m->counters.tick ||
-                    !(cg_mode_moves(p->cg->mode) || p->cg->mode == CG_MODE_ADVISE))
-                        continue;
-                w[n].pid = p->pid;
-                w[n].starttime = p->starttime;
-                w[n].owner = p->cg->turn_uid;
-                w[n].n = damon_pages_targets(p->slow, p->n_slow, w[n].r, DAMON_TARGET_REGIONS_MAX);
-                n++;
-        }
-        damon_sync(m->damon, w, n, now);
-}
-
 /* The tick's scans so far. */
 struct scan_list {
         struct scan *v;
@@ -922,7 +893,7 @@ int manager_tick(struct manager *m) {
         r = run_jobs(m, &ps);
         pass_done(&ps);
         forget_departed(m);
-        damon_sync_tick(m, now);
+        damon_sync_procs(m->damon, &m->procs, m->counters.tick, &m->service.online, now);
         publish_cgroups(m);
         cg_records_sweep(&m->cgs, &m->cost);
         /* Each scan's buffers (numa_maps text, parsed VMAs) are freed between records

@@ -1009,4 +1009,37 @@ TEST(reads_fed_as_page_evidence) {
         topology_free(topo);
 }
 
+/* Which records want a kdamond (damon_sync_procs): seen at this tick, in a mode that
+ * moves or advises, with pages on a slow node at their last full read, not exited. */
+TEST(the_records_that_want_a_kdamond) {
+        struct damon_range slow = { 0x10000, 0x20000 };
+        struct cg_rec balance = { .path = "/a", .mode = CG_MODE_BALANCE, .turn_uid = 1000 };
+        struct cg_rec advise = { .path = "/b", .mode = CG_MODE_ADVISE }, off = { .path = "/c", .mode = CG_MODE_OFF };
+        struct proc_rec p[5];
+        struct proc_rec *v[5];
+        struct proc_records procs = { .v = v, .n = 5 };
+        nb_cpumask cpus = {};
+        struct damon *d;
+
+        for (int i = 0; i < 5; i++) {
+                p[i] = (struct proc_rec) { .pid = 100 + i, .starttime = START, .cg = &balance, .seen_tick = 3,
+                                           .slow = &slow, .n_slow = 1 };
+                v[i] = &p[i];
+        }
+        p[1].cg = &advise;
+        p[2].cg = &off;                /* opted out since */
+        p[3].seen_tick = 2;            /* not seen at this tick */
+        p[4].exited = true;
+        cpumask_set(&cpus, 0);
+        tree("0\n", "vaddr fvaddr paddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_sync_procs(d, &procs, 3, &cpus, 1000);
+        CHECK(damon_monitored(d, 100) && damon_monitored(d, 101));
+        CHECK(!damon_monitored(d, 102) && !damon_monitored(d, 103) && !damon_monitored(d, 104));
+        p[0].n_slow = 0;               /* its last read found none on a slow node */
+        damon_sync_procs(d, &procs, 3, &cpus, 2000);
+        CHECK(!damon_monitored(d, 100) && damon_monitored(d, 101));
+        damon_free(d);
+}
+
 DEFINE_TEST_MAIN()
