@@ -1141,14 +1141,12 @@ static int damon_start(struct manager *m, const char *state_dir) {
         return r < 0 ? r : damon_set_proc_root(m->damon, m->proc_root);
 }
 
-int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
-        struct manager *m;
-        nb_cpumask service;
-        int r;
+/* The records, the logs' limits and the roots: what needs no reading of the machine. */
+static struct manager *manager_alloc(sd_event *e, const struct manager_opts *o) {
+        struct manager *m = calloc(1, sizeof(*m));
 
-        m = calloc(1, sizeof(*m));
         if (!m)
-                return -ENOMEM;
+                return NULL;
         proc_records_init(&m->procs);
         cg_records_init(&m->cgs);
         view_init(m);
@@ -1157,6 +1155,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         walker_log_init(&m->tree_log);
         m->oom_log = LOG_RATELIMIT(60000, 1);
         m->quarantine_log = LOG_RATELIMIT(60000, 10);
+        m->arm_log = LOG_RATELIMIT(60000, 1);
         m->owner_turn_ns = OWNER_TURN_NS;
         m->read_budget_ns = TICK_READ_BUDGET_NS;
         m->event = sd_event_ref(e);
@@ -1166,33 +1165,34 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         m->sys_root = strdup(o->sys_root ? o->sys_root : "/sys");
         m->opts.proc_root = m->proc_root;
         m->opts.sys_root = m->sys_root;
-        if (!m->proc_root || !m->sys_root) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        r = config_copy(&m->cfg, cfg);
+        return m;
+}
+
+/* The topology, and the samplers chosen for it. */
+static int samplers_start(struct manager *m) {
+        int r = topology_read(m->sys_root, &m->topo);
+
         if (r < 0)
-                goto fail;
-        r = topology_read(m->sys_root, &m->topo);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read the NUMA topology under %s/devices/system/node: %m", m->sys_root);
-                goto fail;
-        }
+                return log_error_errno(r, "Failed to read the NUMA topology under %s/devices/system/node: %m",
+                                       m->sys_root);
         topology_set_slow(m->topo, &m->cfg.slow_nodes);
         log_slow_nodes(m->topo);
-        m->arm_log = LOG_RATELIMIT(60000, 1);
         m->one_node = nodemask_weight(&m->topo->with_memory) < 2;
         if (m->one_node)
                 log_notice("One node has memory: nothing to balance. numabalanced attaches no sampler and "
                            "re-reads the topology at each tick until a second node has memory");
         r = source_choose(m->cfg.source, m->topo, &m->source);
         if (r < 0)
-                goto fail;
-        r = page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
-        if (r < 0)
-                goto fail;
+                return r;
+        return page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
+}
 
-        service = m->cfg.service_cpus;
+/* The migration workers and the reader threads, on the service CPUs (the first online
+ * CPU when none is configured). */
+static int workers_start(struct manager *m) {
+        nb_cpumask service = m->cfg.service_cpus;
+        int r;
+
         if (cpumask_weight(&service) == 0) {
                 int c = cpumask_next(&m->topo->online_cpus, 0);
                 if (c >= 0)
@@ -1200,32 +1200,41 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         }
         m->service.service = m->service.online = service;
         r = migrator_new(&service, m->cfg.rate_limit_mb_s, m->cfg.batch_pages, &m->migrator);
-        if (r < 0) {
-                log_error_errno(r, "Failed to start the migration workers: %m");
-                goto fail;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the migration workers: %m");
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         migrator_set_should_stop(m->migrator, stop_pending, m);
         migrator_set_run_budget(m->migrator, MANAGER_RUN_BUDGET_MS * UINT64_C(1000000));
         r = tenant_reader_new(&service, 0, &m->reader);
-        if (r < 0) {
-                log_error_errno(r, "Failed to set up the reader threads: %m");
-                goto fail;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the reader threads: %m");
         tenant_reader_set_serve(m->reader, serve_while_reading, m);
         page_sampler_set_reader(m->pages, m->reader);
-        r = placer_start(m, o->state_dir);
-        if (r < 0)
-                goto fail;
-        r = damon_start(m, o->state_dir);
-        if (r < 0)
-                goto fail;
+        return 0;
+}
+
+int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
+        struct manager *m = manager_alloc(e, o);
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        r = m->proc_root && m->sys_root ? config_copy(&m->cfg, cfg) : -ENOMEM;
+        if (r >= 0)
+                r = samplers_start(m);
+        if (r >= 0)
+                r = workers_start(m);
+        if (r >= 0)
+                r = placer_start(m, o->state_dir);
+        if (r >= 0)
+                r = damon_start(m, o->state_dir);
+        if (r < 0) {
+                manager_free(m);
+                return r;
+        }
         view_update(m);
         *ret = m;
         return 0;
-fail:
-        manager_free(m);
-        return r;
 }
 
 void manager_free(struct manager *m) {

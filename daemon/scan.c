@@ -401,8 +401,8 @@ static void log_decision(const struct scan_env *env, const struct proc_rec *p, c
 }
 
 /* What the reports show of this scan. */
-static void remember(struct proc_rec *p, const struct plan *plan, const struct plan_input *in,
-                     const struct proc_status *status, uint64_t now) {
+static void remember(struct proc_rec *p, const struct plan *plan, const struct plan *pages,
+                     const struct plan_input *in, const struct proc_status *status, uint64_t now) {
         p->reason = plan->reason;
         p->planned_bytes = plan->bytes;
         p->hot_node = plan->hot_node;
@@ -414,6 +414,22 @@ static void remember(struct proc_rec *p, const struct plan *plan, const struct p
         p->scans++;
         p->mems_allowed = in->mems_allowed;
         p->uid = status->uid_real;
+        /* Hot pages on a slow node waiting for promotion: only the page-level plan
+         * knows them, and explain shows them beside the VMA plan's. */
+        p->skipped_bytes[REASON_PROMOTE_RATE] = pages->skipped_bytes[REASON_PROMOTE_RATE];
+        p->skipped_bytes[REASON_PROMOTE_FLOOR] = pages->skipped_bytes[REASON_PROMOTE_FLOOR];
+}
+
+/* Below min_rss: not decided on, and scanned again at scan_max_ms. */
+static bool too_small(const struct scan_env *env, struct proc_rec *p, const struct proc_status *status,
+                      uint64_t now) {
+        if (status->vm_rss_kb >= env->cfg->min_rss_kb)
+                return false;
+        p->reason = REASON_TOO_SMALL;
+        p->rss_kb = status->vm_rss_kb;
+        p->sched.interval_ms = env->cfg->scan_max_ms;
+        p->sched.next_scan_ms = now + p->sched.interval_ms;
+        return true;
 }
 
 /* Rule 3's keep_before (plan.h): the nodes busy in the window before (before) but not
@@ -472,13 +488,8 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         r = read_status(env, p, &status);
         if (r < 0)
                 return r;
-        if (status.vm_rss_kb < env->cfg->min_rss_kb) {
-                p->reason = REASON_TOO_SMALL;
-                p->rss_kb = status.vm_rss_kb;
-                p->sched.interval_ms = env->cfg->scan_max_ms;
-                p->sched.next_scan_ms = now + p->sched.interval_ms;
+        if (too_small(env, p, &status, now))
                 return 0;
-        }
         cpu_nodes = sampled_scan_cpu_nodes(env, cpu);
         if (sampled_scan_unchanged(env, p, cpu_nodes, status.vm_rss_kb)) {
                 scan_sampled(env, p, now, s);
@@ -514,11 +525,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         s->cost_ns[STAGE_DECIDE] = cost_thread_ns() - t1;
 
         log_decision(env, p, &s->plan);
-        remember(p, &s->plan, &in, &status, now);
-        /* Hot pages on a slow node waiting for promotion: only the page-level plan
-         * knows them, and explain shows them beside the VMA plan's. */
-        p->skipped_bytes[REASON_PROMOTE_RATE] = s->pages.skipped_bytes[REASON_PROMOTE_RATE];
-        p->skipped_bytes[REASON_PROMOTE_FLOOR] = s->pages.skipped_bytes[REASON_PROMOTE_FLOOR];
+        remember(p, &s->plan, &s->pages, &in, &status, now);
         /* Where its next page samples may lie (out of memory: the old ranges). */
         (void) proc_records_set_mapped(p, rd.maps, rd.ends);
         (void) proc_records_set_slow(p, rd.maps, rd.ends, env->topo);
