@@ -16,6 +16,10 @@
 #include "clock.h"
 #include "damon.h"
 #include "log.h"
+#include "pagesize.h"
+#include "page-agg.h"
+#include "counters.h"
+#include "proc-records.h"
 #include "parse.h"
 #include "proc.h"
 #include "sample-quota.h"
@@ -1075,4 +1079,88 @@ void damon_free(struct damon *d) {
         } else
                 give_back(d);
         destroy(d);
+}
+
+/* --- DAMON's reads as page evidence (the tick's, damon_feed) ----------------------- */
+
+struct feed {
+        struct page_agg *a;
+        unsigned node;
+        const struct proc_rec *p;
+        uint64_t unmapped;
+};
+
+static void damon_page(void *userdata, uint64_t addr) {
+        struct feed *f = userdata;
+
+        if (!proc_records_mapped(f->p, addr)) {
+                f->unmapped++;
+                return;
+        }
+        (void) page_agg_add_counts(f->a, addr, f->node, 1);
+}
+
+void damon_feed_results(const struct damon_result *res, size_t n, struct proc_records *procs,
+                        const struct topology *topo, struct counters *c) {
+        for (size_t i = 0; i < n; i++) {
+                struct proc_rec *p = proc_records_find(procs, res[i].pid);
+                struct feed f = {};
+                uint64_t capped = 0, fed;
+
+                /* By pid and start time: a read of a pid reused since is not this one's. */
+                if (!p || p->starttime != res[i].starttime || !p->n_slow)
+                        continue;
+                if (p->hot_node < 0 || topology_node_slow(topo, (unsigned) p->hot_node)) {
+                        c->damon_no_node++;
+                        continue;
+                }
+                if (!p->seen && page_agg_new(topo, page_size(), &p->seen) < 0)
+                        continue;
+                if (page_agg_pages(p->seen) >= DAMON_PAGES_HELD_MAX) {
+                        c->damon_full++;
+                        continue;
+                }
+                page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
+                f = (struct feed) { .a = p->seen, .node = (unsigned) p->hot_node, .p = p };
+                fed = damon_pages_feed(res[i].hot, res[i].n_hot, p->slow, p->n_slow, page_size(),
+                                       DAMON_PAGES_PER_READ, damon_page, &f, &capped);
+                c->damon_pages += fed - f.unmapped;
+                c->damon_capped += capped;
+        }
+}
+
+void damon_feed(struct damon *d, struct proc_records *procs, const struct topology *topo, struct counters *c) {
+        struct damon_result *res = NULL;
+        size_t n = damon_take(d, &res);
+
+        damon_feed_results(res, n, procs, topo, c);
+        damon_results_free(res, n);
+}
+
+void damon_sync_procs(struct damon *d, const struct proc_records *procs, uint64_t tick, const nb_cpumask *cpus,
+                      uint64_t now) {
+        _cleanup_free_ struct damon_want *w = NULL;
+        size_t n = 0;
+
+        if (!damon_in_use(d))
+                return;
+        damon_set_cpus(d, cpus);
+        for (size_t i = 0; i < procs->n; i++)
+                n += procs->v[i]->n_slow > 0;
+        if (n && !(w = calloc(n, sizeof(*w))))
+                return;
+        n = 0;
+        for (size_t i = 0; i < procs->n; i++) {
+                const struct proc_rec *p = procs->v[i];
+
+                if (!p->n_slow || p->exited || !p->cg || p->seen_tick != tick ||
+                    !cg_mode_watched(p->cg->mode))
+                        continue;
+                w[n].pid = p->pid;
+                w[n].starttime = p->starttime;
+                w[n].owner = p->cg->turn_uid;
+                w[n].n = damon_pages_targets(p->slow, p->n_slow, w[n].r, DAMON_TARGET_REGIONS_MAX);
+                n++;
+        }
+        damon_sync(d, w, n, now);
 }

@@ -92,3 +92,35 @@ void damon_free(struct damon *d);
  * are those, nr_kdamonds set back to 0 when every kdamond is off; the file removed,
  * unless writing "off" failed (-EBUSY: the next start tries again). */
 int damon_recover(const char *sys_root, const char *state_path);
+
+/* --- DAMON's reads as page evidence ---------------------------------------------- */
+struct proc_records;
+struct topology;
+struct counters;
+/* Base pages one DAMON read may count for a process, at most: 128 MiB of 4 KiB pages,
+ * half of what the promotion budget (256 MB/s by default) moves in a second, so the
+ * budget, not this cap, paces promotion; what a read lists beyond is counted
+ * (damon_capped), not fed, and is listed again by the next read. It bounds how much
+ * one read grows the evidence table. */
+#define DAMON_PAGES_PER_READ 32768
+/* Pages a process's evidence may hold before DAMON adds more: four reads' worth. The
+ * scan decides on them and drops them (page_agg_carry); a tenant whose hot set moves
+ * every read between two scans cannot grow the table past this. */
+#define DAMON_PAGES_HELD_MAX (4 * DAMON_PAGES_PER_READ)
+
+/* DAMON's reads since the last tick as page evidence: each hot region, within the
+ * process's slow VMAs of its last full read (by pid and start time), one count per
+ * base page for the node its threads ran on at its last scan, if that node is fast
+ * and had min_cpu_share_pct of its CPU time (plan.h: hot_node); otherwise counted as
+ * having no node (damon_no_node). One count per read, so a page needs two reads: the
+ * two-sample rule of page samples. On the event loop, in each tick's preparation. */
+void damon_feed(struct damon *d, struct proc_records *procs, const struct topology *topo, struct counters *c);
+/* damon_sync() for the records seen at tick: the processes that want a kdamond are
+ * those watched in a mode that moves or advises whose last full read found pages on a
+ * slow node; every other one's is turned off. Each kdamond pinned to cpus (the service
+ * CPUs online). After each tick's forgetting. */
+void damon_sync_procs(struct damon *d, const struct proc_records *procs, uint64_t tick, const nb_cpumask *cpus,
+                      uint64_t now);
+/* damon_feed() on reads already taken (res, n: damon_take()'s). */
+void damon_feed_results(const struct damon_result *res, size_t n, struct proc_records *procs,
+                        const struct topology *topo, struct counters *c);

@@ -13,32 +13,32 @@
 #include "pagesize.h"
 
 /* Remembers that the range at start moved to target (the cooldown's history). */
-static void history_note(struct proc_rec *p, uint64_t start, int target, uint64_t when) {
-        for (size_t i = 0; i < p->n_hist; i++)
-                if (p->hist[i].start == start) {
-                        p->hist[i].target = target;
-                        p->hist[i].when_ms = when;
+static void history_note(struct proc_moves *mv, uint64_t start, int target, uint64_t when) {
+        for (size_t i = 0; i < mv->n_hist; i++)
+                if (mv->hist[i].start == start) {
+                        mv->hist[i].target = target;
+                        mv->hist[i].when_ms = when;
                         return;
                 }
-        if (p->n_hist == p->cap_hist && p->cap_hist < PROC_HISTORY_MAX) {
-                size_t nc = p->cap_hist ? p->cap_hist * 2 : 4;
-                struct plan_history *n = realloc(p->hist, (nc < PROC_HISTORY_MAX ? nc : PROC_HISTORY_MAX) * sizeof(*n));
+        if (mv->n_hist == mv->cap_hist && mv->cap_hist < PROC_HISTORY_MAX) {
+                size_t nc = mv->cap_hist ? mv->cap_hist * 2 : 4;
+                struct plan_history *n = realloc(mv->hist, (nc < PROC_HISTORY_MAX ? nc : PROC_HISTORY_MAX) * sizeof(*n));
                 if (n) {
-                        p->hist = n;
-                        p->cap_hist = nc < PROC_HISTORY_MAX ? nc : PROC_HISTORY_MAX;
+                        mv->hist = n;
+                        mv->cap_hist = nc < PROC_HISTORY_MAX ? nc : PROC_HISTORY_MAX;
                 }
         }
-        if (p->n_hist == p->cap_hist) {
-                if (p->n_hist == 0)
+        if (mv->n_hist == mv->cap_hist) {
+                if (mv->n_hist == 0)
                         return; /* out of memory: no cooldown for this range */
                 /* Drop the oldest. */
                 size_t old = 0;
-                for (size_t i = 1; i < p->n_hist; i++)
-                        if (p->hist[i].when_ms < p->hist[old].when_ms)
+                for (size_t i = 1; i < mv->n_hist; i++)
+                        if (mv->hist[i].when_ms < mv->hist[old].when_ms)
                                 old = i;
-                p->hist[old] = p->hist[--p->n_hist];
+                mv->hist[old] = mv->hist[--mv->n_hist];
         }
-        p->hist[p->n_hist++] = (struct plan_history) { start, target, when };
+        mv->hist[mv->n_hist++] = (struct plan_history) { start, target, when };
 }
 
 /* More pages to move first; then by pid and target, so that the order is fixed. */
@@ -253,8 +253,8 @@ static bool is_page_range(const struct scan *scans, size_t n_scans, const struct
 static void note_stop(struct proc_rec *p, const struct migrate_job *j) {
         struct log_fields lf = {};
 
-        p->move_stop = j->stop;
-        p->move_stop_ms = clock_now_ms();
+        p->moved.stop = j->stop;
+        p->moved.stop_ms = clock_now_ms();
         /* Filled since the scan: planned again as soon as the node has room, as a plan
          * held back at the floor is (room_again). The plan's reason stays: the stop is
          * move_stopped's to say. */
@@ -287,7 +287,7 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                 struct proc_rec *p = j->userdata;
 
                 for (int c = 0; c < _MIG_CLASS_MAX; c++) {
-                        p->pages[c] += j->pages[c];
+                        p->moved.pages[c] += j->pages[c];
                         p->cg->pages[c] += j->pages[c];
                         env->counters->total_pages[c] += j->pages[c];
                 }
@@ -304,7 +304,7 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                 if (j->pages[MIG_MOVED])
                         for (size_t k = 0; k < j->n_ranges; k++)
                                 if (!is_page_range(scans, n_scans, p, &j->ranges[k]))
-                                        history_note(p, j->ranges[k].start, j->target_node, now);
+                                        history_note(&p->moved, j->ranges[k].start, j->target_node, now);
         }
 }
 

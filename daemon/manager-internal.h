@@ -20,10 +20,12 @@
 #include "migrate.h"
 #include "move-budget.h"
 #include "proc-records.h"
+#include "react.h"
 #include "service-cpus.h"
 #include "page-sampler.h"
 #include "source.h"
 #include "topology.h"
+#include "walker.h"
 
 /* A settled process's resident size is read (statm) when it may have grown: when its
  * cgroup's memory.current grew by min_misplaced since the cgroup's last look (one read
@@ -53,26 +55,31 @@
 #define JOBS_EARLY_NS (100 * UINT64_C(1000000))
 /* How often a long tick serves the control socket (serve_meanwhile). */
 #define SERVE_EVERY_NS (100 * UINT64_C(1000000))
-/* New invalid cgroup settings logged one by one per minute, at most. */
-#define INVALID_LOG_BURST 10
 
-/* A thread of pid now runs on node: pid's process is scanned on its own react_ms
- * later (manager_react_pass), no sooner than scan_min_ms after its last scan. The
- * source's event callback; the tests call it directly. */
-void manager_node_changed(void *userdata, pid_t pid, int node);
-/* Scans the processes whose react scan is due, and runs their jobs: no walk, no
- * cgroup read, no report. */
-void manager_react_pass(struct manager *m);
 /* Attaches the samplers (BPF programs, perf events) when some process is watched and
  * the host has two memory nodes or more, detaches them otherwise. Called when a
  * process is admitted and after each tick's sweep; the tests call it to check. */
 void manager_samplers_sync(struct manager *m);
 
+/* What the manager calls out to: the reports after a tick, the control socket and the
+ * watchdog during a long tick or run, and the jobs' seam. */
+struct manager_hooks {
+        void (*after_tick)(const struct manager_view *v, void *userdata);  /* reports (metrics) */
+        void *after_tick_userdata;
+        void (*while_moving)(void *userdata);  /* serves the control socket mid-run and mid-tick */
+        void *while_moving_userdata;
+        void (*keepalive)(void *userdata);     /* WATCHDOG=1 mid-run */
+        void *keepalive_userdata;
+        /* Where the jobs meet the kernel, replaced by tests/unit/test-manager.c (the
+         * tick on stored inputs); NULL: migrator_run() (jobs.h). The pidfds' seam is
+         * procs.open_pidfd. */
+        int (*run_jobs)(void *userdata, struct migrate_job *jobs, size_t n_jobs);
+        void *run_jobs_userdata;
+};
+
 struct manager {
         sd_event *event;
         sd_event_source *timer;
-        sd_event_source *events;   /* the source's node-change events, if it has them */
-        sd_event_source *react_timer;  /* the next react scan (manager_react_pass), or off */
         struct manager_opts opts;
         char *proc_root, *sys_root;
         struct nb_config cfg;      /* a private copy of the config (config_copy) */
@@ -92,6 +99,7 @@ struct manager {
         struct cost_ledger cost;
         struct counters counters;
         struct manager_view view;  /* what the reports read: pointers into the above */
+        struct react react;        /* node changes: react scans between ticks (react.h) */
 
         /* Idle means idle (manager_samplers_sync): the samplers run in the kernel only
          * while some process is watched, and never on a host with one memory node. */
@@ -101,35 +109,14 @@ struct manager {
 
         struct owner_cursor *cursors;  /* where each owner's turn starts at the next tick */
         size_t n_cursors;
-        bool walk_truncated_logged; /* the walk's bounds were hit: warned once until they are not */
-        bool resources_short_logged; /* out of descriptors or memory: warned once until it passes (keep_all) */
-        uint8_t invalid_key[SIPHASH_KEY_SIZE];  /* of invalid_seen */
-        uint64_t *invalid_seen;    /* keyed hashes of the last walk's invalid settings, sorted */
-        size_t n_invalid_seen;
-        struct log_ratelimit invalid_log, invalid_count_log;
+        struct walker_log tree_log;  /* what is wrong with the tree, logged once (walker.h) */
         struct log_ratelimit oom_log;  /* a scan dropped for lack of memory (scan_list_grow) */
         struct log_ratelimit quarantine_log;  /* a read that overran (quarantine) */
-        uint64_t sampler_thread_ns;   /* this tick's: CPU time of the page sampler's own threads */
-        uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
         uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
         struct move_budget_promote promote;  /* what promotions may still take (plan.h, rule 7) */
 
-        void (*after_tick)(const struct manager_view *v, void *userdata);  /* reports (metrics) */
-        void *after_tick_userdata;
-        void (*while_moving)(void *userdata);  /* serves the control socket mid-run and mid-tick */
-        void *while_moving_userdata;
         uint64_t last_served_ns;
-        uint64_t jobs_ran_ns;      /* this tick's start, or its last early jobs (run_jobs_early) */
-        uint64_t tick_started_ns;  /* CLOCK_MONOTONIC (tick_deadline_ns) */
         uint64_t owner_turn_ns, read_budget_ns;  /* OWNER_TURN_NS, TICK_READ_BUDGET_NS (tests
                                                   * under valgrind give more) */
-        void (*keepalive)(void *userdata);     /* WATCHDOG=1 mid-run */
-        void *keepalive_userdata;
-        volatile int cancel;
-
-        /* Where the jobs meet the kernel, replaced by tests/unit/test-manager.c (the
-         * tick on stored inputs); NULL: migrator_run() (jobs.h). The pidfds' seam is
-         * procs.open_pidfd. */
-        int (*run_jobs)(void *userdata, struct migrate_job *jobs, size_t n_jobs);
-        void *run_jobs_userdata;
+        struct manager_hooks hooks;
 };

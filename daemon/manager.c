@@ -40,6 +40,7 @@
 #include "plan.h"
 #include "proc.h"
 #include "proc-records.h"
+#include "react.h"
 #include "scan.h"
 #include "service-cpus.h"
 #include "tenant-reader.h"
@@ -48,66 +49,6 @@
 #include "source.h"
 #include "topology.h"
 #include "walker.h"
-
-/* --- invalid settings, logged once ---------------------------------------------- */
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return (x > y) - (x < y);
-}
-
-static uint64_t invalid_key(const struct manager *m, const struct cgroup_invalid *inv) {
-        char key[PATH_MAX + 512];
-        int n = snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", inv->path, 0, inv->xattr, 0, inv->value, 0, inv->why);
-
-        return siphash24(key, n < 0 ? 0 : (size_t) n < sizeof(key) ? (size_t) n : sizeof(key) - 1, m->invalid_key);
-}
-
-/* Each invalid setting is logged once while it stays (it is remembered by a keyed
- * hash for as long as the walk reports it: a setting fixed and broken again is news
- * again), and at most INVALID_LOG_BURST new ones a minute, the rest counted in one
- * line a minute: a user who writes junk on 20,000 cgroups cannot flood the journal, nor make
- * the daemon log every tick (it remembered 1,024 settings, then logged the rest at
- * every tick). Out of memory, nothing new is logged this tick. */
-static void log_invalid(struct manager *m, const struct cgroup_selection *sel) {
-        _cleanup_free_ uint64_t *keys = NULL;
-        size_t not_logged = 0;
-        uint64_t now = clock_now_ms();
-
-        if (sel->n_invalid == 0 || !(keys = calloc(sel->n_invalid, sizeof(*keys)))) {
-                if (sel->n_invalid == 0) {
-                        free(m->invalid_seen);
-                        m->invalid_seen = NULL;
-                        m->n_invalid_seen = 0;
-                }
-                return;
-        }
-        for (size_t i = 0; i < sel->n_invalid; i++) {
-                const struct cgroup_invalid *inv = &sel->invalid[i];
-
-                keys[i] = invalid_key(m, inv);
-                if (m->n_invalid_seen &&
-                    bsearch(&keys[i], m->invalid_seen, m->n_invalid_seen, sizeof(*keys), cmp_u64))
-                        continue;
-                if (log_ratelimit_ok(&m->invalid_log, now, NULL))
-                        log_warning("cgroup=%s: %s=\"%s\": %s, treating as unset", inv->path, inv->xattr, inv->value,
-                                    inv->why);
-                else
-                        not_logged++;
-        }
-        /* The count, too, once a minute at most (a user may change the values every
-         * tick). */
-        m->invalid_not_logged += not_logged;
-        if (m->invalid_not_logged && log_ratelimit_ok(&m->invalid_count_log, now, NULL)) {
-                log_warning("%" PRIu64 " more invalid cgroup setting(s) treated as unset, not logged one by one "
-                            "(at most %u a minute)", m->invalid_not_logged, INVALID_LOG_BURST);
-                m->invalid_not_logged = 0;
-        }
-        qsort(keys, sel->n_invalid, sizeof(*keys), cmp_u64);
-        free(m->invalid_seen);
-        m->invalid_seen = TAKE_PTR(keys);
-        m->n_invalid_seen = sel->n_invalid;
-}
 
 /* A count of page-level samples (page_sampler_drain): kept for the process's next scan. */
 static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
@@ -130,106 +71,41 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
         (void) page_agg_add_counts(p->seen, addr, node, count);
 }
 
-/* Base pages one DAMON read may count for a process, at most: 128 MiB of 4 KiB pages,
- * half of what the promotion budget (256 MB/s by default) moves in a second, so the
- * budget, not this cap, paces promotion; what a read lists beyond is counted
- * (damon_capped), not fed, and is listed again by the next read. It bounds how much
- * one read grows the evidence table. */
-#define DAMON_PAGES_PER_READ 32768
-/* Pages a process's evidence may hold before DAMON adds more: four reads' worth. The
- * scan decides on them and drops them (page_agg_carry); a tenant whose hot set moves
- * every read between two scans cannot grow the table past this. */
-#define DAMON_PAGES_HELD_MAX (4 * DAMON_PAGES_PER_READ)
-
-struct damon_feed {
-        struct page_agg *a;
-        unsigned node;
-        const struct proc_rec *p;
-        uint64_t unmapped;
-};
-
-static void damon_page(void *userdata, uint64_t addr) {
-        struct damon_feed *f = userdata;
-
-        if (!proc_records_mapped(f->p, addr)) {
-                f->unmapped++;
-                return;
-        }
-        (void) page_agg_add_counts(f->a, addr, f->node, 1);
-}
-
-/* DAMON's reads since the last tick as page evidence: each hot region, within the
- * process's slow VMAs of its last full read, one count per base page for the node its
- * threads ran on at its last scan, if that node is fast and had min_cpu_share_pct of
- * its CPU time (plan.h: hot_node); otherwise counted as having no node. One count per
- * read, so a page needs two reads: the two-sample rule of page samples. */
-static void damon_feed_tick(struct manager *m) {
-        struct damon_result *res = NULL;
-        size_t n = damon_take(m->damon, &res);
-
-        for (size_t i = 0; i < n; i++) {
-                struct proc_rec *p = proc_records_find(&m->procs, res[i].pid);
-                struct damon_feed f = {};
-                uint64_t capped = 0, fed;
-
-                /* By pid and start time: a read of a pid reused since is not this one's. */
-                if (!p || p->starttime != res[i].starttime || !p->n_slow)
-                        continue;
-                if (p->hot_node < 0 || topology_node_slow(m->topo, (unsigned) p->hot_node)) {
-                        m->counters.damon_no_node++;
-                        continue;
-                }
-                if (!p->seen && page_agg_new(m->topo, page_size(), &p->seen) < 0)
-                        continue;
-                if (page_agg_pages(p->seen) >= DAMON_PAGES_HELD_MAX) {
-                        m->counters.damon_full++;
-                        continue;
-                }
-                page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
-                f = (struct damon_feed) { .a = p->seen, .node = (unsigned) p->hot_node, .p = p };
-                fed = damon_pages_feed(res[i].hot, res[i].n_hot, p->slow, p->n_slow, page_size(),
-                                       DAMON_PAGES_PER_READ, damon_page, &f, &capped);
-                m->counters.damon_pages += fed - f.unmapped;
-                m->counters.damon_capped += capped;
-        }
-        damon_results_free(res, n);
-}
-
-/* The processes that want a kdamond: watched in a mode that moves or advises, their
- * last full read found pages on a slow node. Every other one's is turned off. */
-static void damon_sync_tick(struct manager *m, uint64_t now) {
-        _cleanup_free_ struct damon_want *w = NULL;
-        size_t n = 0;
-
-        if (!damon_in_use(m->damon))
-                return;
-        damon_set_cpus(m->damon, &m->service.online);
-        for (size_t i = 0; i < m->procs.n; i++)
-                n += m->procs.v[i]->n_slow > 0;
-        if (n && !(w = calloc(n, sizeof(*w))))
-                return;
-        n = 0;
-        for (size_t i = 0; i < m->procs.n; i++) {
-                const struct proc_rec *p = m->procs.v[i];
-
-                if (!p->n_slow || p->exited || !p->cg || p->seen_tick != m->counters.tick ||
-                    !cg_mode_watched(p->cg->mode))
-                        continue;
-                w[n].pid = p->pid;
-                w[n].starttime = p->starttime;
-                w[n].owner = p->cg->turn_uid;
-                w[n].n = damon_pages_targets(p->slow, p->n_slow, w[n].r, DAMON_TARGET_REGIONS_MAX);
-                n++;
-        }
-        damon_sync(m->damon, w, n, now);
-}
-
 /* The tick's scans so far. */
 struct scan_list {
         struct scan *v;
         size_t n, cap;
         bool moves;                /* some plan of these has moves */
 };
+
+/* One tick's, or one react pass's, work in progress. */
+struct pass {
+        uint64_t now;              /* CLOCK_MONOTONIC ms, at its start */
+        uint64_t *reserved;        /* bytes planned to each node so far (the free-memory floor) */
+        struct scan_list scans;    /* until their jobs run */
+        uint64_t charged;          /* this thread's CPU time charged to someone so far */
+        uint64_t started_ns;       /* CLOCK_MONOTONIC: its read budget's start (pass_deadline_ns) */
+        uint64_t jobs_ran_ns;      /* its start, or its last early jobs (run_jobs_early) */
+};
+
+static int pass_start(const struct manager *m, struct pass *ps, uint64_t now, uint64_t started_ns) {
+        *ps = (struct pass) { .now = now, .started_ns = started_ns, .jobs_ran_ns = started_ns };
+        ps->reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*ps->reserved));
+        return ps->reserved ? 0 : -ENOMEM;
+}
+
+static void scans_done(struct scan_list *scans) {
+        for (size_t i = 0; i < scans->n; i++)
+                scan_done(&scans->v[i]);
+        scans->n = 0;
+        scans->moves = false;
+}
+
+static void pass_done(struct pass *ps) {
+        scans_done(&ps->scans);
+        free(ps->scans.v);
+        free(ps->reserved);
+}
 
 /* Each node's free memory, read by the first thing in a tick that may need it (a
  * scan, which may plan, or a process held back at a full node) and by no tick that
@@ -298,40 +174,36 @@ static bool scan_list_grow(struct manager *m, struct scan_list *scans, const str
 
 /* A read of p's files or memory overran its deadline: its owner is keeping it
  * waiting (a FUSE page, a busy mmap lock) or it is much bigger than it looks. Either
- * way it is not read again for QUARANTINE_MS, and explain says why. The reader refuses
- * its owner's other reads until that one returns. */
-#define QUARANTINE_MS (10 * 60 * UINT64_C(1000))
+ * way it is not read again for SCAN_QUARANTINE_MS (scan_quarantine()), and explain
+ * says why. The reader refuses its owner's other reads until that one returns. */
 static void quarantine(struct manager *m, struct proc_rec *p, uint64_t now) {
-        p->quarantined_until_ms = now + QUARANTINE_MS;
-        p->next_scan_ms = p->quarantined_until_ms;
-        p->reason = REASON_QUARANTINED;
-        p->planned_bytes = p->page_planned_bytes = 0;
+        scan_quarantine(p, now);
         m->counters.quarantines++;
         if (log_ratelimit_ok(&m->quarantine_log, now, NULL))
                 log_warning("cgroup=%s pid=%d comm=%s uid=%u: a read of its /proc files or memory did not finish "
                             "in time: quarantined for %" PRIu64 " min (none of its owner's processes is read "
                             "until that read returns)", p->cg->path, (int) p->pid, p->comm, (unsigned) p->cg->turn_uid,
-                            QUARANTINE_MS / 60000);
+                            SCAN_QUARANTINE_MS / 60000);
 }
 
 /* Scans p (due) into the list, its time charged to it; a process that cannot be read
  * is tried again later (gone: forgotten at the next tick), one whose read overran is
  * quarantined. Returns the CPU time charged. */
-static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, uint64_t *reserved,
-                         struct scan_list *scans) {
+static uint64_t scan_due(struct manager *m, struct pass *ps, struct proc_rec *p) {
         struct scan_env env = scan_env_of(m);
+        struct scan_list *scans = &ps->scans;
+        uint64_t charged = 0, now = ps->now;
         struct scan *sc;
-        uint64_t charged = 0;
         int r;
 
-        if (p->quarantined_until_ms > now)
+        if (p->sched.quarantined_until_ms > now)
                 return 0;
         need_free_memory(m);
         if (!scan_list_grow(m, scans, p))
                 return 0;
         sc = &scans->v[scans->n];
         *sc = (struct scan) { .rec = p };
-        r = scan_process(&env, p, now, reserved, sc);
+        r = scan_process(&env, p, now, ps->reserved, sc);
         for (int st = 0; st < _STAGE_MAX; st++) {
                 cost_charge_proc(&m->cost, p, (enum stage) st, sc->cost_ns[st]);
                 charged += sc->cost_ns[st];
@@ -373,13 +245,13 @@ static uint64_t scan_due(struct manager *m, struct proc_rec *p, uint64_t now, ui
 static void serve_meanwhile(struct manager *m) {
         uint64_t now = clock_now_ns(CLOCK_MONOTONIC), t;
 
-        if (!m->while_moving || now < m->last_served_ns + SERVE_EVERY_NS)
+        if (!m->hooks.while_moving || now < m->last_served_ns + SERVE_EVERY_NS)
                 return;
         m->last_served_ns = now;
         t = cost_thread_ns();
-        m->while_moving(m->while_moving_userdata);
-        if (m->keepalive)
-                m->keepalive(m->keepalive_userdata);
+        m->hooks.while_moving(m->hooks.while_moving_userdata);
+        if (m->hooks.keepalive)
+                m->hooks.keepalive(m->hooks.keepalive_userdata);
         cost_pumped(&m->cost, cost_thread_ns() - t);
 }
 
@@ -452,7 +324,7 @@ static void cg_growth(struct manager *m, struct cg_rec *cg) {
 static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
         uint64_t pages, kb;
 
-        if (!p->rss_kb || p->next_scan_ms <= now + GROW_CHECK_TICKS * m->cfg.tick_ms || p->cg->growth == GROWTH_NONE ||
+        if (!p->rss_kb || p->sched.next_scan_ms <= now + GROW_CHECK_TICKS * m->cfg.tick_ms || p->cg->growth == GROWTH_NONE ||
             (p->cg->growth == GROWTH_UNKNOWN && (m->counters.tick + (uint64_t) p->pid) % GROW_CHECK_TICKS))
                 return false;
         if (proc_read_statm_resident(m->proc_root, p->pid, &pages) < 0)
@@ -517,8 +389,8 @@ static bool balanced(const struct manager *m, const struct proc_rec *p) {
 }
 
 /* When the tick stops reading cgroups: TICK_READ_BUDGET_NS after it began. */
-static uint64_t tick_deadline_ns(const struct manager *m) {
-        return m->tick_started_ns + m->read_budget_ns;
+static uint64_t pass_deadline_ns(const struct manager *m, const struct pass *ps) {
+        return ps->started_ns + m->read_budget_ns;
 }
 
 /* A cgroup whose reading stopped at its owner's deadline: its processes not reached
@@ -539,8 +411,8 @@ static void cut_cgroup(struct manager *m, struct cg_rec *cg, size_t next, size_t
  * (CLOCK_MONOTONIC; at least one process is read). Adds the scans' CPU time
  * (charged) to *scanned. Returns 0, or -EMFILE, -ENFILE, -ENOMEM when its list could
  * not be read for lack of them. */
-static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t deadline_ns,
-                       uint64_t *reserved, struct scan_list *scans, uint64_t *scanned) {
+static int tick_cgroup(struct manager *m, struct pass *ps, struct cg_rec *cg, uint64_t deadline_ns,
+                       uint64_t *scanned) {
         _cleanup_free_ pid_t *pids = NULL;
         size_t n_pids = 0;
         int r;
@@ -565,7 +437,7 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                         break;
                 }
                 serve_meanwhile(m);
-                p = proc_records_admit(&m->procs, m->proc_root, cg, pids[at], now, &is_new);
+                p = proc_records_admit(&m->procs, m->proc_root, cg, pids[at], ps->now, &is_new);
                 if (is_new)
                         watch_new(m, p, cg);
 
@@ -574,8 +446,8 @@ static int tick_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint6
                 p->seen_tick = m->counters.tick;
                 p->cg = cg;
                 cg->tick_procs++;
-                if (now >= p->next_scan_ms || room_again(m, p) || grew(m, p, now))
-                        *scanned += scan_due(m, p, now, reserved, scans);
+                if (ps->now >= p->sched.next_scan_ms || room_again(m, p) || grew(m, p, ps->now))
+                        *scanned += scan_due(m, ps, p);
                 proc_records_update_pidfd(&m->procs, m->proc_root, p, balanced(m, p));
         }
         return 0;
@@ -589,10 +461,7 @@ static bool out_of_resources(int r) {
  * held them): what could not be read is not what has gone. Every record stays, as
  * seen in this tick, for the next tick to look again; warned once until it passes. */
 static void keep_all(struct manager *m, int r) {
-        if (!m->resources_short_logged)
-                log_warning_errno(r, "Cannot read the cgroup tree under %s: %m; keeping the processes and cgroups "
-                                  "already known until it can", m->cfg.cgroup_root);
-        m->resources_short_logged = true;
+        walker_log_short(&m->tree_log, m->cfg.cgroup_root, r);
         for (size_t i = 0; i < m->procs.n; i++)
                 if (m->procs.v[i]->cg)
                         m->procs.v[i]->seen_tick = m->counters.tick;
@@ -626,12 +495,7 @@ static int select_cgroups(struct manager *m, struct cgroup_selection *sel, bool 
         }
         if (!*fresh)
                 return 0;
-        log_invalid(m, sel);
-        if (sel->truncated && !m->walk_truncated_logged)
-                log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: those "
-                            "beyond a subtree's share of the walk were not looked at (numabalanced(8), LIMITS)",
-                            m->cfg.cgroup_root, CGROUP_WALK_MAX_DEPTH, CGROUP_WALK_MAX_CGROUPS);
-        m->walk_truncated_logged = sel->truncated;
+        walker_log_selection(&m->tree_log, m->cfg.cgroup_root, sel);
         return 0;
 }
 
@@ -662,6 +526,7 @@ static void place_threads(struct manager *m, uint64_t now) {
                 .proc_root = m->proc_root,
                 .cgroup_root = m->cfg.cgroup_root,
                 .dry_run = m->opts.dry_run,
+                .bring_forward = scan_bring_forward,
         };
 
         if (m->placer && !m->one_node)
@@ -687,7 +552,7 @@ static void keep_placed_targets(struct manager *m, struct scan_list *scans) {
         }
 }
 
-static int run_jobs(struct manager *m, struct scan_list *scans, uint64_t now, uint64_t *charged) {
+static int run_jobs(struct manager *m, struct pass *ps) {
         struct jobs_env env = {
                 .check = {
                         .cfg = &m->cfg,
@@ -704,35 +569,31 @@ static int run_jobs(struct manager *m, struct scan_list *scans, uint64_t now, ui
                 .cost = &m->cost,
                 .counters = &m->counters,
                 .promote = &m->promote,
-                .run_jobs = m->run_jobs,
-                .run_jobs_userdata = m->run_jobs_userdata,
+                .run_jobs = m->hooks.run_jobs,
+                .run_jobs_userdata = m->hooks.run_jobs_userdata,
                 .pump_ns = &m->cost.pump_ns,
         };
         uint64_t main_ns = 0;
         int r;
 
-        if (scans->n == 0)
+        if (ps->scans.n == 0)
                 return 0;       /* nothing planned: no run */
-        keep_placed_targets(m, scans);
-        r = jobs_run(&env, scans->v, scans->n, now, &main_ns);
-        *charged += main_ns;
+        keep_placed_targets(m, &ps->scans);
+        r = jobs_run(&env, ps->scans.v, ps->scans.n, ps->now, &main_ns);
+        ps->charged += main_ns;
         return r;
 }
 
 /* The jobs planned so far run as soon as the tick has spent JOBS_EARLY_NS reading
  * since it began or since the last ones ran, rather than after every cgroup: behind a
  * tenant's 10,000 cgroups, a process planned early waited 1.5 s for its moves in the
- * TCG guest. The free-memory floor holds across runs (reserved is the tick's). Adds
- * the CPU time it charged to *charged (run_jobs). */
-static void run_jobs_early(struct manager *m, struct scan_list *scans, uint64_t now, uint64_t *charged) {
-        if (!scans->moves || clock_now_ns(CLOCK_MONOTONIC) < m->jobs_ran_ns + JOBS_EARLY_NS)
+ * TCG guest. The free-memory floor holds across runs (reserved is the tick's). */
+static void run_jobs_early(struct manager *m, struct pass *ps) {
+        if (!ps->scans.moves || clock_now_ns(CLOCK_MONOTONIC) < ps->jobs_ran_ns + JOBS_EARLY_NS)
                 return;
-        (void) run_jobs(m, scans, now, charged);
-        for (size_t i = 0; i < scans->n; i++)
-                scan_done(&scans->v[i]);
-        scans->n = 0;
-        scans->moves = false;
-        m->jobs_ran_ns = clock_now_ns(CLOCK_MONOTONIC);
+        (void) run_jobs(m, ps);
+        scans_done(&ps->scans);
+        ps->jobs_ran_ns = clock_now_ns(CLOCK_MONOTONIC);
 }
 
 /* The cgroups of this tick, in path order: those of a fresh selection (their records
@@ -789,27 +650,24 @@ static void remember_cursors(struct manager *m, const struct turns *t, const siz
 
 /* tick_cgroup(), its CPU time charged to cg: the scans are charged read and decide,
  * the rest (cgroup.procs, admitting its processes) is bookkeeping; the control
- * requests served meanwhile are nobody's. Adds what it charged to *charged. */
-static int read_cgroup(struct manager *m, struct cg_rec *cg, uint64_t now, uint64_t deadline_ns,
-                       uint64_t *reserved, struct scan_list *scans, uint64_t *charged) {
+ * requests served meanwhile are nobody's. */
+static int read_cgroup(struct manager *m, struct pass *ps, struct cg_rec *cg, uint64_t deadline_ns) {
         uint64_t t = cost_thread_ns(), pump = m->cost.pump_ns, scanned = 0, spent;
         int r;
 
-        r = tick_cgroup(m, cg, now, deadline_ns, reserved, scans, &scanned);
+        r = tick_cgroup(m, ps, cg, deadline_ns, &scanned);
         spent = cost_thread_ns() - t - (m->cost.pump_ns - pump);
         cost_charge(&m->cost, cg, STAGE_BOOKKEEPING, spent > scanned ? spent - scanned : 0);
-        *charged += spent > scanned ? spent : scanned;
+        ps->charged += spent > scanned ? spent : scanned;
         return r;
 }
 
 /* The selected cgroups and their processes, their owners taking turns, each owner's
  * read for OWNER_TURN_NS at most per tick, and all of them for TICK_READ_BUDGET_NS
  * (the rest kept for the next ticks, which start where this one ended, within a
- * cgroup too), the jobs planned run early (run_jobs_early). Adds the
- * CPU time it charged to *charged. Returns 0, or -errno when a cgroup.procs could not
- * be read, or the turns made, for lack of resources. */
-static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, bool fresh, uint64_t now,
-                        uint64_t *reserved, struct scan_list *scans, uint64_t *charged) {
+ * cgroup too), the jobs planned run early (run_jobs_early). Returns 0, or -errno
+ * when a cgroup.procs could not be read, or the turns made, for lack of resources. */
+static int tick_cgroups(struct manager *m, struct pass *ps, const struct cgroup_selection *sel, bool fresh) {
         _cleanup_free_ struct cg_rec **list = NULL;
         _cleanup_free_ uint64_t *spent = NULL;
         _cleanup_free_ size_t *read = NULL;
@@ -833,18 +691,18 @@ static int tick_cgroups(struct manager *m, const struct cgroup_selection *sel, b
                 size_t g = t.group[i];
                 uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC), deadline;
 
-                if (spent[g] >= m->owner_turn_ns || t0 >= tick_deadline_ns(m)) {
+                if (spent[g] >= m->owner_turn_ns || t0 >= pass_deadline_ns(m, ps)) {
                         keep_cgroup(m, cg);
                         continue;
                 }
                 deadline = t0 + (m->owner_turn_ns - spent[g]);
-                if (deadline > tick_deadline_ns(m))
-                        deadline = tick_deadline_ns(m);
+                if (deadline > pass_deadline_ns(m, ps))
+                        deadline = pass_deadline_ns(m, ps);
                 serve_meanwhile(m);
-                r = read_cgroup(m, cg, now, deadline, reserved, scans, charged);
+                r = read_cgroup(m, ps, cg, deadline);
                 spent[g] += clock_now_ns(CLOCK_MONOTONIC) - t0;
                 read[g]++;
-                run_jobs_early(m, scans, now, charged);
+                run_jobs_early(m, ps);
         }
         keep_their_processes(m);
         remember_cursors(m, &t, read);
@@ -890,8 +748,10 @@ static void kernel_balancing_watch(struct manager *m) {
 }
 
 /* What the tick's decisions start from: the page-level samples since the last tick,
- * and whether the kernel balances. */
-static void tick_prepare(struct manager *m) {
+ * and whether the kernel balances. Returns the CPU time of the page sampler's own
+ * threads (sw-sampler.h's decoding threads) since the last tick. */
+static uint64_t tick_prepare(struct manager *m) {
+        uint64_t sampler_ns = 0;
         int r;
 
         if (m->pages) {
@@ -901,13 +761,14 @@ static void tick_prepare(struct manager *m) {
                 if (r < 0)
                         log_debug_errno(r, "Failed to read the page-level samples: %m");
                 m->counters.sampling_refused = q ? q->refused : 0;
-                m->sampler_thread_ns = page_sampler_take_cpu_ns(m->pages);
+                sampler_ns = page_sampler_take_cpu_ns(m->pages);
         }
-        damon_feed_tick(m);
+        damon_feed(m->damon, &m->procs, m->topo, &m->counters);
         kernel_balancing_watch(m);
         /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
          * scans and the react scans until the next. */
         move_budget_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s, clock_now_ms());
+        return sampler_ns;
 }
 
 /* The walk's CPU time, which a fresh selection carries (lib/cgroup.h): each opted-in
@@ -933,16 +794,15 @@ static uint64_t charge_walk(struct manager *m, const struct cgroup_selection *se
  * page samples, forgetting, the walk outside directories, the heap trim): per-process
  * work, shared among the cgroups in proportion to their processes. Control requests
  * served during the run are not theirs. */
-static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, uint64_t charged) {
+static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, uint64_t charged,
+                             uint64_t sampler_ns) {
         /* The decoding threads' time too (sw-sampler.h): it is the tick's samples'. */
-        uint64_t spent = cost_thread_ns() - start + m->sampler_thread_ns, served = m->cost.pump_ns - pump;
+        uint64_t spent = cost_thread_ns() - start + sampler_ns, served = m->cost.pump_ns - pump;
 
-        m->sampler_thread_ns = 0;
         if (spent > charged + served)
                 (void) cost_share_by_procs(&m->cost, &m->cgs, STAGE_BOOKKEEPING, spent - charged - served);
 }
 
-static void watch_node_events(struct manager *m);
 static void view_update(struct manager *m);
 
 /* The samplers again, for a new topology: only while nothing is recorded (a host that
@@ -952,7 +812,7 @@ static int samplers_rechoose(struct manager *m) {
 
         page_sampler_free(m->pages);
         m->pages = NULL;
-        m->events = sd_event_source_unref(m->events);
+        react_unwatch_events(&m->react);
         placement_source_free(m->source);
         m->source = NULL;
         m->samplers_armed = false;
@@ -963,9 +823,9 @@ static int samplers_rechoose(struct manager *m) {
         if (r < 0)
                 return r;
         page_sampler_set_reader(m->pages, m->reader);
-        if (m->event && m->timer)
-                watch_node_events(m);
         view_update(m);
+        if (m->event && m->timer)
+                react_watch_events(&m->react, m->event);
         return 0;
 }
 
@@ -1009,11 +869,9 @@ static void tick_timed(struct manager *m, uint64_t t_start) {
 
 int manager_tick(struct manager *m) {
         struct cgroup_selection sel = {};
-        struct scan_list scans = {};
-        _cleanup_free_ uint64_t *reserved = NULL;
+        struct pass ps;
         uint64_t now = clock_now_ms(), t_start = clock_now_ns(CLOCK_MONOTONIC), cpu_start = cost_thread_ns();
-        uint64_t pump = m->cost.pump_ns;
-        uint64_t charged = 0;
+        uint64_t pump = m->cost.pump_ns, sampler_ns;
         bool fresh;
         int r;
         struct service_pool pools[3];
@@ -1025,30 +883,28 @@ int manager_tick(struct manager *m) {
                 tick_timed(m, t_start);
                 return 0;
         }
-        tick_prepare(m);
-        reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
-        if (!reserved)
+        sampler_ns = tick_prepare(m);
+        if (pass_start(m, &ps, now, t_start) < 0) {
+                pass_done(&ps);
                 return log_error_errno(-ENOMEM, "Out of memory");
+        }
         proc_records_poll_exited(&m->procs);
-        m->jobs_ran_ns = m->tick_started_ns = t_start;
         r = select_cgroups(m, &sel, &fresh);
         if (r >= 0)
-                r = tick_cgroups(m, &sel, fresh, now, reserved, &scans, &charged);
+                r = tick_cgroups(m, &ps, &sel, fresh);
         if (fresh)
-                charged += charge_walk(m, &sel);
+                ps.charged += charge_walk(m, &sel);
         cgroup_selection_done(&sel);
         if (r < 0)
                 keep_all(m, r);
         else
-                m->resources_short_logged = false;
+                walker_log_short(&m->tree_log, m->cfg.cgroup_root, 0);
 
         place_threads(m, now);
-        r = run_jobs(m, &scans, now, &charged);
-        for (size_t i = 0; i < scans.n; i++)
-                scan_done(&scans.v[i]);
-        free(scans.v);
+        r = run_jobs(m, &ps);
+        pass_done(&ps);
         forget_departed(m);
-        damon_sync_tick(m, now);
+        damon_sync_procs(m->damon, &m->procs, m->counters.tick, &m->service.online, now);
         publish_cgroups(m);
         cg_records_sweep(&m->cgs);
         /* Each scan's buffers (numa_maps text, parsed VMAs) are freed between records
@@ -1057,7 +913,7 @@ int manager_tick(struct manager *m) {
          * most of it free). */
         if (m->counters.tick % TRIM_EVERY_TICKS == 0)
                 (void) malloc_trim(0);
-        tick_charge_rest(m, cpu_start, pump, charged);
+        tick_charge_rest(m, cpu_start, pump, ps.charged, sampler_ns);
         tick_timed(m, t_start);
         return r;
 }
@@ -1075,15 +931,15 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         }
         (void) manager_tick(m);
-        if (m->after_tick) {
+        if (m->hooks.after_tick) {
                 /* The metrics file: each cgroup in it pays its share. */
                 uint64_t t = cost_thread_ns();
-                m->after_tick(&m->view, m->after_tick_userdata);
+                m->hooks.after_tick(&m->view, m->hooks.after_tick_userdata);
                 (void) cost_share_even(&m->cost, &m->cgs, STAGE_REPORT, cost_thread_ns() - t);
         }
         cost_update_unattributed(&m->cost);
         /* The next tick. A node-change event does not bring it forward: it has the
-         * process that moved scanned on its own (react_pass). */
+         * process that moved scanned on its own (react.h). */
         now = clock_now_ms();
         next = now + m->cfg.tick_ms;
         sd_event_source_set_time(s, next * 1000);
@@ -1091,136 +947,39 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* Whether p still names the process it was made for, right before a scan outside the
- * tick (which admitted it): its pidfd has not said it exited, and its start time is
- * the record's. */
-static bool still_there(const struct manager *m, const struct proc_rec *p) {
-        struct proc_stat st;
-        struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-
-        if (p->pidfd >= 0 && poll(&pfd, 1, 0) != 0)
-                return false;
-        return proc_read_stat(m->proc_root, p->pid, &st) == 0 && st.starttime == p->starttime;
-}
-
-/* The react timer at the earliest pending react scan, or off. */
-static void react_arm(struct manager *m) {
-        uint64_t next = UINT64_MAX;
-
-        if (!m->react_timer)
-                return;
-        for (size_t i = 0; i < m->procs.n; i++)
-                if (m->procs.v[i]->react_due_ms && m->procs.v[i]->react_due_ms < next)
-                        next = m->procs.v[i]->react_due_ms;
-        if (next == UINT64_MAX) {
-                (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
-                return;
-        }
-        (void) sd_event_source_set_time(m->react_timer, next * 1000);
-        (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_ONESHOT);
-}
-
-void manager_react_pass(struct manager *m) {
-        _cleanup_free_ uint64_t *reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*reserved));
-        struct scan_list scans = {};
-        uint64_t now = clock_now_ms(), charged = 0;
+/* A react pass (react.h): the tick's scans and jobs for the processes it finds due. */
+static void *on_react_begin(void *userdata) {
+        struct manager *m = userdata;
         struct service_pool pools[3];
         size_t n_pools = service_pools_of(m, pools);
+        struct pass *ps = malloc(sizeof(*ps));
 
-        if (!reserved || !service_cpus_check(&m->service, m->sys_root, pools, n_pools))
-                return;
+        if (!ps)
+                return NULL;
+        if (pass_start(m, ps, clock_now_ms(), clock_now_ns(CLOCK_MONOTONIC)) < 0 ||
+            !service_cpus_check(&m->service, m->sys_root, pools, n_pools)) {
+                pass_done(ps);
+                free(ps);
+                return NULL;
+        }
         m->free_read_tick = 0;     /* free memory read again if anything plans */
-        for (size_t i = 0; i < m->procs.n; i++) {
-                struct proc_rec *p = m->procs.v[i];
-
-                if (!p->react_due_ms || p->react_due_ms > now)
-                        continue;
-                /* Only a process the last tick saw in a cgroup still opted in. */
-                if (p->seen_tick != m->counters.tick || !p->cg || !p->cg->seen || !cg_mode_watched(p->cg->mode) ||
-                    !still_there(m, p)) {
-                        p->react_due_ms = 0;
-                        continue;
-                }
-                (void) scan_due(m, p, now, reserved, &scans);
-                p->react_due_ms = 0;
-                m->counters.react_scans++;
-        }
-        (void) run_jobs(m, &scans, now, &charged);
-        for (size_t i = 0; i < scans.n; i++)
-                scan_done(&scans.v[i]);
-        free(scans.v);
+        return ps;
 }
 
-static int on_react(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct manager *m = userdata;
+static void on_react_scan(void *userdata, void *pass, struct proc_rec *p, uint64_t now) {
+        struct pass *ps = pass;
 
-        manager_react_pass(m);
-        react_arm(m);
-        return 0;
+        ps->now = now;
+        (void) scan_due(userdata, ps, p);
 }
 
-/* A thread of pid started running on another node (BPF source). Restart the
- * process's window now (the CPU time before the move says nothing about where it runs
- * next) and decide again react_ms later, whatever its backoff: a process settled for
- * minutes is otherwise rescanned only every scan_max_ms. That process alone is scanned
- * then (manager_react_pass), charged to it: not a whole tick, which a tenant whose
- * threads keep hopping could otherwise bring every react_ms. And no sooner than
- * scan_min_ms after its last scan: however often its threads move, it is scanned at
- * most as often as a process that keeps changing. */
-void manager_node_changed(void *userdata, pid_t pid, int node) {
-        struct manager *m = userdata;
-        struct proc_rec *p = proc_records_find(&m->procs, pid);
-        uint64_t now = clock_now_ms(), due;
-        _cleanup_free_ uint64_t *scratch = NULL;
+static void on_react_end(void *userdata, void *pass, uint64_t now) {
+        struct pass *ps = pass;
 
-        m->counters.node_events++;
-        if (!p || !p->cg || !cg_mode_watched(p->cg->mode) || m->cfg.react_ms == 0)
-                return;
-        /* A react scan already pending has this move in its window. Otherwise the
-         * window restarts even if a scan is due sooner: that scan would decide on
-         * CPU time mostly from before the move, find no node above the hysteresis,
-         * and the process would wait for the one after. Pending at most once, so a
-         * process whose threads keep moving cannot postpone its scans forever. */
-        if (p->react_due_ms > now)
-                return;
-        due = now + m->cfg.react_ms;
-        if (p->last_scan_ms && p->last_scan_ms + m->cfg.scan_min_ms > due)
-                due = p->last_scan_ms + m->cfg.scan_min_ms;
-        p->react_due_ms = due;
-        log_debug("cgroup=%s pid=%d: a thread now runs on node %d, deciding again in %" PRIu64 " ms", p->cg->path,
-                  (int) pid, node, due - now);
-        scratch = calloc(m->topo->n_nodes ? m->topo->n_nodes : 1, sizeof(*scratch));
-        if (scratch && p->pl.primed) {
-                uint64_t t = cost_thread_ns();
-                (void) m->source->sample(m->source, m->proc_root, p->pid, m->topo, &p->pl, scratch);
-                cost_charge_proc(&m->cost, p, STAGE_READ, cost_thread_ns() - t);
-        }
-        p->interval_ms = 0; /* scan_min_ms after this scan */
-        if (p->next_scan_ms > due)
-                p->next_scan_ms = due;
-        react_arm(m);
-}
-
-static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        struct manager *m = userdata;
-        int r = m->source->events_consume(m->source, manager_node_changed, m);
-        if (r < 0)
-                log_debug_errno(r, "Failed to read node-change events: %m");
-        return 0;
-}
-
-/* The source's node-change events, if it has them, into the event loop. */
-static void watch_node_events(struct manager *m) {
-        int fd, r = 0;
-
-        if (!m->source->events_fd || !m->source->events_consume)
-                return;
-        fd = m->source->events_fd(m->source);
-        if (fd >= 0)
-                r = sd_event_add_io(m->event, &m->events, fd, EPOLLIN, on_events, m);
-        if (fd < 0 || r < 0)
-                log_warning_errno(fd < 0 ? fd : r, "Node changes of threads will be seen at the next scan only: "
-                                  "cannot watch the BPF ring buffer: %m");
+        ps->now = now;
+        (void) run_jobs(userdata, ps);
+        pass_done(ps);
+        free(ps);
 }
 
 int manager_start(struct manager *m) {
@@ -1237,29 +996,24 @@ int manager_start(struct manager *m) {
                 log_warning_errno(r, "Failed to start the cgroup walker, walking at every tick instead: %m");
         /* sd-event's default accuracy (250 ms) would blur react_ms and the tick. */
         (void) sd_event_source_set_time_accuracy(m->timer, 1000);
-        r = sd_event_add_time(m->event, &m->react_timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_react, m);
-        if (r < 0)
-                log_warning_errno(r, "Node changes of threads will be seen at the next scan only: no timer: %m");
-        else
-                (void) sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
-        watch_node_events(m);
+        react_start(&m->react, m->event);
         return 0;
 }
 
 void manager_set_while_moving(struct manager *m, void (*fn)(void *userdata), void *userdata) {
-        m->while_moving = fn;
-        m->while_moving_userdata = userdata;
+        m->hooks.while_moving = fn;
+        m->hooks.while_moving_userdata = userdata;
 }
 
 void manager_set_keepalive(struct manager *m, void (*fn)(void *userdata), void *userdata) {
-        m->keepalive = fn;
-        m->keepalive_userdata = userdata;
+        m->hooks.keepalive = fn;
+        m->hooks.keepalive_userdata = userdata;
 }
 
 void manager_set_after_tick(struct manager *m, void (*fn)(const struct manager_view *v, void *userdata),
                             void *userdata) {
-        m->after_tick = fn;
-        m->after_tick_userdata = userdata;
+        m->hooks.after_tick = fn;
+        m->hooks.after_tick_userdata = userdata;
 }
 
 const struct manager_view *manager_view(const struct manager *m) {
@@ -1292,11 +1046,8 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
                                            m->cfg.tick_ms) < 0)
                 log_warning("The cgroup walker keeps the previous cgroup rules: out of memory");
         /* New thresholds apply to everyone at the next scan. */
-        for (size_t i = 0; i < m->procs.n; i++) {
-                m->procs.v[i]->interval_ms = m->cfg.scan_min_ms;
-                if (m->procs.v[i]->next_scan_ms > clock_now_ms() + m->cfg.scan_min_ms)
-                        m->procs.v[i]->next_scan_ms = clock_now_ms() + m->cfg.scan_min_ms;
-        }
+        for (size_t i = 0; i < m->procs.n; i++)
+                scan_restart_interval(m->procs.v[i], m->cfg.scan_min_ms, clock_now_ms());
         log_info("Configuration reloaded");
         return 0;
 }
@@ -1312,15 +1063,11 @@ void manager_stop(struct manager *m) {
                 return;
         /* First: nothing that follows may wait on a tenant before threads are given back. */
         placer_stop(m->placer);
-        m->cancel = 1;
         if (m->migrator)
                 migrator_cancel(m->migrator);
         if (m->timer)
                 sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
-        if (m->events)
-                sd_event_source_set_enabled(m->events, SD_EVENT_OFF);
-        if (m->react_timer)
-                sd_event_source_set_enabled(m->react_timer, SD_EVENT_OFF);
+        react_stop(&m->react);
 }
 
 void manager_status(struct manager *m, char *buf, size_t size) {
@@ -1340,10 +1087,10 @@ static bool stop_pending(void *ctx) {
         struct manager *m = ctx;
         uint64_t t = cost_thread_ns();
 
-        if (m->while_moving)
-                m->while_moving(m->while_moving_userdata);
-        if (m->keepalive && migrator_run_elapsed_ns(m->migrator) < MANAGER_RUN_KEEPALIVE_MS * UINT64_C(1000000))
-                m->keepalive(m->keepalive_userdata);
+        if (m->hooks.while_moving)
+                m->hooks.while_moving(m->hooks.while_moving_userdata);
+        if (m->hooks.keepalive && migrator_run_elapsed_ns(m->migrator) < MANAGER_RUN_KEEPALIVE_MS * UINT64_C(1000000))
+                m->hooks.keepalive(m->hooks.keepalive_userdata);
         cost_pumped(&m->cost, cost_thread_ns() - t);
         /* The workers' move_pages(2) calls have no time bound: the threads are given
          * back before the run is waited for. */
@@ -1375,7 +1122,7 @@ static void view_init(struct manager *m) {
         };
 }
 
-/* What manager_new() found or started, into the view. */
+/* What manager_new() found or started, into the view and the react pass. */
 static void view_update(struct manager *m) {
         m->view.proc_root = m->proc_root;
         m->view.placer = m->placer;
@@ -1384,6 +1131,10 @@ static void view_update(struct manager *m) {
         m->view.pages = m->pages;
         m->view.damon = m->damon;
         m->view.migrator = m->migrator;
+        react_set_env(&m->react, &(struct react_env) {
+                .cfg = &m->cfg, .proc_root = m->proc_root, .topo = m->topo, .source = m->source,
+                .procs = &m->procs, .cost = &m->cost, .counters = &m->counters,
+        });
 }
 
 /* The placer, when the daemon has somewhere to keep the originals of what it changes. */
@@ -1414,21 +1165,20 @@ static int damon_start(struct manager *m, const char *state_dir) {
         return r < 0 ? r : damon_set_proc_root(m->damon, m->proc_root);
 }
 
-int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
-        struct manager *m;
-        nb_cpumask service;
-        int r;
+/* The records, the logs' limits and the roots: what needs no reading of the machine. */
+static struct manager *manager_alloc(sd_event *e, const struct manager_opts *o) {
+        struct manager *m = calloc(1, sizeof(*m));
 
-        m = calloc(1, sizeof(*m));
         if (!m)
-                return -ENOMEM;
+                return NULL;
         records_init(m);
         view_init(m);
-        siphash_random_key(m->invalid_key);
-        m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
-        m->invalid_count_log = LOG_RATELIMIT(60000, 1);
+        react_init(&m->react, &(struct react_hooks) {
+                .begin = on_react_begin, .scan = on_react_scan, .end = on_react_end, .userdata = m });
+        walker_log_init(&m->tree_log);
         m->oom_log = LOG_RATELIMIT(60000, 1);
         m->quarantine_log = LOG_RATELIMIT(60000, 10);
+        m->arm_log = LOG_RATELIMIT(60000, 1);
         m->owner_turn_ns = OWNER_TURN_NS;
         m->read_budget_ns = TICK_READ_BUDGET_NS;
         m->event = sd_event_ref(e);
@@ -1438,33 +1188,34 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         m->sys_root = strdup(o->sys_root ? o->sys_root : "/sys");
         m->opts.proc_root = m->proc_root;
         m->opts.sys_root = m->sys_root;
-        if (!m->proc_root || !m->sys_root) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        r = config_copy(&m->cfg, cfg);
+        return m;
+}
+
+/* The topology, and the samplers chosen for it. */
+static int samplers_start(struct manager *m) {
+        int r = topology_read(m->sys_root, &m->topo);
+
         if (r < 0)
-                goto fail;
-        r = topology_read(m->sys_root, &m->topo);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read the NUMA topology under %s/devices/system/node: %m", m->sys_root);
-                goto fail;
-        }
+                return log_error_errno(r, "Failed to read the NUMA topology under %s/devices/system/node: %m",
+                                       m->sys_root);
         topology_set_slow(m->topo, &m->cfg.slow_nodes);
         log_slow_nodes(m->topo);
-        m->arm_log = LOG_RATELIMIT(60000, 1);
         m->one_node = nodemask_weight(&m->topo->with_memory) < 2;
         if (m->one_node)
                 log_notice("One node has memory: nothing to balance. numabalanced attaches no sampler and "
                            "re-reads the topology at each tick until a second node has memory");
         r = source_choose(m->cfg.source, m->topo, &m->source);
         if (r < 0)
-                goto fail;
-        r = page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
-        if (r < 0)
-                goto fail;
+                return r;
+        return page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
+}
 
-        service = m->cfg.service_cpus;
+/* The migration workers and the reader threads, on the service CPUs (the first online
+ * CPU when none is configured). */
+static int workers_start(struct manager *m) {
+        nb_cpumask service = m->cfg.service_cpus;
+        int r;
+
         if (cpumask_weight(&service) == 0) {
                 int c = cpumask_next(&m->topo->online_cpus, 0);
                 if (c >= 0)
@@ -1472,32 +1223,41 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
         }
         m->service.service = m->service.online = service;
         r = migrator_new(&service, m->cfg.rate_limit_mb_s, m->cfg.batch_pages, &m->migrator);
-        if (r < 0) {
-                log_error_errno(r, "Failed to start the migration workers: %m");
-                goto fail;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the migration workers: %m");
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         migrator_set_should_stop(m->migrator, stop_pending, m);
         migrator_set_run_budget(m->migrator, MOVE_BUDGET_RUN_MS * UINT64_C(1000000));
         r = tenant_reader_new(&service, 0, &m->reader);
-        if (r < 0) {
-                log_error_errno(r, "Failed to set up the reader threads: %m");
-                goto fail;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the reader threads: %m");
         tenant_reader_set_serve(m->reader, serve_while_reading, m);
         page_sampler_set_reader(m->pages, m->reader);
-        r = placer_start(m, o->state_dir);
-        if (r < 0)
-                goto fail;
-        r = damon_start(m, o->state_dir);
-        if (r < 0)
-                goto fail;
+        return 0;
+}
+
+int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_opts *o, struct manager **ret) {
+        struct manager *m = manager_alloc(e, o);
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        r = m->proc_root && m->sys_root ? config_copy(&m->cfg, cfg) : -ENOMEM;
+        if (r >= 0)
+                r = samplers_start(m);
+        if (r >= 0)
+                r = workers_start(m);
+        if (r >= 0)
+                r = placer_start(m, o->state_dir);
+        if (r >= 0)
+                r = damon_start(m, o->state_dir);
+        if (r < 0) {
+                manager_free(m);
+                return r;
+        }
         view_update(m);
         *ret = m;
         return 0;
-fail:
-        manager_free(m);
-        return r;
 }
 
 void manager_free(struct manager *m) {
@@ -1513,13 +1273,12 @@ void manager_free(struct manager *m) {
         walker_free(m->walker);
         free(m->cursors);
         sd_event_source_unref(m->timer);
-        sd_event_source_unref(m->events);
-        sd_event_source_unref(m->react_timer);
+        react_done(&m->react);
         migrator_free(m->migrator);
         tenant_reader_free(m->reader);
         proc_records_done(&m->procs);
         cg_records_done(&m->cgs);
-        free(m->invalid_seen);
+        walker_log_done(&m->tree_log);
         cost_ledger_done(&m->cost);
         page_sampler_free(m->pages);
         placement_source_free(m->source);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The manager owns all of the daemon's state and runs the tick:
+/* The manager runs the tick:
  *   topology -> select -> sample -> decide -> migrate -> report
- * main.c owns the process (arguments, signals, sd_notify); the manager owns the
- * processes being watched, their history, the migrator and the counters. */
+ * main.c owns the process (arguments, signals, sd_notify); the manager holds the
+ * pieces of the daemon's state, each written by its owner module (manager-internal.h),
+ * and starts and stops the threads. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

@@ -470,8 +470,8 @@ static void placed(struct placer *pl, const struct placer_env *env, struct round
         pp->threads_held = c.placed;
         /* Its memory follows its threads at its next scan: soon, not at a settled
          * process's scan_max_ms. */
-        if (p->next_scan_ms > pp->decided_ms + env->cfg->scan_min_ms)
-                p->next_scan_ms = pp->decided_ms + env->cfg->scan_min_ms;
+        if (env->bring_forward)
+                env->bring_forward(p, pp->decided_ms + env->cfg->scan_min_ms);
         log_info("cgroup=%s pid=%d comm=%s: placed %u thread(s) on node %d (%s): %u busy, %u moved there, "
                  "%" PRIu64 " KiB of memory to follow", p->cg->path, (int) p->pid, p->comm, c.placed,
                  env->topo->nodes[node].id, thread_place_reason_name(rd->tp[i].reason), rd->tp[i].n_busy,

@@ -97,6 +97,10 @@ struct placer_env {
         const char *cgroup_root;
         bool dry_run;
         pid_t self_pid;            /* the daemon's own, whose CPU is not load (0: getpid()) */
+        /* Brings p's next scan forward to at_ms at the latest (scan_bring_forward(): the
+         * scan owns the schedule), so that the memory of a process just placed follows
+         * its threads soon; NULL: left as it is (tests). */
+        void (*bring_forward)(struct proc_rec *p, uint64_t at_ms);
 };
 
 /* state_path: the file of the originals (affinity.h). Recovers what a previous run

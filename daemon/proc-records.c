@@ -126,7 +126,7 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
         page_agg_free(p->seen);
         free(p->mapped);
         free(p->slow);
-        free(p->hist);
+        free(p->moved.hist);
         free(p->node_bytes);
         free(p->stuck_away);
         proc_place_free(p->place);
@@ -220,7 +220,7 @@ void proc_records_update_pidfd(struct proc_records *r, const char *proc_root, st
 
 /* A record for a process seen for the first time. NULL when out of memory: it is
  * looked at again next tick. */
-static struct proc_rec *rec_new(struct proc_records *r, pid_t pid, const struct proc_stat *st, uint64_t now) {
+static struct proc_rec *rec_new(struct proc_records *r, pid_t pid, const struct proc_stat *st) {
         struct proc_rec *p, **n;
 
         p = calloc(1, sizeof(*p));
@@ -236,7 +236,7 @@ static struct proc_rec *rec_new(struct proc_records *r, pid_t pid, const struct 
         p->pidfd = -1;             /* proc_records_update_pidfd(), once it is being balanced */
         p->reason = _REASON_MAX;
         p->hot_node = p->target_node = p->full_target = -1;
-        p->next_scan_ms = now;
+        /* Its schedule (scan.c's) is zero: due at once. */
         r->v[r->n++] = p;
         /* Kept sorted for proc_records_find(); appended at the end, so re-sort (rare:
          * only when processes arrive). */
@@ -251,7 +251,7 @@ static struct proc_rec *rec_new(struct proc_records *r, pid_t pid, const struct 
 static bool still_covered(const char *proc_root, const struct cg_rec *cg, struct proc_rec *p, uint64_t now) {
         struct proc_creds c;
 
-        if (cg->covers_uid == CGROUP_COVERS_ALL || (p->covered_for == cg->covers_uid && now < p->next_scan_ms))
+        if (cg->covers_uid == CGROUP_COVERS_ALL || (p->covered_for == cg->covers_uid && now < p->sched.next_scan_ms))
                 return true;
         if (creds_read(proc_root, p->pid, &c) < 0 || c.stat.starttime != p->starttime ||
             !creds_belong_to(&c, cg->covers_uid)) {
@@ -280,7 +280,7 @@ struct proc_rec *proc_records_admit(struct proc_records *r, const char *proc_roo
         /* Known, without a pidfd (not being balanced): its start time is checked only
          * when it is due for a scan. One that exited has left cgroup.procs by then;
          * a pid reused in the same cgroup shows the old numbers until that scan. */
-        if (p && p->pidfd < 0 && now < p->next_scan_ms)
+        if (p && p->pidfd < 0 && now < p->sched.next_scan_ms)
                 return still_covered(proc_root, cg, p, now) ? p : NULL;
         if ((one_user ? creds_read(proc_root, pid, &c) : proc_read_stat(proc_root, pid, &c.stat)) < 0)
                 return NULL; /* gone already */
@@ -297,7 +297,7 @@ struct proc_rec *proc_records_admit(struct proc_records *r, const char *proc_roo
                 return NULL;
         }
         if (!p) {
-                p = rec_new(r, pid, &c.stat, now);
+                p = rec_new(r, pid, &c.stat);
                 *ret_new = p != NULL;
         }
         if (p) {

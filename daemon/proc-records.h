@@ -43,6 +43,25 @@ struct huge_vma {
         uint64_t *pages;           /* base pages per node id (huge_n_ids entries) */
 };
 
+/* When a process is scanned: written by scan.c only (scan.h: the back-off, bringing a
+ * scan forward, a react scan, quarantine); the others read it. A new record's is zero:
+ * due at once. */
+struct scan_schedule {
+        uint64_t next_scan_ms, interval_ms;
+        uint64_t react_due_ms;     /* a scan brought forward by a node-change event, 0: none */
+        uint64_t quarantined_until_ms;  /* a read overran (tenant-reader.h): not read before; 0: never */
+};
+
+/* What its moves did: written by jobs.c only (jobs.h), as its jobs' results come
+ * back; read by the scan (the cooldown history) and the reports. */
+struct proc_moves {
+        struct plan_history *hist; /* grown on demand (most processes never move), at most PROC_HISTORY_MAX */
+        size_t n_hist, cap_hist;
+        uint64_t pages[_MIG_CLASS_MAX];  /* its jobs' pages, by result class */
+        const struct migrate_stop *stop;  /* why its last stopped job stopped, NULL: none */
+        uint64_t stop_ms;          /* when */
+};
+
 struct proc_rec {
         pid_t pid;
         uint64_t starttime;
@@ -50,12 +69,9 @@ struct proc_rec {
         char comm[64];
         struct cg_rec *cg;         /* valid for the current tick */
         struct placement_state pl;
-        uint64_t next_scan_ms, interval_ms;
-        uint64_t quarantined_until_ms;  /* a read overran (tenant-reader.h): not read before; 0: never */
-        struct plan_history *hist; /* grown on demand (most processes never move), at most PROC_HISTORY_MAX */
-        size_t n_hist, cap_hist;
+        struct scan_schedule sched;  /* written by scan.c only */
+        struct proc_moves moved;     /* written by jobs.c only */
         bool exited;               /* its pidfd said so at the start of this tick */
-        uint64_t pages[_MIG_CLASS_MAX];
         uint64_t cost_ns[_STAGE_MAX];  /* written by cost.c only */
         enum plan_reason reason;   /* of the last scan; _REASON_MAX before the first */
         uint64_t planned_bytes;
@@ -72,12 +88,9 @@ struct proc_rec {
         uid_t uid;                 /* real uid, for the control socket's filter */
         uid_t covered_for;         /* the cgroup's covers_uid its ids were last checked against */
         struct proc_mm_layout layout;  /* its exec layout at its last scan (move-check.h) */
-        const struct migrate_stop *move_stop;  /* why its last stopped job stopped, NULL: none */
-        uint64_t move_stop_ms;     /* when */
         uint64_t total_bytes, local_bytes;
         uint64_t *node_bytes;      /* bytes per topology node index, last scan; NULL before */
         uint64_t seen_tick;
-        uint64_t react_due_ms;     /* a scan brought forward by a node-change event, 0: none */
         nb_nodemask busy_nodes;    /* nodes with keep_node_share_pct of its CPU time in the last
                                     * window that had any (scan.c, keep_before) */
         /* Page-level sampling: counts gathered since the last scan, of addresses in

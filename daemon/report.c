@@ -511,8 +511,8 @@ static void put_list_process(struct json *j, const struct manager_view *v, const
         json_key(j, "local_share"); json_double(j, share(p->local_bytes, p->total_bytes));
         json_key(j, "nodes"); put_locality(j, v, p->node_bytes);
         json_key(j, "hot_node"); put_node_or_null(j, p->hot_node);
-        json_key(j, "pages_moved"); json_u64(j, p->pages[MIG_MOVED]);
-        json_key(j, "pages"); put_pages(j, p->pages);
+        json_key(j, "pages_moved"); json_u64(j, p->moved.pages[MIG_MOVED]);
+        json_key(j, "pages"); put_pages(j, p->moved.pages);
         json_key(j, "reason");
         json_string(j, p->reason < _REASON_MAX ? plan_reason_name(p->reason) : NULL);
         json_key(j, "placed_node"); put_node_index(j, v, p->place ? p->place->placed : -1);
@@ -868,9 +868,9 @@ static char *watched_explanation(const struct manager_view *v, const struct proc
         else
                 r = asprintf(&text, "not moving: %s", plan_reason_text(p->reason));
         /* Its moves since the last scan were stopped by the check before moving. */
-        if (r >= 0 && p->move_stop && p->scans && p->move_stop_ms >= p->last_scan_ms) {
+        if (r >= 0 && p->moved.stop && p->scans && p->moved.stop_ms >= p->last_scan_ms) {
                 char *more;
-                r = asprintf(&more, "%s; stopped before moving it all: %s", text, p->move_stop->text);
+                r = asprintf(&more, "%s; stopped before moving it all: %s", text, p->moved.stop->text);
                 free(text);
                 text = r < 0 ? NULL : more;
         }
@@ -880,14 +880,14 @@ static char *watched_explanation(const struct manager_view *v, const struct proc
 /* move_stopped: why the check before moving last stopped its moves (move-check.h). */
 static void put_move_stop(struct json *j, const struct proc_rec *p, uint64_t now) {
         json_key(j, "move_stopped");
-        if (!p->move_stop) {
+        if (!p->moved.stop) {
                 json_null(j);
                 return;
         }
         json_object_begin(j);
-        json_key(j, "reason"); json_string(j, p->move_stop->name);
-        json_key(j, "explanation"); json_string(j, p->move_stop->text);
-        json_key(j, "ago_ms"); json_u64(j, now > p->move_stop_ms ? now - p->move_stop_ms : 0);
+        json_key(j, "reason"); json_string(j, p->moved.stop->name);
+        json_key(j, "explanation"); json_string(j, p->moved.stop->text);
+        json_key(j, "ago_ms"); json_u64(j, now > p->moved.stop_ms ? now - p->moved.stop_ms : 0);
         json_object_end(j);
 }
 
@@ -916,9 +916,9 @@ static void put_cooldown(struct json *j, const struct manager_view *v, const str
         uint64_t remaining = 0;
         size_t in_cooldown = 0;
 
-        for (size_t i = 0; i < p->n_hist; i++)
-                if (p->hist[i].when_ms + v->cfg->cooldown_ms > now) {
-                        uint64_t left = p->hist[i].when_ms + v->cfg->cooldown_ms - now;
+        for (size_t i = 0; i < p->moved.n_hist; i++)
+                if (p->moved.hist[i].when_ms + v->cfg->cooldown_ms > now) {
+                        uint64_t left = p->moved.hist[i].when_ms + v->cfg->cooldown_ms - now;
                         in_cooldown++;
                         if (left > remaining)
                                 remaining = left;
@@ -1040,8 +1040,8 @@ static int explain_watched(const struct manager_view *v, const struct proc_rec *
         put_cooldown(j, v, p, now);
         put_placement(j, v, p, now);
 
-        json_key(j, "scan_interval_ms"); json_u64(j, p->interval_ms);
-        json_key(j, "next_scan_in_ms"); json_u64(j, p->next_scan_ms > now ? p->next_scan_ms - now : 0);
+        json_key(j, "scan_interval_ms"); json_u64(j, p->sched.interval_ms);
+        json_key(j, "next_scan_in_ms"); json_u64(j, p->sched.next_scan_ms > now ? p->sched.next_scan_ms - now : 0);
         json_key(j, "last_scan_ago_ms");
         if (p->scans)
                 json_u64(j, now > p->last_scan_ms ? now - p->last_scan_ms : 0);
@@ -1051,7 +1051,7 @@ static int explain_watched(const struct manager_view *v, const struct proc_rec *
         json_key(j, "local_bytes"); json_u64(j, p->local_bytes);
         json_key(j, "local_share"); json_double(j, share(p->local_bytes, p->total_bytes));
         json_key(j, "nodes"); put_locality(j, v, p->node_bytes);
-        json_key(j, "pages"); put_pages(j, p->pages);
+        json_key(j, "pages"); put_pages(j, p->moved.pages);
         json_key(j, "cpu_ns"); put_cost(j, p->cost_ns);
         return 0;
 }

@@ -40,13 +40,15 @@ static bool changed(uint64_t a, uint64_t b) {
 /* The back-off: scan often while misplaced or changing (active), half as often each
  * time once settled, down to scan_max_ms. */
 static void schedule_next(const struct scan_env *env, struct proc_rec *p, uint64_t now, bool active) {
-        if (active || p->interval_ms == 0)
-                p->interval_ms = env->cfg->scan_min_ms;
+        struct scan_schedule *s = &p->sched;
+
+        if (active || s->interval_ms == 0)
+                s->interval_ms = env->cfg->scan_min_ms;
         else
-                p->interval_ms *= SCAN_BACKOFF_FACTOR;
-        if (p->interval_ms > env->cfg->scan_max_ms)
-                p->interval_ms = env->cfg->scan_max_ms;
-        p->next_scan_ms = now + p->interval_ms;
+                s->interval_ms *= SCAN_BACKOFF_FACTOR;
+        if (s->interval_ms > env->cfg->scan_max_ms)
+                s->interval_ms = env->cfg->scan_max_ms;
+        s->next_scan_ms = now + s->interval_ms;
 }
 
 /* CPU time of p's threads per node since its last scan, into cpu. Returns 1, or 0 at
@@ -400,8 +402,8 @@ static void log_decision(const struct scan_env *env, const struct proc_rec *p, c
 }
 
 /* What the reports show of this scan. */
-static void remember(struct proc_rec *p, const struct plan *plan, const struct plan_input *in,
-                     const struct proc_status *status, uint64_t now) {
+static void remember(struct proc_rec *p, const struct plan *plan, const struct plan *pages,
+                     const struct plan_input *in, const struct proc_status *status, uint64_t now) {
         p->reason = plan->reason;
         p->planned_bytes = plan->bytes;
         p->hot_node = plan->hot_node;
@@ -413,6 +415,22 @@ static void remember(struct proc_rec *p, const struct plan *plan, const struct p
         p->scans++;
         p->mems_allowed = in->mems_allowed;
         p->uid = status->uid_real;
+        /* Hot pages on a slow node waiting for promotion: only the page-level plan
+         * knows them, and explain shows them beside the VMA plan's. */
+        p->skipped_bytes[REASON_PROMOTE_RATE] = pages->skipped_bytes[REASON_PROMOTE_RATE];
+        p->skipped_bytes[REASON_PROMOTE_FLOOR] = pages->skipped_bytes[REASON_PROMOTE_FLOOR];
+}
+
+/* Below min_rss: not decided on, and scanned again at scan_max_ms. */
+static bool too_small(const struct scan_env *env, struct proc_rec *p, const struct proc_status *status,
+                      uint64_t now) {
+        if (status->vm_rss_kb >= env->cfg->min_rss_kb)
+                return false;
+        p->reason = REASON_TOO_SMALL;
+        p->rss_kb = status->vm_rss_kb;
+        p->sched.interval_ms = env->cfg->scan_max_ms;
+        p->sched.next_scan_ms = now + p->sched.interval_ms;
+        return true;
 }
 
 /* Rule 3's keep_before (plan.h): the nodes busy in the window before (before) but not
@@ -454,7 +472,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         nb_nodemask cpu_nodes, busy_before = p->busy_nodes, busy;
         int r, primed;
 
-        p->react_due_ms = 0;
+        p->sched.react_due_ms = 0;
         cpu = calloc(env->topo->n_nodes ? env->topo->n_nodes : 1, sizeof(*cpu));
         if (!cpu)
                 return -ENOMEM;
@@ -471,13 +489,8 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         r = read_status(env, p, &status);
         if (r < 0)
                 return r;
-        if (status.vm_rss_kb < env->cfg->min_rss_kb) {
-                p->reason = REASON_TOO_SMALL;
-                p->rss_kb = status.vm_rss_kb;
-                p->interval_ms = env->cfg->scan_max_ms;
-                p->next_scan_ms = now + p->interval_ms;
+        if (too_small(env, p, &status, now))
                 return 0;
-        }
         cpu_nodes = sampled_scan_cpu_nodes(env, cpu);
         if (sampled_scan_unchanged(env, p, cpu_nodes, status.vm_rss_kb)) {
                 scan_sampled(env, p, now, s);
@@ -493,8 +506,8 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
                 .vma_end = rd.ends,
                 .mems_allowed = status.has_mems_allowed ? status.mems_allowed : env->topo->with_memory,
                 .cpu_ns = cpu,
-                .history = p->hist,
-                .n_history = p->n_hist,
+                .history = p->moved.hist,
+                .n_history = p->moved.n_hist,
                 .now_ms = now,
                 .threads = &rd.threads,
                 .vma_mlocked = rd.locked,
@@ -513,11 +526,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         s->cost_ns[STAGE_DECIDE] = cost_thread_ns() - t1;
 
         log_decision(env, p, &s->plan);
-        remember(p, &s->plan, &in, &status, now);
-        /* Hot pages on a slow node waiting for promotion: only the page-level plan
-         * knows them, and explain shows them beside the VMA plan's. */
-        p->skipped_bytes[REASON_PROMOTE_RATE] = s->pages.skipped_bytes[REASON_PROMOTE_RATE];
-        p->skipped_bytes[REASON_PROMOTE_FLOOR] = s->pages.skipped_bytes[REASON_PROMOTE_FLOOR];
+        remember(p, &s->plan, &s->pages, &in, &status, now);
         /* Where its next page samples may lie (out of memory: the old ranges). */
         (void) proc_records_set_mapped(p, rd.maps, rd.ends);
         (void) proc_records_set_slow(p, rd.maps, rd.ends, env->topo);
@@ -541,6 +550,33 @@ int scan_process(const struct scan_env *env, struct proc_rec *p, uint64_t now, u
 
 void scan_backoff(const struct scan_env *env, struct proc_rec *p, uint64_t now) {
         schedule_next(env, p, now, false);
+}
+
+void scan_bring_forward(struct proc_rec *p, uint64_t at_ms) {
+        if (p->sched.next_scan_ms > at_ms)
+                p->sched.next_scan_ms = at_ms;
+}
+
+void scan_react_at(struct proc_rec *p, uint64_t due_ms) {
+        p->sched.react_due_ms = due_ms;
+        p->sched.interval_ms = 0;  /* scan_min_ms after this scan */
+        scan_bring_forward(p, due_ms);
+}
+
+void scan_react_drop(struct proc_rec *p) {
+        p->sched.react_due_ms = 0;
+}
+
+void scan_restart_interval(struct proc_rec *p, uint64_t scan_min_ms, uint64_t now) {
+        p->sched.interval_ms = scan_min_ms;
+        scan_bring_forward(p, now + scan_min_ms);
+}
+
+void scan_quarantine(struct proc_rec *p, uint64_t now) {
+        p->sched.quarantined_until_ms = now + SCAN_QUARANTINE_MS;
+        p->sched.next_scan_ms = p->sched.quarantined_until_ms;
+        p->reason = REASON_QUARANTINED;
+        p->planned_bytes = p->page_planned_bytes = 0;
 }
 
 void scan_done(struct scan *s) {

@@ -4,7 +4,8 @@
  * process at a time, on the event-loop thread. It reads the environment (struct
  * scan_env: config, topology, sources), writes that process's record and its plans,
  * and measures its own CPU time into the scan; it writes nothing else: the tick
- * charges the time (cost.h) and counts the scan. */
+ * charges the time (cost.h) and counts the scan. It alone writes a record's schedule
+ * (struct scan_schedule): the others ask with the functions below. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +30,9 @@
  * the tolerance of a sampled scan (sampled-scan.c). At most SCAN_GROW_SHARE scans per
  * doubling of a steadily growing process. */
 #define SCAN_GROW_SHARE 32
+/* A process whose read overran its deadline is not read again for this long
+ * (scan_quarantine). */
+#define SCAN_QUARANTINE_MS (10 * 60 * UINT64_C(1000))
 
 /* What a scan reads besides its process: the same for every scan of a tick. */
 struct scan_env {
@@ -63,5 +67,20 @@ void scan_done(struct scan *s);
 /* A scan of p failed: its next one is scheduled as for a settled process (half as
  * often each time, down to scan_max_ms), not at the next tick. */
 void scan_backoff(const struct scan_env *env, struct proc_rec *p, uint64_t now);
+
+/* The schedule (struct scan_schedule, proc-records.h) is written here only; the tick,
+ * the react pass and the placer ask for a change through these. */
+/* p's next scan at at_ms at the latest. */
+void scan_bring_forward(struct proc_rec *p, uint64_t at_ms);
+/* A thread of p moved to another node: p is scanned on its own at due_ms (the react
+ * pass, react.h), and at scan_min_ms after that scan. */
+void scan_react_at(struct proc_rec *p, uint64_t due_ms);
+/* p's react scan is no longer pending (done, or p no longer watched). */
+void scan_react_drop(struct proc_rec *p);
+/* New thresholds (a reload): p at scan_min_ms again, its next scan within it. */
+void scan_restart_interval(struct proc_rec *p, uint64_t scan_min_ms, uint64_t now);
+/* A read of p overran its deadline: p is not read again for SCAN_QUARANTINE_MS, and
+ * explain says why (REASON_QUARANTINED). */
+void scan_quarantine(struct proc_rec *p, uint64_t now);
 /* The plan parameters of the config (plan.h). */
 struct plan_params scan_plan_params(const struct scan_env *env);

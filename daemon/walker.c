@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The walker thread (walker.h). */
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -250,4 +253,94 @@ static bool pinned_pool(void *pool, const nb_cpumask *cpus, bool exact) {
 
 struct service_pool walker_service_pool(struct walker *w) {
         return (struct service_pool) { "cgroup walker", repin_pool, pinned_pool, w };
+}
+
+/* --- what is wrong with the tree, logged once ------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return (x > y) - (x < y);
+}
+
+static uint64_t invalid_key(const struct walker_log *l, const struct cgroup_invalid *inv) {
+        char key[PATH_MAX + 512];
+        int n = snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", inv->path, 0, inv->xattr, 0, inv->value, 0, inv->why);
+
+        return siphash24(key, n < 0 ? 0 : (size_t) n < sizeof(key) ? (size_t) n : sizeof(key) - 1, l->invalid_key);
+}
+
+/* Each invalid setting is logged once while it stays (it is remembered by a keyed
+ * hash for as long as the walk reports it: a setting fixed and broken again is news
+ * again), and at most WALKER_INVALID_LOG_BURST new ones a minute, the rest counted in one
+ * line a minute: a user who writes junk on 20,000 cgroups cannot flood the journal, nor make
+ * the daemon log every tick (it remembered 1,024 settings, then logged the rest at
+ * every tick). Out of memory, nothing new is logged this tick. */
+static void log_invalid(struct walker_log *l, const struct cgroup_selection *sel) {
+        _cleanup_free_ uint64_t *keys = NULL;
+        size_t not_logged = 0;
+        uint64_t now = clock_now_ms();
+
+        if (sel->n_invalid == 0 || !(keys = calloc(sel->n_invalid, sizeof(*keys)))) {
+                if (sel->n_invalid == 0) {
+                        free(l->invalid_seen);
+                        l->invalid_seen = NULL;
+                        l->n_invalid_seen = 0;
+                }
+                return;
+        }
+        for (size_t i = 0; i < sel->n_invalid; i++) {
+                const struct cgroup_invalid *inv = &sel->invalid[i];
+
+                keys[i] = invalid_key(l, inv);
+                if (l->n_invalid_seen &&
+                    bsearch(&keys[i], l->invalid_seen, l->n_invalid_seen, sizeof(*keys), cmp_u64))
+                        continue;
+                if (log_ratelimit_ok(&l->invalid_log, now, NULL))
+                        log_warning("cgroup=%s: %s=\"%s\": %s, treating as unset", inv->path, inv->xattr, inv->value,
+                                    inv->why);
+                else
+                        not_logged++;
+        }
+        /* The count, too, once a minute at most (a user may change the values every
+         * tick). */
+        l->invalid_not_logged += not_logged;
+        if (l->invalid_not_logged && log_ratelimit_ok(&l->invalid_count_log, now, NULL)) {
+                log_warning("%" PRIu64 " more invalid cgroup setting(s) treated as unset, not logged one by one "
+                            "(at most %u a minute)", l->invalid_not_logged, WALKER_INVALID_LOG_BURST);
+                l->invalid_not_logged = 0;
+        }
+        qsort(keys, sel->n_invalid, sizeof(*keys), cmp_u64);
+        free(l->invalid_seen);
+        l->invalid_seen = TAKE_PTR(keys);
+        l->n_invalid_seen = sel->n_invalid;
+}
+
+void walker_log_init(struct walker_log *l) {
+        *l = (struct walker_log) {
+                .invalid_log = LOG_RATELIMIT(60000, WALKER_INVALID_LOG_BURST),
+                .invalid_count_log = LOG_RATELIMIT(60000, 1),
+        };
+        siphash_random_key(l->invalid_key);
+}
+
+void walker_log_selection(struct walker_log *l, const char *root, const struct cgroup_selection *sel) {
+        log_invalid(l, sel);
+        if (sel->truncated && !l->truncated_logged)
+                log_warning("The cgroup tree under %s is deeper than %d levels or has more than %d cgroups: those "
+                            "beyond a subtree's share of the walk were not looked at (numabalanced(8), LIMITS)",
+                            root, CGROUP_WALK_MAX_DEPTH, CGROUP_WALK_MAX_CGROUPS);
+        l->truncated_logged = sel->truncated;
+}
+
+void walker_log_short(struct walker_log *l, const char *root, int r) {
+        if (r < 0 && !l->short_logged)
+                log_warning_errno(r, "Cannot read the cgroup tree under %s: %m; keeping the processes and cgroups "
+                                  "already known until it can", root);
+        l->short_logged = r < 0;
+}
+
+void walker_log_done(struct walker_log *l) {
+        free(l->invalid_seen);
+        l->invalid_seen = NULL;
+        l->n_invalid_seen = 0;
 }

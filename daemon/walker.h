@@ -27,6 +27,8 @@
 #include "cgroup.h"
 #include "config.h"
 #include "service-cpus.h"
+#include "log.h"
+#include "siphash.h"
 
 #define WALKER_NICE 10
 #define WALKER_DUTY 3
@@ -55,3 +57,28 @@ struct service_pool walker_service_pool(struct walker *w);
 
 /* Stops the thread (after the walk under way) and frees everything. */
 void walker_free(struct walker *w);
+
+/* New invalid cgroup settings logged one by one per minute, at most. */
+#define WALKER_INVALID_LOG_BURST 10
+
+/* What is wrong with the tree, logged once, for the walker's selections and the
+ * tick's own walks alike (walker_log_selection): the event loop's, not the thread's. */
+struct walker_log {
+        uint8_t invalid_key[SIPHASH_KEY_SIZE];  /* of invalid_seen */
+        uint64_t *invalid_seen;    /* keyed hashes of the last walk's invalid settings, sorted */
+        size_t n_invalid_seen;
+        struct log_ratelimit invalid_log, invalid_count_log;
+        uint64_t invalid_not_logged;  /* new invalid settings not logged one by one, not yet counted in the log */
+        bool truncated_logged;     /* the walk's bounds were hit: warned once until they are not */
+        bool short_logged;         /* out of descriptors or memory: warned once until it passes */
+};
+
+void walker_log_init(struct walker_log *l);
+/* What sel (a walk of the tree under root) found wrong: each invalid setting once
+ * while it stays, at most WALKER_INVALID_LOG_BURST new ones a minute (the rest counted
+ * in one line a minute), and the walk's bounds hit, once until they are not. */
+void walker_log_selection(struct walker_log *l, const char *root, const struct cgroup_selection *sel);
+/* A read of the tree under root failed for lack of descriptors or memory (r < 0),
+ * what is known kept meanwhile: warned once until a read works (r >= 0). */
+void walker_log_short(struct walker_log *l, const char *root, int r);
+void walker_log_done(struct walker_log *l);

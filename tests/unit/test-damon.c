@@ -2,8 +2,9 @@
 /* DAMON (daemon/damon.h) on a fake sysfs tree in a temporary directory: chosen only
  * where fvaddr is offered and nr_kdamonds is 0; the files written for a process; its
  * tried regions read, hostile ones skipped and counted; a kdamond turned off when its
- * process is no longer wanted; the crash state file turning off only ours. And the
- * pure half (lib/damon-pages.h): target regions merged to a bound, pages fed, capped. */
+ * process is no longer wanted; the crash state file turning off only ours; the reads
+ * fed to the records as page evidence (damon_feed). And the pure half
+ * (lib/damon-pages.h): target regions merged to a bound, pages fed, capped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -17,7 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "damon.h"
+#include "counters.h"
 #include "damon-pages.h"
+#include "page-agg.h"
+#include "pagesize.h"
+#include "proc-records.h"
+#include "topology.h"
 #include "parse.h"
 #include "test.h"
 
@@ -963,6 +969,77 @@ TEST(pages_targets_and_feed) {
         slow[0] = hot[0];
         fed = damon_pages_feed(hot, 1, slow, 1, 0x1000, 100, add, NULL, &capped);
         CHECK_INT(fed, 2);
+}
+
+/* A read fed as page evidence (damon_feed_results): the pages of its hot regions within
+ * the process's slow VMAs, counted for its hot node, those outside what its last full
+ * read mapped dropped and not counted; a read of a reused pid (another start time) is
+ * not its; a process whose hot node is slow (or unknown) gets none, counted. */
+TEST(reads_fed_as_page_evidence) {
+        uint64_t ps = page_size(), base = 256 * ps;
+        struct topology *topo = NULL;
+        struct mapped_range mapped = { base, base + 3 * ps };
+        struct damon_range slow = { base, base + 4 * ps }, hot = { base, base + 4 * ps };
+        struct proc_rec a = { .pid = 10, .starttime = 5, .hot_node = 0, .mapped = &mapped, .n_mapped = 1,
+                              .slow = &slow, .n_slow = 1 };
+        struct proc_rec b = a;
+        struct proc_rec *v[] = { &a, &b };
+        struct proc_records procs = { .v = v, .n = 2 };
+        struct damon_result res[] = {
+                { .pid = 10, .starttime = 5, .hot = &hot, .n_hot = 1 },
+                { .pid = 10, .starttime = 6, .hot = &hot, .n_hot = 1 },
+                { .pid = 11, .starttime = 5, .hot = &hot, .n_hot = 1 },
+        };
+        struct counters c = {};
+        nb_nodemask one = {};
+
+        if (topology_read(TEST_DATA_DIR "/sys/2n2c", &topo) < 0)
+                TEST_FAIL("no topology");
+        nodemask_set(&one, 1);
+        topology_set_slow(topo, &one);
+        b.pid = 11;
+        b.hot_node = 1;
+        damon_feed_results(res, 3, &procs, topo, &c);
+        CHECK_INT(c.damon_pages, 3);
+        CHECK(a.seen && page_agg_pages(a.seen) == 3);
+        CHECK_INT(c.damon_no_node, 1);
+        CHECK(!b.seen);
+        CHECK_INT(c.damon_full + c.damon_capped, 0);
+        page_agg_free(a.seen);
+        topology_free(topo);
+}
+
+/* Which records want a kdamond (damon_sync_procs): seen at this tick, in a mode that
+ * moves or advises, with pages on a slow node at their last full read, not exited. */
+TEST(the_records_that_want_a_kdamond) {
+        struct damon_range slow = { 0x10000, 0x20000 };
+        struct cg_rec balance = { .path = "/a", .mode = CG_MODE_BALANCE, .turn_uid = 1000 };
+        struct cg_rec advise = { .path = "/b", .mode = CG_MODE_ADVISE }, off = { .path = "/c", .mode = CG_MODE_OFF };
+        struct proc_rec p[5];
+        struct proc_rec *v[5];
+        struct proc_records procs = { .v = v, .n = 5 };
+        nb_cpumask cpus = {};
+        struct damon *d;
+
+        for (int i = 0; i < 5; i++) {
+                p[i] = (struct proc_rec) { .pid = 100 + i, .starttime = START, .cg = &balance, .seen_tick = 3,
+                                           .slow = &slow, .n_slow = 1 };
+                v[i] = &p[i];
+        }
+        p[1].cg = &advise;
+        p[2].cg = &off;                /* opted out since */
+        p[3].seen_tick = 2;            /* not seen at this tick */
+        p[4].exited = true;
+        cpumask_set(&cpus, 0);
+        tree("0\n", "vaddr fvaddr paddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_sync_procs(d, &procs, 3, &cpus, 1000);
+        CHECK(damon_monitored(d, 100) && damon_monitored(d, 101));
+        CHECK(!damon_monitored(d, 102) && !damon_monitored(d, 103) && !damon_monitored(d, 104));
+        p[0].n_slow = 0;               /* its last read found none on a slow node */
+        damon_sync_procs(d, &procs, 3, &cpus, 2000);
+        CHECK(!damon_monitored(d, 100) && damon_monitored(d, 101));
+        damon_free(d);
 }
 
 DEFINE_TEST_MAIN()

@@ -147,7 +147,7 @@ static void world_start(struct world *w) {
 static void world_done(struct world *w) {
         for (int i = 0; i < 4; i++) {
                 scan_done(&w->scans[i]);
-                free(w->procs[i].hist);
+                free(w->procs[i].moved.hist);
         }
         cost_ledger_done(&w->cost);
         config_done(&w->cfg);
@@ -187,26 +187,26 @@ TEST(one_job_per_process_and_target_owners_taking_turns) {
                 }
         }
         /* The results: records, cgroups, counters. */
-        CHECK_INT(mib_of(w.procs[2].pages[MIG_MOVED]), 64);
-        CHECK_INT(mib_of(w.procs[3].pages[MIG_MOVED]), 32);
-        CHECK_INT(mib_of(w.procs[0].pages[MIG_MOVED]), 12);
+        CHECK_INT(mib_of(w.procs[2].moved.pages[MIG_MOVED]), 64);
+        CHECK_INT(mib_of(w.procs[3].moved.pages[MIG_MOVED]), 32);
+        CHECK_INT(mib_of(w.procs[0].moved.pages[MIG_MOVED]), 12);
         CHECK_INT(mib_of(w.cgs[1].pages[MIG_MOVED]), 96);
         CHECK_INT(mib_of(w.cgs[0].pages[MIG_MOVED]), 12);
-        CHECK_INT(w.procs[1].pages[MIG_MOVED], 0);
+        CHECK_INT(w.procs[1].moved.pages[MIG_MOVED], 0);
         CHECK_INT(w.cgs[2].pages[MIG_MOVED], 0);
         CHECK_INT(mib_of(w.counters.total_pages[MIG_MOVED]), 108);
         CHECK_INT(counters_moved_last_minute(&w.counters), 108 * MIB);
         /* The VMA ranges are remembered for the cooldown, at now, with their target; the
          * page range (pid 5's 4 MiB to node 0) is not. */
-        CHECK_INT(w.procs[2].n_hist, 2);
-        CHECK_INT(w.procs[3].n_hist, 1);
-        CHECK_INT(w.procs[0].n_hist, 1);
-        CHECK(w.procs[0].n_hist == 1 && w.procs[0].hist[0].start == 0x10000000 && w.procs[0].hist[0].target == 1 &&
-              w.procs[0].hist[0].when_ms == 1000);
-        CHECK_INT(w.procs[1].n_hist, 0);
+        CHECK_INT(w.procs[2].moved.n_hist, 2);
+        CHECK_INT(w.procs[3].moved.n_hist, 1);
+        CHECK_INT(w.procs[0].moved.n_hist, 1);
+        CHECK(w.procs[0].moved.n_hist == 1 && w.procs[0].moved.hist[0].start == 0x10000000 && w.procs[0].moved.hist[0].target == 1 &&
+              w.procs[0].moved.hist[0].when_ms == 1000);
+        CHECK_INT(w.procs[1].moved.n_hist, 0);
         /* Nothing stopped. */
         for (int i = 0; i < 4; i++)
-                CHECK(w.procs[i].move_stop == NULL && w.procs[i].full_target == -1);
+                CHECK(w.procs[i].moved.stop == NULL && w.procs[i].full_target == -1);
         world_done(&w);
 }
 
@@ -244,7 +244,7 @@ TEST(dry_run_and_advise_move_nothing) {
                 CHECK_INT(ran.calls, 0);
                 CHECK_INT(charged, 0);
                 for (int i = 0; i < 4; i++)
-                        CHECK(w.procs[i].pages[MIG_MOVED] == 0 && w.procs[i].n_hist == 0);
+                        CHECK(w.procs[i].moved.pages[MIG_MOVED] == 0 && w.procs[i].moved.n_hist == 0);
                 CHECK_INT(w.counters.total_pages[MIG_MOVED], 0);
                 CHECK_INT(counters_moved_last_minute(&w.counters), 0);
                 CHECK_INT(w.cost.total_ns[STAGE_MIGRATE], 0);
@@ -274,20 +274,20 @@ TEST(every_class_accounted) {
         ran.moved_pct = 50;
         CHECK_INT(jobs_run(&w.env, w.scans, 4, 1000, &charged), 0);
         /* pid 7: 64 MiB asked, half moved, the rest split between already and busy. */
-        CHECK_INT(mib_of(w.procs[2].pages[MIG_MOVED]), 32);
-        CHECK_INT(mib_of(w.procs[2].pages[MIG_ALREADY]), 16);
-        CHECK_INT(mib_of(w.procs[2].pages[MIG_BUSY]), 16);
+        CHECK_INT(mib_of(w.procs[2].moved.pages[MIG_MOVED]), 32);
+        CHECK_INT(mib_of(w.procs[2].moved.pages[MIG_ALREADY]), 16);
+        CHECK_INT(mib_of(w.procs[2].moved.pages[MIG_BUSY]), 16);
         for (int c = 0; c < _MIG_CLASS_MAX; c++) {
                 for (int i = 0; i < 4; i++)
-                        sum[c] += w.procs[i].pages[c];
+                        sum[c] += w.procs[i].moved.pages[c];
                 CHECK_INT(w.cgs[0].pages[c] + w.cgs[1].pages[c] + w.cgs[2].pages[c], sum[c]);
                 CHECK_INT(w.counters.total_pages[c], sum[c]);
-                CHECK_INT(w.cgs[1].pages[c], w.procs[2].pages[c] + w.procs[3].pages[c]);
+                CHECK_INT(w.cgs[1].pages[c], w.procs[2].moved.pages[c] + w.procs[3].moved.pages[c]);
         }
         CHECK_INT(mib_of(sum[MIG_MOVED]), 54);
         CHECK_INT(counters_moved_last_minute(&w.counters), sum[MIG_MOVED] * page_size());
         /* A range moved in part is remembered too (the cooldown). */
-        CHECK_INT(w.procs[2].n_hist, 2);
+        CHECK_INT(w.procs[2].moved.n_hist, 2);
         world_done(&w);
 }
 
@@ -299,14 +299,14 @@ TEST(history_updated_not_duplicated) {
 
         world_start(&w);
         CHECK_INT(jobs_run(&w.env, w.scans, 4, 1000, &charged), 0);
-        CHECK_INT(w.procs[2].n_hist, 2);
+        CHECK_INT(w.procs[2].moved.n_hist, 2);
         w.scans[2].plan.moves[0].target = 0;
         w.scans[2].plan.moves[1].target = 0;
         CHECK_INT(jobs_run(&w.env, w.scans, 4, 5000, &charged), 0);
-        CHECK_INT(w.procs[2].n_hist, 2);
-        for (size_t i = 0; i < w.procs[2].n_hist; i++)
-                CHECK(w.procs[2].hist[i].when_ms == 5000 && w.procs[2].hist[i].target == 0);
-        CHECK_INT(mib_of(w.procs[2].pages[MIG_MOVED]), 128);
+        CHECK_INT(w.procs[2].moved.n_hist, 2);
+        for (size_t i = 0; i < w.procs[2].moved.n_hist; i++)
+                CHECK(w.procs[2].moved.hist[i].when_ms == 5000 && w.procs[2].moved.hist[i].target == 0);
+        CHECK_INT(mib_of(w.procs[2].moved.pages[MIG_MOVED]), 128);
         CHECK_INT(mib_of(w.counters.total_pages[MIG_MOVED]), 216);
         world_done(&w);
 }
@@ -374,8 +374,8 @@ TEST(each_owner_within_its_share) {
         CHECK_INT(jobs_run(&w.env, w.scans, 4, 1000, &charged), 0);
         CHECK_INT(ran.n, 3);
         CHECK(ran.n == 3 && ran.job[0].pid == 7 && ran.job[1].pid == 5 && ran.job[2].pid == 5);
-        CHECK_INT(w.procs[3].pages[MIG_MOVED], 0);
-        CHECK_INT(w.procs[3].n_hist, 0);
+        CHECK_INT(w.procs[3].moved.pages[MIG_MOVED], 0);
+        CHECK_INT(w.procs[3].moved.n_hist, 0);
         world_done(&w);
 }
 
@@ -390,15 +390,15 @@ TEST(a_stopped_job_is_remembered) {
         ran.stop[7] = &move_stop_target_full;
         ran.stop[8] = &move_stop_exec;
         CHECK_INT(jobs_run(&w.env, w.scans, 4, 1000, &charged), 0);
-        CHECK(w.procs[2].move_stop == &move_stop_target_full);
+        CHECK(w.procs[2].moved.stop == &move_stop_target_full);
         CHECK_INT(w.procs[2].full_target, 1);
-        CHECK(w.procs[2].move_stop_ms > 0);
-        CHECK_INT(w.procs[2].pages[MIG_MOVED], 0);
-        CHECK_INT(w.procs[2].n_hist, 0);
-        CHECK(w.procs[3].move_stop == &move_stop_exec);
+        CHECK(w.procs[2].moved.stop_ms > 0);
+        CHECK_INT(w.procs[2].moved.pages[MIG_MOVED], 0);
+        CHECK_INT(w.procs[2].moved.n_hist, 0);
+        CHECK(w.procs[3].moved.stop == &move_stop_exec);
         CHECK_INT(w.procs[3].full_target, -1);
-        CHECK_INT(w.procs[3].n_hist, 0);
-        CHECK(w.procs[0].move_stop == NULL);
+        CHECK_INT(w.procs[3].moved.n_hist, 0);
+        CHECK(w.procs[0].moved.stop == NULL);
         CHECK_INT(w.procs[0].full_target, -1);
         CHECK_INT(mib_of(w.counters.total_pages[MIG_MOVED]), 12);
         /* The time of a stopped job is charged all the same. */
@@ -415,7 +415,7 @@ TEST(a_failed_run_is_accounted) {
         ran.ret = -EIO;
         CHECK_INT(jobs_run(&w.env, w.scans, 4, 1000, &charged), 0);
         CHECK_INT(mib_of(w.counters.total_pages[MIG_MOVED]), 108);
-        CHECK_INT(w.procs[2].n_hist, 2);
+        CHECK_INT(w.procs[2].moved.n_hist, 2);
         world_done(&w);
 }
 

@@ -421,7 +421,7 @@ static bool env_start(const struct env_opts *o) {
                 abort();
         }
         env.m->procs.open_pidfd = fake_pidfd;
-        env.m->run_jobs = sink;
+        env.m->hooks.run_jobs = sink;
         return true;
 }
 
@@ -655,7 +655,7 @@ TEST(a_read_that_waits_for_good_quarantines_its_process) {
         CHECK_INT(tick(), 0);
         CHECK(clock_now_ms() - t < 4000);
         p = rec(3000);
-        CHECK(p && p->reason == REASON_QUARANTINED && p->quarantined_until_ms > clock_now_ms());
+        CHECK(p && p->reason == REASON_QUARANTINED && p->sched.quarantined_until_ms > clock_now_ms());
         CHECK_INT(env.m->counters.quarantines, 1);
         CHECK(job(3000) == NULL);
         CHECK(tenant_reader_owner_stuck(env.m->reader, p ? p->cg->turn_uid : 0));
@@ -983,7 +983,7 @@ TEST(page_samples_move_pages_to_the_node_that_touches_them) {
         CHECK(p && p->reason == REASON_NO_CPU_TIME);
         CHECK(p && p->pages_seen == 3 && p->pages_shared == 1 && p->page_planned_bytes == 4096);
         /* Single pages moved are not remembered for the cooldown. */
-        CHECK(p && p->n_hist == 0 && p->pages[MIG_MOVED] == 1);
+        CHECK(p && p->moved.n_hist == 0 && p->moved.pages[MIG_MOVED] == 1);
         env_done();
 }
 
@@ -1109,15 +1109,15 @@ TEST(moves_are_counted_and_remembered) {
         env.jobs_move = true;
         CHECK_INT(tick(), 0);
         p = rec(DB);
-        CHECK(p && p->pages[MIG_MOVED] * page_size() == 40 * MIB);
-        CHECK(p && p->cg->pages[MIG_MOVED] == p->pages[MIG_MOVED]);
+        CHECK(p && p->moved.pages[MIG_MOVED] * page_size() == 40 * MIB);
+        CHECK(p && p->cg->pages[MIG_MOVED] == p->moved.pages[MIG_MOVED]);
         CHECK(env.m->counters.total_pages[MIG_MOVED] * page_size() == 40 * MIB);
         CHECK(counters_moved_last_minute(&env.m->counters) == 40 * MIB);
         /* Both ranges, for the cooldown. */
-        CHECK(p && p->n_hist == 2);
-        for (size_t i = 0; p && i < p->n_hist; i++)
-                CHECK(p->hist[i].target == 0 &&
-                      (p->hist[i].start == 0x7f3a00000000 || p->hist[i].start == 0x7f3a04000000));
+        CHECK(p && p->moved.n_hist == 2);
+        for (size_t i = 0; p && i < p->moved.n_hist; i++)
+                CHECK(p->moved.hist[i].target == 0 &&
+                      (p->moved.hist[i].start == 0x7f3a00000000 || p->moved.hist[i].start == 0x7f3a04000000));
         env_done();
 }
 
@@ -1138,7 +1138,7 @@ TEST(settled_processes_are_scanned_less_often) {
                 env_done();
                 return;
         }
-        CHECK(p->scans == 1 && p->interval_ms == min && p->next_scan_ms == p->last_scan_ms + min);
+        CHECK(p->scans == 1 && p->sched.interval_ms == min && p->sched.next_scan_ms == p->last_scan_ms + min);
         /* Not due yet: seen, not scanned. */
         CHECK_INT(tick(), 0);
         CHECK(rec(DB) == p && p->scans == 1);
@@ -1146,18 +1146,18 @@ TEST(settled_processes_are_scanned_less_often) {
         /* Due, and idle since (its threads did not run): half as often each time, down
          * to scan_max_ms. */
         for (uint64_t want = 2 * min; want <= 2 * max; want *= 2) {
-                p->next_scan_ms = 0;
+                p->sched.next_scan_ms = 0;
                 last = p->scans;
                 CHECK_INT(tick(), 0);
                 CHECK(p->scans == last + 1 && p->reason == REASON_NO_CPU_TIME);
-                CHECK_INT(p->interval_ms, want < max ? want : max);
+                CHECK_INT(p->sched.interval_ms, want < max ? want : max);
         }
         /* Running again, with memory to move: scanned often again. */
         add_cpu_time(DB, 3003, 500000000);
-        p->next_scan_ms = 0;
+        p->sched.next_scan_ms = 0;
         CHECK_INT(tick(), 0);
         CHECK(p->reason == REASON_NONE && p->target_node == 0);
-        CHECK_INT(p->interval_ms, min);
+        CHECK_INT(p->sched.interval_ms, min);
         env_done();
 }
 
@@ -1196,11 +1196,11 @@ static void paused_worker(const char *cpus, int *second, int *third) {
                 return;
         }
         add_cpu_time(DB, 3001, 1000000000);
-        p->next_scan_ms = 0;
+        p->sched.next_scan_ms = 0;
         CHECK_INT(tick(), 0);
         *second = p->target_node;
         add_cpu_time(DB, 3001, 1000000000);
-        p->next_scan_ms = 0;
+        p->sched.next_scan_ms = 0;
         CHECK_INT(tick(), 0);
         *third = p->target_node;
         env_done();
@@ -1686,12 +1686,12 @@ TEST(the_check_before_moving_sees_what_changed_since_the_scan) {
                 if (c->stop) {
                         char line[256];
 
-                        CHECK(rec(DB) && rec(DB)->move_stop && strcmp(rec(DB)->move_stop->name, c->stop) == 0);
+                        CHECK(rec(DB) && rec(DB)->moved.stop && strcmp(rec(DB)->moved.stop->name, c->stop) == 0);
                         snprintf(line, sizeof(line), "cgroup=/app.slice pid=3001: migration stopped: ");
                         CHECK_MSG(strstr(logged, line) && strstr(strstr(logged, line), c->stop),
                                   "%s: the log says %s", c->what, logged);
                 } else
-                        CHECK(rec(DB) && !rec(DB)->move_stop);
+                        CHECK(rec(DB) && !rec(DB)->moved.stop);
                 CHECK_MSG(j && (c->stop ? j->checked == -ESTALE && j->stop && strcmp(j->stop, c->stop) == 0
                                         : j->checked == 0),
                           "%s: the check said %d (%s), expected %s", c->what, j ? j->checked : 99,
@@ -1754,7 +1754,7 @@ TEST(a_target_filled_since_the_scan_stops_the_moves) {
                 return;
         }
         /* explain's move_stopped says it; the plan's reason stays. */
-        CHECK(p->move_stop && strcmp(p->move_stop->name, "target-full") == 0);
+        CHECK(p->moved.stop && strcmp(p->moved.stop->name, "target-full") == 0);
         CHECK(p->full_target == 0 && p->reason == REASON_NONE && p->scans == 1);
         /* Still full: not scanned again; then room, and the job may move. */
         wait_for_room(p);
@@ -2124,12 +2124,12 @@ TEST(failed_scans_back_off) {
                 env_done();
                 return;
         }
-        CHECK(p->scans == 0 && p->interval_ms == min && p->next_scan_ms > clock_now_ms() + min / 2);
+        CHECK(p->scans == 0 && p->sched.interval_ms == min && p->sched.next_scan_ms > clock_now_ms() + min / 2);
         /* Due again, failing again: half as often, down to scan_max_ms. */
         for (uint64_t want = 2 * min; want <= 2 * max; want *= 2) {
-                p->next_scan_ms = 0;
+                p->sched.next_scan_ms = 0;
                 CHECK_INT(tick(), 0);
-                CHECK_INT(p->interval_ms, want < max ? want : max);
+                CHECK_INT(p->sched.interval_ms, want < max ? want : max);
         }
         CHECK_INT(env.n_jobs, 0);
         env_done();
@@ -2206,12 +2206,12 @@ TEST(invalid_settings_logged_rate_limited) {
         log_set_sink(count_invalid_lines);
         for (int t = 0; t < 3; t++)
                 CHECK_INT(tick(), 0);
-        CHECK_INT(n_invalid_logged, INVALID_LOG_BURST);
+        CHECK_INT(n_invalid_logged, WALKER_INVALID_LOG_BURST);
         CHECK_INT(n_count_logged, 1);
 
         /* A minute later (the limiter's interval restarted), c0001 is fixed, then
          * broken again: logged again. */
-        env.m->invalid_log = LOG_RATELIMIT(60000, INVALID_LOG_BURST);
+        env.m->tree_log.invalid_log = LOG_RATELIMIT(60000, WALKER_INVALID_LOG_BURST);
         snprintf(path, sizeof(path), "%s/app.slice/c0001", env.cgroup);
         CHECK(removexattr(path, "user.numabalanced") == 0);
         CHECK_INT(tick(), 0);
@@ -2219,8 +2219,8 @@ TEST(invalid_settings_logged_rate_limited) {
         CHECK_INT(tick(), 0);
         CHECK_INT(tick(), 0);
         log_set_sink(NULL);
-        CHECK_INT(n_invalid_logged, INVALID_LOG_BURST + 1);
-        CHECK_INT(env.m->n_invalid_seen, 2000);
+        CHECK_INT(n_invalid_logged, WALKER_INVALID_LOG_BURST + 1);
+        CHECK_INT(env.m->tree_log.n_invalid_seen, 2000);
         env_done();
 }
 
@@ -2390,39 +2390,39 @@ TEST(a_node_change_rescans_that_process_only) {
         db_scans = rec(DB)->scans;
         web_read = web->cost_ns[STAGE_READ];
 
-        manager_node_changed(env.m, WEB, 0);
-        due = web->react_due_ms;
+        react_node_changed(&env.m->react, WEB, 0);
+        due = web->sched.react_due_ms;
         CHECK(due >= web->last_scan_ms + 300);
         CHECK_INT(env.m->counters.node_events, 1);
         /* Not due yet: nothing. */
-        manager_react_pass(env.m);
+        react_pass(&env.m->react);
         CHECK_INT(web->scans, web_scans);
         /* The cgroup's list empties: a react pass does not read it. */
         set_procs("");
         while (clock_now_ms() < due)
                 usleep(10000);
-        manager_react_pass(env.m);
+        react_pass(&env.m->react);
         CHECK_INT(web->scans, web_scans + 1);
         CHECK_INT(rec(DB)->scans, db_scans);
         CHECK_INT(env.m->counters.tick, ticks);
         CHECK_INT(env.m->counters.react_scans, 1);
         CHECK(web->cost_ns[STAGE_READ] > web_read);
-        CHECK_INT(web->react_due_ms, 0);
+        CHECK_INT(web->sched.react_due_ms, 0);
 
         /* A hundred hops right after: one react scan, scan_min_ms after the last. */
         for (int i = 0; i < 100; i++)
-                manager_node_changed(env.m, WEB, i % 2);
-        CHECK(web->react_due_ms >= web->last_scan_ms + 300);
-        manager_react_pass(env.m);
+                react_node_changed(&env.m->react, WEB, i % 2);
+        CHECK(web->sched.react_due_ms >= web->last_scan_ms + 300);
+        react_pass(&env.m->react);
         CHECK_INT(web->scans, web_scans + 1);
         CHECK_INT(env.m->counters.react_scans, 1);
 
         /* A process that left is not scanned: its record goes at the next tick. */
-        while (clock_now_ms() < web->react_due_ms)
+        while (clock_now_ms() < web->sched.react_due_ms)
                 usleep(10000);
         CHECK_INT(tick(), 0);       /* the empty list: both forgotten */
         CHECK(rec(WEB) == NULL);
-        manager_react_pass(env.m);
+        react_pass(&env.m->react);
         CHECK_INT(env.m->counters.react_scans, 1);
         env_done();
 }

@@ -61,7 +61,8 @@ TEST(admit_new_then_known) {
         p = proc_records_admit(&r, proc_root, &cg_all, 100, 1000, &is_new);
         CHECK(p && is_new);
         CHECK(p && p->pid == 100 && p->starttime == 5000 && strcmp(p->comm, "postgres") == 0);
-        CHECK(p && p->pidfd == -1 && p->next_scan_ms == 1000 && p->reason == _REASON_MAX);
+        /* Due at once: its schedule (scan.c's) starts at zero. */
+        CHECK(p && p->pidfd == -1 && p->sched.next_scan_ms <= 1000 && p->reason == _REASON_MAX);
         again = proc_records_admit(&r, proc_root, &cg_all, 100, 1000, &is_new);
         CHECK(again == p && !is_new);
         CHECK(proc_records_find(&r, 100) == p);
@@ -100,7 +101,7 @@ TEST(reused_pid_is_a_new_process) {
         if (!old)
                 return;
         old->seen_tick = 1;
-        old->next_scan_ms = 5000;
+        old->sched.next_scan_ms = 5000;
         fake_stat(300, "second", 'S', 0, 200);
         /* Not due: the record stands as it was. */
         CHECK(proc_records_admit(&r, proc_root, &cg_all, 300, 1000, &is_new) == old && !is_new);

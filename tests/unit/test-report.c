@@ -137,9 +137,9 @@ static struct cg_rec cg_old = { .path = "/gone.slice", .mode = CG_MODE_BALANCE, 
 static struct subtree_rec st_user = { .path = "/user.slice", .walk_ns = 7000 };
 static uint64_t nb1[2] = { 1000, 3000 }, nb2[2] = { 4096, 0 }, nb3[2] = { 0, 8192 };
 static struct proc_rec p1 = { .pid = 100, .comm = "db\x01\xff", .uid = 0, .cg = &cg_a, .reason = REASON_NONE,
-                              .hot_node = 1, .target_node = 1, .pages = { 100, 5, 3, 2, 1 },
+                              .hot_node = 1, .target_node = 1, .moved.pages = { 100, 5, 3, 2, 1 },
                               .cost_ns = { 1000, 2000, 3000 }, .total_bytes = 4000, .local_bytes = 3000,
-                              .node_bytes = nb1, .scans = 4, .interval_ms = 500 };
+                              .node_bytes = nb1, .scans = 4, .sched.interval_ms = 500 };
 static struct proc_rec p2 = { .pid = 200, .comm = "user-app", .uid = 1000, .cg = &cg_b, .reason = REASON_SHARED,
                               .hot_node = 0, .target_node = -1, .total_bytes = 4096, .local_bytes = 4096,
                               .node_bytes = nb2, .scans = 1 };
@@ -239,12 +239,12 @@ static void build(struct manager_view *v) {
         p1.skipped_bytes[REASON_SHARED] = 8192;
         static struct plan_history h1[1];
         h1[0] = (struct plan_history) { 0x1000, 1, mono_ms() - 1000 };
-        p1.hist = h1;
-        p1.n_hist = p1.cap_hist = 1;
-        p1.next_scan_ms = mono_ms() + 400;
+        p1.moved.hist = h1;
+        p1.moved.n_hist = p1.moved.cap_hist = 1;
+        p1.sched.next_scan_ms = mono_ms() + 400;
         p1.last_scan_ms = mono_ms() - 100;
-        p1.move_stop = &move_stop_policy;
-        p1.move_stop_ms = mono_ms() - 50;
+        p1.moved.stop = &move_stop_policy;
+        p1.moved.stop_ms = mono_ms() - 50;
         nodemask_parse("0-1", &p1.mems_allowed);
 }
 

@@ -72,7 +72,7 @@ static void fixture_done(struct fixture *f) {
         free(f->reserved);
         free(f->p.node_bytes);
         free(f->p.stuck_away);
-        free(f->p.hist);
+        free(f->p.moved.hist);
         proc_records_drop_huge(&f->p);
         page_agg_free(f->p.seen);
         free(f->p.mapped);
@@ -107,7 +107,7 @@ TEST(misplaced_memory_is_planned) {
         CHECK_INT(f.p.target_node, 0);
         CHECK_INT(f.p.planned_bytes, 40 * MIB);
         CHECK_INT(f.p.scans, 1);
-        CHECK_INT(f.p.next_scan_ms, 100000 + 1000);
+        CHECK_INT(f.p.sched.next_scan_ms, 100000 + 1000);
         CHECK_INT(f.p.last_scan_ms, 100000);
         CHECK_STR(f.p.comm, "db");
         CHECK(f.p.total_bytes >= 40 * MIB && f.p.local_bytes < f.p.total_bytes);
@@ -204,8 +204,8 @@ TEST(misplaced_to_node_1_record_updated) {
                 CHECK_INT(f.p.node_bytes[1], (256 + 40 + 8) * ps);
         }
         CHECK_INT(f.p.last_scan_ms, 200000);
-        CHECK_INT(f.p.interval_ms, 1000);
-        CHECK_INT(f.p.next_scan_ms, 200000 + f.cfg.scan_min_ms);
+        CHECK_INT(f.p.sched.interval_ms, 1000);
+        CHECK_INT(f.p.sched.next_scan_ms, 200000 + f.cfg.scan_min_ms);
         CHECK_INT(f.p.scans, 1);
         /* The node's room is shared by the tick's scans: this plan's bytes are reserved. */
         CHECK_INT(f.reserved[0], 0);
@@ -238,7 +238,7 @@ TEST(advise_and_dry_run_still_plan) {
                 CHECK_INT(s.plan.bytes, 16 * MIB);
                 CHECK_INT(f.p.planned_bytes, 16 * MIB);
                 CHECK_INT(f.p.target_node, 1);
-                CHECK_INT(f.p.next_scan_ms, 1000 + 1000);
+                CHECK_INT(f.p.sched.next_scan_ms, 1000 + 1000);
                 scan_done(&s);
                 fixture_done(&f);
         }
@@ -257,7 +257,7 @@ TEST(idle_is_not_read_again_and_backs_off) {
         cpu_now[1] = 0;
         s.rec = &f.p;
         CHECK_INT(scan_process(&f.env, &f.p, 0, f.reserved, &s), 1);
-        CHECK_INT(f.p.interval_ms, 1000);
+        CHECK_INT(f.p.sched.interval_ms, 1000);
         scan_done(&s);
         cpu_now[0] = 0;
         hide(3001, "numa_maps", true);
@@ -273,24 +273,24 @@ TEST(idle_is_not_read_again_and_backs_off) {
                 CHECK_INT(f.p.planned_bytes, 0);
                 CHECK_INT(f.p.last_scan_ms, now);
                 CHECK_INT(s.plan.n_moves, 0);
-                CHECK_MSG(f.p.interval_ms == want && f.p.next_scan_ms == now + want,
-                          "scan %d: interval %" PRIu64 " next %" PRIu64 ", expected %" PRIu64, i, f.p.interval_ms,
-                          f.p.next_scan_ms, want);
+                CHECK_MSG(f.p.sched.interval_ms == want && f.p.sched.next_scan_ms == now + want,
+                          "scan %d: interval %" PRIu64 " next %" PRIu64 ", expected %" PRIu64, i, f.p.sched.interval_ms,
+                          f.p.sched.next_scan_ms, want);
                 scan_done(&s);
         }
         hide(3001, "numa_maps", false);
         hide(3001, "maps", false);
         hide(3001, "status", false);
         CHECK_INT(f.p.scans, 9);
-        CHECK_INT(f.p.interval_ms, 60000);      /* 1 s doubled, capped at scan_max_ms */
+        CHECK_INT(f.p.sched.interval_ms, 60000);      /* 1 s doubled, capped at scan_max_ms */
         CHECK_INT(source_samples, 9);           /* sampled every time: one sample per idle scan */
         /* Busy again: read, planned, and back to scan_min_ms at once. */
         cpu_now[0] = 500000000;
         s = (struct scan) { .rec = &f.p };
         CHECK_INT(scan_process(&f.env, &f.p, 900000, f.reserved, &s), 1);
         CHECK_INT(s.plan.n_moves, 2);
-        CHECK_INT(f.p.interval_ms, 1000);
-        CHECK_INT(f.p.next_scan_ms, 900000 + 1000);
+        CHECK_INT(f.p.sched.interval_ms, 1000);
+        CHECK_INT(f.p.sched.next_scan_ms, 900000 + 1000);
         scan_done(&s);
         fixture_done(&f);
 }
@@ -306,8 +306,8 @@ TEST(too_small_waits_scan_max) {
         s.rec = &f.p;
         CHECK_INT(scan_process(&f.env, &f.p, 5000, f.reserved, &s), 0);
         CHECK_INT(f.p.reason, REASON_TOO_SMALL);
-        CHECK_INT(f.p.interval_ms, 60000);
-        CHECK_INT(f.p.next_scan_ms, 5000 + 60000);
+        CHECK_INT(f.p.sched.interval_ms, 60000);
+        CHECK_INT(f.p.sched.next_scan_ms, 5000 + 60000);
         CHECK_INT(f.p.rss_kb, 53680);
         CHECK_INT(s.plan.n_moves, 0);
         CHECK_INT(f.p.planned_bytes, 0);
@@ -318,7 +318,7 @@ TEST(too_small_waits_scan_max) {
         s = (struct scan) { .rec = &f.p };
         CHECK_INT(scan_process(&f.env, &f.p, 6000, f.reserved, &s), 1);
         CHECK_INT(f.p.reason, REASON_NONE);
-        CHECK_INT(f.p.next_scan_ms, 6000 + 1000);
+        CHECK_INT(f.p.sched.next_scan_ms, 6000 + 1000);
         scan_done(&s);
         fixture_done(&f);
 }
@@ -345,7 +345,7 @@ TEST(gone_is_an_error) {
         r = scan_process(&f.env, &f.p, 0, f.reserved, &s);
         CHECK_MSG(r == -ESRCH || r == -ENOENT, "scan_process: %d", r);
         CHECK_INT(f.p.scans, 0);
-        CHECK_INT(f.p.next_scan_ms, 0);
+        CHECK_INT(f.p.sched.next_scan_ms, 0);
         scan_done(&s);
         fixture_done(&f);
 }
@@ -408,19 +408,52 @@ TEST(backoff_doubles_up_to_scan_max) {
 
         fixture_start(&f, 4242, 1);
         scan_backoff(&f.env, &f.p, 0);
-        CHECK_INT(f.p.interval_ms, 1000);
-        CHECK_INT(f.p.next_scan_ms, 1000);
+        CHECK_INT(f.p.sched.interval_ms, 1000);
+        CHECK_INT(f.p.sched.next_scan_ms, 1000);
         scan_backoff(&f.env, &f.p, 10);
-        CHECK_INT(f.p.interval_ms, 2000);
-        CHECK_INT(f.p.next_scan_ms, 2010);
+        CHECK_INT(f.p.sched.interval_ms, 2000);
+        CHECK_INT(f.p.sched.next_scan_ms, 2010);
         for (int i = 0; i < 10; i++)
                 scan_backoff(&f.env, &f.p, 500);
-        CHECK_INT(f.p.interval_ms, 60000);
-        CHECK_INT(f.p.next_scan_ms, 60500);
+        CHECK_INT(f.p.sched.interval_ms, 60000);
+        CHECK_INT(f.p.sched.next_scan_ms, 60500);
         /* A smaller scan_max_ms (a reload) caps what was already longer. */
         f.cfg.scan_max_ms = 5000;
         scan_backoff(&f.env, &f.p, 0);
-        CHECK_INT(f.p.interval_ms, 5000);
+        CHECK_INT(f.p.sched.interval_ms, 5000);
+        fixture_done(&f);
+}
+
+/* The schedule's other writers, all here (proc-records.h: scan.c alone writes it):
+ * brought forward never pushes a scan back; a react scan restarts the back-off and is
+ * dropped; a reload brings every scan within scan_min_ms; a quarantine holds the next
+ * scan for SCAN_QUARANTINE_MS and says why. */
+TEST(the_schedule_is_changed_here_only) {
+        struct fixture f;
+
+        fixture_start(&f, 4242, 1);
+        scan_backoff(&f.env, &f.p, 0);
+        scan_backoff(&f.env, &f.p, 0);
+        CHECK_INT(f.p.sched.next_scan_ms, 2000);
+        scan_bring_forward(&f.p, 5000);
+        CHECK_INT(f.p.sched.next_scan_ms, 2000);
+        scan_bring_forward(&f.p, 1500);
+        CHECK_INT(f.p.sched.next_scan_ms, 1500);
+        scan_react_at(&f.p, 1200);
+        CHECK(f.p.sched.react_due_ms == 1200 && f.p.sched.next_scan_ms == 1200 && f.p.sched.interval_ms == 0);
+        scan_backoff(&f.env, &f.p, 1200);
+        CHECK_INT(f.p.sched.interval_ms, 1000);  /* scan_min_ms after a react scan */
+        scan_react_drop(&f.p);
+        CHECK_INT(f.p.sched.react_due_ms, 0);
+        for (int i = 0; i < 10; i++)
+                scan_backoff(&f.env, &f.p, 0);
+        scan_restart_interval(&f.p, 1000, 7000);
+        CHECK(f.p.sched.interval_ms == 1000 && f.p.sched.next_scan_ms == 8000);
+        f.p.planned_bytes = f.p.page_planned_bytes = 1;
+        scan_quarantine(&f.p, 9000);
+        CHECK(f.p.sched.quarantined_until_ms == 9000 + SCAN_QUARANTINE_MS &&
+              f.p.sched.next_scan_ms == f.p.sched.quarantined_until_ms);
+        CHECK(f.p.reason == REASON_QUARANTINED && f.p.planned_bytes == 0 && f.p.page_planned_bytes == 0);
         fixture_done(&f);
 }
 

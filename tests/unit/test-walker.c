@@ -152,6 +152,63 @@ TEST(walk_time_handed_over_with_each_selection) {
         }
 }
 
+static unsigned n_invalid_lines, n_count_lines, n_truncated_lines, n_short_lines;
+
+static void count_lines(int level, int error, const struct log_fields *fields, const char *msg) {
+        n_invalid_lines += strstr(msg, "treating as unset") != NULL;
+        n_count_lines += strstr(msg, "not logged one by one") != NULL;
+        n_truncated_lines += strstr(msg, "were not looked at") != NULL;
+        n_short_lines += strstr(msg, "keeping the processes and cgroups") != NULL;
+}
+
+/* What a selection found wrong, on the event loop (walker_log_selection), without a
+ * walk: 12 invalid settings are logged 10 one by one and 2 in one count line; the same
+ * again logs nothing; one fixed and broken again is news again (once the minute's
+ * burst allows it); a walk that hit its bounds is said once until one does not, and
+ * a tree that cannot be read for lack of resources once until it can. */
+TEST(what_is_wrong_with_the_tree_logged_once) {
+        struct cgroup_invalid inv[12];
+        char paths[12][16];
+        struct cgroup_selection sel = { .invalid = inv, .n_invalid = 12 };
+        struct walker_log l;
+
+        for (int i = 0; i < 12; i++) {
+                snprintf(paths[i], sizeof(paths[i]), "/c%d", i);
+                inv[i] = (struct cgroup_invalid) { paths[i], "user.numabalanced", "junk", "unknown value" };
+        }
+        walker_log_init(&l);
+        log_set_sink(count_lines);
+        walker_log_selection(&l, "/sys/fs/cgroup", &sel);
+        walker_log_selection(&l, "/sys/fs/cgroup", &sel);
+        CHECK_INT(n_invalid_lines, WALKER_INVALID_LOG_BURST);
+        CHECK_INT(n_count_lines, 1);
+        CHECK_INT(l.n_invalid_seen, 12);
+        sel.n_invalid = 11;             /* /c11 fixed */
+        walker_log_selection(&l, "/sys/fs/cgroup", &sel);
+        sel.n_invalid = 12;             /* and broken again, a minute later */
+        l.invalid_log = LOG_RATELIMIT(60000, WALKER_INVALID_LOG_BURST);
+        walker_log_selection(&l, "/sys/fs/cgroup", &sel);
+        CHECK_INT(n_invalid_lines, WALKER_INVALID_LOG_BURST + 1);
+        sel = (struct cgroup_selection) { .truncated = true };
+        walker_log_selection(&l, "/sys/fs/cgroup", &sel);
+        walker_log_selection(&l, "/sys/fs/cgroup", &sel);
+        CHECK_INT(l.n_invalid_seen, 0);
+        sel.truncated = false;
+        walker_log_selection(&l, "/sys/fs/cgroup", &sel);
+        sel.truncated = true;
+        walker_log_selection(&l, "/sys/fs/cgroup", &sel);
+        CHECK_INT(n_truncated_lines, 2);
+        /* Out of descriptors: said once until a read works. */
+        walker_log_short(&l, "/sys/fs/cgroup", -EMFILE);
+        walker_log_short(&l, "/sys/fs/cgroup", -EMFILE);
+        walker_log_short(&l, "/sys/fs/cgroup", 0);
+        walker_log_short(&l, "/sys/fs/cgroup", -ENFILE);
+        CHECK_INT(n_short_lines, 2);
+        log_set_sink(NULL);
+        walker_log_done(&l);
+}
+
+
 /* Out of descriptors, a walk publishes nothing: the tick keeps what it has. */
 TEST(nothing_published_without_descriptors) {
         struct cgroup_rule a = { (char *) "/a", CG_MODE_BALANCE };
