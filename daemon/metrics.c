@@ -410,6 +410,70 @@ static void metrics_placement(const struct manager_view *v, FILE *f) {
         fprintf(f, "numabalanced_placements_advised_total %" PRIu64 "\n", pc ? pc->would_place : 0);
 }
 
+/* DAMON's part: its kdamonds and what their hot regions added to the evidence. */
+static void metrics_damon(const struct manager_view *v, FILE *f) {
+        struct damon_stats ds;
+
+        damon_get_stats(v->damon, &ds);
+        metric_head(f, "numabalanced_damon_kdamonds", "gauge",
+                    "Kdamonds the daemon runs now (DAMON evidence for promotion; 0 when not in use).");
+        fprintf(f, "numabalanced_damon_kdamonds %u\n", ds.running);
+        metric_head(f, "numabalanced_damon_slots_freed_total", "counter",
+                    "Kdamond slots given up because the kdamond failed to start or stopped by itself "
+                    "(its process asks again later).");
+        fprintf(f, "numabalanced_damon_slots_freed_total %" PRIu64 "\n", ds.slots_freed);
+        metric_head(f, "numabalanced_damon_regions_total", "counter",
+                    "Hot regions read from DAMON (tried regions of a stat scheme, nr_accesses >= 1).");
+        fprintf(f, "numabalanced_damon_regions_total %" PRIu64 "\n", ds.regions);
+        metric_head(f, "numabalanced_damon_pages_total", "counter",
+                    "Base pages of slow VMAs in DAMON's hot regions: counted as evidence, or past the "
+                    "per-read cap (capped).");
+        fprintf(f, "numabalanced_damon_pages_total{result=\"counted\"} %" PRIu64 "\n",
+                v->counters->damon_pages);
+        fprintf(f, "numabalanced_damon_pages_total{result=\"capped\"} %" PRIu64 "\n",
+                v->counters->damon_capped);
+        metric_head(f, "numabalanced_damon_reads_skipped_total", "counter",
+                    "DAMON reads not counted: no fast node to credit (the threads' CPU time spread or on a "
+                    "slow node), or the process's evidence already full.");
+        fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"no_node\"} %" PRIu64 "\n",
+                v->counters->damon_no_node);
+        fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"evidence_full\"} %" PRIu64 "\n",
+                v->counters->damon_full);
+}
+
+/* Page-level sampling: where samples come from, how many were counted, dropped or
+ * refused, and what they promoted (DAMON's part between). */
+static void metrics_sampling(const struct manager_view *v, FILE *f) {
+        metric_head(f, "numabalanced_sampling_source_info", "gauge",
+                    "Where the daemon learns which node each thread runs on, as a label; always 1.");
+        fputs("numabalanced_sampling_source_info{source=\"", f);
+        metrics_put_label_value(f, v->source ? v->source->name : "none");
+        fputs("\"} 1\n", f);
+        metric_head(f, "numabalanced_sampling_chain_info", "gauge",
+                    "The whole sampling chain in use (pmu+bpf, pmu+proc, bpf, proc), as a label; always 1.");
+        fputs("numabalanced_sampling_chain_info{chain=\"", f);
+        metrics_put_label_value(f, v->source ? page_sampler_chain(v->source, v->pages) : "none");
+        fputs("\"} 1\n", f);
+        metric_head(f, "numabalanced_page_samples_total", "counter",
+                    "Memory-access samples counted by page-level sampling (0 when it is off).");
+        fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", v->counters->page_samples);
+        metric_head(f, "numabalanced_promoted_bytes_total", "counter",
+                    "Bytes moved by promotions: hot pages of mappings with pages on a slow node (a lower memory "
+                    "tier), moved to the node whose CPUs touched them.");
+        fprintf(f, "numabalanced_promoted_bytes_total %" PRIu64 "\n", v->counters->promoted_bytes);
+        metrics_damon(v, f);
+        metric_head(f, "numabalanced_page_samples_dropped_total", "counter",
+                    "Page-level samples dropped before they were counted: unmapped, at an address outside every "
+                    "mapping of the process its last full read found.");
+        fprintf(f, "numabalanced_page_samples_dropped_total{reason=\"unmapped\"} %" PRIu64 "\n",
+                v->counters->page_samples_unmapped);
+        metric_head(f, "numabalanced_sampling_refused_total", "counter",
+                    "Threads (software sampling) or processes (PMU sampling) not sampled when they asked: their "
+                    "owner held its share of the slots (TASK_SAMPLE_MAX_THREADS threads, 1,024 processes).");
+        fprintf(f, "numabalanced_sampling_refused_total{reason=\"quota\"} %" PRIu64 "\n",
+                v->counters->sampling_refused);
+}
+
 static void metrics_daemon(const struct manager_view *v, const struct mtable *t, size_t hidden, FILE *f) {
         metric_head(f, "numabalanced_build_info", "gauge", "The daemon's version, as a label; always 1.");
         fputs("numabalanced_build_info{version=\"", f);
@@ -457,62 +521,7 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
         metric_head(f, "numabalanced_reads_deferred_total", "counter",
                     "Scans not started because the owner has a read that overran, or no reader thread was free.");
         fprintf(f, "numabalanced_reads_deferred_total %" PRIu64 "\n", v->counters->reads_deferred);
-        metric_head(f, "numabalanced_sampling_source_info", "gauge",
-                    "Where the daemon learns which node each thread runs on, as a label; always 1.");
-        fputs("numabalanced_sampling_source_info{source=\"", f);
-        metrics_put_label_value(f, v->source ? v->source->name : "none");
-        fputs("\"} 1\n", f);
-        metric_head(f, "numabalanced_sampling_chain_info", "gauge",
-                    "The whole sampling chain in use (pmu+bpf, pmu+proc, bpf, proc), as a label; always 1.");
-        fputs("numabalanced_sampling_chain_info{chain=\"", f);
-        metrics_put_label_value(f, v->source ? page_sampler_chain(v->source, v->pages) : "none");
-        fputs("\"} 1\n", f);
-        metric_head(f, "numabalanced_page_samples_total", "counter",
-                    "Memory-access samples counted by page-level sampling (0 when it is off).");
-        fprintf(f, "numabalanced_page_samples_total %" PRIu64 "\n", v->counters->page_samples);
-        metric_head(f, "numabalanced_promoted_bytes_total", "counter",
-                    "Bytes moved by promotions: hot pages of mappings with pages on a slow node (a lower memory "
-                    "tier), moved to the node whose CPUs touched them.");
-        fprintf(f, "numabalanced_promoted_bytes_total %" PRIu64 "\n", v->counters->promoted_bytes);
-        {
-                struct damon_stats ds;
-
-                damon_get_stats(v->damon, &ds);
-                metric_head(f, "numabalanced_damon_kdamonds", "gauge",
-                            "Kdamonds the daemon runs now (DAMON evidence for promotion; 0 when not in use).");
-                fprintf(f, "numabalanced_damon_kdamonds %u\n", ds.running);
-                metric_head(f, "numabalanced_damon_slots_freed_total", "counter",
-                            "Kdamond slots given up because the kdamond failed to start or stopped by itself "
-                            "(its process asks again later).");
-                fprintf(f, "numabalanced_damon_slots_freed_total %" PRIu64 "\n", ds.slots_freed);
-                metric_head(f, "numabalanced_damon_regions_total", "counter",
-                            "Hot regions read from DAMON (tried regions of a stat scheme, nr_accesses >= 1).");
-                fprintf(f, "numabalanced_damon_regions_total %" PRIu64 "\n", ds.regions);
-                metric_head(f, "numabalanced_damon_pages_total", "counter",
-                            "Base pages of slow VMAs in DAMON's hot regions: counted as evidence, or past the "
-                            "per-read cap (capped).");
-                fprintf(f, "numabalanced_damon_pages_total{result=\"counted\"} %" PRIu64 "\n",
-                        v->counters->damon_pages);
-                fprintf(f, "numabalanced_damon_pages_total{result=\"capped\"} %" PRIu64 "\n",
-                        v->counters->damon_capped);
-                metric_head(f, "numabalanced_damon_reads_skipped_total", "counter",
-                            "DAMON reads not counted: no fast node to credit (the threads' CPU time spread or on a "
-                            "slow node), or the process's evidence already full.");
-                fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"no_node\"} %" PRIu64 "\n",
-                        v->counters->damon_no_node);
-                fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"evidence_full\"} %" PRIu64 "\n",
-                        v->counters->damon_full);
-        }
-        metric_head(f, "numabalanced_page_samples_dropped_total", "counter",
-                    "Page-level samples dropped before they were counted: unmapped, at an address outside every "
-                    "mapping of the process its last full read found.");
-        fprintf(f, "numabalanced_page_samples_dropped_total{reason=\"unmapped\"} %" PRIu64 "\n",
-                v->counters->page_samples_unmapped);
-        metric_head(f, "numabalanced_sampling_refused_total", "counter",
-                    "Threads (software sampling) or processes (PMU sampling) not sampled when they asked: their "
-                    "owner held its share of the slots (TASK_SAMPLE_MAX_THREADS threads, 1,024 processes).");
-        fprintf(f, "numabalanced_sampling_refused_total{reason=\"quota\"} %" PRIu64 "\n",
-                v->counters->sampling_refused);
+        metrics_sampling(v, f);
         metric_head(f, "numabalanced_metrics_cgroups_hidden", "gauge",
                     "Cgroups left out of this file: their path, made valid UTF-8, is another one's.");
         fprintf(f, "numabalanced_metrics_cgroups_hidden %zu\n", t->n_hidden + hidden);

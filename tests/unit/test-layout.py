@@ -17,6 +17,17 @@
    one writer (RECORD_WRITERS): an assignment to it (=, op=, ++, --, its address
    taken) anywhere else in daemon/ fails (lib/ and ctl/ cannot include a daemon
    header). The tests set them up freely.
+5. Every exported function (not static, defined in a .c of daemon/, daemon/bpf/, lib/
+   or ctl/; the BPF programs, *.bpf.c, aside) carries its file's name: it is the
+   file's base name with '-' as '_' (proc-lines.c: proc_lines, proc_lines_*), so that
+   grepping a prefix finds the file. main() is the one exception: a program's entry
+   point has no other name.
+6. No function of those .c files is longer than 80 lines, counted from the line of
+   the body's opening brace to the line of its closing brace, both included.
+Rules 5 and 6 read what breaks them today from an allowlist (tests/unit/layout-names.allow,
+tests/unit/layout-long.allow, one "PATH FUNCTION" a line) that may only shrink: the
+test fails on a name not listed, and on a listed one that now keeps the rule or no
+longer exists.
 Each check runs first on a scratch tree that breaks it, so that none can pass by
 finding nothing.
 """
@@ -112,6 +123,169 @@ def foreign_record_writers(root):
     return out
 
 
+# Rule 5's exceptions, each with its reason.
+NAME_EXCEPTIONS = {
+    'main': "a program's entry point",
+}
+MAX_FUNCTION_LINES = 80
+
+
+def blank_c(text):
+    """text with comments, string and character literals and preprocessor lines
+    blanked (newlines kept), so that a brace or a name in them counts for nothing."""
+    pat = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
+                     r'|^[ \t]*#(?:\\\n|[^\n])*', re.S | re.M)
+
+    def blank(m):
+        t = m.group(0)
+        keep = t[0] + t[-1] if t[0] in '"\'' else ''
+        body = re.sub(r'[^\n]', ' ', t[1:-1] if keep else t)
+        return keep[:1] + body + keep[1:]
+    return pat.sub(blank, text)
+
+
+def function_name(head):
+    """The name a top-level declaration head ending in a parameter list defines,
+    or None (an initializer, a struct)."""
+    h = head.rstrip()
+    while h.endswith(')'):
+        depth = 0
+        for j in range(len(h) - 1, -1, -1):
+            depth += {')': 1, '(': -1}.get(h[j], 0)
+            if depth == 0:
+                break
+        m = re.search(r'(\w+)\s*$', h[:j])
+        if not m or '=' in h[:j]:
+            return None
+        if m.group(1) != '__attribute__':
+            return m.group(1)
+        h = h[:m.start()].rstrip()
+    return None
+
+
+def c_functions(text):
+    """The functions a C file defines at top level: dicts of name, static, first
+    (the line of the body's opening brace) and last (its closing brace's)."""
+    s = blank_c(text)
+    out = []
+    start = i = 0
+    while i < len(s):
+        if s[i] == ';':
+            start = i + 1
+        if s[i] != '{':
+            i += 1
+            continue
+        depth, j = 0, i
+        for j in range(i, len(s)):
+            depth += {'{': 1, '}': -1}.get(s[j], 0)
+            if depth == 0:
+                break
+        name = function_name(s[start:i])
+        if name:
+            out.append({'name': name, 'static': re.search(r'\bstatic\b', s[start:i]) is not None,
+                        'first': s.count('\n', 0, i) + 1, 'last': s.count('\n', 0, j) + 1})
+        i = start = j + 1
+    return out
+
+
+def c_sources(root):
+    """(path, text) of each .c file rules 5 and 6 read."""
+    for d in ('daemon', 'daemon/bpf', 'lib', 'ctl'):
+        full = os.path.join(root, d)
+        for f in sorted(os.listdir(full)) if os.path.isdir(full) else []:
+            if f.endswith('.c') and not f.endswith('.bpf.c'):
+                yield d + '/' + f, open(os.path.join(full, f), encoding='utf-8', errors='replace').read()
+
+
+def names_off_file(root):
+    """'PATH FUNCTION' for each exported function not carrying its file's name."""
+    out = []
+    for path, text in c_sources(root):
+        base = os.path.basename(path)[:-2].replace('-', '_')
+        for fn in c_functions(text):
+            name = fn['name']
+            if fn['static'] or name == base or name.startswith(base + '_') or name in NAME_EXCEPTIONS:
+                continue
+            out.append(path + ' ' + name)
+    return sorted(set(out))
+
+
+def long_functions(root):
+    """'PATH FUNCTION' for each function longer than MAX_FUNCTION_LINES lines."""
+    out = []
+    for path, text in c_sources(root):
+        for fn in c_functions(text):
+            if fn['last'] - fn['first'] + 1 > MAX_FUNCTION_LINES:
+                out.append(path + ' ' + fn['name'])
+    return sorted(set(out))
+
+
+def read_allowlist(path):
+    if not os.path.exists(path):
+        return []
+    lines = (ln.strip() for ln in open(path, encoding='utf-8'))
+    return [' '.join(ln.split()) for ln in lines if ln and not ln.startswith('#')]
+
+
+def against_allowlist(found, allowed):
+    """(what breaks the rule and is not listed, what is listed and no longer breaks it)."""
+    return sorted(set(found) - set(allowed)), sorted(set(allowed) - set(found))
+
+
+def check_allowlisted(what, found, allow_file):
+    new, stale = against_allowlist(found, read_allowlist(allow_file))
+    name = os.path.basename(allow_file)
+    check(not new, what + ': ' + ', '.join(new))
+    check(not stale, name + ' may only shrink: take off ' + ', '.join(stale) +
+          ' (it keeps the rule now, or is gone)')
+
+
+def scratch_sources():
+    """A tree whose .c files break rules 4 and 5 in every way the checkers must see."""
+    t = tempfile.mkdtemp(prefix='test-layout-')
+    for d in ('daemon/bpf', 'lib', 'ctl'):
+        os.makedirs(os.path.join(t, d), exist_ok=True)
+    body = lambda n: '{\n' + '        x++;\n' * (n - 2) + '}\n'
+    files = {
+        'daemon/a-b.c': ('/* { int c_in_comment(void) { */\n'
+                         'static const char *s = "{ int c_in_string(void) {";\n'
+                         '#define NOT_A_BODY(x) { x }\n'
+                         'struct st { int x; };\n'
+                         'static const struct st v[] = { { 1 } };\n'
+                         'int a_b(void) ' + body(3) +
+                         'int a_b_ok(void) ' + body(80) +
+                         'static int helper(void) ' + body(81) +
+                         'int a_bad(int x,\n          int y) ' + body(3) +
+                         'void __attribute__((noinline)) c_d(void) ' + body(3) +
+                         'int main(void) ' + body(3)),
+        'daemon/bpf/p.bpf.c': 'int q(void) ' + body(90),
+        'daemon/bpf/p-loader.c': 'int p_new(void) ' + body(3),
+        'lib/x.c': 'int x(void) ' + body(3) + 'int xy(void) ' + body(3),
+        'ctl/t.c': 'const char *top_name(void) ' + body(3),
+    }
+    for f, text in files.items():
+        with open(os.path.join(t, f), 'w') as out:
+            out.write(text)
+    return t
+
+
+def check_name_and_length_rules(root):
+    t = scratch_sources()
+    check(names_off_file(t) == ['ctl/t.c top_name', 'daemon/a-b.c a_bad', 'daemon/a-b.c c_d',
+                                'daemon/bpf/p-loader.c p_new', 'lib/x.c xy'],
+          'the checker finds the exported names that do not carry their file\'s name: %s' % names_off_file(t))
+    check(long_functions(t) == ['daemon/a-b.c helper'],
+          'the checker finds the function of 81 lines, not the one of 80: %s' % long_functions(t))
+    check(against_allowlist(['a f', 'b g'], ['b g', 'c h']) == (['a f'], ['c h']),
+          'the allowlist check finds a name not listed and a listed one that keeps the rule')
+    shutil.rmtree(t)
+
+    check_allowlisted('every exported function carries its file\'s name: not',
+                      names_off_file(root), os.path.join(root, 'tests/unit/layout-names.allow'))
+    check_allowlisted('no function is longer than %d lines: longer are' % MAX_FUNCTION_LINES,
+                      long_functions(root), os.path.join(root, 'tests/unit/layout-long.allow'))
+
+
 def scratch_tree():
     t = tempfile.mkdtemp(prefix='test-layout-')
     for d in SOURCE_DIRS + ['tests/unit', 'docs']:
@@ -154,6 +328,7 @@ def main():
     check(not users, 'only manager.c and its test see struct manager: also ' + ', '.join(users))
     writers = foreign_record_writers(root)
     check(not writers, 'each part of a process record has one writer: also written at ' + ', '.join(writers))
+    check_name_and_length_rules(root)
     return nbtest.finish()
 
 
