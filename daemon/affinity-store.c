@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "affinity-store.h"
 #include "cleanup.h"
+#include "clock.h"
 #include "log.h"
 #include "parse.h"
 #include "state-dir.h"
@@ -453,11 +454,10 @@ static void prune_refused(const struct affinity_store *s) {
  * cannot be, nothing is ever written over it: no thread is placed until it is moved. */
 static void put_aside(struct affinity_store *s, const char *why) {
         _cleanup_free_ char *aside = NULL;
-        struct timespec ts;
+        struct timespec ts = clock_now_ts(CLOCK_REALTIME);
         struct tm tm;
         char when[64];
 
-        clock_gettime(CLOCK_REALTIME, &ts);
         gmtime_r(&ts.tv_sec, &tm);
         strftime(when, sizeof(when), "%Y%m%dT%H%M%S", &tm);
         if (asprintf(&aside, "%s.refused-%s.%06ldZ", s->state_path, when, ts.tv_nsec / 1000) < 0) {

@@ -1010,11 +1010,9 @@ static void *thread_main(void *arg) {
                 damon_round(d, clock_now_ms());
                 pthread_mutex_lock(&d->lock);
                 if (!d->stop) {
-                        struct timespec now;
+                        struct timespec until = clock_deadline_ts(CLOCK_REALTIME, ROUND_MS * NSEC_PER_MSEC);
 
-                        clock_gettime(CLOCK_REALTIME, &now);
-                        now.tv_sec += ROUND_MS / 1000;
-                        (void) pthread_cond_timedwait(&d->cond, &d->lock, &now);
+                        (void) pthread_cond_timedwait(&d->cond, &d->lock, &until);
                 }
                 if (d->stop) {
                         pthread_mutex_unlock(&d->lock);
@@ -1055,8 +1053,7 @@ void damon_free(struct damon *d) {
                 d->stop = true;
                 pthread_cond_signal(&d->cond);
                 pthread_mutex_unlock(&d->lock);
-                clock_gettime(CLOCK_REALTIME, &until);
-                until.tv_sec += JOIN_WAIT_S;
+                until = clock_deadline_ts(CLOCK_REALTIME, JOIN_WAIT_S * NSEC_PER_SEC);
                 if (pthread_timedjoin_np(d->thread, NULL, &until) != 0) {
                         bool finished;
 

@@ -252,14 +252,8 @@ static void check_budget(struct migrator *m) {
  * control socket there), and the workers must not wait on the lock to report a
  * finished job meanwhile. */
 static void wait_done_or_poll(struct migrator *m) {
-        struct timespec ts;
+        struct timespec ts = clock_deadline_ts(CLOCK_REALTIME, POLL_STOP_NS);
 
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long) POLL_STOP_NS;
-        if (ts.tv_nsec >= (long) NSEC_PER_SEC) {
-                ts.tv_sec++;
-                ts.tv_nsec -= (long) NSEC_PER_SEC;
-        }
         pthread_cond_timedwait(&m->done_cond, &m->lock, &ts);
         if (m->should_stop) {
                 bool stop;

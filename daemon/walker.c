@@ -99,15 +99,9 @@ static void publish(struct walker *w, int r, struct cgroup_selection *sel, const
  * returns with the lock held. */
 static void pause_between_walks(struct walker *w, uint64_t generation, uint64_t walk_ms) {
         uint64_t ms = w->cfg.interval_ms > WALKER_DUTY * walk_ms ? w->cfg.interval_ms : WALKER_DUTY * walk_ms;
-        struct timespec until;
+        /* The condition waits on CLOCK_MONOTONIC (walker_new). */
+        struct timespec until = clock_deadline_ts(CLOCK_MONOTONIC, ms * NSEC_PER_MSEC);
 
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (time_t) (ms / 1000);
-        until.tv_nsec += (long) (ms % 1000) * 1000000L;
-        if (until.tv_nsec >= (long) NSEC_PER_SEC) {
-                until.tv_sec++;
-                until.tv_nsec -= (long) NSEC_PER_SEC;
-        }
         while (!w->stop && generation == w->cfg.generation)
                 if (pthread_cond_timedwait(&w->wake, &w->lock, &until) == ETIMEDOUT)
                         break;

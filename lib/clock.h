@@ -19,6 +19,27 @@ static inline uint64_t clock_now_ns(clockid_t clock) {
         return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
 }
 
+/* clock as a timespec: a wall-clock stamp (CLOCK_REALTIME) for a file name, or the
+ * raw reading; zeroed if it cannot be read. */
+static inline struct timespec clock_now_ts(clockid_t clock) {
+        struct timespec ts = { 0, 0 };
+
+        (void) clock_gettime(clock, &ts);
+        return ts;
+}
+
+/* clock's time after_ns from now, as the absolute timespec that
+ * pthread_cond_timedwait(3) (CLOCK_REALTIME unless the condition says otherwise) and
+ * pthread_timedjoin_np(3) (CLOCK_REALTIME) take. */
+static inline struct timespec clock_deadline_ts(clockid_t clock, uint64_t after_ns) {
+        struct timespec ts = clock_now_ts(clock);
+        uint64_t ns = (uint64_t) ts.tv_nsec + after_ns;
+
+        ts.tv_sec += (time_t) (ns / NSEC_PER_SEC);
+        ts.tv_nsec = (long) (ns % NSEC_PER_SEC);
+        return ts;
+}
+
 /* CLOCK_MONOTONIC in ms and in µs (sd-event's and sd_notify's unit). */
 static inline uint64_t clock_now_ms(void) { return clock_now_ns(CLOCK_MONOTONIC) / NSEC_PER_MSEC; }
 static inline uint64_t clock_now_usec(void) { return clock_now_ns(CLOCK_MONOTONIC) / NSEC_PER_USEC; }

@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "siphash.h"
 
 static uint64_t rotl(uint64_t x, unsigned b) {
@@ -61,8 +62,8 @@ void siphash_random_key(uint8_t key[static SIPHASH_KEY_SIZE]) {
 
         if (getrandom(key, SIPHASH_KEY_SIZE, GRND_NONBLOCK) == SIPHASH_KEY_SIZE)
                 return;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        clock_gettime(CLOCK_REALTIME, &b);
+        a = clock_now_ts(CLOCK_MONOTONIC);
+        b = clock_now_ts(CLOCK_REALTIME);
         mix[0] = (uint64_t) a.tv_nsec ^ ((uint64_t) b.tv_nsec << 32) ^ (uint64_t) getpid();
         mix[1] = (uint64_t) b.tv_sec ^ ((uint64_t) a.tv_sec << 20) ^ (uint64_t) (uintptr_t) &a;
         memcpy(key, mix, SIPHASH_KEY_SIZE);

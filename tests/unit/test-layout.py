@@ -24,6 +24,9 @@
    point has no other name.
 6. No function of those .c files is longer than 80 lines, counted from the line of
    the body's opening brace to the line of its closing brace, both included.
+7. lib/clock.h is the one clock reader: no other file of daemon/, daemon/bpf/, lib/
+   or ctl/ calls clock_gettime(2) itself, so that each clock's unit and source is said
+   once.
 Rules 5 and 6 read what breaks them today from an allowlist (tests/unit/layout-names.allow,
 tests/unit/layout-long.allow, one "PATH FUNCTION" a line) that may only shrink: the
 test fails on a name not listed, and on a listed one that now keeps the rule or no
@@ -286,6 +289,22 @@ def check_name_and_length_rules(root):
                       long_functions(root), os.path.join(root, 'tests/unit/layout-long.allow'))
 
 
+def clock_readers(root):
+    """'PATH:LINE' of each clock_gettime call outside lib/clock.h."""
+    out = []
+    for d in SOURCE_DIRS:
+        full = os.path.join(root, d)
+        for f in sorted(os.listdir(full)) if os.path.isdir(full) else []:
+            path = d + '/' + f
+            if not f.endswith(('.c', '.h')) or path == 'lib/clock.h':
+                continue
+            text = code_only(open(os.path.join(full, f), encoding='utf-8', errors='replace').read())
+            for n, line in enumerate(text.split('\n'), 1):
+                if re.search(r'\bclock_gettime\s*\(', line):
+                    out.append('%s:%d' % (path, n))
+    return out
+
+
 def scratch_tree():
     t = tempfile.mkdtemp(prefix='test-layout-')
     for d in SOURCE_DIRS + ['tests/unit', 'docs']:
@@ -293,7 +312,8 @@ def scratch_tree():
     for f in ('daemon/a.c', 'daemon/b.c', 'tests/unit/test-a.py', 'lib/x.h', 'daemon/bpf/meson.build'):
         open(os.path.join(t, f), 'w').close()
     with open(os.path.join(t, 'daemon/b.c'), 'w') as f:
-        f.write('#include "manager-internal.h"\n')
+        f.write('#include "manager-internal.h"\n/* not clock_gettime(2) here */\n'
+                'int f(void) { return clock_gettime (CLOCK_MONOTONIC, &ts); }\n')
     with open(os.path.join(t, 'daemon/a.c'), 'w') as f:
         f.write('/* p->sched.next_scan_ms = 0; */\n'
                 'if (p->sched.next_scan_ms == now && q->moved.stop_ms >= 1) x = "p->moved.n_hist++";\n'
@@ -318,6 +338,7 @@ def main():
                     'daemon/a.c:6 (moved, daemon/jobs.c\'s)', 'daemon/a.c:7 (moved, daemon/jobs.c\'s)',
                     'daemon/a.c:3 (sched, daemon/scan.c\'s)'],
           'the checker finds the writes of a record part outside its owner, and only those: ' + ', '.join(found))
+    check(clock_readers(t) == ['daemon/b.c:3'], 'the checker finds a clock read outside lib/clock.h: %s' % clock_readers(t))
     shutil.rmtree(t)
 
     missing = modules_without_test(root)
@@ -329,6 +350,8 @@ def main():
     writers = foreign_record_writers(root)
     check(not writers, 'each part of a process record has one writer: also written at ' + ', '.join(writers))
     check_name_and_length_rules(root)
+    clocks = clock_readers(root)
+    check(not clocks, 'lib/clock.h is the one clock reader: clock_gettime also called at ' + ', '.join(clocks))
     return nbtest.finish()
 
 
