@@ -1639,7 +1639,7 @@ def run_moverate(env, size_mb):
     out = {}
     # numabalanced's executor: one job on one worker (CPU 0), then on two workers
     # (service CPUs 0-1, both on node 0 in 2n2c: the job split in two as the daemon
-    # splits it, migrate_job_split).
+    # splits it, job_split).
     for key, cpus in (("numabalanced_mb_s", "0"), ("numabalanced_2w_mb_s", "0-1")):
         with move_target(tool, size_mb) as (pid, start, end):
             r = subprocess.run([tool, "move", "--cpus", cpus, pid, start, end, "1"], capture_output=True, text=True,

@@ -14,7 +14,7 @@
 #include "json.h"
 #include "ctl-daemon.h"
 #include "term-text.h"
-#include "json-parse.h"
+#include "jv.h"
 #include "pagesize.h"
 
 /* The daemon answers from its event loop between ticks; a tick that migrates can take
@@ -28,7 +28,7 @@ static int fail_reach(const struct daemon_args *a, int r) {
         return 1;
 }
 
-int ctl_ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected) {
+int ctl_daemon_ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         struct timeval tv = { .tv_sec = REPLY_TIMEOUT_SEC };
         _cleanup_close_ int fd = -1;
@@ -90,11 +90,11 @@ int ctl_ask(const struct daemon_args *a, const char *request, char **ret, size_t
 
 /* Untrusted text (comm, cgroup paths) for a terminal: every control character (C1
  * too) and every byte that is not valid UTF-8 becomes '?' (lib/term-text.h). */
-const char *ctl_safe(const char *s, char *buf, size_t size) {
+const char *ctl_daemon_safe(const char *s, char *buf, size_t size) {
         return term_text_safe(s, buf, size);
 }
 
-const char *ctl_bytes(uint64_t b, char *buf, size_t size) {
+const char *ctl_daemon_bytes(uint64_t b, char *buf, size_t size) {
         static const char units[] = "KMGTP";
         double v = (double) b;
         int u = -1;
@@ -137,7 +137,7 @@ static const char *nodes(const struct jv *arr, char *buf, size_t size) {
                 char b[24];
                 int n = snprintf(buf + w, size - w, "%s%" PRIu64 ":%s", i ? " " : "",
                                  jv_u64(jv_get(&arr->items[i], "node"), 0),
-                                 ctl_bytes(jv_u64(jv_get(&arr->items[i], "bytes"), 0), b, sizeof(b)));
+                                 ctl_daemon_bytes(jv_u64(jv_get(&arr->items[i], "bytes"), 0), b, sizeof(b)));
                 if (n < 0 || (size_t) n >= size - w)
                         break;
                 w += (size_t) n;
@@ -181,7 +181,7 @@ static void print_status(const struct jv *d) {
         const struct jv *knb = jv_get(d, "kernel_numa_balancing");
 
         printf("numabalanced %s, pid %" PRId64 ", up %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "%s\n",
-               ctl_safe(jv_str(jv_get(d, "version"), "?"), b1, sizeof(b1)), jv_i64(jv_get(d, "pid"), 0), up / 86400,
+               ctl_daemon_safe(jv_str(jv_get(d, "version"), "?"), b1, sizeof(b1)), jv_i64(jv_get(d, "pid"), 0), up / 86400,
                up / 3600 % 24, up / 60 % 60, up % 60, jv_bool(jv_get(d, "dry_run"), false) ? " (dry run)" : "");
         {
                 const char *chain = jv_str(jv_get(d, "sampling_chain"), "?"), *pg = jv_str(jv_get(d, "page_sampling"), NULL);
@@ -194,7 +194,7 @@ static void print_status(const struct jv *d) {
                                strcmp(pg, "software") == 0 ? "software" : "replayed samples", n, sched);
                 else if (pg)
                         printf("  Sampling chain:    %s (%s, %" PRIu64 " samples) + %s\n",
-                               strcmp(pg, "page-faults") == 0 ? "page faults" : "PMU", ctl_safe(pg, b1, sizeof(b1)),
+                               strcmp(pg, "page-faults") == 0 ? "page faults" : "PMU", ctl_daemon_safe(pg, b1, sizeof(b1)),
                                n, sched);
                 else
                         printf("  Sampling chain:    %s only (no page-level sampling)\n", sched);
@@ -208,10 +208,10 @@ static void print_status(const struct jv *d) {
                                jv_u64(jv_get(d, "damon_kdamonds"), 0),
                                jv_u64(jv_get(d, "damon_kdamonds"), 0) == 1 ? "" : "s");
                 else
-                        printf("  DAMON evidence:    not used: %s\n", ctl_safe(why, bw, sizeof(bw)));
+                        printf("  DAMON evidence:    not used: %s\n", ctl_daemon_safe(why, bw, sizeof(bw)));
         }
         printf("  Service CPUs:      %s (%" PRIu64 " migration worker%s)\n",
-               ctl_safe(jv_str(jv_get(d, "service_cpus"), "?"), b1, sizeof(b1)), jv_u64(jv_get(d, "workers"), 0),
+               ctl_daemon_safe(jv_str(jv_get(d, "service_cpus"), "?"), b1, sizeof(b1)), jv_u64(jv_get(d, "workers"), 0),
                jv_u64(jv_get(d, "workers"), 0) == 1 ? "" : "s");
         if (jv_is_null(knb))
                 printf("  Kernel balancing:  not present in this kernel\n");
@@ -231,7 +231,7 @@ static void print_status(const struct jv *d) {
                ", already in place %" PRIu64 "\n", b1,
                jv_u64(jv_get(pages, "moved"), 0), jv_u64(jv_get(pages, "busy"), 0), jv_u64(jv_get(pages, "gone"), 0),
                jv_u64(jv_get(pages, "refused"), 0), jv_u64(jv_get(pages, "already"), 0));
-        printf("  Moved, last min:   %s\n", ctl_bytes(jv_u64(jv_get(d, "moved_bytes_last_minute"), 0), b1, sizeof(b1)));
+        printf("  Moved, last min:   %s\n", ctl_daemon_bytes(jv_u64(jv_get(d, "moved_bytes_last_minute"), 0), b1, sizeof(b1)));
         printf("  Daemon CPU time:   %s in all: %s on cgroups, %s at start, %s unattributed\n",
                dur_ns(jv_u64(jv_get(cpu, "process"), 0), b1, sizeof(b1)),
                dur_ns(jv_u64(jv_get(by, "total"), 0), b2, sizeof(b2)),
@@ -254,10 +254,10 @@ static void print_list(const struct jv *d) {
                         char all[32];
                         printf("%-32s %-8s %-20s %5" PRIu64 " %9s %-24s %8" PRIu64 " %6" PRIu64 " %6" PRIu64 " %7" PRIu64
                                " %9s  %s%s\n",
-                               ctl_safe(jv_str(jv_get(c, "path"), NULL), b1, sizeof(b1)),
-                               ctl_safe(jv_str(jv_get(c, "mode"), NULL), b2, 16),
-                               ctl_safe(jv_str(jv_get(c, "source"), NULL), b2 + 16, 32),
-                               jv_u64(jv_get(c, "processes"), 0), ctl_bytes(jv_u64(jv_get(c, "total_bytes"), 0), b3, sizeof(b3)),
+                               ctl_daemon_safe(jv_str(jv_get(c, "path"), NULL), b1, sizeof(b1)),
+                               ctl_daemon_safe(jv_str(jv_get(c, "mode"), NULL), b2, 16),
+                               ctl_daemon_safe(jv_str(jv_get(c, "source"), NULL), b2 + 16, 32),
+                               jv_u64(jv_get(c, "processes"), 0), ctl_daemon_bytes(jv_u64(jv_get(c, "total_bytes"), 0), b3, sizeof(b3)),
                                nodes(jv_get(c, "nodes"), b5, sizeof(b5)), jv_u64(jv_get(pg, "moved"), 0),
                                jv_u64(jv_get(pg, "busy"), 0), jv_u64(jv_get(pg, "gone"), 0),
                                jv_u64(jv_get(pg, "refused"), 0),
@@ -281,11 +281,11 @@ static void print_list(const struct jv *d) {
                 else
                         snprintf(share, sizeof(share), "-");
                 printf("%-8" PRId64 " %-16s %-24s %-8s %6s %-24s %8" PRIu64 " %-16s %s\n", jv_i64(jv_get(p, "pid"), 0),
-                       ctl_safe(jv_str(jv_get(p, "comm"), NULL), comm, sizeof(comm)),
-                       ctl_safe(jv_str(jv_get(p, "cgroup"), NULL), b1, sizeof(b1)),
-                       ctl_safe(jv_str(jv_get(p, "mode"), NULL), mode, sizeof(mode)), share,
+                       ctl_daemon_safe(jv_str(jv_get(p, "comm"), NULL), comm, sizeof(comm)),
+                       ctl_daemon_safe(jv_str(jv_get(p, "cgroup"), NULL), b1, sizeof(b1)),
+                       ctl_daemon_safe(jv_str(jv_get(p, "mode"), NULL), mode, sizeof(mode)), share,
                        nodes(jv_get(p, "nodes"), b5, sizeof(b5)), jv_u64(jv_get(p, "pages_moved"), 0),
-                       ctl_safe(jv_str(jv_get(p, "reason"), "not scanned"), reason, sizeof(reason)),
+                       ctl_daemon_safe(jv_str(jv_get(p, "reason"), "not scanned"), reason, sizeof(reason)),
                        cost(jv_get(p, "cpu_ns"), b4, sizeof(b4)));
         }
 }
@@ -304,7 +304,7 @@ static void print_placement(const struct jv *pl) {
 
         if (!pl || jv_is_null(pl))
                 return;
-        printf("  %-18s %s\n", "Threads:", ctl_safe(jv_str(jv_get(pl, "explanation"), "?"), b, sizeof(b)));
+        printf("  %-18s %s\n", "Threads:", ctl_daemon_safe(jv_str(jv_get(pl, "explanation"), "?"), b, sizeof(b)));
         for (size_t i = 0; threads && threads->type == JV_ARRAY && i < threads->n; i++) {
                 const struct jv *t = &threads->items[i];
                 const struct jv *node = jv_get(t, "node");
@@ -315,7 +315,7 @@ static void print_placement(const struct jv *pl) {
                 else
                         printf("%" PRId64, jv_i64(node, -1));
                 printf(", %.0f%% busy: %s\n", 100.0 * jv_num(jv_get(t, "busy"), 0),
-                       ctl_safe(jv_str(jv_get(t, "why"), "?"), b, sizeof(b)));
+                       ctl_daemon_safe(jv_str(jv_get(t, "why"), "?"), b, sizeof(b)));
         }
 }
 
@@ -324,26 +324,26 @@ static void print_explain(const struct jv *d) {
         const struct jv *skipped = jv_get(d, "skipped_bytes"), *cd = jv_get(d, "cooldown");
 
         printf("pid %" PRId64 "%s%s%s: %s\n", jv_i64(jv_get(d, "pid"), 0), jv_get(d, "comm") ? " (" : "",
-               jv_get(d, "comm") ? ctl_safe(jv_str(jv_get(d, "comm"), NULL), b2, sizeof(b2)) : "", jv_get(d, "comm") ? ")" : "",
-               ctl_safe(jv_str(jv_get(d, "explanation"), "?"), b1, sizeof(b1)));
+               jv_get(d, "comm") ? ctl_daemon_safe(jv_str(jv_get(d, "comm"), NULL), b2, sizeof(b2)) : "", jv_get(d, "comm") ? ")" : "",
+               ctl_daemon_safe(jv_str(jv_get(d, "explanation"), "?"), b1, sizeof(b1)));
         if (!jv_bool(jv_get(d, "watched"), false)) {
                 if (jv_get(d, "cgroup"))
-                        printf("  %-18s %s\n", "Cgroup:", ctl_safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
+                        printf("  %-18s %s\n", "Cgroup:", ctl_daemon_safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
                 return;
         }
-        printf("  %-18s %s\n", "Cgroup:", ctl_safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
-        printf("  %-18s %s (from %s)\n", "Mode:", ctl_safe(jv_str(jv_get(d, "mode"), NULL), b2, 32),
-               ctl_safe(jv_str(jv_get(d, "mode_source"), NULL), b2 + 32, 64));
-        printf("  %-18s %s\n", "Allowed nodes:", ctl_safe(jv_str(jv_get(d, "mems_allowed"), NULL), b2, sizeof(b2)));
+        printf("  %-18s %s\n", "Cgroup:", ctl_daemon_safe(jv_str(jv_get(d, "cgroup"), NULL), b1, sizeof(b1)));
+        printf("  %-18s %s (from %s)\n", "Mode:", ctl_daemon_safe(jv_str(jv_get(d, "mode"), NULL), b2, 32),
+               ctl_daemon_safe(jv_str(jv_get(d, "mode_source"), NULL), b2 + 32, 64));
+        printf("  %-18s %s\n", "Allowed nodes:", ctl_daemon_safe(jv_str(jv_get(d, "mems_allowed"), NULL), b2, sizeof(b2)));
         print_node_field("Hot node:", jv_get(d, "hot_node"));
         print_node_field("Target node:", jv_get(d, "target_node"));
         printf("  %-18s %s\n", "Memory per node:", nodes(jv_get(d, "nodes"), b2, sizeof(b2)));
         if (jv_u64(jv_get(d, "total_bytes"), 0))
                 printf("  %-18s %.0f%%\n", "Local:", 100.0 * jv_num(jv_get(d, "local_share"), 0));
-        printf("  %-18s %s\n", "Last reason:", ctl_safe(jv_str(jv_get(d, "reason"), "not scanned yet"), b2, sizeof(b2)));
+        printf("  %-18s %s\n", "Last reason:", ctl_daemon_safe(jv_str(jv_get(d, "reason"), "not scanned yet"), b2, sizeof(b2)));
         for (size_t i = 0; skipped && skipped->type == JV_OBJECT && i < skipped->n; i++)
                 printf("  %-18s %s left alone: %s\n", i ? "" : "Skipped:",
-                       ctl_bytes(jv_u64(&skipped->items[i], 0), b3, sizeof(b3)), ctl_safe(skipped->keys[i], b2, sizeof(b2)));
+                       ctl_daemon_bytes(jv_u64(&skipped->items[i], 0), b3, sizeof(b3)), ctl_daemon_safe(skipped->keys[i], b2, sizeof(b2)));
         if (jv_u64(jv_get(cd, "ranges"), 0))
                 printf("  %-18s %" PRIu64 " range(s) moved recently, %" PRIu64 " ms left\n", "Cooldown:",
                        jv_u64(jv_get(cd, "ranges"), 0), jv_u64(jv_get(cd, "remaining_ms"), 0));
@@ -406,7 +406,7 @@ static int ask_parsed(const struct daemon_args *a, const char *line, char **ret_
                 _cleanup_(jv_freep) struct jv *d = NULL;
                 size_t len = 0, off = 0;
                 bool connected;
-                int r = ctl_ask(a, line, &reply, &len, &connected);
+                int r = ctl_daemon_ask(a, line, &reply, &len, &connected);
 
                 if (r < 0 && !connected)
                         return fail_reach(a, r), r;
@@ -454,7 +454,7 @@ static int append_items(struct jv *into, struct jv *from, const char *key) {
  * does not. */
 #define LIST_PAGES_MAX 100000
 
-int ctl_list(const struct daemon_args *a, struct jv **ret) {
+int ctl_daemon_list_all(const struct daemon_args *a, struct jv **ret) {
         _cleanup_(jv_freep) struct jv *all = NULL;
         _cleanup_free_ char *after = NULL;
         char line[CONTROL_REQUEST_MAX];
@@ -475,7 +475,7 @@ int ctl_list(const struct daemon_args *a, struct jv **ret) {
                 if (r > 0) {
                         char b[512];
                         fprintf(stderr, "numabalancectl: numabalanced refused the request: %s\n",
-                                ctl_safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
+                                ctl_daemon_safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
                         return -EPROTO;
                 }
                 next = jv_bool(jv_get(d, CONTROL_KEY_TRUNCATED), false) ? jv_str(jv_get(d, CONTROL_KEY_NEXT), NULL)
@@ -536,7 +536,7 @@ static int ctl_daemon_list(const struct daemon_args *a) {
         _cleanup_(jv_freep) struct jv *d = NULL;
         struct json j;
 
-        if (ctl_list(a, &d) < 0)
+        if (ctl_daemon_list_all(a, &d) < 0)
                 return 1;
         if (a->json) {
                 json_init(&j, stdout, false);
@@ -551,16 +551,16 @@ static void print_explain_cgroup(const struct jv *d) {
         char b1[4096], b2[256];
         const struct jv *nw = jv_get(d, "not_watched");
 
-        printf("cgroup %s: %s\n", ctl_safe(jv_str(jv_get(d, "cgroup"), "?"), b1, sizeof(b1)),
-               ctl_safe(jv_str(jv_get(d, "explanation"), "?"), b2, sizeof(b2)));
+        printf("cgroup %s: %s\n", ctl_daemon_safe(jv_str(jv_get(d, "cgroup"), "?"), b1, sizeof(b1)),
+               ctl_daemon_safe(jv_str(jv_get(d, "explanation"), "?"), b2, sizeof(b2)));
         if (!jv_get(d, "selected"))
                 return;
         if (jv_str(jv_get(d, "mode"), NULL))
-                printf("  %-18s %s (from %s%s%s)\n", "Mode:", ctl_safe(jv_str(jv_get(d, "mode"), NULL), b2, 32),
-                       ctl_safe(jv_str(jv_get(d, "mode_source"), "?"), b2 + 32, 64),
+                printf("  %-18s %s (from %s%s%s)\n", "Mode:", ctl_daemon_safe(jv_str(jv_get(d, "mode"), NULL), b2, 32),
+                       ctl_daemon_safe(jv_str(jv_get(d, "mode_source"), "?"), b2 + 32, 64),
                        jv_str(jv_get(d, "config_rule"), NULL) ? ", cgroups = " : "",
                        jv_str(jv_get(d, "config_rule"), NULL) ?
-                       ctl_safe(jv_str(jv_get(d, "config_rule"), NULL), b1, sizeof(b1)) : "");
+                       ctl_daemon_safe(jv_str(jv_get(d, "config_rule"), NULL), b1, sizeof(b1)) : "");
         else
                 printf("  %-18s not opted in\n", "Mode:");
         if (!jv_is_null(jv_get(d, "covers_uid")) && jv_get(d, "covers_uid"))
@@ -572,7 +572,7 @@ static void print_explain_cgroup(const struct jv *d) {
         for (size_t i = 0, shown = 0; nw && nw->type == JV_OBJECT && i < nw->n; i++)
                 if (jv_u64(&nw->items[i], 0))
                         printf("  %-18s %" PRIu64 " %s\n", shown++ ? "" : "Not watched:", jv_u64(&nw->items[i], 0),
-                               ctl_safe(nw->keys[i], b2, sizeof(b2)));
+                               ctl_daemon_safe(nw->keys[i], b2, sizeof(b2)));
         if (jv_u64(jv_get(d, "examined"), 0) < jv_u64(jv_get(d, "cgroup_procs"), 0))
                 printf("  %-18s the first %" PRIu64 " processes only\n", "Looked at:", jv_u64(jv_get(d, "examined"), 0));
 }
@@ -599,7 +599,7 @@ int ctl_daemon(const struct daemon_args *a) {
                 if (a->json)
                         fwrite(reply, 1, len, stdout);
                 fprintf(stderr, "numabalancectl: numabalanced refused the request: %s\n",
-                        ctl_safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
+                        ctl_daemon_safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
                 return 1;
         }
         why = jv_str(jv_get(d, CONTROL_KEY_WHY), "");

@@ -26,12 +26,12 @@ int ctl_daemon(const struct daemon_args *a);
 
 /* Sends one request line to the daemon and reads its whole reply (NUL-terminated).
  * Returns 0 or -errno; *ret_connected says whether the socket was reached. */
-int ctl_ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected);
+int ctl_daemon_ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected);
 /* list, every page of it (the daemon pages its replies, CONTROL_REPLY_MAX) merged into
  * one document, without truncated and next. Returns 0, or -errno after one line on
  * stderr. */
-int ctl_list(const struct daemon_args *a, struct jv **ret);
+int ctl_daemon_list_all(const struct daemon_args *a, struct jv **ret);
 /* Untrusted text (comm, cgroup paths) for a terminal: control bytes become '?'. */
-const char *ctl_safe(const char *s, char *buf, size_t size);
+const char *ctl_daemon_safe(const char *s, char *buf, size_t size);
 /* "1.5Gi" and the like. */
-const char *ctl_bytes(uint64_t b, char *buf, size_t size);
+const char *ctl_daemon_bytes(uint64_t b, char *buf, size_t size);

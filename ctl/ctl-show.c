@@ -137,7 +137,7 @@ static void vma_allowed(const struct snapshot *s, const struct vma *v, nb_nodema
 static void policy_string(const struct mempolicy *p, char *buf, size_t size) {
         char nodes[NODEMASK_STRMAX];
         nodemask_format(&p->nodes, nodes, sizeof(nodes));
-        snprintf(buf, size, "%s%s%s%s%s%s%s", mpol_mode_name(p->mode),
+        snprintf(buf, size, "%s%s%s%s%s%s%s", numa_maps_mpol_mode_name(p->mode),
                  p->flags & (MPOL_FLAG_STATIC | MPOL_FLAG_RELATIVE | MPOL_FLAG_BALANCING) ? "=" : "",
                  p->flags & MPOL_FLAG_STATIC ? "static" : p->flags & MPOL_FLAG_RELATIVE ? "relative" : "",
                  (p->flags & MPOL_FLAG_BALANCING) && (p->flags & (MPOL_FLAG_STATIC | MPOL_FLAG_RELATIVE)) ? "|" : "",
@@ -195,7 +195,7 @@ static void json_threads(struct json *j, const struct snapshot *s) {
 static void json_vma_policy(struct json *j, const struct vma *v) {
         char list[NODEMASK_STRMAX];
 
-        json_key(j, "policy"); json_string(j, mpol_mode_name(v->policy.mode));
+        json_key(j, "policy"); json_string(j, numa_maps_mpol_mode_name(v->policy.mode));
         json_key(j, "policy_flags");
         json_array_begin(j);
         if (v->policy.flags & MPOL_FLAG_STATIC) json_string(j, "static");
@@ -217,7 +217,7 @@ static void json_vma(struct json *j, const struct snapshot *s, const struct vma 
         json_object_begin(j);
         snprintf(addr, sizeof(addr), "0x%" PRIx64, v->start);
         json_key(j, "start"); json_string(j, addr);
-        json_key(j, "kind"); json_string(j, vma_kind_name(v->kind));
+        json_key(j, "kind"); json_string(j, numa_maps_vma_kind_name(v->kind));
         json_key(j, "hugetlb"); json_bool(j, v->hugetlb);
         json_key(j, "path"); json_string(j, v->path);
         json_vma_policy(j, v);
@@ -226,7 +226,7 @@ static void json_vma(struct json *j, const struct snapshot *s, const struct vma 
         json_key(j, "verdict"); json_string(j, policy_verdict_name(verdict));
         json_key(j, "page_size_kb"); json_u64(j, v->page_size_kb);
         json_key(j, "pages"); json_u64(j, v->pages);
-        json_key(j, "bytes"); json_u64(j, vma_bytes(v, v->pages));
+        json_key(j, "bytes"); json_u64(j, locality_vma_bytes(v, v->pages));
         json_key(j, "anon"); json_u64(j, v->anon);
         json_key(j, "dirty"); json_u64(j, v->dirty);
         json_key(j, "mapmax"); json_u64(j, v->mapmax);
@@ -346,8 +346,8 @@ static void print_human_vma(const struct snapshot *s, const struct vma *v) {
         if (verdict != POLICY_MOVABLE)
                 snprintf(list, sizeof(list), "(%s)", policy_verdict_name(verdict));
         printf("%-14" PRIx64 " %-6s %-22s %-8s %10s ", v->start,
-               v->hugetlb ? "huge" : vma_kind_name(v->kind), pol, list,
-               human_bytes(vma_bytes(v, v->pages), b1, sizeof(b1)));
+               v->hugetlb ? "huge" : numa_maps_vma_kind_name(v->kind), pol, list,
+               human_bytes(locality_vma_bytes(v, v->pages), b1, sizeof(b1)));
         for (size_t k = 0; k < v->np_count; k++)
                 printf(" N%u=%" PRIu64, np[k].node, np[k].pages);
         if (v->path) {

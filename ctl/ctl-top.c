@@ -15,7 +15,7 @@
 #include "clock.h"
 #include "cleanup.h"
 #include "ctl-top.h"
-#include "json-parse.h"
+#include "jv.h"
 #include "pagesize.h"
 
 /* A terminal whose size cannot be read is taken as this. */
@@ -48,7 +48,7 @@ static const char *const sort_names[_TOP_SORT_MAX] = {
         [TOP_SORT_REFUSED] = "refused", [TOP_SORT_PID] = "pid",
 };
 
-const char *top_sort_name(enum top_sort s) {
+const char *ctl_top_sort_name(enum top_sort s) {
         return (unsigned) s < _TOP_SORT_MAX ? sort_names[s] : "?";
 }
 
@@ -66,7 +66,7 @@ static struct jv *request(const struct daemon_args *a, const char *line) {
         struct jv *d = NULL;
         size_t len = 0;
         bool connected;
-        int r = ctl_ask(a, line, &reply, &len, &connected);
+        int r = ctl_daemon_ask(a, line, &reply, &len, &connected);
 
         if (r < 0) {
                 fprintf(stderr, "numabalancectl top: %s numabalanced at %s: %s\n",
@@ -109,7 +109,7 @@ static int row_of_cgroup(const struct jv *c, struct row *r) {
         *r = (struct row) { .cgroup = strdup(path), .total = jv_u64(jv_get(c, "total_bytes"), 0) };
         if (!r->cgroup)
                 return -ENOMEM;
-        ctl_safe(path, r->name, sizeof(r->name));
+        ctl_daemon_safe(path, r->name, sizeof(r->name));
         node_text(jv_get(c, "nodes"), r->total, r->nodes, sizeof(r->nodes));
         r->moved = jv_u64(jv_get(jv_get(c, "pages"), "moved"), 0);
         r->refused = jv_u64(jv_get(jv_get(c, "pages"), "refused"), 0);
@@ -122,11 +122,11 @@ static int row_of_process(const struct jv *p, struct row *r) {
                             .local = jv_u64(jv_get(p, "local_bytes"), 0) };
         if (!r->cgroup)
                 return -ENOMEM;
-        ctl_safe(jv_str(jv_get(p, "comm"), NULL), r->name, sizeof(r->name));
+        ctl_daemon_safe(jv_str(jv_get(p, "comm"), NULL), r->name, sizeof(r->name));
         node_text(jv_get(p, "nodes"), r->total, r->nodes, sizeof(r->nodes));
         r->moved = jv_u64(jv_get(p, "pages_moved"), 0);
         r->refused = jv_u64(jv_get(jv_get(p, "pages"), "refused"), 0);
-        ctl_safe(jv_str(jv_get(p, "reason"), "-"), r->reason, sizeof(r->reason));
+        ctl_daemon_safe(jv_str(jv_get(p, "reason"), "-"), r->reason, sizeof(r->reason));
         return 0;
 }
 
@@ -179,7 +179,7 @@ static int fetch(const struct daemon_args *a, struct frame *f, const struct fram
         la.cmd = CONTROL_LIST;
         la.n_filters = 0;
         f->status = request(a, "status\n");
-        if (!f->status || ctl_list(&la, &list) < 0 || rows_of(list, f) < 0)
+        if (!f->status || ctl_daemon_list_all(&la, &list) < 0 || rows_of(list, f) < 0)
                 return -ENOTCONN;
         f->t = clock_now_s();
         rates(f, prev);
@@ -269,10 +269,10 @@ static void put_header(FILE *out, const struct frame *cur, const struct frame *p
         snprintf(line, sizeof(line), "numabalanced pid %" PRId64 ", up %.0f s, chain %s, CPU %s, moved %s/min",
                  jv_i64(jv_get(st, "pid"), 0), (double) jv_u64(jv_get(st, "uptime_ms"), 0) / 1000.0,
                  jv_str(jv_get(st, "sampling_chain"), "-"), cpu < 0 ? "-" : (snprintf(b, sizeof(b), "%.1f%%", 100 * cpu), b),
-                 ctl_bytes(jv_u64(jv_get(st, "moved_bytes_last_minute"), 0), b + 32, 32));
+                 ctl_daemon_bytes(jv_u64(jv_get(st, "moved_bytes_last_minute"), 0), b + 32, 32));
         put_line(out, line, width, tty);
         snprintf(line, sizeof(line), "sorted by %s (m moved, b misplaced, l local, r refused, p pid; q quits)",
-                 top_sort_name(sort_key));
+                 ctl_top_sort_name(sort_key));
         if (tty)
                 put_line(out, line, width, tty);
         put_line(out, "", width, tty);
@@ -292,7 +292,7 @@ static void put_row(FILE *out, const struct row *r, int width, bool tty) {
         snprintf(pid, sizeof(pid), r->pid ? "%" PRId64 : "", r->pid);
         snprintf(rate, sizeof(rate), "%.1fMi", r->moved_mib_s);
         snprintf(line, sizeof(line), "%-8s %s%-*.*s %5s %8s %9s %7" PRIu64 "  %-24s %s", pid, r->pid ? "  " : "",
-                 r->pid ? 22 : 24, r->pid ? 22 : 24, r->name, local, rate, ctl_bytes(misplaced(r), mis, sizeof(mis)),
+                 r->pid ? 22 : 24, r->pid ? 22 : 24, r->name, local, rate, ctl_daemon_bytes(misplaced(r), mis, sizeof(mis)),
                  r->refused, r->nodes, r->pid ? r->reason : "");
         put_line(out, line, width, tty);
 }

@@ -16,6 +16,6 @@
 enum top_sort { TOP_SORT_MOVED, TOP_SORT_MISPLACED, TOP_SORT_LOCAL, TOP_SORT_REFUSED, TOP_SORT_PID, _TOP_SORT_MAX };
 
 /* The name of a sort key, as --sort takes it. */
-const char *top_sort_name(enum top_sort s);
+const char *ctl_top_sort_name(enum top_sort s);
 /* Returns the exit status. */
 int ctl_top(const struct daemon_args *a, unsigned interval_ms, enum top_sort sort);

@@ -90,7 +90,7 @@ static int parse_top_option(int c, const char *arg) {
                 return -1;
         }
         for (int i = 0; i < _TOP_SORT_MAX; i++)
-                if (strcmp(arg, top_sort_name((enum top_sort) i)) == 0) {
+                if (strcmp(arg, ctl_top_sort_name((enum top_sort) i)) == 0) {
                         top_sort = (enum top_sort) i;
                         return -1;
                 }

@@ -121,7 +121,7 @@ static int parse_list(const char *args, size_t len, struct control_request *q, s
         return 0;
 }
 
-int control_parse_request(const char *buf, size_t len, struct control_request *ret, const char **ret_error) {
+int control_request_parse(const char *buf, size_t len, struct control_request *ret, const char **ret_error) {
         struct control_request q = { .path = -1, .after_path = -1 };
         char line[CONTROL_REQUEST_MAX + 1];
         size_t used = 0;
@@ -171,7 +171,7 @@ int control_parse_request(const char *buf, size_t len, struct control_request *r
         return 0;
 }
 
-int control_cursor_format(char section, const char *path, pid_t pid, char *buf, size_t size) {
+int control_request_cursor_format(char section, const char *path, pid_t pid, char *buf, size_t size) {
         int n;
 
         if (size < 2)

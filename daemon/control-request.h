@@ -42,8 +42,8 @@ static inline const char *control_request_str(const struct control_request *r, i
 /* Parses one request line (buf[0..len), the newline excluded; a trailing '\r' is
  * accepted). Returns 0, or -EINVAL with *ret_error set to a static message; *ret is
  * written only on success. */
-int control_parse_request(const char *buf, size_t len, struct control_request *ret, const char **ret_error);
+int control_request_parse(const char *buf, size_t len, struct control_request *ret, const char **ret_error);
 
 /* For the cursor of a list page: "c" or "s" and the encoded path, or "p" and the pid,
  * into buf. Returns its length, or -1 when it does not fit. */
-int control_cursor_format(char section, const char *path, pid_t pid, char *buf, size_t size);
+int control_request_cursor_format(char section, const char *path, pid_t pid, char *buf, size_t size);

@@ -243,7 +243,7 @@ static void conn_handle(struct conn *k, const char *line, size_t len) {
         FILE *f;
         int r;
 
-        r = control_parse_request(line, len, &req, &error);
+        r = control_request_parse(line, len, &req, &error);
         if (r < 0) {
                 log_debug("control: pid %d uid %u: %s", (int) k->peer_pid, (unsigned) k->uid, error);
                 conn_reply_error(k, error);

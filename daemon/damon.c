@@ -78,7 +78,7 @@ struct damon {
         pthread_cond_t cond;
         /* Under lock: */
         struct slot slots[DAMON_PROCS_MAX];
-        struct sample_slots turns;
+        struct sample_quota_slots turns;
         const struct damon_want *asking;
         struct damon_result pending[PENDING_MAX];
         size_t n_pending;
@@ -143,7 +143,7 @@ static int rd(const struct damon *d, char *buf, size_t size, const char *fmt, ..
         va_end(ap);
         if (r < 0 || asprintf(&path, "%s/%s", d->root, rel) < 0)
                 return -ENOMEM;
-        r = read_file_at(AT_FDCWD, path, 4096, &s, &len);
+        r = parse_read_file_at(AT_FDCWD, path, 4096, &s, &len);
         if (r < 0)
                 return r;
         while (len && (s[len - 1] == '\n' || s[len - 1] == ' '))
@@ -427,7 +427,7 @@ int damon_new(const char *sys_root, const char *state_path, bool enabled, bool t
                 return -ENOMEM;
         pthread_mutex_init(&d->lock, NULL);
         pthread_cond_init(&d->cond, NULL);
-        sample_slots_init(&d->turns, DAMON_PROCS_MAX, hold, d);
+        sample_quota_slots_init(&d->turns, DAMON_PROCS_MAX, hold, d);
         if (asprintf(&d->root, "%s/" KDAMONDS, sys_root) < 0 || (state_path && !(d->state_path = strdup(state_path)))) {
                 damon_free(d);
                 return -ENOMEM;
@@ -522,7 +522,7 @@ void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t 
                 for (size_t j = 0; d->slots[i].pid && j < n && !wanted; j++)
                         wanted = w[j].pid == d->slots[i].pid && w[j].n > 0;
                 if (d->slots[i].pid && !wanted)
-                        sample_slots_forget(&d->turns, (uint32_t) d->slots[i].pid, now_ms);
+                        sample_quota_slots_forget(&d->turns, (uint32_t) d->slots[i].pid, now_ms);
         }
         for (size_t j = 0; j < n; j++) {
                 struct slot *s;
@@ -530,7 +530,7 @@ void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t 
                 if (w[j].pid <= 0 || w[j].n == 0 || w[j].n > DAMON_TARGET_REGIONS_MAX)
                         continue;
                 d->asking = &w[j];
-                (void) sample_slots_ask(&d->turns, (uint32_t) w[j].pid, w[j].owner, now_ms);
+                (void) sample_quota_slots_ask(&d->turns, (uint32_t) w[j].pid, w[j].owner, now_ms);
                 s = slot_of(d, w[j].pid);
                 if (s && s->starttime != w[j].starttime) {
                         s->starttime = w[j].starttime;   /* another process: restarted */
@@ -549,7 +549,7 @@ void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t 
                 for (size_t j = 0; j < n && !wanted; j++)
                         wanted = (uint32_t) w[j].pid == d->turns.v[k].id && w[j].n > 0;
                 if (!wanted) {
-                        sample_slots_forget(&d->turns, d->turns.v[k].id, now_ms);
+                        sample_quota_slots_forget(&d->turns, d->turns.v[k].id, now_ms);
                         k--;
                 }
         }
@@ -924,7 +924,7 @@ static void free_stopped(struct damon *d, uint64_t now_ms) {
                         continue;
                 pthread_mutex_lock(&d->lock);
                 if (d->slots[i].pid == pid) {
-                        sample_slots_forget(&d->turns, (uint32_t) pid, now_ms);
+                        sample_quota_slots_forget(&d->turns, (uint32_t) pid, now_ms);
                         d->st.slots_freed++;
                 }
                 pthread_mutex_unlock(&d->lock);
@@ -1033,7 +1033,7 @@ static void *thread_main(void *arg) {
 static void destroy(struct damon *d) {
         for (size_t i = 0; i < d->n_pending; i++)
                 free(d->pending[i].hot);
-        sample_slots_done(&d->turns);
+        sample_quota_slots_done(&d->turns);
         pthread_mutex_destroy(&d->lock);
         pthread_cond_destroy(&d->cond);
         free(d->root);

@@ -67,7 +67,7 @@ enum migrate_class executor_classify(int status, int target_node, bool was_on_ta
         }
 }
 
-uint64_t migrate_pmd_size(void) {
+uint64_t executor_pmd_size(void) {
         uint64_t ps = page_size();
 
         return ps * (ps / sizeof(uint64_t));
@@ -631,7 +631,7 @@ static void run_base(struct job_run *jr, uint64_t start, uint64_t end, uint64_t 
 
 /* --- huge page first ----------------------------------------------------------------
  *
- * Aligned chunks of a PMD-mapped huge page (migrate_pmd_size(): 2 MiB with 4 KiB base
+ * Aligned chunks of a PMD-mapped huge page (executor_pmd_size(): 2 MiB with 4 KiB base
  * pages), huge page first. Passing every base address of a THP costs a
  * page-table lookup per address twice (query, then move) for what one address moves
  * whole; under TCG the 2 x 512 lookups took longer than the copy (tests/vm: 512 MiB of
@@ -660,8 +660,8 @@ struct huge_round {
  * huge page of budget left). */
 static uint64_t huge_round_chunks(const struct job_run *jr, uint64_t chunk, uint64_t end) {
         const struct migrate_job *job = jr->job;
-        uint64_t per_chunk = migrate_pmd_size() / page_size();
-        uint64_t n = (end - chunk) / migrate_pmd_size(), max = jr->batch_max / per_chunk;
+        uint64_t per_chunk = executor_pmd_size() / page_size();
+        uint64_t n = (end - chunk) / executor_pmd_size(), max = jr->batch_max / per_chunk;
 
         if (max == 0)
                 max = 1;
@@ -678,7 +678,7 @@ static uint64_t huge_round_chunks(const struct job_run *jr, uint64_t chunk, uint
 
 /* Where the first, second and last base page of each chunk are (into hr->before). */
 static int query_round(struct job_run *jr, struct huge_round *hr) {
-        uint64_t pmd = migrate_pmd_size(), ps = page_size();
+        uint64_t pmd = executor_pmd_size(), ps = page_size();
         size_t nq = 0;
 
         for (uint64_t c = 0; c < hr->n; c++) {
@@ -703,7 +703,7 @@ static void move_heads(struct job_run *jr, const struct huge_round *hr) {
         for (uint64_t c = 0; c < hr->n; c++) {
                 int h = hr->before[3 * c];
                 if (elsewhere(jr->job, h))
-                        batch_add(jr, (void *) (uintptr_t) (hr->chunk + c * migrate_pmd_size()), h, 1);
+                        batch_add(jr, (void *) (uintptr_t) (hr->chunk + c * executor_pmd_size()), h, 1);
         }
         jr->defer_charge = true;
         jr->deferred = 0;
@@ -715,7 +715,7 @@ static void move_heads(struct job_run *jr, const struct huge_round *hr) {
  * were elsewhere before and are on the target now. Every other chunk is marked slow.
  * The count in *ret_thp, or -errno. */
 static int count_whole(struct job_run *jr, struct huge_round *hr, uint64_t *ret_thp) {
-        uint64_t pmd = migrate_pmd_size(), ps = page_size();
+        uint64_t pmd = executor_pmd_size(), ps = page_size();
         int target = jr->job->target_node;
         size_t nq = 0;
         long r;
@@ -764,7 +764,7 @@ static void charge_round(struct job_run *jr, const struct huge_round *hr, uint64
  * move_heads when it was elsewhere: the pass starts after it, or it would be counted
  * again as already there. */
 static void run_slow_chunks(struct job_run *jr, const struct huge_round *hr) {
-        uint64_t pmd = migrate_pmd_size(), ps = page_size();
+        uint64_t pmd = executor_pmd_size(), ps = page_size();
 
         for (uint64_t c = 0; c < hr->n && !jr->stop; c++) {
                 uint64_t a = hr->chunk + c * pmd;
@@ -777,7 +777,7 @@ static void run_slow_chunks(struct job_run *jr, const struct huge_round *hr) {
 static void run_huge_round(struct job_run *jr, uint64_t chunk, uint64_t n) {
         struct migrate_job *job = jr->job;
         /* The base pages of a huge page besides its first (counted by the move). */
-        uint64_t rest = migrate_pmd_size() / page_size() - 1, thp;
+        uint64_t rest = executor_pmd_size() / page_size() - 1, thp;
         _cleanup_free_ int *before = calloc(n * 3, sizeof(*before));
         _cleanup_free_ uint8_t *slow = calloc(n, sizeof(*slow));
         struct huge_round hr = { .chunk = chunk, .n = n, .before = before, .slow = slow };
@@ -826,7 +826,7 @@ static void run_huge_first(struct job_run *jr, uint64_t start, uint64_t end) {
                 if (cancelled(jr))
                         return job_stop(jr, -ECANCELED);
                 run_huge_round(jr, chunk, n);
-                chunk += n * migrate_pmd_size();
+                chunk += n * executor_pmd_size();
         }
 }
 
@@ -877,7 +877,7 @@ static int attach_process(struct job_run *jr, int *own_pidfd) {
 static void job_body(struct job_run *jr) {
         struct migrate_job *job = jr->job;
         _cleanup_close_ int own_pidfd = -1;
-        uint64_t ps = page_size(), pmd = migrate_pmd_size();
+        uint64_t ps = page_size(), pmd = executor_pmd_size();
         int r;
 
         r = check_ranges(job);

@@ -96,7 +96,7 @@ enum migrate_class executor_classify(int status, int target_node, bool was_on_ta
 /* The size of a PMD-mapped transparent huge page: a page table of 8-byte entries
  * worth of base pages (2 MiB with 4 KiB pages; 32 MiB with 16 KiB, 512 MiB with
  * 64 KiB on arm64). */
-uint64_t migrate_pmd_size(void);
+uint64_t executor_pmd_size(void);
 
 /* The time a kernel batch of base pages should take at most, and its size at most in
  * bytes. Since 6.3 move_pages(2) unmaps the pages of a call in batches (512 base pages

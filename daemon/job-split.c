@@ -51,10 +51,10 @@ static int part_init(const struct migrate_job *job, struct migrate_job *j) {
         return j->ranges ? 0 : -ENOMEM;
 }
 
-int migrate_job_split(const struct migrate_job *job, unsigned parts, uint64_t min_part_bytes,
-                      struct migrate_job **ret, size_t *ret_n) {
+int job_split(const struct migrate_job *job, unsigned parts, uint64_t min_part_bytes,
+              struct migrate_job **ret, size_t *ret_n) {
         _cleanup_free_ struct migrate_job *out = NULL;
-        uint64_t total = 0, share, align = migrate_pmd_size();
+        uint64_t total = 0, share, align = executor_pmd_size();
         struct split_cursor cur = { .job = job, .pos = job->n_ranges ? job->ranges[0].start : 0 };
         size_t n = 0;
 

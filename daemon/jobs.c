@@ -213,7 +213,7 @@ static void split_jobs(const struct jobs_env *env, struct migrate_job **jobs, si
                 struct migrate_job *na;
                 size_t n_parts = 0;
 
-                r = migrate_job_split(&(*jobs)[q], workers, JOBS_SPLIT_MIN_BYTES, &parts, &n_parts);
+                r = job_split(&(*jobs)[q], workers, JOBS_SPLIT_MIN_BYTES, &parts, &n_parts);
                 if (r < 0)
                         break;
                 na = realloc(all, (n_all + n_parts) * sizeof(*na));

@@ -33,7 +33,7 @@ static int read_value(const char *path, uint64_t *ret) {
         size_t len;
         int r;
 
-        r = read_file_at(AT_FDCWD, path, 64, &text, &len);
+        r = parse_read_file_at(AT_FDCWD, path, 64, &text, &len);
         return r < 0 ? r : parse_value(text, len, ret);
 }
 

@@ -75,7 +75,7 @@ static int resolve_default(struct nb_config *cfg, bool say_once) {
         return 0;
 }
 
-int cgroup_root_resolve(struct nb_config *cfg, bool say_once) {
+int kernel_requirements_cgroup_root(struct nb_config *cfg, bool say_once) {
         int r;
 
         if (is_cgroup2(cfg->cgroup_root))

@@ -23,4 +23,4 @@ int kernel_requirements_check(void);
 /* Checks cfg->cgroup_root and, on a hybrid host with the default root, points it at
  * the unified hierarchy. say_once: log the notice and warnings (at start; a reload
  * that changes nothing stays quiet). 0 or -errno, logged. */
-int cgroup_root_resolve(struct nb_config *cfg, bool say_once);
+int kernel_requirements_cgroup_root(struct nb_config *cfg, bool say_once);

@@ -153,7 +153,7 @@ static int check_config_of(const char *pid_text, const char *proc_root) {
                 return EXIT_FAILURE;
         }
         snprintf(path, sizeof(path), "%s/%d/cmdline", proc_root, (int) pid);
-        r = read_file_at(AT_FDCWD, path, 65536, &cmdline, &len);
+        r = parse_read_file_at(AT_FDCWD, path, 65536, &cmdline, &len);
         if (r < 0 || len == 0) {
                 fprintf(stderr, "--check-config-of: cannot read the command line of process %d: %s\n", (int) pid,
                         r < 0 ? strerror(-r) : "it has none (not a running daemon)");
@@ -182,7 +182,7 @@ static int reload_config(struct daemon *d) {
         r = load_config(d->args, &cfg);
         if (r < 0)
                 return r;
-        r = cgroup_root_resolve(&cfg, strcmp(cfg.cgroup_root, d->cfg.cgroup_root) != 0);
+        r = kernel_requirements_cgroup_root(&cfg, strcmp(cfg.cgroup_root, d->cfg.cgroup_root) != 0);
         if (r < 0) {
                 config_done(&cfg);
                 return r;
@@ -565,7 +565,7 @@ int main(int argc, char **argv) {
                 return EXIT_NOT_CONFIGURED;
         if (a.log_level < 0)
                 log_set_max_level(d.cfg.log_level);
-        if (kernel_requirements_check() < 0 || cgroup_root_resolve(&d.cfg, true) < 0) {
+        if (kernel_requirements_check() < 0 || kernel_requirements_cgroup_root(&d.cfg, true) < 0) {
                 config_done(&d.cfg);
                 return EXIT_FAILURE;
         }

@@ -85,7 +85,7 @@ struct manager {
         struct nb_config cfg;      /* a private copy of the config (config_copy) */
 
         struct topology *topo;
-        const struct placement_source *source;
+        const struct node_time_source *source;
         struct page_sampler *pages;  /* page-level sampling, NULL: off */
         struct damon *damon;         /* DAMON's hot regions (damon.h), NULL only in --once */
         struct migrator *migrator;

@@ -34,7 +34,7 @@
 #include "damon.h"
 #include "migrate.h"
 #include "pagesize.h"
-#include "placement.h"
+#include "node-time.h"
 #include "affinity.h"
 #include "placer.h"
 #include "plan.h"
@@ -351,7 +351,7 @@ void manager_samplers_sync(struct manager *m) {
 
         if (want == m->samplers_armed)
                 return;
-        r = placement_source_arm(m->source, want);
+        r = node_time_source_arm(m->source, want);
         if (m->pages)
                 r2 = page_sampler_arm(m->pages, want);
         if (want && (r < 0 || r2 < 0)) {
@@ -360,7 +360,7 @@ void manager_samplers_sync(struct manager *m) {
                 if (log_ratelimit_ok(&m->arm_log, clock_now_ms(), NULL))
                         log_warning_errno(r < 0 ? r : r2, "Failed to attach the %s sampler: %m",
                                           r < 0 ? m->source->name : page_sampler_name(m->pages));
-                (void) placement_source_arm(m->source, false);
+                (void) node_time_source_arm(m->source, false);
                 if (m->pages)
                         (void) page_sampler_arm(m->pages, false);
                 return;
@@ -723,7 +723,7 @@ static void forget_departed(struct manager *m) {
                 if (m->procs.v[i]->seen_tick == tick)
                         continue;
                 placer_departed(m->placer, m->proc_root, m->procs.v[i]);
-                placement_source_unwatch(m->source, pid);
+                node_time_source_unwatch(m->source, pid);
                 if (m->pages && !proc_records_current(&m->procs, pid, tick))
                         page_sampler_unwatch(m->pages, pid);
         }
@@ -813,7 +813,7 @@ static int samplers_rechoose(struct manager *m) {
         page_sampler_free(m->pages);
         m->pages = NULL;
         react_unwatch_events(&m->react);
-        placement_source_free(m->source);
+        node_time_source_free(m->source);
         m->source = NULL;
         m->samplers_armed = false;
         r = source_choose(m->cfg.source, m->topo, &m->source);
@@ -854,7 +854,7 @@ static void one_node_tick(struct manager *m) {
         if (r < 0) {
                 /* [sample] source = bpf and BPF went away: as at start, a refusal. */
                 log_error_errno(r, "Cannot sample with the new topology, exiting: %m");
-                m->source = &placement_source_proc;   /* never NULL for the views */
+                m->source = &node_time_source_proc;   /* never NULL for the views */
                 m->one_node = true;
                 if (m->event)
                         (void) sd_event_exit(m->event, EXIT_FAILURE);
@@ -1281,7 +1281,7 @@ void manager_free(struct manager *m) {
         walker_log_done(&m->tree_log);
         cost_ledger_done(&m->cost);
         page_sampler_free(m->pages);
-        placement_source_free(m->source);
+        node_time_source_free(m->source);
         topology_free(m->topo);
         config_done(&m->cfg);
         free(m->proc_root);

@@ -11,7 +11,7 @@
 #include "config.h"
 
 struct topology;
-struct placement_source;
+struct node_time_source;
 struct page_sampler;
 struct migrator;
 struct service_pins;
@@ -39,7 +39,7 @@ struct manager_view {
         const struct manager_opts *opts;
         const char *proc_root;
         const struct topology *topo;
-        const struct placement_source *source;
+        const struct node_time_source *source;
         const struct page_sampler *pages;        /* NULL: no page-level sampling */
         const struct damon *damon;               /* damon_in_use() says whether it is used */
         const struct migrator *migrator;

@@ -295,7 +295,7 @@ static void metrics_cgroup_info(const struct mtable *t, FILE *f) {
                 if (t->v[i].hidden || !t->v[i].c->seen)
                         continue;
                 metric_cg(f, "numabalanced_cgroup_info", &t->v[i]);
-                fprintf(f, ",mode=\"%s\"} 1\n", cg_mode_name(t->v[i].c->mode));
+                fprintf(f, ",mode=\"%s\"} 1\n", config_cg_mode_name(t->v[i].c->mode));
         }
 }
 

@@ -60,7 +60,7 @@ struct migrator {
 
 /* Called with m->lock held. The first pending job. Jobs of one process may run side
  * by side: move_pages(2) takes the mmap lock for reading, one address at a time, so
- * the parts of a split job copy in parallel (migrate_job_split). */
+ * the parts of a split job copy in parallel (job_split). */
 static size_t pick_job(struct migrator *m) {
         while (m->first_pending < m->n_jobs && m->state[m->first_pending] != JOB_PENDING)
                 m->first_pending++;
@@ -196,7 +196,7 @@ int migrator_new(const nb_cpumask *service_cpus, uint64_t rate_limit_mb_s, uint6
         pthread_cond_init(&m->work_cond, NULL);
         pthread_cond_init(&m->done_cond, NULL);
         move_budget_init(&m->budget, rate_limit_mb_s, 0, clock_now_ns(CLOCK_MONOTONIC));
-        m->batch_pages = move_budget_call_pages(&m->budget, batch_pages, migrate_pmd_size());
+        m->batch_pages = move_budget_call_pages(&m->budget, batch_pages, executor_pmd_size());
 
         /* Workers inherit this mask: signals are the main thread's business. */
         sigfillset(&all);
@@ -222,7 +222,7 @@ void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t 
 
         pthread_mutex_lock(&m->tb_lock);
         move_budget_set_rate(&m->budget, rate_limit_mb_s, clock_now_ns(CLOCK_MONOTONIC));
-        pages = move_budget_call_pages(&m->budget, batch_pages, migrate_pmd_size());
+        pages = move_budget_call_pages(&m->budget, batch_pages, executor_pmd_size());
         pthread_mutex_unlock(&m->tb_lock);
         pthread_mutex_lock(&m->lock);
         m->batch_pages = pages;

@@ -24,7 +24,7 @@ void migrator_set_limits(struct migrator *m, uint64_t rate_limit_mb_s, uint64_t 
 void migrator_set_call_rate(struct migrator *m, uint64_t calls_per_s);
 /* Runs all jobs on the workers and returns when every one is done (the results are in
  * the jobs). Jobs of one process may run at the same time on several workers
- * (migrate_job_split): move_pages(2) takes the process's mmap lock for reading only,
+ * (job_split): move_pages(2) takes the process's mmap lock for reading only,
  * per address. Not reentrant: -EBUSY while another run is under way. */
 int migrator_run(struct migrator *m, struct migrate_job *jobs, size_t n_jobs);
 /* While migrator_run() waits, it calls should_stop(ctx) every 100 ms on the caller's

@@ -216,7 +216,7 @@ static int read_policies(struct check_job *cj, pid_t pid, struct numa_maps **ret
 
         /* A chunk at a time, no file names (lib/proc-lines.h: every worker may be
          * reading one at once), through the reader (tenant-files.h). */
-        r = tenant_numa_maps(cj->run->reader, &tp, ret);
+        r = tenant_files_numa_maps(cj->run->reader, &tp, ret);
         if (r < 0)
                 return r;
         cj->policy_read_end_ns = clock_now_ns(CLOCK_MONOTONIC);
@@ -266,8 +266,8 @@ static int check_thread_policy(struct check_job *cj, struct check_state *st, con
 
         if (!job->thread_policy)
                 return 0;
-        r = thread_policies_allow(cj->run->proc_root, job->pid, mems, &cj->run->with_memory,
-                                  cj->run->policy_rules, (unsigned) job->target_node);
+        r = thread_policy_allow(cj->run->proc_root, job->pid, mems, &cj->run->with_memory,
+                                cj->run->policy_rules, (unsigned) job->target_node);
         if (r > 0)
                 return 0;
         *ret_stop = r == -ESRCH ? &move_stop_exited : r < 0 ? &move_stop_unreadable : &move_stop_thread_policy;
@@ -288,9 +288,9 @@ static int check_locked(struct check_job *cj, struct check_state *st, const stru
 
         if (cj->run->move_mlocked || st->creds.status.vm_lck_kb == 0)
                 return 0;
-        r = tenant_smaps_locked(cj->run->reader, &tp, &starts, &n);
+        r = tenant_files_smaps_locked(cj->run->reader, &tp, &starts, &n);
         if (r >= 0 && n)
-                r = tenant_maps(cj->run->reader, &tp, &ranges, &n_ranges);
+                r = tenant_files_maps(cj->run->reader, &tp, &ranges, &n_ranges);
         if (r < 0) {
                 *ret_stop = r == -ESRCH ? &move_stop_exited : &move_stop_unreadable;
                 return r == -ENOMEM ? r : -ESTALE;
@@ -386,7 +386,7 @@ int move_check_prepare(const struct move_check_env *env, struct migrate_job *job
                         .run = &c->run,
                         .layout = p->layout,
                         .owner = p->cg ? p->cg->turn_uid : 0,
-                        .deadline_ms = tenant_read_deadline_ms(p->rss_kb * UINT64_C(1024)),
+                        .deadline_ms = tenant_reader_deadline_ms(p->rss_kb * UINT64_C(1024)),
                 };
                 jobs[q].may_move = move_check_job;
                 jobs[q].may_move_ctx = &c->jobs[q];

@@ -24,23 +24,23 @@ struct page_sampler {
         struct sample_replay *replay;  /* pmu = replay; neither: the BPF program's */
 #if HAVE_BPF
         struct memsample *ms;
-        struct sample_slots watch; /* the processes in its watch map, shared among owners */
+        struct sample_quota_slots watch; /* the processes in its watch map, shared among owners */
 #endif
 };
 
 #if HAVE_BPF
 /* The watch map is the BPF program's; which processes are in it is the daemon's
- * choice, made per owner (sample_slots). */
+ * choice, made per owner (sample_quota_slots). */
 static int hold_watch(void *userdata, uint32_t id, bool on) {
         struct page_sampler *s = userdata;
 
-        return on ? memsample_watch(s->ms, (pid_t) id) : memsample_unwatch(s->ms, (pid_t) id);
+        return on ? memsample_loader_watch(s->ms, (pid_t) id) : memsample_loader_unwatch(s->ms, (pid_t) id);
 }
 #endif
 
 const char *page_sampler_name(const struct page_sampler *s) { return s ? s->name : NULL; }
 
-const char *page_sampler_chain(const struct placement_source *placement, const struct page_sampler *s) {
+const char *page_sampler_chain(const struct node_time_source *placement, const struct page_sampler *s) {
         bool bpf = placement && strcmp(placement->name, "bpf") == 0;
         if (s && s->sw)
                 return bpf ? "software+bpf" : "software+proc";
@@ -51,12 +51,12 @@ const char *page_sampler_chain(const struct placement_source *placement, const s
         return bpf ? "bpf" : "proc";
 }
 
-static const char *scheduler_part(const struct placement_source *placement) {
+static const char *scheduler_part(const struct node_time_source *placement) {
         return strcmp(placement->name, "bpf") == 0 ? "BPF scheduler" : "/proc";
 }
 
 /* The chain without page-level sampling, and why. */
-static void log_chain_without(const struct placement_source *placement, const char *why, int r) {
+static void log_chain_without(const struct node_time_source *placement, const char *why, int r) {
         if (r < 0)
                 log_full_errno(LOG_LVL_INFO, r, "Sampling chain: %s only: page-level sampling off: %s: %m%s",
                                scheduler_part(placement), why, r == -EPERM || r == -EACCES ?
@@ -67,7 +67,7 @@ static void log_chain_without(const struct placement_source *placement, const ch
 
 /* pmu = replay (sample-replay.h): a test feature; a file that cannot be opened is an error. */
 static int replay_choose(const struct nb_config *cfg, const struct topology *t,
-                         const struct placement_source *placement, struct page_sampler **ret) {
+                         const struct node_time_source *placement, struct page_sampler **ret) {
         struct page_sampler *s = calloc(1, sizeof(*s));
         int r;
 
@@ -90,7 +90,7 @@ static int replay_choose(const struct nb_config *cfg, const struct topology *t,
  * self-check first (sw-sampler.h); refused with the reason said. Under an emulator the
  * refusal is expected in auto mode: said as information, not as a warning. */
 static int software_choose(const struct nb_config *cfg, const char *proc_root, const struct topology *t,
-                           const struct placement_source *placement, const char *no_pmu,
+                           const struct node_time_source *placement, const char *no_pmu,
                            struct page_sampler **ret) {
         struct sample_check c = {};
         struct page_sampler *s = calloc(1, sizeof(*s));
@@ -132,7 +132,7 @@ static int software_choose(const struct nb_config *cfg, const char *proc_root, c
 
 /* pmu = auto found no PMU it can use (why): software sampling, else none. */
 static int no_pmu(const struct nb_config *cfg, const char *proc_root, const struct topology *t,
-                  const struct placement_source *placement, const char *why, struct page_sampler **ret) {
+                  const struct node_time_source *placement, const char *why, struct page_sampler **ret) {
         if (cfg->pmu == PMU_MODE_AUTO)
                 return software_choose(cfg, proc_root, t, placement, why, ret);
         log_chain_without(placement, why, 0);
@@ -145,7 +145,7 @@ void page_sampler_set_reader(struct page_sampler *s, struct tenant_reader *reade
 }
 
 int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, const char *sys_root,
-                        const struct topology *t, const struct placement_source *placement,
+                        const struct topology *t, const struct node_time_source *placement,
                         struct page_sampler **ret) {
         struct perf_event_attr attr;
         struct pmu_info p = { .kind = PMU_NONE, .type = -1 };
@@ -164,7 +164,7 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                 return replay_choose(cfg, t, placement, ret);
         if (cfg->pmu == PMU_MODE_PAGE_FAULTS) {
 #if HAVE_BPF
-                memsample_attr_page_faults(&attr, 1);
+                memsample_loader_attr_page_faults(&attr, 1);
 #endif
                 name = "page-faults";
         } else {
@@ -190,7 +190,7 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                 if (!s)
                         return -ENOMEM;
                 snprintf(s->name, sizeof(s->name), "%s", name);
-                r = memsample_new(t, &attr, &s->ms, &why);
+                r = memsample_loader_new(t, &attr, &s->ms, &why);
                 /* Not software instead: what keeps the PMU's events from opening (the
                  * capabilities) keeps the software source's on other processes too. */
                 if (r < 0) {
@@ -199,8 +199,8 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
                         log_chain_without(placement, buf, r);
                         return 0;
                 }
-                sample_slots_init(&s->watch, MEMSAMPLE_MAX_WATCHED, hold_watch, s);
-                memsample_set_roots(s->ms, proc_root, cfg->cgroup_root);
+                sample_quota_slots_init(&s->watch, MEMSAMPLE_MAX_WATCHED, hold_watch, s);
+                memsample_loader_set_roots(s->ms, proc_root, cfg->cgroup_root);
                 if (cfg->pmu == PMU_MODE_PAGE_FAULTS)
                         log_info("Sampling chain: page faults (every fault, [sample] pmu = page-faults: first "
                                  "touches only, for tests) + %s", scheduler_part(placement));
@@ -222,7 +222,7 @@ int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, cons
 int page_sampler_arm(struct page_sampler *s, bool on) {
 #if HAVE_BPF
         if (s->ms)
-                return memsample_arm(s->ms, on);
+                return memsample_loader_arm(s->ms, on);
 #endif
         (void) s;
         (void) on;
@@ -234,7 +234,7 @@ int page_sampler_watch(struct page_sampler *s, pid_t pid, uid_t owner) {
                 return 0;          /* sampled once it spans nodes (page_sampler_span) */
 #if HAVE_BPF
         {
-                int r = sample_slots_ask(&s->watch, (uint32_t) pid, owner, clock_now_ms());
+                int r = sample_quota_slots_ask(&s->watch, (uint32_t) pid, owner, clock_now_ms());
                 if (r == 0)
                         log_debug("pid=%d: not watched for now: uid %u holds its share of %" PRIu64 " of the %d "
                                   "processes watched", (int) pid, (unsigned) owner,
@@ -268,7 +268,7 @@ void page_sampler_unwatch(struct page_sampler *s, pid_t pid) {
                 return;
         }
 #if HAVE_BPF
-        sample_slots_forget(&s->watch, (uint32_t) pid, clock_now_ms());
+        sample_quota_slots_forget(&s->watch, (uint32_t) pid, clock_now_ms());
 #else
         (void) s;
         (void) pid;
@@ -297,7 +297,7 @@ int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata
         if (s->replay)
                 return sample_replay_drain(s->replay, fn, userdata);
 #if HAVE_BPF
-        return memsample_drain_all(s->ms, fn, userdata);
+        return memsample_loader_drain_all(s->ms, fn, userdata);
 #else
         (void) s;
         (void) fn;
@@ -313,8 +313,8 @@ void page_sampler_free(struct page_sampler *s) {
         sample_replay_free(s->replay);
 #if HAVE_BPF
         if (s->ms)
-                sample_slots_done(&s->watch);
-        memsample_free(s->ms);
+                sample_quota_slots_done(&s->watch);
+        memsample_loader_free(s->ms);
 #endif
         free(s);
 }

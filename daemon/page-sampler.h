@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "config.h"
-#include "placement.h"
+#include "node-time.h"
 #include "sample-quota.h"
 #include "topology.h"
 
@@ -20,7 +20,7 @@ struct page_sampler;
  * Returns 0 with *ret NULL when page-level sampling is off (not an error: the chain
  * says why), or a sampler (page_sampler_free()). */
 int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, const char *sys_root,
-                        const struct topology *t, const struct placement_source *placement,
+                        const struct topology *t, const struct node_time_source *placement,
                         struct page_sampler **ret);
 /* "intel-pebs", "amd-ibs", "page-faults", "software". */
 const char *page_sampler_name(const struct page_sampler *s);
@@ -56,4 +56,4 @@ void page_sampler_set_reader(struct page_sampler *s, struct tenant_reader *reade
 
 /* The chain as status shows it: "pmu+bpf", "pmu+proc", "software+bpf", "software+proc",
  * "bpf" or "proc". */
-const char *page_sampler_chain(const struct placement_source *placement, const struct page_sampler *s);
+const char *page_sampler_chain(const struct node_time_source *placement, const struct page_sampler *s);

@@ -61,7 +61,7 @@ const char *placer_undo_name(enum placer_undo u) {
         return (unsigned) u < _PLACER_UNDO_MAX ? undo_names[u] : "?";
 }
 
-void proc_place_free(struct proc_place *pp) {
+void placer_proc_free(struct proc_place *pp) {
         if (!pp)
                 return;
         thread_load_done(&pp->tl);
@@ -101,7 +101,7 @@ void placer_free(struct placer *pl) {
         if (!pl)
                 return;
         affinity_keeper_free(pl->keeper);
-        cpu_load_done(&pl->cl);
+        thread_load_cpu_done(&pl->cl);
         thread_load_done(&pl->own);
         free(pl);
 }
@@ -139,7 +139,7 @@ static void cgroup_cpus(const char *root, const char *path, const struct topolog
 
                 if (asprintf(&file, "%s/cpuset.cpus.effective", dir) < 0)
                         return;
-                if (read_file_at(AT_FDCWD, file, 65536, &buf, &len) == 0) {
+                if (parse_read_file_at(AT_FDCWD, file, 65536, &buf, &len) == 0) {
                         buf[strcspn(buf, "\n")] = '\0';
                         if (cpumask_parse(buf, &m) == 0 && cpumask_weight(&m) > 0) {
                                 cpumask_and(ret, &m, &t->online_cpus);
@@ -696,7 +696,7 @@ void placer_round(struct placer *pl, const struct placer_env *env, struct proc_r
         if (!busy || !nodes)
                 return;
         pl->counters.rounds++;
-        window = cpu_load_read(env->proc_root, env->topo, &pl->cl, clock_now_ns(CLOCK_MONOTONIC), busy);
+        window = thread_load_cpu_read(env->proc_root, env->topo, &pl->cl, clock_now_ns(CLOCK_MONOTONIC), busy);
         if (gather(pl, env, procs, tick, now_ms, &rd) < 0) {
                 (void) affinity_commit(pl->keeper);    /* what the opt-outs changed */
                 round_done(&rd);

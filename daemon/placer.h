@@ -62,7 +62,7 @@ struct proc_place {
         uint64_t denied_until_ms;  /* not-permitted: not decided before this (0: never refused) */
         uint64_t denied_backoff_ms; /* the last back-off, doubled at each refusal in a row */
 };
-void proc_place_free(struct proc_place *pp);
+void placer_proc_free(struct proc_place *pp);
 
 /* Why a placement was undone (numabalanced_placements_undone_total{why}). */
 enum placer_undo {

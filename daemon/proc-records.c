@@ -122,14 +122,14 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
                 close(p->pidfd);
                 r->n_pidfds--;
         }
-        placement_state_done(&p->pl);
+        node_time_state_done(&p->pl);
         page_agg_free(p->seen);
         free(p->mapped);
         free(p->slow);
         free(p->moved.hist);
         free(p->node_bytes);
         free(p->stuck_away);
-        proc_place_free(p->place);
+        placer_proc_free(p->place);
         proc_records_drop_huge(p);
         free(p);
 }

@@ -19,7 +19,7 @@
 #include "damon-pages.h"
 #include "page-agg.h"
 #include "topology.h"
-#include "placement.h"
+#include "node-time.h"
 #include "plan.h"
 
 /* Address ranges kept per process for its page samples (proc_records_set_mapped), at
@@ -68,7 +68,7 @@ struct proc_rec {
         int pidfd;                 /* -1 unless it is being balanced (proc_records_update_pidfd) */
         char comm[64];
         struct cg_rec *cg;         /* valid for the current tick */
-        struct placement_state pl;
+        struct node_time_state pl;
         struct scan_schedule sched;  /* written by scan.c only */
         struct proc_moves moved;     /* written by jobs.c only */
         bool exited;               /* its pidfd said so at the start of this tick */

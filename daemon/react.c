@@ -141,7 +141,7 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 }
 
 void react_watch_events(struct react *r, sd_event *e) {
-        const struct placement_source *src = r->env.source;
+        const struct node_time_source *src = r->env.source;
         int fd, k = 0;
 
         if (!src->events_fd || !src->events_consume)

@@ -28,7 +28,7 @@ struct react_env {
         const struct nb_config *cfg;     /* react_ms, scan_min_ms */
         const char *proc_root;
         const struct topology *topo;
-        const struct placement_source *source;
+        const struct node_time_source *source;
         struct proc_records *procs;
         struct cost_ledger *cost;        /* a restarted window's read, charged to its process */
         struct counters *counters;       /* node_events, react_scans; tick: the last tick's */

@@ -423,7 +423,7 @@ static void put_locality(struct json *j, const struct manager_view *v, const uin
 static const char *proc_mode(const struct manager_view *v, const struct proc_rec *p) {
         if (!p->cg)
                 return NULL;
-        return cg_mode_name(cg_mode_shown(p->cg->mode, v->opts->dry_run));
+        return config_cg_mode_name(cg_mode_shown(p->cg->mode, v->opts->dry_run));
 }
 
 /* The processes of list, grouped by cgroup record (and by pid within one), so that a
@@ -470,7 +470,7 @@ static void put_list_cgroup(struct json *j, const struct manager_view *v, const 
         json_object_begin(j);
         json_key(j, "path"); json_string(j, c->path);
         json_key(j, "active"); json_bool(j, c->seen);
-        json_key(j, "mode"); json_string(j, cg_mode_name(c->mode));
+        json_key(j, "mode"); json_string(j, config_cg_mode_name(c->mode));
         json_key(j, "source"); json_string(j, source_name(c->source));
         json_key(j, "owner_uid"); json_u64(j, c->owner);
         json_key(j, "processes"); json_u64(j, c->seen ? c->n_procs : 0);
@@ -696,7 +696,7 @@ static void put_cursor(struct page *pg) {
         if (!pg->full)
                 return;
         json_key(pg->j, CONTROL_KEY_NEXT);
-        if (control_cursor_format(pg->section, pg->key_path, pg->key_pid, next, sizeof(next)) < 0)
+        if (control_request_cursor_format(pg->section, pg->key_path, pg->key_pid, next, sizeof(next)) < 0)
                 json_null(pg->j);
         else
                 json_string(pg->j, next);
@@ -1257,7 +1257,7 @@ static int explain_cgroup_body(const struct manager_view *v, uid_t uid, const ch
         rule = s.source == CG_FROM_CONFIG ? config_rule_of(v->cfg, path) : NULL;
         json_key(j, CONTROL_KEY_WHY); json_string(j, why);
         json_key(j, "explanation"); json_string(j, text);
-        json_key(j, "mode"); json_string(j, cg_mode_is_set(s.mode) ? cg_mode_name(s.mode) : NULL);
+        json_key(j, "mode"); json_string(j, cg_mode_is_set(s.mode) ? config_cg_mode_name(s.mode) : NULL);
         json_key(j, "mode_source"); json_string(j, cg_mode_is_set(s.mode) ? source_name(s.source) : NULL);
         json_key(j, "config_rule"); json_string(j, rule);
         json_key(j, "covers_uid");

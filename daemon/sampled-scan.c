@@ -114,12 +114,12 @@ static bool placement_unchanged(const struct scan_env *env, struct proc_rec *p) 
                 .proc_root = env->proc_root,
                 .pid = p->pid,
                 .owner = p->cg ? p->cg->turn_uid : 0,
-                .deadline_ms = tenant_read_deadline_ms(p->rss_kb * UINT64_C(1024)),
+                .deadline_ms = tenant_reader_deadline_ms(p->rss_kb * UINT64_C(1024)),
         };
         size_t n_ranges = 0;
 
         /* Whatever kept maps from being read, numa_maps is read (and met the same way). */
-        if (!est || tenant_maps(env->reader, &tp, &ranges, &n_ranges) < 0)
+        if (!est || tenant_files_maps(env->reader, &tp, &ranges, &n_ranges) < 0)
                 return false;
         for (size_t i = 0; i < p->n_huge; i++) {
                 const struct huge_vma *h = &p->huge[i];

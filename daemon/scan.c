@@ -53,13 +53,13 @@ static void schedule_next(const struct scan_env *env, struct proc_rec *p, uint64
 
 /* CPU time of p's threads per node since its last scan, into cpu. Returns 1, or 0 at
  * first sight (the source has a baseline only: cpu then says where the threads are
- * now, placement.h, rather than wait a whole tick), or -errno. */
+ * now, node-time.h, rather than wait a whole tick), or -errno. */
 static int sample_cpu(const struct scan_env *env, struct proc_rec *p, uint64_t *cpu) {
         int primed = env->source->sample(env->source, env->proc_root, p->pid, env->topo, &p->pl, cpu);
         int r;
 
         if (primed == 0) {
-                r = placement_first_estimate(env->proc_root, p->pid, env->topo, cpu);
+                r = node_time_first_estimate(env->proc_root, p->pid, env->topo, cpu);
                 if (r < 0)
                         return r;
         }
@@ -146,13 +146,13 @@ static int read_layout(const struct scan_env *env, const struct proc_rec *p, con
         size_t n_ranges = 0;
         int r;
 
-        r = tenant_numa_maps(env->reader, tp, &maps);
+        r = tenant_files_numa_maps(env->reader, tp, &maps);
         if (r < 0)
                 return unreadable(p, "numa_maps", r);
         if (maps->n_bad_lines)
                 log_debug("pid=%d: %u numa_maps line(s) did not parse (first: %u), ignoring", (int) tp->pid,
                           maps->n_bad_lines, maps->bad_lines[0]);
-        r = tenant_maps(env->reader, tp, &ranges, &n_ranges);
+        r = tenant_files_maps(env->reader, tp, &ranges, &n_ranges);
         if (r < 0)
                 return unreadable(p, "maps", r);
         ends = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*ends));
@@ -172,8 +172,8 @@ static int read_thread_policies(const struct scan_env *env, struct proc_rec *p, 
         int r;
 
         if (status->threads <= 1)
-                return thread_policies_single(maps, ret);
-        r = thread_policies_read(env->proc_root, p->pid, maps, ret);
+                return thread_policy_single(maps, ret);
+        r = thread_policy_read(env->proc_root, p->pid, maps, ret);
         if (r < 0)
                 return r;
         if (ret->unknown)
@@ -194,7 +194,7 @@ static int read_locked(const struct scan_env *env, const struct proc_rec *p, con
         *ret = NULL;
         if (status->vm_lck_kb == 0 || env->cfg->move_mlocked)
                 return 0;
-        r = tenant_smaps_locked(env->reader, tp, &starts, &n);
+        r = tenant_files_smaps_locked(env->reader, tp, &starts, &n);
         if (r < 0)
                 return unreadable(p, "smaps", r);
         locked = calloc(maps->n_vmas ? maps->n_vmas : 1, sizeof(*locked));
@@ -228,7 +228,7 @@ struct reading {
 static void reading_done(struct reading *rd) {
         numa_maps_free(rd->maps);
         free(rd->ends);
-        thread_policies_done(&rd->threads);
+        thread_policy_done(&rd->threads);
         free(rd->locked);
 }
 
@@ -238,7 +238,7 @@ static int read_process(const struct scan_env *env, struct proc_rec *p, const st
                 .proc_root = env->proc_root,
                 .pid = p->pid,
                 .owner = p->cg ? p->cg->turn_uid : 0,
-                .deadline_ms = tenant_read_deadline_ms(status->vm_rss_kb * UINT64_C(1024)),
+                .deadline_ms = tenant_reader_deadline_ms(status->vm_rss_kb * UINT64_C(1024)),
         };
         int r;
 
@@ -451,7 +451,7 @@ static nb_nodemask keep_before(const struct scan_env *env, struct proc_rec *p, c
                 if (!nodemask_test(now, (unsigned) n))
                         nodemask_set(&quiet, (unsigned) n);
         if (nodemask_empty(&quiet) ||
-            placement_confined_nodes(env->proc_root, p->pid, env->topo, CONFINED_THREADS_MAX, &confined) < 0)
+            node_time_confined_nodes(env->proc_root, p->pid, env->topo, CONFINED_THREADS_MAX, &confined) < 0)
                 return (nb_nodemask) {};
         nodemask_and(&quiet, &quiet, &confined);
         NODEMASK_FOREACH(n, &quiet)

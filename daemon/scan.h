@@ -40,7 +40,7 @@ struct scan_env {
         const struct nb_config *cfg;
         const struct topology *topo;
         const char *proc_root;
-        const struct placement_source *source;
+        const struct node_time_source *source;
         struct page_sampler *pages;  /* page-level sampling, NULL: off */
         bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */
         uint64_t *promote_left;      /* the tick's promotion budget, bytes (plan.h, rule 7), updated */

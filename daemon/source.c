@@ -18,19 +18,19 @@ static const char *hint(int r) {
 #endif
 
 int source_choose(enum sample_source want, const struct topology *t,
-                            const struct placement_source **ret) {
+                            const struct node_time_source **ret) {
         if (want == SOURCE_PROC) {
                 log_info("Sampling where threads run from /proc (source proc): [sample] source = proc");
-                *ret = &placement_source_proc;
+                *ret = &node_time_source_proc;
                 return 0;
         }
 #if HAVE_BPF
-        const struct placement_source *s = NULL;
+        const struct node_time_source *s = NULL;
         const char *why = "unknown";
-        int r = placement_bpf_new(t, log_get_max_level() >= LOG_LVL_DEBUG, &s, &why);
+        int r = sched_loader_new(t, log_get_max_level() >= LOG_LVL_DEBUG, &s, &why);
         if (r >= 0) {
                 log_info("Sampling where threads run with BPF on %s (source bpf, program id %d)",
-                         placement_bpf_attach_point(s), placement_bpf_prog_id(s));
+                         sched_loader_attach_point(s), sched_loader_prog_id(s));
                 *ret = s;
                 return 0;
         }
@@ -42,6 +42,6 @@ int source_choose(enum sample_source want, const struct topology *t,
                 return log_error_errno(-EOPNOTSUPP, "[sample] source = bpf, but numabalanced was built without BPF (-Dbpf)");
         log_notice("Sampling where threads run from /proc (source proc): built without BPF (-Dbpf)");
 #endif
-        *ret = &placement_source_proc;
+        *ret = &node_time_source_proc;
         return 0;
 }

@@ -3,12 +3,12 @@
 #pragma once
 #include <stdbool.h>
 #include "config.h"
-#include "placement.h"
+#include "node-time.h"
 #include "topology.h"
 
 /* want: [sample] source. SOURCE_AUTO tries BPF and falls back to /proc; SOURCE_BPF
  * makes a missing BPF an error; SOURCE_PROC does not try BPF. Logs one line naming the
- * source in use and why. Returns 0 with *ret (release it with placement_source_free()),
+ * source in use and why. Returns 0 with *ret (release it with node_time_source_free()),
  * or -errno when want is SOURCE_BPF and BPF cannot be used (logged). */
 int source_choose(enum sample_source want, const struct topology *t,
-                  const struct placement_source **ret);
+                  const struct node_time_source **ret);

@@ -172,6 +172,6 @@ int state_dir_read(const char *path, size_t max, unsigned flags, char **ret, siz
 
         if (fd < 0)
                 return fd;
-        /* read_fd_all() refuses a file of max_size bytes or more. */
-        return read_fd_all(fd, max + 1, ret, ret_len);
+        /* parse_read_fd_all() refuses a file of max_size bytes or more. */
+        return parse_read_fd_all(fd, max + 1, ret, ret_len);
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 #include "caps.h"
 #include "clock.h"
-#include "insn-addr.h"
+#include "insn-decoder.h"
 #include "tenant-files.h"
 #include "cleanup.h"
 #include "log.h"
@@ -15,7 +15,7 @@
 #include "proc.h"
 #include "sample-quota.h"
 #include "sw-sampler.h"
-#include "task-sample.h"
+#include "task-sampler.h"
 
 /* The self-check at start: long enough for a few hundred decoded addresses per thread
  * on a real CPU (about 2,000 measured on this project's 2-core host), short enough not
@@ -373,7 +373,7 @@ void sw_sampler_set_reader(struct sw_sampler *s, struct tenant_reader *reader) {
 }
 
 /* A sample's code bytes, read now through the reader (by pid, re-checked after the
- * read: task-sample.h), queued for the decoding thread. A process no longer sampled
+ * read: task-sampler.h), queued for the decoding thread. A process no longer sampled
  * is not read. */
 static void on_sample(void *userdata, const struct task_sample *t) {
         struct drain_ctx *c = userdata;
@@ -386,8 +386,8 @@ static void on_sample(void *userdata, const struct task_sample *t) {
         if (i < 0)
                 return;
         tp.owner = s->spanning[i].owner;
-        n = tenant_code(s->reader, &tp, t->ip, it->code);
-        if (n > 0 && task_sample_exited(t))
+        n = tenant_files_code(s->reader, &tp, t->ip, it->code);
+        if (n > 0 && task_sampler_exited(t))
                 n = -ESRCH;
         if (n <= 0)
                 return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The software page-level source ([sample] pmu = software): the threads of processes
- * whose threads span nodes, sampled by lib/task-sample, each sample's data address
- * decoded by lib/insn-addr, counted for the node of the CPU the sample was taken on.
+ * whose threads span nodes, sampled by lib/task-sampler, each sample's data address
+ * decoded by lib/insn-decoder, counted for the node of the CPU the sample was taken on.
  * daemon/page-sampler.c wraps it as a page_sampler; this is its whole interface.
  *
  * Only processes whose threads ran on more than one node in their last scan window are
@@ -17,7 +17,7 @@
  * stack pointer are dropped: a thread's stack and its locals are its own.
  *
  * The code bytes are read at the drain, by pid, and kept only when the sampled process
- * had not exited by the end of the read (task_sample_code_of). They are decoded on a
+ * had not exited by the end of the read (task_sampler_code_of). They are decoded on a
  * thread that holds no capability (daemon/caps.h, caps_drop_thread), started for each
  * batch of DECODE_BATCH samples: Capstone parses bytes tenants wrote. */
 #pragma once

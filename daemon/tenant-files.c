@@ -9,7 +9,7 @@
 #include "cleanup.h"
 #include "proc.h"
 #include "smaps.h"
-#include "task-sample.h"
+#include "task-sampler.h"
 #include "tenant-files.h"
 
 /* The inputs are copied: a call that overruns outlives its caller's strings. */
@@ -80,7 +80,7 @@ static void take_numa_maps(struct file_call *f, void *ret) {
         *(struct numa_maps **) ret = TAKE_PTR(f->maps);
 }
 
-int tenant_numa_maps(struct tenant_reader *tr, const struct tenant_proc *p, struct numa_maps **ret) {
+int tenant_files_numa_maps(struct tenant_reader *tr, const struct tenant_proc *p, struct numa_maps **ret) {
         struct file_call *f = file_call_new(p, read_numa_maps);
 
         return f ? call(tr, f, take_numa_maps, ret) : -ENOMEM;
@@ -114,14 +114,14 @@ static void take_array(struct file_call *f, void *ret) {
         *a->n = f->n;
 }
 
-int tenant_maps(struct tenant_reader *tr, const struct tenant_proc *p, struct vma_range **ret, size_t *ret_n) {
+int tenant_files_maps(struct tenant_reader *tr, const struct tenant_proc *p, struct vma_range **ret, size_t *ret_n) {
         struct file_call *f = file_call_new(p, read_maps);
         struct array_ret a = { (void **) ret, ret_n };
 
         return f ? call(tr, f, take_array, &a) : -ENOMEM;
 }
 
-int tenant_smaps_locked(struct tenant_reader *tr, const struct tenant_proc *p, uint64_t **ret, size_t *ret_n) {
+int tenant_files_smaps_locked(struct tenant_reader *tr, const struct tenant_proc *p, uint64_t **ret, size_t *ret_n) {
         struct file_call *f = file_call_new(p, read_smaps_locked);
         struct array_ret a = { (void **) ret, ret_n };
 
@@ -129,7 +129,7 @@ int tenant_smaps_locked(struct tenant_reader *tr, const struct tenant_proc *p, u
 }
 
 static int read_code(struct file_call *f) {
-        return task_sample_code(f->pid, f->ip, f->code);
+        return task_sampler_code(f->pid, f->ip, f->code);
 }
 
 struct code_ret {
@@ -140,7 +140,7 @@ static void take_code(struct file_call *f, void *ret) {
         memcpy(((struct code_ret *) ret)->code, f->code, INSN_CODE_LEN);
 }
 
-int tenant_code(struct tenant_reader *tr, const struct tenant_proc *p, uint64_t ip, uint8_t code[INSN_CODE_LEN]) {
+int tenant_files_code(struct tenant_reader *tr, const struct tenant_proc *p, uint64_t ip, uint8_t code[INSN_CODE_LEN]) {
         struct file_call *f = file_call_new(p, read_code);
         struct code_ret c = { code };
 

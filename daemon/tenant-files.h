@@ -8,7 +8,7 @@
 #pragma once
 #include <stdint.h>
 #include <sys/types.h>
-#include "insn-addr.h"
+#include "insn-decoder.h"
 #include "maps.h"
 #include "numa_maps.h"
 #include "tenant-reader.h"
@@ -17,11 +17,11 @@ struct tenant_proc {
         const char *proc_root;
         pid_t pid;
         uid_t owner;            /* the uid whose opt-in covers the process */
-        unsigned deadline_ms;   /* tenant_read_deadline_ms() of its resident size; 0: the default */
+        unsigned deadline_ms;   /* tenant_reader_deadline_ms() of its resident size; 0: the default */
 };
 
-int tenant_numa_maps(struct tenant_reader *tr, const struct tenant_proc *p, struct numa_maps **ret);
-int tenant_maps(struct tenant_reader *tr, const struct tenant_proc *p, struct vma_range **ret, size_t *ret_n);
-int tenant_smaps_locked(struct tenant_reader *tr, const struct tenant_proc *p, uint64_t **ret, size_t *ret_n);
-/* task_sample_code() through the reader: up to INSN_CODE_LEN bytes before ip. */
-int tenant_code(struct tenant_reader *tr, const struct tenant_proc *p, uint64_t ip, uint8_t code[INSN_CODE_LEN]);
+int tenant_files_numa_maps(struct tenant_reader *tr, const struct tenant_proc *p, struct numa_maps **ret);
+int tenant_files_maps(struct tenant_reader *tr, const struct tenant_proc *p, struct vma_range **ret, size_t *ret_n);
+int tenant_files_smaps_locked(struct tenant_reader *tr, const struct tenant_proc *p, uint64_t **ret, size_t *ret_n);
+/* task_sampler_code() through the reader: up to INSN_CODE_LEN bytes before ip. */
+int tenant_files_code(struct tenant_reader *tr, const struct tenant_proc *p, uint64_t ip, uint8_t code[INSN_CODE_LEN]);

@@ -41,7 +41,7 @@ struct tenant_reader {
         void *serve_userdata;
 };
 
-unsigned tenant_read_deadline_ms(uint64_t resident_bytes) {
+unsigned tenant_reader_deadline_ms(uint64_t resident_bytes) {
         uint64_t ms = TENANT_READ_DEADLINE_MS + resident_bytes / (DEADLINE_BYTES_PER_S / 1000);
 
         return ms < TENANT_READ_DEADLINE_MAX_MS ? (unsigned) ms : TENANT_READ_DEADLINE_MAX_MS;

@@ -21,12 +21,12 @@
 /* How long a caller waits for one read: the numa_maps and smaps of a big process take
  * long to read honestly (a walk of its page tables: 41 ms for 4 GiB of 4 KiB pages,
  * measured on a 2-core EPYC VM), so the deadline grows with what it has resident, about
- * six times that rate, within bounds (tenant_read_deadline_ms). */
+ * six times that rate, within bounds (tenant_reader_deadline_ms). */
 #define TENANT_READ_DEADLINE_MS 2000u
 #define TENANT_READ_DEADLINE_MAX_MS 10000u
 
 /* The deadline for reading the files of a process with resident_bytes resident. */
-unsigned tenant_read_deadline_ms(uint64_t resident_bytes);
+unsigned tenant_reader_deadline_ms(uint64_t resident_bytes);
 
 /* One read: embed it in a struct holding the read's inputs and outputs. */
 struct tenant_call {

@@ -36,9 +36,9 @@ enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, s
         if (cg_mode_is_set(from_config)) {
                 m = from_config;
                 src = CG_FROM_CONFIG;
-        } else if (trusted && cg_mode_parse(trusted, trusted_len, &m) >= 0)
+        } else if (trusted && config_cg_mode_parse(trusted, trusted_len, &m) >= 0)
                 src = CG_FROM_TRUSTED;
-        else if (user && user_counts && cg_mode_parse(user, user_len, &m) >= 0)
+        else if (user && user_counts && config_cg_mode_parse(user, user_len, &m) >= 0)
                 src = CG_FROM_USER;
         else
                 m = CG_MODE_UNSET;
@@ -313,7 +313,7 @@ static int check_value(struct walk *w, const char *path, const char *xattr, int 
                 return add_invalid(w, path, xattr, v, len, "not owned by the subtree's owner");
         if (r == -EFBIG)
                 return add_invalid(w, path, xattr, v, len, "too long");
-        if (cg_mode_parse(v, len, &m) < 0)
+        if (config_cg_mode_parse(v, len, &m) < 0)
                 return add_invalid(w, path, xattr, v, len, "unknown value");
         *ret_valid = true;
         return 0;
@@ -812,7 +812,7 @@ int cgroup_read_memory_current(const char *root, const char *path, uint64_t *ret
                 return -EINVAL;
         if (asprintf(&file, "%s%s/memory.current", root, strcmp(path, "/") == 0 ? "" : path) < 0)
                 return -ENOMEM;
-        r = read_file_at(AT_FDCWD, file, 64, &buf, &len);
+        r = parse_read_file_at(AT_FDCWD, file, 64, &buf, &len);
         if (r < 0)
                 return r;
         while (len > 0 && buf[len - 1] == '\n')
@@ -830,7 +830,7 @@ int cgroup_read_cpu_usage(const char *root, const char *path, uint64_t *ret_usec
                 return -EINVAL;
         if (asprintf(&file, "%s%s/cpu.stat", root, strcmp(path, "/") == 0 ? "" : path) < 0)
                 return -ENOMEM;
-        r = read_file_at(AT_FDCWD, file, 4096, &buf, &len);
+        r = parse_read_file_at(AT_FDCWD, file, 4096, &buf, &len);
         if (r < 0)
                 return r;
         /* "usage_usec N" is its first line; looked for anywhere, one line at a time. */
@@ -856,7 +856,7 @@ int cgroup_read_procs(const char *root, const char *path, pid_t **ret, size_t *r
                 return -EINVAL;
         if (asprintf(&file, "%s%s/cgroup.procs", root, strcmp(path, "/") == 0 ? "" : path) < 0)
                 return -ENOMEM;
-        r = read_file_at(AT_FDCWD, file, PROCS_FILE_MAX, &buf, &len);
+        r = parse_read_file_at(AT_FDCWD, file, PROCS_FILE_MAX, &buf, &len);
         if (r < 0)
                 return log_debug_errno(r, "cgroup: cannot read %s: %m", file);
 

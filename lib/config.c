@@ -401,7 +401,7 @@ static int parse_cgroups_field(const struct conf_key *k, const char *value, void
                         r = -EINVAL;
                         goto fail;
                 }
-                if (cg_mode_parse(eq + 1, (size_t) (p - eq - 1), &mode) < 0) {
+                if (config_cg_mode_parse(eq + 1, (size_t) (p - eq - 1), &mode) < 0) {
                         snprintf(problem, size, "%s: unknown mode", quote(item, q, sizeof(q)));
                         r = -EINVAL;
                         goto fail;
@@ -1181,7 +1181,7 @@ static int rules_check_twice(struct config_load *L) {
                 r = errors_add(L->errs, "%s:%u: [%s] %s: \"%s=%s\": the path is already named at %s:%u "
                                "(accepted: one rule per cgroup, in all the files)",
                                L->rule_origin[i].path, L->rule_origin[i].line, k->section, k->key,
-                               L->c.cgroups[i].path, cg_mode_name(L->c.cgroups[i].mode),
+                               L->c.cgroups[i].path, config_cg_mode_name(L->c.cgroups[i].mode),
                                L->rule_origin[f].path, L->rule_origin[f].line);
         }
         return r;
@@ -1322,7 +1322,7 @@ static int config_read(struct config_load *L, int dirfd, const char *name, const
         else if ((r = owner_check(L, path, &st)) <= 0)
                 return r;
         else
-                r = read_fd_all(fd, CONF_FILE_MAX, ret, ret_len);
+                r = parse_read_fd_all(fd, CONF_FILE_MAX, ret, ret_len);
         if (r >= 0)
                 return 1;
         if (!in_dir || r == -ENOMEM)
@@ -1526,7 +1526,7 @@ static const char *const cg_mode_names[] = {
  * to report, not a value to guess at. One trailing newline is allowed because
  * "echo balance | ..." and "setfattr -v $(echo ...)" paths add one. The value is not
  * NUL-terminated (xattrs are not): embedded NULs simply fail to match. */
-int cg_mode_parse(const char *s, size_t len, enum cg_mode *ret) {
+int config_cg_mode_parse(const char *s, size_t len, enum cg_mode *ret) {
         if (!s)
                 return -EINVAL;
         if (len > 0 && s[len - 1] == '\n')
@@ -1539,7 +1539,7 @@ int cg_mode_parse(const char *s, size_t len, enum cg_mode *ret) {
         return -EINVAL;
 }
 
-const char *cg_mode_name(enum cg_mode m) {
+const char *config_cg_mode_name(enum cg_mode m) {
         if ((unsigned) m >= ELEMENTSOF(cg_mode_names))
                 return "?";
         return cg_mode_names[m];

@@ -133,5 +133,5 @@ enum config_storage {
  * so that they cover a new key without being told about it. */
 int config_key_storage(const char *name, enum config_storage *ret_storage, size_t *ret_offset);
 
-int cg_mode_parse(const char *s, size_t len, enum cg_mode *ret);
-const char *cg_mode_name(enum cg_mode m);
+int config_cg_mode_parse(const char *s, size_t len, enum cg_mode *ret);
+const char *config_cg_mode_name(enum cg_mode m);

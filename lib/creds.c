@@ -34,9 +34,9 @@ int creds_read(const char *proc_root, pid_t pid, struct proc_creds *ret) {
                 return gone(-errno);
         if (fstatat(dfd, "stat", &st, 0) < 0)
                 return gone(-errno);
-        r = read_file_at(dfd, "stat", CREDS_FILE_MAX, &stat_buf, &stat_len);
+        r = parse_read_file_at(dfd, "stat", CREDS_FILE_MAX, &stat_buf, &stat_len);
         if (r >= 0)
-                r = read_file_at(dfd, "status", CREDS_FILE_MAX, &status_buf, &status_len);
+                r = parse_read_file_at(dfd, "status", CREDS_FILE_MAX, &status_buf, &status_len);
         if (r < 0)
                 return gone(r);
         /* A process that exits between open() and read() can leave nothing to read. */

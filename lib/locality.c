@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include "locality.h"
 
-uint64_t vma_bytes(const struct vma *v, uint64_t pages) {
+uint64_t locality_vma_bytes(const struct vma *v, uint64_t pages) {
         uint64_t ps = v->page_size_kb * 1024;
         /* Counts are bounded by the parser, but a hostile file must not wrap. */
         if (ps && pages > UINT64_MAX / ps)
@@ -44,7 +44,7 @@ int locality_compute(const struct topology *t, const struct numa_maps *m, const 
                 const struct vma *v = &m->vmas[i];
                 const struct node_pages *np = vma_node_pages(m, v);
                 for (size_t k = 0; k < v->np_count; k++) {
-                        uint64_t b = vma_bytes(v, np[k].pages);
+                        uint64_t b = locality_vma_bytes(v, np[k].pages);
                         int idx = topology_node_index(t, np[k].node);
                         if (idx >= 0)
                                 add_sat(&l.bytes[idx], b);

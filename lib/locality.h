@@ -24,4 +24,4 @@ void locality_done(struct locality *l);
 /* local_bytes / total_bytes, 0 when there is nothing. */
 double locality_share(const struct locality *l);
 /* Bytes of a VMA on one node / in total, from its page size. */
-uint64_t vma_bytes(const struct vma *v, uint64_t pages);
+uint64_t locality_vma_bytes(const struct vma *v, uint64_t pages);

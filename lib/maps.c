@@ -97,7 +97,7 @@ int maps_read(const char *proc_root, pid_t pid, struct vma_range **ret, size_t *
 
         if (!proc_root || pid <= 0)
                 return -EINVAL;
-        path = proc_pid_path(proc_root, pid, "maps");
+        path = proc_lines_pid_path(proc_root, pid, "maps");
         if (!path)
                 return -ENOMEM;
         return maps_read_path(path, &proc_lines_default, ret, ret_n, NULL);

@@ -29,13 +29,13 @@ static const char *const kind_names[_VMA_KIND_MAX] = {
         [VMA_STACK] = "stack",
 };
 
-const char *mpol_mode_name(enum mpol_mode m) {
+const char *numa_maps_mpol_mode_name(enum mpol_mode m) {
         if ((unsigned) m >= _MODE_MAX)
                 return "unknown";
         return mode_names[m];
 }
 
-const char *vma_kind_name(enum vma_kind k) {
+const char *numa_maps_vma_kind_name(enum vma_kind k) {
         if ((unsigned) k >= _VMA_KIND_MAX)
                 return "unknown";
         return kind_names[k];
@@ -123,7 +123,7 @@ static int parse_cut_list(const char *s, size_t len, nb_nodemask *ret) {
         return 0;
 }
 
-int mempolicy_parse(const char *s, size_t len, struct mempolicy *ret) {
+int numa_maps_mempolicy_parse(const char *s, size_t len, struct mempolicy *ret) {
         struct mempolicy p = {};
         size_t i = 0;
         int r;
@@ -179,12 +179,12 @@ int mempolicy_parse(const char *s, size_t len, struct mempolicy *ret) {
         return 0;
 }
 
-bool mempolicy_equal(const struct mempolicy *a, const struct mempolicy *b) {
+bool numa_maps_mempolicy_equal(const struct mempolicy *a, const struct mempolicy *b) {
         return a->mode == b->mode && a->flags == b->flags && a->nodes_truncated == b->nodes_truncated &&
                nodemask_equal(&a->nodes, &b->nodes);
 }
 
-uint64_t vma_pages_on(const struct numa_maps *m, const struct vma *v, unsigned node) {
+uint64_t numa_maps_vma_pages_on(const struct numa_maps *m, const struct vma *v, unsigned node) {
         const struct node_pages *np = vma_node_pages(m, v);
 
         for (size_t i = 0; i < v->np_count; i++)
@@ -301,7 +301,7 @@ static int parse_start_and_policy(const char *s, size_t len, struct vma *v, size
         pl = pe ? (size_t) (pe - (s + i)) : len - i;
         if (pl > MPOL_STR_MAX)
                 return -EINVAL;
-        if (mempolicy_parse(s + i, pl, &v->policy) < 0)
+        if (numa_maps_mempolicy_parse(s + i, pl, &v->policy) < 0)
                 return -EINVAL;
         *ret_end = i + pl;
         return 0;
@@ -602,7 +602,7 @@ int numa_maps_read(const char *proc_root, pid_t pid, struct numa_maps **ret) {
 
         if (!proc_root || pid <= 0 || !ret)
                 return -EINVAL;
-        path = proc_pid_path(proc_root, pid, "numa_maps");
+        path = proc_lines_pid_path(proc_root, pid, "numa_maps");
         if (!path)
                 return -ENOMEM;
         return numa_maps_read_path(path, &proc_lines_default, false, ret);

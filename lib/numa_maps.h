@@ -95,14 +95,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct numa_maps *, numa_maps_free);
 int numa_maps_parse_head(const char *buf, size_t len, uint64_t *ret_start, struct mempolicy *ret_policy);
 
 /* Parses a policy token ("bind=static:0-3", "prefer (many):1,3", "default"). */
-int mempolicy_parse(const char *s, size_t len, struct mempolicy *ret);
-bool mempolicy_equal(const struct mempolicy *a, const struct mempolicy *b);
+int numa_maps_mempolicy_parse(const char *s, size_t len, struct mempolicy *ret);
+bool numa_maps_mempolicy_equal(const struct mempolicy *a, const struct mempolicy *b);
 /* "bind", "prefer (many)", ... */
-const char *mpol_mode_name(enum mpol_mode m);
-const char *vma_kind_name(enum vma_kind k);
+const char *numa_maps_mpol_mode_name(enum mpol_mode m);
+const char *numa_maps_vma_kind_name(enum vma_kind k);
 
 static inline const struct node_pages *vma_node_pages(const struct numa_maps *m, const struct vma *v) {
         return m->np + v->np_off;
 }
 /* Pages of the VMA on node n. */
-uint64_t vma_pages_on(const struct numa_maps *m, const struct vma *v, unsigned node);
+uint64_t numa_maps_vma_pages_on(const struct numa_maps *m, const struct vma *v, unsigned node);

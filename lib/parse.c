@@ -127,16 +127,16 @@ int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
         return 0;
 }
 
-int read_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_len) {
+int parse_read_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = -1;
 
         fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return -errno;
-        return read_fd_all(fd, max_size, ret, ret_len);
+        return parse_read_fd_all(fd, max_size, ret, ret_len);
 }
 
-int read_fd_all(int fd, size_t max_size, char **ret, size_t *ret_len) {
+int parse_read_fd_all(int fd, size_t max_size, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, alloc = 0;
 

@@ -23,6 +23,6 @@ int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 /* Reads a whole (proc/sys) file relative to dirfd (AT_FDCWD for absolute paths) into
  * a NUL-terminated buffer, using large reads (numa_maps takes the target's mmap lock
  * once per read()). Fails with -EFBIG beyond max_size. */
-int read_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_len);
+int parse_read_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_len);
 /* The same from an open file, read from where it stands to its end (fd stays open). */
-int read_fd_all(int fd, size_t max_size, char **ret, size_t *ret_len);
+int parse_read_fd_all(int fd, size_t max_size, char **ret, size_t *ret_len);

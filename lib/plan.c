@@ -135,7 +135,7 @@ static bool vma_sparse(const struct plan_input *in, size_t i, const struct vma *
         if (!in->vma_end || in->vma_end[i] <= v->start)
                 return false;
         mapped = in->vma_end[i] - v->start;
-        return mapped >= PLAN_SPARSE_MIN_MAPPED && vma_bytes(v, v->pages) < mapped / PLAN_SPARSE_RATIO;
+        return mapped >= PLAN_SPARSE_MIN_MAPPED && locality_vma_bytes(v, v->pages) < mapped / PLAN_SPARSE_RATIO;
 }
 
 static int cmp_gain(const void *a, const void *b) {
@@ -247,7 +247,7 @@ static enum policy_verdict vma_allowed(const struct topology *t, const struct pl
                                        ret_allowed);
         if (ret_own)
                 *ret_own = *ret_allowed;
-        if (verdict != POLICY_MOVABLE || !thread_policies_govern(in->threads, &v->policy))
+        if (verdict != POLICY_MOVABLE || !thread_policy_govern(in->threads, &v->policy))
                 return verdict;
         if (in->threads->unknown)
                 return POLICY_THREAD;
@@ -262,7 +262,7 @@ static enum policy_verdict vma_allowed(const struct topology *t, const struct pl
 /* Whether moves of v must be checked against the threads' policies before they run:
  * v may have no VMA policy (it shows the main thread's, or they were not read). */
 static bool vma_thread_policy(const struct plan_input *in, const struct vma *v) {
-        return !in->threads || thread_policies_govern(in->threads, &v->policy);
+        return !in->threads || thread_policy_govern(in->threads, &v->policy);
 }
 
 /* The hot node: the one with the largest share of the window's CPU time (ties: the
@@ -348,7 +348,7 @@ static int vma_target(const struct topology *t, const struct plan_input *in, con
                 return -1;
         if (verdict != POLICY_MOVABLE) {
                 /* Report what sits away from the hot node, but never plan it. */
-                skip(pl, policy_reason(verdict), vma_bytes(v, v->pages - vma_pages_on(in->maps, v, hot)));
+                skip(pl, policy_reason(verdict), locality_vma_bytes(v, v->pages - numa_maps_vma_pages_on(in->maps, v, hot)));
                 return -1;
         }
         target = nearest_allowed(t, pl->hot_node, ret_allowed, true);
@@ -357,7 +357,7 @@ static int vma_target(const struct topology *t, const struct plan_input *in, con
         if (target < 0 && only_slow_allowed(t, ret_allowed))
                 target = nearest_allowed(t, pl->hot_node, ret_allowed, false);
         if (target < 0)
-                skip(pl, REASON_NO_ALLOWED_NODE, vma_bytes(v, v->pages));
+                skip(pl, REASON_NO_ALLOWED_NODE, locality_vma_bytes(v, v->pages));
         return target;
 }
 
@@ -373,7 +373,7 @@ static uint64_t misplaced_bytes(const struct topology *t, const struct numa_maps
 
         for (size_t k = 0; k < v->np_count; k++) {
                 int d = topology_distance(t, hot, np[k].node);
-                uint64_t b = vma_bytes(v, np[k].pages);
+                uint64_t b = locality_vma_bytes(v, np[k].pages);
                 bool outside = !nodemask_test(own, np[k].node);
 
                 if ((int) np[k].node == target)
@@ -580,7 +580,7 @@ void plan_stuck_away(const struct topology *t, const struct plan_input *in, cons
 
                         for (size_t k = 0; k < v->np_count; k++)
                                 if (np[k].node != id && (!may_come || topology_node_slow(t, np[k].node)))
-                                        ret[n] = sat_add(ret[n], vma_bytes(v, np[k].pages));
+                                        ret[n] = sat_add(ret[n], locality_vma_bytes(v, np[k].pages));
                 }
         }
 }
@@ -665,7 +665,7 @@ static bool page_may_move(const struct topology *t, const struct plan_input *in,
          * nothing to move. numa_maps says where a VMA's pages are per node, not per
          * page; with pages on several nodes the move is planned, and move_pages
          * leaves those already there. */
-        if (vma_pages_on(in->maps, v, node) == v->pages)
+        if (numa_maps_vma_pages_on(in->maps, v, node) == v->pages)
                 return false;
         if (topology_node_slow(t, node)) {
                 skip(pl, REASON_LOWER_TIER, size);

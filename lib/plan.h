@@ -130,7 +130,7 @@ struct plan_move {
         uint64_t gain;                /* bytes x distance saved, for ordering */
         bool thread_policy;           /* the VMA shows the main thread's policy: taken to have
                                        * no VMA policy, so its allowed set is that of the
-                                       * threads' policies (thread_policies_allow() says
+                                       * threads' policies (thread_policy_allow() says
                                        * whether it still is, before moving) */
         bool promote;                 /* page-level, in a VMA with pages on a slow node: a
                                        * promotion (rule 7), charged to promote_left; bytes

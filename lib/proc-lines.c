@@ -155,7 +155,7 @@ int proc_lines_buf(const char *buf, size_t len, const struct proc_lines_opts *o,
         return 0;
 }
 
-char *proc_pid_path(const char *proc_root, pid_t pid, const char *name) {
+char *proc_lines_pid_path(const char *proc_root, pid_t pid, const char *name) {
         char *path;
 
         if (!proc_root || pid <= 0 || asprintf(&path, "%s/%d/%s", proc_root, (int) pid, name) < 0)

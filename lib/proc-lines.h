@@ -60,4 +60,4 @@ int proc_lines_path(const char *path, const struct proc_lines_opts *o, proc_line
 int proc_lines_buf(const char *buf, size_t len, const struct proc_lines_opts *o, proc_line_fn fn, void *ctx,
                    uint64_t *ret_cut);
 /* "<proc_root>/<pid>/<name>" into a malloc'd string, or NULL. */
-char *proc_pid_path(const char *proc_root, pid_t pid, const char *name);
+char *proc_lines_pid_path(const char *proc_root, pid_t pid, const char *name);

@@ -348,7 +348,7 @@ static int gone(int r) {
 }
 
 static int read_small(const char *path, char **ret, size_t *ret_len, size_t max) {
-        int r = read_file_at(AT_FDCWD, path, max, ret, ret_len);
+        int r = parse_read_file_at(AT_FDCWD, path, max, ret, ret_len);
         if (r < 0)
                 return log_debug_errno(gone(r), "Failed to read %s: %m", path);
         return 0;

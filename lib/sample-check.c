@@ -6,10 +6,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "insn-addr.h"
+#include "insn-decoder.h"
 #include "sample-check.h"
 #include "split-workload.h"
-#include "task-sample.h"
+#include "task-sampler.h"
 
 struct tally {
         struct insn_decoder *dec;
@@ -27,7 +27,7 @@ static void count(void *userdata, const struct task_sample *t) {
         if (k < 0)
                 return;
         y->c->samples[k]++;
-        n = task_sample_code(t->pid, t->ip, code);
+        n = task_sampler_code(t->pid, t->ip, code);
         if (n <= 0 || insn_decoder_addr(y->dec, (uint64_t) t->pid, t->ip, code, (size_t) n, t->regs, &a) < 0 || a < y->lo || a >= y->hi)
                 return;
         y->c->addresses[k]++;

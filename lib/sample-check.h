@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Whether software page-level sampling (lib/task-sample + lib/insn-addr) can be trusted
+/* Whether software page-level sampling (lib/task-sampler + lib/insn-decoder) can be trusted
  * on this CPU: two threads of the caller each read random words of their own half of
  * one buffer, both sampled; each decoded address must fall in its own thread's half.
  * On a real CPU (bare metal, KVM, cloud instances) all of them do; an emulator such as

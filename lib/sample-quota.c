@@ -175,13 +175,13 @@ uint64_t sample_quota_excess(const struct sample_quota *q, uid_t uid) {
         return o && o->held > o->share ? o->held - o->share : 0;
 }
 
-void sample_slots_init(struct sample_slots *s, uint64_t total, int (*hold)(void *userdata, uint32_t id, bool on),
-                       void *userdata) {
-        *s = (struct sample_slots) { .hold = hold, .userdata = userdata };
+void sample_quota_slots_init(struct sample_quota_slots *s, uint64_t total, int (*hold)(void *userdata, uint32_t id, bool on),
+                             void *userdata) {
+        *s = (struct sample_quota_slots) { .hold = hold, .userdata = userdata };
         sample_quota_init(&s->quota, total);
 }
 
-void sample_slots_done(struct sample_slots *s) {
+void sample_quota_slots_done(struct sample_quota_slots *s) {
         sample_quota_done(&s->quota);
         free(s->v);
         s->v = NULL;
@@ -189,7 +189,7 @@ void sample_slots_done(struct sample_slots *s) {
 }
 
 /* Where id is, or would be inserted. */
-static size_t slot_at(const struct sample_slots *s, uint32_t id) {
+static size_t slot_at(const struct sample_quota_slots *s, uint32_t id) {
         size_t lo = 0, hi = s->n;
 
         while (lo < hi) {
@@ -202,26 +202,26 @@ static size_t slot_at(const struct sample_slots *s, uint32_t id) {
         return lo;
 }
 
-static struct sample_slot *slot_find(const struct sample_slots *s, uint32_t id) {
+static struct sample_quota_slot *slot_find(const struct sample_quota_slots *s, uint32_t id) {
         size_t at = slot_at(s, id);
 
         return at < s->n && s->v[at].id == id ? &s->v[at] : NULL;
 }
 
-bool sample_slots_held(const struct sample_slots *s, uint32_t id) {
-        const struct sample_slot *e = slot_find(s, id);
+bool sample_quota_slots_held(const struct sample_quota_slots *s, uint32_t id) {
+        const struct sample_quota_slot *e = slot_find(s, id);
 
         return e && e->held;
 }
 
 /* What owner wants now: its ids, counted as they come and go. */
-static uint64_t owner_wants(const struct sample_slots *s, uid_t owner) {
+static uint64_t owner_wants(const struct sample_quota_slots *s, uid_t owner) {
         const struct sample_quota_owner *o = find(&s->quota, owner);
 
         return o ? o->want : 0;
 }
 
-static void release(struct sample_slots *s, struct sample_slot *e, uint64_t now_ms) {
+static void release(struct sample_quota_slots *s, struct sample_quota_slot *e, uint64_t now_ms) {
         (void) s->hold(s->userdata, e->id, false);
         e->held = false;
         e->waits_ms = now_ms;
@@ -229,8 +229,8 @@ static void release(struct sample_slots *s, struct sample_slot *e, uint64_t now_
 }
 
 /* owner's id held longest, NULL if none. */
-static struct sample_slot *oldest_held(struct sample_slots *s, uid_t owner) {
-        struct sample_slot *best = NULL;
+static struct sample_quota_slot *oldest_held(struct sample_quota_slots *s, uid_t owner) {
+        struct sample_quota_slot *best = NULL;
 
         for (size_t i = 0; i < s->n; i++)
                 if (s->v[i].held && s->v[i].owner == owner && (!best || s->v[i].seq < best->seq))
@@ -239,7 +239,7 @@ static struct sample_slot *oldest_held(struct sample_slots *s, uid_t owner) {
 }
 
 /* Whether no other id of e's owner has waited longer than e: the next turn is its. */
-static bool first_in_line(const struct sample_slots *s, const struct sample_slot *e) {
+static bool first_in_line(const struct sample_quota_slots *s, const struct sample_quota_slot *e) {
         for (size_t i = 0; i < s->n; i++)
                 if (!s->v[i].held && s->v[i].owner == e->owner && s->v[i].waits_ms < e->waits_ms)
                         return false;
@@ -247,10 +247,10 @@ static bool first_in_line(const struct sample_slots *s, const struct sample_slot
 }
 
 /* Every owner above its share gives back its ids held longest. */
-static void trim(struct sample_slots *s, uint64_t now_ms) {
+static void trim(struct sample_quota_slots *s, uint64_t now_ms) {
         for (size_t k = 0; k < s->quota.n; k++) {
                 uid_t owner = s->quota.v[k].uid;
-                struct sample_slot *e;
+                struct sample_quota_slot *e;
 
                 for (uint64_t n = sample_quota_excess(&s->quota, owner); n > 0 && (e = oldest_held(s, owner)); n--)
                         release(s, e, now_ms);
@@ -258,7 +258,7 @@ static void trim(struct sample_slots *s, uint64_t now_ms) {
 }
 
 /* owner has one id more (delta 1) or fewer (-1). */
-static int want_again(struct sample_slots *s, uid_t owner, int delta, uint64_t now_ms) {
+static int want_again(struct sample_quota_slots *s, uid_t owner, int delta, uint64_t now_ms) {
         uint64_t w = owner_wants(s, owner);
         int r = sample_quota_want(&s->quota, owner, delta > 0 ? w + 1 : w > 0 ? w - 1 : 0);
 
@@ -266,26 +266,26 @@ static int want_again(struct sample_slots *s, uid_t owner, int delta, uint64_t n
         return r;
 }
 
-int sample_slots_ask(struct sample_slots *s, uint32_t id, uid_t owner, uint64_t now_ms) {
-        struct sample_slot *e = slot_find(s, id);
+int sample_quota_slots_ask(struct sample_quota_slots *s, uint32_t id, uid_t owner, uint64_t now_ms) {
+        struct sample_quota_slot *e = slot_find(s, id);
         int r;
 
         if (e && e->owner != owner) {
-                sample_slots_forget(s, id, now_ms);
+                sample_quota_slots_forget(s, id, now_ms);
                 e = NULL;
         }
         if (!e) {
                 size_t at = slot_at(s, id);
                 if (s->n == s->cap) {
                         size_t nc = s->cap ? s->cap * 2 : 64;
-                        struct sample_slot *v = realloc(s->v, nc * sizeof(*v));
+                        struct sample_quota_slot *v = realloc(s->v, nc * sizeof(*v));
                         if (!v)
                                 return -ENOMEM;
                         s->v = v;
                         s->cap = nc;
                 }
                 memmove(s->v + at + 1, s->v + at, (s->n - at) * sizeof(*s->v));
-                s->v[at] = (struct sample_slot) { .id = id, .owner = owner, .waits_ms = now_ms };
+                s->v[at] = (struct sample_quota_slot) { .id = id, .owner = owner, .waits_ms = now_ms };
                 s->n++;
                 r = want_again(s, owner, 1, now_ms);
                 if (r < 0) {
@@ -303,7 +303,7 @@ int sample_slots_ask(struct sample_slots *s, uint32_t id, uid_t owner, uint64_t 
          * can starve one). */
         if (sample_quota_excess(&s->quota, owner) == 0) {
                 const struct sample_quota_owner *o = find(&s->quota, owner);
-                struct sample_slot *old = o && o->share > 0 && o->held == o->share ? oldest_held(s, owner) : NULL;
+                struct sample_quota_slot *old = o && o->share > 0 && o->held == o->share ? oldest_held(s, owner) : NULL;
                 if (old && old->since_ms + SAMPLE_TURN_MS <= now_ms && first_in_line(s, e)) {
                         release(s, old, now_ms);
                         sample_quota_refuse(&s->quota, owner, 1);   /* its turn, cut */
@@ -322,7 +322,7 @@ int sample_slots_ask(struct sample_slots *s, uint32_t id, uid_t owner, uint64_t 
         return 1;
 }
 
-void sample_slots_forget(struct sample_slots *s, uint32_t id, uint64_t now_ms) {
+void sample_quota_slots_forget(struct sample_quota_slots *s, uint32_t id, uint64_t now_ms) {
         size_t at = slot_at(s, id);
         uid_t owner;
 

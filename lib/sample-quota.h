@@ -56,14 +56,14 @@ uint64_t sample_quota_excess(const struct sample_quota *q, uid_t uid);
 #define SAMPLE_TURN_MS 10000
 
 /* A set of ids (processes) that each want one slot, for a bounded table the caller
- * fills (the BPF memory sampler's watched processes): sample_slots_ask() holds a slot
+ * fills (the BPF memory sampler's watched processes): sample_quota_slots_ask() holds a slot
  * for id when its owner's share has room; when it has none and id waits, the owner's
  * id held longest gives its slot to id once it held it SAMPLE_TURN_MS and no other
  * of the owner's ids waited longer (its turn is over: each of the owner's ids gets
  * turns, in the order they waited), and when shares shrink the owners above theirs give back
  * their ids held longest. hold(userdata, id, on) is the caller's start (on) or stop;
  * a start that fails leaves id waiting. */
-struct sample_slot {
+struct sample_quota_slot {
         uint32_t id;
         uid_t owner;
         bool held;
@@ -72,21 +72,21 @@ struct sample_slot {
         uint64_t seq;              /* and in which order */
 };
 
-struct sample_slots {
+struct sample_quota_slots {
         struct sample_quota quota;
-        struct sample_slot *v;     /* sorted by id */
+        struct sample_quota_slot *v;     /* sorted by id */
         size_t n, cap;
         uint64_t seq;
         int (*hold)(void *userdata, uint32_t id, bool on);
         void *userdata;
 };
 
-void sample_slots_init(struct sample_slots *s, uint64_t total, int (*hold)(void *userdata, uint32_t id, bool on),
-                       void *userdata);
-void sample_slots_done(struct sample_slots *s);
+void sample_quota_slots_init(struct sample_quota_slots *s, uint64_t total, int (*hold)(void *userdata, uint32_t id, bool on),
+                             void *userdata);
+void sample_quota_slots_done(struct sample_quota_slots *s);
 /* id of owner wants its slot (again), now_ms (CLOCK_MONOTONIC): returns 1 when held
  * now, 0 when it waits (counted as refused), -errno (-ENOMEM, or hold's error). */
-int sample_slots_ask(struct sample_slots *s, uint32_t id, uid_t owner, uint64_t now_ms);
+int sample_quota_slots_ask(struct sample_quota_slots *s, uint32_t id, uid_t owner, uint64_t now_ms);
 /* id wants no slot any more (its slot, if held, is stopped). */
-void sample_slots_forget(struct sample_slots *s, uint32_t id, uint64_t now_ms);
-bool sample_slots_held(const struct sample_slots *s, uint32_t id);
+void sample_quota_slots_forget(struct sample_quota_slots *s, uint32_t id, uint64_t now_ms);
+bool sample_quota_slots_held(const struct sample_quota_slots *s, uint32_t id);

@@ -106,7 +106,7 @@ int smaps_read_locked(const char *proc_root, pid_t pid, uint64_t **ret, size_t *
 
         if (!proc_root || pid <= 0)
                 return -EINVAL;
-        path = proc_pid_path(proc_root, pid, "smaps");
+        path = proc_lines_pid_path(proc_root, pid, "smaps");
         if (!path)
                 return -ENOMEM;
         return smaps_read_locked_path(path, &proc_lines_default, ret, ret_n);

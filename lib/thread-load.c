@@ -11,7 +11,7 @@
 #include "cleanup.h"
 #include "clock.h"
 #include "parse.h"
-#include "placement.h"
+#include "node-time.h"
 #include "proc.h"
 #include "thread-load.h"
 
@@ -34,7 +34,7 @@ static int read_runtime(const char *proc_root, pid_t pid, pid_t tid, uint64_t *r
                 return errno == ENOENT ? -ESRCH : -errno;
         if (n == 0)
                 return -ESRCH; /* exited between open() and read() */
-        return schedstat_parse(buf, (size_t) n, ret);
+        return node_time_schedstat_parse(buf, (size_t) n, ret);
 }
 
 /* tid's affinity from the kernel: half the cost of reading it from status (0.2 us
@@ -293,8 +293,8 @@ static int read_cpu_ticks(const char *proc_root, struct cpu_ticks *ticks, unsign
         }
 }
 
-int cpu_load_read(const char *proc_root, const struct topology *t, struct cpu_load *cl, uint64_t now_ns,
-                  double *busy_by_node) {
+int thread_load_cpu_read(const char *proc_root, const struct topology *t, struct cpu_load *cl, uint64_t now_ns,
+                         double *busy_by_node) {
         _cleanup_free_ struct cpu_ticks *ticks = NULL;
         bool window;
         int r;
@@ -311,12 +311,12 @@ int cpu_load_read(const char *proc_root, const struct topology *t, struct cpu_lo
                 return r;
         if (cl->n_cpus != t->n_cpus) {
                 /* A new topology (hotplug, reload): its CPUs start a new baseline. */
-                cpu_load_done(cl);
+                thread_load_cpu_done(cl);
                 cl->busy = calloc(t->n_cpus ? t->n_cpus : 1, sizeof(*cl->busy));
                 cl->total = calloc(t->n_cpus ? t->n_cpus : 1, sizeof(*cl->total));
                 cl->frac = calloc(t->n_cpus ? t->n_cpus : 1, sizeof(*cl->frac));
                 if (!cl->busy || !cl->total || !cl->frac) {
-                        cpu_load_done(cl);
+                        thread_load_cpu_done(cl);
                         return -ENOMEM;
                 }
                 cl->n_cpus = t->n_cpus;
@@ -346,7 +346,7 @@ int cpu_load_read(const char *proc_root, const struct topology *t, struct cpu_lo
         return window ? 1 : 0;
 }
 
-void cpu_load_done(struct cpu_load *cl) {
+void thread_load_cpu_done(struct cpu_load *cl) {
         if (!cl)
                 return;
         free(cl->busy);

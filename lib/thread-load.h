@@ -12,7 +12,7 @@
  * them), each with its affinity in ceil(t->n_cpus / 64) words; no text of the tenant's
  * (comm) is kept.
  *
- * cpu_load_read(): each CPU's busy time from /proc/stat (user, nice, system, irq,
+ * thread_load_cpu_read(): each CPU's busy time from /proc/stat (user, nice, system, irq,
  * softirq, steal; idle and iowait are idle) over the window between two calls, as a
  * fraction of that CPU's counted time, summed per node: a node with two CPUs fully
  * busy is 2.0. Everything counts, the daemon's own service CPU time too. */
@@ -74,6 +74,6 @@ struct cpu_load {
  * the previous read (a CPU seen in one read only counts 0). Returns 1 with a window, 0
  * on the first read (or after the topology's CPU count changed: a new baseline; all 0),
  * -errno (-EINVAL: a cpu line that does not parse). */
-int cpu_load_read(const char *proc_root, const struct topology *t, struct cpu_load *cl, uint64_t now_ns,
-                  double *busy_by_node);
-void cpu_load_done(struct cpu_load *cl);
+int thread_load_cpu_read(const char *proc_root, const struct topology *t, struct cpu_load *cl, uint64_t now_ns,
+                         double *busy_by_node);
+void thread_load_cpu_done(struct cpu_load *cl);

@@ -45,7 +45,7 @@ struct tp_node {
         int id;                    /* the node id, for reports */
         unsigned n_cpus;           /* online CPUs */
         double load_others;        /* CPUs' worth busy by everything NOT handed to this round:
-                                    * the node's busy (cpu_load_read()) minus the busy of every
+                                    * the node's busy (thread_load_cpu_read()) minus the busy of every
                                     * thread of every process in the round measured there, idle
                                     * and app-pinned ones too (the round adds back, where they
                                     * run, the threads it does not place itself);
@@ -138,7 +138,7 @@ void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_p
  * slow (a lower tier, or no online CPU); load_others 0. Returns how many. */
 size_t thread_place_nodes(const struct topology *t, struct tp_node *nodes);
 
-/* load_others of each node: busy_by_node[i] (cpu_load_read(), CPUs' worth) minus the busy
+/* load_others of each node: busy_by_node[i] (thread_load_cpu_read(), CPUs' worth) minus the busy
  * of every thread of procs measured on node i, at least 0. Both over the same window:
  * read the threads and /proc/stat in the same tick. */
 void thread_place_load_others(struct tp_node *nodes, size_t n_nodes, const double *busy_by_node,

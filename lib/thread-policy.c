@@ -31,7 +31,7 @@ static bool maps_show_default(const struct numa_maps *m) {
 /* Adds p to the distinct policies (room for one per thread), if it is not there yet. */
 static void add_distinct(struct thread_policies *tp, const struct mempolicy *p) {
         for (size_t i = 0; i < tp->n_policies; i++)
-                if (mempolicy_equal(&tp->policies[i], p))
+                if (numa_maps_mempolicy_equal(&tp->policies[i], p))
                         return;
         tp->policies[tp->n_policies++] = *p;
 }
@@ -42,13 +42,13 @@ static bool first_vma_has_no_policy(const struct policy_head *heads, size_t n) {
         if (is_default(&heads[0].policy))
                 return true;
         for (size_t i = 1; i < n; i++)
-                if (!mempolicy_equal(&heads[i].policy, &heads[0].policy))
+                if (!numa_maps_mempolicy_equal(&heads[i].policy, &heads[0].policy))
                         return true;
         return false;
 }
 
-int thread_policies_resolve(const struct policy_head *heads, size_t n, size_t n_failed,
-                            const struct numa_maps *main_maps, struct thread_policies *ret) {
+int thread_policy_resolve(const struct policy_head *heads, size_t n, size_t n_failed,
+                          const struct numa_maps *main_maps, struct thread_policies *ret) {
         struct thread_policies tp = { .main = { .mode = MODE_DEFAULT }, .n_threads = n };
 
         if (n == 0) {
@@ -78,20 +78,20 @@ int thread_policies_resolve(const struct policy_head *heads, size_t n, size_t n_
         return 0;
 }
 
-int thread_policies_single(const struct numa_maps *main_maps, struct thread_policies *ret) {
+int thread_policy_single(const struct numa_maps *main_maps, struct thread_policies *ret) {
         struct policy_head head;
 
         if (!main_maps || main_maps->n_vmas == 0)
-                return thread_policies_resolve(NULL, 0, 0, NULL, ret);
+                return thread_policy_resolve(NULL, 0, 0, NULL, ret);
         head = (struct policy_head) { .start = main_maps->vmas[0].start, .policy = main_maps->vmas[0].policy };
-        return thread_policies_resolve(&head, 1, 0, main_maps, ret);
+        return thread_policy_resolve(&head, 1, 0, main_maps, ret);
 }
 
-bool thread_policies_govern(const struct thread_policies *tp, const struct mempolicy *p) {
-        return tp && mempolicy_equal(&tp->main, p);
+bool thread_policy_govern(const struct thread_policies *tp, const struct mempolicy *p) {
+        return tp && numa_maps_mempolicy_equal(&tp->main, p);
 }
 
-void thread_policies_done(struct thread_policies *tp) {
+void thread_policy_done(struct thread_policies *tp) {
         if (!tp)
                 return;
         free(tp->policies);
@@ -170,8 +170,8 @@ static int read_heads(const char *proc_root, pid_t pid, const pid_t *tids, size_
         return 0;
 }
 
-int thread_policies_read(const char *proc_root, pid_t pid, const struct numa_maps *main_maps,
-                         struct thread_policies *ret) {
+int thread_policy_read(const char *proc_root, pid_t pid, const struct numa_maps *main_maps,
+                       struct thread_policies *ret) {
         _cleanup_free_ pid_t *tids = NULL;
         _cleanup_free_ struct policy_head *heads = NULL;
         size_t n_tids = 0, n = 0, failed = 0;
@@ -180,7 +180,7 @@ int thread_policies_read(const char *proc_root, pid_t pid, const struct numa_map
         if (!proc_root || pid <= 0 || !ret)
                 return -EINVAL;
         if (main_maps && main_maps->n_vmas == 0)
-                return thread_policies_resolve(NULL, 0, 0, NULL, ret); /* no memory to decide on */
+                return thread_policy_resolve(NULL, 0, 0, NULL, ret); /* no memory to decide on */
         r = proc_list_tasks(proc_root, pid, &tids, &n_tids);
         if (r < 0)
                 return r;
@@ -190,16 +190,16 @@ int thread_policies_read(const char *proc_root, pid_t pid, const struct numa_map
         r = read_heads(proc_root, pid, tids, n_tids, main_maps, heads, &n, &failed);
         if (r < 0)
                 return r;
-        return thread_policies_resolve(heads, n, failed, main_maps, ret);
+        return thread_policy_resolve(heads, n, failed, main_maps, ret);
 }
 
-int thread_policies_allow(const char *proc_root, pid_t pid, const nb_nodemask *mems_allowed,
-                          const nb_nodemask *with_memory, unsigned rules, unsigned node) {
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+int thread_policy_allow(const char *proc_root, pid_t pid, const nb_nodemask *mems_allowed,
+                        const nb_nodemask *with_memory, unsigned rules, unsigned node) {
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
         nb_nodemask allowed;
         int r;
 
-        r = thread_policies_read(proc_root, pid, NULL, &tp);
+        r = thread_policy_read(proc_root, pid, NULL, &tp);
         if (r == -ESRCH || r == -ENOMEM)
                 return r;
         if (r < 0)

@@ -53,28 +53,28 @@ struct thread_policies {
  * (may be NULL) is the main thread's whole numa_maps: a VMA there that shows "default"
  * proves the first VMA's policy is its own. n_failed threads could not be read (not
  * counting those that exited): their policy is unknown. */
-int thread_policies_resolve(const struct policy_head *heads, size_t n, size_t n_failed,
-                            const struct numa_maps *main_maps, struct thread_policies *ret);
+int thread_policy_resolve(const struct policy_head *heads, size_t n, size_t n_failed,
+                          const struct numa_maps *main_maps, struct thread_policies *ret);
 
 /* Reads the first record of every thread of pid under proc_root and resolves them.
  * With main_maps (the main thread's numa_maps, just read), its first VMA stands for the
  * main thread's first record. Returns 0, or -errno (-ESRCH: the process is gone). */
-int thread_policies_read(const char *proc_root, pid_t pid, const struct numa_maps *main_maps,
-                         struct thread_policies *ret);
+int thread_policy_read(const char *proc_root, pid_t pid, const struct numa_maps *main_maps,
+                       struct thread_policies *ret);
 
 /* For a single-threaded process: its one policy, from its numa_maps (pure). */
-int thread_policies_single(const struct numa_maps *main_maps, struct thread_policies *ret);
+int thread_policy_single(const struct numa_maps *main_maps, struct thread_policies *ret);
 
 /* Whether a VMA showing policy p in the main thread's numa_maps is taken to have no VMA
  * policy, so that the threads' policies govern it. tp may be NULL (not read): false. */
-bool thread_policies_govern(const struct thread_policies *tp, const struct mempolicy *p);
+bool thread_policy_govern(const struct thread_policies *tp, const struct mempolicy *p);
 
 /* For the check before moving: whether memory without a VMA policy of process pid may
  * go to node now, by its threads' policies read again (one small read per thread, the
  * main thread's included; policy_allowed_nodes_threads()). mems_allowed, with_memory
  * and rules as for policy_allowed_nodes(). Returns 1 (yes), 0 (no: a thread's
  * policy does not allow it, or could not be established), or -errno (-ESRCH: gone). */
-int thread_policies_allow(const char *proc_root, pid_t pid, const nb_nodemask *mems_allowed,
-                          const nb_nodemask *with_memory, unsigned rules, unsigned node);
+int thread_policy_allow(const char *proc_root, pid_t pid, const nb_nodemask *mems_allowed,
+                        const nb_nodemask *with_memory, unsigned rules, unsigned node);
 
-void thread_policies_done(struct thread_policies *tp);
+void thread_policy_done(struct thread_policies *tp);

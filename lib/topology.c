@@ -50,7 +50,7 @@
 #define TOPO_DISTANCE_MAX 255
 
 static int read_at(int dirfd, const char *path, char **ret, size_t *ret_len) {
-        int r = read_file_at(dirfd, path, TOPO_FILE_MAX, ret, ret_len);
+        int r = parse_read_file_at(dirfd, path, TOPO_FILE_MAX, ret, ret_len);
         if (r < 0)
                 log_debug_errno(r, "topology: cannot read %s: %m", path);
         return r;

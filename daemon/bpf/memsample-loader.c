@@ -61,7 +61,7 @@ struct memsample {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct memsample_bpf *, memsample_bpf__destroy);
 
-void memsample_attr_page_faults(struct perf_event_attr *attr, uint64_t period) {
+void memsample_loader_attr_page_faults(struct perf_event_attr *attr, uint64_t period) {
         *attr = (struct perf_event_attr) {
                 .type = PERF_TYPE_SOFTWARE,
                 .size = sizeof(*attr),
@@ -97,7 +97,7 @@ static void threads_close(struct memsample *p, struct ms_watch *w) {
         w->n_events = 0;
 }
 
-void memsample_free(struct memsample *p) {
+void memsample_loader_free(struct memsample *p) {
         if (!p)
                 return;
         for (unsigned i = 0; i < p->n_groups; i++)
@@ -109,7 +109,7 @@ void memsample_free(struct memsample *p) {
         free(p);
 }
 
-void memsample_set_roots(struct memsample *p, const char *proc_root, const char *cgroup_root) {
+void memsample_loader_set_roots(struct memsample *p, const char *proc_root, const char *cgroup_root) {
         snprintf(p->proc_root, sizeof(p->proc_root), "%s", proc_root);
         snprintf(p->cgroup_root, sizeof(p->cgroup_root), "%s", cgroup_root);
 }
@@ -383,7 +383,7 @@ static int open_for(struct memsample *p, unsigned g) {
         return 0;
 }
 
-int memsample_arm(struct memsample *p, bool on) {
+int memsample_loader_arm(struct memsample *p, bool on) {
         int r = 0;
 
         p->armed = on;
@@ -398,7 +398,7 @@ int memsample_arm(struct memsample *p, bool on) {
         return r;
 }
 
-unsigned memsample_n_events(const struct memsample *p) {
+unsigned memsample_loader_n_events(const struct memsample *p) {
         unsigned n = 0;
 
         for (unsigned i = 0; i < p->n_groups; i++)
@@ -408,7 +408,7 @@ unsigned memsample_n_events(const struct memsample *p) {
         return n;
 }
 
-int memsample_new(const struct topology *t, const struct perf_event_attr *attr,
+int memsample_loader_new(const struct topology *t, const struct perf_event_attr *attr,
                       struct memsample **ret, const char **ret_why) {
         _cleanup_(memsample_bpf__destroyp) struct memsample_bpf *skel = NULL;
         struct memsample *p;
@@ -452,7 +452,7 @@ int memsample_new(const struct topology *t, const struct perf_event_attr *attr,
         p->skel = TAKE_PTR(skel);
         p->attr = *attr;
         p->n_cpus = t->n_cpus;
-        memsample_set_roots(p, "/proc", "/sys/fs/cgroup");
+        memsample_loader_set_roots(p, "/proc", "/sys/fs/cgroup");
         *ret = p;
         return 0;
 }
@@ -531,7 +531,7 @@ static void unwatch_cgroup(struct memsample *p, pid_t pid) {
         *w = p->watches[--p->n_watches];
 }
 
-int memsample_watch(struct memsample *p, pid_t pid) {
+int memsample_loader_watch(struct memsample *p, pid_t pid) {
         __u32 tgid = (__u32) pid;
         __u8 one = 1;
 
@@ -540,7 +540,7 @@ int memsample_watch(struct memsample *p, pid_t pid) {
         return watch_cgroup(p, pid);
 }
 
-int memsample_unwatch(struct memsample *p, pid_t pid) {
+int memsample_loader_unwatch(struct memsample *p, pid_t pid) {
         __u32 tgid = (__u32) pid;
 
         unwatch_cgroup(p, pid);
@@ -583,9 +583,9 @@ static int drain(struct memsample *p, pid_t pid,
         return n;
 }
 
-int memsample_drain_all(struct memsample *p,
-                        void (*fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count),
-                        void *userdata) {
+int memsample_loader_drain_all(struct memsample *p,
+                               void (*fn)(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count),
+                               void *userdata) {
         return drain(p, 0, fn, userdata);
 }
 
@@ -594,6 +594,6 @@ static void to_agg(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uin
         (void) page_agg_add_counts(userdata, addr, node, count);
 }
 
-int memsample_drain(struct memsample *p, pid_t pid, struct page_agg *agg) {
+int memsample_loader_drain(struct memsample *p, pid_t pid, struct page_agg *agg) {
         return pid > 0 ? drain(p, pid, to_agg, agg) : -EINVAL;
 }

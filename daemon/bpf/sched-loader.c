@@ -24,7 +24,7 @@
 #include "sched.skel.h"
 
 struct bpf_source {
-        struct placement_source src;   /* first: the caller holds &src */
+        struct node_time_source src;   /* first: the caller holds &src */
         struct sched_bpf *skel;
         const char *attach_point;
         unsigned n_cpus;               /* possible CPUs: values per percpu map entry */
@@ -40,8 +40,8 @@ struct bpf_source {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sched_bpf *, sched_bpf__destroy);
 
-static struct bpf_source *of(const struct placement_source *s) {
-        /* Allocated by placement_bpf_new(), so not really const; the interface is const
+static struct bpf_source *of(const struct node_time_source *s) {
+        /* Allocated by sched_loader_new(), so not really const; the interface is const
          * because the /proc source is a static constant. */
         return (struct bpf_source *) (uintptr_t) s;
 }
@@ -137,8 +137,8 @@ static void seed_last_nodes(struct bpf_source *b, const char *proc_root, pid_t p
         }
 }
 
-static int bpf_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
-                      const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
+static int bpf_sample(const struct node_time_source *s, const char *proc_root, pid_t pid,
+                      const struct topology *t, struct node_time_state *st, uint64_t *ns_by_node) {
         struct bpf_source *b = of(s);
         _cleanup_free_ uint64_t *now = NULL;
         __u32 tgid = (__u32) pid;
@@ -167,7 +167,7 @@ static int bpf_sample(const struct placement_source *s, const char *proc_root, p
                         st->n_node_ns = 0;
                         st->primed = false;
                 }
-                return placement_source_proc.sample(&placement_source_proc, proc_root, pid, t, st, ns_by_node);
+                return node_time_source_proc.sample(&node_time_source_proc, proc_root, pid, t, st, ns_by_node);
         } else
                 return -errno;
 
@@ -201,11 +201,11 @@ static int on_ring_event(void *ctx, void *data, size_t size) {
         return 0;
 }
 
-static int bpf_events_fd(const struct placement_source *s) {
+static int bpf_events_fd(const struct node_time_source *s) {
         return ring_buffer__epoll_fd(of(s)->events);
 }
 
-static int bpf_events_consume(const struct placement_source *s, void (*cb)(void *userdata, pid_t tgid, int node),
+static int bpf_events_consume(const struct node_time_source *s, void (*cb)(void *userdata, pid_t tgid, int node),
                               void *userdata) {
         struct bpf_source *b = of(s);
         int r;
@@ -218,7 +218,7 @@ static int bpf_events_consume(const struct placement_source *s, void (*cb)(void 
         return r;
 }
 
-static void bpf_unwatch(const struct placement_source *s, pid_t pid) {
+static void bpf_unwatch(const struct node_time_source *s, pid_t pid) {
         struct bpf_source *b = of(s);
         __u32 tgid = (__u32) pid;
 
@@ -233,7 +233,7 @@ static void bpf_unwatch(const struct placement_source *s, pid_t pid) {
 /* Attach (on) or detach (off) the sched_switch program. Before attaching, each CPU's
  * start stamp is cleared: one left from the previous attachment would charge the whole
  * time since to the process that ran then. */
-static int bpf_arm(const struct placement_source *s, bool on) {
+static int bpf_arm(const struct node_time_source *s, bool on) {
         struct bpf_source *b = of(s);
         __u32 zero = 0;
 
@@ -247,7 +247,7 @@ static int bpf_arm(const struct placement_source *s, bool on) {
         return sched_bpf__attach(b->skel);
 }
 
-static void bpf_free(const struct placement_source *s) {
+static void bpf_free(const struct node_time_source *s) {
         struct bpf_source *b = of(s);
 
         if (!b)
@@ -308,8 +308,8 @@ static int load(const struct topology *t, bool count_stats, unsigned n_cpus, boo
         return 0;
 }
 
-int placement_bpf_new(const struct topology *t, bool count_stats, const struct placement_source **ret,
-                      const char **ret_why) {
+int sched_loader_new(const struct topology *t, bool count_stats, const struct node_time_source **ret,
+                     const char **ret_why) {
         _cleanup_(sched_bpf__destroyp) struct sched_bpf *skel = NULL;
         struct bpf_source *b;
         const char *why2 = NULL;
@@ -372,7 +372,7 @@ int placement_bpf_new(const struct topology *t, bool count_stats, const struct p
                 return r;
         }
         b->skel = TAKE_PTR(skel);
-        b->src = (struct placement_source) {
+        b->src = (struct node_time_source) {
                 .name = "bpf",
                 .sample = bpf_sample,
                 .unwatch = bpf_unwatch,
@@ -385,11 +385,11 @@ int placement_bpf_new(const struct topology *t, bool count_stats, const struct p
         return 0;
 }
 
-const char *placement_bpf_attach_point(const struct placement_source *s) {
+const char *sched_loader_attach_point(const struct node_time_source *s) {
         return of(s)->attach_point;
 }
 
-int placement_bpf_prog_id(const struct placement_source *s) {
+int sched_loader_prog_id(const struct node_time_source *s) {
         struct bpf_source *b = of(s);
         struct bpf_prog_info info = {};
         __u32 len = sizeof(info);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The control protocol on arbitrary bytes, both ways:
- *   - control_parse_request(): what any local user can send the daemon. Success only
+ *   - control_request_parse(): what any local user can send the daemon. Success only
  *     for the exact verbs, a pid in 1..INT32_MAX or a path for explain, at most
  *     CONTROL_FILTERS_MAX filters for list, nothing written on
  *     failure, and an error message every time it fails;
@@ -10,7 +10,7 @@
 #include <string.h>
 #include "control-request.h"
 #include "fuzz.h"
-#include "json-parse.h"
+#include "jv.h"
 
 static void request(const char *s, size_t size) {
         struct control_request req, untouched;
@@ -19,7 +19,7 @@ static void request(const char *s, size_t size) {
 
         memset(&req, 0xa5, sizeof(req));
         untouched = req;
-        r = control_parse_request(s, size, &req, &err);
+        r = control_request_parse(s, size, &req, &err);
         if (r < 0) {
                 FUZZ_ASSERT(r == -EINVAL && err && *err);
                 FUZZ_ASSERT(memcmp(&req, &untouched, sizeof(req)) == 0);

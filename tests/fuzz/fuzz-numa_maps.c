@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* numa_maps_parse, numa_maps_parse_head and mempolicy_parse on arbitrary bytes. Besides memory errors
+/* numa_maps_parse, numa_maps_parse_head and numa_maps_mempolicy_parse on arbitrary bytes. Besides memory errors
  * (the sanitizers), it checks what callers rely on: counts add up, entries belong
  * to their VMA, no node twice, no impossible mode or flag, a policy printed back
  * in the kernel's syntax parses to the same thing, and the same bytes read from a
@@ -35,7 +35,7 @@ static void check_stream(const char *s, size_t size, const struct numa_maps *who
                         const struct vma *a = &m->vmas[i], *b = &whole->vmas[i];
 
                         FUZZ_ASSERT(a->start == b->start && a->line == b->line && a->pages == b->pages &&
-                                    a->kind == b->kind && mempolicy_equal(&a->policy, &b->policy));
+                                    a->kind == b->kind && numa_maps_mempolicy_equal(&a->policy, &b->policy));
                         FUZZ_ASSERT((a->path == NULL) == (b->path == NULL) && (!a->path || !strcmp(a->path, b->path)));
                 }
                 numa_maps_free(m);
@@ -68,7 +68,7 @@ static void roundtrip_policy(const struct mempolicy *p) {
         size_t n;
         struct mempolicy q;
 
-        n = (size_t) snprintf(buf, sizeof(buf), "%s", mpol_mode_name(p->mode));
+        n = (size_t) snprintf(buf, sizeof(buf), "%s", numa_maps_mpol_mode_name(p->mode));
         if (p->flags) {
                 const char *sr = p->flags & MPOL_FLAG_STATIC ? "static" :
                                  p->flags & MPOL_FLAG_RELATIVE ? "relative" : "";
@@ -81,7 +81,7 @@ static void roundtrip_policy(const struct mempolicy *p) {
                 n += nodemask_format(&p->nodes, buf + n, sizeof(buf) - n);
         }
         FUZZ_ASSERT(n < sizeof(buf));
-        FUZZ_ASSERT(mempolicy_parse(buf, n, &q) == 0);
+        FUZZ_ASSERT(numa_maps_mempolicy_parse(buf, n, &q) == 0);
         FUZZ_ASSERT(q.mode == p->mode);
         FUZZ_ASSERT(q.flags == p->flags);
         /* At 63 characters the reparse takes the cut path and keeps a subset. */
@@ -104,11 +104,11 @@ static void check_head(const char *s, size_t size, const struct numa_maps *m) {
          * it: -EAGAIN; read_head() adds one at end of file), the whole parser does not. */
         if (m->n_vmas > 0 && m->vmas[0].line == 1 && memchr(s, '\n', size)) {
                 FUZZ_ASSERT(r == 0);
-                FUZZ_ASSERT(start == m->vmas[0].start && mempolicy_equal(&whole, &m->vmas[0].policy));
+                FUZZ_ASSERT(start == m->vmas[0].start && numa_maps_mempolicy_equal(&whole, &m->vmas[0].policy));
         }
         for (size_t n = 1; r == 0 && n < size && n <= 96; n++)
                 if (numa_maps_parse_head(s, n, &pstart, &part) == 0)
-                        FUZZ_ASSERT(pstart == start && mempolicy_equal(&part, &whole));
+                        FUZZ_ASSERT(pstart == start && numa_maps_mempolicy_equal(&part, &whole));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -149,7 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         nodemask_set(&seen, np[j].node);
                         FUZZ_ASSERT(sum + np[j].pages >= sum);
                         sum += np[j].pages;
-                        FUZZ_ASSERT(vma_pages_on(m, v, np[j].node) == np[j].pages);
+                        FUZZ_ASSERT(numa_maps_vma_pages_on(m, v, np[j].node) == np[j].pages);
                 }
                 FUZZ_ASSERT(sum == v->pages);
                 check_policy(&v->policy);
@@ -165,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 struct mempolicy p, untouched;
                 memset(&p, 0xa5, sizeof(p));
                 untouched = p;
-                if (mempolicy_parse(s, size, &p) == 0) {
+                if (numa_maps_mempolicy_parse(s, size, &p) == 0) {
                         check_policy(&p);
                         FUZZ_ASSERT(!p.nodes_truncated || size == 63);
                         roundtrip_policy(&p);

@@ -20,7 +20,7 @@ static int run_file(const char *path) {
         size_t len = 0;
         int r;
 
-        r = read_file_at(AT_FDCWD, path, 64 << 20, &buf, &len);
+        r = parse_read_file_at(AT_FDCWD, path, 64 << 20, &buf, &len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s\n", path, strerror(-r));
                 return r;

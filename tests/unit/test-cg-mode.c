@@ -24,9 +24,9 @@ static const struct meaning table[] = {
 TEST(every_mode_in_table) {
         for (size_t i = 0; i < ELEMENTSOF(table); i++) {
                 CHECK_INT(table[i].mode, i);
-                CHECK_MSG(strcmp(cg_mode_name(table[i].mode), "?") != 0, "mode %zu has no name", i);
+                CHECK_MSG(strcmp(config_cg_mode_name(table[i].mode), "?") != 0, "mode %zu has no name", i);
         }
-        CHECK_STR(cg_mode_name((enum cg_mode) ELEMENTSOF(table)), "?");
+        CHECK_STR(config_cg_mode_name((enum cg_mode) ELEMENTSOF(table)), "?");
 }
 
 TEST(questions) {
@@ -34,14 +34,14 @@ TEST(questions) {
                 const struct meaning *t = &table[i];
                 enum cg_mode m = t->mode;
 
-                CHECK_MSG(cg_mode_is_set(m) == t->is_set, "%s: is_set", cg_mode_name(m));
-                CHECK_MSG(cg_mode_opted_out(m) == t->opted_out, "%s: opted_out", cg_mode_name(m));
-                CHECK_MSG(cg_mode_watched(m) == t->watched, "%s: watched", cg_mode_name(m));
-                CHECK_MSG(cg_mode_advises(m) == t->advises, "%s: advises", cg_mode_name(m));
-                CHECK_MSG(cg_mode_moves(m) == t->moves, "%s: moves", cg_mode_name(m));
-                CHECK_MSG(cg_mode_places(m) == t->places, "%s: places", cg_mode_name(m));
+                CHECK_MSG(cg_mode_is_set(m) == t->is_set, "%s: is_set", config_cg_mode_name(m));
+                CHECK_MSG(cg_mode_opted_out(m) == t->opted_out, "%s: opted_out", config_cg_mode_name(m));
+                CHECK_MSG(cg_mode_watched(m) == t->watched, "%s: watched", config_cg_mode_name(m));
+                CHECK_MSG(cg_mode_advises(m) == t->advises, "%s: advises", config_cg_mode_name(m));
+                CHECK_MSG(cg_mode_moves(m) == t->moves, "%s: moves", config_cg_mode_name(m));
+                CHECK_MSG(cg_mode_places(m) == t->places, "%s: places", config_cg_mode_name(m));
                 CHECK_MSG(cg_mode_decides_placement(m) == t->decides_placement, "%s: decides_placement",
-                          cg_mode_name(m));
+                          config_cg_mode_name(m));
         }
 }
 
@@ -54,16 +54,16 @@ TEST(questions_under_dry_run) {
 
                 for (int dry = 0; dry <= 1; dry++) {
                         CHECK_MSG(cg_mode_moves_now(m, dry) == (t->moves && !dry), "%s/%d: moves_now",
-                                  cg_mode_name(m), dry);
+                                  config_cg_mode_name(m), dry);
                         CHECK_MSG(cg_mode_places_now(m, dry) == (t->places && !dry), "%s/%d: places_now",
-                                  cg_mode_name(m), dry);
+                                  config_cg_mode_name(m), dry);
                         CHECK_MSG(cg_mode_reports_only(m, dry) == (t->advises || dry), "%s/%d: reports_only",
-                                  cg_mode_name(m), dry);
+                                  config_cg_mode_name(m), dry);
                         CHECK_INT(cg_mode_shown(m, dry), t->moves && dry ? CG_MODE_ADVISE : m);
                 }
         }
-        CHECK_STR(cg_mode_name(cg_mode_shown(CG_MODE_PLACE, true)), "advise");
-        CHECK_STR(cg_mode_name(cg_mode_shown(CG_MODE_BALANCE, false)), "balance");
+        CHECK_STR(config_cg_mode_name(cg_mode_shown(CG_MODE_PLACE, true)), "advise");
+        CHECK_STR(config_cg_mode_name(cg_mode_shown(CG_MODE_BALANCE, false)), "balance");
 }
 
 /* How the answers hang together: what the call sites asked inline before the header. */

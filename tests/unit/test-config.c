@@ -403,13 +403,13 @@ TEST(failed_load_leaves_config_untouched) {
 TEST(cg_mode_parse_valid) {
         enum cg_mode m = CG_MODE_UNSET;
 
-        CHECK_INT(cg_mode_parse("balance", 7, &m), 0);
+        CHECK_INT(config_cg_mode_parse("balance", 7, &m), 0);
         CHECK_INT(m, CG_MODE_BALANCE);
-        CHECK_INT(cg_mode_parse("advise\n", 7, &m), 0);
+        CHECK_INT(config_cg_mode_parse("advise\n", 7, &m), 0);
         CHECK_INT(m, CG_MODE_ADVISE);
-        CHECK_INT(cg_mode_parse("off", 3, &m), 0);
+        CHECK_INT(config_cg_mode_parse("off", 3, &m), 0);
         CHECK_INT(m, CG_MODE_OFF);
-        CHECK_INT(cg_mode_parse("place", 5, &m), 0);
+        CHECK_INT(config_cg_mode_parse("place", 5, &m), 0);
         CHECK_INT(m, CG_MODE_PLACE);
         CHECK(cg_mode_moves(CG_MODE_PLACE) && cg_mode_moves(CG_MODE_BALANCE));
         CHECK(!cg_mode_moves(CG_MODE_ADVISE) && !cg_mode_moves(CG_MODE_OFF));
@@ -420,35 +420,35 @@ TEST(cg_mode_parse_invalid_untouched) {
         enum cg_mode m = CG_MODE_UNSET;
         char huge[4096];
 
-        CHECK_INT(cg_mode_parse("", 0, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse("\n", 1, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse("off\n\n", 5, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse("Balance", 7, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse("OFF", 3, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse(" off", 4, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse("off ", 4, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse("of", 2, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse("off\0x", 5, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse("balance", 3, &m), -EINVAL);    /* "bal": the length counts */
-        CHECK_INT(cg_mode_parse("\xff\xfe", 2, &m), -EINVAL);
-        CHECK_INT(cg_mode_parse("unset", 5, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("", 0, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("\n", 1, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("off\n\n", 5, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("Balance", 7, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("OFF", 3, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse(" off", 4, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("off ", 4, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("of", 2, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("off\0x", 5, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("balance", 3, &m), -EINVAL);    /* "bal": the length counts */
+        CHECK_INT(config_cg_mode_parse("\xff\xfe", 2, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse("unset", 5, &m), -EINVAL);
         memset(huge, 'a', sizeof(huge));
         memcpy(huge, "balance", 7);
-        CHECK_INT(cg_mode_parse(huge, sizeof(huge), &m), -EINVAL);
-        CHECK_INT(cg_mode_parse(NULL, 0, &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse(huge, sizeof(huge), &m), -EINVAL);
+        CHECK_INT(config_cg_mode_parse(NULL, 0, &m), -EINVAL);
         CHECK_INT(m, CG_MODE_UNSET);
 }
 
 TEST(cg_mode_names) {
-        CHECK_STR(cg_mode_name(CG_MODE_BALANCE), "balance");
-        CHECK_STR(cg_mode_name(CG_MODE_ADVISE), "advise");
-        CHECK_STR(cg_mode_name(CG_MODE_OFF), "off");
-        CHECK_STR(cg_mode_name((enum cg_mode) 42), "?");
+        CHECK_STR(config_cg_mode_name(CG_MODE_BALANCE), "balance");
+        CHECK_STR(config_cg_mode_name(CG_MODE_ADVISE), "advise");
+        CHECK_STR(config_cg_mode_name(CG_MODE_OFF), "off");
+        CHECK_STR(config_cg_mode_name((enum cg_mode) 42), "?");
 }
 
 static char *shipped_text(size_t *ret_len) {
         char *text = NULL;
-        int r = read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &text, ret_len);
+        int r = parse_read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &text, ret_len);
 
         CHECK_INT(r, 0);
         return r < 0 ? NULL : text;
@@ -559,7 +559,7 @@ TEST(shipped_conf_loads_as_is) {
         struct nb_config c = {};
         struct config_errors errs = {};
 
-        CHECK_INT(read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &text, NULL), 0);
+        CHECK_INT(parse_read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &text, NULL), 0);
         if (!text)
                 return;
         path = write_conf("shipped.conf", text);

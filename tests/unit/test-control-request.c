@@ -5,9 +5,9 @@
 #include "control-request.h"
 #include "test.h"
 
-#define OK(s, c, p) do { q = (struct control_request) {}; CHECK_INT(control_parse_request(s, strlen(s), &q, &err), 0); \
+#define OK(s, c, p) do { q = (struct control_request) {}; CHECK_INT(control_request_parse(s, strlen(s), &q, &err), 0); \
                          CHECK_INT(q.cmd, c); CHECK_INT(q.pid, p); } while (0)
-#define BAD(s) do { err = NULL; CHECK_INT(control_parse_request(s, sizeof(s) - 1, &q, &err), -EINVAL); CHECK(err); } while (0)
+#define BAD(s) do { err = NULL; CHECK_INT(control_request_parse(s, sizeof(s) - 1, &q, &err), -EINVAL); CHECK(err); } while (0)
 
 TEST(control_requests_valid) {
         struct control_request q;
@@ -75,9 +75,9 @@ TEST(control_request_too_long) {
         char big[CONTROL_REQUEST_MAX + 8];
 
         memset(big, 'a', sizeof(big));
-        CHECK_INT(control_parse_request(big, CONTROL_REQUEST_MAX - 1, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse(big, CONTROL_REQUEST_MAX - 1, &q, &err), -EINVAL);
         CHECK(strstr(err, "unknown"));
-        CHECK_INT(control_parse_request(big, CONTROL_REQUEST_MAX, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse(big, CONTROL_REQUEST_MAX, &q, &err), -EINVAL);
         CHECK(strstr(err, "too long"));
 }
 
@@ -87,7 +87,7 @@ TEST(control_request_arguments) {
         const char *err = NULL;
         const char *line = "list after=c/a%20b 42 /system.slice/db%25.service /%C3%A9t%C3%A9";
 
-        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(control_request_parse(line, strlen(line), &q, &err), 0);
         CHECK_INT(q.cmd, CONTROL_LIST);
         CHECK_INT(q.after, 'c');
         CHECK_STR(control_request_str(&q, q.after_path), "/a b");
@@ -97,17 +97,17 @@ TEST(control_request_arguments) {
         CHECK_STR(control_request_str(&q, q.filters[1].path), "/system.slice/db%.service");
         CHECK_STR(control_request_str(&q, q.filters[2].path), "/\xc3\xa9t\xc3\xa9");
         line = "list after=p77";
-        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(control_request_parse(line, strlen(line), &q, &err), 0);
         CHECK_INT(q.after, 'p');
         CHECK_INT(q.after_pid, 77);
         CHECK_INT(q.n_filters, 0);
         line = "explain /user.slice/user-1000.slice";
-        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(control_request_parse(line, strlen(line), &q, &err), 0);
         CHECK_INT(q.cmd, CONTROL_EXPLAIN);
         CHECK_INT(q.pid, 0);
         CHECK_STR(control_request_str(&q, q.path), "/user.slice/user-1000.slice");
         line = "explain /";
-        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(control_request_parse(line, strlen(line), &q, &err), 0);
         CHECK_STR(control_request_str(&q, q.path), "/");
 }
 
@@ -125,12 +125,12 @@ TEST(control_path_round_trip) {
         path[o] = 0;
         memcpy(line, "explain ", 8);
         CHECK(control_path_encode(path, line + 8, sizeof(line) - 8) > 0);
-        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(control_request_parse(line, strlen(line), &q, &err), 0);
         CHECK_STR(control_request_str(&q, q.path), path);
         /* A cursor is one word a client gives back as it came. */
-        CHECK(control_cursor_format('s', path, 0, cursor, sizeof(cursor)) > 0);
+        CHECK(control_request_cursor_format('s', path, 0, cursor, sizeof(cursor)) > 0);
         snprintf(line, sizeof(line), "list after=%s", cursor);
-        CHECK_INT(control_parse_request(line, strlen(line), &q, &err), 0);
+        CHECK_INT(control_request_parse(line, strlen(line), &q, &err), 0);
         CHECK_INT(q.after, 's');
         CHECK_STR(control_request_str(&q, q.after_path), path);
         /* Too small a buffer is said, not cut. */
@@ -142,7 +142,7 @@ TEST(control_request_pid_bounds) {
         struct control_request q = {};
         const char *err = NULL;
 
-        CHECK_INT(control_parse_request("explain 2147483647", 18, &q, &err), 0);
+        CHECK_INT(control_request_parse("explain 2147483647", 18, &q, &err), 0);
         CHECK_INT(q.cmd, CONTROL_EXPLAIN);
         CHECK_INT(q.pid, 2147483647);
 }
@@ -153,34 +153,34 @@ TEST(control_request_errors_say_why) {
         const char *err = NULL;
         char big[CONTROL_REQUEST_MAX + 8];
 
-        CHECK_INT(control_parse_request("", 0, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse("", 0, &q, &err), -EINVAL);
         CHECK_STR(err, CONTROL_ERROR_EMPTY);
         CHECK_STR(err, "empty request (accepted: status, list, explain PID|CGROUP)");
-        CHECK_INT(control_parse_request("\r", 1, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse("\r", 1, &q, &err), -EINVAL);
         CHECK_STR(err, CONTROL_ERROR_EMPTY);
-        CHECK_INT(control_parse_request("help", 4, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse("help", 4, &q, &err), -EINVAL);
         CHECK_STR(err, "unknown command (accepted: status, list, explain PID|CGROUP)");
-        CHECK_INT(control_parse_request("explain", 7, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse("explain", 7, &q, &err), -EINVAL);
         CHECK_STR(err, "explain needs a PID or a cgroup");
-        CHECK_INT(control_parse_request("explain self", 12, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse("explain self", 12, &q, &err), -EINVAL);
         CHECK_STR(err, "explain: not a valid PID (a decimal number from 1) nor a cgroup path");
-        CHECK_INT(control_parse_request("explain 0", 9, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse("explain 0", 9, &q, &err), -EINVAL);
         CHECK_STR(err, "explain: not a valid PID (a decimal number from 1) nor a cgroup path");
-        CHECK_INT(control_parse_request("status\t", 7, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse("status\t", 7, &q, &err), -EINVAL);
         CHECK_STR(err, "request contains a control or non-ASCII byte");
-        CHECK_INT(control_parse_request("list\x7f", 5, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse("list\x7f", 5, &q, &err), -EINVAL);
         CHECK_STR(err, "request contains a control or non-ASCII byte");
         memset(big, 'a', sizeof(big));
-        CHECK_INT(control_parse_request(big, CONTROL_REQUEST_MAX, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse(big, CONTROL_REQUEST_MAX, &q, &err), -EINVAL);
         CHECK_STR(err, CONTROL_ERROR_TOO_LONG);
         CHECK_STR(err, "request too long (at most " CONTROL_STRINGIFY(CONTROL_REQUEST_MAX) " bytes with its newline)");
         /* A '\r' before the newline does not count toward the limit; and too long is said
          * before the bytes are looked at. */
         big[CONTROL_REQUEST_MAX - 1] = '\r';
-        CHECK_INT(control_parse_request(big, CONTROL_REQUEST_MAX, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse(big, CONTROL_REQUEST_MAX, &q, &err), -EINVAL);
         CHECK(strstr(err, "unknown"));
         big[0] = '\x01';
-        CHECK_INT(control_parse_request(big, CONTROL_REQUEST_MAX + 1, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse(big, CONTROL_REQUEST_MAX + 1, &q, &err), -EINVAL);
         CHECK_STR(err, CONTROL_ERROR_TOO_LONG);
 }
 
@@ -189,14 +189,14 @@ TEST(control_request_refused_writes_nothing) {
         struct control_request q = { .cmd = CONTROL_LIST, .pid = 77 };
         const char *err = NULL;
 
-        CHECK_INT(control_parse_request("explain 12x", 11, &q, &err), -EINVAL);
+        CHECK_INT(control_request_parse("explain 12x", 11, &q, &err), -EINVAL);
         CHECK_INT(q.cmd, CONTROL_LIST);
         CHECK_INT(q.pid, 77);
-        CHECK_INT(control_parse_request("explain 12", 10, &q, &err), 0);
+        CHECK_INT(control_request_parse("explain 12", 10, &q, &err), 0);
         CHECK_INT(q.cmd, CONTROL_EXPLAIN);
         CHECK_INT(q.pid, 12);
         /* And a good one after leaves no PID behind. */
-        CHECK_INT(control_parse_request("status", 6, &q, &err), 0);
+        CHECK_INT(control_request_parse("status", 6, &q, &err), 0);
         CHECK_INT(q.cmd, CONTROL_STATUS);
         CHECK_INT(q.pid, 0);
 }

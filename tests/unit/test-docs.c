@@ -150,8 +150,8 @@ struct docs {
 
 static bool docs_load(struct docs *d) {
         *d = (struct docs) {};
-        CHECK_INT(read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &d->conf, NULL), 0);
-        CHECK_INT(read_file_at(AT_FDCWD, MAN_CONF_FILE, 1 << 20, &d->man, NULL), 0);
+        CHECK_INT(parse_read_file_at(AT_FDCWD, CONF_FILE, 1 << 20, &d->conf, NULL), 0);
+        CHECK_INT(parse_read_file_at(AT_FDCWD, MAN_CONF_FILE, 1 << 20, &d->man, NULL), 0);
         if (!d->conf || !d->man)
                 return false;
         d->n_man = man_keys(d->man, d->mk, ELEMENTSOF(d->mk));

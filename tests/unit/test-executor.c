@@ -58,8 +58,8 @@ TEST(class_names) {
 TEST(pmd_size) {
         /* 2 MiB with 4 KiB base pages (x86-64), 512 MiB with 64 KiB (arm64). */
         if (page_size() == 4096)
-                CHECK_INT(migrate_pmd_size(), 2 * MB);
-        CHECK_INT(migrate_pmd_size() % page_size(), 0);
+                CHECK_INT(executor_pmd_size(), 2 * MB);
+        CHECK_INT(executor_pmd_size() % page_size(), 0);
 }
 
 /* How many base pages the kernel gets between two breaks, at most. */

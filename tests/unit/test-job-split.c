@@ -75,9 +75,9 @@ TEST(four_equal_parts) {
         uint64_t sum_max = 0;
         size_t n = 0;
 
-        CHECK_INT(migrate_job_split(&job, 4, 64 * MB, &parts, &n), 4);
+        CHECK_INT(job_split(&job, 4, 64 * MB, &parts, &n), 4);
         CHECK_INT(n, 4);
-        check_cover(&job, parts, n, migrate_pmd_size());
+        check_cover(&job, parts, n, executor_pmd_size());
         for (size_t p = 0; p < n; p++) {
                 /* 584 MiB in four: 146 MiB rounded up to 2 MiB, the last takes the rest. */
                 CHECK(part_bytes(&parts[p]) >= 140 * MB && part_bytes(&parts[p]) <= 150 * MB);
@@ -93,8 +93,8 @@ TEST(minimum_part_size) {
         size_t n = 0;
 
         /* Too small to split into 4 with a 256 MiB minimum: 2 parts. */
-        CHECK_INT(migrate_job_split(&job, 4, 256 * MB, &parts, &n), 2);
-        check_cover(&job, parts, n, migrate_pmd_size());
+        CHECK_INT(job_split(&job, 4, 256 * MB, &parts, &n), 2);
+        check_cover(&job, parts, n, executor_pmd_size());
         free_parts(parts, n);
 }
 
@@ -103,7 +103,7 @@ TEST(one_part_is_a_copy) {
         size_t n = 0;
 
         job.n_ranges = 1;
-        CHECK_INT(migrate_job_split(&job, 1, 0, &parts, &n), 1);
+        CHECK_INT(job_split(&job, 1, 0, &parts, &n), 1);
         CHECK_INT(parts[0].n_ranges, 1);
         CHECK_INT(parts[0].ranges[0].start, ranges[0].start);
         CHECK_INT(parts[0].ranges[0].end, ranges[0].end);
@@ -118,7 +118,7 @@ TEST(results_not_copied) {
         job.pages[MIG_MOVED] = 5;
         job.error = -EIO;
         job.wall_ns = 9;
-        CHECK_INT(migrate_job_split(&job, 2, 0, &parts, &n), 2);
+        CHECK_INT(job_split(&job, 2, 0, &parts, &n), 2);
         for (size_t p = 0; p < n; p++) {
                 CHECK_INT(parts[p].pages[MIG_MOVED], 0);
                 CHECK_INT(parts[p].error, 0);
@@ -134,7 +134,7 @@ TEST(hugetlb_pages_never_cut) {
 
         /* 4 GiB of 1 GiB pages in three: shares of 2 GiB (4/3 rounded up to a page). */
         giant.end = giant.start + 4 * GB;
-        CHECK_INT(migrate_job_split(&job, 3, 0, &parts, &n), 2);
+        CHECK_INT(job_split(&job, 3, 0, &parts, &n), 2);
         check_cover(&job, parts, n, GB);
         CHECK_INT(part_bytes(&parts[0]), 2 * GB);
         CHECK_INT(part_bytes(&parts[1]), 2 * GB);

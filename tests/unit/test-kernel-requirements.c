@@ -53,7 +53,7 @@ TEST(a_named_tree_is_not_refused) {
         CHECK(mkdtemp(dir) != NULL);
         free(cfg.cgroup_root);
         cfg.cgroup_root = strdup(dir);
-        CHECK_INT(cgroup_root_resolve(&cfg, false), 0);
+        CHECK_INT(kernel_requirements_cgroup_root(&cfg, false), 0);
         CHECK_STR(cfg.cgroup_root, dir);           /* left as it was named */
         config_done(&cfg);
         rmdir(dir);
@@ -67,7 +67,7 @@ TEST(the_default_root_as_this_host_has_it) {
 
         config_defaults(&cfg);
         CHECK_STR(cfg.cgroup_root, "/sys/fs/cgroup");
-        r = cgroup_root_resolve(&cfg, false);
+        r = kernel_requirements_cgroup_root(&cfg, false);
         if (is_cgroup2("/sys/fs/cgroup")) {
                 CHECK_INT(r, 0);
                 CHECK_STR(cfg.cgroup_root, "/sys/fs/cgroup");
@@ -102,18 +102,18 @@ TEST(a_named_tree_is_said_once) {
         log_set_sink(capture);
         log_set_max_level(LOG_LVL_DEBUG);
         logged[0] = 0;
-        CHECK_INT(cgroup_root_resolve(&cfg, true), 0);
+        CHECK_INT(kernel_requirements_cgroup_root(&cfg, true), 0);
         snprintf(expect, sizeof(expect), "<4>[select] cgroup_root = %s is not a cgroup2 file system: nothing there is "
                  "a cgroup the kernel knows, and no process in it will be balanced\n", dir);
         CHECK_STR(logged, expect);
         logged[0] = 0;
-        CHECK_INT(cgroup_root_resolve(&cfg, false), 0);
+        CHECK_INT(kernel_requirements_cgroup_root(&cfg, false), 0);
         CHECK_STR(logged, "");
         /* One that is not there at all: the same (the operator's word). */
         logged[0] = 0;
         free(cfg.cgroup_root);
         cfg.cgroup_root = strdup("/nonexistent/cgroup");
-        CHECK_INT(cgroup_root_resolve(&cfg, false), 0);
+        CHECK_INT(kernel_requirements_cgroup_root(&cfg, false), 0);
         CHECK_STR(cfg.cgroup_root, "/nonexistent/cgroup");
         log_set_sink(NULL);
         log_set_max_level(LOG_LVL_INFO);
@@ -121,7 +121,7 @@ TEST(a_named_tree_is_said_once) {
         rmdir(dir);
 }
 
-/* cgroup_root_resolve() on cfg with cgroup_root = root: its return, and *ret_root. */
+/* kernel_requirements_cgroup_root() on cfg with cgroup_root = root: its return, and *ret_root. */
 static int resolve(const char *root, bool say_once, char *ret_root, size_t size) {
         struct nb_config cfg;
         int r;
@@ -129,7 +129,7 @@ static int resolve(const char *root, bool say_once, char *ret_root, size_t size)
         config_defaults(&cfg);
         free(cfg.cgroup_root);
         cfg.cgroup_root = strdup(root);
-        r = cgroup_root_resolve(&cfg, say_once);
+        r = kernel_requirements_cgroup_root(&cfg, say_once);
         snprintf(ret_root, size, "%s", cfg.cgroup_root);
         config_done(&cfg);
         return r;

@@ -65,7 +65,7 @@ static struct page_sampler sampler;
 static bool sampler_on;                  /* page_sampler_choose() gives one */
 static struct queued_sample queued[16];  /* handed over at the next drain */
 static size_t n_queued;
-static pid_t source_unwatched[32];       /* placement_source_unwatch() calls */
+static pid_t source_unwatched[32];       /* node_time_source_unwatch() calls */
 static size_t n_source_unwatched;
 
 /* The samplers' attachment (manager_samplers_sync): whether each is attached now, how
@@ -76,7 +76,7 @@ static struct {
         unsigned samples_detached;
 } armed;
 
-static int fake_arm(const struct placement_source *s, bool on) {
+static int fake_arm(const struct node_time_source *s, bool on) {
         if (on != armed.source_on)
                 on ? armed.source_attaches++ : armed.source_detaches++;
         armed.source_on = on;
@@ -90,28 +90,28 @@ int page_sampler_arm(struct page_sampler *s, bool on) {
         return 0;
 }
 
-static int fake_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
-                       const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
+static int fake_sample(const struct node_time_source *s, const char *proc_root, pid_t pid,
+                       const struct topology *t, struct node_time_state *st, uint64_t *ns_by_node) {
         armed.samples_detached += !armed.source_on;
-        return placement_source_proc.sample(&placement_source_proc, proc_root, pid, t, st, ns_by_node);
+        return node_time_source_proc.sample(&node_time_source_proc, proc_root, pid, t, st, ns_by_node);
 }
 
-static void fake_unwatch(const struct placement_source *s, pid_t pid) {
+static void fake_unwatch(const struct node_time_source *s, pid_t pid) {
         if (n_source_unwatched < ELEMENTSOF(source_unwatched))
                 source_unwatched[n_source_unwatched++] = pid;
 }
 
-static const struct placement_source fake_source = { .name = "proc", .sample = fake_sample, .unwatch = fake_unwatch,
+static const struct node_time_source fake_source = { .name = "proc", .sample = fake_sample, .unwatch = fake_unwatch,
                                                      .arm = fake_arm };
 
 int source_choose(enum sample_source want, const struct topology *t,
-                            const struct placement_source **ret) {
+                            const struct node_time_source **ret) {
         *ret = &fake_source;
         return 0;
 }
 
 int page_sampler_choose(const struct nb_config *cfg, const char *proc_root, const char *sys_root,
-                        const struct topology *t, const struct placement_source *placement,
+                        const struct topology *t, const struct node_time_source *placement,
                         struct page_sampler **ret) {
         sampler = (struct page_sampler) {};
         *ret = sampler_on ? &sampler : NULL;
@@ -177,7 +177,7 @@ int page_sampler_drain(struct page_sampler *s, page_sample_fn fn, void *userdata
 void page_sampler_free(struct page_sampler *s) {}
 void page_sampler_set_reader(struct page_sampler *s, struct tenant_reader *reader) {}
 
-const char *page_sampler_chain(const struct placement_source *placement, const struct page_sampler *s) {
+const char *page_sampler_chain(const struct node_time_source *placement, const struct page_sampler *s) {
         return s ? "pmu+proc" : "proc";
 }
 
@@ -388,7 +388,7 @@ static bool env_start(const struct env_opts *o) {
         free(cfg.cgroup_root);
         cfg.cgroup_root = strdup(env.cgroup);
         if (o->user || o->xattr) {
-                const char *v = cg_mode_name(o->mode);
+                const char *v = config_cg_mode_name(o->mode);
                 if ((o->user && chown(slice, o->user, o->user) < 0) ||
                     setxattr(slice, "user.numabalanced", v, strlen(v), 0) < 0)
                         abort();

@@ -198,7 +198,7 @@ TEST(repin_after_hotplug) {
  * move_pages(2) query says the page is on node 1, and a move call (with nodes) moves
  * every page to its target, its time and the base pages it moved recorded. With
  * fake_thp set too, the addresses from FAKE_BASE on are backed by huge pages of
- * migrate_pmd_size() (transparent or hugetlb alike): moving any address of one moves
+ * executor_pmd_size() (transparent or hugetlb alike): moving any address of one moves
  * it whole, and from then on a query of any of its addresses says the target. The
  * executor's kernel-batch breaks get -EFAULT and move nothing. Every
  * other syscall(2) is the real one (linked with -Wl,--wrap=syscall). */
@@ -211,7 +211,7 @@ static uint8_t fake_huge_moved[FAKE_HUGE_MAX];
 
 /* The huge page of addr (an index into fake_huge_moved), or -1 outside them. */
 static long fake_huge(uint64_t addr) {
-        uint64_t i = (addr - FAKE_BASE) / migrate_pmd_size();
+        uint64_t i = (addr - FAKE_BASE) / executor_pmd_size();
         return fake_thp && addr >= FAKE_BASE && i < FAKE_HUGE_MAX ? (long) i : -1;
 }
 
@@ -232,7 +232,7 @@ static uint64_t fake_move(unsigned long n, void *const *addrs, const int *nodes,
                         pages++;
                 else if (!fake_huge_moved[h]) {
                         fake_huge_moved[h] = 1;
-                        pages += migrate_pmd_size() / page_size();
+                        pages += executor_pmd_size() / page_size();
                 }
         }
         return pages;
@@ -317,7 +317,7 @@ static struct migrate_job fake_job(struct migrate_range *rg, uint64_t bytes, uin
  * (the burst, 0.4 MiB, is less than a huge page); huge pages, transparent or hugetlb,
  * at 40 MB/s: two of them (4 MiB). Before, a call moved the whole job. */
 TEST(rate_limit_bounds_each_move_call) {
-        uint64_t ps = page_size(), pmd = migrate_pmd_size(), most;
+        uint64_t ps = page_size(), pmd = executor_pmd_size(), most;
         struct migrate_range rg;
         struct migrate_job job;
 
@@ -349,7 +349,7 @@ TEST(rate_limit_bounds_each_move_call) {
  * A huge-page round took a third of the batch in huge pages (341 of them, 682 MiB),
  * and hugetlb pages counted one each. */
 TEST(batch_pages_counts_base_pages) {
-        uint64_t ps = page_size(), pmd = migrate_pmd_size(), most;
+        uint64_t ps = page_size(), pmd = executor_pmd_size(), most;
         struct migrate_range rg;
         struct migrate_job job;
 
@@ -392,7 +392,7 @@ TEST(move_call_times_in_the_job) {
  * three at the default 1024 MB/s (100 ms of it is 102 MiB: 51 huge pages a call); of
  * base pages, in six (three rounds of heads, then the rest of their chunks). */
 TEST(default_batches_stay_large) {
-        uint64_t ps = page_size(), pmd = migrate_pmd_size();
+        uint64_t ps = page_size(), pmd = executor_pmd_size();
         struct migrate_range rg;
         struct migrate_job job;
 
@@ -426,7 +426,7 @@ TEST(move_calls_per_second_bounded) {
         struct migrate_range rg[60];
         struct migrate_job job;
         nb_cpumask cpu0 = {};
-        uint64_t ps = page_size(), pmd = migrate_pmd_size(), elapsed;
+        uint64_t ps = page_size(), pmd = executor_pmd_size(), elapsed;
         unsigned most = 0;
 
         cpumask_set(&cpu0, 0);
@@ -474,7 +474,7 @@ TEST(run_budget_ends_a_wait_at_the_call_gate) {
         struct migrate_range rg[60];
         struct migrate_job job;
         nb_cpumask cpu0 = {};
-        uint64_t ps = page_size(), pmd = migrate_pmd_size(), t0, took;
+        uint64_t ps = page_size(), pmd = executor_pmd_size(), t0, took;
 
         cpumask_set(&cpu0, 0);
         if (migrator_new(&cpu0, 0, 1, &m) < 0)

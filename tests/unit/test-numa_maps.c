@@ -30,7 +30,7 @@ static char *load(const char *name, size_t *len) {
         int r;
 
         snprintf(path, sizeof(path), "%s/numa_maps/%s", TEST_DATA_DIR, name);
-        r = read_file_at(AT_FDCWD, path, 64 << 20, &buf, len);
+        r = parse_read_file_at(AT_FDCWD, path, 64 << 20, &buf, len);
         if (r < 0) {
                 TEST_FAIL("cannot read %s: %s", path, strerror(-r));
                 return NULL;
@@ -81,7 +81,7 @@ static void check_vma(const char *file, const struct numa_maps *m, const struct 
         for (size_t i = 0; i < v->np_count; i++) {
                 n += (size_t) snprintf(np + n, sizeof(np) - n, "%s%u=%" PRIu64, i ? " " : "", p[i].node, p[i].pages);
                 sum += p[i].pages;
-                CHECK_INT(vma_pages_on(m, v, p[i].node), p[i].pages);
+                CHECK_INT(numa_maps_vma_pages_on(m, v, p[i].node), p[i].pages);
         }
         CHECK_STR(np, e->np);
         CHECK_INT(v->pages, sum);
@@ -338,7 +338,7 @@ TEST(file_name_with_n0_adds_no_count) {
                 return;
         for (size_t i = 0; i < m->n_vmas; i++)
                 if (m->vmas[i].path && strstr(m->vmas[i].path, "N0\\075999"))
-                        CHECK_INT(vma_pages_on(m, &m->vmas[i], 0), 0);
+                        CHECK_INT(numa_maps_vma_pages_on(m, &m->vmas[i], 0), 0);
         numa_maps_free(m);
 }
 
@@ -366,7 +366,7 @@ TEST(file_hostile_long_lines) {
                 CHECK_INT(v->pages, 1024);
                 CHECK_INT(v->anon, 1024);
                 CHECK_INT(nodemask_weight(&v->policy.nodes), 1024);
-                CHECK_INT(vma_pages_on(m, v, 1023), 1);
+                CHECK_INT(numa_maps_vma_pages_on(m, v, 1023), 1);
                 CHECK_INT(vma_node_pages(m, v)[1023].node, 1023);
 
                 v = &m->vmas[2];
@@ -380,7 +380,7 @@ TEST(file_hostile_long_lines) {
 static void policy_ok(const char *s, enum mpol_mode mode, unsigned flags, const char *nodes, bool trunc) {
         struct mempolicy p;
         char buf[NODEMASK_STRMAX];
-        int r = mempolicy_parse(s, strlen(s), &p);
+        int r = numa_maps_mempolicy_parse(s, strlen(s), &p);
 
         CHECK_INT(r, 0);
         if (r < 0) {
@@ -396,7 +396,7 @@ static void policy_ok(const char *s, enum mpol_mode mode, unsigned flags, const 
 
 static void policy_bad_err(const char *s, int err) {
         struct mempolicy p = { .mode = MODE_INTERLEAVE, .flags = 77 };
-        int r = mempolicy_parse(s, strlen(s), &p);
+        int r = numa_maps_mempolicy_parse(s, strlen(s), &p);
 
         CHECK_INT(r, err);
         if (r != err)
@@ -493,26 +493,26 @@ TEST(policy_of_62_characters_whole) {
 TEST(policy_length_counts) {
         struct mempolicy p;
 
-        CHECK_INT(mempolicy_parse("bind:1xyz", 6, &p), 0);
+        CHECK_INT(numa_maps_mempolicy_parse("bind:1xyz", 6, &p), 0);
         CHECK_INT(nodemask_weight(&p.nodes), 1);
-        CHECK_INT(mempolicy_parse(NULL, 0, &p), -EINVAL);
+        CHECK_INT(numa_maps_mempolicy_parse(NULL, 0, &p), -EINVAL);
 }
 
 TEST(mode_and_kind_names) {
-        CHECK_STR(mpol_mode_name(MODE_DEFAULT), "default");
-        CHECK_STR(mpol_mode_name(MODE_LOCAL), "local");
-        CHECK_STR(mpol_mode_name(MODE_PREFERRED), "prefer");
-        CHECK_STR(mpol_mode_name(MODE_PREFERRED_MANY), "prefer (many)");
-        CHECK_STR(mpol_mode_name(MODE_BIND), "bind");
-        CHECK_STR(mpol_mode_name(MODE_INTERLEAVE), "interleave");
-        CHECK_STR(mpol_mode_name(MODE_WEIGHTED_INTERLEAVE), "weighted interleave");
-        CHECK_STR(mpol_mode_name(_MODE_MAX), "unknown");
-        CHECK_STR(mpol_mode_name((enum mpol_mode) -1), "unknown");
-        CHECK_STR(vma_kind_name(VMA_ANON), "anon");
-        CHECK_STR(vma_kind_name(VMA_FILE), "file");
-        CHECK_STR(vma_kind_name(VMA_HEAP), "heap");
-        CHECK_STR(vma_kind_name(VMA_STACK), "stack");
-        CHECK_STR(vma_kind_name(_VMA_KIND_MAX), "unknown");
+        CHECK_STR(numa_maps_mpol_mode_name(MODE_DEFAULT), "default");
+        CHECK_STR(numa_maps_mpol_mode_name(MODE_LOCAL), "local");
+        CHECK_STR(numa_maps_mpol_mode_name(MODE_PREFERRED), "prefer");
+        CHECK_STR(numa_maps_mpol_mode_name(MODE_PREFERRED_MANY), "prefer (many)");
+        CHECK_STR(numa_maps_mpol_mode_name(MODE_BIND), "bind");
+        CHECK_STR(numa_maps_mpol_mode_name(MODE_INTERLEAVE), "interleave");
+        CHECK_STR(numa_maps_mpol_mode_name(MODE_WEIGHTED_INTERLEAVE), "weighted interleave");
+        CHECK_STR(numa_maps_mpol_mode_name(_MODE_MAX), "unknown");
+        CHECK_STR(numa_maps_mpol_mode_name((enum mpol_mode) -1), "unknown");
+        CHECK_STR(numa_maps_vma_kind_name(VMA_ANON), "anon");
+        CHECK_STR(numa_maps_vma_kind_name(VMA_FILE), "file");
+        CHECK_STR(numa_maps_vma_kind_name(VMA_HEAP), "heap");
+        CHECK_STR(numa_maps_vma_kind_name(VMA_STACK), "stack");
+        CHECK_STR(numa_maps_vma_kind_name(_VMA_KIND_MAX), "unknown");
 }
 
 /* The length counts, not a NUL: the parse stops at "N0=1". */
@@ -563,13 +563,13 @@ TEST(head_of_a_cut_record) {
 
         CHECK_INT(numa_maps_parse_head(full, strlen(full), &start, &p), 0);
         CHECK_INT(start, 0x55cb565f7000ull);
-        CHECK_INT(mempolicy_parse("prefer (many)=static:0-1", 24, &e), 0);
-        CHECK(mempolicy_equal(&p, &e));
+        CHECK_INT(numa_maps_mempolicy_parse("prefer (many)=static:0-1", 24, &e), 0);
+        CHECK(numa_maps_mempolicy_equal(&p, &e));
         /* Cut anywhere up to the space after the policy: more is needed. */
         for (size_t n = 1; n <= 37; n++)
                 CHECK_INT(numa_maps_parse_head(full, n, &start, &p), -EAGAIN);
         CHECK_INT(numa_maps_parse_head(full, 38, &start, &p), 0);
-        CHECK(mempolicy_equal(&p, &e));
+        CHECK(numa_maps_mempolicy_equal(&p, &e));
         CHECK_INT(numa_maps_parse_head("7f00 weighted interleave:0-1\n", 29, &start, &p), 0);
         CHECK_INT(p.mode, MODE_WEIGHTED_INTERLEAVE);
         CHECK_INT(numa_maps_parse_head("7f00 default\n7f01 bind:1\n", 26, &start, &p), 0);
@@ -598,15 +598,15 @@ TEST(head_malformed) {
 TEST(mempolicy_equality) {
         struct mempolicy a, b;
 
-        CHECK_INT(mempolicy_parse("bind:0-1", 8, &a), 0);
-        CHECK_INT(mempolicy_parse("bind:0,1", 8, &b), 0);
-        CHECK(mempolicy_equal(&a, &b));
-        CHECK_INT(mempolicy_parse("bind=static:0-1", 15, &b), 0);
-        CHECK(!mempolicy_equal(&a, &b));
-        CHECK_INT(mempolicy_parse("interleave:0-1", 14, &b), 0);
-        CHECK(!mempolicy_equal(&a, &b));
-        CHECK_INT(mempolicy_parse("bind:1", 6, &b), 0);
-        CHECK(!mempolicy_equal(&a, &b));
+        CHECK_INT(numa_maps_mempolicy_parse("bind:0-1", 8, &a), 0);
+        CHECK_INT(numa_maps_mempolicy_parse("bind:0,1", 8, &b), 0);
+        CHECK(numa_maps_mempolicy_equal(&a, &b));
+        CHECK_INT(numa_maps_mempolicy_parse("bind=static:0-1", 15, &b), 0);
+        CHECK(!numa_maps_mempolicy_equal(&a, &b));
+        CHECK_INT(numa_maps_mempolicy_parse("interleave:0-1", 14, &b), 0);
+        CHECK(!numa_maps_mempolicy_equal(&a, &b));
+        CHECK_INT(numa_maps_mempolicy_parse("bind:1", 6, &b), 0);
+        CHECK(!numa_maps_mempolicy_equal(&a, &b));
 }
 
 DEFINE_TEST_MAIN()

@@ -27,7 +27,7 @@ static int replay(const char *name, uint64_t page_size, unsigned min_samples, st
         int r;
 
         snprintf(path, sizeof(path), "%s/pmu/%s", TEST_DATA_DIR, name);
-        r = read_file_at(AT_FDCWD, path, 1 << 24, &buf, &len);
+        r = parse_read_file_at(AT_FDCWD, path, 1 << 24, &buf, &len);
         CHECK_INT(r, 0);
         if (r < 0)
                 return r;

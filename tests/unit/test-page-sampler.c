@@ -27,7 +27,7 @@ static void capture(int level, int error, const struct log_fields *fields, const
         snprintf(logged + n, sizeof(logged) - n, "<%d>%s\n", level, msg);
 }
 
-static const struct placement_source bpf_like = { .name = "bpf" };
+static const struct node_time_source bpf_like = { .name = "bpf" };
 
 struct drained {
         pid_t tgid[8];
@@ -50,10 +50,10 @@ TEST(off_means_none) {
 
         config_defaults(&cfg);
         cfg.pmu = PMU_MODE_OFF;
-        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &placement_source_proc, &s), 0);
+        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &node_time_source_proc, &s), 0);
         CHECK(s == NULL);
         CHECK(page_sampler_name(s) == NULL);
-        CHECK_STR(page_sampler_chain(&placement_source_proc, s), "proc");
+        CHECK_STR(page_sampler_chain(&node_time_source_proc, s), "proc");
         CHECK_STR(page_sampler_chain(&bpf_like, s), "bpf");
         config_done(&cfg);
 }
@@ -72,11 +72,11 @@ TEST(replay_drains_what_was_written) {
         cfg.pmu = PMU_MODE_REPLAY;
         free(cfg.replay_path);
         cfg.replay_path = strdup(path);
-        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &placement_source_proc, &s), 0);
+        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &node_time_source_proc, &s), 0);
         CHECK(s != NULL);
         if (s) {
                 CHECK_STR(page_sampler_name(s), "replay");
-                CHECK_STR(page_sampler_chain(&placement_source_proc, s), "replay+proc");
+                CHECK_STR(page_sampler_chain(&node_time_source_proc, s), "replay+proc");
                 CHECK_STR(page_sampler_chain(&bpf_like, s), "replay+bpf");
                 CHECK_INT(page_sampler_watch(s, 100, 0), 0);
                 page_sampler_span(s, 100, 0, true);
@@ -98,7 +98,7 @@ TEST(replay_without_its_file_is_an_error) {
         cfg.pmu = PMU_MODE_REPLAY;
         free(cfg.replay_path);
         cfg.replay_path = strdup("/nonexistent/replay");
-        CHECK(page_sampler_choose(&cfg, "/proc", "/sys", topo, &placement_source_proc, &s) < 0);
+        CHECK(page_sampler_choose(&cfg, "/proc", "/sys", topo, &node_time_source_proc, &s) < 0);
         CHECK(s == NULL);
         config_done(&cfg);
 }
@@ -111,7 +111,7 @@ TEST(off_says_the_chain) {
         config_defaults(&cfg);
         cfg.pmu = PMU_MODE_OFF;
         logged[0] = 0;
-        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &placement_source_proc, &s), 0);
+        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &node_time_source_proc, &s), 0);
         CHECK_STR(logged, "<6>Sampling chain: /proc only: page-level sampling off: [sample] pmu = off\n");
         logged[0] = 0;
         CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &bpf_like, &s), 0);
@@ -134,9 +134,9 @@ TEST(auto_without_event_sources_is_none) {
         config_defaults(&cfg);
         CHECK_INT(cfg.pmu, PMU_MODE_AUTO);
         logged[0] = 0;
-        CHECK_INT(page_sampler_choose(&cfg, "/proc", sys, topo, &placement_source_proc, &s), 0);
+        CHECK_INT(page_sampler_choose(&cfg, "/proc", sys, topo, &node_time_source_proc, &s), 0);
         CHECK(s == NULL);
-        CHECK_STR(page_sampler_chain(&placement_source_proc, s), "proc");
+        CHECK_STR(page_sampler_chain(&node_time_source_proc, s), "proc");
         snprintf(expect, sizeof(expect), "<6>Sampling chain: /proc only: page-level sampling off: cannot read "
                  "%s/bus/event_source/devices: No such file or directory\n", sys);
         CHECK_STR(logged, expect);
@@ -162,7 +162,7 @@ TEST(replay_without_a_path_is_an_error) {
         free(cfg.replay_path);
         cfg.replay_path = NULL;
         logged[0] = 0;
-        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &placement_source_proc, &s), -EINVAL);
+        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo, &node_time_source_proc, &s), -EINVAL);
         CHECK(s == NULL);
         CHECK_STR(logged, "<3>[sample] pmu = replay: cannot open replay_path \"\": Invalid argument\n");
         config_done(&cfg);
@@ -239,7 +239,7 @@ TEST(replay_the_stored_recording) {
         cfg.pmu = PMU_MODE_REPLAY;
         free(cfg.replay_path);
         cfg.replay_path = strdup(path);
-        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo_2n1m, &placement_source_proc, &s), 0);
+        CHECK_INT(page_sampler_choose(&cfg, "/proc", "/sys", topo_2n1m, &node_time_source_proc, &s), 0);
         p.hits = calloc(p.length / p.page, sizeof(*p.hits));
         if (s && p.hits) {
                 /* A replay samples whatever the file holds: watching changes nothing. */

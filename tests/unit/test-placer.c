@@ -349,7 +349,7 @@ TEST(not_placed_after_leaving_the_cgroup) {
         CHECK(both(1));
         placer_stop(pl);
         placer_free(pl);
-        proc_place_free(rec.place);
+        placer_proc_free(rec.place);
         rec.place = NULL;
 }
 
@@ -366,7 +366,7 @@ TEST(crash_recovered_by_the_next_start) {
         CHECK_MSG(both(3), "not recovered at start: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
         CHECK_INT(placer_counters(next)->undone[PLACER_UNDO_RECOVERED], 2);
         placer_free(next);
-        proc_place_free(rec.place);
+        placer_proc_free(rec.place);
         rec.place = NULL;
 }
 
@@ -387,7 +387,7 @@ TEST(clean_stop_gives_back) {
         CHECK_MSG(both(3), "narrowed again after the stop: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
         CHECK_INT(placer_counters(pl)->placements, 1);
         placer_free(pl);
-        proc_place_free(rec.place);
+        placer_proc_free(rec.place);
         rec.place = NULL;
 }
 
@@ -403,7 +403,7 @@ TEST(advise_places_nothing) {
         CHECK_INT(placer_counters(pl)->would_place, 1);
         CHECK_INT(placer_counters(pl)->placements, 0);
         placer_free(pl);
-        proc_place_free(rec.place);
+        placer_proc_free(rec.place);
         rec.place = NULL;
         cg.mode = CG_MODE_PLACE;
 }
@@ -455,7 +455,7 @@ TEST(children_followed_and_given_back_at_opt_out) {
         cg.mode = CG_MODE_PLACE;
         kill_kids();
         placer_free(pl);
-        proc_place_free(rec.place);
+        placer_proc_free(rec.place);
         rec.place = NULL;
 }
 
@@ -516,8 +516,8 @@ TEST(child_of_an_exited_parent_given_back) {
         set_cpus(tids[1], 3);
         kill_kids();
         placer_free(pl);
-        proc_place_free(rec.place);
-        proc_place_free(crec.place);
+        placer_proc_free(rec.place);
+        placer_proc_free(crec.place);
         rec.place = NULL;
 }
 
@@ -540,7 +540,7 @@ TEST(children_given_back_at_stop_and_after_a_crash) {
         CHECK_MSG(cpus_of(child) == 3, "the child not recovered at start: %#x", cpus_of(child));
         CHECK(both(3));
         CHECK_INT(placer_counters(next)->undone[PLACER_UNDO_RECOVERED], 3);
-        proc_place_free(rec.place);
+        placer_proc_free(rec.place);
         rec.place = NULL;
 
         for (int i = 0; i < 3 && !both(1); i++)
@@ -554,7 +554,7 @@ TEST(children_given_back_at_stop_and_after_a_crash) {
         CHECK(both(3));
         kill_kids();
         placer_free(next);
-        proc_place_free(rec.place);
+        placer_proc_free(rec.place);
         rec.place = NULL;
 }
 
@@ -587,7 +587,7 @@ TEST(own_load_not_counted) {
         CHECK_INT(rec.place->placed, 0);
         placer_stop(pl);
         placer_free(pl);
-        proc_place_free(rec.place);
+        placer_proc_free(rec.place);
         rec.place = NULL;
         cpu0_busy = false;
         fake_daemon = self_pid = 0;

@@ -232,7 +232,7 @@ TEST(lines_same_at_every_chunk_boundary) {
 
 static bool vma_equal(const struct numa_maps *a, const struct vma *x, const struct numa_maps *b,
                       const struct vma *y) {
-        if (x->start != y->start || !mempolicy_equal(&x->policy, &y->policy) || x->kind != y->kind ||
+        if (x->start != y->start || !numa_maps_mempolicy_equal(&x->policy, &y->policy) || x->kind != y->kind ||
             x->hugetlb != y->hugetlb || x->page_size_kb != y->page_size_kb || x->anon != y->anon ||
             x->dirty != y->dirty || x->mapped != y->mapped || x->mapmax != y->mapmax || x->active != y->active ||
             x->pages != y->pages || x->np_count != y->np_count || x->line != y->line ||
@@ -260,7 +260,7 @@ static char *load(const char *dir, const char *name, size_t *len) {
         char *buf = NULL;
 
         snprintf(path, sizeof(path), "%s/%s/%s", TEST_DATA_DIR, dir, name);
-        if (read_file_at(AT_FDCWD, path, 1 << 20, &buf, len) < 0)
+        if (parse_read_file_at(AT_FDCWD, path, 1 << 20, &buf, len) < 0)
                 TEST_FAIL("cannot read %s", path);
         return buf;
 }
@@ -378,7 +378,7 @@ TEST(over_long_line_skipped_and_counted) {
                 CHECK_INT(m->n_bad_lines, 1);
                 CHECK_INT(m->bad_lines[0], 2);
                 CHECK_INT(m->vmas[1].start, 0x7f0000004000);
-                CHECK_INT(vma_pages_on(m, &m->vmas[1], 1), 2);
+                CHECK_INT(numa_maps_vma_pages_on(m, &m->vmas[1], 1), 2);
         }
         /* Counted once by the reader, however many chunks the line spans. */
         proc_path(path, sizeof(path), "numa_maps");

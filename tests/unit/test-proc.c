@@ -18,7 +18,7 @@ static char *load(const char *name, size_t *len) {
         int r;
 
         snprintf(path, sizeof(path), "%s/%s", PROC_DIR, name);
-        r = read_file_at(AT_FDCWD, path, 1 << 20, &buf, len);
+        r = parse_read_file_at(AT_FDCWD, path, 1 << 20, &buf, len);
         if (r < 0) {
                 TEST_FAIL("cannot read %s: %s", path, strerror(-r));
                 return NULL;
@@ -332,8 +332,8 @@ TEST(status_threads_and_locked) {
                 CHECK_INT(st.threads, 1);
                 CHECK_INT(st.vm_lck_kb, 0);
         }
-        CHECK_INT(read_file_at(AT_FDCWD, TEST_DATA_DIR "/threads/qemu-6.1-2node/worker-bind/100/status", 1 << 20,
-                               &three, &len), 0);
+        CHECK_INT(parse_read_file_at(AT_FDCWD, TEST_DATA_DIR "/threads/qemu-6.1-2node/worker-bind/100/status", 1 << 20,
+                                     &three, &len), 0);
         CHECK_INT(proc_status_parse(three, len, &st), 0);
         CHECK_INT(st.threads, 3);
         CHECK_INT(status_parse_s("Tgid:\t5\nPid:\t5\nVmLck:\t    2048 kB\nThreads:\t12\n", &st), 0);

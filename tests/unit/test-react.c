@@ -25,17 +25,17 @@ static struct topology *topo;
 static int events[2] = { -1, -1 };     /* the source's ring buffer: (pid, node) pairs */
 static unsigned n_samples;
 
-static int scripted_sample(const struct placement_source *s, const char *root, pid_t pid, const struct topology *t,
-                           struct placement_state *st, uint64_t *ns_by_node) {
+static int scripted_sample(const struct node_time_source *s, const char *root, pid_t pid, const struct topology *t,
+                           struct node_time_state *st, uint64_t *ns_by_node) {
         n_samples++;
         return 1;
 }
 
-static int scripted_events_fd(const struct placement_source *s) {
+static int scripted_events_fd(const struct node_time_source *s) {
         return events[0];
 }
 
-static int scripted_consume(const struct placement_source *s, void (*cb)(void *userdata, pid_t tgid, int node),
+static int scripted_consume(const struct node_time_source *s, void (*cb)(void *userdata, pid_t tgid, int node),
                             void *userdata) {
         int ev[2], n = 0;
 
@@ -46,7 +46,7 @@ static int scripted_consume(const struct placement_source *s, void (*cb)(void *u
         return n;
 }
 
-static const struct placement_source scripted = {
+static const struct node_time_source scripted = {
         .name = "test", .sample = scripted_sample, .events_fd = scripted_events_fd, .events_consume = scripted_consume,
 };
 

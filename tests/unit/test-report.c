@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* report (status, list, explain as JSON; the metrics text) and lib/json-parse, on a
+/* report (status, list, explain as JSON; the metrics text) and lib/jv, on a
  * manager view built by hand (manager.h: the records, ledger and counters, each as its
  * module keeps it) with a fake /proc and cgroup tree in a temporary directory.
  *
@@ -18,7 +18,7 @@
 #include "control.h"
 #include "histogram.h"
 #include "json.h"
-#include "json-parse.h"
+#include "jv.h"
 #include "manager.h"
 #include "metrics.h"
 #include "move-check.h"
@@ -229,7 +229,7 @@ static void build(struct manager_view *v) {
                 .opts = &state.opts,
                 .proc_root = state.proc_root,
                 .topo = state.topo,
-                .source = &placement_source_proc,
+                .source = &node_time_source_proc,
                 .service = &state.service,
                 .procs = &state.procs,
                 .cgs = &state.cgs,
@@ -575,7 +575,7 @@ static struct jv *list_req(const char *line, uid_t uid, size_t *ret_len) {
         FILE *f = open_memstream(&buf, &len);
         struct jv *v = NULL;
 
-        CHECK_INT(control_parse_request(line, strlen(line), &req, &err), 0);
+        CHECK_INT(control_request_parse(line, strlen(line), &req, &err), 0);
         CHECK_INT(report_list(&mgr, uid, &req, f), 0);
         fclose(f);
         CHECK_INT(jv_parse(buf, len, &v, &off), 0);

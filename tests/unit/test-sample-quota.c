@@ -109,27 +109,27 @@ static unsigned held_in(const struct table *t, uint32_t from, uint32_t to) {
  * point; the table never holds more than its size. */
 TEST(watch_slots_shared_and_turned) {
         struct table t = { .size = 8 };
-        struct sample_slots s;
+        struct sample_quota_slots s;
         uint64_t now = 1000000;
         bool all = true;
 
-        sample_slots_init(&s, 8, hold, &t);
+        sample_quota_slots_init(&s, 8, hold, &t);
         for (uint32_t id = 1; id <= 20; id++)
-                CHECK(sample_slots_ask(&s, id, 1000, now) >= 0);
+                CHECK(sample_quota_slots_ask(&s, id, 1000, now) >= 0);
         CHECK_INT(held_in(&t, 1, 20), 8);
         for (uint32_t id = 100; id <= 102; id++)
-                CHECK_INT(sample_slots_ask(&s, id, 2000, now), 1);
+                CHECK_INT(sample_quota_slots_ask(&s, id, 2000, now), 1);
         CHECK_INT(held_in(&t, 100, 102), 3);
         CHECK_INT(held_in(&t, 1, 20), 5);
         /* The first owner's processes ask again, as their scans come, a second apart:
          * no turn is cut short of SAMPLE_TURN_MS... */
         for (uint32_t id = 1; id <= 20; id++)
-                CHECK(sample_slots_ask(&s, id, 1000, now + id * 1000) >= 0);
+                CHECK(sample_quota_slots_ask(&s, id, 1000, now + id * 1000) >= 0);
         CHECK(!t.ever[9]);   /* asked before a turn was over */
         /* ...and over a few rounds every one had a turn. */
         for (int round = 1; round < 8; round++)
                 for (uint32_t id = 1; id <= 20; id++)
-                        CHECK(sample_slots_ask(&s, id, 1000, now + (uint64_t) (round * 20 + id) * 1000) >= 0);
+                        CHECK(sample_quota_slots_ask(&s, id, 1000, now + (uint64_t) (round * 20 + id) * 1000) >= 0);
         for (uint32_t id = 1; id <= 20; id++)
                 all &= t.ever[id];
         CHECK(all);
@@ -140,13 +140,13 @@ TEST(watch_slots_shared_and_turned) {
         CHECK_INT(s.quota.v[1].refused, 0);   /* uid 2000 was never refused */
         /* The second owner leaves: the first grows back into the room as it asks. */
         for (uint32_t id = 100; id <= 102; id++)
-                sample_slots_forget(&s, id, now + 200000);
+                sample_quota_slots_forget(&s, id, now + 200000);
         CHECK_INT(held_in(&t, 100, 102), 0);
         for (uint32_t id = 1; id <= 20; id++)
-                CHECK(sample_slots_ask(&s, id, 1000, now + 200000) >= 0);
+                CHECK(sample_quota_slots_ask(&s, id, 1000, now + 200000) >= 0);
         CHECK_INT(held_in(&t, 1, 20), 8);
         CHECK(!t.overflowed);
-        sample_slots_done(&s);
+        sample_quota_slots_done(&s);
 }
 
 DEFINE_TEST_MAIN()

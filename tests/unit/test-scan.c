@@ -29,8 +29,8 @@ static uint64_t cpu_now[2];
 static bool source_sees_gone;   /* false: says 1 even for a process whose directory went */
 static unsigned source_samples; /* sample() calls */
 
-static int scripted_sample(const struct placement_source *s, const char *root, pid_t pid, const struct topology *t,
-                           struct placement_state *st, uint64_t *ns_by_node) {
+static int scripted_sample(const struct node_time_source *s, const char *root, pid_t pid, const struct topology *t,
+                           struct node_time_state *st, uint64_t *ns_by_node) {
         char path[512];
 
         source_samples++;
@@ -42,7 +42,7 @@ static int scripted_sample(const struct placement_source *s, const char *root, p
         return 1;
 }
 
-static const struct placement_source scripted = { .name = "test", .sample = scripted_sample };
+static const struct node_time_source scripted = { .name = "test", .sample = scripted_sample };
 
 struct fixture {
         struct nb_config cfg;
@@ -76,7 +76,7 @@ static void fixture_done(struct fixture *f) {
         proc_records_drop_huge(&f->p);
         page_agg_free(f->p.seen);
         free(f->p.mapped);
-        placement_state_done(&f->p.pl);
+        node_time_state_done(&f->p.pl);
         config_done(&f->cfg);
 }
 
@@ -392,7 +392,7 @@ TEST(gone_with_the_proc_source) {
         int r;
 
         fixture_start(&f, 4242, 1);
-        f.env.source = &placement_source_proc;
+        f.env.source = &node_time_source_proc;
         s.rec = &f.p;
         r = scan_process(&f.env, &f.p, 0, f.reserved, &s);
         CHECK_MSG(r == -ESRCH || r == -ENOENT, "scan_process: %d", r);

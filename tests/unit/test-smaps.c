@@ -22,7 +22,7 @@ static char *load(const char *name, size_t *len) {
         char *buf = NULL;
 
         snprintf(path, sizeof(path), "%s/proc/%s", TEST_DATA_DIR, name);
-        if (read_file_at(AT_FDCWD, path, 1 << 20, &buf, len) < 0)
+        if (parse_read_file_at(AT_FDCWD, path, 1 << 20, &buf, len) < 0)
                 TEST_FAIL("cannot read %s", path);
         return buf;
 }

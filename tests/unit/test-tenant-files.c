@@ -99,7 +99,7 @@ TEST(deadline_quarantines_owner_not_others) {
 
         CHECK_INT(tenant_reader_new(&cpus, 0, &tr), 0);
         t = clock_now_ms();
-        CHECK_INT(tenant_numa_maps(tr, &stuck, &maps), -ETIMEDOUT);
+        CHECK_INT(tenant_files_numa_maps(tr, &stuck, &maps), -ETIMEDOUT);
         t = clock_now_ms() - t;
         CHECK(t >= 490 && t < 3000);
         CHECK(maps == NULL);
@@ -107,14 +107,14 @@ TEST(deadline_quarantines_owner_not_others) {
 
         /* Its owner's next read, even of an honest process, is not started. */
         t = clock_now_ms();
-        CHECK_INT(tenant_numa_maps(tr, &same_owner, &maps), -EBUSY);
+        CHECK_INT(tenant_files_numa_maps(tr, &same_owner, &maps), -EBUSY);
         CHECK(clock_now_ms() - t < 500);
         /* Another owner is served, by another thread. */
-        CHECK_INT(tenant_numa_maps(tr, &other, &maps), 0);
+        CHECK_INT(tenant_files_numa_maps(tr, &other, &maps), 0);
         CHECK(maps && maps->n_vmas == 1);
         numa_maps_free(maps);
         maps = NULL;
-        CHECK_INT(tenant_maps(tr, &other, &ranges, &n), 0);
+        CHECK_INT(tenant_files_maps(tr, &other, &ranges, &n), 0);
         CHECK_INT(n, 1);
         CHECK(ranges && ranges[0].end == UINT64_C(0x7f0000004000));
         free(ranges);
@@ -128,7 +128,7 @@ TEST(deadline_quarantines_owner_not_others) {
         /* The read returns at last: its thread frees it, the owner is served again. */
         release_fifo(100);
         CHECK(wait_not_stuck(tr, 1000));
-        CHECK_INT(tenant_numa_maps(tr, &same_owner, &maps), 0);
+        CHECK_INT(tenant_files_numa_maps(tr, &same_owner, &maps), 0);
         numa_maps_free(maps);
         tenant_reader_stats(tr, &st);
         CHECK_INT(st.stuck, 0);
@@ -139,11 +139,11 @@ TEST(no_reader_reads_here) {
         struct tenant_proc p = { root, 102, 0, 0 };
         struct numa_maps *maps = NULL;
 
-        CHECK_INT(tenant_numa_maps(NULL, &p, &maps), 0);
+        CHECK_INT(tenant_files_numa_maps(NULL, &p, &maps), 0);
         CHECK(maps && maps->n_vmas == 1);
         numa_maps_free(maps);
         p.pid = 103;     /* vanished */
-        CHECK(tenant_numa_maps(NULL, &p, &maps) < 0);
+        CHECK(tenant_files_numa_maps(NULL, &p, &maps) < 0);
 }
 
 TEST(code_bytes_of_a_process) {
@@ -156,10 +156,10 @@ TEST(code_bytes_of_a_process) {
 
         CHECK_INT(tenant_reader_new(&cpus, 0, &tr), 0);
         /* The INSN_CODE_LEN bytes before ip, as the decoder wants them. */
-        CHECK_INT(tenant_code(tr, &self, ip, code), INSN_CODE_LEN);
+        CHECK_INT(tenant_files_code(tr, &self, ip, code), INSN_CODE_LEN);
         CHECK(memcmp(code, text + 56 - INSN_CODE_LEN, INSN_CODE_LEN) == 0);
         self.pid = 0x3fffffff;     /* no such process */
-        CHECK(tenant_code(tr, &self, ip, code) < 0);
+        CHECK(tenant_files_code(tr, &self, ip, code) < 0);
         tenant_reader_free(tr);
 }
 

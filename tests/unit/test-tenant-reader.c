@@ -200,9 +200,9 @@ TEST(no_reader_runs_here) {
 }
 
 TEST(deadline_grows_with_resident_size) {
-        CHECK_INT(tenant_read_deadline_ms(0), TENANT_READ_DEADLINE_MS);
-        CHECK_INT(tenant_read_deadline_ms(UINT64_C(64) << 30), TENANT_READ_DEADLINE_MS + 4000);
-        CHECK_INT(tenant_read_deadline_ms(UINT64_C(1) << 40), TENANT_READ_DEADLINE_MAX_MS);
+        CHECK_INT(tenant_reader_deadline_ms(0), TENANT_READ_DEADLINE_MS);
+        CHECK_INT(tenant_reader_deadline_ms(UINT64_C(64) << 30), TENANT_READ_DEADLINE_MS + 4000);
+        CHECK_INT(tenant_reader_deadline_ms(UINT64_C(1) << 40), TENANT_READ_DEADLINE_MAX_MS);
 }
 
 DEFINE_TEST_MAIN()

@@ -205,7 +205,7 @@ TEST(cpu_load_per_node) {
                   "cpu1 100 0 0 100 0 0 0 0 0 0\n"
                   "cpu2 100 0 0 100 0 0 0 0 0 0\n"
                   "cpu3 100 0 0 100 0 0 0 0 0 0\n");
-        CHECK_INT(cpu_load_read(proc_root, topo, &cl, 1000 * MS, busy), 0);
+        CHECK_INT(thread_load_cpu_read(proc_root, topo, &cl, 1000 * MS, busy), 0);
         CHECK(busy[0] == 0 && busy[1] == 0);
         /* 100 ticks later: cpu0 all user; cpu1 half system, half iowait (idle); cpu2
          * 0.6 busy: nice, irq, softirq 10 each, steal 30 (the hypervisor's: not ours to
@@ -214,7 +214,7 @@ TEST(cpu_load_per_node) {
         fake_stat("cpu0 200 0 0 100 0 0 0 0 0 0\n"
                   "cpu1 100 0 50 100 50 0 0 0 0 0\n"
                   "cpu2 100 10 0 140 0 10 10 30 40 0\n");
-        CHECK_INT(cpu_load_read(proc_root, topo, &cl, 2000 * MS, busy), 1);
+        CHECK_INT(thread_load_cpu_read(proc_root, topo, &cl, 2000 * MS, busy), 1);
         CHECK(fabs(busy[0] - 1.5) < 1e-9);
         CHECK(fabs(busy[1] - 0.6) < 1e-9);
         CHECK_INT(cl.window_ns, 1000 * MS);
@@ -226,13 +226,13 @@ TEST(cpu_load_per_node) {
                   "cpu1 100 0 50 200 50 0 0 0 0 0\n"
                   "cpu2 200 10 0 140 0 10 10 30 40 0\n"
                   "cpu3 500 0 0 100 0 0 0 0 0 0\n");
-        CHECK_INT(cpu_load_read(proc_root, topo, &cl, 3000 * MS, busy), 1);
+        CHECK_INT(thread_load_cpu_read(proc_root, topo, &cl, 3000 * MS, busy), 1);
         CHECK(fabs(busy[0] - 0.0) < 1e-9);
         CHECK(fabs(busy[1] - 1.0) < 1e-9);
         /* A line that does not parse. */
         fake_stat("cpu0 2x0 0 0 200 0 0 0 0 0 0\n");
-        CHECK_INT(cpu_load_read(proc_root, topo, &cl, 4000 * MS, busy), -EINVAL);
-        cpu_load_done(&cl);
+        CHECK_INT(thread_load_cpu_read(proc_root, topo, &cl, 4000 * MS, busy), -EINVAL);
+        thread_load_cpu_done(&cl);
 }
 
 /* ---- this machine ---------------------------------------------------------------- */
@@ -343,16 +343,16 @@ TEST(own_cpus) {
         busy = calloc(host->n_nodes, sizeof(*busy));
         if (!busy)
                 abort();
-        CHECK_INT(cpu_load_read("/proc", host, &cl, clock_now_ns(CLOCK_MONOTONIC), busy), 0);
+        CHECK_INT(thread_load_cpu_read("/proc", host, &cl, clock_now_ns(CLOCK_MONOTONIC), busy), 0);
         nanosleep(&ts, NULL);
-        CHECK_INT(cpu_load_read("/proc", host, &cl, clock_now_ns(CLOCK_MONOTONIC), busy), 1);
+        CHECK_INT(thread_load_cpu_read("/proc", host, &cl, clock_now_ns(CLOCK_MONOTONIC), busy), 1);
         for (unsigned n = 0; n < host->n_nodes; n++) {
                 CHECK(busy[n] >= 0 && busy[n] <= (double) cpumask_weight(&host->nodes[n].cpus));
                 sum += busy[n];
         }
         CHECK(sum <= (double) cpumask_weight(&host->online_cpus));
         free(busy);
-        cpu_load_done(&cl);
+        thread_load_cpu_done(&cl);
 }
 
 static int intro(void) {

@@ -21,7 +21,7 @@
 
 static struct mempolicy pol(const char *s) {
         struct mempolicy p = {};
-        if (mempolicy_parse(s, strlen(s), &p) < 0)
+        if (numa_maps_mempolicy_parse(s, strlen(s), &p) < 0)
                 TEST_FAIL("bad policy %s", s);
         return p;
 }
@@ -33,7 +33,7 @@ static struct policy_head head(uint64_t start, const char *policy) {
 static bool has_policy(const struct thread_policies *tp, const char *s) {
         struct mempolicy p = pol(s);
         for (size_t i = 0; i < tp->n_policies; i++)
-                if (mempolicy_equal(&tp->policies[i], &p))
+                if (numa_maps_mempolicy_equal(&tp->policies[i], &p))
                         return true;
         return false;
 }
@@ -52,7 +52,7 @@ static struct numa_maps *read_maps(const char *kase) {
         struct numa_maps *m = NULL;
 
         snprintf(path, sizeof(path), CAPTURE "/%s/%d/numa_maps", kase, PID);
-        if (read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len) < 0 || numa_maps_parse(buf, len, &m) < 0)
+        if (parse_read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len) < 0 || numa_maps_parse(buf, len, &m) < 0)
                 TEST_FAIL("cannot read %s", path);
         return m;
 }
@@ -62,23 +62,23 @@ static int read_case(const char *kase, bool with_maps, struct thread_policies *r
         _cleanup_(numa_maps_freep) struct numa_maps *m = with_maps ? read_maps(kase) : NULL;
 
         snprintf(root, sizeof(root), CAPTURE "/%s", kase);
-        return thread_policies_read(root, PID, m, ret);
+        return thread_policy_read(root, PID, m, ret);
 }
 
 /* ---- resolution from first records ---------------------------------------- */
 
 TEST(resolve_main_default_worker_bound) {
         struct policy_head h[] = { head(0x1000, "default"), head(0x1000, "bind:1"), head(0x1000, "default") };
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
 
-        CHECK_INT(thread_policies_resolve(h, 3, 0, NULL, &tp), 0);
+        CHECK_INT(thread_policy_resolve(h, 3, 0, NULL, &tp), 0);
         CHECK(!tp.unknown);
         CHECK_INT(tp.n_threads, 3);
         CHECK_INT(tp.n_policies, 2);
         CHECK(has_policy(&tp, "default"));
         CHECK(has_policy(&tp, "bind:1"));
-        CHECK(thread_policies_govern(&tp, &(struct mempolicy) { .mode = MODE_DEFAULT }));
-        CHECK(!thread_policies_govern(&tp, &h[1].policy));
+        CHECK(thread_policy_govern(&tp, &(struct mempolicy) { .mode = MODE_DEFAULT }));
+        CHECK(!thread_policy_govern(&tp, &h[1].policy));
 }
 
 /* A worker that differs proves the first VMA has no policy of its own, whatever the
@@ -86,11 +86,11 @@ TEST(resolve_main_default_worker_bound) {
 TEST(resolve_main_bound_worker_differs) {
         struct policy_head h[] = { head(0x1000, "bind:0-1"), head(0x1000, "bind:0-1"), head(0x1000, "interleave:0-1") };
         _cleanup_(numa_maps_freep) struct numa_maps *m = maps_of("1000 bind:0-1 N0=1\n2000 default N1=1\n");
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
 
-        CHECK_INT(thread_policies_resolve(h, 3, 0, m, &tp), 0);
+        CHECK_INT(thread_policy_resolve(h, 3, 0, m, &tp), 0);
         CHECK(!tp.unknown);
-        CHECK(mempolicy_equal(&tp.main, &h[0].policy));
+        CHECK(numa_maps_mempolicy_equal(&tp.main, &h[0].policy));
         CHECK_INT(tp.n_policies, 2);
         CHECK(has_policy(&tp, "interleave:0-1"));
 }
@@ -99,11 +99,11 @@ TEST(resolve_main_bound_worker_differs) {
 TEST(resolve_all_same_is_the_launch_policy) {
         struct policy_head h[] = { head(0x1000, "bind:0"), head(0x1000, "bind:0") };
         _cleanup_(numa_maps_freep) struct numa_maps *m = maps_of("1000 bind:0 N0=1\n2000 bind:0 N0=5\n");
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
 
-        CHECK_INT(thread_policies_resolve(h, 2, 0, m, &tp), 0);
+        CHECK_INT(thread_policy_resolve(h, 2, 0, m, &tp), 0);
         CHECK(!tp.unknown);
-        CHECK(mempolicy_equal(&tp.main, &h[0].policy));
+        CHECK(numa_maps_mempolicy_equal(&tp.main, &h[0].policy));
         CHECK_INT(tp.n_policies, 1);
 }
 
@@ -113,21 +113,21 @@ TEST(resolve_all_same_is_the_launch_policy) {
 TEST(resolve_first_vma_with_own_policy_is_unknown) {
         struct policy_head h[] = { head(0x1000, "bind:0"), head(0x1000, "bind:0") };
         _cleanup_(numa_maps_freep) struct numa_maps *m = maps_of("1000 bind:0 N0=1\n2000 default N1=5\n");
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
 
-        CHECK_INT(thread_policies_resolve(h, 2, 0, m, &tp), 0);
+        CHECK_INT(thread_policy_resolve(h, 2, 0, m, &tp), 0);
         CHECK(tp.unknown);
         CHECK_INT(tp.main.mode, MODE_DEFAULT);
-        CHECK(thread_policies_govern(&tp, &m->vmas[1].policy));
-        CHECK(!thread_policies_govern(&tp, &m->vmas[0].policy));
+        CHECK(thread_policy_govern(&tp, &m->vmas[1].policy));
+        CHECK(!thread_policy_govern(&tp, &m->vmas[0].policy));
 }
 
 /* Single-threaded, the same: nothing else to know. */
 TEST(resolve_single_thread) {
         _cleanup_(numa_maps_freep) struct numa_maps *m = maps_of("1000 bind:0 N0=1\n2000 default N1=5\n");
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
 
-        CHECK_INT(thread_policies_single(m, &tp), 0);
+        CHECK_INT(thread_policy_single(m, &tp), 0);
         CHECK(!tp.unknown);
         CHECK_INT(tp.main.mode, MODE_DEFAULT);
         CHECK_INT(tp.n_policies, 1);
@@ -135,18 +135,18 @@ TEST(resolve_single_thread) {
 
 TEST(resolve_unknown_when_first_vma_moved_or_a_read_failed) {
         struct policy_head h[] = { head(0x1000, "default"), head(0x2000, "bind:1") };
-        _cleanup_(thread_policies_done) struct thread_policies a = {}, b = {};
+        _cleanup_(thread_policy_done) struct thread_policies a = {}, b = {};
 
-        CHECK_INT(thread_policies_resolve(h, 2, 0, NULL, &a), 0);
+        CHECK_INT(thread_policy_resolve(h, 2, 0, NULL, &a), 0);
         CHECK(a.unknown);
-        CHECK_INT(thread_policies_resolve(h, 1, 1, NULL, &b), 0);
+        CHECK_INT(thread_policy_resolve(h, 1, 1, NULL, &b), 0);
         CHECK(b.unknown);
 }
 
 /* ---- the reader on captured threads ---------------------------------------- */
 
 TEST(read_worker_bind) {
-        _cleanup_(thread_policies_done) struct thread_policies tp = {}, again = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {}, again = {};
 
         CHECK_INT(read_case("worker-bind", true, &tp), 0);
         CHECK(!tp.unknown);
@@ -161,7 +161,7 @@ TEST(read_worker_bind) {
 }
 
 TEST(read_worker_interleave) {
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
 
         CHECK_INT(read_case("worker-interleave", true, &tp), 0);
         CHECK(!tp.unknown);
@@ -169,7 +169,7 @@ TEST(read_worker_interleave) {
 }
 
 TEST(read_launch_bind) {
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
 
         CHECK_INT(read_case("launch-bind", true, &tp), 0);
         CHECK(!tp.unknown);
@@ -178,7 +178,7 @@ TEST(read_launch_bind) {
 }
 
 TEST(read_first_vma_policy) {
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
 
         CHECK_INT(read_case("first-vma-policy", true, &tp), 0);
         CHECK(tp.unknown);
@@ -186,9 +186,9 @@ TEST(read_first_vma_policy) {
 }
 
 TEST(read_gone) {
-        _cleanup_(thread_policies_done) struct thread_policies tp = {};
+        _cleanup_(thread_policy_done) struct thread_policies tp = {};
 
-        CHECK_INT(thread_policies_read(CAPTURE "/worker-bind", 99, NULL, &tp), -ESRCH);
+        CHECK_INT(thread_policy_read(CAPTURE "/worker-bind", 99, NULL, &tp), -ESRCH);
 }
 
 /* ---- the check before moving ------------------------------------------------ */
@@ -199,7 +199,7 @@ static int allow(const char *kase, unsigned node) {
 
         nodemask_parse("0-1", &all);
         snprintf(root, sizeof(root), CAPTURE "/%s", kase);
-        return thread_policies_allow(root, PID, &all, &all, false, node);
+        return thread_policy_allow(root, PID, &all, &all, false, node);
 }
 
 TEST(allow_by_every_thread) {
@@ -222,7 +222,7 @@ struct decided {
 
 static void decided_done(struct decided *d) {
         plan_done(&d->plan);
-        thread_policies_done(&d->tp);
+        thread_policy_done(&d->tp);
         numa_maps_free(d->maps);
 }
 

@@ -66,13 +66,13 @@ int main(int argc, char **argv) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read the topology: %m"), 1;
         topo = t;
-        memsample_attr_page_faults(&attr, 1);
-        r = memsample_new(t, &attr, &ms, &why);
+        memsample_loader_attr_page_faults(&attr, 1);
+        r = memsample_loader_new(t, &attr, &ms, &why);
         if (r < 0)
                 return log_error_errno(r, "memsample unavailable: %s: %m", why), 77;
-        r = memsample_watch(ms, getpid());
+        r = memsample_loader_watch(ms, getpid());
         if (r >= 0)
-                r = memsample_arm(ms, true);
+                r = memsample_loader_arm(ms, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch: %m"), 1;
         mem = mmap(NULL, (size_t) n_pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
         r = page_agg_new(t, 4096, &agg);
         if (r < 0)
                 return 1;
-        drained = memsample_drain(ms, getpid(), agg);
+        drained = memsample_loader_drain(ms, getpid(), agg);
         if (drained < 0)
                 return log_error_errno(drained, "Failed to drain: %m"), 1;
         r = page_agg_decide(agg, 2, &d);
@@ -102,6 +102,6 @@ int main(int argc, char **argv) {
                " \"shared\": %zu, \"too_few\": %zu}\n",
                node, n_pages, drained, d.samples, d.pages, d.n_moves, in_range, on_node, d.shared, d.too_few);
         page_agg_decision_done(&d);
-        memsample_free(ms);
+        memsample_loader_free(ms);
         return in_range == (unsigned) n_pages && on_node == (unsigned) n_pages ? 0 : 1;
 }

@@ -15,7 +15,7 @@
  *       its result as JSON: the per-class counts (base pages), "error", "cpu_ns",
  *       "wall_ns", "mb_s" (moved MiB per wall second), "workers", "parts". --cpus
  *       starts one worker per CPU of LIST (service_cpus) and splits the job among
- *       them as the manager does (migrate_job_split, parts of at least 64 MiB): the
+ *       them as the manager does (job_split, parts of at least 64 MiB): the
  *       counts and cpu_ns are summed over the parts, wall_ns is from the start of
  *       migrator_run to its return. --starttime-delta adds D to the
  *       start time read from /proc (a job for a process that is not the sampled one);
@@ -266,9 +266,9 @@ static int cmd_move(int argc, char **argv) {
                 return 1;
         workers = migrator_n_workers(m);
         if (workers > 1) {
-                r = migrate_job_split(&job, workers, SPLIT_MIN_BYTES, &parts, &n_parts);
+                r = job_split(&job, workers, SPLIT_MIN_BYTES, &parts, &n_parts);
                 if (r < 0) {
-                        fprintf(stderr, "migrate_job_split: %s\n", strerror(-r));
+                        fprintf(stderr, "job_split: %s\n", strerror(-r));
                         migrator_free(m);
                         return 1;
                 }

@@ -14,13 +14,13 @@
 #include <unistd.h>
 #include "log.h"
 #include "parse.h"
-#include "placement.h"
+#include "node-time.h"
 #include "bpf/sched-loader.h"
 #include "topology.h"
 
 int main(int argc, char **argv) {
         _cleanup_(topology_freep) struct topology *t = NULL;
-        const struct placement_source *bpf = NULL;
+        const struct node_time_source *bpf = NULL;
         const char *why = NULL;
         int secs;
         int n, r;
@@ -33,16 +33,16 @@ int main(int argc, char **argv) {
         r = topology_read("/sys", &t);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the topology: %m"), 1;
-        r = placement_bpf_new(t, true, &bpf, &why);
+        r = sched_loader_new(t, true, &bpf, &why);
         if (r < 0)
                 return log_error_errno(r, "BPF source unavailable: %s: %m", why), 1;
         /* Loaded, not attached: the daemon attaches with its first watched process. */
-        r = placement_source_arm(bpf, true);
+        r = node_time_source_arm(bpf, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the BPF program: %m"), 1;
 
-        struct placement_state *st_bpf = calloc((size_t) n, sizeof(*st_bpf));
-        struct placement_state *st_proc = calloc((size_t) n, sizeof(*st_proc));
+        struct node_time_state *st_bpf = calloc((size_t) n, sizeof(*st_bpf));
+        struct node_time_state *st_proc = calloc((size_t) n, sizeof(*st_proc));
         uint64_t *ns = calloc((size_t) n * 2 * t->n_nodes, sizeof(*ns));
         pid_t *pids = calloc((size_t) n, sizeof(*pids));
         if (!st_bpf || !st_proc || !ns || !pids)
@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
                         r = bpf->sample(bpf, "/proc", pids[i], t, &st_bpf[i], b);
                         if (r != round)
                                 return log_error_errno(r, "pid %d: bpf sample returned %d: %m", (int) pids[i], r), 1;
-                        r = placement_source_proc.sample(&placement_source_proc, "/proc", pids[i], t, &st_proc[i], p);
+                        r = node_time_source_proc.sample(&node_time_source_proc, "/proc", pids[i], t, &st_proc[i], p);
                         if (r != round)
                                 return log_error_errno(r, "pid %d: proc sample returned %d: %m", (int) pids[i], r), 1;
                 }
@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++) {
                 const uint64_t *b = &ns[(size_t) i * 2 * t->n_nodes], *p = b + t->n_nodes;
                 printf("{\"pid\": %d, \"seconds\": %d, \"attach\": \"%s\", \"nodes\": [", (int) pids[i], secs,
-                       placement_bpf_attach_point(bpf));
+                       sched_loader_attach_point(bpf));
                 for (unsigned k = 0; k < t->n_nodes; k++)
                         printf("%s%u", k ? ", " : "", t->nodes[k].id);
                 printf("], \"bpf\": [");
@@ -81,11 +81,11 @@ int main(int argc, char **argv) {
                 for (unsigned k = 0; k < t->n_nodes; k++)
                         printf("%s%" PRIu64, k ? ", " : "", p[k]);
                 printf("]}\n");
-                placement_source_unwatch(bpf, pids[i]);
-                placement_state_done(&st_bpf[i]);
-                placement_state_done(&st_proc[i]);
+                node_time_source_unwatch(bpf, pids[i]);
+                node_time_state_done(&st_bpf[i]);
+                node_time_state_done(&st_proc[i]);
         }
-        placement_source_free(bpf);
+        node_time_source_free(bpf);
         free(st_bpf);
         free(st_proc);
         free(ns);

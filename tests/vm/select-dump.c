@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
                         char *eq = strrchr(optarg, '=');
                         enum cg_mode m;
                         if (!eq || n_rules == ELEMENTSOF(rules) ||
-                            cg_mode_parse(eq + 1, strlen(eq + 1), &m) < 0) {
+                            config_cg_mode_parse(eq + 1, strlen(eq + 1), &m) < 0) {
                                 fprintf(stderr, "select-dump: bad --rule %s (PATH=balance|advise|off)\n", optarg);
                                 return 2;
                         }
@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         for (size_t i = 0; i < sel.n_entries; i++)
-                printf("%s %s %s %s\n", sel.entries[i].path, cg_mode_name(sel.entries[i].mode),
+                printf("%s %s %s %s\n", sel.entries[i].path, config_cg_mode_name(sel.entries[i].mode),
                        source_name(sel.entries[i].source), sel.entries[i].decided_by);
         for (size_t i = 0; i < sel.n_invalid; i++)
                 printf("invalid %s %s \"%s\" %s\n", sel.invalid[i].path, sel.invalid[i].xattr,

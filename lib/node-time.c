@@ -5,17 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "parse.h"
-#include "placement.h"
+#include "node-time.h"
 #include "proc.h"
 
-int schedstat_parse(const char *buf, size_t len, uint64_t *ret_runtime_ns) {
+int node_time_schedstat_parse(const char *buf, size_t len, uint64_t *ret_runtime_ns) {
         const char *sp = memchr(buf, ' ', len);
         if (!sp)
                 return -EINVAL;
         return parse_u64_n(buf, (size_t) (sp - buf), 0, UINT64_MAX, ret_runtime_ns);
 }
 
-static const struct thread_runtime *find_thread(const struct placement_state *st, pid_t tid) {
+static const struct thread_runtime *find_thread(const struct node_time_state *st, pid_t tid) {
         /* Threads are listed sorted by tid: binary search. */
         size_t lo = 0, hi = st->n_threads;
         while (lo < hi) {
@@ -32,7 +32,7 @@ static const struct thread_runtime *find_thread(const struct placement_state *st
 
 /* charge_all: charge each thread's whole run time (no baseline needed). */
 static int proc_sample_charge(const char *proc_root, pid_t pid, const struct topology *t,
-                              struct placement_state *st, uint64_t *ns_by_node, bool charge_all) {
+                              struct node_time_state *st, uint64_t *ns_by_node, bool charge_all) {
         _cleanup_free_ pid_t *tids = NULL;
         _cleanup_free_ struct thread_runtime *now = NULL;
         size_t n_tids = 0, n_now = 0;
@@ -60,7 +60,7 @@ static int proc_sample_charge(const char *proc_root, pid_t pid, const struct top
                         continue; /* the thread exited */
                 n = read(fd, buf, sizeof(buf) - 1);
                 close(fd);
-                if (n <= 0 || schedstat_parse(buf, (size_t) n, &rt) < 0)
+                if (n <= 0 || node_time_schedstat_parse(buf, (size_t) n, &rt) < 0)
                         continue;
                 if (proc_read_task_stat(proc_root, pid, tids[i], &ps) < 0)
                         continue;
@@ -85,14 +85,14 @@ static int proc_sample_charge(const char *proc_root, pid_t pid, const struct top
         return had_baseline ? 1 : 0;
 }
 
-int placement_first_estimate(const char *proc_root, pid_t pid, const struct topology *t, uint64_t *ns_by_node) {
-        struct placement_state st = {};
+int node_time_first_estimate(const char *proc_root, pid_t pid, const struct topology *t, uint64_t *ns_by_node) {
+        struct node_time_state st = {};
         int r;
 
         /* The /proc source's own baseline read gives every thread's run time so far;
          * charge it to the node each thread is on now. */
         r = proc_sample_charge(proc_root, pid, t, &st, ns_by_node, true);
-        placement_state_done(&st);
+        node_time_state_done(&st);
         return r < 0 ? r : 0;
 }
 
@@ -113,7 +113,7 @@ static int confined_node(const struct topology *t, const nb_cpumask *cpus) {
         return node;
 }
 
-int placement_confined_nodes(const char *proc_root, pid_t pid, const struct topology *t, size_t max_threads,
+int node_time_confined_nodes(const char *proc_root, pid_t pid, const struct topology *t, size_t max_threads,
                              nb_nodemask *ret) {
         _cleanup_free_ pid_t *tids = NULL;
         size_t n_tids = 0;
@@ -136,20 +136,20 @@ int placement_confined_nodes(const char *proc_root, pid_t pid, const struct topo
         return 0;
 }
 
-static int proc_sample(const struct placement_source *s, const char *proc_root, pid_t pid,
-                       const struct topology *t, struct placement_state *st, uint64_t *ns_by_node) {
+static int proc_sample(const struct node_time_source *s, const char *proc_root, pid_t pid,
+                       const struct topology *t, struct node_time_state *st, uint64_t *ns_by_node) {
         return proc_sample_charge(proc_root, pid, t, st, ns_by_node, false);
 }
 
-const struct placement_source placement_source_proc = {
+const struct node_time_source node_time_source_proc = {
         .name = "proc",
         .sample = proc_sample,
 };
 
-void placement_state_done(struct placement_state *st) {
+void node_time_state_done(struct node_time_state *st) {
         if (!st)
                 return;
         free(st->threads);
         free(st->node_ns);
-        *st = (struct placement_state) {};
+        *st = (struct node_time_state) {};
 }

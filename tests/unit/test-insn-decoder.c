@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Software page-level sampling on this machine's real CPU (lib/insn-addr, lib/task-sample):
+/* Software page-level sampling on this machine's real CPU (lib/insn-decoder, lib/task-sampler):
  * decoded instructions with known addresses, and live, the split workload of a process
  * whose threads each work their own half of one buffer: each thread's timer samples,
  * decoded, must fall in its own half. Needs x86-64 and Capstone (skipped otherwise), and
@@ -12,9 +12,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "insn-addr.h"
+#include "insn-decoder.h"
 #include "sample-check.h"
-#include "task-sample.h"
+#include "task-sampler.h"
 #include "test.h"
 
 static struct insn_decoder *dec;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Timer samples of threads with their user registers (task-sample.h). */
+/* Timer samples of threads with their user registers (task-sampler.h). */
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "pagesize.h"
-#include "task-sample.h"
+#include "task-sampler.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -177,7 +177,7 @@ int task_sampler_add(struct task_sampler *s, pid_t pid, pid_t tid) {
                 return e;
         }
         /* The process that pid names now, for the code bytes read by pid at each drain
-         * (task_sample_code_of): opened before the check below, so that the check
+         * (task_sampler_code_of): opened before the check below, so that the check
          * covers it too. */
         pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         if (pidfd < 0) {
@@ -297,7 +297,7 @@ int task_sampler_drain(struct task_sampler *s, void (*fn)(void *userdata, const 
  * The page before it may be anything: a page of a FUSE file that its owner never
  * answers would hold the read for good. An instruction that begins on the page before
  * is not decoded (at most INSN_CODE_LEN bytes of a page: 1.2% of 4 KiB). */
-int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]) {
+int task_sampler_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]) {
         const uint64_t ps = page_size(), page = ip / ps * ps;
         uint64_t from = ip - page >= INSN_CODE_LEN ? ip - INSN_CODE_LEN : page;
         struct iovec local = { code, ip - from }, remote = { (void *) (uintptr_t) from, ip - from };
@@ -311,18 +311,18 @@ int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]) {
         return n == (ssize_t) (ip - from) ? (int) n : -EFAULT;
 }
 
-bool task_sample_exited(const struct task_sample *t) {
+bool task_sampler_exited(const struct task_sample *t) {
         return exited(t->pidfd);
 }
 
-int task_sample_code_of(const struct task_sample *t, uint8_t code[INSN_CODE_LEN]) {
-        int n = task_sample_code(t->pid, t->ip, code);
+int task_sampler_code_of(const struct task_sample *t, uint8_t code[INSN_CODE_LEN]) {
+        int n = task_sampler_code(t->pid, t->ip, code);
 
         /* Read by pid number: if the sampled process exited before the read, the pid
          * may name another process by now, whose bytes these would be. Asked after
          * the read: a process that had not exited when it ended still held its pid
          * during it, so the bytes are its own. */
-        if (n > 0 && task_sample_exited(t)) {
+        if (n > 0 && task_sampler_exited(t)) {
                 memset(code, 0, INSN_CODE_LEN);
                 return -ESRCH;
         }

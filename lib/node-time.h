@@ -17,7 +17,7 @@ struct thread_runtime {
 };
 
 /* Per-process state a source keeps between calls (owned by the caller's record). */
-struct placement_state {
+struct node_time_state {
         struct thread_runtime *threads;
         size_t n_threads;
         bool primed;                  /* a baseline exists */
@@ -25,32 +25,32 @@ struct placement_state {
         unsigned n_node_ns;           /* by topology node index */
 };
 
-struct placement_source {
+struct node_time_source {
         const char *name;             /* "proc", "bpf" */
         /* Adds the CPU time (ns) of pid's threads since the last call to ns_by_node
          * (by topology index). Returns 1 if a delta was produced, 0 on the first call
          * (baseline only), -ESRCH if the process is gone, or another -errno. */
-        int (*sample)(const struct placement_source *s, const char *proc_root, pid_t pid,
-                      const struct topology *t, struct placement_state *st, uint64_t *ns_by_node);
+        int (*sample)(const struct node_time_source *s, const char *proc_root, pid_t pid,
+                      const struct topology *t, struct node_time_state *st, uint64_t *ns_by_node);
         /* Optional (NULL: nothing kept per process). A source that keeps per-process
-         * state outside placement_state (the BPF source watches a tgid from its first
+         * state outside node_time_state (the BPF source watches a tgid from its first
          * sample() on) drops it: the caller has forgotten pid. */
-        void (*unwatch)(const struct placement_source *s, pid_t pid);
+        void (*unwatch)(const struct node_time_source *s, pid_t pid);
         /* Optional (NULL: the source cannot tell when threads change node, like the
          * /proc source). A descriptor that becomes readable when a thread of a watched
          * process has started running on another node; events_consume() then calls cb
          * once per such event (tgid, the node it moved to) and returns how many, or
          * -errno. */
-        int (*events_fd)(const struct placement_source *s);
-        int (*events_consume)(const struct placement_source *s, void (*cb)(void *userdata, pid_t tgid, int node),
+        int (*events_fd)(const struct node_time_source *s);
+        int (*events_consume)(const struct node_time_source *s, void (*cb)(void *userdata, pid_t tgid, int node),
                               void *userdata);
         /* Optional (NULL: nothing runs in the kernel, like the /proc source). Attaches
          * (on) or detaches (off) what the source runs in the kernel: the manager turns
          * it on when it watches its first process and off when it forgets its last, so
          * that a daemon with nothing to watch costs no CPU anything. Returns 0 or -errno. */
-        int (*arm)(const struct placement_source *s, bool on);
+        int (*arm)(const struct node_time_source *s, bool on);
         /* Optional (NULL: static, like the /proc source): releases the source. */
-        void (*free)(const struct placement_source *s);
+        void (*free)(const struct node_time_source *s);
 };
 
 /* The nodes (ids) some thread of pid is confined to: every CPU its affinity allows
@@ -58,32 +58,32 @@ struct placement_source {
  * runs nowhere else, so the memory it worked on there is likely its own even while it
  * pauses. Reads at most max_threads threads (the lowest ids): a process with more
  * may show fewer nodes than it has, which keeps less, never more. -ESRCH: gone. */
-int placement_confined_nodes(const char *proc_root, pid_t pid, const struct topology *t, size_t max_threads,
+int node_time_confined_nodes(const char *proc_root, pid_t pid, const struct topology *t, size_t max_threads,
                              nb_nodemask *ret);
 
-static inline void placement_source_unwatch(const struct placement_source *s, pid_t pid) {
+static inline void node_time_source_unwatch(const struct node_time_source *s, pid_t pid) {
         if (s && s->unwatch)
                 s->unwatch(s, pid);
 }
 
-static inline int placement_source_arm(const struct placement_source *s, bool on) {
+static inline int node_time_source_arm(const struct node_time_source *s, bool on) {
         return s && s->arm ? s->arm(s, on) : 0;
 }
 
-static inline void placement_source_free(const struct placement_source *s) {
+static inline void node_time_source_free(const struct node_time_source *s) {
         if (s && s->free)
                 s->free(s);
 }
 
-extern const struct placement_source placement_source_proc;
+extern const struct node_time_source node_time_source_proc;
 
 /* A first estimate for a process seen for the first time, when a source has only a
  * baseline: each thread's whole run time so far, charged to the node of the CPU it is
  * on now ("memory follows where the threads are now"). Saves a whole tick before the
  * first decision; the hysteresis still applies. Returns 0 or -errno. */
-int placement_first_estimate(const char *proc_root, pid_t pid, const struct topology *t, uint64_t *ns_by_node);
+int node_time_first_estimate(const char *proc_root, pid_t pid, const struct topology *t, uint64_t *ns_by_node);
 
-void placement_state_done(struct placement_state *st);
+void node_time_state_done(struct node_time_state *st);
 
 /* schedstat: "<run ns> <wait ns> <timeslices>\n"; returns the run time. */
-int schedstat_parse(const char *buf, size_t len, uint64_t *ret_runtime_ns);
+int node_time_schedstat_parse(const char *buf, size_t len, uint64_t *ret_runtime_ns);

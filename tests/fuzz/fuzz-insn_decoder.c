@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The instruction decoder's wrapper (lib/insn-addr) on arbitrary bytes: the code it
+/* The instruction decoder's wrapper (lib/insn-decoder) on arbitrary bytes: the code it
  * decodes is another process's memory. Input: 8 bytes of IP, then up to INSN_CODE_LEN
  * bytes of code ending at it; the registers are a pattern of the IP. Checked besides
  * memory safety: the result is an address or -ENOENT, and the same lookup again (a
@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 #include "fuzz.h"
-#include "insn-addr.h"
+#include "insn-decoder.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static struct insn_decoder *d;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The data address of the instruction that ended at a sampled IP (insn-addr.h). */
+/* The data address of the instruction that ended at a sampled IP (insn-decoder.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "insn-addr.h"
+#include "insn-decoder.h"
 
 #include "build-config.h"
 #if defined(__x86_64__) && HAVE_CAPSTONE

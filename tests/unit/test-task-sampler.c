@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Thread sampling (lib/task-sample.h): a thread is sampled only while it is a thread
+/* Thread sampling (lib/task-sampler.h): a thread is sampled only while it is a thread
  * of the process it was listed under, so that a tid gone to another process is never
  * sampled (its registers and code bytes are not the sampled process's). */
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "pagesize.h"
-#include "task-sample.h"
+#include "task-sampler.h"
 #include "test.h"
 
 TEST(only_a_thread_of_its_process) {
@@ -99,13 +99,13 @@ TEST(code_only_from_the_page_of_ip) {
         for (size_t i = 0; i < 2 * ps; i++)
                 two[i] = (uint8_t) i;
         /* Far enough into its page: the full INSN_CODE_LEN bytes. */
-        CHECK_INT(task_sample_code(getpid(), (uint64_t) (uintptr_t) (two + ps + 100), code), INSN_CODE_LEN);
+        CHECK_INT(task_sampler_code(getpid(), (uint64_t) (uintptr_t) (two + ps + 100), code), INSN_CODE_LEN);
         CHECK(memcmp(code, two + ps + 100 - INSN_CODE_LEN, INSN_CODE_LEN) == 0);
         /* 16 bytes into its page: those 16, none of the page before. */
-        CHECK_INT(task_sample_code(getpid(), (uint64_t) (uintptr_t) (two + ps + 16), code), 16);
+        CHECK_INT(task_sampler_code(getpid(), (uint64_t) (uintptr_t) (two + ps + 16), code), 16);
         CHECK(memcmp(code, two + ps, 16) == 0);
         /* At its very start: nothing. */
-        CHECK_INT(task_sample_code(getpid(), (uint64_t) (uintptr_t) (two + ps), code), -EFAULT);
+        CHECK_INT(task_sampler_code(getpid(), (uint64_t) (uintptr_t) (two + ps), code), -EFAULT);
         munmap(two, 2 * ps);
 }
 
@@ -132,7 +132,7 @@ TEST(code_read_never_waits_on_the_page_before) {
         reg.range = (struct uffdio_range) { (uint64_t) (uintptr_t) two, ps };
         CHECK_INT(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
         alarm(10);
-        CHECK_INT(task_sample_code(getpid(), (uint64_t) (uintptr_t) (two + ps + 16), code), 16);
+        CHECK_INT(task_sampler_code(getpid(), (uint64_t) (uintptr_t) (two + ps + 16), code), 16);
         alarm(0);
         CHECK(code[0] == 0x90 && code[15] == 0x90);
         close(uffd);
@@ -163,7 +163,7 @@ TEST(code_not_read_from_a_reused_pid) {
                 task_sampler_drain(s, keep_first, &first, NULL);
         }
         CHECK_INT(first.pid, a);
-        CHECK(task_sample_code_of(&first, code) > 0);   /* alive: its bytes */
+        CHECK(task_sampler_code_of(&first, code) > 0);   /* alive: its bytes */
         kill(a, SIGKILL);
         waitpid(a, NULL, 0);
         for (int tries = 0; tries < 20 && b < 0; tries++)
@@ -173,9 +173,9 @@ TEST(code_not_read_from_a_reused_pid) {
                 TEST_SKIP("pid %d was taken by another process before this test could", (int) a);
         }
         printf("pid %d exited and was given to a new process; by pid: %d bytes; re-checked: %d\n", (int) a,
-               task_sample_code(first.pid, first.ip, code), task_sample_code_of(&first, code));
-        CHECK(task_sample_code(first.pid, first.ip, code) > 0);   /* the new process's bytes */
-        CHECK_INT(task_sample_code_of(&first, code), -ESRCH);
+               task_sampler_code(first.pid, first.ip, code), task_sampler_code_of(&first, code));
+        CHECK(task_sampler_code(first.pid, first.ip, code) > 0);   /* the new process's bytes */
+        CHECK_INT(task_sampler_code_of(&first, code), -ESRCH);
         kill(b, SIGKILL);
         waitpid(b, NULL, 0);
         task_sampler_free(s);

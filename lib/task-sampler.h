@@ -4,7 +4,7 @@
  * thread, each sample carrying the thread id and the x86-64 user registers
  * (PERF_SAMPLE_TID | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER; the IP is the registers'
  * own). With
- * lib/insn-addr they say which data address the thread had just accessed.
+ * lib/insn-decoder they say which data address the thread had just accessed.
  *
  * The cost charged to a sampled thread is one timer interrupt per period of its own
  * run time. Only samples that interrupted user code are kept (exclude_kernel): their
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "insn-addr.h"
+#include "insn-decoder.h"
 
 #define TASK_SAMPLE_MAX_THREADS 256
 #define TASK_SAMPLE_RING_PAGES 8
@@ -65,11 +65,11 @@ int task_sampler_drain(struct task_sampler *s, void (*fn)(void *userdata, const 
  * caller may read pid's memory), into code, never from another page than ip's: fewer
  * when ip is near the start of its page, -EFAULT at its very start. Returns the
  * number of bytes, or -errno. */
-int task_sample_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]);
+int task_sampler_code(pid_t pid, uint64_t ip, uint8_t code[INSN_CODE_LEN]);
 /* Whether t's process has exited (its pidfd polls readable): asked right after a read
  * of its code by pid, the bytes are its own only if it had not. */
-bool task_sample_exited(const struct task_sample *t);
-/* task_sample_code() for sample t, the process re-checked right after the read:
+bool task_sampler_exited(const struct task_sample *t);
+/* task_sampler_code() for sample t, the process re-checked right after the read:
  * -ESRCH (and no bytes) when the sampled process exited, whose pid may name another
  * process since. What the drain reads code bytes with. */
-int task_sample_code_of(const struct task_sample *t, uint8_t code[INSN_CODE_LEN]);
+int task_sampler_code_of(const struct task_sample *t, uint8_t code[INSN_CODE_LEN]);

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "json-parse.h"
+#include "jv.h"
 #include "parse.h"
 
 struct reader {
