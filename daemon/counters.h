@@ -27,7 +27,7 @@ struct counters {
         uint64_t damon_pages, damon_capped, damon_no_node, damon_full;
         uint64_t sampling_refused;   /* threads or processes not sampled: their owner's share was
                                       * taken (page_sampler_quota) */
-        uint64_t sampler_arms;       /* times the samplers were attached (manager_samplers_sync) */
+        uint64_t sampler_arms;       /* times the samplers were attached (samplers_sync) */
         uint64_t total_pages[_MIG_CLASS_MAX];
         uint64_t promoted_bytes;     /* moved by promotions off slow nodes (plan.h, rule 7) */
         struct histogram ticks;      /* each tick's wall time (histogram_tick_bounds) */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The manager's state: seen by manager.c, which runs the tick, and by its test
  * (tests/unit/test-manager.c) only. Each piece has one owner module that writes it
- * (proc-records, cg-records, cost, counters, service-cpus); the steps of the tick
+ * (proc-records, cg-records, cost, counters, service-cpus, samplers); the steps of the tick
  * (scan, jobs) get what they use, not the manager, and the reports read it through
  * struct manager_view (manager.h). */
 #pragma once
@@ -21,6 +21,7 @@
 #include "move-budget.h"
 #include "proc-records.h"
 #include "react.h"
+#include "samplers.h"
 #include "service-cpus.h"
 #include "page-sampler.h"
 #include "source.h"
@@ -56,11 +57,6 @@
 /* How often a long tick serves the control socket (serve_meanwhile). */
 #define SERVE_EVERY_NS (100 * UINT64_C(1000000))
 
-/* Attaches the samplers (BPF programs, perf events) when some process is watched and
- * the host has two memory nodes or more, detaches them otherwise. Called when a
- * process is admitted and after each tick's sweep; the tests call it to check. */
-void manager_samplers_sync(struct manager *m);
-
 /* What the manager calls out to: the reports after a tick, the control socket and the
  * watchdog during a long tick or run, and the jobs' seam. */
 struct manager_hooks {
@@ -85,8 +81,7 @@ struct manager {
         struct nb_config cfg;      /* a private copy of the config (config_copy) */
 
         struct topology *topo;
-        const struct node_time_source *source;
-        struct page_sampler *pages;  /* page-level sampling, NULL: off */
+        struct samplers samplers;  /* where threads ran, which pages they touched (samplers.h) */
         struct damon *damon;         /* DAMON's hot regions (damon.h), NULL only in --once */
         struct migrator *migrator;
         struct tenant_reader *reader;  /* the reads a tenant can make wait, with a deadline */
@@ -100,12 +95,6 @@ struct manager {
         struct counters counters;
         struct manager_view view;  /* what the reports read: pointers into the above */
         struct react react;        /* node changes: react scans between ticks (react.h) */
-
-        /* Idle means idle (manager_samplers_sync): the samplers run in the kernel only
-         * while some process is watched, and never on a host with one memory node. */
-        bool samplers_armed;
-        bool one_node;             /* fewer than two nodes with memory: nothing to balance */
-        struct log_ratelimit arm_log;  /* arming failed */
 
         struct owner_cursor *cursors;  /* where each owner's turn starts at the next tick */
         size_t n_cursors;

@@ -41,6 +41,7 @@
 #include "proc.h"
 #include "proc-records.h"
 #include "react.h"
+#include "samplers.h"
 #include "scan.h"
 #include "service-cpus.h"
 #include "tenant-reader.h"
@@ -49,27 +50,6 @@
 #include "source.h"
 #include "topology.h"
 #include "walker.h"
-
-/* A count of page-level samples (page_sampler_drain): kept for the process's next scan. */
-static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
-        struct manager *m = userdata;
-        struct proc_rec *p = proc_records_find(&m->procs, tgid);
-
-        m->counters.page_samples += count;
-        if (!p)
-                return; /* exited, or not (yet) ours */
-        /* An address outside every mapping its last full read found is not its memory
-         * (a decoded address gone wrong, or chosen): dropped before it takes room in
-         * the table (page-agg.h). Before its first full read, all are. */
-        if (!proc_records_mapped(p, addr)) {
-                m->counters.page_samples_unmapped += count;
-                return;
-        }
-        if (!p->seen && page_agg_new(m->topo, page_size(), &p->seen) < 0)
-                return;
-        page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
-        (void) page_agg_add_counts(p->seen, addr, node, count);
-}
 
 /* The tick's scans so far. */
 struct scan_list {
@@ -144,8 +124,8 @@ static struct scan_env scan_env_of(struct manager *m) {
                 .cfg = &m->cfg,
                 .topo = m->topo,
                 .proc_root = m->proc_root,
-                .source = m->source,
-                .pages = m->pages,
+                .source = m->samplers.source,
+                .pages = m->samplers.pages,
                 .kernel_balances = m->counters.kernel_balances,
                 .promote_left = &m->promote.left,
                 .dry_run = m->opts.dry_run,
@@ -345,43 +325,6 @@ static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
         return true;
 }
 
-void manager_samplers_sync(struct manager *m) {
-        bool want = m->procs.n > 0 && !m->one_node;
-        int r, r2 = 0;
-
-        if (want == m->samplers_armed)
-                return;
-        r = node_time_source_arm(m->source, want);
-        if (m->pages)
-                r2 = page_sampler_arm(m->pages, want);
-        if (want && (r < 0 || r2 < 0)) {
-                /* Tried again at the next admission or tick: what failed (out of
-                 * memory, a perf event the PMU had no counter for) may pass. */
-                if (log_ratelimit_ok(&m->arm_log, clock_now_ms(), NULL))
-                        log_warning_errno(r < 0 ? r : r2, "Failed to attach the %s sampler: %m",
-                                          r < 0 ? m->source->name : page_sampler_name(m->pages));
-                (void) node_time_source_arm(m->source, false);
-                if (m->pages)
-                        (void) page_sampler_arm(m->pages, false);
-                return;
-        }
-        m->samplers_armed = want;
-        m->counters.sampler_arms += want;
-        log_debug("%s the samplers: %zu processes watched", want ? "Attached" : "Detached", m->procs.n);
-}
-
-/* A process admitted now: its page samples are gathered from now on. */
-static void watch_new(struct manager *m, struct proc_rec *p, const struct cg_rec *cg) {
-        int r;
-
-        manager_samplers_sync(m);
-        if (!m->pages)
-                return;
-        r = page_sampler_watch(m->pages, p->pid, cg->turn_uid);
-        if (r < 0)
-                log_debug_errno(r, "pid=%d: not sampled page by page: %m", (int) p->pid);
-}
-
 /* Whether p is being balanced (and so holds a pidfd): its cgroup in balance mode, not
  * a dry run, and its last scan found it at least min_rss (numabalanced(8), LIMITS). */
 static bool balanced(const struct manager *m, const struct proc_rec *p) {
@@ -439,7 +382,7 @@ static int tick_cgroup(struct manager *m, struct pass *ps, struct cg_rec *cg, ui
                 serve_meanwhile(m);
                 p = proc_records_admit(&m->procs, m->proc_root, cg, pids[at], ps->now, &is_new);
                 if (is_new)
-                        watch_new(m, p, cg);
+                        samplers_watch(&m->samplers, &m->procs, &m->counters, p->pid, cg->turn_uid);
 
                 if (!p || p->seen_tick == m->counters.tick)
                         continue; /* not ours, or listed twice */
@@ -529,7 +472,7 @@ static void place_threads(struct manager *m, uint64_t now) {
                 .bring_forward = scan_bring_forward,
         };
 
-        if (m->placer && !m->one_node)
+        if (m->placer && !m->samplers.one_node)
                 placer_round(m->placer, &env, &m->procs, m->counters.tick, now);
 }
 
@@ -718,17 +661,13 @@ static void forget_departed(struct manager *m) {
          * may hold the same pid (reused), and its next sample() watches it again from
          * a new baseline. */
         for (size_t i = 0; i < m->procs.n; i++) {
-                pid_t pid = m->procs.v[i]->pid;
-
                 if (m->procs.v[i]->seen_tick == tick)
                         continue;
                 placer_departed(m->placer, m->proc_root, m->procs.v[i]);
-                node_time_source_unwatch(m->source, pid);
-                if (m->pages && !proc_records_current(&m->procs, pid, tick))
-                        page_sampler_unwatch(m->pages, pid);
+                samplers_unwatch(&m->samplers, &m->procs, m->procs.v[i]->pid, tick);
         }
         proc_records_sweep(&m->procs, tick);
-        manager_samplers_sync(m);
+        samplers_sync(&m->samplers, &m->procs, &m->counters);
 }
 
 /* Whether the kernel's NUMA balancing is on now (bit 0, NUMA_BALANCING_NORMAL: bit 1 is
@@ -751,18 +690,8 @@ static void kernel_balancing_watch(struct manager *m) {
  * and whether the kernel balances. Returns the CPU time of the page sampler's own
  * threads (sw-sampler.h's decoding threads) since the last tick. */
 static uint64_t tick_prepare(struct manager *m) {
-        uint64_t sampler_ns = 0;
-        int r;
+        uint64_t sampler_ns = samplers_drain(&m->samplers, &m->procs, m->topo, &m->counters);
 
-        if (m->pages) {
-                const struct sample_quota *q = page_sampler_quota(m->pages);
-
-                r = page_sampler_drain(m->pages, on_page_sample, m);
-                if (r < 0)
-                        log_debug_errno(r, "Failed to read the page-level samples: %m");
-                m->counters.sampling_refused = q ? q->refused : 0;
-                sampler_ns = page_sampler_take_cpu_ns(m->pages);
-        }
         damon_feed(m->damon, &m->procs, m->topo, &m->counters);
         kernel_balancing_watch(m);
         /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
@@ -805,60 +734,33 @@ static void tick_charge_rest(struct manager *m, uint64_t start, uint64_t pump, u
 
 static void view_update(struct manager *m);
 
-/* The samplers again, for a new topology: only while nothing is recorded (a host that
- * had one memory node), since each process's state is sized by the old one. */
-static int samplers_rechoose(struct manager *m) {
-        int r;
-
-        page_sampler_free(m->pages);
-        m->pages = NULL;
-        react_unwatch_events(&m->react);
-        node_time_source_free(m->source);
-        m->source = NULL;
-        m->samplers_armed = false;
-        r = source_choose(m->cfg.source, m->topo, &m->source);
-        if (r < 0)
-                return r;
-        r = page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
-        if (r < 0)
-                return r;
-        page_sampler_set_reader(m->pages, m->reader);
-        view_update(m);
-        if (m->event && m->timer)
-                react_watch_events(&m->react, m->event);
-        return 0;
-}
-
 /* A host with one memory node has nothing to balance: its samplers stay detached, and
  * each tick re-reads the topology (one small file per node: memory hotplug can bring a
  * second node). The tick goes on otherwise, so that list and explain still say what
  * the daemon sees (every process local). When a second node has memory, the records
- * sized by the old topology are forgotten, and the samplers chosen again for the new
- * one: the tick then admits and watches the processes afresh. */
+ * sized by the old topology are forgotten (each process's state is sized by it), and
+ * the samplers chosen again for the new one: the tick then admits and watches the
+ * processes afresh. */
 static void one_node_tick(struct manager *m) {
-        _cleanup_(topology_freep) struct topology *t = NULL;
-        struct topology *old;
+        struct topology *t = NULL;
         int r;
 
-        if (!m->one_node || topology_read(m->sys_root, &t) < 0 || nodemask_weight(&t->with_memory) < 2)
+        if (samplers_second_node(&m->samplers, m->sys_root, &t) <= 0)
                 return;
-        log_notice("%u nodes have memory now: balancing the opted-in cgroups from now on",
-                   nodemask_weight(&t->with_memory));
         proc_records_sweep(&m->procs, UINT64_MAX);
-        old = m->topo;
-        m->topo = TAKE_PTR(t);
-        topology_free(old);
+        topology_free(m->topo);
+        m->topo = t;
         topology_set_slow(m->topo, &m->cfg.slow_nodes);
-        m->one_node = false;
-        r = samplers_rechoose(m);
+        react_unwatch_events(&m->react);
+        r = samplers_rechoose(&m->samplers, &m->cfg, m->proc_root, m->sys_root, m->topo, m->reader);
+        view_update(m);
         if (r < 0) {
                 /* [sample] source = bpf and BPF went away: as at start, a refusal. */
                 log_error_errno(r, "Cannot sample with the new topology, exiting: %m");
-                m->source = &node_time_source_proc;   /* never NULL for the views */
-                m->one_node = true;
                 if (m->event)
                         (void) sd_event_exit(m->event, EXIT_FAILURE);
-        }
+        } else if (m->event && m->timer)
+                react_watch_events(&m->react, m->event);
 }
 
 /* The tick that began at t_start is over: its wall time, last and in the histogram. */
@@ -1076,7 +978,7 @@ void manager_status(struct manager *m, char *buf, size_t size) {
                 n_cg += m->cgs.v[i]->seen;
         snprintf(buf, size, "Watching %zu cgroup%s, %zu process%s; moved %" PRIu64 " MiB in the last minute; source %s",
                  n_cg, n_cg == 1 ? "" : "s", m->procs.n, m->procs.n == 1 ? "" : "es",
-                 counters_moved_last_minute(&m->counters) >> 20, page_sampler_chain(m->source, m->pages));
+                 counters_moved_last_minute(&m->counters) >> 20, page_sampler_chain(m->samplers.source, m->samplers.pages));
 }
 
 /* SIGTERM and SIGINT are blocked (sd-event takes them from a signalfd), so a pending
@@ -1127,12 +1029,12 @@ static void view_update(struct manager *m) {
         m->view.proc_root = m->proc_root;
         m->view.placer = m->placer;
         m->view.topo = m->topo;
-        m->view.source = m->source;
-        m->view.pages = m->pages;
+        m->view.source = m->samplers.source;
+        m->view.pages = m->samplers.pages;
         m->view.damon = m->damon;
         m->view.migrator = m->migrator;
         react_set_env(&m->react, &(struct react_env) {
-                .cfg = &m->cfg, .proc_root = m->proc_root, .topo = m->topo, .source = m->source,
+                .cfg = &m->cfg, .proc_root = m->proc_root, .topo = m->topo, .source = m->samplers.source,
                 .procs = &m->procs, .cost = &m->cost, .counters = &m->counters,
         });
 }
@@ -1178,7 +1080,7 @@ static struct manager *manager_alloc(sd_event *e, const struct manager_opts *o) 
         walker_log_init(&m->tree_log);
         m->oom_log = LOG_RATELIMIT(60000, 1);
         m->quarantine_log = LOG_RATELIMIT(60000, 10);
-        m->arm_log = LOG_RATELIMIT(60000, 1);
+        samplers_init(&m->samplers);
         m->owner_turn_ns = OWNER_TURN_NS;
         m->read_budget_ns = TICK_READ_BUDGET_NS;
         m->event = sd_event_ref(e);
@@ -1192,7 +1094,7 @@ static struct manager *manager_alloc(sd_event *e, const struct manager_opts *o) 
 }
 
 /* The topology, and the samplers chosen for it. */
-static int samplers_start(struct manager *m) {
+static int topology_start(struct manager *m) {
         int r = topology_read(m->sys_root, &m->topo);
 
         if (r < 0)
@@ -1200,14 +1102,7 @@ static int samplers_start(struct manager *m) {
                                        m->sys_root);
         topology_set_slow(m->topo, &m->cfg.slow_nodes);
         log_slow_nodes(m->topo);
-        m->one_node = nodemask_weight(&m->topo->with_memory) < 2;
-        if (m->one_node)
-                log_notice("One node has memory: nothing to balance. numabalanced attaches no sampler and "
-                           "re-reads the topology at each tick until a second node has memory");
-        r = source_choose(m->cfg.source, m->topo, &m->source);
-        if (r < 0)
-                return r;
-        return page_sampler_choose(&m->cfg, m->proc_root, m->sys_root, m->topo, m->source, &m->pages);
+        return samplers_start(&m->samplers, &m->cfg, m->proc_root, m->sys_root, m->topo);
 }
 
 /* The migration workers and the reader threads, on the service CPUs (the first online
@@ -1232,7 +1127,7 @@ static int workers_start(struct manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the reader threads: %m");
         tenant_reader_set_serve(m->reader, serve_while_reading, m);
-        page_sampler_set_reader(m->pages, m->reader);
+        page_sampler_set_reader(m->samplers.pages, m->reader);
         return 0;
 }
 
@@ -1244,7 +1139,7 @@ int manager_new(sd_event *e, const struct nb_config *cfg, const struct manager_o
                 return -ENOMEM;
         r = m->proc_root && m->sys_root ? config_copy(&m->cfg, cfg) : -ENOMEM;
         if (r >= 0)
-                r = samplers_start(m);
+                r = topology_start(m);
         if (r >= 0)
                 r = workers_start(m);
         if (r >= 0)
@@ -1280,8 +1175,7 @@ void manager_free(struct manager *m) {
         cg_records_done(&m->cgs);
         walker_log_done(&m->tree_log);
         cost_ledger_done(&m->cost);
-        page_sampler_free(m->pages);
-        node_time_source_free(m->source);
+        samplers_done(&m->samplers);
         topology_free(m->topo);
         config_done(&m->cfg);
         free(m->proc_root);

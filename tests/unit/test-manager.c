@@ -68,7 +68,7 @@ static size_t n_queued;
 static pid_t source_unwatched[32];       /* node_time_source_unwatch() calls */
 static size_t n_source_unwatched;
 
-/* The samplers' attachment (manager_samplers_sync): whether each is attached now, how
+/* The samplers' attachment (samplers_sync): whether each is attached now, how
  * often each was attached and detached, and samples asked of a detached source. */
 static struct {
         bool source_on, pages_on;
