@@ -22,21 +22,13 @@
 #include "proc-records.h"
 #include "react.h"
 #include "samplers.h"
+#include "scan.h"
 #include "service-cpus.h"
 #include "page-sampler.h"
 #include "source.h"
 #include "topology.h"
 #include "walker.h"
 
-/* A settled process's resident size is read (statm) when it may have grown: when its
- * cgroup's memory.current grew by min_misplaced since the cgroup's last look (one read
- * per cgroup per tick), or, in a cgroup without the memory controller, every
- * GROW_CHECK_TICKS ticks, one process in that many per tick, while anything in the
- * cgroup ran in the last GROW_CHECK_TICKS ticks (cpu.stat: idle processes do not grow).
- * When it grew by min_misplaced and by 1/SCAN_GROW_SHARE of itself since its last
- * scan, it is scanned now, so that new memory placed on the wrong node is not left
- * there for its backed-off interval (scan_max_ms). */
-#define GROW_CHECK_TICKS 2
 /* While a run lasts at most this long (its budget, then as long again for the batches
  * in flight to finish), the watchdog is pinged from it; a run stuck past it (a
  * move_pages(2) that never returns) stops the pings, and systemd sees a stuck daemon. */

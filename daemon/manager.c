@@ -92,7 +92,8 @@ static void pass_done(struct pass *ps) {
  * scans nothing: a settled machine's tick then opens none of the per-node files (seven
  * in a 2-node guest, a third of the tick's opens), on the service CPU a workload may
  * share. */
-static void need_free_memory(struct manager *m) {
+static void need_free_memory(void *userdata) {
+        struct manager *m = userdata;
         int r;
 
         if (m->free_read_tick == m->counters.tick)
@@ -129,6 +130,9 @@ static struct scan_env scan_env_of(struct manager *m) {
                 .kernel_balances = m->counters.kernel_balances,
                 .promote_left = &m->promote.left,
                 .dry_run = m->opts.dry_run,
+                .tick = m->counters.tick,
+                .need_free_memory = need_free_memory,
+                .need_free_memory_userdata = m,
         };
 }
 
@@ -169,7 +173,7 @@ static void quarantine(struct manager *m, struct proc_rec *p, uint64_t now) {
 /* Scans p (due) into the list, its time charged to it; a process that cannot be read
  * is tried again later (gone: forgotten at the next tick), one whose read overran is
  * quarantined. Returns the CPU time charged. */
-static uint64_t scan_due(struct manager *m, struct pass *ps, struct proc_rec *p) {
+static uint64_t pass_scan(struct manager *m, struct pass *ps, struct proc_rec *p) {
         struct scan_env env = scan_env_of(m);
         struct scan_list *scans = &ps->scans;
         uint64_t charged = 0, now = ps->now;
@@ -262,69 +266,6 @@ static void serve_while_placing(void *userdata) {
         serve_meanwhile(userdata);
 }
 
-/* Whether p's last plan held moves back at a node's free-memory floor and the node has
- * room again (this tick's reading): p is scanned now rather than at its backed-off
- * time, so that memory kept out of a full node follows as soon as the node empties.
- * At least min_misplaced of room, so that a node hovering at its floor does not
- * have p rescanned every tick for a few pages. */
-static bool room_again(struct manager *m, const struct proc_rec *p) {
-        struct plan_params pp = { .free_floor_pct = m->cfg.free_floor_pct };
-        uint64_t room;
-
-        if (p->full_target < 0)
-                return false;
-        need_free_memory(m);
-        room = plan_node_room(m->topo, p->full_target, &pp);
-        return room > 0 && room / 1024 >= m->cfg.min_misplaced_kb;
-}
-
-/* Whether anything in cg may have grown since its last look, from its memory.current.
- * A cgroup without the memory controller cannot say (GROWTH_UNKNOWN), unless nothing in
- * it ran for GROW_CHECK_TICKS ticks (its cpu.stat): then nothing grew. */
-static void cg_growth(struct manager *m, struct cg_rec *cg) {
-        uint64_t cur, usec = 0;
-
-        if (cgroup_read_memory_current(m->cfg.cgroup_root, cg->path, &cur) < 0) {
-                if (cgroup_read_cpu_usage(m->cfg.cgroup_root, cg->path, &usec) < 0 || usec != cg->cpu_seen_usec)
-                        cg->cpu_ran_tick = m->counters.tick;
-                cg->cpu_seen_usec = usec;
-                cg->growth = m->counters.tick - cg->cpu_ran_tick < GROW_CHECK_TICKS ? GROWTH_UNKNOWN : GROWTH_NONE;
-                return;
-        }
-        cg->growth = cur >= cg->mem_seen + m->cfg.min_misplaced_kb * 1024 ? GROWTH_SOME : GROWTH_NONE;
-        /* Growth counts from the last look that found some (or a shrink): slow growth
-         * adds up across ticks. */
-        if (cg->growth == GROWTH_SOME || cur < cg->mem_seen)
-                cg->mem_seen = cur;
-}
-
-/* Whether settled p grew enough since its last scan to be scanned now (GROW_CHECK_TICKS):
- * looked at only when its next scan is further than a check away, and its cgroup may
- * have grown (or cannot say, and it is p's turn). */
-static bool grew(struct manager *m, struct proc_rec *p, uint64_t now) {
-        uint64_t pages, kb;
-
-        if (!p->rss_kb || p->sched.next_scan_ms <= now + GROW_CHECK_TICKS * m->cfg.tick_ms || p->cg->growth == GROWTH_NONE ||
-            (p->cg->growth == GROWTH_UNKNOWN && (m->counters.tick + (uint64_t) p->pid) % GROW_CHECK_TICKS))
-                return false;
-        if (proc_read_statm_resident(m->proc_root, p->pid, &pages) < 0)
-                return false;   /* gone or unreadable: its own scan will say */
-        kb = pages * (page_size() / 1024);
-        if (kb < p->rss_kb) {
-                p->rss_kb = kb;   /* shrank: growth counts from here */
-                return false;
-        }
-        if (kb - p->rss_kb < m->cfg.min_misplaced_kb || kb - p->rss_kb < p->rss_kb / SCAN_GROW_SHARE)
-                return false;
-        log_debug("cgroup=%s pid=%d: resident %" PRIu64 " KiB, %" PRIu64 " KiB more than at its last scan: "
-                  "scanning now", p->cg->path, (int) p->pid, kb, kb - p->rss_kb);
-        p->rss_kb = kb;
-        m->counters.growth_scans++;
-        /* New memory is read in full, not sampled (sampled-scan.h). */
-        proc_records_drop_huge(p);
-        return true;
-}
-
 /* Whether p is being balanced (and so holds a pidfd): its cgroup in balance mode, not
  * a dry run, and its last scan found it at least min_rss (numabalanced(8), LIMITS). */
 static bool balanced(const struct manager *m, const struct proc_rec *p) {
@@ -356,6 +297,7 @@ static void cut_cgroup(struct manager *m, struct cg_rec *cg, size_t next, size_t
  * not be read for lack of them. */
 static int tick_cgroup(struct manager *m, struct pass *ps, struct cg_rec *cg, uint64_t deadline_ns,
                        uint64_t *scanned) {
+        struct scan_env env = scan_env_of(m);
         _cleanup_free_ pid_t *pids = NULL;
         size_t n_pids = 0;
         int r;
@@ -368,11 +310,12 @@ static int tick_cgroup(struct manager *m, struct pass *ps, struct cg_rec *cg, ui
                 return 0;
         }
         if (n_pids)
-                cg_growth(m, cg);
+                scan_cg_growth(&env, cg);
         cg->pid_cursor_start = n_pids ? cg->pid_cursor % n_pids : 0;
         for (size_t k = 0; k < n_pids; k++) {
                 size_t at = (cg->pid_cursor_start + k) % n_pids;
                 struct proc_rec *p;
+                enum scan_due due;
                 bool is_new;
 
                 if (k > 0 && clock_now_ns(CLOCK_MONOTONIC) >= deadline_ns) {
@@ -389,8 +332,10 @@ static int tick_cgroup(struct manager *m, struct pass *ps, struct cg_rec *cg, ui
                 p->seen_tick = m->counters.tick;
                 p->cg = cg;
                 cg->tick_procs++;
-                if (ps->now >= p->sched.next_scan_ms || room_again(m, p) || grew(m, p, ps->now))
-                        *scanned += scan_due(m, ps, p);
+                due = scan_due_now(&env, p, ps->now);
+                m->counters.growth_scans += due == SCAN_DUE_GREW;
+                if (due != SCAN_NOT_DUE)
+                        *scanned += pass_scan(m, ps, p);
                 proc_records_update_pidfd(&m->procs, m->proc_root, p, balanced(m, p));
         }
         return 0;
@@ -872,7 +817,7 @@ static void on_react_scan(void *userdata, void *pass, struct proc_rec *p, uint64
         struct pass *ps = pass;
 
         ps->now = now;
-        (void) scan_due(userdata, ps, p);
+        (void) pass_scan(userdata, ps, p);
 }
 
 static void on_react_end(void *userdata, void *pass, uint64_t now) {

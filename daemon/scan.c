@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cgroup.h"
 #include "locality.h"
 #include "log.h"
 #include "maps.h"
@@ -577,6 +578,74 @@ void scan_quarantine(struct proc_rec *p, uint64_t now) {
         p->sched.next_scan_ms = p->sched.quarantined_until_ms;
         p->reason = REASON_QUARANTINED;
         p->planned_bytes = p->page_planned_bytes = 0;
+}
+
+void scan_cg_growth(const struct scan_env *env, struct cg_rec *cg) {
+        uint64_t cur, usec = 0;
+
+        if (cgroup_read_memory_current(env->cfg->cgroup_root, cg->path, &cur) < 0) {
+                if (cgroup_read_cpu_usage(env->cfg->cgroup_root, cg->path, &usec) < 0 || usec != cg->cpu_seen_usec)
+                        cg->cpu_ran_tick = env->tick;
+                cg->cpu_seen_usec = usec;
+                cg->growth = env->tick - cg->cpu_ran_tick < GROW_CHECK_TICKS ? GROWTH_UNKNOWN : GROWTH_NONE;
+                return;
+        }
+        cg->growth = cur >= cg->mem_seen + env->cfg->min_misplaced_kb * 1024 ? GROWTH_SOME : GROWTH_NONE;
+        /* Growth counts from the last look that found some (or a shrink): slow growth
+         * adds up across ticks. */
+        if (cg->growth == GROWTH_SOME || cur < cg->mem_seen)
+                cg->mem_seen = cur;
+}
+
+/* Whether p's last plan held moves back at a node's free-memory floor and the node has
+ * room again (this tick's reading): p is scanned now rather than at its backed-off
+ * time, so that memory kept out of a full node follows as soon as the node empties.
+ * At least min_misplaced of room, so that a node hovering at its floor does not
+ * have p rescanned every tick for a few pages. */
+static bool room_again(const struct scan_env *env, const struct proc_rec *p) {
+        struct plan_params pp = { .free_floor_pct = env->cfg->free_floor_pct };
+        uint64_t room;
+
+        if (p->full_target < 0)
+                return false;
+        env->need_free_memory(env->need_free_memory_userdata);
+        room = plan_node_room(env->topo, p->full_target, &pp);
+        return room > 0 && room / 1024 >= env->cfg->min_misplaced_kb;
+}
+
+/* Whether settled p grew enough since its last scan to be scanned now (GROW_CHECK_TICKS):
+ * looked at only when its next scan is further than a check away, and its cgroup may
+ * have grown (or cannot say, and it is p's turn). */
+static bool grew(const struct scan_env *env, struct proc_rec *p, uint64_t now) {
+        uint64_t pages, kb, min_kb = env->cfg->min_misplaced_kb;
+
+        if (!p->rss_kb || p->sched.next_scan_ms <= now + GROW_CHECK_TICKS * env->cfg->tick_ms ||
+            p->cg->growth == GROWTH_NONE ||
+            (p->cg->growth == GROWTH_UNKNOWN && (env->tick + (uint64_t) p->pid) % GROW_CHECK_TICKS))
+                return false;
+        if (proc_read_statm_resident(env->proc_root, p->pid, &pages) < 0)
+                return false;   /* gone or unreadable: its own scan will say */
+        kb = pages * (page_size() / 1024);
+        if (kb < p->rss_kb) {
+                p->rss_kb = kb;   /* shrank: growth counts from here */
+                return false;
+        }
+        if (kb - p->rss_kb < min_kb || kb - p->rss_kb < p->rss_kb / SCAN_GROW_SHARE)
+                return false;
+        log_debug("cgroup=%s pid=%d: resident %" PRIu64 " KiB, %" PRIu64 " KiB more than at its last scan: "
+                  "scanning now", p->cg->path, (int) p->pid, kb, kb - p->rss_kb);
+        p->rss_kb = kb;
+        /* New memory is read in full, not sampled (sampled-scan.h). */
+        proc_records_drop_huge(p);
+        return true;
+}
+
+enum scan_due scan_due_now(const struct scan_env *env, struct proc_rec *p, uint64_t now) {
+        if (now >= p->sched.next_scan_ms)
+                return SCAN_DUE;
+        if (room_again(env, p))
+                return SCAN_DUE_ROOM;
+        return grew(env, p, now) ? SCAN_DUE_GREW : SCAN_NOT_DUE;
 }
 
 void scan_done(struct scan *s) {

@@ -26,10 +26,19 @@
  * counts as "changing" for the backoff. */
 #define SCAN_CHANGE_PCT 5
 /* A settled process grown by min_misplaced and by 1/SCAN_GROW_SHARE of itself since
- * its last scan is scanned now (the tick's grew()); the same share of a huge VMA is
+ * its last scan is scanned now (scan_due_now()); the same share of a huge VMA is
  * the tolerance of a sampled scan (sampled-scan.c). At most SCAN_GROW_SHARE scans per
  * doubling of a steadily growing process. */
 #define SCAN_GROW_SHARE 32
+/* A settled process's resident size is read (statm) when it may have grown: when its
+ * cgroup's memory.current grew by min_misplaced since the cgroup's last look (one read
+ * per cgroup per tick, scan_cg_growth()), or, in a cgroup without the memory
+ * controller, every GROW_CHECK_TICKS ticks, one process in that many per tick, while
+ * anything in the cgroup ran in the last GROW_CHECK_TICKS ticks (cpu.stat: idle
+ * processes do not grow). When it grew by min_misplaced and by 1/SCAN_GROW_SHARE of
+ * itself since its last scan, it is scanned now, so that new memory placed on the
+ * wrong node is not left there for its backed-off interval (scan_max_ms). */
+#define GROW_CHECK_TICKS 2
 /* A process whose read overran its deadline is not read again for this long
  * (scan_quarantine). */
 #define SCAN_QUARANTINE_MS (10 * 60 * UINT64_C(1000))
@@ -45,6 +54,11 @@ struct scan_env {
         bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */
         uint64_t *promote_left;      /* the tick's promotion budget, bytes (plan.h, rule 7), updated */
         bool dry_run;                /* plan and log, move nothing */
+        uint64_t tick;               /* the tick's number (counters.tick) */
+        /* Reads each node's free memory into topo, if this tick has not yet: called
+         * before anything here looks at a node's room. */
+        void (*need_free_memory)(void *userdata);
+        void *need_free_memory_userdata;
 };
 
 /* One process's scan in this tick, until its jobs have run: its plans (the ranges to
@@ -82,5 +96,18 @@ void scan_restart_interval(struct proc_rec *p, uint64_t scan_min_ms, uint64_t no
 /* A read of p overran its deadline: p is not read again for SCAN_QUARANTINE_MS, and
  * explain says why (REASON_QUARANTINED). */
 void scan_quarantine(struct proc_rec *p, uint64_t now);
+/* Whether anything in cg may have grown since its last look (cg->growth, for
+ * scan_due_now()), from its memory.current; without the memory controller it cannot
+ * say (GROWTH_UNKNOWN), unless nothing in it ran for GROW_CHECK_TICKS ticks (its
+ * cpu.stat): then nothing grew. Once per cgroup per tick, before its processes. */
+void scan_cg_growth(const struct scan_env *env, struct cg_rec *cg);
+/* Why p is scanned in this tick, if it is: */
+enum scan_due {
+        SCAN_NOT_DUE,
+        SCAN_DUE,                  /* its next scan time has come */
+        SCAN_DUE_ROOM,             /* the node its last plan was held back from has room again */
+        SCAN_DUE_GREW,             /* it grew (GROW_CHECK_TICKS): read in full, not sampled */
+};
+enum scan_due scan_due_now(const struct scan_env *env, struct proc_rec *p, uint64_t now);
 /* The plan parameters of the config (plan.h). */
 struct plan_params scan_plan_params(const struct scan_env *env);

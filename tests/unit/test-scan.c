@@ -80,6 +80,26 @@ static void fixture_done(struct fixture *f) {
         config_done(&f->cfg);
 }
 
+/* <tmpdir>/cg/app.slice/<name> (the cgroup of the fixture) holding text; NULL: none. */
+static void put_cgroup_file(const char *name, const char *text) {
+        char path[512];
+        FILE *out;
+
+        snprintf(path, sizeof(path), "%s/cg/app.slice/%s", tmpdir, name);
+        if (!text) {
+                unlink(path);
+                return;
+        }
+        out = fopen(path, "w");
+        if (!out) {
+                TEST_FAIL("open %s: %m", path);
+                return;
+        }
+        fputs(text, out);
+        if (fclose(out) != 0)
+                TEST_FAIL("write %s: %m", path);
+}
+
 /* Renames <proc_root>/<pid>/<name> to <name>.away (away) or back (!away). */
 static void hide(pid_t pid, const char *name, bool away) {
         char a[512], b[600];
@@ -484,6 +504,76 @@ TEST(plan_params_from_the_config) {
         fixture_done(&f);
 }
 
+/* The free-memory reads asked of the tick (scan_env.need_free_memory). */
+static unsigned free_reads;
+static void count_free_read(void *userdata) {
+        (void) userdata;
+        free_reads++;
+}
+
+/* Why a process is scanned now: its schedule; room again at the node its last plan
+ * was held back from (free memory read for that only); growth, looked for only where
+ * its cgroup may have grown and its next scan is further than a check away. */
+TEST(due_by_schedule_room_or_growth) {
+        struct fixture f;
+
+        fixture_start(&f, 4242, 1);   /* no /proc directory: its statm cannot be read */
+        f.env.need_free_memory = count_free_read;
+        free_reads = 0;
+        scan_backoff(&f.env, &f.p, 4000);
+        CHECK_INT(f.p.sched.next_scan_ms, 5000);
+        CHECK_INT(scan_due_now(&f.env, &f.p, 5000), SCAN_DUE);
+        CHECK_INT(scan_due_now(&f.env, &f.p, 1000), SCAN_NOT_DUE);
+        CHECK_INT(free_reads, 0);
+        /* Held back at node 0, which has 966 MiB free (2n2c): room again. */
+        f.p.full_target = 0;
+        CHECK_INT(scan_due_now(&f.env, &f.p, 1000), SCAN_DUE_ROOM);
+        CHECK_INT(free_reads, 1);
+        f.p.full_target = -1;
+        /* Its cgroup may have grown, but its statm is unreadable: its scan will say. */
+        f.p.rss_kb = 1024;
+        f.cg.growth = GROWTH_SOME;
+        CHECK_INT(scan_due_now(&f.env, &f.p, 1000), SCAN_NOT_DUE);
+        CHECK_INT(f.p.rss_kb, 1024);
+        fixture_done(&f);
+}
+
+/* A cgroup's growth: from memory.current, by min_misplaced since the last look that
+ * found some; without it, unknown while cpu.stat advanced in the last GROW_CHECK_TICKS
+ * ticks, none after. */
+TEST(cgroup_growth_from_memory_current_or_cpu_time) {
+        char dir[300];
+        struct fixture f;
+
+        fixture_start(&f, 4242, 1);
+        snprintf(dir, sizeof(dir), "%s/cg", tmpdir);
+        free(f.cfg.cgroup_root);
+        f.cfg.cgroup_root = strdup(dir);
+        f.cfg.min_misplaced_kb = 1024;
+        put_cgroup_file("memory.current", "1048575\n");
+        scan_cg_growth(&f.env, &f.cg);
+        CHECK(f.cg.growth == GROWTH_NONE && f.cg.mem_seen == 0);
+        put_cgroup_file("memory.current", "1048576\n");
+        scan_cg_growth(&f.env, &f.cg);
+        CHECK(f.cg.growth == GROWTH_SOME && f.cg.mem_seen == 1048576);
+        scan_cg_growth(&f.env, &f.cg);
+        CHECK(f.cg.growth == GROWTH_NONE);
+
+        put_cgroup_file("memory.current", NULL);
+        put_cgroup_file("cpu.stat", "usage_usec 10\n");
+        for (f.env.tick = 1; f.env.tick <= GROW_CHECK_TICKS; f.env.tick++) {
+                scan_cg_growth(&f.env, &f.cg);
+                CHECK(f.cg.growth == GROWTH_UNKNOWN);
+        }
+        scan_cg_growth(&f.env, &f.cg);
+        CHECK(f.cg.growth == GROWTH_NONE);
+        put_cgroup_file("cpu.stat", "usage_usec 11\n");
+        scan_cg_growth(&f.env, &f.cg);
+        CHECK(f.cg.growth == GROWTH_UNKNOWN);
+        put_cgroup_file("cpu.stat", NULL);
+        fixture_done(&f);
+}
+
 static int intro(void) {
         char cmd[4096];
 
@@ -494,8 +584,8 @@ static int intro(void) {
         snprintf(cmd, sizeof(cmd),
                  "mkdir -p '%s' && for p in 3001 3002; do cp -r '%s/manager/proc/'$p '%s/'$p && "
                  "for t in '%s'/$p/task/*; do cp '%s/'$p/numa_maps \"$t/numa_maps\" || exit 1; done || exit 1; done && "
-                 "cp -r '%s/3001' '%s/3003'",
-                 proc_root, TEST_DATA_DIR, proc_root, proc_root, proc_root, proc_root, proc_root);
+                 "cp -r '%s/3001' '%s/3003' && mkdir -p '%s/cg/app.slice'",
+                 proc_root, TEST_DATA_DIR, proc_root, proc_root, proc_root, proc_root, proc_root, tmpdir);
         if (system(cmd) != 0)
                 return 1;
         if (topology_read(TEST_DATA_DIR "/sys/2n2c", &topo) < 0)
