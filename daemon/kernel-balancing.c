@@ -135,6 +135,19 @@ int kernel_balancing_read(const char *proc_root, uint64_t *ret) {
         return read_value(path, ret);
 }
 
+void kernel_balancing_watch(const char *proc_root, int64_t *value, bool *on) {
+        uint64_t v = 0;
+        bool now;
+
+        *value = kernel_balancing_read(proc_root, &v) >= 0 ? (int64_t) v : -1;
+        now = *value >= 0 && (v & 1);
+        if (now != *on)
+                log_info("kernel.numa_balancing is %s: memory whose policy has the balancing flag "
+                         "(MPOL_F_NUMA_BALANCING) is %s", now ? "on" : "off",
+                         now ? "left to the kernel" : "balanced by numabalanced within its policy");
+        *on = now;
+}
+
 /* One daemon at a time holds the sysctl: a second one (started by hand beside the
  * service) must neither take the saved value for its own nor restore it at its exit.
  * The lock is on the state directory and goes with the process, however it dies.

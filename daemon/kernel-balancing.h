@@ -46,6 +46,12 @@ struct kernel_balancing {
 /* The value of kernel.numa_balancing under proc_root: 0, -ENOENT if this kernel has
  * none, or another -errno (-EINVAL: not a number). Nothing is logged. */
 int kernel_balancing_read(const char *proc_root, uint64_t *ret);
+/* Whether the kernel's NUMA balancing is on now, read at every tick (the operator may
+ * switch it at any time): *value its value (-1: none or unreadable), *on whether bit 0
+ * (NUMA_BALANCING_NORMAL; bit 1 is memory tiering only) is set. Memory whose policy
+ * asks for it ("balancing") is then the kernel's (policy.h). A change of *on from what
+ * it held is logged at info. */
+void kernel_balancing_watch(const char *proc_root, int64_t *value, bool *on);
 
 /* Reads the value at start into k, and the value a previous daemon saved in
  * state_dir (NULL: the first directory of $RUNTIME_DIRECTORY, which systemd sets

@@ -615,22 +615,6 @@ static void forget_departed(struct manager *m) {
         samplers_sync(&m->samplers, &m->procs, &m->counters);
 }
 
-/* Whether the kernel's NUMA balancing is on now (bit 0, NUMA_BALANCING_NORMAL: bit 1 is
- * memory tiering only): memory whose policy asks for it ("balancing") is then the
- * kernel's (policy.h). Read every tick: the operator may switch it at any time. */
-static void kernel_balancing_watch(struct manager *m) {
-        uint64_t v = 0;
-        bool on;
-
-        m->counters.kernel_numa_balancing = kernel_balancing_read(m->proc_root, &v) >= 0 ? (int64_t) v : -1;
-        on = m->counters.kernel_numa_balancing >= 0 && (v & 1);
-        if (on != m->counters.kernel_balances)
-                log_info("kernel.numa_balancing is %s: memory whose policy has the balancing flag "
-                         "(MPOL_F_NUMA_BALANCING) is %s", on ? "on" : "off",
-                         on ? "left to the kernel" : "balanced by numabalanced within its policy");
-        m->counters.kernel_balances = on;
-}
-
 /* What the tick's decisions start from: the page-level samples since the last tick,
  * and whether the kernel balances. Returns the CPU time of the page sampler's own
  * threads (sw-sampler.h's decoding threads) since the last tick. */
@@ -638,7 +622,7 @@ static uint64_t tick_prepare(struct manager *m) {
         uint64_t sampler_ns = samplers_drain(&m->samplers, &m->procs, m->topo, &m->counters);
 
         damon_feed(m->damon, &m->procs, m->topo, &m->counters);
-        kernel_balancing_watch(m);
+        kernel_balancing_watch(m->proc_root, &m->counters.kernel_numa_balancing, &m->counters.kernel_balances);
         /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
          * scans and the react scans until the next. */
         move_budget_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s, clock_now_ms());

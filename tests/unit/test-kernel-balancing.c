@@ -178,6 +178,35 @@ TEST(read_junk_is_einval) {
         teardown();
 }
 
+/* The tick's look: bit 0 is the kernel's balancing (bit 1, tiering only, is not); a
+ * change is said once, at info; none or junk is -1, off. */
+TEST(watch_says_each_change_once) {
+        int64_t v = 0;
+        bool on = false;
+
+        setup("2\n");
+        kernel_balancing_watch(root, &v, &on);
+        CHECK(v == 2 && !on && logged[0] == 0);
+        set_value("3\n");
+        kernel_balancing_watch(root, &v, &on);
+        CHECK(v == 3 && on);
+        CHECK(logged_has(LOG_LVL_INFO, "kernel.numa_balancing is on: memory whose policy has the balancing flag "
+                                       "(MPOL_F_NUMA_BALANCING) is left to the kernel"));
+        logged[0] = 0;
+        set_value("1\n");
+        kernel_balancing_watch(root, &v, &on);
+        CHECK(v == 1 && on && logged[0] == 0);
+        set_value("junk\n");
+        kernel_balancing_watch(root, &v, &on);
+        CHECK(v == -1 && !on);
+        CHECK(logged_has(LOG_LVL_INFO, "kernel.numa_balancing is off: memory whose policy has the balancing flag "
+                                       "(MPOL_F_NUMA_BALANCING) is balanced by numabalanced within its policy"));
+        unlink(sysctl);
+        kernel_balancing_watch(root, &v, &on);
+        CHECK(v == -1 && !on);
+        teardown();
+}
+
 TEST(kernel_without_it) {
         struct kernel_balancing k;
 
