@@ -11,6 +11,7 @@
 #include "move-check.h"
 #include "proc-records.h"
 #include "pagesize.h"
+#include "placer.h"
 
 /* Remembers that the range at start moved to target (the cooldown's history). */
 static void history_note(struct proc_moves *mv, uint64_t start, int target, uint64_t when) {
@@ -39,6 +40,20 @@ static void history_note(struct proc_moves *mv, uint64_t start, int target, uint
                 mv->hist[old] = mv->hist[--mv->n_hist];
         }
         mv->hist[mv->n_hist++] = (struct plan_history) { start, target, when };
+}
+
+void jobs_keep_placed_targets(const struct topology *t, struct scan *scans, size_t n_scans) {
+        for (size_t i = 0; i < n_scans; i++) {
+                const struct proc_place *pp = scans[i].rec->place;
+                int node;
+
+                if (!pp || pp->placed < 0)
+                        continue;
+                node = (int) t->nodes[pp->placed].id;
+                if (plan_keep_target(&scans[i].plan, node) + plan_keep_target(&scans[i].pages, node))
+                        log_debug("pid=%d: moves to nodes other than node %d, where its threads are placed, dropped",
+                                  (int) scans[i].rec->pid, node);
+        }
 }
 
 /* More pages to move first; then by pid and target, so that the order is fixed. */

@@ -403,8 +403,6 @@ static void publish_cgroups(struct manager *m) {
         }
 }
 
-/* The tick's migration run (jobs.h): the workers' time is charged per job, and this
- * thread's part in proportion to it. Adds what it charged on this thread to *charged. */
 /* CPU follows memory (placer.h): the processes of place and advise cgroups decided
  * together, after their scans, its CPU time charged as a decision. */
 static void place_threads(struct manager *m, uint64_t now) {
@@ -421,25 +419,8 @@ static void place_threads(struct manager *m, uint64_t now) {
                 placer_round(m->placer, &env, &m->procs, m->counters.tick, now);
 }
 
-/* The plans of this tick were made from where the threads ran before the round: a
- * process whose threads are placed has its memory follow them to their node only. A
- * plan toward another node, run now, would leave its memory remote from its threads
- * for a cooldown (measured in perf bench numa's two-process case: both processes'
- * memory moved, 2.6% local at the end of one run of five). */
-static void keep_placed_targets(struct manager *m, struct scan_list *scans) {
-        for (size_t i = 0; i < scans->n; i++) {
-                const struct proc_place *pp = scans->v[i].rec->place;
-                int node;
-
-                if (!pp || pp->placed < 0)
-                        continue;
-                node = (int) m->topo->nodes[pp->placed].id;
-                if (plan_keep_target(&scans->v[i].plan, node) + plan_keep_target(&scans->v[i].pages, node))
-                        log_debug("pid=%d: moves to nodes other than node %d, where its threads are placed, dropped",
-                                  (int) scans->v[i].rec->pid, node);
-        }
-}
-
+/* The tick's migration run (jobs.h): the workers' time is charged per job, and this
+ * thread's part in proportion to it. Adds what it charged on this thread to ps->charged. */
 static int run_jobs(struct manager *m, struct pass *ps) {
         struct jobs_env env = {
                 .check = {
@@ -466,7 +447,7 @@ static int run_jobs(struct manager *m, struct pass *ps) {
 
         if (ps->scans.n == 0)
                 return 0;       /* nothing planned: no run */
-        keep_placed_targets(m, &ps->scans);
+        jobs_keep_placed_targets(m->topo, ps->scans.v, ps->scans.n);
         r = jobs_run(&env, ps->scans.v, ps->scans.n, ps->now, &main_ns);
         ps->charged += main_ns;
         return r;

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "jobs.h"
 #include "pagesize.h"
+#include "placer.h"
 #include "test.h"
 #include "topology.h"
 
@@ -207,6 +208,27 @@ TEST(one_job_per_process_and_target_owners_taking_turns) {
         /* Nothing stopped. */
         for (int i = 0; i < 4; i++)
                 CHECK(w.procs[i].moved.stop == NULL && w.procs[i].full_target == -1);
+        world_done(&w);
+}
+
+/* A process whose threads are placed has its memory follow them only: pid 5 placed on
+ * node 0 keeps its page-level 4 MiB there and loses its 8 MiB to node 1; pid 7, placed
+ * nowhere, and pid 8, with no placement, keep theirs. */
+TEST(placed_processes_move_only_to_their_node) {
+        struct proc_place on_node_0 = { .placed = 0 }, nowhere = { .placed = -1 };
+        struct world w;
+        uint64_t charged = 0;
+
+        world_start(&w);
+        w.procs[0].place = &on_node_0;
+        w.procs[2].place = &nowhere;
+        jobs_keep_placed_targets(topo, w.scans, 4);
+        CHECK(w.scans[0].plan.n_moves == 0 && w.scans[0].pages.n_moves == 1);
+        CHECK(w.scans[2].plan.n_moves == 2 && w.scans[3].plan.n_moves == 1);
+        CHECK_INT(jobs_run(&w.env, w.scans, 4, 1000, &charged), 0);
+        CHECK_INT(ran.n, 3);
+        for (size_t q = 0; q < ran.n; q++)
+                CHECK(ran.job[q].pid != 5 || ran.job[q].target == 0);
         world_done(&w);
 }
 
