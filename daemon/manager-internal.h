@@ -25,6 +25,7 @@
 #include "scan.h"
 #include "service-cpus.h"
 #include "page-sampler.h"
+#include "pass.h"
 #include "source.h"
 #include "topology.h"
 #include "walker.h"
@@ -44,8 +45,6 @@
  * (MOVE_BUDGET_RUN_MS), a tick stays well below the unit's WatchdogSec=30s however
  * many owners there are. */
 #define TICK_READ_BUDGET_NS (2000 * UINT64_C(1000000))
-/* A tick runs the jobs planned so far once it has read for this long (run_jobs_early). */
-#define JOBS_EARLY_NS (100 * UINT64_C(1000000))
 /* How often a long tick serves the control socket (serve_meanwhile). */
 #define SERVE_EVERY_NS (100 * UINT64_C(1000000))
 
@@ -91,8 +90,7 @@ struct manager {
         struct owner_cursor *cursors;  /* where each owner's turn starts at the next tick */
         size_t n_cursors;
         struct walker_log tree_log;  /* what is wrong with the tree, logged once (walker.h) */
-        struct log_ratelimit oom_log;  /* a scan dropped for lack of memory (scan_list_grow) */
-        struct log_ratelimit quarantine_log;  /* a read that overran (quarantine) */
+        struct pass_logs pass_logs;  /* what the passes' scans say, rate-limited (pass.h) */
         uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
         struct move_budget_promote promote;  /* what promotions may still take (plan.h, rule 7) */
 

@@ -47,45 +47,10 @@
 #include "tenant-reader.h"
 #include "siphash.h"
 #include "page-sampler.h"
+#include "pass.h"
 #include "source.h"
 #include "topology.h"
 #include "walker.h"
-
-/* The tick's scans so far. */
-struct scan_list {
-        struct scan *v;
-        size_t n, cap;
-        bool moves;                /* some plan of these has moves */
-};
-
-/* One tick's, or one react pass's, work in progress. */
-struct pass {
-        uint64_t now;              /* CLOCK_MONOTONIC ms, at its start */
-        uint64_t *reserved;        /* bytes planned to each node so far (the free-memory floor) */
-        struct scan_list scans;    /* until their jobs run */
-        uint64_t charged;          /* this thread's CPU time charged to someone so far */
-        uint64_t started_ns;       /* CLOCK_MONOTONIC: its read budget's start (pass_deadline_ns) */
-        uint64_t jobs_ran_ns;      /* its start, or its last early jobs (run_jobs_early) */
-};
-
-static int pass_start(const struct manager *m, struct pass *ps, uint64_t now, uint64_t started_ns) {
-        *ps = (struct pass) { .now = now, .started_ns = started_ns, .jobs_ran_ns = started_ns };
-        ps->reserved = calloc(plan_reserved_len(m->topo) + 1, sizeof(*ps->reserved));
-        return ps->reserved ? 0 : -ENOMEM;
-}
-
-static void scans_done(struct scan_list *scans) {
-        for (size_t i = 0; i < scans->n; i++)
-                scan_done(&scans->v[i]);
-        scans->n = 0;
-        scans->moves = false;
-}
-
-static void pass_done(struct pass *ps) {
-        scans_done(&ps->scans);
-        free(ps->scans.v);
-        free(ps->reserved);
-}
 
 /* Each node's free memory, read by the first thing in a tick that may need it (a
  * scan, which may plan, or a process held back at a full node) and by no tick that
@@ -136,87 +101,13 @@ static struct scan_env scan_env_of(struct manager *m) {
         };
 }
 
-/* Room for one more scan in the list. Out of memory, p stays due (its next scan
- * time unchanged): it is scanned at the next tick, and that is said. */
-static bool scan_list_grow(struct manager *m, struct scan_list *scans, const struct proc_rec *p) {
-        size_t nc = scans->cap ? scans->cap * 2 : 64;
-        struct scan *ns;
+/* Where the tick's and the react passes charge, count and say. */
+static int begin_pass(struct manager *m, struct pass *ps, uint64_t now, uint64_t started_ns) {
+        struct pass_env env = {
+                .topo = m->topo, .cost = &m->cost, .counters = &m->counters, .logs = &m->pass_logs,
+        };
 
-        if (scans->n < scans->cap)
-                return true;
-        ns = realloc(scans->v, nc * sizeof(*ns));
-        if (!ns) {
-                if (log_ratelimit_ok(&m->oom_log, clock_now_ms(), NULL))
-                        log_warning("cgroup=%s pid=%d: out of memory for its scan, scanning it at the next tick",
-                                    p->cg->path, (int) p->pid);
-                return false;
-        }
-        scans->v = ns;
-        scans->cap = nc;
-        return true;
-}
-
-/* A read of p's files or memory overran its deadline: its owner is keeping it
- * waiting (a FUSE page, a busy mmap lock) or it is much bigger than it looks. Either
- * way it is not read again for SCAN_QUARANTINE_MS (scan_quarantine()), and explain
- * says why. The reader refuses its owner's other reads until that one returns. */
-static void quarantine(struct manager *m, struct proc_rec *p, uint64_t now) {
-        scan_quarantine(p, now);
-        m->counters.quarantines++;
-        if (log_ratelimit_ok(&m->quarantine_log, now, NULL))
-                log_warning("cgroup=%s pid=%d comm=%s uid=%u: a read of its /proc files or memory did not finish "
-                            "in time: quarantined for %" PRIu64 " min (none of its owner's processes is read "
-                            "until that read returns)", p->cg->path, (int) p->pid, p->comm, (unsigned) p->cg->turn_uid,
-                            SCAN_QUARANTINE_MS / 60000);
-}
-
-/* Scans p (due) into the list, its time charged to it; a process that cannot be read
- * is tried again later (gone: forgotten at the next tick), one whose read overran is
- * quarantined. Returns the CPU time charged. */
-static uint64_t pass_scan(struct manager *m, struct pass *ps, struct proc_rec *p) {
-        struct scan_env env = scan_env_of(m);
-        struct scan_list *scans = &ps->scans;
-        uint64_t charged = 0, now = ps->now;
-        struct scan *sc;
-        int r;
-
-        if (p->sched.quarantined_until_ms > now)
-                return 0;
-        need_free_memory(m);
-        if (!scan_list_grow(m, scans, p))
-                return 0;
-        sc = &scans->v[scans->n];
-        *sc = (struct scan) { .rec = p };
-        r = scan_process(&env, p, now, ps->reserved, sc);
-        for (int st = 0; st < _STAGE_MAX; st++) {
-                cost_charge_proc(&m->cost, p, (enum stage) st, sc->cost_ns[st]);
-                charged += sc->cost_ns[st];
-        }
-        m->counters.sampled_scans += sc->sampled;
-        if (r > 0) {
-                scans->moves |= scans->v[scans->n].plan.n_moves || scans->v[scans->n].pages.n_moves;
-                scans->n++;
-                return charged;
-        }
-        scan_done(sc);   /* a plan made before a later step failed */
-        if (r == 0)
-                return charged;
-        if (r == -ETIMEDOUT) {
-                quarantine(m, p, now);
-                return charged;
-        }
-        if (r == -EBUSY) {
-                /* Due still: refused at once while its owner's read lasts. */
-                p->reason = REASON_READ_DEFERRED;
-                m->counters.reads_deferred++;
-                return charged;
-        }
-        /* Backed off like a settled process: a process that cannot be read (one of a
-         * tenant's, unreadable or gone) is not read again at every tick. */
-        scan_backoff(&env, p, now);
-        if (r != -ESRCH && r != -ENOENT)
-                log_debug_errno(r, "cgroup=%s pid=%d: cannot read, ignoring: %m", p->cg->path, (int) p->pid);
-        return charged;
+        return pass_start(ps, &env, now, started_ns);
 }
 
 /* A tick with thousands of processes to read (a tenant's) takes seconds: the control
@@ -273,7 +164,7 @@ static bool balanced(const struct manager *m, const struct proc_rec *p) {
 }
 
 /* When the tick stops reading cgroups: TICK_READ_BUDGET_NS after it began. */
-static uint64_t pass_deadline_ns(const struct manager *m, const struct pass *ps) {
+static uint64_t read_deadline_ns(const struct manager *m, const struct pass *ps) {
         return ps->started_ns + m->read_budget_ns;
 }
 
@@ -335,7 +226,7 @@ static int tick_cgroup(struct manager *m, struct pass *ps, struct cg_rec *cg, ui
                 due = scan_due_now(&env, p, ps->now);
                 m->counters.growth_scans += due == SCAN_DUE_GREW;
                 if (due != SCAN_NOT_DUE)
-                        *scanned += pass_scan(m, ps, p);
+                        *scanned += pass_scan(ps, &env, p);
                 proc_records_update_pidfd(&m->procs, m->proc_root, p, balanced(m, p));
         }
         return 0;
@@ -442,27 +333,17 @@ static int run_jobs(struct manager *m, struct pass *ps) {
                 .run_jobs_userdata = m->hooks.run_jobs_userdata,
                 .pump_ns = &m->cost.pump_ns,
         };
-        uint64_t main_ns = 0;
-        int r;
 
-        if (ps->scans.n == 0)
-                return 0;       /* nothing planned: no run */
-        jobs_keep_placed_targets(m->topo, ps->scans.v, ps->scans.n);
-        r = jobs_run(&env, ps->scans.v, ps->scans.n, ps->now, &main_ns);
-        ps->charged += main_ns;
-        return r;
+        return pass_run_jobs(ps, &env);
 }
 
-/* The jobs planned so far run as soon as the tick has spent JOBS_EARLY_NS reading
+/* The jobs planned so far run as soon as the tick has spent PASS_JOBS_EARLY_NS reading
  * since it began or since the last ones ran, rather than after every cgroup: behind a
  * tenant's 10,000 cgroups, a process planned early waited 1.5 s for its moves in the
  * TCG guest. The free-memory floor holds across runs (reserved is the tick's). */
 static void run_jobs_early(struct manager *m, struct pass *ps) {
-        if (!ps->scans.moves || clock_now_ns(CLOCK_MONOTONIC) < ps->jobs_ran_ns + JOBS_EARLY_NS)
-                return;
-        (void) run_jobs(m, ps);
-        scans_done(&ps->scans);
-        ps->jobs_ran_ns = clock_now_ns(CLOCK_MONOTONIC);
+        if (pass_jobs_due(ps, clock_now_ns(CLOCK_MONOTONIC)))
+                (void) run_jobs(m, ps);
 }
 
 /* The cgroups of this tick, in path order: those of a fresh selection (their records
@@ -560,13 +441,13 @@ static int tick_cgroups(struct manager *m, struct pass *ps, const struct cgroup_
                 size_t g = t.group[i];
                 uint64_t t0 = clock_now_ns(CLOCK_MONOTONIC), deadline;
 
-                if (spent[g] >= m->owner_turn_ns || t0 >= pass_deadline_ns(m, ps)) {
+                if (spent[g] >= m->owner_turn_ns || t0 >= read_deadline_ns(m, ps)) {
                         keep_cgroup(m, cg);
                         continue;
                 }
                 deadline = t0 + (m->owner_turn_ns - spent[g]);
-                if (deadline > pass_deadline_ns(m, ps))
-                        deadline = pass_deadline_ns(m, ps);
+                if (deadline > read_deadline_ns(m, ps))
+                        deadline = read_deadline_ns(m, ps);
                 serve_meanwhile(m);
                 r = read_cgroup(m, ps, cg, deadline);
                 spent[g] += clock_now_ns(CLOCK_MONOTONIC) - t0;
@@ -696,7 +577,7 @@ int manager_tick(struct manager *m) {
                 return 0;
         }
         sampler_ns = tick_prepare(m);
-        if (pass_start(m, &ps, now, t_start) < 0) {
+        if (begin_pass(m, &ps, now, t_start) < 0) {
                 pass_done(&ps);
                 return log_error_errno(-ENOMEM, "Out of memory");
         }
@@ -768,7 +649,7 @@ static void *on_react_begin(void *userdata) {
 
         if (!ps)
                 return NULL;
-        if (pass_start(m, ps, clock_now_ms(), clock_now_ns(CLOCK_MONOTONIC)) < 0 ||
+        if (begin_pass(m, ps, clock_now_ms(), clock_now_ns(CLOCK_MONOTONIC)) < 0 ||
             !service_cpus_check(&m->service, m->sys_root, pools, n_pools)) {
                 pass_done(ps);
                 free(ps);
@@ -779,10 +660,11 @@ static void *on_react_begin(void *userdata) {
 }
 
 static void on_react_scan(void *userdata, void *pass, struct proc_rec *p, uint64_t now) {
+        struct scan_env env = scan_env_of(userdata);
         struct pass *ps = pass;
 
         ps->now = now;
-        (void) pass_scan(userdata, ps, p);
+        (void) pass_scan(ps, &env, p);
 }
 
 static void on_react_end(void *userdata, void *pass, uint64_t now) {
@@ -988,8 +870,7 @@ static struct manager *manager_alloc(sd_event *e, const struct manager_opts *o) 
         react_init(&m->react, &(struct react_hooks) {
                 .begin = on_react_begin, .scan = on_react_scan, .end = on_react_end, .userdata = m });
         walker_log_init(&m->tree_log);
-        m->oom_log = LOG_RATELIMIT(60000, 1);
-        m->quarantine_log = LOG_RATELIMIT(60000, 10);
+        pass_logs_init(&m->pass_logs);
         samplers_init(&m->samplers);
         m->owner_turn_ns = OWNER_TURN_NS;
         m->read_budget_ns = TICK_READ_BUDGET_NS;

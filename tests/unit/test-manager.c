@@ -2462,7 +2462,7 @@ TEST(owners_take_turns_in_a_run) {
         if (geteuid() != 0)
                 TEST_SKIP("not root: the tenant's cgroup cannot be given to uid 1000");
         /* The order within one run is what is asserted; under valgrind the tick's
-         * reads outlast JOBS_EARLY_NS and its jobs run in several calls (seen: 9 jobs
+         * reads outlast PASS_JOBS_EARLY_NS and its jobs run in several calls (seen: 9 jobs
          * in the last, root's at 8), so the run is not one list any more. */
         if (under_valgrind())
                 TEST_SKIP("under valgrind the tick's jobs run early, in several calls");
