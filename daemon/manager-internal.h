@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The manager's state: seen by manager.c, which runs the tick, and by its test
  * (tests/unit/test-manager.c) only. Each piece has one owner module that writes it
- * (proc-records, cg-records, cost, counters, service-cpus, samplers); the steps of the tick
- * (scan, jobs) get what they use, not the manager, and the reports read it through
- * struct manager_view (manager.h). */
+ * (proc-records, cg-records, cost, counters, service-cpus, samplers); the steps of the
+ * tick (scan, pass, jobs) get what they use, not the manager, and the reports read it
+ * through struct manager_view (manager.h). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
