@@ -799,6 +799,7 @@ static void cg_departed(void *userdata, const struct cg_rec *c) {
 
 static void records_init(struct manager *m) {
         proc_records_init(&m->procs);
+        m->procs.free_place = placer_proc_free;
         cg_records_init(&m->cgs);
         cg_records_set_depart(&m->cgs, cg_departed, &m->cost);
 }

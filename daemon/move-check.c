@@ -7,6 +7,7 @@
 #include <string.h>
 #include "cgroup.h"
 #include "cleanup.h"
+#include "clock.h"
 #include "creds.h"
 #include "log.h"
 #include "thread-mems.h"

@@ -10,7 +10,6 @@
 #include <unistd.h>
 #include "cleanup.h"
 #include "creds.h"
-#include "placer.h"
 #include "log.h"
 #include "proc-records.h"
 
@@ -129,7 +128,8 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
         free(p->moved.hist);
         free(p->node_bytes);
         free(p->stuck_away);
-        placer_proc_free(p->place);
+        if (r->free_place)
+                r->free_place(p->place);
         proc_records_drop_huge(p);
         free(p);
 }

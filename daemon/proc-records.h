@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "cg-records.h"
-#include "cost.h"
+#include "stage.h"
 #include "migrate.h"
 #include "proc.h"
 #include "nodemask.h"
@@ -119,6 +119,8 @@ struct proc_rec {
         struct proc_place *place;          /* the placer's, NULL until its first round */
 };
 
+struct proc_place;
+
 struct proc_records {
         struct proc_rec **v;       /* sorted by pid */
         size_t n;
@@ -127,6 +129,10 @@ struct proc_records {
         /* pidfd_open(2), replaced by the tests (a descriptor that polls readable once
          * pid has exited, or -errno); NULL: the real thing. */
         int (*open_pidfd)(pid_t pid);
+        /* Frees a record's placer state (proc_rec.place) with the record: set by whoever
+         * runs the placer (the manager: placer_proc_free), so that the records do not
+         * call the placer that reads them. NULL: none is ever made. */
+        void (*free_place)(struct proc_place *pp);
 };
 
 /* No records; fd_limit from RLIMIT_NOFILE. */

@@ -14,7 +14,7 @@
 #include "plan.h"
 #include "proc.h"
 #include "proc-records.h"
-#include "scan.h"
+#include "scan-env.h"
 
 /* At most this many VMAs of huge_vma or more are tracked per process; a process with
  * more is read in full. */

@@ -14,6 +14,7 @@
 #include "numa_maps.h"
 #include "plan.h"
 #include "proc-records.h"
+#include "scan-env.h"
 #include "page-sampler.h"
 #include "source.h"
 #include "tenant-reader.h"
@@ -25,11 +26,6 @@
 /* A change of this many percent of its resident bytes, or of the local share,
  * counts as "changing" for the backoff. */
 #define SCAN_CHANGE_PCT 5
-/* A settled process grown by min_misplaced and by 1/SCAN_GROW_SHARE of itself since
- * its last scan is scanned now (scan_due_now()); the same share of a huge VMA is
- * the tolerance of a sampled scan (sampled-scan.c). At most SCAN_GROW_SHARE scans per
- * doubling of a steadily growing process. */
-#define SCAN_GROW_SHARE 32
 /* A settled process's resident size is read (statm) when it may have grown: when its
  * cgroup's memory.current grew by min_misplaced since the cgroup's last look (one read
  * per cgroup per tick, scan_cg_growth()), or, in a cgroup without the memory
@@ -42,24 +38,6 @@
 /* A process whose read overran its deadline is not read again for this long
  * (scan_quarantine). */
 #define SCAN_QUARANTINE_MS (10 * 60 * UINT64_C(1000))
-
-/* What a scan reads besides its process: the same for every scan of a tick. */
-struct scan_env {
-        struct tenant_reader *reader; /* numa_maps, maps and smaps read through it; NULL: here */
-        const struct nb_config *cfg;
-        const struct topology *topo;
-        const char *proc_root;
-        const struct node_time_source *source;
-        struct page_sampler *pages;  /* page-level sampling, NULL: off */
-        bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */
-        uint64_t *promote_left;      /* the tick's promotion budget, bytes (plan.h, rule 7), updated */
-        bool dry_run;                /* plan and log, move nothing */
-        uint64_t tick;               /* the tick's number (counters.tick) */
-        /* Reads each node's free memory into topo, if this tick has not yet: called
-         * before anything here looks at a node's room. */
-        void (*need_free_memory)(void *userdata);
-        void *need_free_memory_userdata;
-};
 
 /* One process's scan in this tick, until its jobs have run: its plans (the ranges to
  * move), not its maps, which are freed once it is decided. */

@@ -27,6 +27,11 @@
 7. lib/clock.h is the one clock reader: no other file of daemon/, daemon/bpf/, lib/
    or ctl/ calls clock_gettime(2) itself, so that each clock's unit and source is said
    once.
+8. No include circle among daemon/'s modules: a module (NAME.c with NAME.h;
+   manager-internal.h is the manager's) that includes another's header does not
+   have its own header included back, however long the way round.
+9. daemon/manager.c is the tick: at most 1,000 lines, and struct manager at most 35
+   fields, so that what grows there finds a home of its own.
 Rules 5 and 6 read what breaks them today from an allowlist (tests/unit/layout-names.allow,
 tests/unit/layout-long.allow, one "PATH FUNCTION" a line) that may only shrink: the
 test fails on a name not listed, and on a listed one that now keeps the rule or no
@@ -305,6 +310,95 @@ def clock_readers(root):
     return out
 
 
+MANAGER_MAX_LINES = 1000
+MANAGER_MAX_FIELDS = 35
+
+
+def module_of(f):
+    m = f.rsplit('.', 1)[0]
+    return 'manager' if m == 'manager-internal' else m
+
+
+def include_circles(root):
+    """The circles of daemon/'s module include graph, each as a sorted list."""
+    full = os.path.join(root, 'daemon')
+    headers = {f for f in os.listdir(full) if f.endswith('.h')}
+    edges = {}
+    for f in sorted(os.listdir(full)):
+        if not f.endswith(('.c', '.h')):
+            continue
+        text = code_only_keep_includes(open(os.path.join(full, f), encoding='utf-8', errors='replace').read())
+        for inc in re.findall(r'^\s*#\s*include\s+"([^"/]+)"', text, re.M):
+            if inc in headers and module_of(inc) != module_of(f):
+                edges.setdefault(module_of(f), set()).add(module_of(inc))
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def code_only_keep_includes(text):
+    """text without its comments (an #include in a comment is not one)."""
+    return re.sub(r'/\*.*?\*/|//[^\n]*', lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text, flags=re.S)
+
+
+def manager_size(root):
+    """(lines of daemon/manager.c, fields of struct manager)."""
+    lines = open(os.path.join(root, 'daemon/manager.c'), encoding='utf-8').read().count('\n')
+    text = code_only(open(os.path.join(root, 'daemon/manager-internal.h'), encoding='utf-8').read())
+    m = re.search(r'^struct manager \{(.*?)^\};', text, re.S | re.M)
+    body = m.group(1) if m else ''
+    # Nested struct and union bodies are one field each: their braces' insides go.
+    while re.search(r'\{[^{}]*\}', body):
+        body = re.sub(r'\{[^{}]*\}', '', body)
+    fields = 0
+    for decl in body.split(';'):
+        decl = re.sub(r'\([^()]*\)\s*\([^()]*\)', 'F', decl.strip())  # function pointers
+        if decl:
+            fields += decl.count(',') + 1
+    return lines, fields
+
+
+def scratch_modules():
+    """A daemon/ with two include circles and a manager over its bounds."""
+    t = tempfile.mkdtemp(prefix='test-layout-')
+    os.makedirs(os.path.join(t, 'daemon'))
+    with open(os.path.join(t, 'daemon/a.h'), 'w') as f:
+        f.write('/* #include "b.h" in a comment is none */\n#include "c.h"\n')
+    with open(os.path.join(t, 'daemon/c.h'), 'w') as f:
+        f.write('#include "a.h"\n')
+    with open(os.path.join(t, 'daemon/b.h'), 'w') as f:
+        f.write('#include "manager-internal.h"\n')
+    with open(os.path.join(t, 'daemon/manager-internal.h'), 'w') as f:
+        f.write('struct manager {\n int a, b; /* c; */\n struct { int x; int y; } in;\n'
+                ' void (*hook)(void *u, int v);\n};\n')
+    with open(os.path.join(t, 'daemon/manager.c'), 'w') as f:
+        f.write('#include "manager-internal.h"\n#include "b.h"\n' + 'x\n' * 1000)
+    return t
+
+
 def scratch_tree():
     t = tempfile.mkdtemp(prefix='test-layout-')
     for d in SOURCE_DIRS + ['tests/unit', 'docs']:
@@ -340,6 +434,11 @@ def main():
           'the checker finds the writes of a record part outside its owner, and only those: ' + ', '.join(found))
     check(clock_readers(t) == ['daemon/b.c:3'], 'the checker finds a clock read outside lib/clock.h: %s' % clock_readers(t))
     shutil.rmtree(t)
+    t = scratch_modules()
+    check(include_circles(t) == [['a', 'c'], ['b', 'manager']],
+          'the checker finds the include circles, and only those: %s' % include_circles(t))
+    check(manager_size(t) == (1002, 4), 'the checker counts manager.c\'s lines and fields: %s' % (manager_size(t),))
+    shutil.rmtree(t)
 
     missing = modules_without_test(root)
     check(not missing, 'every daemon module has its own unit test: missing for ' + ', '.join(missing))
@@ -350,6 +449,12 @@ def main():
     writers = foreign_record_writers(root)
     check(not writers, 'each part of a process record has one writer: also written at ' + ', '.join(writers))
     check_name_and_length_rules(root)
+    circles = include_circles(root)
+    check(not circles, 'no include circle among daemon/\'s modules: ' + '; '.join(' <-> '.join(c) for c in circles))
+    lines, fields = manager_size(root)
+    check(lines <= MANAGER_MAX_LINES and fields <= MANAGER_MAX_FIELDS,
+          'daemon/manager.c is the tick: %d lines (at most %d), struct manager %d fields (at most %d)' %
+          (lines, MANAGER_MAX_LINES, fields, MANAGER_MAX_FIELDS))
     clocks = clock_readers(root)
     check(not clocks, 'lib/clock.h is the one clock reader: clock_gettime also called at ' + ', '.join(clocks))
     return nbtest.finish()
