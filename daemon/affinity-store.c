@@ -16,16 +16,19 @@
 #include "parse.h"
 #include "state-dir.h"
 
-/* The first line; the second is "boot " and the boot id it was written in. */
-#define STATE_HEADER "numabalanced-affinity 2"
+/* The first line; the second is "boot " and the boot id it was written in. Format 2,
+ * still read, has no previous placed mask on its lines. */
+#define STATE_HEADER "numabalanced-affinity 3"
+#define STATE_HEADER_2 "numabalanced-affinity 2"
 #define STATE_BOOT "boot "
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
-/* A state file bigger than this was not written by us: 65,536 lines of two short lists
- * take a few MiB; the longest lists (every other CPU of 8,192) would take more, and are
- * refused with the file. The writer holds to the same bound (affinity_commit()). */
+/* A state file bigger than this was not written by us: 65,536 lines of three short
+ * lists take a few MiB; the longest lists (every other CPU of 8,192) would take more,
+ * and are refused with the file. The writer holds to the same bound
+ * (affinity_commit()). */
 #define STATE_FILE_MAX (64u << 20)
-/* The longest line: two lists and five numbers. */
-#define LINE_MAX_BYTES (2 * CPUMASK_STRMAX + 128)
+/* The longest line: three lists and five numbers. */
+#define LINE_MAX_BYTES (3 * CPUMASK_STRMAX + 128)
 /* The writer's buffer: written out whenever less than a line is left. */
 #define OUT_SIZE (256u << 10)
 /* Refused files kept aside (<state file>.refused-<time>), the newest ones. */
@@ -54,19 +57,36 @@ void affinity_store_placed(const struct aff_thread *t, nb_cpumask *ret) {
         memcpy(ret->w, t->masks + t->nwords, t->nwords * sizeof(uint64_t));
 }
 
-/* Stores both masks trimmed to the words they use: 16 bytes a thread on a machine of
- * 64 CPUs, rather than 2 KiB. */
-int affinity_store_set_masks(struct aff_thread *t, const nb_cpumask *original, const nb_cpumask *placed) {
-        unsigned a = used_words(original), b = used_words(placed), nw = a > b ? a : b;
-        uint64_t *m = calloc(2 * (size_t) (nw ? nw : 1), sizeof(uint64_t));
+bool affinity_store_previous(const struct aff_thread *t, nb_cpumask *ret) {
+        *ret = (nb_cpumask) {};
+        if (!t->has_previous)
+                return false;
+        memcpy(ret->w, t->masks + 2 * t->nwords, t->nwords * sizeof(uint64_t));
+        return true;
+}
 
+/* Stores the masks trimmed to the words they use: 16 bytes a thread on a machine of
+ * 64 CPUs, rather than 2 KiB (24 while it has a previous mask). */
+int affinity_store_set_masks(struct aff_thread *t, const nb_cpumask *original, const nb_cpumask *placed,
+                             const nb_cpumask *previous) {
+        unsigned a = used_words(original), b = used_words(placed), nw = a > b ? a : b;
+        size_t n_masks = previous ? 3 : 2;
+        uint64_t *m;
+
+        if (previous && used_words(previous) > nw)
+                nw = used_words(previous);
+        m = calloc(n_masks * (nw ? nw : 1), sizeof(uint64_t));
         if (!m)
                 return -ENOMEM;
         memcpy(m, original->w, nw * sizeof(uint64_t));
         memcpy(m + nw, placed->w, nw * sizeof(uint64_t));
+        if (previous)
+                memcpy(m + 2 * nw, previous->w, nw * sizeof(uint64_t));
         free(t->masks);
         t->masks = m;
         t->nwords = nw;
+        t->has_previous = previous != NULL;
+        t->drop_previous = false;
         t->line_len = 0;
         return 0;
 }
@@ -75,6 +95,18 @@ bool affinity_store_placed_equals(const struct aff_thread *t, const nb_cpumask *
         nb_cpumask p;
         affinity_store_placed(t, &p);
         return cpumask_equal(&p, m);
+}
+
+bool affinity_store_is_ours(const struct aff_thread *t, const nb_cpumask *m) {
+        nb_cpumask p;
+        return affinity_store_placed_equals(t, m) || (affinity_store_previous(t, &p) && cpumask_equal(&p, m));
+}
+
+void affinity_store_drop_previous(struct affinity_store *s, struct aff_thread *t) {
+        if (!t->has_previous)
+                return;
+        t->drop_previous = true;
+        s->dirty = true;
 }
 
 static bool cpumask_subset(const nb_cpumask *sub, const nb_cpumask *super) {
@@ -165,7 +197,7 @@ int affinity_store_add_thread(struct affinity_store *s, struct aff_proc *p, pid_
                 p->threads = a;
                 p->cap = cap;
         }
-        if (affinity_store_set_masks(&t, original, placed) < 0)
+        if (affinity_store_set_masks(&t, original, placed, NULL) < 0)
                 return -ENOMEM;
         while (i < p->n && p->threads[i].tid < tid)
                 i++;
@@ -261,6 +293,11 @@ static size_t format_line(const struct aff_proc *p, const struct aff_thread *t, 
         *s++ = ' ';
         s += format_list(t->masks + t->nwords, t->nwords, s);
         *s++ = ' ';
+        if (t->has_previous)
+                s += format_list(t->masks + 2 * t->nwords, t->nwords, s);
+        else
+                *s++ = '-';
+        *s++ = ' ';
         s = put_u64(s, t->flags);
         *s++ = '\n';
         return (size_t) (s - buf);
@@ -307,6 +344,10 @@ static int write_records(struct affinity_store *s, int fd) {
                                         return r;
                                 used = 0;
                         }
+                        if (t->drop_previous) {
+                                /* Its allocation kept, until the masks are set again. */
+                                t->has_previous = t->drop_previous = false;
+                        }
                         t->line_len = (unsigned) format_line(p, t, s->out + used);
                         used += t->line_len;
                         total += t->line_len;
@@ -346,32 +387,49 @@ int affinity_store_save_if_dirty(struct affinity_store *s) {
         return s->dirty ? affinity_store_save(s) : 0;
 }
 
-/* One line of the state file: "pid start tid tid_start original placed flags\n", every
- * field present and valid, the placed mask within the original. Anything else (a line
- * cut by a crash, an edit) is refused: it must not make us change some random thread. */
+/* One line of the state file: "pid start tid tid_start original placed previous
+ * flags\n" (format 2: no previous), every field present and valid, the placed and
+ * previous masks within the original. Anything else (a line cut by a crash, an edit)
+ * is refused: it must not make us change some random thread. */
 struct line {
         pid_t pid, tid;
         uint64_t start_time, tid_start;
         unsigned flags;
-        nb_cpumask original, placed;
+        bool has_previous;
+        nb_cpumask original, placed, previous;
 };
 
-static int parse_line(char *s, size_t len, struct line *ret) {
-        char *field[7];
-        size_t n = 0;
-        uint64_t v;
+/* A placed or previous mask: a CPU list, not empty, within the original. */
+static int parse_placed(const char *s, const nb_cpumask *original, nb_cpumask *ret) {
+        if (!*s || cpumask_parse(s, ret) < 0)
+                return -EINVAL;
+        if (cpumask_weight(ret) == 0 || !cpumask_subset(ret, original))
+                return -EINVAL;
+        return 0;
+}
 
-        if (len == 0 || s[len - 1] != '\n' || strlen(s) != len)
-                return -EINVAL;    /* cut short, or a NUL byte inside */
-        s[len - 1] = 0;
-        for (char *p = s; n < ELEMENTSOF(field); n++) {
-                field[n] = p;
+/* Splits s at its spaces into exactly n fields. */
+static int split_fields(char *s, char **field, size_t n) {
+        size_t i = 0;
+
+        for (char *p = s; i < n; i++) {
+                field[i] = p;
                 p = strchr(p, ' ');
                 if (!p)
                         break;
                 *p++ = 0;
         }
-        if (n != ELEMENTSOF(field) - 1 || strchr(field[6], ' '))
+        return i == n - 1 && !strchr(field[n - 1], ' ') ? 0 : -EINVAL;
+}
+
+static int parse_line(char *s, size_t len, bool format_2, struct line *ret) {
+        char *field[8], **rest;
+        uint64_t v;
+
+        if (len == 0 || s[len - 1] != '\n' || strlen(s) != len)
+                return -EINVAL;    /* cut short, or a NUL byte inside */
+        s[len - 1] = 0;
+        if (split_fields(s, field, format_2 ? 7 : 8) < 0)
                 return -EINVAL;
         if (parse_u64(field[0], 1, PID_LIMIT, &v) < 0)
                 return -EINVAL;
@@ -383,12 +441,18 @@ static int parse_line(char *s, size_t len, struct line *ret) {
         ret->tid = (pid_t) v;
         if (parse_u64(field[3], 0, UINT64_MAX, &ret->tid_start) < 0)
                 return -EINVAL;
-        if (!*field[4] || !*field[5] || cpumask_parse(field[4], &ret->original) < 0 ||
-            cpumask_parse(field[5], &ret->placed) < 0)
+        if (!*field[4] || cpumask_parse(field[4], &ret->original) < 0 ||
+            parse_placed(field[5], &ret->original, &ret->placed) < 0)
                 return -EINVAL;
-        if (cpumask_weight(&ret->placed) == 0 || !cpumask_subset(&ret->placed, &ret->original))
-                return -EINVAL;
-        if (parse_u64(field[6], 0, AT_FLAGS_KNOWN, &v) < 0 || v == AT_FLAGS_KNOWN)
+        rest = field + 6;
+        ret->has_previous = false;
+        if (!format_2) {
+                ret->has_previous = strcmp(field[6], "-") != 0;
+                if (ret->has_previous && parse_placed(field[6], &ret->original, &ret->previous) < 0)
+                        return -EINVAL;
+                rest++;
+        }
+        if (parse_u64(rest[0], 0, AT_FLAGS_KNOWN, &v) < 0 || v == AT_FLAGS_KNOWN)
                 return -EINVAL;
         ret->flags = (unsigned) v;
         return 0;
@@ -396,6 +460,7 @@ static int parse_line(char *s, size_t len, struct line *ret) {
 
 static void load_line(struct affinity_store *s, const struct line *l, unsigned lineno) {
         struct aff_proc *p = affinity_store_find(s, l->pid);
+        struct aff_thread *t = NULL;
         int r;
 
         if (p && p->start_time != l->start_time) {
@@ -414,7 +479,10 @@ static void load_line(struct affinity_store *s, const struct line *l, unsigned l
                 log_warning_errno(-ENOMEM, "%s:%u: out of memory, ignoring the line", s->state_path, lineno);
                 return;
         }
-        r = affinity_store_add_thread(s, p, l->tid, l->tid_start, l->flags, &l->original, &l->placed, NULL);
+        r = affinity_store_add_thread(s, p, l->tid, l->tid_start, l->flags, &l->original, &l->placed, &t);
+        if (r >= 0 && l->has_previous && affinity_store_set_masks(t, &l->original, &l->placed, &l->previous) < 0)
+                log_warning_errno(-ENOMEM, "%s:%u: out of memory, thread %d of process %d loaded without its "
+                                  "previous mask", s->state_path, lineno, (int) l->tid, (int) l->pid);
         if (r < 0)
                 log_warning_errno(r, "%s:%u: thread %d of process %d not loaded: %s", s->state_path, lineno,
                                   (int) l->tid, (int) l->pid, r == -E2BIG ? "too many threads" : "out of memory");
@@ -507,6 +575,34 @@ static int open_state(const struct affinity_store *s, FILE **ret, char *why, siz
         return 0;
 }
 
+/* The state file's first two lines (lineno): its format (format 2 read still: its lines
+ * have no previous mask), then this boot's id. Returns 0 (go on), 1 (another boot's:
+ * put aside, nothing of it loaded) or -EINVAL (put aside). */
+static int head_line(struct affinity_store *s, unsigned lineno, char *buf, size_t len, bool *format_2) {
+        size_t bl = strlen(STATE_BOOT);
+        char why[256];
+
+        if (lineno == 1) {
+                *format_2 = strcmp(buf, STATE_HEADER_2 "\n") == 0;
+                if (strcmp(buf, STATE_HEADER "\n") == 0 || *format_2)
+                        return 0;
+                put_aside(s, "does not start with \"" STATE_HEADER "\" (or format 2)");
+                return -EINVAL;
+        }
+        if (strncmp(buf, STATE_BOOT, bl) != 0 || buf[len - 1] != '\n') {
+                put_aside(s, "has no boot id on its second line");
+                return -EINVAL;
+        }
+        buf[len - 1] = 0;
+        if (!s->boot_id[0] || strcmp(buf + bl, s->boot_id) != 0) {
+                snprintf(why, sizeof(why), "was written during another boot (boot id %.40s, this boot's %s): its "
+                         "processes are not the ones running", buf + bl, s->boot_id[0] ? s->boot_id : "unknown");
+                put_aside(s, why);
+                return 1;
+        }
+        return 0;
+}
+
 /* Reads the state file into the records. A file refused whole (see open_state(), its
  * first line, a read error) or written during another boot is put aside and nothing
  * of it is loaded; one with lines not valid is loaded without them and put aside too,
@@ -518,6 +614,7 @@ int affinity_store_load(struct affinity_store *s) {
         char why[256];
         size_t size = 0;
         unsigned lineno = 0, bad = 0;
+        bool format_2 = false;
         ssize_t len;
         int r;
 
@@ -534,30 +631,13 @@ int affinity_store_load(struct affinity_store *s) {
                 struct line l;
 
                 lineno++;
-                if (lineno == 1) {
-                        if (strcmp(buf, STATE_HEADER "\n") != 0) {
-                                put_aside(s, "does not start with \"" STATE_HEADER "\"");
-                                return -EINVAL;
-                        }
+                if (lineno <= 2) {
+                        r = head_line(s, lineno, buf, (size_t) len, &format_2);
+                        if (r != 0)
+                                return r > 0 ? 0 : r;
                         continue;
                 }
-                if (lineno == 2) {
-                        size_t bl = strlen(STATE_BOOT);
-                        if (strncmp(buf, STATE_BOOT, bl) != 0 || buf[len - 1] != '\n') {
-                                put_aside(s, "has no boot id on its second line");
-                                return -EINVAL;
-                        }
-                        buf[len - 1] = 0;
-                        if (!s->boot_id[0] || strcmp(buf + bl, s->boot_id) != 0) {
-                                snprintf(why, sizeof(why), "was written during another boot (boot id %.40s, this "
-                                         "boot's %s): its processes are not the ones running", buf + bl,
-                                         s->boot_id[0] ? s->boot_id : "unknown");
-                                put_aside(s, why);
-                                return 0;
-                        }
-                        continue;
-                }
-                if (parse_line(buf, (size_t) len, &l) < 0) {
+                if (parse_line(buf, (size_t) len, format_2, &l) < 0) {
                         if (bad++ < 10)
                                 log_warning("%s:%u: not a valid line, ignoring it", s->state_path, lineno);
                         continue;

@@ -6,14 +6,19 @@
  * (state_dir_write(): a daemon killed at any instant leaves the old file or the new
  * one) from which the next start gives every thread its original back.
  *
- * The file: "numabalanced-affinity 2", then "boot " and this boot's id (the file is
+ * The file: "numabalanced-affinity 3", then "boot " and this boot's id (the file is
  * trusted in that boot only: /run need not be a tmpfs, and a pid and start time repeat
  * across boots), then a line a thread: "pid start tid tid_start original placed
- * flags". It is read strictly (a line cut short, a mask out of place, a field too
- * many: skipped, logged) and never bigger than its reader accepts (64 MiB), the writer
- * holding to the same bound. A file not trusted (not a regular file of ours, another
- * format, another boot, bad lines) is renamed aside (<file>.refused-<UTC time>, the
- * newest 3 kept) and logged; one that cannot be renamed is never written over.
+ * previous flags". previous is the mask we had set before placed, or "-": a thread
+ * placed again on another node carries one or the other from the write before its
+ * change until the next write after it, and a daemon killed between them must still
+ * give it back (affinity_recover). Format 2, read still (an upgrade with threads
+ * placed), has no previous field. It is read strictly (a line cut short, a mask out of
+ * place, a field too many: skipped, logged) and never bigger than its reader accepts
+ * (64 MiB), the writer holding to the same bound. A file not trusted (not a regular
+ * file of ours, another format, another boot, bad lines) is renamed aside
+ * (<file>.refused-<UTC time>, the newest 3 kept) and logged; one that cannot be
+ * renamed is never written over.
  *
  * This module only stores: which thread to narrow, when, and whether it still is
  * ours are affinity.c's. Used on the event loop only. */
@@ -47,7 +52,11 @@ struct aff_thread {
         uint64_t tid_start;
         unsigned line_len;         /* its line in the state file, 0: not known since its masks changed */
         unsigned nwords;           /* of each mask in masks */
-        uint64_t *masks;           /* the original in [0, nwords), the placed mask in [nwords, 2 nwords) */
+        bool has_previous;         /* masks holds a previous placed mask */
+        bool drop_previous;        /* its change made: the previous mask dropped at the next save */
+        /* The original in [0, nwords), the placed mask in [nwords, 2 nwords), the
+         * previous placed mask (has_previous) in [2 nwords, 3 nwords). */
+        uint64_t *masks;
 };
 
 struct aff_proc {
@@ -117,11 +126,21 @@ void affinity_store_remove_thread(struct affinity_store *s, struct aff_proc *p, 
 /* p's threads narrowed by us now (no flag). */
 size_t affinity_store_proc_held(const struct aff_proc *p);
 
-/* A thread's masks: its original, the mask we set; both set at once (-ENOMEM). */
+/* A thread's masks: its original, the mask we set, the one we had set before it while
+ * a change to placed may not be made yet (previous, NULL: none); all set at once
+ * (-ENOMEM). affinity_store_previous() is false when there is none. */
 void affinity_store_original(const struct aff_thread *t, nb_cpumask *ret);
 void affinity_store_placed(const struct aff_thread *t, nb_cpumask *ret);
-int affinity_store_set_masks(struct aff_thread *t, const nb_cpumask *original, const nb_cpumask *placed);
+bool affinity_store_previous(const struct aff_thread *t, nb_cpumask *ret);
+int affinity_store_set_masks(struct aff_thread *t, const nb_cpumask *original, const nb_cpumask *placed,
+                             const nb_cpumask *previous);
 bool affinity_store_placed_equals(const struct aff_thread *t, const nb_cpumask *m);
+/* Whether m is a mask we set on t: its placed mask, or its previous one. */
+bool affinity_store_is_ours(const struct aff_thread *t, const nb_cpumask *m);
+/* t's change to its placed mask made: its previous mask is dropped at the next save
+ * (the records are dirty), in memory too. Until then it is still ours: a thread t
+ * created before the change carries it. */
+void affinity_store_drop_previous(struct affinity_store *s, struct aff_thread *t);
 
 /* The size of the file the records make now. */
 size_t affinity_store_size(struct affinity_store *s);

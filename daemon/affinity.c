@@ -439,7 +439,7 @@ static int plan_thread(struct affinity_keeper *k, struct aff_proc *p, pid_t tid,
                 t->flags = 0;
                 t->tid_start = tid_start;
                 t->call = k->call;
-                return affinity_store_set_masks(t, &original, &s->target) < 0 ? -ENOMEM : 1;
+                return affinity_store_set_masks(t, &original, &s->target, NULL) < 0 ? -ENOMEM : 1;
         }
         r = affinity_store_add_thread(&k->store, p, tid, tid_start, 0, &original, &s->target, &t);
         if (r == -E2BIG) {
@@ -460,7 +460,7 @@ static void unplan(struct affinity_keeper *k, struct aff_proc *p, const struct s
         if (!t)
                 return;
         t->flags = s->prior_flags;
-        (void) affinity_store_set_masks(t, &s->prior_original, &s->cur);
+        (void) affinity_store_set_masks(t, &s->prior_original, &s->cur, NULL);
         k->store.dirty = true;
 }
 
@@ -504,7 +504,7 @@ static void apply_step(struct affinity_keeper *k, struct aff_proc *p, int pidfd,
         if (t && get_affinity(k, s->tid, &now) >= 0 && !cpumask_equal(&now, &s->target)) {
                 nb_cpumask original;
                 affinity_store_original(t, &original);
-                (void) affinity_store_set_masks(t, &original, &now);
+                (void) affinity_store_set_masks(t, &original, &now, NULL);
                 k->store.dirty = true;
                 k->resave = true;
         }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* daemon/affinity-store: the affinity keeper's records and their state file, with no
  * thread touched: records kept sorted and within their bounds, written and read back
- * the same, written only when changed, lines not valid skipped, files not trusted
- * (another format, another boot, writable by others) put aside and the newest three
- * kept, the writer held to the reader's bound, the serve callback, the default path. */
+ * the same (a previous placed mask too, dropped at the next write), written only when
+ * changed, lines not valid skipped, a format-2 file read, files not trusted (another
+ * format, another boot, writable by others) put aside and the newest three kept, the
+ * writer held to the reader's bound, the serve callback, the default path. */
 #include <dirent.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 static char dir[] = "/tmp/test-affinity-store-XXXXXX";
 static char state[128];         /* <dir>/run/affinity: its directory made by the store */
 static char header[128];        /* this boot's first two lines */
+static char header_2[128];      /* the same in format 2 */
 
 static nb_cpumask cpus(unsigned first, unsigned last) {
         nb_cpumask m = {};
@@ -31,6 +33,21 @@ static void write_state(const char *text) {
                 abort();
         fclose(f);
         chmod(state, 0600);
+}
+
+/* The state file's text, malloc'd; NULL when it cannot be read. */
+static char *read_state(void) {
+        FILE *f = fopen(state, "re");
+        char *text = calloc(1, 4096);
+
+        if (f && text && fread(text, 1, 4095, f) > 0) {
+                fclose(f);
+                return text;
+        }
+        if (f)
+                fclose(f);
+        free(text);
+        return NULL;
 }
 
 /* <state>.refused-* files in the state directory. */
@@ -83,7 +100,7 @@ TEST(records_sorted_and_bounded) {
         CHECK(affinity_store_find(&s, 200) == NULL);
         t = affinity_store_thread(ap, 101);
         CHECK(t && t->flags == AT_LEFT_ALONE);
-        CHECK_INT(affinity_store_set_masks(t, &o, &p), 0);
+        CHECK_INT(affinity_store_set_masks(t, &o, &p, NULL), 0);
         affinity_store_original(t, &got);
         CHECK(cpumask_equal(&got, &o));
         affinity_store_placed(t, &got);
@@ -143,7 +160,8 @@ TEST(lines_not_valid_skipped) {
         char text[1024];
 
         /* valid; placed not within the original; cut short (no end of line) */
-        snprintf(text, sizeof(text), "%s100 5 100 6 0-7 0-3 0\n100 5 101 6 0-3 4 0\n100 5 102 6 0-7 0-3", header);
+        snprintf(text, sizeof(text), "%s100 5 100 6 0-7 0-3 - 0\n100 5 101 6 0-3 4 - 0\n100 5 102 6 0-7 0-3 - 0",
+                 header);
         write_state(text);
         CHECK_INT(affinity_store_init(&s, state), 0);
         CHECK_INT(affinity_store_load(&s), 0);
@@ -153,26 +171,96 @@ TEST(lines_not_valid_skipped) {
         affinity_store_done(&s);
 }
 
+/* A thread placed again: its previous placed mask written beside the placed one, read
+ * back, taken for ours; once its change is made, dropped from the next write. */
+TEST(previous_mask_written_until_dropped) {
+        struct affinity_store s, back;
+        nb_cpumask o = cpus(0, 7), a = cpus(0, 3), b = cpus(4, 7), got;
+        struct aff_thread *t;
+        char *text;
+
+        unlink(state);
+        CHECK_INT(affinity_store_init(&s, state), 0);
+        CHECK_INT(affinity_store_add_thread(&s, affinity_store_add(&s, 100, 5), 100, 6, 0, &o, &a, &t), 0);
+        CHECK(!affinity_store_previous(t, &got));
+        CHECK(!affinity_store_is_ours(t, &b));
+        CHECK_INT(affinity_store_set_masks(t, &o, &b, &a), 0);
+        CHECK(affinity_store_previous(t, &got) && cpumask_equal(&got, &a));
+        CHECK(affinity_store_is_ours(t, &a) && affinity_store_is_ours(t, &b) && !affinity_store_is_ours(t, &o));
+        CHECK_INT(affinity_store_save(&s), 0);
+        text = read_state();
+        CHECK_MSG(text && strstr(text, "\n100 5 100 6 0-7 4-7 0-3 0\n"), "state file: %s", text ? text : "");
+        free(text);
+        CHECK_INT(affinity_store_init(&back, state), 0);
+        CHECK_INT(affinity_store_load(&back), 0);
+        t = affinity_store_thread(affinity_store_find(&back, 100), 100);
+        CHECK(t && affinity_store_previous(t, &got) && cpumask_equal(&got, &a));
+        CHECK(affinity_store_placed_equals(t, &b));
+        affinity_store_done(&back);
+        /* the change made: dropped, and written at the next save */
+        t = affinity_store_thread(affinity_store_find(&s, 100), 100);
+        affinity_store_drop_previous(&s, t);
+        CHECK(s.dirty && affinity_store_is_ours(t, &a) && affinity_store_is_ours(t, &b));    /* until the save */
+        CHECK_INT(affinity_store_save_if_dirty(&s), 0);
+        CHECK(!affinity_store_is_ours(t, &a) && affinity_store_is_ours(t, &b));
+        CHECK_INT(affinity_store_size(&s), strlen(header) + strlen("100 5 100 6 0-7 4-7 - 0\n"));
+        text = read_state();
+        CHECK_MSG(text && strstr(text, "\n100 5 100 6 0-7 4-7 - 0\n"), "state file: %s", text ? text : "");
+        free(text);
+        affinity_store_done(&s);
+        CHECK_INT(refused_files(false), 0);
+}
+
+/* Format 2 (no previous mask), what a daemon before format 3 left: read, not put
+ * aside; each format's lines only in its file. */
+TEST(format_2_read) {
+        struct affinity_store s;
+        nb_cpumask got, a = cpus(0, 3), prev = cpus(4, 5);
+        struct aff_thread *t;
+        char text[1024];
+
+        snprintf(text, sizeof(text), "%s100 5 100 6 0-7 0-3 0\n100 5 101 6 0-7 0-3 4-7 0\n", header_2);
+        write_state(text);
+        CHECK_INT(affinity_store_init(&s, state), 0);
+        CHECK_INT(affinity_store_load(&s), 0);
+        CHECK_INT(s.n_threads, 1);
+        t = affinity_store_thread(affinity_store_find(&s, 100), 100);
+        CHECK(t && affinity_store_placed_equals(t, &a) && !affinity_store_previous(t, &got));
+        CHECK_INT(refused_files(true), 1);      /* the line of 8 fields */
+        affinity_store_done(&s);
+        /* format 3: 7 fields, a previous not within the original, an empty one */
+        snprintf(text, sizeof(text), "%s100 5 100 6 0-7 0-3 0\n100 5 101 6 0-3 0-1 4 0\n100 5 102 6 0-7 0-3  0\n"
+                 "100 5 103 6 0-7 0-3 4-5 0\n", header);
+        write_state(text);
+        CHECK_INT(affinity_store_init(&s, state), 0);
+        CHECK_INT(affinity_store_load(&s), 0);
+        CHECK_INT(s.n_threads, 1);
+        t = affinity_store_thread(affinity_store_find(&s, 100), 103);
+        CHECK(t && affinity_store_previous(t, &got) && cpumask_equal(&got, &prev));
+        CHECK_INT(refused_files(true), 1);
+        affinity_store_done(&s);
+}
+
 /* A file not trusted: nothing of it loaded, kept aside, the newest three kept. */
 TEST(files_not_trusted_put_aside) {
         struct affinity_store s;
         char text[512];
 
-        write_state("numabalanced-affinity 1\n100 5 100 6 0-7 0-3 0\n");
+        write_state("numabalanced-affinity 1\n100 5 100 6 0-7 0-3 - 0\n");
         CHECK_INT(affinity_store_init(&s, state), 0);
         CHECK_INT(affinity_store_load(&s), -EINVAL);
         CHECK(s.had_file);
         CHECK_INT(s.n_threads, 0);
         CHECK(access(state, F_OK) < 0);
         affinity_store_done(&s);
-        snprintf(text, sizeof(text), "numabalanced-affinity 2\nboot 00000000-1111-2222-3333-444444444444\n"
-                 "100 5 100 6 0-7 0-3 0\n");
+        snprintf(text, sizeof(text), "numabalanced-affinity 3\nboot 00000000-1111-2222-3333-444444444444\n"
+                 "100 5 100 6 0-7 0-3 - 0\n");
         write_state(text);
         CHECK_INT(affinity_store_init(&s, state), 0);
         CHECK_INT(affinity_store_load(&s), 0);     /* another boot's: not an error */
         CHECK_INT(s.n_threads, 0);
         affinity_store_done(&s);
-        snprintf(text, sizeof(text), "%s100 5 100 6 0-7 0-3 0\n", header);
+        snprintf(text, sizeof(text), "%s100 5 100 6 0-7 0-3 - 0\n", header);
         write_state(text);
         CHECK(chmod(state, 0666) == 0);
         CHECK_INT(affinity_store_init(&s, state), 0);
@@ -268,7 +356,8 @@ static int intro(void) {
                 return 1;
         fclose(f);
         id[strcspn(id, "\n")] = 0;
-        snprintf(header, sizeof(header), "numabalanced-affinity 2\nboot %s\n", id);
+        snprintf(header, sizeof(header), "numabalanced-affinity 3\nboot %s\n", id);
+        snprintf(header_2, sizeof(header_2), "numabalanced-affinity 2\nboot %s\n", id);
         snprintf(state, sizeof(state), "%s/run", dir);
         if (mkdir(state, 0755) < 0)
                 return 1;

@@ -324,10 +324,10 @@ static char *read_path(const char *path) {
         return buf;
 }
 
-/* The line a keeper writes for one of our threads. */
+/* The line a keeper writes for one of our threads, with no previous placed mask. */
 static void state_line(char *buf, size_t size, pid_t tid, uint64_t tid_start, const char *original,
                        const char *placed, unsigned flags) {
-        snprintf(buf, size, "%d %" PRIu64 " %d %" PRIu64 " %s %s %u\n", (int) getpid(), my_start, (int) tid,
+        snprintf(buf, size, "%d %" PRIu64 " %d %" PRIu64 " %s %s - %u\n", (int) getpid(), my_start, (int) tid,
                  tid_start, original, placed, flags);
 }
 
@@ -383,10 +383,11 @@ static void before_set(void *userdata, pid_t tid, const nb_cpumask *mask) {
                 int pid, t;
                 unsigned flags;
                 uint64_t s1, s2;
-                char original[64], placed[64];
+                char original[64], placed[64], previous[64];
 
-                if (sscanf(l, "%d %" SCNu64 " %d %" SCNu64 " %63s %63s %u", &pid, &s1, &t, &s2, original, placed,
-                           &flags) == 7 && pid == getpid() && t == tid && strcmp(placed, want) == 0 && flags == 0) {
+                if (sscanf(l, "%d %" SCNu64 " %d %" SCNu64 " %63s %63s %63s %u", &pid, &s1, &t, &s2, original,
+                           placed, previous, &flags) == 8 && pid == getpid() && t == tid &&
+                    strcmp(placed, want) == 0 && flags == 0) {
                         hook_found++;
                         break;
                 }
@@ -665,7 +666,7 @@ TEST(recover_refuses_what_does_not_match) {
         recover_changes_nothing(text, 0, 0);
         CHECK_MASK(w[0].tid, node);
         /* the process's start time is not the recorded one: another process */
-        snprintf(text, sizeof(text), "%s%d %" PRIu64 " %d %" PRIu64 " %s %s 0\n", header,
+        snprintf(text, sizeof(text), "%s%d %" PRIu64 " %d %" PRIu64 " %s %s - 0\n", header,
                  (int) getpid(), my_start + 1, (int) w[0].tid, w[0].start, all, a);
         recover_changes_nothing(text, 0, 0);
         CHECK_MASK(w[0].tid, node);
@@ -676,17 +677,20 @@ TEST(recover_refuses_what_does_not_match) {
         recover_changes_nothing(text, 0, 0);
         CHECK_MASK(w[0].tid, node);
         /* cut inside a list: "0-" */
-        snprintf(text, sizeof(text), "%s%d %" PRIu64 " %d %" PRIu64 " 0- %s 0\n", header,
+        snprintf(text, sizeof(text), "%s%d %" PRIu64 " %d %" PRIu64 " 0- %s - 0\n", header,
                  (int) getpid(), my_start, (int) w[0].tid, w[0].start, a);
         recover_changes_nothing(text, 0, 0);
         CHECK_MASK(w[0].tid, node);
-        /* placed not within the original; unknown flags; a field too many; junk */
+        /* placed not within the original; unknown flags; a field too many; a field
+         * missing (a format-2 line in a format-3 file); junk */
         snprintf(text, sizeof(text), "%s"
-                 "%d %" PRIu64 " %d %" PRIu64 " %u %s 0\n"
-                 "%d %" PRIu64 " %d %" PRIu64 " %s %s 4\n"
-                 "%d %" PRIu64 " %d %" PRIu64 " %s %s 0 0\n"
+                 "%d %" PRIu64 " %d %" PRIu64 " %u %s - 0\n"
+                 "%d %" PRIu64 " %d %" PRIu64 " %s %s - 4\n"
+                 "%d %" PRIu64 " %d %" PRIu64 " %s %s - 0 0\n"
+                 "%d %" PRIu64 " %d %" PRIu64 " %s %s 0\n"
                  "\x01\xff garbage\n", header,
                  (int) getpid(), my_start, (int) w[0].tid, w[0].start, cpu_b, a,
+                 (int) getpid(), my_start, (int) w[0].tid, w[0].start, all, a,
                  (int) getpid(), my_start, (int) w[0].tid, w[0].start, all, a,
                  (int) getpid(), my_start, (int) w[0].tid, w[0].start, all, a);
         recover_changes_nothing(text, 0, 0);
@@ -1198,7 +1202,7 @@ TEST(another_boot_not_acted_on) {
         snprintf(a, sizeof(a), "%u", cpu_a);
         set_mask(w[0].tid, &node);
         state_line(line, sizeof(line), w[0].tid, w[0].start, all, a, 0);
-        snprintf(text, sizeof(text), "numabalanced-affinity 2\nboot 00000000-1111-2222-3333-444444444444\n%s", line);
+        snprintf(text, sizeof(text), "numabalanced-affinity 3\nboot 00000000-1111-2222-3333-444444444444\n%s", line);
         write_state(text);
         clear_log();
         CHECK_INT(affinity_recover(k, &c), 0);
@@ -1346,7 +1350,7 @@ static int intro(void) {
                         return 1;
                 fclose(f);
                 id[strcspn(id, "\n")] = 0;
-                snprintf(header, sizeof(header), "numabalanced-affinity 2\nboot %s\n", id);
+                snprintf(header, sizeof(header), "numabalanced-affinity 3\nboot %s\n", id);
         }
         snprintf(dir, sizeof(dir), "/tmp/test-affinity-XXXXXX");
         if (!mkdtemp(dir))

@@ -329,7 +329,7 @@ else:
               f'{cpus(os.sched_getaffinity(child.native_id))}, not {cpus(original)}')
         check('2 thread(s) given their original affinity back' in out, f'--restore-affinity said {out!r}')
         with open(state_file) as f:
-            check(f.read() == f'numabalanced-affinity 2\nboot {boot}\n', 'the state file was not emptied')
+            check(f.read() == f'numabalanced-affinity 3\nboot {boot}\n', 'the state file was not emptied')
         check(sorted(os.listdir(rdir)) == ['affinity'], f'--restore-affinity left {os.listdir(rdir)}')
     finally:
         ev.set()
