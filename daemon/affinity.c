@@ -108,14 +108,16 @@ static int save_later(struct affinity_keeper *k) {
 /* The record whose original a new thread carrying `cur` gets: the main thread's if it
  * carries that placed mask, else the first such thread by tid. A thread inherits its
  * creator's mask at clone, and which thread created it is not known: in a process
- * whose threads had one original (the usual case) any of them is right. */
+ * whose threads had one original (the usual case) any of them is right. A record's
+ * previous mask counts too (a recovery from a file written while a thread was placed
+ * again: a thread it created before carries the previous one). */
 static const struct aff_thread *donor(const struct aff_proc *p, const nb_cpumask *cur) {
         const struct aff_thread *main_thread = affinity_store_thread(p, p->pid);
 
-        if (main_thread && main_thread->flags == 0 && affinity_store_placed_equals(main_thread, cur))
+        if (main_thread && main_thread->flags == 0 && affinity_store_is_ours(main_thread, cur))
                 return main_thread;
         for (size_t i = 0; i < p->n; i++)
-                if (p->threads[i].flags == 0 && affinity_store_placed_equals(&p->threads[i], cur))
+                if (p->threads[i].flags == 0 && affinity_store_is_ours(&p->threads[i], cur))
                         return &p->threads[i];
         return NULL;
 }
@@ -436,10 +438,16 @@ static int plan_thread(struct affinity_keeper *k, struct aff_proc *p, pid_t tid,
         s->prior_flags = t ? t->flags : AT_KNOWN;
         s->prior_original = t && t->flags == 0 ? original : s->cur;
         if (t) {
+                /* Placed already (s->cur is the mask we set): the file says both until
+                 * the change is made and written, so that a daemon killed between the
+                 * round's write and the change, or after a change not made, still gives
+                 * the thread back. */
+                const nb_cpumask *previous = t->flags == 0 ? &s->cur : NULL;
+
                 t->flags = 0;
                 t->tid_start = tid_start;
                 t->call = k->call;
-                return affinity_store_set_masks(t, &original, &s->target, NULL) < 0 ? -ENOMEM : 1;
+                return affinity_store_set_masks(t, &original, &s->target, previous) < 0 ? -ENOMEM : 1;
         }
         r = affinity_store_add_thread(&k->store, p, tid, tid_start, 0, &original, &s->target, &t);
         if (r == -E2BIG) {
@@ -499,8 +507,12 @@ static void apply_step(struct affinity_keeper *k, struct aff_proc *p, int pidfd,
                 return;
         }
         c->placed++;
-        /* The kernel keeps a thread within its cpuset: record what it really got. */
+        /* The change made: the mask it had goes from the file at the next write; until
+         * then a thread it created before the change, carrying that mask, is followed. */
         t = affinity_store_thread(p, s->tid);
+        if (t)
+                affinity_store_drop_previous(&k->store, t);
+        /* The kernel keeps a thread within its cpuset: record what it really got. */
         if (t && get_affinity(k, s->tid, &now) >= 0 && !cpumask_equal(&now, &s->target)) {
                 nb_cpumask original;
                 affinity_store_original(t, &original);
@@ -751,7 +763,10 @@ static void restore_one(struct affinity_keeper *k, const struct aff_proc *p, con
                 c->gone++;
                 return;
         }
-        if (!affinity_store_placed_equals(t, &cur)) {
+        /* Ours: the placed mask, or the previous one while the file holds it (placed
+         * again, and a daemon killed before the write after the change, whether the
+         * change was made or not). */
+        if (!affinity_store_is_ours(t, &cur)) {
                 c->left_alone++;    /* changed by the application (or never changed by us: a kill -9 before) */
                 return;
         }

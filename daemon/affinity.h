@@ -4,12 +4,15 @@
  * threads: the originals kept and given back").
  *
  * The keeper records, for every thread it narrowed, the affinity the thread had (its
- * original) and the one it set (placed): the records and their state file under /run
- * are affinity-store.h's. The records are in the file BEFORE any affinity changes, so
- * that a daemon killed at any instant (kill -9, the watchdog, a crash) leaves a file
- * from which the next start, or `numabalanced --restore-affinity`, gives every thread
- * its original back (affinity_recover). Batched (the placer), the file is written
- * once per round: by affinity_commit(), before the round's first change.
+ * original) and the one it set (placed), and for a thread placed again on another
+ * node the one it had set before (previous) until the write after the change: the
+ * records and their state file under /run are affinity-store.h's. The records are in
+ * the file BEFORE any affinity changes, so that a daemon killed at any instant (a
+ * kill -9, the watchdog, a crash) leaves a file from which the next start, or
+ * `numabalanced --restore-affinity`, gives every thread its original back
+ * (affinity_recover): a thread placed again carries one of the two masks the file
+ * names, whether its change was made or not. Batched (the placer), the file is
+ * written once per round: by affinity_commit(), before the round's first change.
  *
  * A thread whose affinity is no longer the mask we set was changed by its application
  * (or by a cpuset change): it is left alone from then on, never touched again, never
@@ -61,8 +64,9 @@ struct affinity_counts {
 
 /* At start: every thread a previous run (crash, kill -9, watchdog kill) narrowed gets
  * back its original affinity, if its process is the same (pid + start time) and the
- * thread (tid + its own start time) still has exactly the mask the daemon set; threads
- * that inherited that mask at clone are given the original too. Others are left alone.
+ * thread (tid + its own start time) still has exactly a mask the daemon set (the placed
+ * one, or the previous one the file names); threads that inherited such a mask at
+ * clone are given the original too. Others are left alone.
  * Lines of the file that do not parse are logged and skipped (the file is then kept
  * aside too). A file refused whole (not a regular file of ours of at most 64 MiB, not
  * our format) or written during another boot is renamed aside, logged with the reason
@@ -97,12 +101,12 @@ int affinity_commit(struct affinity_keeper *k);
 
 /* Each tick for a placed process: a recorded thread whose affinity is no longer the
  * one we set is left alone from then on (its record kept, flagged); one that exited is
- * dropped. A new thread whose affinity equals a recorded thread's placed mask inherited
- * it at clone: it is recorded with that thread's original (the main thread's if its
- * placed mask matches, else the first such thread by tid), so that undo restores it
- * too; beyond the bounds it gets that original back at once. Returns the threads of
- * pid held by us (0: the process is forgotten, as by affinity_forget), or -errno
- * (logged). */
+ * dropped. A new thread whose affinity equals a recorded thread's placed mask (or its
+ * previous one, until the write after its change) inherited it at clone: it is
+ * recorded with that thread's original (the main thread's if its mask matches, else
+ * the first such thread by tid), so that undo restores it too; beyond the bounds it
+ * gets that original back at once. Returns the threads of pid held by us (0: the
+ * process is forgotten, as by affinity_forget), or -errno (logged). */
 int affinity_check(struct affinity_keeper *k, pid_t pid, uint64_t start_time, struct affinity_counts *c);
 
 /* Each tick, for one cgroup: pids[0..n) (start times starts) are its processes whose

@@ -3,9 +3,10 @@
  * threads) narrowed to a CPU and given back: the state file written before each
  * change, undo, a thread the "application" changed, a thread created by a placed
  * thread, processes forked by a placed thread (exec'd or not, their parent alive or
- * exited), a "previous run" killed before its undo, state files that must change
- * nothing, and the never-widen rule. Needs two CPUs in this process's affinity
- * (skipped otherwise). */
+ * exited), a "previous run" killed before its undo, a thread placed again on another
+ * node with the daemon killed before or after its change (and a thread it created
+ * meanwhile), a format-2 file, state files that must change nothing, and the
+ * never-widen rule. Needs two CPUs in this process's affinity (skipped otherwise). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,6 +34,7 @@ static char dir[64];            /* the temporary state directory */
 static char state[128];         /* <dir>/run/affinity: its directory made by the keeper */
 static uint64_t my_start;
 static char header[128];        /* a state file's first two lines, as this boot's keeper writes them */
+static char header_2[128];      /* the same in format 2, which has no previous placed mask */
 #define HEADER_LINES 2
 static char logged[16384];      /* what the keeper logged since the last clear_log() */
 
@@ -636,6 +638,212 @@ TEST(killed_between_write_and_change) {
         CHECK_INT(count_lines(read_state()), HEADER_LINES);
         stop_workers();
         affinity_keeper_free(k);
+}
+
+/* Whether text has tid's line with these masks (previous "-": none) and no flag. */
+static bool has_line(const char *text, pid_t tid, const nb_cpumask *original, const nb_cpumask *placed,
+                     const nb_cpumask *previous) {
+        char o[64], p[64], q[64] = "-", line[256];
+        struct worker *x = NULL;
+
+        for (int i = 0; i < N; i++)
+                if (w[i].tid == tid)
+                        x = &w[i];
+        cpumask_format(original, o, sizeof(o));
+        cpumask_format(placed, p, sizeof(p));
+        if (previous)
+                cpumask_format(previous, q, sizeof(q));
+        snprintf(line, sizeof(line), "\n%d %" PRIu64 " %d %" PRIu64 " %s %s %s 0\n", (int) getpid(), my_start,
+                 (int) tid, x ? x->start : 0, o, p, q);
+        return text && strstr(text, line);
+}
+
+/* A recovery from text (the state file a killed daemon left) with the workers' masks
+ * as they are now: restored threads, those left alone. */
+static void recover_from(const char *text, unsigned restored, unsigned left_alone) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+
+        write_state(text);
+        CHECK_INT(affinity_recover(k, &c), 0);
+        CHECK_INT(c.restored, restored);
+        CHECK_INT(c.left_alone, left_alone);
+        CHECK_INT(count_lines(read_state()), HEADER_LINES);
+        affinity_keeper_free(k);
+}
+
+/* A thread placed on cpu_a, placed again on cpu_b: the round's write, before the
+ * change, says both. Killed right before the change (the thread still on cpu_a, the
+ * file saying cpu_b), the next start gives it back all the same. */
+TEST(placed_again_killed_before_the_change) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), on_b = one_cpu(cpu_b);
+        pid_t tid;
+        uint64_t start;
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK(has_line(read_state(), w[0].tid, &all_cpus, &node, NULL));
+        hook_calls = hook_found = 0;
+        affinity_keeper_set_hook(k, before_set, NULL);
+        tid = w[0].tid;
+        start = w[0].start;
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, &node, 1, &on_b, &c), 0);
+        CHECK_INT(c.placed, 1);
+        CHECK_INT(hook_found, 1);
+        CHECK_MASK(w[0].tid, on_b);
+        CHECK_MSG(has_line(snapshot, w[0].tid, &all_cpus, &on_b, &node), "the file before the change: %s", snapshot);
+        affinity_keeper_free(k);        /* killed: no undo */
+        set_mask(w[0].tid, &node);      /* as it was when the file was written: the change not made */
+        recover_from(snapshot, N, 0);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, all_cpus);
+        stop_workers();
+}
+
+/* The same, killed after the change and before the next write (the thread on cpu_b):
+ * given back; the next write drops the previous mask. */
+TEST(placed_again_killed_after_the_change) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), on_b = one_cpu(cpu_b);
+        char *after_change;
+        pid_t tid;
+        uint64_t start;
+
+        start_workers();
+        affinity_keeper_set_batched(k, true);
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        CHECK_INT(affinity_commit(k), 0);
+        tid = w[0].tid;
+        start = w[0].start;
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, &node, 1, &on_b, &c), 0);
+        CHECK_INT(affinity_commit(k), 0);
+        CHECK_INT(c.placed, 1);
+        CHECK_MASK(w[0].tid, on_b);
+        after_change = strdup(read_state());
+        CHECK_MSG(has_line(after_change, w[0].tid, &all_cpus, &on_b, &node), "the file after the change: %s",
+                  after_change);
+        CHECK(has_line(after_change, w[1].tid, &all_cpus, &node, NULL));
+        /* the next round's write: the previous mask is ours no more */
+        CHECK_INT(affinity_commit(k), 0);
+        CHECK_MSG(has_line(read_state(), w[0].tid, &all_cpus, &on_b, NULL), "the next write: %s", read_state());
+        affinity_keeper_free(k);        /* killed: no undo */
+        recover_from(after_change, N, 0);
+        for (int i = 0; i < N; i++)
+                CHECK_MASK(w[i].tid, all_cpus);
+        free(after_change);
+        stop_workers();
+}
+
+/* Placed again, killed, and its application sets a mask of its own, neither the
+ * placed nor the previous one: left alone, as any thread whose mask is not ours. */
+TEST(placed_again_then_set_by_the_application) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), on_b = one_cpu(cpu_b), mine = two_cpus(cpu_a, cpu_b);
+        pid_t tid;
+        uint64_t start;
+
+        start_workers();
+        CHECK_INT(place_workers(k, &node, &c), 0);
+        hook_calls = hook_found = 0;
+        affinity_keeper_set_hook(k, before_set, NULL);
+        tid = w[0].tid;
+        start = w[0].start;
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, &node, 1, &on_b, &c), 0);
+        CHECK(has_line(snapshot, w[0].tid, &all_cpus, &on_b, &node));
+        affinity_keeper_free(k);        /* killed: no undo */
+        set_mask(w[0].tid, &mine);
+        recover_from(snapshot, N - 1, 1);
+        CHECK_MASK(w[0].tid, mine);
+        CHECK_MASK(w[1].tid, all_cpus);
+        set_mask(w[0].tid, &all_cpus);
+        stop_workers();
+}
+
+/* The hook that makes w[0] create a thread right before w[0]'s change, once. */
+static bool spawn_armed;
+
+static void spawn_before_set(void *userdata, pid_t tid, const nb_cpumask *mask) {
+        if (spawn_armed && tid == w[0].tid) {
+                spawn_armed = false;
+                worker_tell(&w[0], CMD_SPAWN);
+        }
+}
+
+/* A thread created by a thread placed again, between the round's write and the
+ * thread's change, carries the previous mask: still ours, given the original by the
+ * next check (live) or by a recovery from the file the round left (killed), though
+ * no other thread carries that mask any more. */
+TEST(thread_created_before_the_change_followed) {
+        nb_cpumask node = one_cpu(cpu_a), on_b = one_cpu(cpu_b), orig;
+
+        for (int killed = 0; killed < 2; killed++) {
+                struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+                struct affinity_counts c = {};
+                char *after_change;
+                pid_t tid;
+                uint64_t start;
+
+                start_workers();
+                affinity_keeper_set_batched(k, true);
+                tid = w[0].tid;
+                start = w[0].start;
+                CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, NULL, 1, &node, &c), 0);
+                CHECK_INT(affinity_commit(k), 0);
+                affinity_keeper_set_hook(k, spawn_before_set, NULL);
+                spawn_armed = true;
+                CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, &node, 1, &on_b, &c), 0);
+                CHECK_INT(affinity_commit(k), 0);
+                CHECK(w[0].child != NULL);
+                CHECK_MASK(w[0].tid, on_b);
+                CHECK_MASK(w[0].child->tid, node);
+                after_change = strdup(read_state());
+                c = (struct affinity_counts) {};
+                if (!killed) {
+                        CHECK_INT(affinity_check(k, getpid(), my_start, &c), 2);
+                        CHECK_INT(c.placed, 1);
+                        CHECK(affinity_original(k, getpid(), w[0].child->tid, &orig) &&
+                              cpumask_equal(&orig, &all_cpus));
+                        CHECK_INT(affinity_commit(k), 0);
+                        c = (struct affinity_counts) {};
+                        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+                        CHECK_INT(c.restored, 2);
+                        affinity_keeper_free(k);
+                } else {
+                        affinity_keeper_free(k);        /* killed: no undo */
+                        recover_from(after_change, 2, 0);
+                }
+                CHECK_MSG(has_mask(w[0].child->tid, &all_cpus), "case %d: the thread created before the change "
+                          "was not given its original back", killed);
+                CHECK_MASK(w[0].tid, all_cpus);
+                free(after_change);
+                stop_workers();
+        }
+}
+
+/* A state file of format 2 (no previous mask), left by the daemon before an upgrade:
+ * acted on, then written in format 3. */
+TEST(format_2_file_restored) {
+        nb_cpumask node = one_cpu(cpu_a);
+        char all[64], a[16], text[1024];
+
+        start_workers();
+        remove_refused();
+        cpumask_format(&all_cpus, all, sizeof(all));
+        snprintf(a, sizeof(a), "%u", cpu_a);
+        set_mask(w[0].tid, &node);
+        snprintf(text, sizeof(text), "%s%d %" PRIu64 " %d %" PRIu64 " %s %s 0\n", header_2, (int) getpid(), my_start,
+                 (int) w[0].tid, w[0].start, all, a);
+        recover_from(text, 1, 0);
+        CHECK_MASK(w[0].tid, all_cpus);
+        CHECK_STR(read_state(), header);
+        CHECK_INT(refused_files(NULL, 0), 0);
+        stop_workers();
 }
 
 /* A thread narrowed to cpu_a as if by a previous run, and a state file (text) for it:
@@ -1351,6 +1559,7 @@ static int intro(void) {
                 fclose(f);
                 id[strcspn(id, "\n")] = 0;
                 snprintf(header, sizeof(header), "numabalanced-affinity 3\nboot %s\n", id);
+                snprintf(header_2, sizeof(header_2), "numabalanced-affinity 2\nboot %s\n", id);
         }
         snprintf(dir, sizeof(dir), "/tmp/test-affinity-XXXXXX");
         if (!mkdtemp(dir))
