@@ -175,6 +175,21 @@ static inline int test_main(int argc, char **argv, int (*intro)(void), void (*ou
 #define DEFINE_TEST_MAIN_FULL(intro, outro)                                     \
         int main(int argc, char **argv) { return test_main(argc, argv, intro, outro); }
 
+/* TEST_ASAN: built with AddressSanitizer (meson -Db_sanitize=address,...), whose
+ * allocator a test must not replace: a file that defines malloc() leaves it out then
+ * and skips the cases that need it. GCC says so with __SANITIZE_ADDRESS__, clang with
+ * __has_feature. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#ifndef TEST_ASAN
+#define TEST_ASAN 0
+#endif
+
 /* Directory of stored fixtures, passed by meson as TEST_DATA_DIR. */
 #ifndef TEST_DATA_DIR
 #define TEST_DATA_DIR "tests/data"
