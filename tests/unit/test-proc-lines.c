@@ -20,6 +20,7 @@
 #include "proc-lines.h"
 #include "smaps.h"
 #include "test.h"
+#include "tmptree.h"
 
 /* ---- heap accounting -------------------------------------------------------- */
 
@@ -99,13 +100,11 @@ static FILE *proc_file(const char *name) {
         return f;
 }
 
-static void write_file(const char *name, const char *text) {
-        FILE *f = proc_file(name);
+static void proc_put(const char *name, const char *text) {
+        char path[512];
 
-        if (f) {
-                fputs(text, f);
-                fclose(f);
-        }
+        proc_path(path, sizeof(path), name);
+        tmptree_write(path, text);
 }
 
 static off_t file_size(const char *name) {
@@ -180,14 +179,7 @@ static int intro(void) {
 }
 
 static void outro(void) {
-        char dir[512];
-
-        remove_file("numa_maps");
-        remove_file("maps");
-        remove_file("smaps");
-        snprintf(dir, sizeof(dir), "%s/%d", root, PID);
-        rmdir(dir);
-        rmdir(root);
+        tmptree_remove(root);
 }
 
 /* ---- the line splitting ------------------------------------------------------------ */
@@ -219,7 +211,7 @@ TEST(lines_same_at_every_chunk_boundary) {
         uint64_t cut_whole = 0;
         char path[512];
 
-        write_file("maps", text);
+        proc_put("maps", text);
         proc_path(path, sizeof(path), "maps");
         CHECK_INT(proc_lines_buf(text, sizeof(text) - 1, &o, collect, &whole, &cut_whole), 0);
         CHECK_STR(whole.text, "[1]a[0][7]bcdefgh[8]bcdefghi[8]bcdefghi![8]01234567![0][2]xy[8]last-one!");
@@ -282,7 +274,7 @@ TEST(numa_maps_same_at_every_chunk_size) {
         if (!cap)
                 return;
         CHECK(asprintf(&text, "%.*s7f0000 bind:junk\n\n7f1000 default\n", (int) len, cap) > 0);
-        write_file("numa_maps", text);
+        proc_put("numa_maps", text);
         proc_path(path, sizeof(path), "numa_maps");
         CHECK_INT(numa_maps_parse(text, strlen(text), &whole), 0);
         if (!whole)
@@ -309,7 +301,7 @@ TEST(smaps_and_maps_same_at_every_chunk_size) {
 
         if (!smaps)
                 return;
-        write_file("smaps", smaps);
+        proc_put("smaps", smaps);
         f = proc_file("maps");
         if (!f)
                 return;

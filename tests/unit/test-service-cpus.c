@@ -14,6 +14,7 @@
 #include "migrator.h"
 #include "service-cpus.h"
 #include "test.h"
+#include "tmptree.h"
 
 static char tmpdir[] = "/tmp/test-service-cpus-XXXXXX";
 static char sys_online[256], sys_offline[256];
@@ -30,21 +31,7 @@ static void capture(int level, int error, const struct log_fields *fields, const
 }
 
 static void write_online(const char *root, const char *text) {
-        char path[512];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/devices", root);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/devices/system", root);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/devices/system/cpu", root);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/devices/system/cpu/online", root);
-        f = fopen(path, "w");
-        if (!f)
-                abort();
-        fputs(text, f);
-        fclose(f);
+        tmptree_write_at(root, "devices/system/cpu/online", text);
 }
 
 TEST(resolve_against_online_and_allowed) {
@@ -318,11 +305,7 @@ static int intro(void) {
 }
 
 static void outro(void) {
-        char cmd[512];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-                fprintf(stderr, "could not remove %s\n", tmpdir);
+        tmptree_remove(tmpdir);
 }
 
 DEFINE_TEST_MAIN_FULL(intro, outro)
