@@ -13,6 +13,7 @@
 #include "affinity-store.h"
 #include "log.h"
 #include "test.h"
+#include "tmptree.h"
 
 static char dir[] = "/tmp/test-affinity-store-XXXXXX";
 static char state[128];         /* <dir>/run/affinity: its directory made by the store */
@@ -27,11 +28,8 @@ static nb_cpumask cpus(unsigned first, unsigned last) {
 }
 
 static void write_state(const char *text) {
-        FILE *f = fopen(state, "we");
-
-        if (!f || fputs(text, f) < 0)
+        if (tmptree_write(state, text) < 0)
                 abort();
-        fclose(f);
         chmod(state, 0600);
 }
 

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "proc.h"
 #include "test.h"
+#include "tmptree.h"
 
 static nb_cpumask all_cpus;     /* this process's affinity at start */
 static unsigned cpu_a, cpu_b;   /* its first two CPUs */
@@ -264,11 +265,9 @@ static char *read_state(void) {
 }
 
 static void write_state(const char *text) {
-        int fd = open(state, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t) strlen(text))
+        if (tmptree_write(state, text) < 0)
                 abort();
-        close(fd);
+        chmod(state, 0600);
 }
 
 static unsigned count_lines(const char *s) {

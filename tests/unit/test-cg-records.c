@@ -9,6 +9,7 @@
 #include "cg-records.h"
 #include "cost.h"
 #include "test.h"
+#include "tmptree.h"
 
 TEST(get_makes_once_and_updates) {
         struct cg_records r;
@@ -143,10 +144,6 @@ static bool mk_owned(const char *rel, uid_t uid) {
         return true;
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
-        return remove(p) < 0 ? -1 : 0;
-}
-
 /* The depth of the tenant's own tree below its app.slice, and of its chowned one. */
 #define TENANT_DEPTH 40
 
@@ -205,7 +202,7 @@ TEST(root_wide_opt_in_owner_is_the_delegated_subtrees) {
         if (geteuid() != 0)
                 TEST_SKIP("not root: cannot give directories to other uids");
         if (!make_users_tree()) {
-                nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+                tmptree_remove(tree);
                 return;
         }
         walk_records(rules, ELEMENTSOF(rules), &r, &sel);
@@ -291,7 +288,7 @@ TEST(root_wide_opt_in_owner_is_the_delegated_subtrees) {
                 cg_records_done(&r);
                 cgroup_selection_done(&sel);
         }
-        nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        tmptree_remove(tree);
 }
 
 static unsigned departed;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "cgroup.h"
 #include "test.h"
+#include "tmptree.h"
 
 /* ------------------------------------------------------------------ the pure rule */
 
@@ -109,15 +110,6 @@ static char root[4096];
 static bool is_root;
 static char no_xattrs[4096 + 256];     /* why the walk cases are skipped; "" when they run */
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
-        return remove(p) < 0 ? -1 : 0;
-}
-
-static void rm_tree(void) {
-        if (root[0])
-                nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void mk(const char *rel) {
         char p[8192];
         snprintf(p, sizeof(p), "%s%s", root, rel);
@@ -137,19 +129,6 @@ static void own(const char *rel, uid_t uid) {
         snprintf(p, sizeof(p), "%s%s", root, rel);
         if (chown(p, uid, uid) < 0)
                 TEST_FAIL("chown %s: %m", p);
-}
-
-static void put_file(const char *rel, const char *content) {
-        char p[8192];
-        FILE *f;
-        snprintf(p, sizeof(p), "%s%s", root, rel);
-        f = fopen(p, "we");
-        if (!f) {
-                TEST_FAIL("fopen %s: %m", p);
-                return;
-        }
-        fputs(content, f);
-        fclose(f);
 }
 
 /* user.numabalanced values that count, that are invalid, and that inherit. */
@@ -180,8 +159,8 @@ static void make_user_tree(void) {
         mk("/i");           setx("/i", "user.numabalanced", "balance\0", 8);   /* a C string's NUL */
         mk("/i/i1");
         mk("/h/h1");        setx("/h/h1", "user.numabalanced", "advise", 6);
-        put_file("/cgroup.procs", "1\n");   /* files are not cgroups */
-        put_file("/a/cgroup.procs", "1\n");
+        tmptree_write_at(root, "/cgroup.procs", "1\n");   /* files are not cgroups */
+        tmptree_write_at(root, "/a/cgroup.procs", "1\n");
         {
                 char t[8192], l[8192];
                 snprintf(t, sizeof(t), "%s/a", root);
@@ -240,7 +219,7 @@ static int intro(void) {
                 int e = errno;
                 if (e != EOPNOTSUPP && e != EPERM) {
                         fprintf(stderr, "setxattr probe on %s: %s\n", root, strerror(e));
-                        rm_tree();
+                        tmptree_remove(root);
                         return 1;
                 }
                 snprintf(no_xattrs, sizeof(no_xattrs),
@@ -254,7 +233,7 @@ static int intro(void) {
         if (is_root)
                 make_owner_tree();
         if (test_failures) {
-                rm_tree();
+                tmptree_remove(root);
                 return 1;
         }
         return 0;
@@ -678,7 +657,7 @@ TEST(walk_count_bound_shared_fairly) {
         CHECK_INT(sel.n_entries, 301 + 2);
         CHECK(!sel.truncated);
         cgroup_selection_done(&sel);
-        nftw(froot, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        tmptree_remove(froot);
 }
 
 TEST(procs_valid_sorted_unique) {
@@ -686,7 +665,7 @@ TEST(procs_valid_sorted_unique) {
         size_t n = 77;
 
         mk("/procs");
-        put_file("/procs/cgroup.procs", "12\n5\nabc\n12\n-3\n\n 7\n7 \n0\n99999999999\n2147483647\n3\n0x10\n+4\n5");
+        tmptree_write_at(root, "/procs/cgroup.procs", "12\n5\nabc\n12\n-3\n\n 7\n7 \n0\n99999999999\n2147483647\n3\n0x10\n+4\n5");
         CHECK_INT(cgroup_read_procs(root, "/procs", &pids, &n), 0);
         CHECK_INT(n, 4);
         if (n == 4) {
@@ -702,7 +681,7 @@ TEST(procs_of_the_root_cgroup) {
         pid_t *pids = NULL;
         size_t n = 77;
 
-        put_file("/cgroup.procs", "1\n");
+        tmptree_write_at(root, "/cgroup.procs", "1\n");
         CHECK_INT(cgroup_read_procs(root, "/", &pids, &n), 0);
         CHECK_INT(n, 1);
         if (n == 1)
@@ -715,12 +694,12 @@ TEST(procs_empty_or_junk_none) {
         size_t n = 77;
 
         mk("/procs-empty");
-        put_file("/procs-empty/cgroup.procs", "");
+        tmptree_write_at(root, "/procs-empty/cgroup.procs", "");
         CHECK_INT(cgroup_read_procs(root, "/procs-empty", &pids, &n), 0);
         CHECK_INT(n, 0);
         CHECK(pids == NULL);
 
-        put_file("/procs-empty/cgroup.procs", "junk\nmore junk\n");
+        tmptree_write_at(root, "/procs-empty/cgroup.procs", "junk\nmore junk\n");
         CHECK_INT(cgroup_read_procs(root, "/procs-empty", &pids, &n), 0);
         CHECK_INT(n, 0);
 }
@@ -738,7 +717,7 @@ TEST(procs_gone_or_relative_fails_untouched) {
 
 static void outro(void) {
         cgroup_selection_done(&walked);
-        rm_tree();
+        tmptree_remove(root);
 }
 
 /* The walk's CPU time, all of it charged: each opted-in cgroup its own, the others to

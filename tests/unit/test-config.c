@@ -15,6 +15,7 @@
 #include "log.h"
 #include "parse.h"
 #include "test.h"
+#include "tmptree.h"
 
 #ifndef CONF_FILE
 #error "CONF_FILE (conf/numabalanced.conf) must be defined"
@@ -801,15 +802,11 @@ static char *dropin(const char *main_path, const char *name, const char *text) {
         return path;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
 /* Removes the tree of main_path (its directory) and frees main_path. */
 static void tree_done(char *main_path) {
         char *slash = strrchr(main_path, '/');
         *slash = 0;
-        nftw(main_path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        tmptree_remove(main_path);
         free(main_path);
 }
 

@@ -26,28 +26,16 @@
 #include "topology.h"
 #include "parse.h"
 #include "test.h"
+#include "tmptree.h"
 
 static char root[256], kd[512], state[512];
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
-        return remove(p);
-}
-
+/* val as kd/rel (the directories above made, from root on). */
 static void put(const char *rel, const char *val) {
         char p[1024];
-        FILE *f;
 
-        snprintf(p, sizeof(p), "%s/%s", kd, rel);
-        for (char *s = strchr(p + strlen(root) + 1, '/'); s; s = strchr(s + 1, '/')) {
-                *s = 0;
-                (void) mkdir(p, 0755);
-                *s = '/';
-        }
-        f = fopen(p, "w");
-        if (!f)
-                abort();
-        fputs(val, f);
-        fclose(f);
+        snprintf(p, sizeof(p), "%s/%s", kd + strlen(root) + 1, rel);
+        tmptree_write_at(root, p, val);
 }
 
 static char *get(const char *rel) {
@@ -185,7 +173,7 @@ static uint64_t next_ms(void) {
 }
 
 static void untree(void) {
-        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        tmptree_remove(root);
 }
 
 /* What the kernel does between rounds: a kdamond asked for tried regions is on again,

@@ -13,6 +13,7 @@
 #include "kernel-balancing.h"
 #include "log.h"
 #include "test.h"
+#include "tmptree.h"
 
 static char root[64];           /* the fake proc root of the running case */
 static char sysctl[128];        /* <root>/sys/kernel/numa_balancing */
@@ -100,16 +101,8 @@ static const char *saved_value(void) {
 }
 
 static void write_saved(const char *text) {
-        FILE *f;
-
         mkdir(state, 0755);
-        f = fopen(saved, "w");
-        if (!f) {
-                perror(saved);
-                abort();
-        }
-        fputs(text, f);
-        fclose(f);
+        tmptree_write(saved, text);
 }
 
 /* Files left in the state directory besides the saved value (a temporary file). */
@@ -139,13 +132,9 @@ static void killed(struct kernel_balancing *k) {
         *k = (struct kernel_balancing) {};
 }
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
 static void teardown(void) {
         (void) chmod(state, 0755);
-        (void) nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        tmptree_remove(root);
         log_set_sink(NULL);
 }
 

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
-#include <ftw.h>
 #include <limits.h>
 #include <malloc.h>
 #include <sched.h>
@@ -39,6 +38,7 @@
 #include "source.h"
 #include "tenant-reader.h"
 #include "test.h"
+#include "tmptree.h"
 #include "walker.h"
 
 /* tests/data/manager/proc: see the README there. */
@@ -192,62 +192,6 @@ static bool source_unwatched_pid(pid_t pid) {
         return false;
 }
 
-/* --- files --------------------------------------------------------------------- */
-
-static void write_file(const char *path, const char *text) {
-        FILE *f = fopen(path, "w");
-        if (!f) {
-                perror(path);
-                abort();
-        }
-        fputs(text, f);
-        fclose(f);
-}
-
-static void copy_file(const char *from, const char *to) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = fopen(from, "r");
-
-        if (!f || getdelim(&text, &len, 0, f) < 0) {
-                perror(from);
-                abort();
-        }
-        fclose(f);
-        write_file(to, text);
-        free(text);
-}
-
-static void copy_tree(const char *from, const char *to) {
-        DIR *d = opendir(from);
-        struct dirent *de;
-
-        if (!d || mkdir(to, 0755) < 0) {
-                perror(to);
-                abort();
-        }
-        while ((de = readdir(d))) {
-                char f[PATH_MAX], t[PATH_MAX];
-                if (de->d_name[0] == '.')
-                        continue;
-                snprintf(f, sizeof(f), "%s/%s", from, de->d_name);
-                snprintf(t, sizeof(t), "%s/%s", to, de->d_name);
-                if (de->d_type == DT_DIR)
-                        copy_tree(f, t);
-                else
-                        copy_file(f, t);
-        }
-        closedir(d);
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
-static void remove_tree(const char *path) {
-        (void) nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* --- the manager under test ---------------------------------------------------- */
 
 struct env_opts {
@@ -376,11 +320,11 @@ static bool env_start(const struct env_opts *o) {
         snprintf(env.sys, sizeof(env.sys), "%s", TEST_DATA_DIR "/sys/2n2c");
         if (o->own_sys || o->one_node) {
                 snprintf(env.sys, sizeof(env.sys), "%s/sys", env.dir);
-                copy_tree(TEST_DATA_DIR "/sys/2n2c", env.sys);
+                tmptree_copy(TEST_DATA_DIR "/sys/2n2c", env.sys);
         }
         if (o->one_node) {
                 snprintf(slice, sizeof(slice), "%s/devices/system/node/has_memory", env.sys);
-                write_file(slice, "0\n");
+                tmptree_write(slice, "0\n");
                 snprintf(slice, sizeof(slice), "%s/app.slice", env.cgroup);
         }
 
@@ -431,7 +375,7 @@ static void env_done(void) {
         for (size_t i = 0; i < env.n_pidfds; i++)
                 if (env.pidfd_w[i] >= 0)
                         close(env.pidfd_w[i]);
-        remove_tree(env.dir);
+        tmptree_remove(env.dir);
 }
 
 /* The stored process fixture, as process pid. */
@@ -450,7 +394,7 @@ static void task_numa_maps(const char *procdir) {
         while ((de = readdir(d)))
                 if (de->d_name[0] != '.') {
                         snprintf(to, sizeof(to), "%s/%s/numa_maps", tasks, de->d_name);
-                        copy_file(from, to);
+                        tmptree_copy(from, to);
                 }
         closedir(d);
 }
@@ -460,11 +404,11 @@ static void put_proc(int fixture, pid_t pid) {
 
         snprintf(from, sizeof(from), "%s/manager/proc/%d", TEST_DATA_DIR, fixture);
         snprintf(to, sizeof(to), "%s/%d", env.proc, (int) pid);
-        remove_tree(to);
-        copy_tree(from, to);
+        tmptree_remove(to);
+        tmptree_copy(from, to);
         task_numa_maps(to);
         strcat(to, "/cgroup");
-        write_file(to, "0::/app.slice\n");
+        tmptree_write(to, "0::/app.slice\n");
 }
 
 /* Node node's MemFree in the env's own /sys (own_sys): what the next tick reads. */
@@ -474,7 +418,7 @@ static void set_mem_free(int node, uint64_t kb) {
         snprintf(path, sizeof(path), "%s/devices/system/node/node%d/meminfo", env.sys, node);
         snprintf(text, sizeof(text), "Node %d MemTotal:        1030480 kB\nNode %d MemFree:   %12" PRIu64 " kB\n",
                  node, node, kb);
-        write_file(path, text);
+        tmptree_write(path, text);
 }
 
 /* Replaces the first occurrence of what in process pid's file name by with. */
@@ -505,7 +449,7 @@ static void exit_proc(pid_t pid) {
                         env.pidfd_w[i] = -1;
                 }
         snprintf(path, sizeof(path), "%s/%d", env.proc, (int) pid);
-        remove_tree(path);
+        tmptree_remove(path);
 }
 
 /* /app.slice's cgroup.procs. */
@@ -513,7 +457,7 @@ static void set_procs(const char *pids) {
         char path[PATH_MAX];
 
         snprintf(path, sizeof(path), "%s/app.slice/cgroup.procs", env.cgroup);
-        write_file(path, pids);
+        tmptree_write(path, pids);
 }
 
 /* More CPU time for thread tid of pid (its schedstat run time grows by ns). */
@@ -528,7 +472,7 @@ static void add_cpu_time(pid_t pid, pid_t tid, uint64_t ns) {
                 abort();
         fclose(f);
         snprintf(text, sizeof(text), "%llu %llu %llu\n", run + ns, wait, slices + 1);
-        write_file(path, text);
+        tmptree_write(path, text);
 }
 
 /* /app.slice switched to mode, as a reload does it. */
@@ -717,14 +661,14 @@ TEST(a_stuck_user_does_not_take_another_users_turn_under_a_root_opt_in) {
                 snprintf(path, sizeof(path), "%s%s", env.cgroup, users[u]);
                 CHECK_INT(chown(path, u ? 2000 : 1000, u ? 2000 : 1000), 0);
                 strcat(path, "/cgroup.procs");
-                write_file(path, u ? "3001\n" : "3000\n");
+                tmptree_write(path, u ? "3001\n" : "3000\n");
         }
         put_proc(WEB, 3000);
         put_proc(DB, DB);
         snprintf(path, sizeof(path), "%s/3000/cgroup", env.proc);
-        write_file(path, "0::/user.slice/user-1000.slice/user@1000.service\n");
+        tmptree_write(path, "0::/user.slice/user-1000.slice/user@1000.service\n");
         snprintf(path, sizeof(path), "%s/%d/cgroup", env.proc, DB);
-        write_file(path, "0::/user.slice/user-2000.slice/user@2000.service\n");
+        tmptree_write(path, "0::/user.slice/user-2000.slice/user@2000.service\n");
         snprintf(fifo, sizeof(fifo), "%s/3000/numa_maps", env.proc);
         CHECK_INT(unlink(fifo), 0);
         CHECK_INT(mkfifo(fifo, 0600), 0);
@@ -923,7 +867,7 @@ TEST(one_memory_node_attaches_nothing_until_a_second_comes) {
         CHECK(strstr(logged, "nodes have memory now") == NULL);
 
         snprintf(path, sizeof(path), "%s/devices/system/node/has_memory", env.sys);
-        write_file(path, "0-1\n");
+        tmptree_write(path, "0-1\n");
         CHECK_INT(tick(), 0);
         log_set_sink(NULL);
         CHECK(strstr(logged, "2 nodes have memory now") != NULL);
@@ -1030,7 +974,7 @@ static void bind_worker(const char *policy) {
         }
         fclose(f);
         snprintf(path, sizeof(path), "%s/%d/task/3003/numa_maps", env.proc, DB);
-        write_file(path, text);
+        tmptree_write(path, text);
 }
 
 /* db's worker bound itself to node 1, where db's private memory is: it stays there
@@ -1074,7 +1018,7 @@ TEST(mlocked_memory_is_left_alone) {
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         put_proc(DB, DB);
         snprintf(path, sizeof(path), "%s/%d/smaps", env.proc, DB);
-        write_file(path, "7f3a00000000-7f3a02000000 rw-p 00000000 00:00 0 \nSize:  32768 kB\n"
+        tmptree_write(path, "7f3a00000000-7f3a02000000 rw-p 00000000 00:00 0 \nSize:  32768 kB\n"
                          "VmFlags: rd wr mr mw me lo ac \n"
                          "7f3a04000000-7f3a04800000 rw-p 00000000 00:00 0 \nVmFlags: rd wr mr mw me ac \n");
         /* VmLck: 0 kB -> 32768 kB (smaps is read only then). */
@@ -1089,7 +1033,7 @@ TEST(mlocked_memory_is_left_alone) {
         if (!at)
                 abort();
         memcpy(at, "VmLck:\t   32768 kB", strlen("VmLck:\t   32768 kB"));
-        write_file(status, buf);
+        tmptree_write(status, buf);
         set_procs("3001\n");
         CHECK_INT(tick(), 0);
         j = job(DB);
@@ -1185,7 +1129,7 @@ static void paused_worker(const char *cpus, int *second, int *third) {
                 fclose(f);
         text[n] = 0;
         snprintf(path, sizeof(path), "%s/%d/task/3003/status", env.proc, DB);
-        write_file(path, text);
+        tmptree_write(path, text);
         edit_proc_file(DB, "task/3003/status", "Cpus_allowed_list:\t0-3", cpus);
         set_procs("3001\n");
         CHECK_INT(tick(), 0);
@@ -1292,7 +1236,7 @@ static void set_resident(pid_t pid, uint64_t pages) {
 
         snprintf(path, sizeof(path), "%s/%d/statm", env.proc, (int) pid);
         snprintf(text, sizeof(text), "%" PRIu64 " %" PRIu64 " 1000 10 0 %" PRIu64 " 0\n", pages * 4, pages, pages);
-        write_file(path, text);
+        tmptree_write(path, text);
 }
 
 /* db's VmRSS in its fixture, in 4 KiB pages; the growth tests' 64 MiB more. */
@@ -1365,7 +1309,7 @@ static void set_memory_current(uint64_t bytes) {
 
         snprintf(path, sizeof(path), "%s/app.slice/memory.current", env.cgroup);
         snprintf(text, sizeof(text), "%" PRIu64 "\n", bytes);
-        write_file(path, text);
+        tmptree_write(path, text);
 }
 
 /* With the memory controller, a settled process is looked at only when its cgroup's
@@ -1405,7 +1349,7 @@ static void set_cgroup_cpu(uint64_t usec) {
 
         snprintf(path, sizeof(path), "%s/app.slice/cpu.stat", env.cgroup);
         snprintf(text, sizeof(text), "usage_usec %" PRIu64 "\nuser_usec %" PRIu64 "\nsystem_usec 0\n", usec, usec);
-        write_file(path, text);
+        tmptree_write(path, text);
 }
 
 /* Without the memory controller, a cgroup none of whose processes ran for
@@ -1449,11 +1393,11 @@ TEST(skips_what_is_not_a_process_to_watch) {
         snprintf(path, sizeof(path), "%s/4001", env.proc);
         mkdir(path, 0755);
         strcat(path, "/stat");
-        copy_file(TEST_DATA_DIR "/proc/zombie.stat", path);
+        tmptree_copy(TEST_DATA_DIR "/proc/zombie.stat", path);
         snprintf(path, sizeof(path), "%s/4002", env.proc);
         mkdir(path, 0755);
         strcat(path, "/stat");
-        copy_file(TEST_DATA_DIR "/proc/kthread.stat", path);
+        tmptree_copy(TEST_DATA_DIR "/proc/kthread.stat", path);
         put_proc(DB, getpid());
         snprintf(list, sizeof(list), "4001\n4002\n4003\n%d\n", (int) getpid());
         set_procs(list);
@@ -1610,7 +1554,7 @@ static void locks_the_vma(pid_t pid) {
 
         edit_proc_file(pid, "status", "VmLck:\t       0 kB", "VmLck:\t   32768 kB");
         snprintf(path, sizeof(path), "%s/%d/smaps", env.proc, (int) pid);
-        write_file(path, "7f3a00000000-7f3a02000000 rw-p 00000000 00:00 0 \n"
+        tmptree_write(path, "7f3a00000000-7f3a02000000 rw-p 00000000 00:00 0 \n"
                          "Size:              32768 kB\nLocked:            32768 kB\nVmFlags: rd wr mr mw me lo ac \n");
 }
 
@@ -1620,7 +1564,7 @@ static void locks_another_vma(pid_t pid) {
 
         edit_proc_file(pid, "status", "VmLck:\t       0 kB", "VmLck:\t    2048 kB");
         snprintf(path, sizeof(path), "%s/%d/smaps", env.proc, (int) pid);
-        write_file(path, "55d0c0a00000-55d0c0c00000 rw-p 00000000 00:00 0 [heap]\n"
+        tmptree_write(path, "55d0c0a00000-55d0c0c00000 rw-p 00000000 00:00 0 [heap]\n"
                          "Size:               2048 kB\nLocked:             2048 kB\nVmFlags: rd wr mr mw me lo ac \n");
 }
 
@@ -2027,7 +1971,7 @@ TEST(cgroup_records_go_with_their_cgroup) {
         snprintf(path, sizeof(path), "%s/b.slice", env.cgroup);
         CHECK(mkdir(path, 0755) == 0);
         strcat(path, "/cgroup.procs");
-        write_file(path, "3002\n");
+        tmptree_write(path, "3002\n");
         put_proc(DB, DB);
         put_proc(WEB, WEB);
         set_procs("3001\n");
@@ -2043,7 +1987,7 @@ TEST(cgroup_records_go_with_their_cgroup) {
 
         /* b.slice goes: its record and its process with it. */
         snprintf(path, sizeof(path), "%s/b.slice", env.cgroup);
-        remove_tree(path);
+        tmptree_remove(path);
         CHECK_INT(tick(), 0);
         CHECK_INT(env.m->cgs.n, 1);
         CHECK(env.m->cgs.n == 1 && strcmp(env.m->cgs.v[0]->path, "/app.slice") == 0);
@@ -2248,12 +2192,12 @@ TEST(a_tenants_cgroups_do_not_delay_roots_moves) {
                 if (mkdir(path, 0755) < 0 || chown(path, 1000, 1000) < 0)
                         abort();
                 strcat(path, "/cgroup.procs");
-                write_file(path, pids);
+                tmptree_write(path, pids);
         }
         snprintf(path, sizeof(path), "%s/z.slice", env.cgroup);
         CHECK(mkdir(path, 0755) == 0);
         strcat(path, "/cgroup.procs");
-        write_file(path, "3001\n");
+        tmptree_write(path, "3001\n");
         put_proc(DB, DB);
         cfg = env.m->cfg;
         cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_ADVISE }, { "/z.slice", CG_MODE_BALANCE } };
@@ -2296,7 +2240,7 @@ TEST(a_tenants_turn_is_bounded_and_goes_round) {
                 if (mkdir(path, 0755) < 0 || chown(path, 1000, 1000) < 0)
                         abort();
                 strcat(path, "/cgroup.procs");
-                write_file(path, pids);
+                tmptree_write(path, pids);
         }
         put_proc(WEB, WEB);
         for (ticks = 1; ticks <= 200 && !rec(WEB); ticks++) {
@@ -2446,7 +2390,7 @@ static void tenant_and_root(uint64_t rate_mb_s) {
         snprintf(path, sizeof(path), "%s/z.slice", env.cgroup);
         CHECK(mkdir(path, 0755) == 0);
         strcat(path, "/cgroup.procs");
-        write_file(path, "6000\n");
+        tmptree_write(path, "6000\n");
         put_proc(WEB, 6000);
         cfg = env.m->cfg;
         cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE }, { "/z.slice", CG_MODE_BALANCE } };

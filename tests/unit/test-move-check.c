@@ -17,6 +17,7 @@
 #include "proc.h"
 #include "proc-records.h"
 #include "test.h"
+#include "tmptree.h"
 #include "topology.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -26,29 +27,29 @@ static char proc_root[256], cgroup_root[256], sys_root[256];
 static struct topology *topo;
 static char no_xattrs[256];     /* why the user.* cases are skipped, "" if they run */
 
-/* A shell command, "@" in it standing for arg (a path of ours). */
-static void sh(const char *cmd, const char *arg) {
-        char out[4096];
-        size_t o = 0;
-
-        for (const char *c = cmd; *c && o + strlen(arg) + 1 < sizeof(out); c++)
-                if (*c == '@') {
-                        memcpy(out + o, arg, strlen(arg));
-                        o += strlen(arg);
-                } else
-                        out[o++] = *c;
-        out[o] = 0;
-        if (system(out) != 0)
-                abort();
-}
-
 /* A fresh copy of the process as it was scanned, in /app.slice, each thread's
  * numa_maps the main one's; and a fresh copy of the topology (node 0 with room). */
 static void fresh_process(void) {
-        sh("rm -rf '@/3001' && cp -r '" TEST_DATA_DIR "/manager/proc/3001' '@/3001' && "
-           "echo 0::/app.slice > '@/3001/cgroup' && "
-           "for t in '@'/3001/task/*; do cp '@/3001/numa_maps' \"$t/numa_maps\" || exit 1; done", proc_root);
-        sh("rm -rf '@' && cp -r '" TEST_DATA_DIR "/sys/2n2c' '@'", sys_root);
+        char dir[512], from[600], to[1024];
+        struct dirent *de;
+        DIR *d;
+
+        snprintf(dir, sizeof(dir), "%s/3001", proc_root);
+        tmptree_remove(dir);
+        tmptree_copy(TEST_DATA_DIR "/manager/proc/3001", dir);
+        tmptree_write_at(dir, "cgroup", "0::/app.slice\n");
+        snprintf(from, sizeof(from), "%s/numa_maps", dir);
+        snprintf(to, sizeof(to), "%s/task", dir);
+        d = opendir(to);
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        snprintf(to, sizeof(to), "%s/task/%s/numa_maps", dir, de->d_name);
+                        tmptree_copy(from, to);
+                }
+        if (d)
+                closedir(d);
+        tmptree_remove(sys_root);
+        tmptree_copy(TEST_DATA_DIR "/sys/2n2c", sys_root);
 }
 
 /* Replaces the first what in <proc_root>/3001/<name> with with. */
@@ -200,7 +201,10 @@ static const char *verdict(void (*change)(void)) {
 /* --- what changes ------------------------------------------------------------------- */
 
 static void gone(void) {
-        sh("rm -rf '@/3001'", proc_root);
+        char dir[512];
+
+        snprintf(dir, sizeof(dir), "%s/3001", proc_root);
+        tmptree_remove(dir);
 }
 
 static void reused(void) {
@@ -214,11 +218,11 @@ static void execs(void) {
 }
 
 static void moves_to_another_cgroup(void) {
-        sh("echo 0::/other.slice > '@/3001/cgroup'", proc_root);
+        tmptree_write_at(proc_root, "3001/cgroup", "0::/other.slice\n");
 }
 
 static void its_cgroup_goes(void) {
-        sh("echo 0::/gone.slice > '@/3001/cgroup'", proc_root);
+        tmptree_write_at(proc_root, "3001/cgroup", "0::/gone.slice\n");
 }
 
 static void binds_to_node_1(void) {
@@ -232,19 +236,16 @@ static void binds_part_of_it_to_node_1(void) {
 }
 
 static void binds_a_thread_to_node_1(void) {
-        char path[512];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/3001/task/3003/numa_maps", proc_root);
-        f = fopen(path, "w");
-        if (!f)
-                abort();
-        fputs("55d0c0a00000 bind:1 heap anon=512 dirty=512 active=0 N0=512 kernelpagesize_kB=4\n", f);
-        fclose(f);
+        tmptree_write_at(proc_root, "3001/task/3003/numa_maps",
+                         "55d0c0a00000 bind:1 heap anon=512 dirty=512 active=0 N0=512 kernelpagesize_kB=4\n");
 }
 
 static void numa_maps_unreadable(void) {
-        sh("rm -f '@/3001/numa_maps' && mkdir '@/3001/numa_maps'", proc_root);
+        char path[512];
+
+        snprintf(path, sizeof(path), "%s/3001/numa_maps", proc_root);
+        tmptree_remove(path);
+        tmptree_mkdirs(path);
 }
 
 static void locks_it(void) {
@@ -403,7 +404,12 @@ static void threads_in_cgroup_type(const char *type, const char *mems3003) {
                 abort();
         fprintf(f, "%s\n", type);
         fclose(f);
-        sh("cp '@/3001/status' '@/3001/task/3001/status' && cp '@/3001/status' '@/3001/task/3003/status'", proc_root);
+        for (int tid = 3001; tid <= 3003; tid += 2) {
+                char from[512], to[512];
+                snprintf(from, sizeof(from), "%s/3001/status", proc_root);
+                snprintf(to, sizeof(to), "%s/3001/task/%d/status", proc_root, tid);
+                tmptree_copy(from, to);
+        }
         snprintf(path, sizeof(path), "Mems_allowed_list:\t%s", mems3003);
         edit("task/3003/status", "Mems_allowed_list:\t0-1", path);
 }
@@ -528,8 +534,9 @@ static int intro(void) {
         snprintf(proc_root, sizeof(proc_root), "%s/proc", tmpdir);
         snprintf(cgroup_root, sizeof(cgroup_root), "%s/cg", tmpdir);
         snprintf(sys_root, sizeof(sys_root), "%s/sys", tmpdir);
-        sh("mkdir -p '@'", proc_root);
-        sh("mkdir -p '@/app.slice' '@/other.slice'", cgroup_root);
+        tmptree_mkdirs(proc_root);
+        tmptree_mkdirs_at(cgroup_root, "app.slice");
+        tmptree_mkdirs_at(cgroup_root, "other.slice");
         if (setxattr(cgroup_root, "user.numabalanced.probe", "1", 1, 0) < 0) {
                 if (errno != EOPNOTSUPP && errno != EPERM)
                         return 1;
@@ -542,7 +549,7 @@ static int intro(void) {
 
 static void outro(void) {
         topology_free(topo);
-        sh("rm -rf '@'", tmpdir);
+        tmptree_remove(tmpdir);
 }
 
 DEFINE_TEST_MAIN_FULL(intro, outro)

@@ -12,7 +12,8 @@
  * and a log line a thread each round. Processes forked by the placed threads (real
  * ones, described by the fake /proc and the fake cgroup.procs) are followed and given
  * back with the placement, their parent alive or not; one in another cgroup, one
- * started before the placement, are not. Needs CPUs 0 and 1 online. */
+ * started before the placement, are not. Needs CPUs 0 and 1 online. Each case starts
+ * from the same state (case_start()), whatever ran before it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -37,9 +38,10 @@
 #include "proc.h"
 #include "proc-records.h"
 #include "test.h"
+#include "tmptree.h"
 
-static char tmpdir[] = "/tmp/test-placer-XXXXXX";
-static char proc_root[256], sys_root[256], cg_root[256], state[256];
+static char tmpdir[PATH_MAX - 64];
+static char proc_root[PATH_MAX], sys_root[PATH_MAX], cg_root[PATH_MAX], run_dir[PATH_MAX], state[PATH_MAX];
 static struct topology *topo;
 static pthread_t threads[2];
 static pid_t tids[2];
@@ -62,52 +64,22 @@ struct kid {
 static struct kid kids[4];
 static size_t n_kids;
 
-static void write_file(const char *path, const char *text) {
-        FILE *f = fopen(path, "w");
-
-        if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-                abort();
-}
-
-static void write_at(const char *root, const char *rel, const char *text) {
-        char path[512];
-
-        snprintf(path, sizeof(path), "%s/%s", root, rel);
-        write_file(path, text);
-}
-
-static void mkdirs(const char *root, const char *rel) {
-        char path[512];
-
-        snprintf(path, sizeof(path), "%s/%s", root, rel);
-        for (char *s = path + strlen(root) + 1; *s; s++)
-                if (*s == '/') {
-                        *s = '\0';
-                        mkdir(path, 0755);
-                        *s = '/';
-                }
-        mkdir(path, 0755);
-}
-
 static void fake_sys(void) {
-        mkdirs(sys_root, "devices/system/node/node0");
-        mkdirs(sys_root, "devices/system/node/node1");
-        mkdirs(sys_root, "devices/system/cpu");
-        write_at(sys_root, "devices/system/cpu/online", "0-1\n");
-        write_at(sys_root, "devices/system/node/online", "0-1\n");
-        write_at(sys_root, "devices/system/node/has_memory", "0-1\n");
-        write_at(sys_root, "devices/system/node/has_cpu", "0-1\n");
+        tmptree_write_at(sys_root, "devices/system/cpu/online", "0-1\n");
+        tmptree_write_at(sys_root, "devices/system/node/online", "0-1\n");
+        tmptree_write_at(sys_root, "devices/system/node/has_memory", "0-1\n");
+        tmptree_write_at(sys_root, "devices/system/node/has_cpu", "0-1\n");
         for (int n = 0; n < 2; n++) {
                 char rel[128], text[256];
 
                 snprintf(rel, sizeof(rel), "devices/system/node/node%d/cpulist", n);
                 snprintf(text, sizeof(text), "%d\n", n);
-                write_at(sys_root, rel, text);
+                tmptree_write_at(sys_root, rel, text);
                 snprintf(rel, sizeof(rel), "devices/system/node/node%d/distance", n);
-                write_at(sys_root, rel, n == 0 ? "10 20\n" : "20 10\n");
+                tmptree_write_at(sys_root, rel, n == 0 ? "10 20\n" : "20 10\n");
                 snprintf(rel, sizeof(rel), "devices/system/node/node%d/meminfo", n);
                 snprintf(text, sizeof(text), "Node %d MemTotal: 1048576 kB\nNode %d MemFree: 917504 kB\n", n, n);
-                write_at(sys_root, rel, text);
+                tmptree_write_at(sys_root, rel, text);
         }
 }
 
@@ -122,7 +94,7 @@ static void fake_stat(const char *rel, pid_t pid, pid_t tid, int cpu) {
                  "%d (t) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %" PRIu64
                  " 1000 10 18446744073709551615 1 2 3 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0 4 5 6 7 8 9 10 0\n",
                  tid ? tid : pid, st.starttime, cpu);
-        write_at(proc_root, rel, text);
+        tmptree_write_at(proc_root, rel, text);
 }
 
 /* Writes the fake /proc: the process, its two threads (thread 0 busy, last on CPU 1,
@@ -134,17 +106,17 @@ static void fake_busy_process(pid_t pid) {
         char rel[256], text[256];
 
         snprintf(rel, sizeof(rel), "%d/task/%d", pid, pid);
-        mkdirs(proc_root, rel);
+        tmptree_mkdirs_at(proc_root, rel);
         snprintf(rel, sizeof(rel), "%d/stat", pid);
         fake_stat(rel, pid, 0, 0);
         snprintf(rel, sizeof(rel), "%d/task/%d/stat", pid, pid);
         fake_stat(rel, pid, pid, 0);
         snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", pid, pid);
         snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", daemon_runtime_ns);
-        write_at(proc_root, rel, text);
+        tmptree_write_at(proc_root, rel, text);
         snprintf(rel, sizeof(rel), "%d/task/%d/status", pid, pid);
         snprintf(text, sizeof(text), "Name:\tt\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t0\n", pid, pid);
-        write_at(proc_root, rel, text);
+        tmptree_write_at(proc_root, rel, text);
 }
 
 static int cpus_of(pid_t tid);
@@ -155,20 +127,20 @@ static void fake_kid(const struct kid *kd) {
         char rel[256], text[256];
 
         snprintf(rel, sizeof(rel), "%d/task/%d", pid, pid);
-        mkdirs(proc_root, rel);
+        tmptree_mkdirs_at(proc_root, rel);
         snprintf(rel, sizeof(rel), "%d/stat", pid);
         fake_stat(rel, pid, 0, 0);
         snprintf(rel, sizeof(rel), "%d/cgroup", pid);
-        write_at(proc_root, rel, kd->cgroup_line);
+        tmptree_write_at(proc_root, rel, kd->cgroup_line);
         snprintf(rel, sizeof(rel), "%d/task/%d/stat", pid, pid);
         fake_stat(rel, pid, pid, 0);
         snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", pid, pid);
         snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", runtime_ns);
-        write_at(proc_root, rel, text);
+        tmptree_write_at(proc_root, rel, text);
         snprintf(rel, sizeof(rel), "%d/task/%d/status", pid, pid);
         snprintf(text, sizeof(text), "Name:\tt\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t%s\n", pid, pid,
                  m == 1 ? "0" : m == 2 ? "1" : "0-1");
-        write_at(proc_root, rel, text);
+        tmptree_write_at(proc_root, rel, text);
 }
 
 static void fake_proc(void) {
@@ -177,28 +149,28 @@ static void fake_proc(void) {
         size_t o;
 
         snprintf(rel, sizeof(rel), "%d/task", pid);
-        mkdirs(proc_root, rel);
+        tmptree_mkdirs_at(proc_root, rel);
         snprintf(rel, sizeof(rel), "%d/stat", pid);
         fake_stat(rel, pid, 0, 0);
         snprintf(rel, sizeof(rel), "%d/cgroup", pid);
-        write_at(proc_root, rel, cgroup_line);
+        tmptree_write_at(proc_root, rel, cgroup_line);
         for (int i = 0; i < 2; i++) {
                 snprintf(rel, sizeof(rel), "%d/task/%d", pid, tids[i]);
-                mkdirs(proc_root, rel);
+                tmptree_mkdirs_at(proc_root, rel);
                 snprintf(rel, sizeof(rel), "%d/task/%d/stat", pid, tids[i]);
                 fake_stat(rel, pid, tids[i], 1 - i);
                 snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", pid, tids[i]);
                 snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", i == 0 ? runtime_ns : 0);
-                write_at(proc_root, rel, text);
+                tmptree_write_at(proc_root, rel, text);
                 snprintf(rel, sizeof(rel), "%d/task/%d/status", pid, tids[i]);
                 snprintf(text, sizeof(text), "Name:\tt\nTgid:\t%d\nPid:\t%d\nCpus_allowed_list:\t0-1\n", pid, tids[i]);
-                write_at(proc_root, rel, text);
+                tmptree_write_at(proc_root, rel, text);
         }
         /* Both CPUs idle (all of their ticks idle), or CPU 0 busy. */
         snprintf(text, sizeof(text), "cpu  0 0 0 %" PRIu64 " 0 0 0 0 0 0\ncpu0 %" PRIu64 " 0 0 %" PRIu64
                  " 0 0 0 0 0 0\ncpu1 0 0 0 %" PRIu64 " 0 0 0 0 0 0\n", 2 * stat_ticks, cpu0_busy ? stat_ticks : 0,
                  cpu0_busy ? 0 : stat_ticks, stat_ticks);
-        write_at(proc_root, "stat", text);
+        tmptree_write_at(proc_root, "stat", text);
         if (fake_daemon)
                 fake_busy_process(fake_daemon);
         o = (size_t) snprintf(text, sizeof(text), "%d\n", (int) pid);
@@ -206,7 +178,7 @@ static void fake_proc(void) {
                 fake_kid(&kids[k]);
                 o += (size_t) snprintf(text + o, sizeof(text) - o, "%d\n", (int) kids[k].pid);
         }
-        write_at(cg_root, "x/cgroup.procs", text);
+        tmptree_write_at(cg_root, "x/cgroup.procs", text);
 }
 
 /* A window: thread 0 busy (far more run time than wall time passes), no other
@@ -323,7 +295,6 @@ TEST(placed_on_the_node_of_stuck_memory) {
         CHECK_INT(placer_counters(pl)->undone[PLACER_UNDO_OPT_OUT], 2);
         CHECK_INT(placer_counters(pl)->placements_undone, 1);
         CHECK_INT(placer_threads_held(pl), 0);
-        cg.mode = CG_MODE_PLACE;
         placer_free(pl);
 }
 
@@ -349,8 +320,6 @@ TEST(not_placed_after_leaving_the_cgroup) {
         CHECK(both(1));
         placer_stop(pl);
         placer_free(pl);
-        placer_proc_free(rec.place);
-        rec.place = NULL;
 }
 
 TEST(crash_recovered_by_the_next_start) {
@@ -366,8 +335,6 @@ TEST(crash_recovered_by_the_next_start) {
         CHECK_MSG(both(3), "not recovered at start: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
         CHECK_INT(placer_counters(next)->undone[PLACER_UNDO_RECOVERED], 2);
         placer_free(next);
-        placer_proc_free(rec.place);
-        rec.place = NULL;
 }
 
 TEST(clean_stop_gives_back) {
@@ -387,8 +354,6 @@ TEST(clean_stop_gives_back) {
         CHECK_MSG(both(3), "narrowed again after the stop: %#x %#x", cpus_of(tids[0]), cpus_of(tids[1]));
         CHECK_INT(placer_counters(pl)->placements, 1);
         placer_free(pl);
-        placer_proc_free(rec.place);
-        rec.place = NULL;
 }
 
 TEST(advise_places_nothing) {
@@ -403,9 +368,6 @@ TEST(advise_places_nothing) {
         CHECK_INT(placer_counters(pl)->would_place, 1);
         CHECK_INT(placer_counters(pl)->placements, 0);
         placer_free(pl);
-        placer_proc_free(rec.place);
-        rec.place = NULL;
-        cg.mode = CG_MODE_PLACE;
 }
 
 static void set_cpus(pid_t tid, int mask) {
@@ -452,11 +414,7 @@ TEST(children_followed_and_given_back_at_opt_out) {
         CHECK_INT(cpus_of(before), 1);
         CHECK_INT(placer_counters(pl)->undone[PLACER_UNDO_OPT_OUT], 3);
         CHECK_INT(placer_threads_held(pl), 0);
-        cg.mode = CG_MODE_PLACE;
-        kill_kids();
         placer_free(pl);
-        placer_proc_free(rec.place);
-        rec.place = NULL;
 }
 
 /* The child is a process of the round itself (its own record, busy): its inherited
@@ -510,15 +468,8 @@ TEST(child_of_an_exited_parent_given_back) {
         }
         CHECK_MSG(cpus_of(child) == 3, "the child not given back on opt-out: %#x", cpus_of(child));
         CHECK_INT(placer_threads_held(pl), 0);
-        cg.mode = CG_MODE_PLACE;
-        rec.exited = false;
-        set_cpus(tids[0], 3);
-        set_cpus(tids[1], 3);
-        kill_kids();
         placer_free(pl);
-        placer_proc_free(rec.place);
         placer_proc_free(crec.place);
-        rec.place = NULL;
 }
 
 /* A followed child gets its original back at a clean stop, and at the next start after
@@ -552,10 +503,7 @@ TEST(children_given_back_at_stop_and_after_a_crash) {
         placer_stop(next);
         CHECK_MSG(cpus_of(child) == 3, "the child not given back at stop: %#x", cpus_of(child));
         CHECK(both(3));
-        kill_kids();
         placer_free(next);
-        placer_proc_free(rec.place);
-        rec.place = NULL;
 }
 
 /* CPU 0 (node 0, where the memory is stuck) is busy all the time. When all of that is
@@ -587,11 +535,6 @@ TEST(own_load_not_counted) {
         CHECK_INT(rec.place->placed, 0);
         placer_stop(pl);
         placer_free(pl);
-        placer_proc_free(rec.place);
-        rec.place = NULL;
-        cpu0_busy = false;
-        fake_daemon = self_pid = 0;
-        daemon_step_ns = 0;
 }
 
 /* This thread's sched_setaffinity() fails with EPERM from now on (seccomp), as the
@@ -682,7 +625,44 @@ TEST(refused_backs_off) {
         if (WEXITSTATUS(status) == 77)
                 TEST_SKIP("no seccomp filter here");
         CHECK_INT(WEXITSTATUS(status), 0);
+}
+
+/* The record of this process as a scan leaves it: unplaced. */
+static uint64_t self_starttime;
+
+static void fresh_rec(void) {
+        rec = (struct proc_rec) {
+                .pid = getpid(), .starttime = self_starttime, .pidfd = -1, .cg = &cg, .scans = 1,
+                .node_bytes = node_bytes, .stuck_away = stuck_away, .hot_node = -1, .target_node = -1,
+        };
+        strcpy(rec.comm, "test-placer");
+}
+
+/* Before each case: the state every case starts from, whatever ran before it. The
+ * cgroup, its rule and the process's cgroup line say place; no record placed, no
+ * state file, no child, no daemon load, CPU 0 idle, the clocks at 0; both threads on
+ * both CPUs; the fake /proc written anew. */
+static void case_start(void) {
+        tick = runtime_ns = stat_ticks = daemon_runtime_ns = daemon_step_ns = 0;
+        cpu0_busy = false;
+        fake_daemon = self_pid = 0;
+        cgroup_line = "0::/x\n";
+        cg.mode = rules[0].mode = CG_MODE_PLACE;
+        fresh_rec();
+        n_kids = 0;
+        set_cpus(tids[0], 3);
+        set_cpus(tids[1], 3);
+        tmptree_remove(run_dir);
+        tmptree_remove(proc_root);
+        tmptree_mkdirs(proc_root);
         fake_proc();
+}
+
+/* After each case, a failed one too: its children gone, its placement freed. */
+static void case_end(void) {
+        kill_kids();
+        placer_proc_free(rec.place);
+        rec.place = NULL;
 }
 
 static int intro(void) {
@@ -693,17 +673,14 @@ static int intro(void) {
                 printf("SKIP: needs CPUs 0 and 1\n");
                 return 77;
         }
-        if (!mkdtemp(tmpdir))
-                abort();
+        if (tmptree_new(tmpdir, sizeof(tmpdir), "test-placer") < 0)
+                return 1;
         snprintf(proc_root, sizeof(proc_root), "%s/proc", tmpdir);
         snprintf(sys_root, sizeof(sys_root), "%s/sys", tmpdir);
         snprintf(cg_root, sizeof(cg_root), "%s/cg", tmpdir);
+        snprintf(run_dir, sizeof(run_dir), "%s/run", tmpdir);
         snprintf(state, sizeof(state), "%s/run/affinity", tmpdir);
-        mkdir(proc_root, 0755);
-        mkdir(sys_root, 0755);
-        mkdir(cg_root, 0755);
-        mkdirs(cg_root, "x");
-        write_at(cg_root, "x/cpuset.cpus.effective", "0-1\n");
+        tmptree_write_at(cg_root, "x/cpuset.cpus.effective", "0-1\n");
         fake_sys();
         if (topology_read(sys_root, &topo) < 0)
                 abort();
@@ -713,15 +690,10 @@ static int intro(void) {
                 usleep(1000);
         if (proc_read_stat("/proc", getpid(), &st) < 0)
                 abort();
-        rec = (struct proc_rec) {
-                .pid = getpid(), .starttime = st.starttime, .pidfd = -1, .cg = &cg, .scans = 1,
-                .node_bytes = node_bytes, .stuck_away = stuck_away, .hot_node = -1, .target_node = -1,
-        };
-        strcpy(rec.comm, "test-placer");
+        self_starttime = st.starttime;
         cfg.place_hold_ms = 60000;
         cfg.place_thread_cost_kb = 16384;
         cfg.scan_min_ms = 1000;
-        fake_proc();
         return 0;
 }
 
@@ -730,6 +702,7 @@ static void outro(void) {
         for (int i = 0; i < 2; i++)
                 pthread_join(threads[i], NULL);
         topology_free(topo);
+        tmptree_remove(tmpdir);
 }
 
-DEFINE_TEST_MAIN_FULL(intro, outro)
+DEFINE_TEST_MAIN_EACH(intro, outro, case_start, case_end)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "proc-records.h"
 #include "test.h"
+#include "tmptree.h"
 
 static char tmpdir[] = "/tmp/test-proc-records-XXXXXX";
 static char proc_root[256];
@@ -203,11 +204,7 @@ static int intro(void) {
 }
 
 static void outro(void) {
-        char cmd[512];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-                fprintf(stderr, "could not remove %s\n", tmpdir);
+        tmptree_remove(tmpdir);
 }
 
 DEFINE_TEST_MAIN_FULL(intro, outro)

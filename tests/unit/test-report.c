@@ -25,6 +25,7 @@
 #include "report.h"
 #include "control-request.h"
 #include "test.h"
+#include "tmptree.h"
 
 static char tmpdir[] = "/tmp/test-report-XXXXXX";
 /* The state every case reports on, made by intro(), and the view of it. */
@@ -41,32 +42,13 @@ static struct {
 } state;
 static struct manager_view mgr;
 
-static void write_file(const char *dir, const char *name, const char *text) {
-        char path[4096];
-        FILE *f;
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        f = fopen(path, "w");
-        if (!f) {
-                perror(path);
-                abort();
-        }
-        fputs(text, f);
-        fclose(f);
-}
-
+/* The stored fixture tests/data/proc/FIXTURE as dir/name. */
 static void copy_fixture(const char *dir, const char *name, const char *fixture) {
-        char path[4096], *text = NULL;
-        size_t len = 0;
-        FILE *f;
-        snprintf(path, sizeof(path), "%s/proc/%s", TEST_DATA_DIR, fixture);
-        f = fopen(path, "r");
-        if (!f || getdelim(&text, &len, 0, f) < 0) {
-                perror(path);
-                abort();
-        }
-        fclose(f);
-        write_file(dir, name, text);
-        free(text);
+        char from[4096], to[4096 + 64];
+
+        snprintf(from, sizeof(from), "%s/proc/%s", TEST_DATA_DIR, fixture);
+        snprintf(to, sizeof(to), "%s/%s", dir, name);
+        tmptree_copy(from, to);
 }
 
 /* A fake process under <tmp>/proc/PID with the fixture's stat/status and a cgroup file. */
@@ -79,7 +61,7 @@ static void fake_proc(int pid, const char *fixture, const char *cgroup_line) {
         copy_fixture(dir, "stat", stat_name);
         copy_fixture(dir, "status", status_name);
         if (cgroup_line)
-                write_file(dir, "cgroup", cgroup_line);
+                tmptree_write_at(dir, "cgroup", cgroup_line);
 }
 
 /* The user the cases ask as: uid 1000 when the test runs as root (it can give files
@@ -353,7 +335,7 @@ TEST(status_kernel_numa_balancing) {
         CHECK(jv_is_null(jv_get(d, "kernel_numa_balancing")) && jv_get(d, "kernel_numa_balancing"));
         jv_free(d);
 
-        write_file(tmpdir, "proc/sys/kernel/numa_balancing", "3\n");
+        tmptree_write_at(tmpdir, "proc/sys/kernel/numa_balancing", "3\n");
         d = doc(report_status, &mgr, 1000);
         CHECK_INT(jv_u64(jv_get(d, "kernel_numa_balancing"), 99), 3);
         jv_free(d);
@@ -1038,11 +1020,7 @@ static int intro(void) {
 
 /* What build() allocated (the records themselves are static), and tmpdir. */
 static void outro(void) {
-        char cmd[8192];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-                fprintf(stderr, "could not remove %s\n", tmpdir);
+        tmptree_remove(tmpdir);
         config_done(&state.cfg);
         free(state.proc_root);
         topology_free(state.topo);

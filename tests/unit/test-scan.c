@@ -16,6 +16,7 @@
 #include "proc-records.h"
 #include "scan.h"
 #include "test.h"
+#include "tmptree.h"
 #include "topology.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -83,21 +84,12 @@ static void fixture_done(struct fixture *f) {
 /* <tmpdir>/cg/app.slice/<name> (the cgroup of the fixture) holding text; NULL: none. */
 static void put_cgroup_file(const char *name, const char *text) {
         char path[512];
-        FILE *out;
 
         snprintf(path, sizeof(path), "%s/cg/app.slice/%s", tmpdir, name);
-        if (!text) {
+        if (!text)
                 unlink(path);
-                return;
-        }
-        out = fopen(path, "w");
-        if (!out) {
-                TEST_FAIL("open %s: %m", path);
-                return;
-        }
-        fputs(text, out);
-        if (fclose(out) != 0)
-                TEST_FAIL("write %s: %m", path);
+        else
+                (void) tmptree_write(path, text);
 }
 
 /* Renames <proc_root>/<pid>/<name> to <name>.away (away) or back (!away). */
@@ -175,14 +167,13 @@ TEST(a_threads_cpuset_is_obeyed) {
                 CHECK(nodemask_test(&f.p.mems_allowed, 0) == !threaded);
                 scan_done(&s);
                 fixture_done(&f);
-                snprintf(cmd, sizeof(cmd), "echo domain > '%s/app.slice/cgroup.type'", cgroup_root);
-                if (system(cmd) != 0)
-                        TEST_FAIL("cannot write cgroup.type");
+                tmptree_write_at(cgroup_root, "app.slice/cgroup.type", "domain\n");
         }
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s/3001/task/3001/status' '%s/3001/task/3003/status'", cgroup_root,
-                 proc_root, proc_root);
-        if (system(cmd) != 0)
-                TEST_FAIL("cannot clean up");
+        tmptree_remove(cgroup_root);
+        snprintf(cmd, sizeof(cmd), "%s/3001/task/3001/status", proc_root);
+        tmptree_remove(cmd);
+        snprintf(cmd, sizeof(cmd), "%s/3001/task/3003/status", proc_root);
+        tmptree_remove(cmd);
 }
 
 /* 3002: memory on node 0 (16 MiB private, 4156 pages with libc's), its threads on
@@ -594,12 +585,8 @@ static int intro(void) {
 }
 
 static void outro(void) {
-        char cmd[512];
-
         topology_free(topo);
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-                fprintf(stderr, "could not remove %s\n", tmpdir);
+        tmptree_remove(tmpdir);
 }
 
 DEFINE_TEST_MAIN_FULL(intro, outro)

@@ -14,6 +14,7 @@
 #include "migrator.h"
 #include "service-cpus.h"
 #include "test.h"
+#include "tmptree.h"
 
 static char tmpdir[] = "/tmp/test-service-cpus-XXXXXX";
 static char sys_online[256], sys_offline[256];
@@ -36,21 +37,7 @@ static bool check_with(struct service_pins *s, const char *sys_root, struct migr
 }
 
 static void write_online(const char *root, const char *text) {
-        char path[512];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/devices", root);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/devices/system", root);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/devices/system/cpu", root);
-        mkdir(path, 0755);
-        snprintf(path, sizeof(path), "%s/devices/system/cpu/online", root);
-        f = fopen(path, "w");
-        if (!f)
-                abort();
-        fputs(text, f);
-        fclose(f);
+        tmptree_write_at(root, "devices/system/cpu/online", text);
 }
 
 TEST(resolve_against_online_and_allowed) {
@@ -324,11 +311,7 @@ static int intro(void) {
 }
 
 static void outro(void) {
-        char cmd[512];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-                fprintf(stderr, "could not remove %s\n", tmpdir);
+        tmptree_remove(tmpdir);
 }
 
 /* The check knows a pool only by what it is handed: pinned where it belongs, it is

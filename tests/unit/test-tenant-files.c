@@ -14,20 +14,11 @@
 #include "tenant-files.h"
 #include "tenant-reader.h"
 #include "test.h"
+#include "tmptree.h"
 
 static char root[] = "/tmp/test-tenant-reader-XXXXXX";
 
 static const char numa_maps_line[] = "7f0000000000 default anon=4 dirty=4 active=0 N0=4 kernelpagesize_kB=4\n";
-
-static void put(const char *rel, const char *text) {
-        char p[256];
-        FILE *f;
-
-        snprintf(p, sizeof(p), "%s/%s", root, rel);
-        f = fopen(p, "w");
-        fputs(text, f);
-        fclose(f);
-}
 
 static int intro(void) {
         char p[256];
@@ -43,16 +34,13 @@ static int intro(void) {
         mkfifo(p, 0600);
         snprintf(p, sizeof(p), "%s/101/numa_maps", root);
         mkfifo(p, 0600);
-        put("102/numa_maps", numa_maps_line);
-        put("102/maps", "7f0000000000-7f0000004000 rw-p 00000000 00:00 0\n");
+        tmptree_write_at(root, "102/numa_maps", numa_maps_line);
+        tmptree_write_at(root, "102/maps", "7f0000000000-7f0000004000 rw-p 00000000 00:00 0\n");
         return 0;
 }
 
 static void outro(void) {
-        char cmd[300];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-        (void) system(cmd);
+        tmptree_remove(root);
 }
 
 /* Lets a FIFO's reader go: open for writing (meets the waiting open) and close. */

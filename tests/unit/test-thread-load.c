@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "proc.h"
 #include "test.h"
+#include "tmptree.h"
 #include "thread-load.h"
 #include "topology.h"
 
@@ -25,13 +26,6 @@ static char proc_root[256];
 static struct topology *topo;
 
 #define MS (UINT64_C(1000000))
-
-static void write_file(const char *path, const char *text) {
-        FILE *f = fopen(path, "w");
-
-        if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-                abort();
-}
 
 /* Thread tid of pid: comm, start time, last CPU, run time (ns), Cpus_allowed_list. */
 static void fake_thread(int pid, int tid, const char *comm, uint64_t starttime, int cpu, uint64_t runtime_ns,
@@ -49,17 +43,17 @@ static void fake_thread(int pid, int tid, const char *comm, uint64_t starttime, 
                  "%d (%s) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %" PRIu64
                  " 1000 10 18446744073709551615 1 2 3 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0 4 5 6 7 8 9 10 0\n",
                  tid, comm, starttime, cpu);
-        write_file(path, text);
+        tmptree_write(path, text);
         snprintf(path, sizeof(path), "%s/%d/task/%d/schedstat", proc_root, pid, tid);
         snprintf(text, sizeof(text), "%" PRIu64 " 5000 12\n", runtime_ns);
-        write_file(path, text);
+        tmptree_write(path, text);
         snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc_root, pid, tid);
         snprintf(text, sizeof(text),
                  "Name:\t%s\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nPPid:\t1\n"
                  "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nThreads:\t2\nCpus_allowed_list:\t%s\n"
                  "Mems_allowed_list:\t0-1\n",
                  comm, pid, tid, cpus);
-        write_file(path, text);
+        tmptree_write(path, text);
 }
 
 static void remove_thread(int pid, int tid) {
@@ -181,7 +175,7 @@ TEST(bad_stat_fails) {
         fake_thread(400, 400, "t", 1, 0, MS, "0-3");
         CHECK_INT(thread_load_read_at(proc_root, 400, topo, &tl, 4, 1000 * MS), 0);
         snprintf(path, sizeof(path), "%s/400/task/400/stat", proc_root);
-        write_file(path, "400 no parenthesis\n");
+        tmptree_write(path, "400 no parenthesis\n");
         CHECK_INT(thread_load_read_at(proc_root, 400, topo, &tl, 4, 2000 * MS), -EINVAL);
         CHECK(tl.n_threads == 1 && tl.read_ns == 1000 * MS);
         thread_load_done(&tl);
@@ -194,7 +188,7 @@ static void fake_stat(const char *cpu_lines) {
 
         snprintf(path, sizeof(path), "%s/stat", proc_root);
         snprintf(text, sizeof(text), "cpu  1 2 3 4 5 6 7 8 0 0\n%sintr 12345 0 0 1\nctxt 999\nbtime 1\n", cpu_lines);
-        write_file(path, text);
+        tmptree_write(path, text);
 }
 
 TEST(cpu_load_per_node) {
@@ -370,12 +364,8 @@ static int intro(void) {
 }
 
 static void outro(void) {
-        char cmd[512];
-
         topology_free(topo);
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-                fprintf(stderr, "could not remove %s\n", tmpdir);
+        tmptree_remove(tmpdir);
 }
 
 DEFINE_TEST_MAIN_FULL(intro, outro)

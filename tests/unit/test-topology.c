@@ -8,11 +8,11 @@
  * directory from the sparse one with one file changed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include "test.h"
+#include "tmptree.h"
 #include "topology.h"
 
 static struct topology *load(const char *name) {
@@ -253,27 +253,6 @@ static const struct file sparse_files[] = {
           "Node 2 MemTotal:              0 kB\nNode 2 MemFree:               0 kB\n" },
 };
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(p);
-}
-
-static int write_file(const char *root, const char *path, const char *content) {
-        char p[PATH_MAX];
-        FILE *f;
-
-        snprintf(p, sizeof(p), "%s/%s", root, path);
-        for (char *s = p + strlen(root) + 1; (s = strchr(s, '/')); s++) {
-                *s = 0;
-                mkdir(p, 0755);
-                *s = '/';
-        }
-        f = fopen(p, "we");
-        if (!f)
-                return -errno;
-        fputs(content, f);
-        return fclose(f) == 0 ? 0 : -errno;
-}
-
 /* Builds the sparse tree with `path` replaced by `content` (NULL: left out) and
  * returns topology_read's result on it. */
 static int read_variant(const char *path, const char *content, struct topology **ret) {
@@ -286,11 +265,11 @@ static int read_variant(const char *path, const char *content, struct topology *
                 const char *c = sparse_files[i].content;
                 if (strcmp(sparse_files[i].path, path) == 0)
                         c = content;
-                if (c && write_file(root, sparse_files[i].path, c) < 0)
-                        fprintf(stderr, "cannot write %s/%s\n", root, sparse_files[i].path);
+                if (c)
+                        tmptree_write_at(root, sparse_files[i].path, c);
         }
         r = topology_read(root, ret);
-        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        tmptree_remove(root);
         return r;
 }
 
@@ -302,13 +281,11 @@ static int read_with(const struct file *extra, size_t n, struct topology **ret) 
         if (!mkdtemp(root))
                 return -errno;
         for (size_t i = 0; i < ELEMENTSOF(sparse_files); i++)
-                if (write_file(root, sparse_files[i].path, sparse_files[i].content) < 0)
-                        fprintf(stderr, "cannot write %s/%s\n", root, sparse_files[i].path);
+                tmptree_write_at(root, sparse_files[i].path, sparse_files[i].content);
         for (size_t i = 0; i < n; i++)
-                if (write_file(root, extra[i].path, extra[i].content) < 0)
-                        fprintf(stderr, "cannot write %s/%s\n", root, extra[i].path);
+                tmptree_write_at(root, extra[i].path, extra[i].content);
         r = topology_read(root, ret);
-        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        tmptree_remove(root);
         return r;
 }
 
@@ -422,45 +399,45 @@ TEST(refresh_free) {
                 return;
         }
         for (size_t i = 0; i < ELEMENTSOF(sparse_files); i++)
-                write_file(root, sparse_files[i].path, sparse_files[i].content);
+                tmptree_write_at(root, sparse_files[i].path, sparse_files[i].content);
         CHECK_INT(topology_read(root, &t), 0);
         if (t) {
                 CHECK_INT(t->nodes[0].mem_free_kb, 989148);
 
                 /* Only MemFree is taken; a changed distance file is not re-read. */
-                write_file(root, "devices/system/node/node0/meminfo",
+                tmptree_write_at(root, "devices/system/node/node0/meminfo",
                            "Node 0 MemTotal:        2000000 kB\nNode 0 MemFree:          123456 kB\n");
-                write_file(root, "devices/system/node/node0/distance", "10 30\n");
+                tmptree_write_at(root, "devices/system/node/node0/distance", "10 30\n");
                 CHECK_INT(topology_refresh_free(t, root), 0);
                 CHECK_INT(t->nodes[0].mem_free_kb, 123456);
                 CHECK_INT(t->nodes[0].mem_total_kb, 1030480);
                 CHECK_INT(topology_distance(t, 0, 2), 20);
 
                 /* Free huge pages are read again too. */
-                write_file(root, "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages", "3\n");
+                tmptree_write_at(root, "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages", "3\n");
                 topology_free(t);
                 t = NULL;
                 CHECK_INT(topology_read(root, &t), 0);
                 CHECK_INT(t->nodes[0].n_huge, 1);
-                write_file(root, "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages", "1\n");
+                tmptree_write_at(root, "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages", "1\n");
                 CHECK_INT(topology_refresh_free(t, root), 0);
                 CHECK_INT(t->nodes[0].huge[0].free, 1);
 
                 /* A bad file leaves every node's value as it was. */
-                write_file(root, "devices/system/node/node0/meminfo",
+                tmptree_write_at(root, "devices/system/node/node0/meminfo",
                            "Node 0 MemTotal:        2000000 kB\nNode 0 MemFree:          777 kB\n");
-                write_file(root, "devices/system/node/node2/meminfo", "garbage\n");
+                tmptree_write_at(root, "devices/system/node/node2/meminfo", "garbage\n");
                 CHECK_INT(topology_refresh_free(t, root), -EINVAL);
                 CHECK_INT(t->nodes[0].mem_free_kb, 123456);
-                write_file(root, "devices/system/node/node2/meminfo",
+                tmptree_write_at(root, "devices/system/node/node2/meminfo",
                            "Node 2 MemTotal:              0 kB\nNode 2 MemFree:               0 kB\n");
-                write_file(root, "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages", "x\n");
+                tmptree_write_at(root, "devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages", "x\n");
                 CHECK_INT(topology_refresh_free(t, root), -EINVAL);
                 CHECK_INT(t->nodes[0].huge[0].free, 1);
                 CHECK_INT(t->nodes[0].mem_free_kb, 123456);
                 topology_free(t);
         }
-        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        tmptree_remove(root);
 }
 
 DEFINE_TEST_MAIN()

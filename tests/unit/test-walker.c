@@ -2,10 +2,10 @@
 /* The cgroup walker (daemon/walker.h) on a temporary tree: it publishes what
  * cgroup_select() finds, again after a change of the tree or of the rules, nothing
  * walked with rules that were replaced meanwhile, and nothing when it runs out of
- * descriptors (the last selection stays). Its thread runs at nice WALKER_NICE. */
+ * descriptors (the last selection stays). Its thread runs at nice WALKER_NICE. Each
+ * case has a tree of its own, /a and /b in it (fresh_tree()). */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +16,9 @@
 #include <unistd.h>
 #include "walker.h"
 #include "test.h"
+#include "tmptree.h"
 
 static char root[256];
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
-        return remove(p);
-}
 
 static void mk(const char *rel) {
         char p[512];
@@ -79,11 +76,6 @@ TEST(publishes_walks_and_follows_rules) {
         struct cgroup_selection s = {};
         struct walker *w = NULL;
 
-        snprintf(root, sizeof(root), "/tmp/test-walker.XXXXXX");
-        if (!mkdtemp(root))
-                abort();
-        mk("/a");
-        mk("/b");
         CHECK_INT(walker_new(root, &a, 1, 20, &w), 0);
         if (!w)
                 return;
@@ -145,11 +137,6 @@ TEST(walk_time_handed_over_with_each_selection) {
         CHECK(walker_walks(w) >= walks + 1);
         cgroup_selection_done(&s);
         walker_free(w);
-        for (int i = 0; i < 100; i++) {
-                char p[300];
-                snprintf(p, sizeof(p), "%s/o%d", root, i);
-                rmdir(p);
-        }
 }
 
 static unsigned n_invalid_lines, n_count_lines, n_truncated_lines, n_short_lines;
@@ -242,7 +229,18 @@ TEST(nothing_published_without_descriptors) {
         CHECK(next_selection(w, &s) && has(&s, "/a"));
         cgroup_selection_done(&s);
         walker_free(w);
-        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-DEFINE_TEST_MAIN()
+/* Before each case: a tree of its own with /a and /b; after it, gone. */
+static void fresh_tree(void) {
+        if (tmptree_new(root, sizeof(root), "test-walker") < 0)
+                abort();
+        mk("/a");
+        mk("/b");
+}
+
+static void remove_tree(void) {
+        tmptree_remove(root);
+}
+
+DEFINE_TEST_MAIN_EACH(NULL, NULL, fresh_tree, remove_tree)

@@ -20,7 +20,15 @@
  *   DEFINE_TEST_MAIN_FULL(intro, outro)
  *
  * intro() runs before the first case and returns 0 to go on, or the exit status to
- * end with at once (77: the whole file is skipped); outro() runs after the last. */
+ * end with at once (77: the whole file is skipped); outro() runs after the last.
+ * A file whose cases change a shared fixture gives each case a fresh one with
+ *
+ *   DEFINE_TEST_MAIN_EACH(intro, outro, before, after)
+ *
+ * before() runs before each case and after() after it, a failed or skipped one too
+ * (a check failing in either counts against the case). No case may depend on another
+ * having run: TEST_ORDER=reverse in the environment runs them last to first,
+ * TEST_ORDER=N (a number) in an order shuffled by N, said on the first line. */
 #pragma once
 #include <errno.h>
 #include <inttypes.h>
@@ -92,6 +100,9 @@ struct test_case {
         void (*fn)(void);
 };
 
+static void (*test_before_each)(void);  /* DEFINE_TEST_MAIN_EACH's, or NULL */
+static void (*test_after_each)(void);
+
 #define TEST_CASES_MAX 512
 static struct test_case test_cases[TEST_CASES_MAX];
 static unsigned test_n_cases;
@@ -120,18 +131,48 @@ static inline bool test_selected(int argc, char **argv, const char *name) {
         return false;
 }
 
+/* order[]: the cases' indexes as TEST_ORDER says (unset: as written). */
+static inline void test_order(unsigned *order) {
+        const char *o = getenv("TEST_ORDER");
+        unsigned long long seed;
+
+        for (unsigned i = 0; i < test_n_cases; i++)
+                order[i] = o && strcmp(o, "reverse") == 0 ? test_n_cases - 1 - i : i;
+        if (!o || !*o || strcmp(o, "reverse") == 0) {
+                if (o && *o)
+                        printf("order: reverse\n");
+                return;
+        }
+        seed = strtoull(o, NULL, 10);
+        printf("order: shuffled by %llu\n", seed);
+        for (unsigned i = test_n_cases; i > 1; i--) {
+                unsigned j, t;
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;  /* an LCG */
+                j = (unsigned) ((seed >> 33) % i);
+                t = order[i - 1];
+                order[i - 1] = order[j];
+                order[j] = t;
+        }
+}
+
 /* Runs the registered cases; see the top of this file. */
 static inline int test_run_all(int argc, char **argv) {
-        unsigned passed = 0, failed = 0, skipped = 0;
+        unsigned passed = 0, failed = 0, skipped = 0, order[TEST_CASES_MAX];
         unsigned long checks = 0;
 
-        for (unsigned i = 0; i < test_n_cases; i++) {
+        test_order(order);
+        for (unsigned k = 0; k < test_n_cases; k++) {
+                unsigned i = order[k];
                 if (!test_selected(argc, argv, test_cases[i].name))
                         continue;
                 test_failures = 0;
                 test_skipped = false;
                 test_checks = 0;
+                if (test_before_each)
+                        test_before_each();
                 test_cases[i].fn();
+                if (test_after_each)
+                        test_after_each();
                 checks += test_checks;
                 if (test_failures) {
                         printf("FAIL %s (%d check(s) failed)\n", test_cases[i].name, test_failures);
@@ -174,6 +215,28 @@ static inline int test_main(int argc, char **argv, int (*intro)(void), void (*ou
 
 #define DEFINE_TEST_MAIN_FULL(intro, outro)                                     \
         int main(int argc, char **argv) { return test_main(argc, argv, intro, outro); }
+
+#define DEFINE_TEST_MAIN_EACH(intro, outro, before, after)                      \
+        int main(int argc, char **argv) {                                       \
+                test_before_each = before;                                      \
+                test_after_each = after;                                        \
+                return test_main(argc, argv, intro, outro);                     \
+        }
+
+/* TEST_ASAN: built with AddressSanitizer (meson -Db_sanitize=address,...), whose
+ * allocator a test must not replace: a file that defines malloc() leaves it out then
+ * and skips the cases that need it. GCC says so with __SANITIZE_ADDRESS__, clang with
+ * __has_feature. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#ifndef TEST_ASAN
+#define TEST_ASAN 0
+#endif
 
 /* Directory of stored fixtures, passed by meson as TEST_DATA_DIR. */
 #ifndef TEST_DATA_DIR
