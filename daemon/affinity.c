@@ -570,6 +570,11 @@ int affinity_place(struct affinity_keeper *k, pid_t pid, uint64_t start_time, in
         }
         if (!p && !(p = affinity_store_add(&k->store, pid, start_time)))
                 return log_warning_errno(-ENOMEM, "Out of memory");
+        /* Placed before: a thread born since the last check carries our mask. It is
+         * adopted now, before record_known() below would take it for the
+         * application's own and keep our mask as its original for good. */
+        if (affinity_store_proc_held(p) > 0)
+                adopt_new(k, p, false, c);
         /* Each step is a thread of a record of p, planned once: no more than p has or
          * may have, and one more for the one plan_thread fills before it knows. */
         steps = calloc(MIN(n, MAX(k->store.max_proc, p->n)) + 1, sizeof(*steps));

@@ -825,6 +825,36 @@ TEST(thread_created_before_the_change_followed) {
         }
 }
 
+/* A thread created by a placed thread after its placement and before any check, its
+ * process then placed again: the round takes it for what it is (born with our mask,
+ * adopted with the donor's original), not for a thread the application had, and the
+ * undo gives it its original back. */
+TEST(thread_born_before_a_new_placement_adopted) {
+        struct affinity_keeper *k = affinity_keeper_new(state, "/proc");
+        struct affinity_counts c = {};
+        nb_cpumask node = one_cpu(cpu_a), on_b = one_cpu(cpu_b);
+        pid_t tid;
+        uint64_t start;
+
+        start_workers();
+        affinity_keeper_set_batched(k, true);
+        tid = w[0].tid;
+        start = w[0].start;
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, NULL, 1, &node, &c), 0);
+        CHECK_INT(affinity_commit(k), 0);
+        worker_tell(&w[0], CMD_SPAWN);
+        CHECK(w[0].child != NULL);
+        CHECK_MASK(w[0].child->tid, node);
+        CHECK_INT(affinity_place(k, getpid(), my_start, -1, &tid, &start, &node, 1, &on_b, &c), 0);
+        CHECK_INT(affinity_commit(k), 0);
+        c = (struct affinity_counts) {};
+        CHECK_INT(affinity_undo(k, getpid(), my_start, &c), 0);
+        CHECK_MSG(has_mask(w[0].child->tid, &all_cpus), "the thread born before the new placement kept our mask");
+        CHECK_MASK(w[0].tid, all_cpus);
+        stop_workers();
+        affinity_keeper_free(k);
+}
+
 /* A state file of format 2 (no previous mask), left by the daemon before an upgrade:
  * acted on, then written in format 3. */
 TEST(format_2_file_restored) {
