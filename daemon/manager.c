@@ -312,7 +312,7 @@ static void place_threads(struct manager *m, uint64_t now) {
 
 /* The tick's migration run (jobs.h): the workers' time is charged per job, and this
  * thread's part in proportion to it. Adds what it charged on this thread to ps->charged. */
-static int run_jobs(struct manager *m, struct pass *ps) {
+static int run_jobs(struct manager *m, struct pass *ps, bool early) {
         struct jobs_env env = {
                 .check = {
                         .cfg = &m->cfg,
@@ -334,16 +334,17 @@ static int run_jobs(struct manager *m, struct pass *ps) {
                 .pump_ns = &m->cost.pump_ns,
         };
 
-        return pass_run_jobs(ps, &env);
+        return early ? pass_run_jobs_early(ps, &env) : pass_run_jobs(ps, &env);
 }
 
 /* The jobs planned so far run as soon as the tick has spent PASS_JOBS_EARLY_NS reading
  * since it began or since the last ones ran, rather than after every cgroup: behind a
  * tenant's 10,000 cgroups, a process planned early waited 1.5 s for its moves in the
- * TCG guest. The free-memory floor holds across runs (reserved is the tick's). */
+ * TCG guest. The free-memory floor holds across runs (reserved is the tick's). The
+ * moves of processes in `place` cgroups wait for the placer's round (pass.h). */
 static void run_jobs_early(struct manager *m, struct pass *ps) {
         if (pass_jobs_due(ps, clock_now_ns(CLOCK_MONOTONIC)))
-                (void) run_jobs(m, ps);
+                (void) run_jobs(m, ps, true);
 }
 
 /* The cgroups of this tick, in path order: those of a fresh selection (their records
@@ -594,7 +595,7 @@ int manager_tick(struct manager *m) {
                 walker_log_short(&m->tree_log, m->cfg.cgroup_root, 0);
 
         place_threads(m, now);
-        r = run_jobs(m, &ps);
+        r = run_jobs(m, &ps, false);
         pass_done(&ps);
         forget_departed(m);
         damon_sync_procs(m->damon, &m->procs, m->counters.tick, &m->service.online, now);
@@ -671,7 +672,7 @@ static void on_react_end(void *userdata, void *pass, uint64_t now) {
         struct pass *ps = pass;
 
         ps->now = now;
-        (void) run_jobs(userdata, ps);
+        (void) run_jobs(userdata, ps, false);
         pass_done(ps);
         free(ps);
 }

@@ -3,8 +3,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
+#include "cg-mode.h"
 #include "clock.h"
 #include "pass.h"
+#include "placer.h"
 #include "plan.h"
 
 void pass_logs_init(struct pass_logs *l) {
@@ -119,16 +122,52 @@ bool pass_jobs_due(const struct pass *ps, uint64_t now_ns) {
         return ps->scans.moves && now_ns >= ps->jobs_ran_ns + PASS_JOBS_EARLY_NS;
 }
 
-int pass_run_jobs(struct pass *ps, const struct jobs_env *env) {
+/* Runs the jobs of the first k scans, forgets them and keeps the rest in order. */
+static int run_first(struct pass *ps, const struct jobs_env *env, size_t k) {
+        struct pass_scans *s = &ps->scans;
         uint64_t main_ns = 0;
         int r;
 
-        if (ps->scans.n == 0)
+        if (k == 0)
                 return 0;       /* nothing planned: no run */
-        jobs_keep_placed_targets(ps->env.topo, ps->scans.v, ps->scans.n);
-        r = jobs_run(env, ps->scans.v, ps->scans.n, ps->now, &main_ns);
+        jobs_keep_placed_targets(ps->env.topo, s->v, k);
+        r = jobs_run(env, s->v, k, ps->now, &main_ns);
         ps->charged += main_ns;
-        scans_done(&ps->scans);
+        for (size_t i = 0; i < k; i++)
+                scan_done(&s->v[i]);
+        memmove(s->v, s->v + k, (s->n - k) * sizeof(*s->v));
+        s->n -= k;
+        s->moves = false;
+        for (size_t i = 0; i < s->n; i++)
+                s->moves |= s->v[i].plan.n_moves || s->v[i].pages.n_moves;
         ps->jobs_ran_ns = clock_now_ns(CLOCK_MONOTONIC);
         return r;
+}
+
+int pass_run_jobs(struct pass *ps, const struct jobs_env *env) {
+        return run_first(ps, env, ps->scans.n);
+}
+
+/* Whether sc's moves wait for the tick's placer round (pass.h): its cgroup places
+ * threads and it is not placed yet. A placed process's moves are kept to its node
+ * (jobs_keep_placed_targets) and may run now. */
+static bool waits_for_placer(const struct scan *sc) {
+        const struct proc_place *pp = sc->rec->place;
+
+        return sc->rec->cg && cg_mode_places(sc->rec->cg->mode) && (!pp || pp->placed < 0);
+}
+
+int pass_run_jobs_early(struct pass *ps, const struct jobs_env *env) {
+        struct pass_scans *s = &ps->scans;
+        size_t k = 0;
+
+        /* Those that may run now first, each group in its order. */
+        for (size_t i = 0; i < s->n; i++)
+                if (!waits_for_placer(&s->v[i])) {
+                        struct scan t = s->v[i];
+
+                        memmove(s->v + k + 1, s->v + k, (i - k) * sizeof(*s->v));
+                        s->v[k++] = t;
+                }
+        return run_first(ps, env, k);
 }

@@ -69,4 +69,10 @@ bool pass_jobs_due(const struct pass *ps, uint64_t now_ns);
  * what it charged on this thread to ps->charged, and forgets the scans. Returns what
  * jobs_run() returns (0 with no scan: nothing runs). */
 int pass_run_jobs(struct pass *ps, const struct jobs_env *env);
+
+/* The same for a run in the middle of a tick (pass_jobs_due): the scans of processes
+ * whose cgroup places threads and that are not placed yet stay for the run after the
+ * tick's placer round, which may place them beside memory these scans would move away
+ * (and keep their moves to that node); the others run and are forgotten. */
+int pass_run_jobs_early(struct pass *ps, const struct jobs_env *env);
 void pass_done(struct pass *ps);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "config.h"
 #include "pass.h"
+#include "placer.h"
 #include "test.h"
 #include "topology.h"
 
@@ -168,6 +169,59 @@ TEST(jobs_due_early_then_forgotten) {
         CHECK(!pass_jobs_due(&w.ps, UINT64_MAX));
         CHECK_INT(pass_run_jobs(&w.ps, &je), 0);
         CHECK_INT(ran.calls, 1);
+        world_done(&w);
+}
+
+/* A process whose cgroup places threads: its moves do not run early, before the tick's
+ * placer round could place it beside the memory they would move away; the run after
+ * that round takes them. */
+TEST(place_moves_wait_for_the_placer_round) {
+        struct jobs_env je;
+        struct world w;
+
+        world_start(&w, 3001);
+        w.cg.mode = CG_MODE_PLACE;
+        je = jobs_env_of(&w);
+        (void) pass_scan(&w.ps, &w.env, &w.p);
+        CHECK(pass_jobs_due(&w.ps, 1000 + PASS_JOBS_EARLY_NS));
+        CHECK_INT(pass_run_jobs_early(&w.ps, &je), 0);
+        CHECK_INT(ran.calls, 0);
+        CHECK(w.ps.scans.n == 1 && w.ps.scans.moves);
+        CHECK_INT(pass_run_jobs(&w.ps, &je), 0);
+        CHECK(ran.calls == 1 && ran.n_jobs == 1 && ran.pid == 3001);
+        CHECK(w.ps.scans.n == 0 && !w.ps.scans.moves);
+        world_done(&w);
+}
+
+/* A placed process's moves are kept to its node: they need not wait. */
+TEST(placed_moves_run_early) {
+        struct proc_place pp = { .placed = 0 };
+        struct jobs_env je;
+        struct world w;
+
+        world_start(&w, 3001);
+        w.cg.mode = CG_MODE_PLACE;
+        w.p.place = &pp;
+        je = jobs_env_of(&w);
+        (void) pass_scan(&w.ps, &w.env, &w.p);
+        CHECK_INT(pass_run_jobs_early(&w.ps, &je), 0);
+        CHECK(ran.calls == 1 && ran.pid == 3001);
+        CHECK_INT(w.ps.scans.n, 0);
+        w.p.place = NULL;
+        world_done(&w);
+}
+
+/* In balance, the early run is the run. */
+TEST(balance_moves_run_early) {
+        struct jobs_env je;
+        struct world w;
+
+        world_start(&w, 3001);
+        je = jobs_env_of(&w);
+        (void) pass_scan(&w.ps, &w.env, &w.p);
+        CHECK_INT(pass_run_jobs_early(&w.ps, &je), 0);
+        CHECK(ran.calls == 1 && ran.pid == 3001);
+        CHECK(w.ps.scans.n == 0 && !w.ps.scans.moves);
         world_done(&w);
 }
 
