@@ -464,7 +464,11 @@ class Env:
         if self.daemon and self.daemon.poll() is None:
             self.daemon.send_signal(signal.SIGTERM)
             try:
-                rc = self.daemon.wait(30)
+                if hasattr(self.daemon, "wait_main"):
+                    # Under the unit: the daemon within 30 s, then ExecStopPost=
+                    # (shipped.py, STOP_POST_S).
+                    self.daemon.wait_main(30)
+                rc = self.daemon.wait(30 if not hasattr(self.daemon, "wait_main") else 200)
             except subprocess.TimeoutExpired:
                 rc = self.stop_held_daemon()
             check(rc == 0, f"daemon exit status {rc}")
