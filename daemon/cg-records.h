@@ -34,6 +34,7 @@ struct cg_rec {
         uid_t covers_uid;          /* whose processes its opt-in covers (cgroup_entry), this tick */
         unsigned n_procs;          /* at the last tick */
         uint64_t pages[_MIG_CLASS_MAX];
+        uint64_t shared_moved_bytes;  /* of them, a group's shared pages (share-groups.h) */
         uint64_t cost_ns[_STAGE_MAX];  /* written by cost.c only */
         bool seen;                 /* selected at the last tick */
         uint64_t kept_tick;        /* a tick that did not read it (its owner's turn was over) */

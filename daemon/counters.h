@@ -30,6 +30,9 @@ struct counters {
         uint64_t sampler_arms;       /* times the samplers were attached (samplers_sync) */
         uint64_t total_pages[_MIG_CLASS_MAX];
         uint64_t promoted_bytes;     /* moved by promotions off slow nodes (plan.h, rule 7) */
+        uint64_t shared_moved_bytes; /* a group's shared pages moved (share-groups.h) */
+        uint64_t shared_held_bytes[_SHARE_FAIL_MAX];  /* and held back by the check, by why */
+        uint64_t share_groups;       /* groups at the last tick */
         struct histogram ticks;      /* each tick's wall time (histogram_tick_bounds) */
         struct histogram move_calls; /* each move_pages(2) call's, summed from the jobs' */
         bool kernel_balances;        /* kernel.numa_balancing on at the last tick (policy.h) */

@@ -509,6 +509,35 @@ static void log_batch(const struct job_run *jr, const uint64_t res[_MIG_CLASS_MA
                             (int) job->pid, jr->n, job->target_node, (double) jr->call_ns / 1e9, jr->kbatch);
 }
 
+/* A group's shared pages: only those that no process outside the group maps, and
+ * whose every mapper allows the target, stay in the batch (share-check.h). Returns how
+ * many did. */
+static size_t share_filter(struct job_run *jr) {
+        struct migrate_job *job = jr->job;
+        _cleanup_free_ bool *ok = calloc(jr->n, sizeof(*ok));
+        size_t k = 0;
+
+        if (!ok) {
+                job->share_fails[SHARE_FAIL_FRAMES] += jr->n_base;
+                jr->n = jr->n_base = 0;
+                return 0;
+        }
+        (void) share_check_pages("/proc", &job->share, job->pid, job->target_node, jr->addrs, jr->n, ok,
+                                 job->share_fails);
+        jr->n_base = 0;
+        for (size_t i = 0; i < jr->n; i++) {
+                if (!ok[i])
+                        continue;
+                jr->addrs[k] = jr->addrs[i];
+                jr->from[k] = jr->from[i];
+                jr->weight[k] = jr->weight[i];
+                jr->n_base += jr->weight[i];
+                k++;
+        }
+        jr->n = k;
+        return k;
+}
+
 /* Moves the pending batch: guard, call, resolve, classify, log, charge the budget. */
 static void flush_batch(struct job_run *jr) {
         uint64_t res[_MIG_CLASS_MAX] = {};
@@ -528,6 +557,8 @@ static void flush_batch(struct job_run *jr) {
                 job_stop(jr, -ESRCH);
         else if (!may_still_move(jr))
                 ;       /* the job stopped: the batch is not passed, not counted */
+        else if (jr->job->shared && share_filter(jr) == 0)
+                ;       /* no page of it may move: counted in share_fails */
         else if (pidfd_exited(jr->pidfd))
                 /* Again after the checks by pid (they read /proc/PID): the pid they read
                  * must still name the process the pidfd holds when the call goes. */
@@ -894,7 +925,9 @@ static void job_body(struct job_run *jr) {
 
                 /* Base pages that may be backed by transparent huge pages: the whole
                  * huge-page chunks go huge page first, the ragged ends page by page. */
-                if (rg->page_size == ps && cs < ce && jr->batch_max >= 3) {
+                /* A group's shared object goes page by page: the check is per page, and
+                 * a huge page never passes it. */
+                if (rg->page_size == ps && cs < ce && jr->batch_max >= 3 && !job->shared) {
                         run_base(jr, rg->start, cs, rg->page_size);
                         run_huge_first(jr, cs, ce);
                         run_base(jr, ce, rg->end, rg->page_size);
@@ -913,13 +946,16 @@ int executor_run_job(struct migrate_job *job, uint64_t batch_pages, volatile int
                 .job = job,
                 .pidfd = -1,
                 .batch_max = move_budget_batch_pages(batch_pages),
-                .flags = MPOL_MF_MOVE,   /* never MOVE_ALL: shared pages are not moved */
+                /* MOVE_ALL for a group's shared pages only, after share_filter(): with
+                 * MOVE, a page another process maps is refused (-EACCES). */
+                .flags = job->shared ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE,
                 .cancel = cancel,
                 .throttle = throttle,
                 .throttle_ctx = throttle_ctx,
         };
 
         memset(job->pages, 0, sizeof(job->pages));
+        memset(job->share_fails, 0, sizeof(job->share_fails));
         job->move_calls = (struct histogram) {};
         job->error = 0;
         job->stop = NULL;

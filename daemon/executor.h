@@ -22,6 +22,7 @@
 #include <sys/types.h>
 #include "histogram.h"
 #include "nodemask.h"
+#include "share-check.h"
 
 /* Per-page outcome classes ("Moving: per-page outcome classes" in the repository's
  * docs/RULES.md). */
@@ -69,6 +70,9 @@ struct migrate_job {
         bool thread_policy;        /* some range has no VMA policy: its threads' policies govern it */
         bool promote;              /* promotions off slow nodes only (plan.h, rule 7): what moves is
                                     * charged to the promotion budget */
+        bool shared;               /* a group's shared object (share-groups.h): page by page, each
+                                    * batch checked (share-check.h) and moved with MPOL_MF_MOVE_ALL */
+        struct share_check share;  /* with shared: the mappings the check reads */
         struct migrate_range *ranges;
         size_t n_ranges;
         uint64_t max_pages;        /* stop after passing this many pages (0: no limit) */
@@ -80,6 +84,7 @@ struct migrate_job {
         void *may_move_ctx;
         /* out */
         uint64_t pages[_MIG_CLASS_MAX];   /* in base pages (page_size()) */
+        uint64_t share_fails[_SHARE_FAIL_MAX];  /* shared: base pages the check held back, by why */
         int error;                 /* 0, or -errno that stopped the whole job (ESRCH, EPERM, EACCES...) */
         const struct migrate_stop *stop;  /* when may_move stopped it: why; else NULL */
         uint64_t cpu_ns;           /* CPU time the worker spent on this job (CLOCK_THREAD_CPUTIME_ID) */

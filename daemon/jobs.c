@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* From plans to moves (jobs.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cleanup.h"
@@ -73,9 +74,21 @@ static void jobs_free(struct migrate_job *jobs, size_t n_jobs) {
         free(jobs);
 }
 
-/* Adds pl's moves of scan i to the jobs, one job per (scan, target node). */
-static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs, size_t i, const struct scan *sc,
-                     const struct plan *pl, size_t ranges_cap) {
+/* A group's shared object, in a job of its own: it goes page by page, each batch
+ * checked against the group's mappings (share-check.h). False when the groups were
+ * rebuilt without that mapping (the next scan plans it again). */
+static bool shared_job(const struct jobs_env *env, const struct proc_rec *p, const struct plan_move *m,
+                       struct migrate_job *j) {
+        if (!env->shares || !share_groups_check(env->shares, p->cg->turn_uid, p->pid, m->start, &j->share))
+                return false;
+        j->shared = true;
+        return true;
+}
+
+/* Adds pl's moves of scan i to the jobs, one job per (scan, target node), and one per
+ * shared object. */
+static int add_moves(const struct jobs_env *env, struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
+                     size_t i, const struct scan *sc, const struct plan *pl, size_t ranges_cap) {
         struct proc_rec *p = sc->rec;
 
         for (size_t k = 0; k < pl->n_moves; k++) {
@@ -83,10 +96,10 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
                 /* One job per target node, kept nodes and kind: a VMA's move keeps the
                          * slow nodes and a page's move none; merged, the VMA's range would
                          * take the slow node's cold pages too. */
-                for (size_t q = 0; q < *n_jobs; q++)
+                for (size_t q = 0; q < *n_jobs && !pl->moves[k].shared; q++)
                         if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target &&
                             nodemask_equal(&jobs[q].keep_nodes, &pl->moves[k].keep) &&
-                            jobs[q].promote == pl->moves[k].promote)
+                            jobs[q].promote == pl->moves[k].promote && !jobs[q].shared)
                                 j = &jobs[q];
                 if (!j) {
                         j = &jobs[*n_jobs];
@@ -101,6 +114,10 @@ static int add_moves(struct migrate_job *jobs, size_t *job_scan, size_t *n_jobs,
                                 .cgroup = p->cg->path,
                                 .userdata = p,
                         };
+                        if (pl->moves[k].shared && !shared_job(env, p, &pl->moves[k], j)) {
+                                (*n_jobs)--;
+                                continue;
+                        }
                         j->ranges = calloc(ranges_cap, sizeof(*j->ranges));
                         if (!j->ranges)
                                 return -ENOMEM;
@@ -191,12 +208,12 @@ static int build_jobs(const struct jobs_env *env, const struct scan *scans, size
 
                 if (!n || !cg_mode_moves_now(p->cg->mode, env->dry_run))
                         continue;
-                /* The executor moves with MPOL_MF_MOVE only: a page that became shared
-                 * since the scan is refused by the kernel, and lib/plan plans no shared
-                 * VMA ("Shared pages" in the repository's docs/RULES.md). */
-                r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, n);
+                /* The executor moves with MPOL_MF_MOVE but for a group's shared objects:
+                 * a page that became shared since the scan is refused by the kernel
+                 * ("Shared pages" in the repository's docs/RULES.md). */
+                r = add_moves(env, jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].plan, n);
                 if (r >= 0)
-                        r = add_moves(jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, n);
+                        r = add_moves(env, jobs, job_scan, &n_jobs, i, &scans[i], &scans[i].pages, n);
                 if (r < 0) {
                         jobs_free(jobs, n_jobs);
                         return r;
@@ -293,6 +310,26 @@ static void account_promotion(const struct jobs_env *env, const struct migrate_j
                 move_budget_promote_settle(env->promote, planned, moved);
 }
 
+/* A shared job's moves and what its check held back, for the reports; a page mapped
+ * outside the group is said once a job, at debug level (every tick may find it). */
+static void account_shared(const struct jobs_env *env, const struct proc_rec *p, const struct migrate_job *j) {
+        uint64_t held = 0;
+
+        env->counters->shared_moved_bytes += j->pages[MIG_MOVED] * page_size();
+        p->cg->shared_moved_bytes += j->pages[MIG_MOVED] * page_size();
+        for (unsigned f = 0; f < _SHARE_FAIL_MAX; f++) {
+                env->counters->shared_held_bytes[f] += j->share_fails[f] * page_size();
+                held += j->share_fails[f];
+        }
+        if (held)
+                log_debug("cgroup=%s pid=%d: %" PRIu64 " shared page(s) not moved: %" PRIu64 " mapped outside its group, "
+                          "%" PRIu64 " in a member's cpuset that does not allow node %d, %" PRIu64
+                          " huge or KSM, %" PRIu64 " of unreadable frames",
+                          j->cgroup, (int) j->pid, held, j->share_fails[SHARE_FAIL_OUTSIDE],
+                          j->share_fails[SHARE_FAIL_MEMBER], j->target_node, j->share_fails[SHARE_FAIL_HUGE],
+                          j->share_fails[SHARE_FAIL_FRAMES]);
+}
+
 /* The results: counts per process, per cgroup and in total; ranges moved into the
  * process's history. */
 static void account_jobs(const struct jobs_env *env, const struct scan *scans, size_t n_scans,
@@ -309,6 +346,8 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                 counters_moved(env->counters, j->pages[MIG_MOVED] * page_size());
                 if (j->promote)
                         account_promotion(env, j);
+                if (j->shared)
+                        account_shared(env, p, j);
                 histogram_add(&env->counters->move_calls, &j->move_calls);
                 if (j->stop)
                         note_stop(p, j);

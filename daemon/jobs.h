@@ -14,6 +14,7 @@
 #include "move-budget.h"
 #include "move-check.h"
 #include "scan.h"
+#include "share-groups.h"
 
 /* A job is split among the workers in parts of at least this many bytes: below it,
  * a second CPU saves less than it costs to set up. */
@@ -29,6 +30,8 @@ struct jobs_env {
         struct cost_ledger *cost;      /* the run's CPU time is charged here */
         struct counters *counters;     /* pages moved, bytes in the last minute */
         struct move_budget_promote *promote;  /* settled with what promotions moved */
+        const struct share_groups *shares;    /* the tick's groups, for shared moves' checks;
+                                               * NULL: none move */
         /* Runs the jobs instead of migrator_run() (the tests: tick on stored inputs),
          * the results into the jobs; NULL: the migrator. */
         int (*run_jobs)(void *userdata, struct migrate_job *jobs, size_t n_jobs);

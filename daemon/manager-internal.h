@@ -20,6 +20,7 @@
 #include "migrate.h"
 #include "move-budget.h"
 #include "proc-records.h"
+#include "share-groups.h"
 #include "react.h"
 #include "samplers.h"
 #include "scan.h"
@@ -93,6 +94,7 @@ struct manager {
         struct pass_logs pass_logs;  /* what the passes' scans say, rate-limited (pass.h) */
         uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
         struct move_budget_promote promote;  /* what promotions may still take (plan.h, rule 7) */
+        struct share_groups shares;  /* processes that share memory, rebuilt each tick (share-groups.h) */
 
         uint64_t last_served_ns;
         uint64_t owner_turn_ns, read_budget_ns;  /* OWNER_TURN_NS, TICK_READ_BUDGET_NS (tests

@@ -92,6 +92,7 @@ static struct scan_env scan_env_of(struct manager *m) {
                 .proc_root = m->proc_root,
                 .source = m->samplers.source,
                 .pages = m->samplers.pages,
+                .shares = &m->shares,
                 .kernel_balances = m->counters.kernel_balances,
                 .promote_left = &m->promote.left,
                 .dry_run = m->opts.dry_run,
@@ -329,6 +330,7 @@ static int run_jobs(struct manager *m, struct pass *ps, bool early) {
                 .cost = &m->cost,
                 .counters = &m->counters,
                 .promote = &m->promote,
+                .shares = &m->shares,
                 .run_jobs = m->hooks.run_jobs,
                 .run_jobs_userdata = m->hooks.run_jobs_userdata,
                 .pump_ns = &m->cost.pump_ns,
@@ -489,6 +491,10 @@ static uint64_t tick_prepare(struct manager *m) {
         /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
          * scans and the react scans until the next. */
         move_budget_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s, clock_now_ms());
+        /* From the processes' last scans: a scan in this tick decides a shared object
+         * with the group as it stood at the tick's start. */
+        share_groups_build(&m->shares, m->topo, &m->procs, m->cfg.min_cpu_share_pct);
+        m->counters.share_groups = m->shares.n_groups;
         return sampler_ns;
 }
 
@@ -822,6 +828,7 @@ static void view_init(struct manager *m) {
 static void view_update(struct manager *m) {
         m->view.proc_root = m->proc_root;
         m->view.placer = m->placer;
+        m->view.shares = &m->shares;
         m->view.topo = m->topo;
         m->view.source = m->samplers.source;
         m->view.pages = m->samplers.pages;
@@ -964,6 +971,7 @@ void manager_free(struct manager *m) {
         react_done(&m->react);
         migrator_free(m->migrator);
         tenant_reader_free(m->reader);
+        share_groups_done(&m->shares);
         proc_records_done(&m->procs);
         cg_records_done(&m->cgs);
         walker_log_done(&m->tree_log);

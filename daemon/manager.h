@@ -20,6 +20,7 @@ struct cg_records;
 struct cost_ledger;
 struct counters;
 struct report_seen;
+struct share_groups;
 
 struct manager_opts {
         bool dry_run;              /* plan and log, move nothing (like advise everywhere) */
@@ -49,6 +50,7 @@ struct manager_view {
         const struct cost_ledger *cost;
         const struct counters *counters;
         const struct placer *placer;             /* NULL: no thread placement */
+        const struct share_groups *shares;       /* processes that share memory (share-groups.h) */
         struct report_seen *seen;                /* who may see which process, this tick
                                                   * (report.h; the control socket's): NULL,
                                                   * read at each question */

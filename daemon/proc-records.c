@@ -128,6 +128,7 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
         free(p->moved.hist);
         free(p->node_bytes);
         free(p->stuck_away);
+        free(p->shares);
         if (r->free_place)
                 r->free_place(p->place);
         proc_records_drop_huge(p);

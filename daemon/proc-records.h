@@ -117,6 +117,23 @@ struct proc_rec {
          * bring to that node (plan_stuck_away), last full scan; NULL before. */
         uint64_t *stuck_away;
         struct proc_place *place;          /* the placer's, NULL until its first round */
+        /* Its shared mappings at its last full read (share-groups.h), written by
+         * share-groups.c only; one allocation, NULL: none. */
+        struct proc_shares *shares;
+};
+
+/* One shared mapping of a process's, as its scan found it (share_groups_note()). */
+struct share_note {
+        uint64_t dev, ino, pgoff, start, end;
+        nb_nodemask allowed;       /* the nodes it lets these pages go to; empty: none */
+        uint64_t *node_bytes;      /* resident in it, by topology index (into the same block) */
+};
+
+struct proc_shares {
+        size_t n;
+        uint64_t starttime;        /* of the process noted */
+        uint64_t *cpu_ns;          /* its window's CPU time, by topology index */
+        struct share_note notes[];
 };
 
 struct proc_place;

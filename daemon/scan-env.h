@@ -16,6 +16,7 @@ struct tenant_reader;
 struct topology;
 struct node_time_source;
 struct page_sampler;
+struct share_groups;
 
 /* What a scan reads besides its process: the same for every scan of a tick. */
 struct scan_env {
@@ -25,6 +26,7 @@ struct scan_env {
         const char *proc_root;
         const struct node_time_source *source;
         struct page_sampler *pages;  /* page-level sampling, NULL: off */
+        const struct share_groups *shares;  /* the tick's groups of shared memory, NULL: none */
         bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */
         uint64_t *promote_left;      /* the tick's promotion budget, bytes (plan.h, rule 7), updated */
         bool dry_run;                /* plan and log, move nothing */

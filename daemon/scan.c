@@ -14,6 +14,7 @@
 #include "proc.h"
 #include "sampled-scan.h"
 #include "scan.h"
+#include "share-groups.h"
 #include "tenant-files.h"
 #include "page-sampler.h"
 #include "placer.h"
@@ -140,7 +141,8 @@ static int unreadable(const struct proc_rec *p, const char *file, int r) {
  * chunk at a time (lib/proc-lines.h: the files are the tenant's to make large),
  * through the reader (tenant-files.h: p's owner can make them wait). */
 static int read_layout(const struct scan_env *env, const struct proc_rec *p, const struct tenant_proc *tp,
-                       struct numa_maps **ret_maps, uint64_t **ret_ends) {
+                       struct numa_maps **ret_maps, uint64_t **ret_ends, struct vma_range **ret_ranges,
+                       size_t *ret_n_ranges) {
         _cleanup_free_ struct vma_range *ranges = NULL;
         _cleanup_(numa_maps_freep) struct numa_maps *maps = NULL;
         uint64_t *ends;
@@ -163,6 +165,8 @@ static int read_layout(const struct scan_env *env, const struct proc_rec *p, con
                 ends[i] = maps_end_of(ranges, n_ranges, maps->vmas[i].start);
         *ret_maps = TAKE_PTR(maps);
         *ret_ends = ends;
+        *ret_ranges = TAKE_PTR(ranges);
+        *ret_n_ranges = n_ranges;
         return 0;
 }
 
@@ -222,6 +226,9 @@ static void scan_sampled(const struct scan_env *env, struct proc_rec *p, uint64_
 struct reading {
         struct numa_maps *maps;
         uint64_t *ends;
+        struct vma_range *ranges;    /* maps, with the objects of shared mappings */
+        size_t n_ranges;
+        struct plan_share *share;    /* its group's decisions (share-groups.h), NULL: none */
         struct thread_policies threads;
         bool *locked;
 };
@@ -229,6 +236,8 @@ struct reading {
 static void reading_done(struct reading *rd) {
         numa_maps_free(rd->maps);
         free(rd->ends);
+        free(rd->ranges);
+        free(rd->share);
         thread_policy_done(&rd->threads);
         free(rd->locked);
 }
@@ -243,13 +252,22 @@ static int read_process(const struct scan_env *env, struct proc_rec *p, const st
         };
         int r;
 
-        r = read_layout(env, p, &tp, &rd->maps, &rd->ends);
+        r = read_layout(env, p, &tp, &rd->maps, &rd->ends, &rd->ranges, &rd->n_ranges);
         if (r < 0)
                 return r;
         r = read_thread_policies(env, p, status, rd->maps, &rd->threads);
         if (r < 0)
                 return r;
         return read_locked(env, p, &tp, status, rd->maps, &rd->locked);
+}
+
+/* What its groups decided for the shared objects it maps (share-groups.h), NULL: none.
+ * They move in balance mode only: place puts the threads beside them (cg-mode.h). */
+static struct plan_share *group_decisions(const struct scan_env *env, const struct proc_rec *p,
+                                          const struct reading *rd) {
+        if (!env->shares || !cg_mode_moves_shared(p->cg->mode))
+                return NULL;
+        return share_groups_plan_input(env->shares, p->cg->turn_uid, p->pid, rd->maps, rd->ranges, rd->n_ranges);
 }
 
 struct plan_params scan_plan_params(const struct scan_env *env) {
@@ -515,6 +533,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
                 .keep_before = keep_before(env, p, &busy_before, &busy),
         };
         set_placed(env, p, &in);
+        in.share = rd.share = group_decisions(env, p, &rd);
         r = plan_decide(env->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)
                 return r;
@@ -522,6 +541,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
         if (r < 0)
                 return r;
         changing = update_locality(env, p, rd.maps, cpu);
+        share_groups_note(env->topo, p, rd.maps, rd.ranges, rd.n_ranges, &in, &pp);
         if (cg_mode_decides_placement(p->cg->mode))
                 note_stuck_away(env, p, &in, &pp);
         s->cost_ns[STAGE_DECIDE] = cost_thread_ns() - t1;

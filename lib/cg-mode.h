@@ -39,6 +39,10 @@ static inline bool cg_mode_advises(enum cg_mode m) { return m == CG_MODE_ADVISE;
 /* Whether the mode has the cgroup's pages moved: balance and place. */
 static inline bool cg_mode_moves(enum cg_mode m) { return m == CG_MODE_BALANCE || m == CG_MODE_PLACE; }
 
+/* Whether a group's shared memory (daemon/share-groups.h) is moved for the mode's
+ * processes: balance. place puts their threads beside it and moves none of it. */
+static inline bool cg_mode_moves_shared(enum cg_mode m) { return m == CG_MODE_BALANCE; }
+
 /* Whether the mode has the busy threads of its processes placed (narrowed): place. */
 static inline bool cg_mode_places(enum cg_mode m) { return m == CG_MODE_PLACE; }
 

@@ -18,6 +18,36 @@ struct maps_sink {
         unsigned bad;
 };
 
+/* The fields after "start-end ": "rw-s 00001000 00:01 1234 ". The kernel prints them
+ * before the path, so a cut line has them too. Only a shared ('s') mapping of an inode
+ * is an object others may map (maps.h); a line whose fields do not parse keeps its
+ * range and names no object. */
+static void parse_object(const char *f, size_t len, struct vma_range *v) {
+        const char *end = f + len, *colon, *sp;
+        uint64_t off, maj, min, ino;
+
+        if (len < 5 || f[4] != ' ' || f[3] != 's')
+                return;
+        f += 5;
+        sp = memchr(f, ' ', (size_t) (end - f));
+        if (!sp || parse_hex_u64_n(f, (size_t) (sp - f), &off) < 0)
+                return;
+        f = sp + 1;
+        sp = memchr(f, ' ', (size_t) (end - f));
+        colon = sp ? memchr(f, ':', (size_t) (sp - f)) : NULL;
+        if (!colon || parse_hex_u64_n(f, (size_t) (colon - f), &maj) < 0 ||
+            parse_hex_u64_n(colon + 1, (size_t) (sp - colon - 1), &min) < 0 || maj > UINT32_MAX || min > UINT32_MAX)
+                return;
+        f = sp + 1;
+        sp = memchr(f, ' ', (size_t) (end - f));
+        if (parse_u64_n(f, sp ? (size_t) (sp - f) : (size_t) (end - f), 1, UINT64_MAX, &ino) < 0)
+                return;
+        v->shared = true;
+        v->dev = maj << 32 | min;
+        v->ino = ino;
+        v->pgoff = off;
+}
+
 /* "start-end " at the start of a line: the kernel prints it before anything a
  * process names, so a cut line (a long file name) still gives it. */
 static int maps_line(void *ctx, const char *line, size_t ll, bool cut) {
@@ -43,7 +73,9 @@ static int maps_line(void *ctx, const char *line, size_t ll, bool cut) {
                 k->r = nr;
                 k->alloc = na;
         }
-        k->r[k->n++] = (struct vma_range) { s, e };
+        k->r[k->n] = (struct vma_range) { .start = s, .end = e };
+        parse_object(sp + 1, ll - (size_t) (sp + 1 - line), &k->r[k->n]);
+        k->n++;
         return 0;
 }
 

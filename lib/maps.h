@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* VMA ends from /proc/<pid>/maps. numa_maps gives each VMA's start only; move_pages
- * needs the range. maps is cheap to read (no page-table walk). Only "start-end" at
- * the beginning of each line is parsed; the rest (paths) is ignored. */
+ * needs the range. maps is cheap to read (no page-table walk). "start-end" at the
+ * beginning of each line is parsed, and for a shared mapping the object it maps
+ * (device, inode, offset); the paths are ignored. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,12 @@
 
 struct vma_range {
         uint64_t start, end;
+        /* A shared mapping ('s') of an inode (shmem, SysV, memfd, tmpfs, a file): the
+         * object, which other processes may map too (daemon/share-groups.h). */
+        bool shared;
+        uint64_t dev;              /* major << 32 | minor */
+        uint64_t ino;
+        uint64_t pgoff;            /* the object's byte offset at start */
 };
 
 /* Parses buf into ranges sorted by start; malformed lines are skipped (counted in

@@ -51,9 +51,9 @@ static const char *const reason_texts[_REASON_MAX] = {
                                  "others, or not readable) covers memory without a VMA policy",
         [REASON_MLOCKED] = "the misplaced pages are locked in memory (mlock) (move_mlocked=no)",
         [REASON_HUGE_POOL] = "the target node has no free huge page of their size (hugetlb pool)",
-        [REASON_SHARED_UNVERIFIED] = "the misplaced pages are shared with other processes, and the daemon cannot "
-                                     "establish that each of them allows the target node: move_shared moves nothing "
-                                     "shared",
+        [REASON_SHARED_UNVERIFIED] = "the misplaced pages are shared with other processes, and no group of "
+                                     "opted-in processes of one owner that all allow the target maps them "
+                                     "(docs/RULES.md, \"Shared pages\")",
         [REASON_KERNEL_BALANCED] = "its memory policy asks the kernel's NUMA balancing to balance it "
                                    "(MPOL_F_NUMA_BALANCING), and kernel.numa_balancing is on",
         [REASON_SOURCE_IN_USE] = "the pages are on a node where its threads also run (keep_node_share_pct): "
@@ -115,11 +115,18 @@ static const struct plan_history *find_history(const struct plan_input *in, uint
 
 /* Pages other processes map too (page cache, shmem, copy-on-write after fork, KSM)
  * could be pulled out of *their* cpuset or policy: the kernel would move them with
- * MPOL_MF_MOVE_ALL without asking, and nothing the daemon can read cheaply names the
- * other mappers. So a VMA with shared pages is never planned; move_shared = yes only
- * changes the reason explain gives (docs/RULES.md). */
+ * MPOL_MF_MOVE_ALL without asking. Only a group's shared object is planned (in->share,
+ * daemon/share-groups.h), and the executor moves a page of it only when every process
+ * that maps it is a member (daemon/share-check.h); any other shared VMA stays
+ * (docs/RULES.md, "Shared pages"). */
 static enum plan_reason shared_reason(const struct plan_params *p) {
         return p->move_shared ? REASON_SHARED_UNVERIFIED : REASON_SHARED;
+}
+
+/* VMA i maps an object its group decides (plan_input.share): planned towards the
+ * group's target, not this process's hot node. */
+static bool group_shared(const struct plan_input *in, const struct plan_params *p, size_t i) {
+        return p->move_shared && in->share && in->share[i].target >= 0 && !in->maps->vmas[i].hugetlb;
 }
 
 /* Locked memory (mlock) is left where it is: real-time workloads lock it so that
@@ -412,7 +419,7 @@ static enum plan_reason vma_held_back(const struct plan_input *in, const struct 
         const struct vma *v = &in->maps->vmas[i];
         const struct plan_history *h;
 
-        if (v->mapmax > 1)
+        if (v->mapmax > 1 && !group_shared(in, p, i))
                 return shared_reason(p);
         if (vma_locked(in, p, i))
                 return REASON_MLOCKED;
@@ -431,23 +438,44 @@ static enum plan_reason vma_held_back(const struct plan_input *in, const struct 
         return REASON_NONE;
 }
 
-/* VMA i's move towards pl->hot_node, if it has misplaced pages that may move now.
- * Returns true with *ret set; what may not move is counted in pl->skipped_bytes. */
+/* The target of VMA i, an object its group decides: the group's (every member allows
+ * it: share-groups.h), if this process's own policy for it allows it too. *ret_own:
+ * vma_allowed()'s. -1 (counted as skipped) otherwise. */
+static int group_target(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                        size_t i, struct plan *pl, nb_nodemask *ret_own) {
+        const struct vma *v = &in->maps->vmas[i];
+        int target = in->share[i].target;
+        nb_nodemask allowed;
+
+        if (vma_allowed(t, in, p, v, &allowed, ret_own) == POLICY_MOVABLE && nodemask_test(&allowed, (unsigned) target) &&
+            !topology_node_slow(t, (unsigned) target))
+                return target;
+        skip(pl, shared_reason(p),
+             locality_vma_bytes(v, v->pages - numa_maps_vma_pages_on(in->maps, v, (unsigned) target)));
+        return -1;
+}
+
+/* VMA i's move towards pl->hot_node (a group's object: towards the group's target), if
+ * it has misplaced pages that may move now. Returns true with *ret set; what may not
+ * move is counted in pl->skipped_bytes. */
 static bool vma_candidate(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                           size_t i, struct plan *pl, struct plan_move *ret) {
         const struct vma *v = &in->maps->vmas[i];
         uint64_t misplaced, gain, kept, slow;
         enum plan_reason held;
-        nb_nodemask allowed, own, keep;
+        nb_nodemask allowed, own, keep, none = {};
+        bool shared = v->mapmax > 1 && group_shared(in, p, i);
         int target;
 
         if (v->pages == 0)
                 return false;
-        target = vma_target(t, in, p, v, pl, &allowed, &own);
+        target = shared ? group_target(t, in, p, i, pl, &own) : vma_target(t, in, p, v, pl, &allowed, &own);
         if (target < 0)
                 return false;
-        misplaced = misplaced_bytes(t, in->maps, v, (unsigned) pl->hot_node, target, &own, &pl->keep_nodes, &gain,
-                                    &kept, &slow);
+        /* A group's object: measured from its target, no node kept (the group's threads
+         * are elsewhere than this process's). */
+        misplaced = misplaced_bytes(t, in->maps, v, shared ? (unsigned) target : (unsigned) pl->hot_node, target,
+                                    &own, shared ? &none : &pl->keep_nodes, &gain, &kept, &slow);
         if (kept)
                 skip(pl, REASON_SOURCE_IN_USE, kept);
         if (slow)
@@ -469,10 +497,11 @@ static bool vma_candidate(const struct topology *t, const struct plan_input *in,
                 .gain = gain,
                 .thread_policy = vma_thread_policy(in, v),
                 .hugetlb = v->hugetlb,
+                .shared = shared,
         };
         /* Within v's own allowed set only: pages outside it move from any node. Pages
          * on slow nodes stay too (rule 6): the executor moves what is elsewhere. */
-        nodemask_or(&keep, &pl->keep_nodes, &t->slow);
+        nodemask_or(&keep, shared ? &none : &pl->keep_nodes, &t->slow);
         nodemask_and(&keep, &keep, &own);
         ret->keep = keep;
         return true;
@@ -583,6 +612,11 @@ void plan_stuck_away(const struct topology *t, const struct plan_input *in, cons
                                         ret[n] = sat_add(ret[n], locality_vma_bytes(v, np[k].pages));
                 }
         }
+}
+
+bool plan_share_allowed(const struct topology *t, const struct plan_input *in, const struct plan_params *p, size_t i,
+                        nb_nodemask *ret) {
+        return vma_allowed(t, in, p, &in->maps->vmas[i], ret, NULL) == POLICY_MOVABLE;
 }
 
 uint64_t plan_node_room(const struct topology *t, int node, const struct plan_params *p) {

@@ -17,8 +17,8 @@
  *      left its memory); pages outside the allowed set are always misplaced.
  *      Gain = pages x (distance saved).
  *   4. Left alone: interleaved and (unless configured) preferred VMAs, VMAs with
- *      shared pages (mapmax > 1: with move_shared too, since nothing here can tell
- *      that every other process mapping them allows the target), locked VMAs (mlock, unless
+ *      shared pages (mapmax > 1) but a group's shared object (plan_input.share, with
+ *      move_shared: it goes to the group's target), locked VMAs (mlock, unless
  *      configured), VMAs moved to another node less
  *      than cooldown_ms ago (ping-pong; not when it follows threads the daemon placed
  *      on the target after that move), a process with less misplaced memory than
@@ -82,7 +82,7 @@ struct plan_params {
         unsigned keep_node_share_pct; /* 0 or 100: only the hot node keeps its pages */
         uint64_t cooldown_ms;
         unsigned free_floor_pct;
-        bool move_shared;             /* says only which reason shared VMAs get */
+        bool move_shared;             /* plan a group's shared objects (plan_input.share) */
         bool move_preferred;
         bool kernel_balances;         /* kernel.numa_balancing is on now (policy.h) */
         bool move_mlocked;
@@ -93,6 +93,14 @@ struct plan_params {
         uint64_t *promote_left;       /* bytes promotions may still take, shared by the scans
                                        * of a tick, refilled by the daemon (move-budget.h);
                                        * NULL: no bound */
+};
+
+/* A VMA with shared pages that a group of processes decides as one (daemon/share-groups.h):
+ * the node its pages go to, which every member's cpuset and policies allow (-1: no
+ * group moves it). The executor moves a page of it only when every process that maps
+ * the page is a member (daemon/share-check.h). */
+struct plan_share {
+        int target;
 };
 
 /* The last move of a VMA, kept by the caller between ticks. */
@@ -112,6 +120,8 @@ struct plan_input {
         uint64_t now_ms;
         const struct thread_policies *threads; /* its threads' policies, NULL = not read */
         const bool *vma_mlocked;      /* per VMA of maps: locked (smaps.h), NULL = none */
+        const struct plan_share *share; /* per VMA of maps: its group's decision, NULL = none
+                                       * (used with move_shared only) */
         nb_nodemask keep_before;      /* nodes whose pages stay though the window's CPU time
                                        * does not say so (rule 3; the caller's: busy in the
                                        * window before, a thread still confined there) */
@@ -139,6 +149,9 @@ struct plan_move {
                                        * on the target already) */
         bool hugetlb;                 /* hugetlb pages of page_size: they take the target's
                                        * free huge pages, not its MemFree */
+        bool shared;                  /* a group's shared object (plan_input.share): to the
+                                       * group's target, moved page by page after the check
+                                       * that only members map each page */
         nb_nodemask keep;             /* pages on these nodes stay: keep_nodes and the slow
                                        * nodes within the VMA's allowed set (outside it,
                                        * pages always move) */
@@ -180,6 +193,10 @@ uint64_t plan_keep_target(struct plan *pl, int target);
 void plan_stuck_away(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                      uint64_t *ret);
 uint64_t plan_node_room(const struct topology *t, int node, const struct plan_params *p);
+/* Whether VMA i's pages may move at all (policy.h, thread-policy.h), with the nodes they
+ * may go to in *ret: what a process lets a shared object's pages do (share-groups.h). */
+bool plan_share_allowed(const struct topology *t, const struct plan_input *in, const struct plan_params *p, size_t i,
+                        nb_nodemask *ret);
 
 /* Rule 7, promotion: memory on a slow node moves up only on evidence that it is in use,
  * which where the threads run is not (rule 6) and page samples are. A page-level move

@@ -100,7 +100,7 @@ TEST(defaults) {
         CHECK_INT(c.keep_node_share_pct, 20);
         CHECK_INT(c.cooldown_ms, 30000);
         CHECK_INT(c.free_floor_pct, 5);
-        CHECK(!c.move_shared);
+        CHECK(c.move_shared);
         CHECK(!c.move_preferred);
         CHECK(!c.move_mlocked);
         CHECK_INT(c.min_misplaced_kb, 2048);

@@ -555,7 +555,7 @@ TEST(plans_memory_to_the_node_its_threads_run_on) {
         p = rec(DB);
         CHECK(p && p->reason == REASON_NONE && p->hot_node == 0 && p->target_node == 0);
         CHECK(p && p->planned_bytes == 40 * MIB);
-        CHECK(p && p->skipped_bytes[REASON_SHARED] == 4 * MIB + 40 * 4096);
+        CHECK(p && p->skipped_bytes[REASON_SHARED_UNVERIFIED] == 4 * MIB + 40 * 4096);
         CHECK(p && p->total_bytes == 13420 * UINT64_C(4096));
         CHECK(p && p->local_bytes == (512 + 256 + 60 + 8) * UINT64_C(4096));
         CHECK(p && strcmp(p->comm, "db") == 0 && p->uid == 1000 && p->scans == 1);

@@ -57,6 +57,7 @@ struct run {
         bool placed;             /* plan_input's placement: none unless a test sets it */
         int placed_node;
         uint64_t placed_at_ms;
+        const struct plan_share *share; /* plan_input's groups' decisions: none unless set */
 };
 
 /* Parses numa_maps text, gives every VMA a range of rn->vma_span bytes, and decides. */
@@ -65,7 +66,8 @@ static int decide(struct run *rn, const struct topology *t, const char *text, co
                   uint64_t now, uint64_t *reserved) {
         struct plan_input in = { .cpu_ns = cpu, .history = h, .n_history = nh, .now_ms = now,
                                  .keep_before = rn->keep_before, .placed = rn->placed,
-                                 .placed_node = rn->placed_node, .placed_at_ms = rn->placed_at_ms };
+                                 .placed_node = rn->placed_node, .placed_at_ms = rn->placed_at_ms,
+                                 .share = rn->share };
         uint64_t zero[4] = {};
         int r = numa_maps_parse(text, strlen(text), &rn->maps);
         if (r < 0)
@@ -540,9 +542,8 @@ TEST(balancing_flag_left_to_the_kernel_when_it_balances) {
         done(&rn);
 }
 
-/* Shared pages are never planned: the other processes that map them may not allow
- * the target, and nothing tells who they are. move_shared = yes says so ("shared-
- * unverified") instead of moving them with MPOL_MF_MOVE_ALL as it once did. */
+/* Shared pages that no group decides are never planned: the other processes that map
+ * them may not allow the target. move_shared = yes says so ("shared-unverified"). */
 TEST(shared_left_alone_even_when_configured) {
         _cleanup_(topology_freep) struct topology *t = topo2();
         const uint64_t cpu[] = { 0, 9 };
@@ -560,6 +561,44 @@ TEST(shared_left_alone_even_when_configured) {
         CHECK_INT(rn.plan.reason, REASON_SHARED_UNVERIFIED);
         CHECK_INT(rn.plan.skipped_bytes[REASON_SHARED_UNVERIFIED], 512ull << 20);
         CHECK_STR(plan_reason_name(rn.plan.reason), "shared-unverified");
+        done(&rn);
+}
+
+/* A group's shared object goes to the group's target, not this process's hot node, and
+ * only with move_shared; not when this process's own cpuset leaves the target out
+ * (counted as shared-unverified). */
+TEST(group_shared_to_the_groups_target) {
+        _cleanup_(topology_freep) struct topology *t = topo2();
+        const uint64_t cpu[] = { 9, 0 };
+        const char *text = "7f0000000000 default file=/dev/zero\\040(deleted) dirty=131072 mapped=131072 mapmax=4 "
+                           "N0=131072 kernelpagesize_kB=4\n"
+                           "7f1000000000 default anon=131072 dirty=131072 N1=131072 kernelpagesize_kB=4\n";
+        const struct plan_share share[] = { { .target = 1 }, { .target = -1 } };
+        struct plan_params p = defaults;
+        struct run rn = { .share = share };
+
+        p.move_shared = true;
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.hot_node, 0);
+        CHECK_INT(rn.plan.n_moves, 2);
+        for (size_t i = 0; i < rn.plan.n_moves; i++) {
+                CHECK_INT(rn.plan.moves[i].shared, rn.plan.moves[i].start == 0x7f0000000000ull);
+                CHECK_INT(rn.plan.moves[i].target, rn.plan.moves[i].shared ? 1 : 0);
+        }
+        done(&rn);
+        rn.share = share;
+        p.move_shared = false;
+        CHECK_INT(decide(&rn, t, text, "0-1", cpu, &p, NULL, 0, 0, NULL), 0);
+        CHECK_INT(rn.plan.n_moves, 1);
+        CHECK(!rn.plan.moves[0].shared);
+        CHECK_INT(rn.plan.moves[0].start, 0x7f1000000000ull); /* the shared one is local to its own threads */
+        done(&rn);
+        rn.share = share;
+        p.move_shared = true;
+        CHECK_INT(decide(&rn, t, text, "0", cpu, &p, NULL, 0, 0, NULL), 0);
+        for (size_t i = 0; i < rn.plan.n_moves; i++)
+                CHECK(!rn.plan.moves[i].shared);
+        CHECK_INT(rn.plan.skipped_bytes[REASON_SHARED_UNVERIFIED], 512ull << 20);
         done(&rn);
 }
 

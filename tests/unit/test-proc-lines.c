@@ -505,10 +505,11 @@ TEST(heap_bounded_with_long_names) {
         off_t size_long[3], size_short[3];
         /* The reader's buffer and its result: for numa_maps 16k struct vma (280 bytes)
          * twice over, since a realloc that moves holds both arrays (counted here even
-         * when glibc's mremap does not); for maps and smaps 16 bytes and 8 a mapping. */
+         * when glibc's mremap does not); for maps its struct vma_range (48 bytes: the
+         * object of a shared mapping) the same way; for smaps 8 bytes a mapping. */
         const long long bound[3] = {
                 2ll * HOSTILE_VMAS * (long long) sizeof(struct vma) + (1 << 20),
-                1 << 20,
+                2ll * HOSTILE_VMAS * (long long) sizeof(struct vma_range) + (1 << 20),
                 1 << 20,
         };
         void *probe;

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Groups of processes that share memory (daemon/share-groups.h), on records built by
+ * hand from numa_maps and maps text as a scan reads them: who is a member (one owner,
+ * joined by objects), each object's target (the group's busiest node, within every
+ * member's cpuset and policies), what a scan is told per VMA and what a job's check
+ * is handed. */
+#include <stdlib.h>
+#include <string.h>
+#include "cg-records.h"
+#include "maps.h"
+#include "numa_maps.h"
+#include "plan.h"
+#include "proc-records.h"
+#include "share-groups.h"
+#include "test.h"
+#include "topology.h"
+
+/* Two nodes at distance 20, each with a CPU and memory. */
+static struct topology *topo2(void) {
+        struct topology *t = calloc(1, sizeof(*t));
+
+        t->n_nodes = 2;
+        t->nodes = calloc(2, sizeof(*t->nodes));
+        t->distance = calloc(4, sizeof(int));
+        t->n_cpus = 2;
+        t->cpu_node = calloc(2, sizeof(int));
+        for (unsigned i = 0; i < 2; i++) {
+                t->nodes[i].id = i;
+                t->nodes[i].has_cpus = t->nodes[i].has_memory = true;
+                t->nodes[i].mem_total_kb = 1024 * 1024;
+                t->nodes[i].mem_free_kb = 900 * 1024;
+                cpumask_set(&t->nodes[i].cpus, i);
+                cpumask_set(&t->online_cpus, i);
+                t->cpu_node[i] = (int) i;
+                nodemask_set(&t->online, i);
+                nodemask_set(&t->with_cpus, i);
+                nodemask_set(&t->with_memory, i);
+                for (unsigned j = 0; j < 2; j++)
+                        t->distance[i * 2 + j] = i == j ? 10 : 20;
+        }
+        return t;
+}
+
+static const struct plan_params params = { .min_cpu_share_pct = 60, .move_shared = true };
+
+#define N_PROCS 8
+
+static struct fixture {
+        struct topology *t;
+        struct cg_rec cg[3];       /* uid 1000 balance, uid 2000 balance, uid 1000 not watched */
+        struct proc_rec rec[N_PROCS];
+        struct proc_rec *v[N_PROCS];
+        struct proc_records records;
+        struct share_groups g;
+} fx;
+
+/* Notes a process as its scan would: numa_maps and maps text, its cpuset, where it ran. */
+static void note(size_t i, pid_t pid, struct cg_rec *cg, const char *numa_maps, const char *maps, const char *mems,
+                 uint64_t cpu0, uint64_t cpu1) {
+        struct proc_rec *p = &fx.rec[i];
+        struct numa_maps *m = NULL;
+        struct vma_range *r = NULL;
+        size_t n = 0;
+        uint64_t cpu[2] = { cpu0, cpu1 }, ends[8] = {};
+        struct thread_policies none = {};
+        struct plan_input in = { .cpu_ns = cpu };
+
+        struct proc_shares *old = p->shares;
+
+        *p = (struct proc_rec) { .pid = pid, .starttime = 1000 + (uint64_t) pid, .cg = cg, .pidfd = -1,
+                                 .shares = old };
+        CHECK_INT(numa_maps_parse(numa_maps, strlen(numa_maps), &m), 0);
+        CHECK_INT(maps_parse(maps, strlen(maps), &r, &n, NULL), 0);
+        for (size_t k = 0; k < m->n_vmas && k < 8; k++)
+                ends[k] = maps_end_of(r, n, m->vmas[k].start);
+        in.maps = m;
+        in.vma_end = ends;
+        in.threads = &none;
+        nodemask_parse(mems, &in.mems_allowed);
+        share_groups_note(fx.t, p, m, r, n, &in, &params);
+        numa_maps_free(m);
+        free(r);
+}
+
+/* The shared mapping of ino at 0x7f0000000000 + slot GiB, 1 MiB (256 pages) of it,
+ * and a private heap; pages per node given. */
+static void note_shm(size_t i, pid_t pid, struct cg_rec *cg, unsigned ino, unsigned slot, uint64_t on0, uint64_t on1,
+                     const char *policy, const char *mems, uint64_t cpu0, uint64_t cpu1) {
+        char nm[512], mp[512];
+        uint64_t start = UINT64_C(0x7f0000000000) + ((uint64_t) slot << 30);
+
+        snprintf(nm, sizeof(nm),
+                 "55d000000000 default heap anon=10 dirty=10 N0=10 kernelpagesize_kB=4\n"
+                 "%llx %s file=/dev/zero\\040(deleted) dirty=%llu mapped=%llu mapmax=3 N0=%llu N1=%llu "
+                 "kernelpagesize_kB=4\n",
+                 (unsigned long long) start, policy, (unsigned long long) (on0 + on1),
+                 (unsigned long long) (on0 + on1), (unsigned long long) on0, (unsigned long long) on1);
+        snprintf(mp, sizeof(mp),
+                 "55d000000000-55d000100000 rw-p 00000000 00:00 0 [heap]\n"
+                 "%llx-%llx rw-s 00000000 00:01 %u /dev/zero (deleted)\n",
+                 (unsigned long long) start, (unsigned long long) (start + (1 << 20)), ino);
+        note(i, pid, cg, nm, mp, mems, cpu0, cpu1);
+}
+
+static void build(size_t n) {
+        for (size_t i = 0; i < n; i++)
+                fx.v[i] = &fx.rec[i];
+        fx.records = (struct proc_records) { .v = fx.v, .n = n };
+        share_groups_build(&fx.g, fx.t, &fx.records, params.min_cpu_share_pct);
+}
+
+static void before(void) {
+        fx = (struct fixture) {};
+        fx.t = topo2();
+        fx.cg[0] = (struct cg_rec) { .path = (char *) "/a", .mode = CG_MODE_BALANCE, .turn_uid = 1000 };
+        fx.cg[1] = (struct cg_rec) { .path = (char *) "/b", .mode = CG_MODE_BALANCE, .turn_uid = 2000 };
+        fx.cg[2] = (struct cg_rec) { .path = (char *) "/c", .mode = CG_MODE_UNSET, .turn_uid = 1000 };
+}
+
+static void after(void) {
+        share_groups_done(&fx.g);
+        for (size_t i = 0; i < N_PROCS; i++)
+                free(fx.rec[i].shares);
+        topology_free(fx.t);
+}
+
+/* Two processes of one owner mapping one object, running on node 1: one group, its
+ * target node 1; a third of another owner mapping it too is no member; a second pair
+ * on another object is a second group. */
+TEST(groups_by_object_and_owner) {
+        const struct share_group *gr;
+
+        note_shm(0, 10, &fx.cg[0], 100, 0, 200, 0, "default", "0-1", 0, 1000);
+        note_shm(1, 11, &fx.cg[0], 100, 1, 100, 0, "default", "0-1", 100, 900);
+        note_shm(2, 12, &fx.cg[0], 200, 2, 50, 0, "default", "0-1", 1000, 0);
+        note_shm(3, 13, &fx.cg[0], 200, 3, 50, 0, "default", "0-1", 1000, 0);
+        note_shm(4, 14, &fx.cg[1], 100, 4, 200, 0, "default", "0-1", 0, 1000);
+        build(5);
+        CHECK_INT(fx.g.n_groups, 2);
+        CHECK_INT(fx.g.n_objs, 2);
+        gr = share_groups_of(&fx.g, 1000, 10);
+        CHECK(gr && gr == share_groups_of(&fx.g, 1000, 11));
+        if (gr) {
+                CHECK_INT(gr->n_pids, 2);
+                CHECK_INT(gr->pids[0], 10);
+                CHECK_INT(gr->pids[1], 11);
+                CHECK_INT(gr->hot_node, 1);
+                /* The most any member has of it: 200 pages on node 0. */
+                CHECK_INT(gr->node_bytes[0], 200 * 4096);
+        }
+        CHECK(share_groups_of(&fx.g, 2000, 14) == NULL);
+        CHECK(share_groups_of(&fx.g, 1000, 14) == NULL);
+        gr = share_groups_of(&fx.g, 1000, 12);
+        CHECK(gr && gr->hot_node == 0);
+        for (size_t o = 0; o < fx.g.n_objs; o++)
+                CHECK_INT(fx.g.objs[o].target, fx.g.objs[o].ino == 100 ? 1 : 0);
+}
+
+/* What a scan of a member is told per VMA, and what a job's check is handed: every
+ * member's mapping, its own offset. A process not in the group is told nothing. */
+TEST(plan_input_and_check) {
+        struct numa_maps *m = NULL;
+        struct vma_range *r = NULL;
+        struct plan_share *share;
+        struct share_check chk;
+        size_t n = 0;
+        const char *nm = "7f0040000000 default file=/dev/zero\\040(deleted) dirty=100 mapped=100 mapmax=3 N0=100 "
+                         "kernelpagesize_kB=4\n"
+                         "55d000000000 default heap anon=10 dirty=10 N0=10 kernelpagesize_kB=4\n";
+        const char *mp = "55d000000000-55d000100000 rw-p 00000000 00:00 0 [heap]\n"
+                         "7f0040000000-7f0040100000 rw-s 00000000 00:01 100 /dev/zero (deleted)\n";
+
+        note_shm(0, 10, &fx.cg[0], 100, 0, 200, 0, "default", "0-1", 0, 1000);
+        note_shm(1, 11, &fx.cg[0], 100, 1, 100, 0, "default", "0-1", 0, 1000);
+        build(2);
+        CHECK_INT(numa_maps_parse(nm, strlen(nm), &m), 0);
+        CHECK_INT(maps_parse(mp, strlen(mp), &r, &n, NULL), 0);
+        share = share_groups_plan_input(&fx.g, 1000, 11, m, r, n);
+        CHECK(share != NULL);
+        if (share) {
+                CHECK_INT(share[0].target, 1);
+                CHECK_INT(share[1].target, -1);
+        }
+        free(share);
+        CHECK(share_groups_plan_input(&fx.g, 1000, 99, m, r, n) == NULL);
+        CHECK(share_groups_plan_input(&fx.g, 2000, 11, m, r, n) == NULL);
+        CHECK(share_groups_check(&fx.g, 1000, 11, UINT64_C(0x7f0040000000), &chk));
+        CHECK_INT(chk.n_peers, 2);
+        CHECK_INT(chk.own_start, UINT64_C(0x7f0040000000));
+        CHECK_INT(chk.own_pgoff, 0);
+        CHECK_INT(chk.peers[0].pid, 10);
+        CHECK_INT(chk.peers[0].starttime, 1010);
+        CHECK(!share_groups_check(&fx.g, 1000, 11, UINT64_C(0x55d000000000), &chk));
+        numa_maps_free(m);
+        free(r);
+}
+
+/* The target is the nearest node every member allows: a member confined to node 0
+ * keeps the object on node 0 though the group runs on node 1; a member whose policy
+ * asks to be left alone (interleave) keeps it where it is. */
+TEST(target_within_every_member) {
+        note_shm(0, 10, &fx.cg[0], 100, 0, 200, 0, "default", "0-1", 0, 1000);
+        note_shm(1, 11, &fx.cg[0], 100, 1, 100, 0, "default", "0", 0, 1000);
+        build(2);
+        CHECK_INT(fx.g.n_objs, 1);
+        CHECK_INT(fx.g.objs[0].target, 0);
+        share_groups_done(&fx.g);
+
+        note_shm(1, 11, &fx.cg[0], 100, 1, 100, 0, "interleave:0-1", "0-1", 0, 1000);
+        build(2);
+        CHECK_INT(fx.g.objs[0].target, -1);
+        CHECK(fx.g.objs[0].why != NULL);
+}
+
+/* No group without CPU time to say where it works, without a second watched member,
+ * or for a process noted in an earlier life (another start time). */
+TEST(no_group) {
+        note_shm(0, 10, &fx.cg[0], 100, 0, 200, 0, "default", "0-1", 0, 0);
+        note_shm(1, 11, &fx.cg[0], 100, 1, 100, 0, "default", "0-1", 0, 0);
+        build(2);
+        CHECK_INT(fx.g.n_groups, 1);
+        CHECK_INT(fx.g.objs[0].target, -1);
+        share_groups_done(&fx.g);
+
+        note_shm(1, 11, &fx.cg[2], 100, 1, 100, 0, "default", "0-1", 0, 1000);
+        build(2);
+        CHECK_INT(fx.g.n_groups, 0);
+        share_groups_done(&fx.g);
+
+        note_shm(1, 11, &fx.cg[0], 100, 1, 100, 0, "default", "0-1", 0, 1000);
+        fx.rec[1].starttime++;
+        build(2);
+        CHECK_INT(fx.g.n_groups, 0);
+}
+
+/* A note is only of shared mappings with pages others map: none, none noted. */
+TEST(note_only_shared) {
+        note(0, 10, &fx.cg[0], "55d000000000 default heap anon=10 dirty=10 N0=10 kernelpagesize_kB=4\n",
+             "55d000000000-55d000100000 rw-p 00000000 00:00 0 [heap]\n", "0-1", 0, 1000);
+        CHECK(fx.rec[0].shares == NULL);
+        note(0, 10, &fx.cg[0],
+             "7f0000000000 default file=/dev/zero\\040(deleted) dirty=1 mapped=1 mapmax=1 N0=1 kernelpagesize_kB=4\n",
+             "7f0000000000-7f0000100000 rw-s 00000000 00:01 5 /dev/zero (deleted)\n", "0-1", 0, 1000);
+        CHECK(fx.rec[0].shares == NULL);
+        note(0, 10, &fx.cg[0],
+             "7f0000000000 default file=/dev/zero\\040(deleted) dirty=1 mapped=1 mapmax=2 N0=1 kernelpagesize_kB=4\n",
+             "7f0000000000-7f0000100000 rw-s 00002000 00:01 5 /dev/zero (deleted)\n", "0-1", 0, 1000);
+        CHECK(fx.rec[0].shares && fx.rec[0].shares->n == 1);
+        if (fx.rec[0].shares) {
+                CHECK_INT(fx.rec[0].shares->notes[0].ino, 5);
+                CHECK_INT(fx.rec[0].shares->notes[0].dev, 1);
+                CHECK_INT(fx.rec[0].shares->notes[0].pgoff, 0x2000);
+                CHECK_INT(fx.rec[0].shares->cpu_ns[1], 1000);
+        }
+}
+
+DEFINE_TEST_MAIN_EACH(NULL, NULL, before, after)
