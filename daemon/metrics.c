@@ -410,6 +410,22 @@ static void metrics_placement(const struct manager_view *v, FILE *f) {
         fprintf(f, "numabalanced_placements_advised_total %" PRIu64 "\n", pc ? pc->would_place : 0);
 }
 
+/* Processes that share memory (share-groups.h): the groups now, the shared bytes moved
+ * and those the check held back, by why (share-check.h). */
+static void metrics_shared(const struct manager_view *v, FILE *f) {
+        metric_head(f, "numabalanced_share_groups", "gauge",
+                    "Groups of watched processes of one owner that map the same shared memory, at the last tick.");
+        fprintf(f, "numabalanced_share_groups %" PRIu64 "\n", v->counters->share_groups);
+        metric_head(f, "numabalanced_shared_moved_bytes_total", "counter",
+                    "Bytes of a group's shared memory moved (MPOL_MF_MOVE_ALL, every mapper a member).");
+        fprintf(f, "numabalanced_shared_moved_bytes_total %" PRIu64 "\n", v->counters->shared_moved_bytes);
+        metric_head(f, "numabalanced_shared_held_bytes_total", "counter",
+                    "Bytes of a group's shared memory the check before moving held back, by reason.");
+        for (unsigned r = 0; r < _SHARE_FAIL_MAX; r++)
+                fprintf(f, "numabalanced_shared_held_bytes_total{reason=\"%s\"} %" PRIu64 "\n",
+                        share_check_fail_name(r), v->counters->shared_held_bytes[r]);
+}
+
 /* DAMON's part: its kdamonds and what their hot regions added to the evidence. */
 static void metrics_damon(const struct manager_view *v, FILE *f) {
         struct damon_stats ds;
@@ -461,6 +477,7 @@ static void metrics_sampling(const struct manager_view *v, FILE *f) {
                     "Bytes moved by promotions: hot pages of mappings with pages on a slow node (a lower memory "
                     "tier), moved to the node whose CPUs touched them.");
         fprintf(f, "numabalanced_promoted_bytes_total %" PRIu64 "\n", v->counters->promoted_bytes);
+        metrics_shared(v, f);
         metrics_damon(v, f);
         metric_head(f, "numabalanced_page_samples_dropped_total", "counter",
                     "Page-level samples dropped before they were counted: unmapped, at an address outside every "

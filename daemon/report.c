@@ -21,6 +21,7 @@
 #include "parse.h"
 #include "proc.h"
 #include "report.h"
+#include "share-groups.h"
 #include "caps.h"
 #include "control-protocol.h"
 #include "control-request.h"
@@ -400,6 +401,8 @@ int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         json_key(&j, "processes_watched"); json_u64(&j, sc.n_procs);
         json_key(&j, "pages"); put_pages(&j, sc.pages);
         json_key(&j, "moved_bytes_last_minute"); json_u64(&j, counters_moved_last_minute(v->counters));
+        json_key(&j, "share_groups"); json_u64(&j, v->shares ? v->shares->n_groups : 0);
+        json_key(&j, "shared_moved_bytes"); json_u64(&j, v->counters->shared_moved_bytes);
         json_key(&j, "cpu_ns"); put_cpu(&j, v, uid, sc.cost);
         json_key(&j, "memory_nodes"); put_memory_nodes(&j, v->topo);
         json_key(&j, "placement"); put_placement_status(&j, v);
@@ -478,6 +481,7 @@ static void put_list_cgroup(struct json *j, const struct manager_view *v, const 
         json_key(j, "total_bytes"); json_u64(j, total);
         json_key(j, "nodes"); put_locality(j, v, sum);
         json_key(j, "pages"); put_pages(j, c->pages);
+        json_key(j, "shared_moved_bytes"); json_u64(j, c->shared_moved_bytes);
         json_key(j, "cpu_ns"); put_cost(j, c->cost_ns);
         json_object_end(j);
 }
@@ -1005,6 +1009,53 @@ static void put_placement(struct json *j, const struct manager_view *v, const st
         json_object_end(j);
 }
 
+/* The objects of p's group that p maps: each one's target, or why it stays. */
+static void put_group_objects(struct json *j, const struct manager_view *v, const struct proc_rec *p,
+                              const struct share_group *g) {
+        json_array_begin(j);
+        for (size_t o = 0; o < v->shares->n_objs; o++) {
+                const struct share_obj *ob = &v->shares->objs[o];
+                bool mine = false;
+
+                if (&v->shares->groups[ob->group] != g)
+                        continue;
+                for (size_t k = 0; k < ob->n_maps && !mine; k++)
+                        mine = ob->maps[k].pid == p->pid;
+                if (!mine)
+                        continue;
+                json_object_begin(j);
+                json_key(j, "inode"); json_u64(j, ob->ino);
+                json_key(j, "mappings"); json_u64(j, ob->n_maps);
+                json_key(j, "target_node"); put_node_or_null(j, ob->target);
+                json_key(j, "why"); json_string(j, ob->target < 0 ? ob->why : NULL);
+                json_key(j, "nodes"); put_locality(j, v, ob->node_bytes);
+                json_object_end(j);
+        }
+        json_array_end(j);
+}
+
+/* The group of processes sharing memory p is a member of (share-groups.h), or null. */
+static void put_share_group(struct json *j, const struct manager_view *v, const struct proc_rec *p) {
+        const struct share_group *g = v->shares && p->cg ? share_groups_of(v->shares, p->cg->turn_uid, p->pid) : NULL;
+
+        json_key(j, "share_group");
+        if (!g) {
+                json_null(j);
+                return;
+        }
+        json_object_begin(j);
+        json_key(j, "members");
+        json_array_begin(j);
+        for (size_t k = 0; k < g->n_pids; k++)
+                json_i64(j, g->pids[k]);
+        json_array_end(j);
+        json_key(j, "hot_node"); put_node_or_null(j, g->hot_node);
+        json_key(j, "moves_shared"); json_bool(j, v->cfg->move_shared && cg_mode_moves_shared(p->cg->mode));
+        json_key(j, "shared_nodes"); put_locality(j, v, g->node_bytes);
+        json_key(j, "objects"); put_group_objects(j, v, p, g);
+        json_object_end(j);
+}
+
 static int explain_watched(const struct manager_view *v, const struct proc_rec *p, struct json *j) {
         _cleanup_free_ char *text = NULL;
         char mems[NODEMASK_STRMAX];
@@ -1039,6 +1090,7 @@ static int explain_watched(const struct manager_view *v, const struct proc_rec *
         json_key(j, "damon_monitored"); json_bool(j, damon_monitored(v->damon, p->pid));
         put_cooldown(j, v, p, now);
         put_placement(j, v, p, now);
+        put_share_group(j, v, p);
 
         json_key(j, "scan_interval_ms"); json_u64(j, p->sched.interval_ms);
         json_key(j, "next_scan_in_ms"); json_u64(j, p->sched.next_scan_ms > now ? p->sched.next_scan_ms - now : 0);
