@@ -493,7 +493,8 @@ static uint64_t tick_prepare(struct manager *m) {
         move_budget_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s, clock_now_ms());
         /* From the processes' last scans: a scan in this tick decides a shared object
          * with the group as it stood at the tick's start. */
-        share_groups_build(&m->shares, m->topo, &m->procs, m->cfg.min_cpu_share_pct);
+        share_groups_build(&m->shares, m->topo, &m->procs, m->cfg.min_cpu_share_pct, scan_bring_forward,
+                           clock_now_ms());
         m->counters.share_groups = m->shares.n_groups;
         return sampler_ns;
 }

@@ -126,6 +126,7 @@ struct proc_rec {
 struct share_note {
         uint64_t dev, ino, pgoff, start, end;
         nb_nodemask allowed;       /* the nodes it lets these pages go to; empty: none */
+        int target_seen;           /* its object's target when groups were last built, -1: none */
         uint64_t *node_bytes;      /* resident in it, by topology index (into the same block) */
 };
 

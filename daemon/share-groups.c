@@ -27,14 +27,17 @@ static const struct vma_range *range_at(const struct vma_range *r, size_t n, uin
         return NULL;
 }
 
-/* VMA i maps an object that others map too: worth a note. Huge pages (hugetlb) move
- * whole, and never as a group's. */
+/* VMA i maps an object others may map: worth a note, even before any other process
+ * maps a page of it (an idle member, as PostgreSQL's postmaster, is not read again
+ * while it stays idle); with others_too, only if numa_maps shows pages mapped by others
+ * (what a plan holds back as shared). Huge pages (hugetlb) move whole, and never as a
+ * group's. */
 static const struct vma_range *shared_range(const struct numa_maps *maps, size_t i, const struct vma_range *ranges,
-                                            size_t n_ranges) {
+                                            size_t n_ranges, bool others_too) {
         const struct vma *v = &maps->vmas[i];
         const struct vma_range *rg;
 
-        if (v->mapmax <= 1 || v->hugetlb || v->pages == 0)
+        if ((others_too && v->mapmax <= 1) || v->hugetlb || v->pages == 0)
                 return NULL;
         rg = range_at(ranges, n_ranges, v->start);
         return rg && rg->shared ? rg : NULL;
@@ -45,6 +48,7 @@ static void note_one(const struct topology *t, const struct numa_maps *maps, siz
         const struct vma *v = &maps->vmas[i];
         const struct node_pages *np = vma_node_pages(maps, v);
 
+        ret->target_seen = -1;
         ret->dev = rg->dev;
         ret->ino = rg->ino;
         ret->pgoff = rg->pgoff;
@@ -70,7 +74,7 @@ void share_groups_note(const struct topology *t, struct proc_rec *p, const struc
         free(p->shares);
         p->shares = NULL;
         for (size_t i = 0; i < maps->n_vmas && n < SHARE_NOTES_MAX; i++)
-                n += shared_range(maps, i, ranges, n_ranges) != NULL;
+                n += shared_range(maps, i, ranges, n_ranges, false) != NULL;
         if (n == 0)
                 return;
         sh = calloc(1, sizeof(*sh) + n * sizeof(sh->notes[0]) + (nn + n * nn) * sizeof(uint64_t));
@@ -81,7 +85,7 @@ void share_groups_note(const struct topology *t, struct proc_rec *p, const struc
         memcpy(sh->cpu_ns, in->cpu_ns, nn * sizeof(uint64_t));
         tail += nn;
         for (size_t i = 0; i < maps->n_vmas && k < n; i++) {
-                const struct vma_range *rg = shared_range(maps, i, ranges, n_ranges);
+                const struct vma_range *rg = shared_range(maps, i, ranges, n_ranges, false);
 
                 if (!rg)
                         continue;
@@ -100,8 +104,8 @@ struct entry {
         uid_t owner;
         uint64_t dev, ino;
         size_t rec;                /* index in the records */
-        const struct proc_rec *p;
-        const struct share_note *note;
+        struct proc_rec *p;
+        struct share_note *note;
 };
 
 static int cmp_entry(const void *a, const void *b) {
@@ -138,7 +142,7 @@ static struct entry *collect(struct proc_records *records, size_t *ret_n) {
                 return NULL;
         n = 0;
         for (size_t r = 0; r < records->n; r++) {
-                const struct proc_rec *p = records->v[r];
+                struct proc_rec *p = records->v[r];
 
                 if (!p->shares || !p->cg || !cg_mode_watched(p->cg->mode) || p->shares->starttime != p->starttime)
                         continue;
@@ -247,6 +251,21 @@ static void object_target(const struct share_groups *g, const struct entry *e, s
                 o->why = "no node that every member's cpuset and policies allow";
 }
 
+/* A member whose object has a new target is scanned now: its plan follows the group
+ * at once, not at its backed-off interval (the group's threads moved, the member's
+ * own may not have). */
+static void follow_targets(const struct share_groups *g, struct entry *e, const size_t *obj_first,
+                           void (*bring_forward)(struct proc_rec *p, uint64_t at_ms), uint64_t now) {
+        for (size_t o = 0; o < g->n_objs; o++)
+                for (size_t k = obj_first[o]; k < obj_first[o] + g->objs[o].n_maps; k++) {
+                        if (e[k].note->target_seen == g->objs[o].target)
+                                continue;
+                        e[k].note->target_seen = g->objs[o].target;
+                        if (g->objs[o].target >= 0 && bring_forward)
+                                bring_forward(e[k].p, now);
+                }
+}
+
 static int cmp_pid(const void *a, const void *b) {
         pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
 
@@ -255,7 +274,7 @@ static int cmp_pid(const void *a, const void *b) {
 
 /* The groups: one per set of records joined by objects, with their members, bytes and
  * hot node; then each object's target. */
-static int make_groups(struct share_groups *g, struct proc_records *records, const struct entry *e, size_t *parent,
+static int make_groups(struct share_groups *g, struct proc_records *records, struct entry *e, size_t *parent,
                        const size_t *obj_first, unsigned min_pct) {
         unsigned nn = g->topo->n_nodes;
         _cleanup_free_ size_t *group_of = malloc((records->n ? records->n : 1) * sizeof(size_t));
@@ -340,7 +359,8 @@ static size_t count_objects(const struct entry *e, size_t n, size_t *ret_maps) {
         return n_objs;
 }
 
-static int build(struct share_groups *g, struct proc_records *records, unsigned min_pct) {
+static int build(struct share_groups *g, struct proc_records *records, unsigned min_pct,
+                 void (*bring_forward)(struct proc_rec *p, uint64_t at_ms), uint64_t now) {
         unsigned nn = g->topo->n_nodes;
         size_t n = 0, n_maps, pids;
         _cleanup_free_ struct entry *e = collect(records, &n);
@@ -374,14 +394,18 @@ static int build(struct share_groups *g, struct proc_records *records, unsigned 
                 obj_first[o] = i;
                 fill_object(g, e, i, j, &g->objs[o++], &maps, &bytes, parent);
         }
-        return make_groups(g, records, e, parent, obj_first, min_pct);
+        if (make_groups(g, records, e, parent, obj_first, min_pct) < 0)
+                return -ENOMEM;
+        follow_targets(g, e, obj_first, bring_forward, now);
+        return 0;
 }
 
 void share_groups_build(struct share_groups *g, const struct topology *t, struct proc_records *records,
-                        unsigned min_cpu_share_pct) {
+                        unsigned min_cpu_share_pct, void (*bring_forward)(struct proc_rec *p, uint64_t at_ms),
+                        uint64_t now) {
         clear(g);
         g->topo = t;
-        if (build(g, records, min_cpu_share_pct) < 0)
+        if (build(g, records, min_cpu_share_pct, bring_forward, now) < 0)
                 clear(g);
 }
 
@@ -430,7 +454,7 @@ struct plan_share *share_groups_plan_input(const struct share_groups *g, uid_t o
         if (!share)
                 return NULL;
         for (size_t i = 0; i < maps->n_vmas; i++) {
-                const struct vma_range *rg = shared_range(maps, i, ranges, n_ranges);
+                const struct vma_range *rg = shared_range(maps, i, ranges, n_ranges, true);
                 const struct share_obj *o = rg ? find_obj(g, owner, rg->dev, rg->ino) : NULL;
 
                 share[i].target = o && obj_mapping(o, pid, rg->start) ? o->target : -1;

@@ -67,8 +67,9 @@ struct share_groups {
         uint64_t outside_bytes;    /* shared pages not moved: mapped by a process not in the group */
 };
 
-/* From p's scan: its shared mappings (ranges, sorted) that numa_maps shows with pages
- * mapped by others (mapmax > 1), what it has of them on each node, the nodes in may go
+/* From p's scan: its shared mappings of an inode (ranges, sorted) with pages resident,
+ * whether or not others map them yet (an idle process is not read again), what it has
+ * of them on each node, the nodes in may go
  * to (plan_share_allowed()), and its window's CPU time by node. Replaces p's last notes;
  * out of memory, p has none (it is left out of every group until its next scan). */
 void share_groups_note(const struct topology *t, struct proc_rec *p, const struct numa_maps *maps,
@@ -76,9 +77,12 @@ void share_groups_note(const struct topology *t, struct proc_rec *p, const struc
                 const struct plan_params *pp);
 
 /* Rebuilds g from the records' notes (those in a watched cgroup). min_cpu_share_pct is
- * the group's hot-node threshold. Out of memory, g has no group. */
+ * the group's hot-node threshold. A member mapping an object whose target changed since
+ * its note last saw one is handed to bring_forward (scan.h's scan_bring_forward(), may
+ * be NULL) with now: its plan follows the group at once. Out of memory, g has no group. */
 void share_groups_build(struct share_groups *g, const struct topology *t, struct proc_records *records,
-                        unsigned min_cpu_share_pct);
+                        unsigned min_cpu_share_pct, void (*bring_forward)(struct proc_rec *p, uint64_t at_ms),
+                        uint64_t now);
 void share_groups_done(struct share_groups *g);
 
 /* Per VMA of maps, for pid (owner uid): the target of the object it maps if it is a

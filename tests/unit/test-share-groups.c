@@ -102,15 +102,24 @@ static void note_shm(size_t i, pid_t pid, struct cg_rec *cg, unsigned ino, unsig
         note(i, pid, cg, nm, mp, mems, cpu0, cpu1);
 }
 
+/* Who was brought forward by the last builds, by record index. */
+static bool brought[N_PROCS];
+
+static void bring_forward(struct proc_rec *p, uint64_t at_ms) {
+        CHECK_INT(at_ms, 777);
+        brought[p - fx.rec] = true;
+}
+
 static void build(size_t n) {
         for (size_t i = 0; i < n; i++)
                 fx.v[i] = &fx.rec[i];
         fx.records = (struct proc_records) { .v = fx.v, .n = n };
-        share_groups_build(&fx.g, fx.t, &fx.records, params.min_cpu_share_pct);
+        share_groups_build(&fx.g, fx.t, &fx.records, params.min_cpu_share_pct, bring_forward, 777);
 }
 
 static void before(void) {
         fx = (struct fixture) {};
+        memset(brought, 0, sizeof(brought));
         fx.t = topo2();
         fx.cg[0] = (struct cg_rec) { .path = (char *) "/a", .mode = CG_MODE_BALANCE, .turn_uid = 1000 };
         fx.cg[1] = (struct cg_rec) { .path = (char *) "/b", .mode = CG_MODE_BALANCE, .turn_uid = 2000 };
@@ -212,6 +221,26 @@ TEST(target_within_every_member) {
         CHECK(fx.g.objs[0].why != NULL);
 }
 
+/* A member whose object gets a new target is scanned now, once: its plan follows the
+ * group at once; the next build with the same target brings nobody forward. */
+TEST(new_target_brings_members_forward) {
+        note_shm(0, 10, &fx.cg[0], 100, 0, 200, 0, "default", "0-1", 1000, 0);
+        note_shm(1, 11, &fx.cg[0], 100, 1, 100, 0, "default", "0-1", 1000, 0);
+        build(2);
+        CHECK(brought[0] && brought[1]);
+        share_groups_done(&fx.g);
+        memset(brought, 0, sizeof(brought));
+        build(2);
+        CHECK(!brought[0] && !brought[1]);
+        share_groups_done(&fx.g);
+        /* The group's threads moved to node 1: its members' notes say so at their scans. */
+        fx.rec[1].shares->cpu_ns[0] = 0;
+        fx.rec[1].shares->cpu_ns[1] = 5000;
+        build(2);
+        CHECK_INT(fx.g.objs[0].target, 1);
+        CHECK(brought[0] && brought[1]);
+}
+
 /* No group without CPU time to say where it works, without a second watched member,
  * or for a process noted in an earlier life (another start time). */
 TEST(no_group) {
@@ -233,14 +262,15 @@ TEST(no_group) {
         CHECK_INT(fx.g.n_groups, 0);
 }
 
-/* A note is only of shared mappings with pages others map: none, none noted. */
+/* A note is only of shared mappings of an inode with pages resident, whether or not
+ * others map them yet: a private heap is not noted. */
 TEST(note_only_shared) {
         note(0, 10, &fx.cg[0], "55d000000000 default heap anon=10 dirty=10 N0=10 kernelpagesize_kB=4\n",
              "55d000000000-55d000100000 rw-p 00000000 00:00 0 [heap]\n", "0-1", 0, 1000);
         CHECK(fx.rec[0].shares == NULL);
         note(0, 10, &fx.cg[0],
              "7f0000000000 default file=/dev/zero\\040(deleted) dirty=1 mapped=1 mapmax=1 N0=1 kernelpagesize_kB=4\n",
-             "7f0000000000-7f0000100000 rw-s 00000000 00:01 5 /dev/zero (deleted)\n", "0-1", 0, 1000);
+             "7f0000000000-7f0000100000 rw-p 00000000 00:01 5 /dev/zero (deleted)\n", "0-1", 0, 1000);
         CHECK(fx.rec[0].shares == NULL);
         note(0, 10, &fx.cg[0],
              "7f0000000000 default file=/dev/zero\\040(deleted) dirty=1 mapped=1 mapmax=2 N0=1 kernelpagesize_kB=4\n",
