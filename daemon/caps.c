@@ -35,10 +35,15 @@ static const struct {
           "no BPF tracing or perf events: thread placement is sampled from /proc and page-level sampling is off" },
         { CAP_SYS_ADMIN, "CAP_SYS_ADMIN",
           "trusted.numabalanced xattrs cannot be read (the kernel hides trusted.* without it): cgroups opted in "
-          "that way are not seen; user.numabalanced and [select] cgroups still work" },
+          "that way are not seen; user.numabalanced and [select] cgroups still work; page frames cannot be read: "
+          "no shared memory of a group is moved" },
         { CAP_SYS_NICE, "CAP_SYS_NICE",
           "threads of other users' processes cannot be placed (sched_setaffinity): place mode leaves them where "
-          "they run, each such process retried after a back-off (explain: not-permitted)" },
+          "they run, each such process retried after a back-off (explain: not-permitted); no shared memory of a "
+          "group is moved (MPOL_MF_MOVE_ALL)" },
+        { CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH",
+          "other users' /proc/PID/pagemap cannot be opened (mode 0400): no shared memory of a group of another "
+          "user's processes is moved" },
 };
 
 static char missing[128];

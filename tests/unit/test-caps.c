@@ -4,6 +4,8 @@
  * sees what the daemon sees under a smaller bounding set. */
 #include <linux/capability.h>
 #include <sched.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,15 +15,16 @@
 #include "log.h"
 #include "test.h"
 
-/* The calling process's effective set becomes effective & keep. */
+/* The calling process's effective set becomes permitted & keep. */
 static int keep_only(uint64_t keep) {
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
 
         if (syscall(SYS_capget, &h, d) < 0)
                 return -errno;
-        d[0].effective &= (uint32_t) keep;
-        d[1].effective &= (uint32_t) (keep >> 32);
+        /* From the permitted set: a later call may raise one an earlier one lowered. */
+        d[0].effective = d[0].permitted & (uint32_t) keep;
+        d[1].effective = d[1].permitted & (uint32_t) (keep >> 32);
         return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
 }
 
@@ -71,8 +74,8 @@ TEST(all_present_or_each_named) {
         CHECK_STR(missing, "CAP_SYS_ADMIN");
         CHECK_INT(check_with(~(BIT(CAP_SYS_PTRACE) | BIT(CAP_BPF)), missing, sizeof(missing)), 2);
         CHECK_STR(missing, "CAP_SYS_PTRACE CAP_BPF");
-        CHECK_INT(check_with(0, missing, sizeof(missing)), 5);
-        CHECK_STR(missing, "CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_NICE");
+        CHECK_INT(check_with(0, missing, sizeof(missing)), 6);
+        CHECK_STR(missing, "CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_NICE CAP_DAC_READ_SEARCH");
 }
 
 TEST(nothing_before_the_check) {
@@ -131,7 +134,8 @@ TEST(what_the_operator_reads) {
         if (geteuid() != 0)
                 TEST_SKIP("not root: the test's own effective set is not the daemon's");
         CHECK_INT(said_with(~UINT64_C(0), out, sizeof(out)), 0);
-        CHECK_STR(out, "<6>Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_NICE, all present\n");
+        CHECK_STR(out, "<6>Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_NICE CAP_DAC_READ_SEARCH, "
+                       "all present\n");
         CHECK_INT(said_with(~BIT(CAP_BPF), out, sizeof(out)), 0);
         CHECK_STR(out, "<5>Missing capability CAP_BPF: BPF and perf work through CAP_SYS_ADMIN while it is there "
                        "(drop that one too and they fall back to /proc)\n");
@@ -140,7 +144,8 @@ TEST(what_the_operator_reads) {
                        "sampled from /proc and page-level sampling is off\n"
                        "<4>Missing capability CAP_SYS_ADMIN: trusted.numabalanced xattrs cannot be read (the kernel "
                        "hides trusted.* without it): cgroups opted in that way are not seen; user.numabalanced and "
-                       "[select] cgroups still work\n");
+                       "[select] cgroups still work; page frames cannot be read: no shared memory of a group is "
+                       "moved\n");
         CHECK_INT(said_with(~BIT(CAP_SYS_PTRACE), out, sizeof(out)), 0);
         CHECK_STR(out, "<4>Missing capability CAP_SYS_PTRACE: processes of other users and non-dumpable ones cannot "
                        "be read or moved (ptrace access check): they are listed as unreadable and left alone\n");
@@ -152,7 +157,7 @@ TEST(as_proc_status_says) {
         static const struct { int cap; const char *name; } four[] = {
                 { CAP_SYS_PTRACE, "CAP_SYS_PTRACE" }, { CAP_BPF, "CAP_BPF" },
                 { CAP_PERFMON, "CAP_PERFMON" }, { CAP_SYS_ADMIN, "CAP_SYS_ADMIN" },
-                { CAP_SYS_NICE, "CAP_SYS_NICE" },
+                { CAP_SYS_NICE, "CAP_SYS_NICE" }, { CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH" },
         };
         char line[256], expect[128] = "";
         unsigned long long eff = 0;
@@ -226,6 +231,58 @@ TEST(sys_nice_places_other_users_threads) {
         waitpid(tenant, NULL, 0);
 }
 
+/* What the daemon really needs CAP_DAC_READ_SEARCH for, on the kernel itself: the
+ * unit's other capabilities (CAP_SYS_PTRACE among them) do not open another user's
+ * /proc/PID/pagemap (mode 0400), which the check before moving shared memory reads;
+ * with it they do, page frame numbers and all (CAP_SYS_ADMIN). */
+TEST(dac_read_search_opens_other_users_pagemap) {
+        const uint64_t unit = BIT(CAP_SYS_PTRACE) | BIT(CAP_BPF) | BIT(CAP_PERFMON) | BIT(CAP_SYS_ADMIN) |
+                              BIT(CAP_SYS_NICE);
+        char path[64], go = 0;
+        int p[2], status;
+        pid_t tenant, daemon;
+
+        if (geteuid() != 0)
+                TEST_SKIP("not root: cannot start a process of another user");
+        CHECK(pipe(p) == 0);
+        tenant = fork();
+        if (tenant == 0) {
+                close(p[0]);
+                /* Dumpable again, as after an exec: its /proc files are then its
+                 * owner's (a changed uid makes them root's). */
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0 ||
+                    prctl(PR_SET_DUMPABLE, 1) < 0)
+                        _exit(1);
+                if (write(p[1], "x", 1) != 1)
+                        _exit(2);
+                pause();
+                _exit(0);
+        }
+        close(p[1]);
+        CHECK(read(p[0], &go, 1) == 1);
+        close(p[0]);
+        snprintf(path, sizeof(path), "/proc/%d/pagemap", (int) tenant);
+        daemon = fork();
+        if (daemon == 0) {
+                int fd;
+
+                if (keep_only(unit) < 0)
+                        _exit(11);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0 || errno != EACCES)
+                        _exit(12);
+                if (keep_only(unit | BIT(CAP_DAC_READ_SEARCH)) < 0)
+                        _exit(13);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                _exit(fd >= 0 ? 0 : 14);
+        }
+        CHECK(waitpid(daemon, &status, 0) == daemon);
+        CHECK(WIFEXITED(status));
+        CHECK_INT(WEXITSTATUS(status), 0);
+        kill(tenant, SIGKILL);
+        waitpid(tenant, NULL, 0);
+}
+
 /* Without CAP_SYS_NICE, the check names it with what place mode loses. */
 TEST(sys_nice_missing_is_named) {
         char missing[256], out[2048];
@@ -237,7 +294,8 @@ TEST(sys_nice_missing_is_named) {
         CHECK_INT(said_with(~BIT(CAP_SYS_NICE), out, sizeof(out)), 0);
         CHECK_STR(out, "<4>Missing capability CAP_SYS_NICE: threads of other users' processes cannot be placed "
                        "(sched_setaffinity): place mode leaves them where they run, each such process retried "
-                       "after a back-off (explain: not-permitted)\n");
+                       "after a back-off (explain: not-permitted); no shared memory of a group is moved "
+                       "(MPOL_MF_MOVE_ALL)\n");
 }
 
 DEFINE_TEST_MAIN()

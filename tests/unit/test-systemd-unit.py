@@ -30,7 +30,7 @@ import nbtest  # noqa: E402
 from nbtest import check  # noqa: E402
 
 MAX_EXPOSURE = 2.5
-CAPS = {"CAP_SYS_PTRACE", "CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_SYS_NICE"}
+CAPS = {"CAP_SYS_PTRACE", "CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_SYS_NICE", "CAP_DAC_READ_SEARCH"}
 
 
 def settings(text):

@@ -10,7 +10,7 @@ import re
 
 from scenario import REPO, check, fail, sh, sysctl_numa_balancing, wait_local
 
-UNIT_CAPS = {"CAP_SYS_PTRACE", "CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_SYS_NICE"}
+UNIT_CAPS = {"CAP_SYS_PTRACE", "CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_SYS_NICE", "CAP_DAC_READ_SEARCH"}
 
 
 def unit_caps():
@@ -43,7 +43,7 @@ def with_unit_caps(env, res, caps):
     check(t is not None, "with exactly the unit's capabilities: not 95% local within 300 s")
     env.stop_daemon()
     log = env.last_log
-    check("Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_NICE, all present" in log,
+    check("Capabilities: CAP_SYS_PTRACE CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_NICE CAP_DAC_READ_SEARCH, all present" in log,
           "the daemon did not say it has all its capabilities")
     check("(source bpf" in log, "the BPF source was not used with the unit's capabilities")
     check("Missing capability" not in log, "a capability reported missing with the unit's set")
