@@ -312,7 +312,8 @@ static void account_promotion(const struct jobs_env *env, const struct migrate_j
 
 /* A shared job's moves and what its check held back, for the reports; a page mapped
  * outside the group is said once a job, at debug level (every tick may find it). */
-static void account_shared(const struct jobs_env *env, const struct proc_rec *p, const struct migrate_job *j) {
+static void account_shared(const struct jobs_env *env, struct proc_rec *p, const struct migrate_job *j,
+                           uint64_t now) {
         uint64_t held = 0;
 
         env->counters->shared_moved_bytes += j->pages[MIG_MOVED] * page_size();
@@ -321,6 +322,8 @@ static void account_shared(const struct jobs_env *env, const struct proc_rec *p,
                 env->counters->shared_held_bytes[f] += j->share_fails[f] * page_size();
                 held += j->share_fails[f];
         }
+        if (held && j->pages[MIG_MOVED] == 0)
+                p->moved.shared_held_until_ms = now + env->check.cfg->cooldown_ms;
         if (held)
                 log_debug("cgroup=%s pid=%d: %" PRIu64 " shared page(s) not moved: %" PRIu64 " mapped outside its group, "
                           "%" PRIu64 " in a member's cpuset that does not allow node %d, %" PRIu64
@@ -347,7 +350,7 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                 if (j->promote)
                         account_promotion(env, j);
                 if (j->shared)
-                        account_shared(env, p, j);
+                        account_shared(env, p, j, now);
                 histogram_add(&env->counters->move_calls, &j->move_calls);
                 if (j->stop)
                         note_stop(p, j);

@@ -60,6 +60,10 @@ struct proc_moves {
         uint64_t pages[_MIG_CLASS_MAX];  /* its jobs' pages, by result class */
         const struct migrate_stop *stop;  /* why its last stopped job stopped, NULL: none */
         uint64_t stop_ms;          /* when */
+        /* Its last shared job moved nothing and the check held pages back (mapped
+         * outside the group, ...): its shared memory is not planned again before this
+         * (CLOCK_MONOTONIC ms; the cooldown), so that it is not checked at every scan. */
+        uint64_t shared_held_until_ms;
 };
 
 struct proc_rec {
