@@ -322,8 +322,10 @@ static void account_shared(const struct jobs_env *env, struct proc_rec *p, const
                 env->counters->shared_held_bytes[f] += j->share_fails[f] * page_size();
                 held += j->share_fails[f];
         }
-        if (held && j->pages[MIG_MOVED] == 0)
+        if (held && j->pages[MIG_MOVED] == 0) {
                 p->moved.shared_held_until_ms = now + env->check.cfg->cooldown_ms;
+                p->moved.shared_held_group = share_groups_signature(env->shares, p->cg->turn_uid, p->pid);
+        }
         if (held)
                 log_debug("cgroup=%s pid=%d: %" PRIu64 " shared page(s) not moved: %" PRIu64 " mapped outside its group, "
                           "%" PRIu64 " in a member's cpuset that does not allow node %d, %" PRIu64

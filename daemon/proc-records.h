@@ -62,8 +62,11 @@ struct proc_moves {
         uint64_t stop_ms;          /* when */
         /* Its last shared job moved nothing and the check held pages back (mapped
          * outside the group, ...): its shared memory is not planned again before this
-         * (CLOCK_MONOTONIC ms; the cooldown), so that it is not checked at every scan. */
+         * (CLOCK_MONOTONIC ms; the cooldown), so that it is not checked at every scan,
+         * unless its group changed (share_groups_signature(): a new member, as a new
+         * PostgreSQL backend, may be what mapped them). */
         uint64_t shared_held_until_ms;
+        uint64_t shared_held_group;
 };
 
 struct proc_rec {

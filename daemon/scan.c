@@ -265,7 +265,11 @@ static int read_process(const struct scan_env *env, struct proc_rec *p, const st
  * They move in balance mode only: place puts the threads beside them (cg-mode.h). */
 static struct plan_share *group_decisions(const struct scan_env *env, const struct proc_rec *p,
                                           const struct reading *rd) {
-        if (!env->shares || !cg_mode_moves_shared(p->cg->mode) || clock_now_ms() < p->moved.shared_held_until_ms)
+        if (!env->shares || !cg_mode_moves_shared(p->cg->mode))
+                return NULL;
+        /* Held back at its last job: not again for a cooldown, unless its group changed. */
+        if (clock_now_ms() < p->moved.shared_held_until_ms &&
+            share_groups_signature(env->shares, p->cg->turn_uid, p->pid) == p->moved.shared_held_group)
                 return NULL;
         return share_groups_plan_input(env->shares, p->cg->turn_uid, p->pid, rd->maps, rd->ranges, rd->n_ranges);
 }

@@ -481,6 +481,18 @@ bool share_groups_check(const struct share_groups *g, uid_t owner, pid_t pid, ui
         return false;
 }
 
+uint64_t share_groups_signature(const struct share_groups *g, uid_t owner, pid_t pid) {
+        const struct share_group *gr = share_groups_of(g, owner, pid);
+        uint64_t sig;
+
+        if (!gr)
+                return 0;
+        sig = gr->n_pids;
+        for (size_t k = 0; k < gr->n_pids; k++)
+                sig = sig * UINT64_C(1000003) + (uint64_t) gr->pids[k];
+        return sig;
+}
+
 const struct share_group *share_groups_of(const struct share_groups *g, uid_t owner, pid_t pid) {
         for (size_t x = 0; x < g->n_groups; x++)
                 if (g->groups[x].owner == owner &&

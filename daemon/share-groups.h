@@ -97,5 +97,9 @@ struct plan_share *share_groups_plan_input(const struct share_groups *g, uid_t o
 bool share_groups_check(const struct share_groups *g, uid_t owner, pid_t pid, uint64_t start,
                         struct share_check *ret);
 
+/* Who is in the group of pid (owner uid), as one number: changes when a member comes
+ * or goes. 0: none. */
+uint64_t share_groups_signature(const struct share_groups *g, uid_t owner, pid_t pid);
+
 /* The group p is a member of, or NULL. */
 const struct share_group *share_groups_of(const struct share_groups *g, uid_t owner, pid_t pid);

@@ -241,6 +241,25 @@ TEST(new_target_brings_members_forward) {
         CHECK(brought[0] && brought[1]);
 }
 
+/* The group's signature changes when a member comes or goes, and is 0 outside one. */
+TEST(signature_follows_membership) {
+        uint64_t two, three;
+
+        note_shm(0, 10, &fx.cg[0], 100, 0, 200, 0, "default", "0-1", 0, 1000);
+        note_shm(1, 11, &fx.cg[0], 100, 1, 100, 0, "default", "0-1", 0, 1000);
+        note_shm(2, 12, &fx.cg[0], 100, 2, 100, 0, "default", "0-1", 0, 1000);
+        build(2);
+        two = share_groups_signature(&fx.g, 1000, 10);
+        CHECK(two != 0);
+        CHECK_INT(share_groups_signature(&fx.g, 1000, 11), two);
+        CHECK_INT(share_groups_signature(&fx.g, 1000, 12), 0);
+        CHECK_INT(share_groups_signature(&fx.g, 2000, 10), 0);
+        share_groups_done(&fx.g);
+        build(3);
+        three = share_groups_signature(&fx.g, 1000, 10);
+        CHECK(three != 0 && three != two);
+}
+
 /* No group without CPU time to say where it works, without a second watched member,
  * or for a process noted in an earlier life (another start time). */
 TEST(no_group) {
