@@ -53,7 +53,8 @@ UNIT = "numabalanced.service"
 RUN_DIR = "/run/systemd/system"
 TEST_DIR = "/run/numabalanced-test"
 CG = "/sys/fs/cgroup/nbtest"   # under /sys/fs/cgroup/unified with --hybrid
-CAPS = {"cap_sys_ptrace": 19, "cap_sys_admin": 21, "cap_sys_nice": 23, "cap_perfmon": 38, "cap_bpf": 39}
+CAPS = {"cap_dac_read_search": 2, "cap_sys_ptrace": 19, "cap_sys_admin": 21, "cap_sys_nice": 23, "cap_perfmon": 38,
+        "cap_bpf": 39}
 
 results = {"checks": []}
 out_dir = os.environ.get("NUMABALANCED_RESULTS", "/tmp")
