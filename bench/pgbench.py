@@ -115,29 +115,16 @@ def backend_pids():
 
 
 def buffers_nodes():
-    """Pages per node of the shared-buffer mapping (the largest shared mapping), summed
-    over the backends serving pgbench (each counts the pages it maps: what is remote or
-    local for them)."""
+    """Pages per node of the shared-buffer mapping, summed over the backends serving
+    pgbench (each counts the pages it maps: what is remote or local for them)."""
+    return sum_nodes(backend_pids())
+
+
+def sum_nodes(pids):
     total = {}
-    for pid in backend_pids():
-        try:
-            starts = set()
-            with open(f"/proc/{pid}/maps") as f:
-                for line in f:
-                    fields = line.split()
-                    a, b = (int(x, 16) for x in fields[0].split("-"))
-                    if fields[1][3] == "s" and b - a >= SHARED_BUFFERS_MB << 20:
-                        starts.add(a)
-            with open(f"/proc/{pid}/numa_maps") as f:
-                for line in f:
-                    fields = line.split()
-                    if int(fields[0], 16) in starts:
-                        for t in fields:
-                            if re.match(r"N\d+=", t):
-                                node, pages = int(t[1:].split("=")[0]), int(t.split("=")[1])
-                                total[node] = total.get(node, 0) + pages
-        except (OSError, ValueError):
-            continue
+    for pid in pids:
+        for k, v in vma_nodes_any(pid).items():
+            total[k] = total.get(k, 0) + v
     return total
 
 
@@ -199,10 +186,7 @@ def one_run(env, mode, seconds, free=False):
         server_start(cg)
         pg([f"{PGBIN}/psql", "-q", "-c", "select pg_prewarm(c.oid) from pg_class c where c.relname like 'pgbench_%' "
             "and c.relkind in ('r', 'i')", "postgres"], cg)
-        before = {}
-        for pid in pg_pids():  # before pgbench connects: every process's view
-            for k, v in vma_nodes_any(pid).items():
-                before[k] = before.get(k, 0) + v
+        before = sum_nodes(pg_pids())   # before pgbench connects: every process's view
         mig0 = bench.vmstat("pgmigrate_success")
         with open(os.path.join(cg, "cpuset.cpus"), "w") as f:
             f.write(f"{scenario.node_cpus(0)},{scenario.node_cpus(1)}" if free else scenario.node_cpus(1))

@@ -264,11 +264,11 @@ static int read_process(const struct scan_env *env, struct proc_rec *p, const st
 /* What its groups decided for the shared objects it maps (share-groups.h), NULL: none.
  * They move in balance mode only: place puts the threads beside them (cg-mode.h). */
 static struct plan_share *group_decisions(const struct scan_env *env, const struct proc_rec *p,
-                                          const struct reading *rd) {
+                                          const struct reading *rd, uint64_t now) {
         if (!env->shares || !cg_mode_moves_shared(p->cg->mode))
                 return NULL;
         /* Held back at its last job: not again for a cooldown, unless its group changed. */
-        if (clock_now_ms() < p->moved.shared_held_until_ms &&
+        if (now < p->moved.shared_held_until_ms &&
             share_groups_signature(env->shares, p->cg->turn_uid, p->pid) == p->moved.shared_held_group)
                 return NULL;
         return share_groups_plan_input(env->shares, p->cg->turn_uid, p->pid, rd->maps, rd->ranges, rd->n_ranges);
@@ -537,7 +537,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
                 .keep_before = keep_before(env, p, &busy_before, &busy),
         };
         set_placed(env, p, &in);
-        in.share = rd.share = group_decisions(env, p, &rd);
+        in.share = rd.share = group_decisions(env, p, &rd, now);
         r = plan_decide(env->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)
                 return r;

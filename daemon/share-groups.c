@@ -10,23 +10,6 @@
 #include "locality.h"
 #include "share-groups.h"
 
-/* The range of ranges[] (sorted) that starts at start, or NULL. */
-static const struct vma_range *range_at(const struct vma_range *r, size_t n, uint64_t start) {
-        size_t lo = 0, hi = n;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (r[mid].start == start)
-                        return &r[mid];
-                if (r[mid].start < start)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
-}
-
 /* VMA i maps an object others may map: worth a note, even before any other process
  * maps a page of it (an idle member, as PostgreSQL's postmaster, is not read again
  * while it stays idle); with others_too, only if numa_maps shows pages mapped by others
@@ -39,7 +22,7 @@ static const struct vma_range *shared_range(const struct numa_maps *maps, size_t
 
         if ((others_too && v->mapmax <= 1) || v->hugetlb || v->pages == 0)
                 return NULL;
-        rg = range_at(ranges, n_ranges, v->start);
+        rg = maps_find(ranges, n_ranges, v->start);
         return rg && rg->shared ? rg : NULL;
 }
 
@@ -291,7 +274,6 @@ static int make_groups(struct share_groups *g, struct proc_records *records, str
                 if (group_of[root] == SIZE_MAX)
                         group_of[root] = g->n_groups++;
                 g->objs[o].group = group_of[root];
-                g->groups[group_of[root]].n_objs++;
         }
         for (size_t r = 0; r < records->n; r++)
                 if (parent[r] != SIZE_MAX && group_of[uf_find(parent, r)] != SIZE_MAX)

@@ -48,7 +48,6 @@ struct share_group {
         uid_t owner;
         pid_t *pids;               /* its members, sorted */
         size_t n_pids;
-        size_t n_objs;
         int hot_node;              /* where its threads ran most, -1: no node has enough */
         uint64_t *node_bytes;      /* its objects' resident bytes, by topology index */
 };
@@ -62,9 +61,6 @@ struct share_groups {
         struct share_peer *all_maps;  /* what objs and groups point into */
         uint64_t *all_bytes;
         pid_t *all_pids;
-        /* Since the start, for the reports (written by jobs.c's accounting). */
-        uint64_t moved_bytes;      /* shared pages moved (MPOL_MF_MOVE_ALL) */
-        uint64_t outside_bytes;    /* shared pages not moved: mapped by a process not in the group */
 };
 
 /* From p's scan: its shared mappings of an inode (ranges, sorted) with pages resident,

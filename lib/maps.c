@@ -100,18 +100,25 @@ int maps_parse(const char *buf, size_t len, struct vma_range **ret, size_t *ret_
                          ret_bad);
 }
 
-uint64_t maps_end_of(const struct vma_range *r, size_t n, uint64_t start) {
+const struct vma_range *maps_find(const struct vma_range *r, size_t n, uint64_t start) {
         size_t lo = 0, hi = n;
+
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 if (r[mid].start == start)
-                        return r[mid].end;
+                        return &r[mid];
                 if (r[mid].start < start)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        return 0;
+        return NULL;
+}
+
+uint64_t maps_end_of(const struct vma_range *r, size_t n, uint64_t start) {
+        const struct vma_range *v = maps_find(r, n, start);
+
+        return v ? v->end : 0;
 }
 
 int maps_read_path(const char *path, const struct proc_lines_opts *o, struct vma_range **ret, size_t *ret_n,

@@ -23,6 +23,8 @@ struct vma_range {
  * *ret_bad if not NULL). A line cut at the line cap (proc-lines.h: a long file name)
  * still gives its range. */
 int maps_parse(const char *buf, size_t len, struct vma_range **ret, size_t *ret_n, unsigned *ret_bad);
+/* The range that starts at start, or NULL. */
+const struct vma_range *maps_find(const struct vma_range *r, size_t n, uint64_t start);
 /* The end of the VMA that starts at start, or 0. */
 uint64_t maps_end_of(const struct vma_range *r, size_t n, uint64_t start);
 /* Reads <proc_root>/<pid>/maps a chunk at a time (proc-lines.h) and parses it with

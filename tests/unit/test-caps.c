@@ -186,23 +186,21 @@ TEST(as_proc_status_says) {
         config_done(&cfg);
 }
 
-/* What the daemon really needs CAP_SYS_NICE for, checked on the kernel itself: the
- * affinity of a thread of another user's process cannot be changed without it (a
- * tenant in place mode who is not root), and can with it. */
-TEST(sys_nice_places_other_users_threads) {
-        cpu_set_t set;
-        int p[2], status;
-        pid_t tenant, daemon;
+/* A process of uid 65534 that waits to be killed, dumpable as after an exec (its /proc
+ * files are then its owner's: a changed uid alone makes them root's). Its pid once it
+ * runs as that user, or -1. */
+static pid_t start_tenant(void) {
+        int p[2];
         char go = 0;
+        pid_t tenant;
 
-        if (geteuid() != 0)
-                TEST_SKIP("not root: cannot start a process of another user");
-        CHECK(sched_getaffinity(0, sizeof(set), &set) == 0);
-        CHECK(pipe(p) == 0);
+        if (pipe(p) < 0)
+                return -1;
         tenant = fork();
         if (tenant == 0) {
                 close(p[0]);
-                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0 ||
+                    prctl(PR_SET_DUMPABLE, 1) < 0)
                         _exit(1);
                 if (write(p[1], "x", 1) != 1)
                         _exit(2);
@@ -210,8 +208,30 @@ TEST(sys_nice_places_other_users_threads) {
                 _exit(0);
         }
         close(p[1]);
-        CHECK(read(p[0], &go, 1) == 1);
+        if (tenant > 0 && read(p[0], &go, 1) != 1) {
+                kill(tenant, SIGKILL);
+                waitpid(tenant, NULL, 0);
+                tenant = -1;
+        }
         close(p[0]);
+        return tenant;
+}
+
+/* What the daemon really needs CAP_SYS_NICE for, checked on the kernel itself: the
+ * affinity of a thread of another user's process cannot be changed without it (a
+ * tenant in place mode who is not root), and can with it. */
+TEST(sys_nice_places_other_users_threads) {
+        cpu_set_t set;
+        int status;
+        pid_t tenant, daemon;
+
+        if (geteuid() != 0)
+                TEST_SKIP("not root: cannot start a process of another user");
+        CHECK(sched_getaffinity(0, sizeof(set), &set) == 0);
+        tenant = start_tenant();
+        CHECK(tenant > 0);
+        if (tenant <= 0)
+                return;
         daemon = fork();
         if (daemon == 0) {
                 /* With every capability the tenant's thread takes the mask it has;
@@ -238,29 +258,16 @@ TEST(sys_nice_places_other_users_threads) {
 TEST(dac_read_search_opens_other_users_pagemap) {
         const uint64_t unit = BIT(CAP_SYS_PTRACE) | BIT(CAP_BPF) | BIT(CAP_PERFMON) | BIT(CAP_SYS_ADMIN) |
                               BIT(CAP_SYS_NICE);
-        char path[64], go = 0;
-        int p[2], status;
+        char path[64];
+        int status;
         pid_t tenant, daemon;
 
         if (geteuid() != 0)
                 TEST_SKIP("not root: cannot start a process of another user");
-        CHECK(pipe(p) == 0);
-        tenant = fork();
-        if (tenant == 0) {
-                close(p[0]);
-                /* Dumpable again, as after an exec: its /proc files are then its
-                 * owner's (a changed uid makes them root's). */
-                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0 ||
-                    prctl(PR_SET_DUMPABLE, 1) < 0)
-                        _exit(1);
-                if (write(p[1], "x", 1) != 1)
-                        _exit(2);
-                pause();
-                _exit(0);
-        }
-        close(p[1]);
-        CHECK(read(p[0], &go, 1) == 1);
-        close(p[0]);
+        tenant = start_tenant();
+        CHECK(tenant > 0);
+        if (tenant <= 0)
+                return;
         snprintf(path, sizeof(path), "/proc/%d/pagemap", (int) tenant);
         daemon = fork();
         if (daemon == 0) {

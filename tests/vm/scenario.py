@@ -380,13 +380,7 @@ class Env:
                              env=dict(os.environ, **env) if env else None)
         self.procs.append(p)
         p.ready = ready
-        deadline = time.time() + 120
-        while not os.path.exists(ready):
-            if p.poll() is not None:
-                fail(f"workload exited: {p.stderr.read().decode()}")
-            if time.time() >= deadline:
-                fail("workload did not get ready")
-            time.sleep(0.2)
+        wait_ready(p, ready, "workload")
         pid, start, length = open(ready).read().split()[:3]
         return p, int(start, 16), int(length)
 
@@ -708,6 +702,17 @@ def vmstat(key):
     return 0
 
 
+def wait_ready(p, ready, what, timeout=120):
+    """Waits for process p's ready file; fails if p exits first or the time runs out."""
+    deadline = time.time() + timeout
+    while not os.path.exists(ready):
+        if p.poll() is not None:
+            fail(f"{what} exited: {p.stderr.read().decode()}")
+        if time.time() >= deadline:
+            fail(f"{what} did not get ready")
+        time.sleep(0.2)
+
+
 def start_gather(env, cg, size_mb, touch, start, threads=2, affinity="free", policy="default"):
     """tests/vm/gather in cgroup cg: size_mb first-touched on node touch, threads
     reading it started on node start (free: their affinity given back, so the
@@ -718,13 +723,7 @@ def start_gather(env, cg, size_mb, touch, start, threads=2, affinity="free", pol
     p = subprocess.Popen([exe, str(size_mb), str(touch), str(start), str(threads), affinity, policy, ready],
                          preexec_fn=env.enter(os.path.join(cg, "cgroup.procs")), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     env.procs.append(p)
-    deadline = time.time() + 120
-    while not os.path.exists(ready):
-        if p.poll() is not None:
-            fail(f"gather exited: {p.stderr.read().decode()}")
-        if time.time() >= deadline:
-            fail("gather did not get ready")
-        time.sleep(0.2)
+    wait_ready(p, ready, "gather")
     fields = open(ready).read().split()
     return p, int(fields[1], 16), [int(t) for t in fields[3:]]
 

@@ -15,7 +15,7 @@ import os
 import subprocess
 import time
 
-from scenario import check, explain, fail, node_cpus, sysctl_numa_balancing, warm_memory
+from scenario import check, explain, node_cpus, sysctl_numa_balancing, wait_ready, warm_memory
 
 SIZE_MB = 64
 OUTSIDE_MB = 4
@@ -33,25 +33,8 @@ def start(env, cg, args, name):
     p = subprocess.Popen([shmgroup(env), *args(ready)], preexec_fn=env.enter(procs), stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)
     env.procs.append(p)
-    deadline = time.time() + 120
-    while not os.path.exists(ready):
-        if p.poll() is not None:
-            fail(f"shmgroup exited: {p.stderr.read().decode()}")
-        if time.time() >= deadline:
-            fail("shmgroup did not get ready")
-        time.sleep(0.2)
+    wait_ready(p, ready, "shmgroup")
     return open(ready).read().split()
-
-
-def vma_nodes(pid, start):
-    """Pages per node of pid's VMA at start, from numa_maps."""
-    with open(f"/proc/{pid}/numa_maps") as f:
-        for line in f:
-            fields = line.split()
-            if int(fields[0], 16) == start:
-                return {int(t[1:].split("=")[0]): int(t.split("=")[1]) for t in fields
-                        if t.startswith("N") and "=" in t}
-    fail(f"no VMA at {start:#x} in pid {pid}")
 
 
 def kill_cgroup(cg):
@@ -73,8 +56,8 @@ def run(env, res):
         leader, start_addr, workers = int(lead[0]), int(lead[1], 16), [int(x) for x in lead[3:]]
         outsider = start(env, out_cg, lambda ready: ["map", "/" + name, "0", str(OUTSIDE_MB), ready], "outsider")
         out_pid, out_start = int(outsider[0]), int(outsider[1], 16)
-        check(vma_nodes(leader, start_addr).get(0, 0) * 4096 >= SIZE_MB * 2**20 * 0.99,
-              f"the shared memory is not on node 0 to begin with: {vma_nodes(leader, start_addr)}")
+        check(env.region_nodes(leader, start_addr).get(0, 0) * 4096 >= SIZE_MB * 2**20 * 0.99,
+              f"the shared memory is not on node 0 to begin with: {env.region_nodes(leader, start_addr)}")
         env.start_daemon(shipped_timing=True)
         time.sleep(5)   # a few ticks with the group where its memory is
         with open(os.path.join(cg, "cpuset.cpus"), "w") as f:
@@ -83,13 +66,13 @@ def run(env, res):
         group_pages = (SIZE_MB - OUTSIDE_MB) * 2**20 // 4096
         t = None
         while time.time() - moved_at < BOUND_S:
-            if vma_nodes(leader, start_addr).get(1, 0) >= 0.9 * group_pages:
+            if env.region_nodes(leader, start_addr).get(1, 0) >= 0.9 * group_pages:
                 t = round(time.time() - moved_at, 1)
                 break
             time.sleep(1)
         res["seconds_to_90pct"] = t
-        res["leader_nodes"] = vma_nodes(leader, start_addr)
-        res["outsider_nodes"] = vma_nodes(out_pid, out_start)
+        res["leader_nodes"] = env.region_nodes(leader, start_addr)
+        res["outsider_nodes"] = env.region_nodes(out_pid, out_start)
         check(t is not None, f"the group's shared pages not 90% on node 1 within {BOUND_S} s: {res['leader_nodes']}")
         check(res["outsider_nodes"].get(1, 0) == 0,
               f"pages the outsider maps moved: {res['outsider_nodes']}")

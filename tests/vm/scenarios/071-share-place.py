@@ -42,7 +42,7 @@ def run(env, res):
         off_node0 = 0
         while time.time() < deadline:
             placed = placed_nodes(env, workers)
-            nodes = share.vma_nodes(leader, start_addr)
+            nodes = env.region_nodes(leader, start_addr)
             off_node0 = max(off_node0, sum(v for k, v in nodes.items() if k != 0))
             if any(n == 0 for n in placed.values()):
                 break
@@ -51,7 +51,7 @@ def run(env, res):
         check(any(n == 0 for n in placed.values()), f"no worker placed on node 0 within {BOUND_S} s: {placed}")
         check(all(n in (None, 0) for n in placed.values()), f"a worker placed away from its memory: {placed}")
         time.sleep(5)   # the moves of a few more ticks, had there been any
-        nodes = share.vma_nodes(leader, start_addr)
+        nodes = env.region_nodes(leader, start_addr)
         off_node0 = max(off_node0, sum(v for k, v in nodes.items() if k != 0))
         res["leader_nodes"] = nodes
         check(off_node0 == 0, f"shared pages left node 0 under place: {nodes}")
