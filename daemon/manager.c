@@ -305,6 +305,7 @@ static void place_threads(struct manager *m, uint64_t now) {
                 .cgroup_root = m->cfg.cgroup_root,
                 .dry_run = m->opts.dry_run,
                 .bring_forward = scan_bring_forward,
+                .shares = &m->shares,
         };
 
         if (m->placer && !m->samplers.one_node)

@@ -15,9 +15,11 @@
 #include "clock.h"
 #include "log.h"
 #include "parse.h"
+#include "group-place.h"
 #include "placer.h"
 #include "proc.h"
 #include "proc-records.h"
+#include "share-groups.h"
 
 /* Threads decided in one round, at most, all processes together: bounds the round's
  * arrays (a few hundred bytes a thread). */
@@ -680,6 +682,30 @@ static void follow_children(struct placer *pl, const struct placer_env *env, str
         pl->counters.failed += c.failed;
 }
 
+/* The round's decision: the members of a share group in it as one (group-place.h);
+ * out of memory, each process alone. */
+static void decide_round(const struct placer_env *env, const struct tp_node *nodes, unsigned n_nodes,
+                         struct round *rd, const struct tp_params *params, uint64_t now_ms) {
+        _cleanup_free_ size_t *group = calloc(rd->n_procs ? rd->n_procs : 1, sizeof(*group));
+        _cleanup_free_ unsigned *together = calloc(rd->n_procs ? rd->n_procs : 1, sizeof(*together));
+
+        for (size_t i = 0; group && together && i < rd->n_procs; i++) {
+                const struct proc_rec *p = rd->procs[i].rec;
+                const struct share_group *g = env->shares ? share_groups_of(env->shares, p->cg->turn_uid, p->pid) : NULL;
+
+                group[i] = g ? (size_t) (g - env->shares->groups) : GROUP_PLACE_NONE;
+        }
+        if (!group || !together ||
+            group_place_round(nodes, n_nodes, rd->tp, group, together, rd->n_procs, params, now_ms) < 0) {
+                thread_place_round(nodes, n_nodes, rd->tp, rd->n_procs, params, now_ms);
+                for (size_t i = 0; i < rd->n_procs; i++)
+                        rd->procs[i].rec->place->together = 1;
+                return;
+        }
+        for (size_t i = 0; i < rd->n_procs; i++)
+                rd->procs[i].rec->place->together = together[i];
+}
+
 void placer_round(struct placer *pl, const struct placer_env *env, struct proc_records *procs, uint64_t tick,
                   uint64_t now_ms) {
         _cleanup_free_ double *busy = NULL;
@@ -723,7 +749,7 @@ void placer_round(struct placer *pl, const struct placer_env *env, struct proc_r
         thread_place_params_default(&params);
         params.hold_ms = env->cfg->place_hold_ms;
         params.thread_cost_bytes = env->cfg->place_thread_cost_kb * 1024;
-        thread_place_round(nodes, n_nodes, rd.tp, rd.n_procs, &params, now_ms);
+        decide_round(env, nodes, n_nodes, &rd, &params, now_ms);
         log_round(env, nodes, &rd);
         act(pl, env, &rd, now_ms);
         round_done(&rd);

@@ -18,6 +18,7 @@
 
 struct proc_rec;
 struct proc_records;
+struct share_groups;
 
 /* Threads of one process that the placer reads and places, at most: a process with
  * more is not placed (reason too-many-threads). */
@@ -61,6 +62,8 @@ struct proc_place {
         unsigned threads_left_alone; /* changed by the application since: never touched again */
         uint64_t denied_until_ms;  /* not-permitted: not decided before this (0: never refused) */
         uint64_t denied_backoff_ms; /* the last back-off, doubled at each refusal in a row */
+        unsigned together;         /* processes of its share group decided with it, itself
+                                    * included (group-place.h); 1: alone, 0: not decided */
 };
 void placer_proc_free(struct proc_place *pp);
 
@@ -101,6 +104,9 @@ struct placer_env {
          * scan owns the schedule), so that the memory of a process just placed follows
          * its threads soon; NULL: left as it is (tests). */
         void (*bring_forward)(struct proc_rec *p, uint64_t at_ms);
+        /* The tick's share groups (share-groups.h): members of one in the round are
+         * decided as one (group-place.h). NULL: each process alone. */
+        const struct share_groups *shares;
 };
 
 /* state_path: the file of the originals (affinity.h). Recovers what a previous run

@@ -961,6 +961,13 @@ static char *placement_text(const struct manager_view *v, const struct proc_rec 
                 r = asprintf(&text, "threads not placed: %s", thread_place_reason_name(pp->reason));
         else
                 r = asprintf(&text, "threads not decided yet");
+        if (r >= 0 && pp->skip == PLACER_DECIDED && pp->together > 1) {
+                char *with = NULL;
+
+                r = asprintf(&with, "%s; decided with its share group, %u processes as one", text, pp->together);
+                free(text);
+                text = with;
+        }
         return r < 0 ? NULL : text;
 }
 
@@ -983,6 +990,7 @@ static void put_placement(struct json *j, const struct manager_view *v, const st
         json_key(j, "decision"); json_string(j, pp->decided_ms ? thread_place_action_name(pp->action) : NULL);
         json_key(j, "decision_node"); put_node_index(j, v, pp->decided_ms ? pp->node : -1);
         json_key(j, "reason"); json_string(j, placement_word(p));
+        json_key(j, "decided_with"); json_u64(j, pp->together);
         json_key(j, "busy_threads"); json_u64(j, pp->n_busy);
         json_key(j, "threads_to_move"); json_u64(j, pp->threads_to_move);
         json_key(j, "bytes_to_follow"); json_u64(j, pp->bytes_to_copy);

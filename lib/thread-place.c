@@ -492,6 +492,18 @@ void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_p
 
 /* ---- helpers for the caller ----------------------------------------------------- */
 
+void thread_place_set(struct tp_proc *pr, size_t n_nodes, const struct tp_params *p, enum tp_action a, int node,
+                      enum tp_reason r) {
+        struct view v;
+
+        n_nodes = n_nodes < TP_MAX_NODES ? n_nodes : TP_MAX_NODES;
+        view_of(pr, n_nodes, p, &v);
+        pr->n_busy = v.nb;
+        pr->threads_to_move = 0;
+        pr->bytes_to_copy = 0;
+        decide(pr, &v, a, node >= 0 && (size_t) node < n_nodes ? node : -1, r);
+}
+
 size_t thread_place_nodes(const struct topology *t, struct tp_node *nodes) {
         size_t n_nodes = t->n_nodes < TP_MAX_NODES ? t->n_nodes : TP_MAX_NODES;
 

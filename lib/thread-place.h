@@ -11,7 +11,8 @@
  *
  * The rule (docs/RULES.md, "CPU follows memory"):
  *   1. A process's busy threads (not app_pinned, busy >= busy_min) are kept together
- *      on one node: the process is the group that shares memory.
+ *      on one node: the process is the group that shares memory (processes that
+ *      share memory are handed in as one by group-place.h).
  *   2. A node is feasible for them when each may run there (allowed_nodes), each may
  *      use at least as many CPUs there as there are busy threads (cpus_on), the node
  *      is not slow, and its room (n_cpus - lround(load) - threads claimed there this
@@ -133,6 +134,12 @@ void thread_place_params_default(struct tp_params *p);
  * index, n_nodes <= TP_MAX_NODES) at now_ms. */
 void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_proc *procs, size_t n_procs,
                         const struct tp_params *p, uint64_t now_ms);
+
+/* Writes into pr an outcome decided for a larger whole that pr is part of
+ * (group-place.h): action, node and reason as given; its own n_busy, and on node its
+ * threads_to_move and bytes_to_copy. */
+void thread_place_set(struct tp_proc *pr, size_t n_nodes, const struct tp_params *p, enum tp_action a, int node,
+                      enum tp_reason r);
 
 /* The nodes of t (at most TP_MAX_NODES) into nodes, by topology index: id, online CPUs,
  * slow (a lower tier, or no online CPU); load_others 0. Returns how many. */
