@@ -131,6 +131,8 @@ struct proc_rec {
 
 /* One shared mapping of a process's, as its scan found it (share_groups_note()). */
 struct share_note {
+        bool cow;                  /* anonymous, copy-on-write since a fork(): dev 0, ino and
+                                    * pgoff its address (share-groups.h) */
         uint64_t dev, ino, pgoff, start, end;
         nb_nodemask allowed;       /* the nodes it lets these pages go to; empty: none */
         int target_seen;           /* its object's target when groups were last built, -1: none */

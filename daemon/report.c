@@ -1032,7 +1032,17 @@ static void put_group_objects(struct json *j, const struct manager_view *v, cons
                 if (!mine)
                         continue;
                 json_object_begin(j);
-                json_key(j, "inode"); json_u64(j, ob->ino);
+                json_key(j, "kind"); json_string(j, ob->cow ? "copy-on-write" : "shared");
+                json_key(j, "inode");
+                if (ob->cow)
+                        json_null(j);
+                else
+                        json_u64(j, ob->ino);
+                json_key(j, "address");
+                if (ob->cow)
+                        json_u64(j, ob->ino);
+                else
+                        json_null(j);
                 json_key(j, "mappings"); json_u64(j, ob->n_maps);
                 json_key(j, "target_node"); put_node_or_null(j, ob->target);
                 json_key(j, "why"); json_string(j, ob->target < 0 ? ob->why : NULL);

@@ -13,8 +13,10 @@
 /* VMA i maps an object others may map: worth a note, even before any other process
  * maps a page of it (an idle member, as PostgreSQL's postmaster, is not read again
  * while it stays idle); with others_too, only if numa_maps shows pages mapped by others
- * (what a plan holds back as shared). Huge pages (hugetlb) move whole, and never as a
- * group's. */
+ * (what a plan holds back as shared). An anonymous private VMA is one only while
+ * numa_maps shows anonymous pages of it mapped by others: copy-on-write since a
+ * fork(), at the same address in parent and child (its object is that address). Huge
+ * pages (hugetlb) move whole, and never as a group's. */
 static const struct vma_range *shared_range(const struct numa_maps *maps, size_t i, const struct vma_range *ranges,
                                             size_t n_ranges, bool others_too) {
         const struct vma *v = &maps->vmas[i];
@@ -23,7 +25,20 @@ static const struct vma_range *shared_range(const struct numa_maps *maps, size_t
         if ((others_too && v->mapmax <= 1) || v->hugetlb || v->pages == 0)
                 return NULL;
         rg = maps_find(ranges, n_ranges, v->start);
-        return rg && rg->shared ? rg : NULL;
+        if (!rg)
+                return NULL;
+        if (rg->anon)
+                return v->anon > 0 && v->mapmax > 1 ? rg : NULL;
+        return rg->shared ? rg : NULL;
+}
+
+/* The object a shared range names: (device, inode), or, copy-on-write, (0, its
+ * address) with cow set; its offset at start. */
+static void object_of(const struct vma_range *rg, bool *cow, uint64_t *dev, uint64_t *ino, uint64_t *pgoff) {
+        *cow = rg->anon;
+        *dev = rg->anon ? 0 : rg->dev;
+        *ino = rg->anon ? rg->start : rg->ino;
+        *pgoff = rg->anon ? rg->start : rg->pgoff;
 }
 
 static void note_one(const struct topology *t, const struct numa_maps *maps, size_t i, const struct vma_range *rg,
@@ -32,9 +47,7 @@ static void note_one(const struct topology *t, const struct numa_maps *maps, siz
         const struct node_pages *np = vma_node_pages(maps, v);
 
         ret->target_seen = -1;
-        ret->dev = rg->dev;
-        ret->ino = rg->ino;
-        ret->pgoff = rg->pgoff;
+        object_of(rg, &ret->cow, &ret->dev, &ret->ino, &ret->pgoff);
         ret->start = rg->start;
         ret->end = rg->end;
         for (size_t k = 0; k < v->np_count; k++) {
@@ -85,6 +98,7 @@ void share_groups_note(const struct topology *t, struct proc_rec *p, const struc
 
 struct entry {
         uid_t owner;
+        bool cow;
         uint64_t dev, ino;
         size_t rec;                /* index in the records */
         struct proc_rec *p;
@@ -96,6 +110,8 @@ static int cmp_entry(const void *a, const void *b) {
 
         if (x->owner != y->owner)
                 return x->owner < y->owner ? -1 : 1;
+        if (x->cow != y->cow)
+                return x->cow < y->cow ? -1 : 1;
         if (x->dev != y->dev)
                 return x->dev < y->dev ? -1 : 1;
         if (x->ino != y->ino)
@@ -106,7 +122,7 @@ static int cmp_entry(const void *a, const void *b) {
 }
 
 static bool same_object(const struct entry *x, const struct entry *y) {
-        return x->owner == y->owner && x->dev == y->dev && x->ino == y->ino;
+        return x->owner == y->owner && x->cow == y->cow && x->dev == y->dev && x->ino == y->ino;
 }
 
 /* Every note of a watched process noted in its present life. */
@@ -130,8 +146,8 @@ static struct entry *collect(struct proc_records *records, size_t *ret_n) {
                 if (!p->shares || !p->cg || !cg_mode_watched(p->cg->mode) || p->shares->starttime != p->starttime)
                         continue;
                 for (size_t k = 0; k < p->shares->n; k++)
-                        e[n++] = (struct entry) { p->cg->turn_uid, p->shares->notes[k].dev, p->shares->notes[k].ino, r,
-                                                  p, &p->shares->notes[k] };
+                        e[n++] = (struct entry) { p->cg->turn_uid, p->shares->notes[k].cow, p->shares->notes[k].dev,
+                                                  p->shares->notes[k].ino, r, p, &p->shares->notes[k] };
         }
         qsort(e, n, sizeof(*e), cmp_entry);
         *ret_n = n;
@@ -167,7 +183,7 @@ static void fill_object(struct share_groups *g, const struct entry *e, size_t i,
                         struct share_peer **maps, uint64_t **bytes, size_t *parent) {
         unsigned nn = g->topo->n_nodes;
 
-        *o = (struct share_obj) { .owner = e[i].owner, .dev = e[i].dev, .ino = e[i].ino, .maps = *maps,
+        *o = (struct share_obj) { .owner = e[i].owner, .cow = e[i].cow, .dev = e[i].dev, .ino = e[i].ino, .maps = *maps,
                                   .n_maps = j - i, .target = -1, .node_bytes = *bytes };
         for (size_t k = i; k < j; k++) {
                 o->maps[k - i] = (struct share_peer) { e[k].p->pid, e[k].p->starttime, e[k].note->start,
@@ -397,13 +413,15 @@ void share_groups_done(struct share_groups *g) {
 
 /* --- lookups ------------------------------------------------------------------------ */
 
-static const struct share_obj *find_obj(const struct share_groups *g, uid_t owner, uint64_t dev, uint64_t ino) {
+static const struct share_obj *find_obj(const struct share_groups *g, uid_t owner, bool cow, uint64_t dev,
+                                        uint64_t ino) {
         size_t lo = 0, hi = g->n_objs;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 const struct share_obj *o = &g->objs[mid];
                 int c = o->owner != owner ? (o->owner < owner ? -1 : 1) :
+                        o->cow != cow     ? (o->cow < cow ? -1 : 1) :
                         o->dev != dev     ? (o->dev < dev ? -1 : 1) :
                         o->ino != ino     ? (o->ino < ino ? -1 : 1) : 0;
 
@@ -437,7 +455,14 @@ struct plan_share *share_groups_plan_input(const struct share_groups *g, uid_t o
                 return NULL;
         for (size_t i = 0; i < maps->n_vmas; i++) {
                 const struct vma_range *rg = shared_range(maps, i, ranges, n_ranges, true);
-                const struct share_obj *o = rg ? find_obj(g, owner, rg->dev, rg->ino) : NULL;
+                const struct share_obj *o = NULL;
+                uint64_t dev, ino, pgoff;
+                bool cow;
+
+                if (rg) {
+                        object_of(rg, &cow, &dev, &ino, &pgoff);
+                        o = find_obj(g, owner, cow, dev, ino);
+                }
 
                 share[i].target = o && obj_mapping(o, pid, rg->start) ? o->target : -1;
                 any |= share[i].target >= 0;

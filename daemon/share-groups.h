@@ -2,11 +2,14 @@
 /* Groups of processes that share memory (docs/RULES.md, "Shared pages").
  *
  * A process's scan notes its shared mappings of an inode (maps.h: shmem, SysV, memfd,
- * tmpfs, a file mapped MAP_SHARED) with the pages it has resident there and the nodes
+ * tmpfs, a file mapped MAP_SHARED), and its anonymous mappings whose pages others map
+ * (copy-on-write since a fork()), with the pages it has resident there and the nodes
  * its cpuset and policies let them go to (share_groups_note()). Once a tick,
  * share_groups_build() makes, from every watched process's last notes:
  *   - an object for each (owner, device, inode) that two processes or more of one owner
- *     map, with every one of their mappings of it;
+ *     map, and for each (owner, address) at which two or more have anonymous pages
+ *     shared with others (a parent and its children: the address is the one they were
+ *     forked with), with every one of their mappings of it;
  *   - a group for each set of processes joined by objects (one owner only, like the
  *     kernel's numa_group, but from where the threads ran and within every member's
  *     cpuset);
@@ -35,6 +38,8 @@
 /* One object two or more members map, built once a tick. */
 struct share_obj {
         uid_t owner;
+        bool cow;                  /* anonymous pages shared copy-on-write since a fork():
+                                    * dev 0, ino the address parent and children map it at */
         uint64_t dev, ino;
         struct share_peer *maps;   /* every member's mapping of it, by pid */
         size_t n_maps;

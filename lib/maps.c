@@ -19,15 +19,17 @@ struct maps_sink {
 };
 
 /* The fields after "start-end ": "rw-s 00001000 00:01 1234 ". The kernel prints them
- * before the path, so a cut line has them too. Only a shared ('s') mapping of an inode
- * is an object others may map (maps.h); a line whose fields do not parse keeps its
- * range and names no object. */
+ * before the path, so a cut line has them too. A shared ('s') mapping of an inode is
+ * an object others may map; a private one of no inode ("00:00 0") is anonymous
+ * (maps.h). A line whose fields do not parse keeps its range and names neither. */
 static void parse_object(const char *f, size_t len, struct vma_range *v) {
         const char *end = f + len, *colon, *sp;
         uint64_t off, maj, min, ino;
+        bool shared;
 
-        if (len < 5 || f[4] != ' ' || f[3] != 's')
+        if (len < 5 || f[4] != ' ' || (f[3] != 's' && f[3] != 'p'))
                 return;
+        shared = f[3] == 's';
         f += 5;
         sp = memchr(f, ' ', (size_t) (end - f));
         if (!sp || parse_hex_u64_n(f, (size_t) (sp - f), &off) < 0)
@@ -40,7 +42,13 @@ static void parse_object(const char *f, size_t len, struct vma_range *v) {
                 return;
         f = sp + 1;
         sp = memchr(f, ' ', (size_t) (end - f));
-        if (parse_u64_n(f, sp ? (size_t) (sp - f) : (size_t) (end - f), 1, UINT64_MAX, &ino) < 0)
+        if (parse_u64_n(f, sp ? (size_t) (sp - f) : (size_t) (end - f), 0, UINT64_MAX, &ino) < 0)
+                return;
+        if (!shared) {
+                v->anon = maj == 0 && min == 0 && ino == 0;
+                return;
+        }
+        if (ino == 0)
                 return;
         v->shared = true;
         v->dev = maj << 32 | min;

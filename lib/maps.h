@@ -17,6 +17,10 @@ struct vma_range {
         uint64_t dev;              /* major << 32 | minor */
         uint64_t ino;
         uint64_t pgoff;            /* the object's byte offset at start */
+        /* A private anonymous mapping (no file: heap, stack, mmap(MAP_ANONYMOUS |
+         * MAP_PRIVATE)): its pages may be shared copy-on-write since a fork(), at the
+         * same address in parent and child. */
+        bool anon;
 };
 
 /* Parses buf into ranges sorted by start; malformed lines are skipped (counted in

@@ -6,9 +6,13 @@
  * mapping's pages until it touches them. A page passes only when every process that maps
  * it is among the peers handed over; a peer whose start time does not match counts for
  * nothing; a peer whose cpuset does not allow the target holds everything back.
+ * Copy-on-write: 16 anonymous private pages written before a fourth child (D) is
+ * forked, which writes pages 8-11 (its own copies from then on): an anonymous object
+ * is named by its address, the same in parent and child, its offset that address.
  * Reading page frames needs CAP_SYS_ADMIN: without it every page is held back
  * (frames-unreadable), which is checked too. */
 #include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,15 +23,19 @@
 #include "test.h"
 
 #define PAGES 64
+#define COW_PAGES 16
 
 static struct {
         int fd;
         char *mem;
         uint64_t ps;
-        pid_t kids[3];
+        pid_t kids[4];
         struct share_peer self, a, b, c;
         bool frames;
         void *addrs[PAGES];
+        char *cow;
+        struct share_peer cow_self, d;
+        void *cow_addrs[COW_PAGES];
 } fx;
 
 static uint64_t starttime_of(pid_t pid) {
@@ -77,6 +85,33 @@ static pid_t child(size_t from, size_t to, size_t off, struct share_peer *ret) {
         return c ? -1 : pid;
 }
 
+/* D: forked after the copy-on-write pages were written; writes pages 8-11 of them. */
+static pid_t cow_child(void) {
+        int p[2];
+        char c = 0;
+        pid_t pid;
+
+        if (pipe(p) < 0)
+                return -1;
+        pid = fork();
+        if (pid == 0) {
+                for (size_t i = 8; i < 12; i++)
+                        *(volatile char *) (fx.cow + i * fx.ps) = 3;
+                if (write(p[1], &c, 1) != 1)
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        close(p[1]);
+        if (pid > 0 && read(p[0], &c, 1) != 1)
+                pid = -1;
+        close(p[0]);
+        if (pid > 0)
+                fx.d = (struct share_peer) { pid, starttime_of(pid), fx.cow_self.start, fx.cow_self.end,
+                                             fx.cow_self.pgoff };
+        return pid;
+}
+
 static bool frames_readable(void) {
         int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
         uint64_t e = 0;
@@ -107,13 +142,27 @@ static int intro(void) {
         fx.kids[2] = child(40, 64, 32, &fx.c);
         if (fx.kids[0] < 0 || fx.kids[1] < 0 || fx.kids[2] < 0)
                 return 1;
+        fx.cow = mmap(NULL, COW_PAGES * fx.ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (fx.cow == MAP_FAILED)
+                return 1;
+        (void) madvise(fx.cow, COW_PAGES * fx.ps, MADV_NOHUGEPAGE);
+        for (size_t i = 0; i < COW_PAGES; i++) {
+                fx.cow[i * fx.ps] = 1;
+                fx.cow_addrs[i] = fx.cow + i * fx.ps;
+        }
+        fx.cow_self = (struct share_peer) { getpid(), starttime_of(getpid()), (uint64_t) (uintptr_t) fx.cow,
+                                            (uint64_t) (uintptr_t) fx.cow + COW_PAGES * fx.ps,
+                                            (uint64_t) (uintptr_t) fx.cow };
+        fx.kids[3] = cow_child();
+        if (fx.kids[3] < 0)
+                return 1;
         fx.frames = frames_readable();
         printf("# page frames %s\n", fx.frames ? "readable: every check runs" : "not readable (no CAP_SYS_ADMIN)");
         return 0;
 }
 
 static void outro(void) {
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
                 if (fx.kids[i] > 0) {
                         kill(fx.kids[i], SIGKILL);
                         waitpid(fx.kids[i], NULL, 0);
@@ -207,6 +256,27 @@ TEST(member_disallows_target) {
         CHECK_INT(share_check_pages("/proc", &c, getpid(), target, fx.addrs, PAGES, ok, fails), 0);
         CHECK_INT(fails[SHARE_FAIL_MEMBER], PAGES);
         CHECK(ok_range(ok, 0, PAGES, false));
+}
+
+/* Copy-on-write since fork(): with D a member, every page passes (those both map, and
+ * each one's own copies); without it, the pages D still shares (0-7, 12-15) are held
+ * back and this process's own copies of 8-11 pass. */
+TEST(copy_on_write_pages) {
+        struct share_peer peers[] = { fx.cow_self, fx.d };
+        struct share_check c = { peers, 2, fx.cow_self.start, fx.cow_self.pgoff };
+        bool ok[COW_PAGES];
+        uint64_t fails[_SHARE_FAIL_MAX] = {};
+
+        if (!fx.frames)
+                TEST_SKIP("page frames are not readable");
+        CHECK_INT(share_check_pages("/proc", &c, getpid(), 0, fx.cow_addrs, COW_PAGES, ok, fails), COW_PAGES);
+        c.n_peers = 1;
+        memset(fails, 0, sizeof(fails));
+        CHECK_INT(share_check_pages("/proc", &c, getpid(), 0, fx.cow_addrs, COW_PAGES, ok, fails), 4);
+        CHECK(ok_range(ok, 0, 8, false));
+        CHECK(ok_range(ok, 8, 12, true));
+        CHECK(ok_range(ok, 12, COW_PAGES, false));
+        CHECK_INT(fails[SHARE_FAIL_OUTSIDE], 12);
 }
 
 DEFINE_TEST_MAIN_FULL(intro, outro)

@@ -303,4 +303,88 @@ TEST(note_only_shared) {
         }
 }
 
+/* What maps.c says of each kind of line: a shared mapping of an inode is an object; a
+ * private one of no device and inode (anonymous, the heap, a stack) is anonymous; a
+ * private file mapping, a shared one with no inode and a line whose fields do not parse
+ * are neither. */
+TEST(maps_names_objects) {
+        const char *mp = "1000-2000 rw-s 00003000 00:01 42 /memfd:x (deleted)\n"
+                         "3000-4000 rw-p 00000000 00:00 0 \n"
+                         "5000-6000 rw-p 00000000 00:00 0 [heap]\n"
+                         "7000-8000 r--p 00001000 08:01 77 /usr/lib/libc.so\n"
+                         "9000-a000 rw-s 00000000 00:00 0 \n"
+                         "b000-c000 rw-p zz 00:00 0\n";
+        struct vma_range *r = NULL;
+        size_t n = 0;
+
+        CHECK_INT(maps_parse(mp, strlen(mp), &r, &n, NULL), 0);
+        CHECK_INT(n, 6);
+        if (n == 6) {
+                CHECK(r[0].shared && !r[0].anon && r[0].ino == 42 && r[0].dev == 1 && r[0].pgoff == 0x3000);
+                CHECK(!r[1].shared && r[1].anon);
+                CHECK(!r[2].shared && r[2].anon);
+                CHECK(!r[3].shared && !r[3].anon);
+                CHECK(!r[4].shared && !r[4].anon);
+                CHECK(!r[5].shared && !r[5].anon);
+        }
+        free(r);
+}
+
+/* A pre-fork server: a parent and two workers with the parent's table at the same
+ * address, anonymous pages mapped by others (copy-on-write since fork()): one group
+ * and one object named by that address, its offset the address; the same address in
+ * a process of another owner is not theirs. An anonymous VMA whose pages nobody else
+ * maps, and a private file mapping (its copied pages are anonymous too, but named by
+ * the file), are not noted. */
+TEST(copy_on_write_group) {
+        const char *nm = "7f1000000000 default anon=256 dirty=256 mapmax=3 N0=256 kernelpagesize_kB=4\n"
+                         "7f2000000000 default anon=8 dirty=8 N0=8 kernelpagesize_kB=4\n"
+                         "7f3000000000 default file=/data anon=4 dirty=4 mapped=4 mapmax=3 N0=4 kernelpagesize_kB=4\n";
+        const char *mp = "7f1000000000-7f1000100000 rw-p 00000000 00:00 0 \n"
+                         "7f2000000000-7f2000100000 rw-p 00000000 00:00 0 \n"
+                         "7f3000000000-7f3000100000 rw-p 00000000 08:01 77 /data\n";
+        struct numa_maps *m = NULL;
+        struct vma_range *r = NULL;
+        struct plan_share *share;
+        struct share_check chk;
+        size_t n = 0;
+        const struct share_group *gr;
+
+        note(0, 20, &fx.cg[0], nm, mp, "0-1", 0, 10);
+        note(1, 21, &fx.cg[0], nm, mp, "0-1", 0, 1000);
+        note(2, 22, &fx.cg[0], nm, mp, "0-1", 0, 1000);
+        note(3, 23, &fx.cg[1], nm, mp, "0-1", 1000, 0);
+        CHECK(fx.rec[0].shares && fx.rec[0].shares->n == 1);
+        if (fx.rec[0].shares) {
+                CHECK(fx.rec[0].shares->notes[0].cow);
+                CHECK_INT(fx.rec[0].shares->notes[0].ino, UINT64_C(0x7f1000000000));
+                CHECK_INT(fx.rec[0].shares->notes[0].pgoff, UINT64_C(0x7f1000000000));
+        }
+        build(4);
+        CHECK_INT(fx.g.n_objs, 1);
+        gr = share_groups_of(&fx.g, 1000, 21);
+        CHECK(gr && gr->n_pids == 3 && gr->hot_node == 1);
+        CHECK(share_groups_of(&fx.g, 2000, 23) == NULL);
+        if (fx.g.n_objs == 1) {
+                CHECK(fx.g.objs[0].cow);
+                CHECK_INT(fx.g.objs[0].target, 1);
+        }
+        CHECK_INT(numa_maps_parse(nm, strlen(nm), &m), 0);
+        CHECK_INT(maps_parse(mp, strlen(mp), &r, &n, NULL), 0);
+        share = share_groups_plan_input(&fx.g, 1000, 22, m, r, n);
+        CHECK(share != NULL);
+        if (share) {
+                CHECK_INT(share[0].target, 1);
+                CHECK_INT(share[1].target, -1);
+                CHECK_INT(share[2].target, -1);
+        }
+        free(share);
+        CHECK(share_groups_check(&fx.g, 1000, 22, UINT64_C(0x7f1000000000), &chk));
+        CHECK_INT(chk.n_peers, 3);
+        CHECK_INT(chk.own_pgoff, UINT64_C(0x7f1000000000));
+        CHECK_INT(chk.peers[2].start, UINT64_C(0x7f1000000000));
+        numa_maps_free(m);
+        free(r);
+}
+
 DEFINE_TEST_MAIN_EACH(NULL, NULL, before, after)
