@@ -511,12 +511,17 @@ static void log_batch(const struct job_run *jr, const uint64_t res[_MIG_CLASS_MA
 
 /* A group's shared pages: only those that no process outside the group maps, and
  * whose every mapper allows the target, stay in the batch (share-check.h). Returns how
- * many did. */
-static size_t share_filter(struct job_run *jr) {
+ * many did; *ret_held: the base pages held back, which the move budget is charged for
+ * as if they moved (spend()): the check reads every member's page-table entry for
+ * each, and pages an outsider keeps mapped would otherwise be checked again and again
+ * at no cost to the tenant. */
+static size_t share_filter(struct job_run *jr, uint64_t *ret_held) {
         struct migrate_job *job = jr->job;
         _cleanup_free_ bool *ok = calloc(jr->n, sizeof(*ok));
+        uint64_t before = jr->n_base;
         size_t k = 0;
 
+        *ret_held = before;
         if (!ok) {
                 job->share_fails[SHARE_FAIL_FRAMES] += jr->n_base;
                 jr->n = jr->n_base = 0;
@@ -535,12 +540,23 @@ static size_t share_filter(struct job_run *jr) {
                 k++;
         }
         jr->n = k;
+        *ret_held = before - jr->n_base;
         return k;
+}
+
+/* Charges the move budget for pages moved (or checked and held back): after the call,
+ * the first batch starts at once and a debt makes the next one wait; a huge round
+ * charges once for all its calls (charge_round()). */
+static void spend(struct job_run *jr, uint64_t pages) {
+        if (jr->defer_charge)
+                jr->deferred += pages;
+        else
+                charge(jr, pages);
 }
 
 /* Moves the pending batch: guard, call, resolve, classify, log, charge the budget. */
 static void flush_batch(struct job_run *jr) {
-        uint64_t res[_MIG_CLASS_MAX] = {};
+        uint64_t res[_MIG_CLASS_MAX] = {}, held = 0;
         int call_error;
 
         if (jr->n == 0)
@@ -557,8 +573,8 @@ static void flush_batch(struct job_run *jr) {
                 job_stop(jr, -ESRCH);
         else if (!may_still_move(jr))
                 ;       /* the job stopped: the batch is not passed, not counted */
-        else if (jr->job->shared && share_filter(jr) == 0)
-                ;       /* no page of it may move: counted in share_fails */
+        else if (jr->job->shared && share_filter(jr, &held) == 0)
+                spend(jr, held);        /* no page of it may move: counted in share_fails */
         else if (pidfd_exited(jr->pidfd))
                 /* Again after the checks by pid (they read /proc/PID): the pid they read
                  * must still name the process the pidfd holds when the call goes. */
@@ -568,12 +584,8 @@ static void flush_batch(struct job_run *jr) {
                 for (unsigned c = 0; c < _MIG_CLASS_MAX; c++)
                         jr->job->pages[c] += res[c];
                 log_batch(jr, res, call_error);
-                /* The budget is charged after the call, with what really moved: the
-                 * first batch starts at once, and a debt makes the next one wait. */
-                if (jr->defer_charge)
-                        jr->deferred += res[MIG_MOVED];
-                else
-                        charge(jr, res[MIG_MOVED]);
+                /* With what really moved, and what a share check held back. */
+                spend(jr, res[MIG_MOVED] + held);
         }
         jr->n = 0;
         jr->n_base = 0;
