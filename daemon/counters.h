@@ -30,6 +30,7 @@ struct counters {
         uint64_t sampler_arms;       /* times the samplers were attached (samplers_sync) */
         uint64_t total_pages[_MIG_CLASS_MAX];
         uint64_t promoted_bytes;     /* moved by promotions off slow nodes (plan.h, rule 7) */
+        uint64_t demoted_bytes;      /* moved by the exchange's demotions (plan.h, rule 8) */
         uint64_t shared_moved_bytes; /* a group's shared pages moved (share-groups.h) */
         uint64_t shared_held_bytes[_SHARE_FAIL_MAX];  /* and held back by the check, by why */
         uint64_t share_groups;       /* groups at the last tick */

@@ -84,6 +84,7 @@ struct damon {
         size_t n_pending;
         struct damon_stats st;
         nb_cpumask cpus;
+        uint64_t cold_aggrs;       /* a region not accessed for this many aggregations is cold */
         bool stop;
         bool finished, orphaned;   /* the thread returned; damon_free() left it to free d */
         /* The thread's own: */
@@ -488,6 +489,14 @@ const char *damon_why(const struct damon *d) {
         return !d ? "not set up" : d->in_use ? "in use" : d->why;
 }
 
+void damon_set_cold_age(struct damon *d, uint64_t cold_age_ms) {
+        if (!damon_in_use(d))
+                return;
+        pthread_mutex_lock(&d->lock);
+        d->cold_aggrs = cold_age_ms * 1000 / AGGR_US;
+        pthread_mutex_unlock(&d->lock);
+}
+
 void damon_set_cpus(struct damon *d, const nb_cpumask *cpus) {
         if (!damon_in_use(d))
                 return;
@@ -596,8 +605,10 @@ size_t damon_take(struct damon *d, struct damon_result **ret) {
 }
 
 void damon_results_free(struct damon_result *r, size_t n) {
-        for (size_t i = 0; r && i < n; i++)
+        for (size_t i = 0; r && i < n; i++) {
                 free(r[i].hot);
+                free(r[i].cold);
+        }
         free(r);
 }
 
@@ -636,7 +647,8 @@ static int write_regions(struct damon *d, unsigned i, const struct slot *s) {
  * target's regions by three covering its whole address space at every update_us, so
  * the slow VMAs written would hold only until the first update; fvaddr keeps them),
  * our intervals, s's pid and regions, one
- * `stat` scheme for regions accessed at least once an aggregation. */
+ * `stat` scheme for every region: those accessed at least once an aggregation are hot,
+ * those not accessed for cold_aggrs aggregations (their age) cold. */
 static int configure(struct damon *d, unsigned i, const struct slot *s) {
         const char *c = "contexts/0";
         int r = 0;
@@ -655,7 +667,7 @@ static int configure(struct damon *d, unsigned i, const struct slot *s) {
         r = r < 0 ? r : wr(d, "stat", "%u/%s/schemes/0/action", i, c);
         r = r < 0 ? r : wr(d, "0", "%u/%s/schemes/0/access_pattern/sz/min", i, c);
         r = r < 0 ? r : wr(d, "18446744073709551615", "%u/%s/schemes/0/access_pattern/sz/max", i, c);
-        r = r < 0 ? r : wr(d, "1", "%u/%s/schemes/0/access_pattern/nr_accesses/min", i, c);
+        r = r < 0 ? r : wr(d, "0", "%u/%s/schemes/0/access_pattern/nr_accesses/min", i, c);
         r = r < 0 ? r : wr(d, "4294967295", "%u/%s/schemes/0/access_pattern/nr_accesses/max", i, c);
         r = r < 0 ? r : wr(d, "0", "%u/%s/schemes/0/access_pattern/age/min", i, c);
         r = r < 0 ? r : wr(d, "4294967295", "%u/%s/schemes/0/access_pattern/age/max", i, c);
@@ -846,13 +858,15 @@ static void recommit(struct damon *d, unsigned i, const struct slot *s) {
 }
 
 /* One entry of tried_regions: -EINVAL for values that do not make a region. */
-static int read_region(struct damon *d, unsigned i, unsigned k, struct damon_range *ret, uint64_t *acc) {
+static int read_region(struct damon *d, unsigned i, unsigned k, struct damon_range *ret, uint64_t *acc,
+                       uint64_t *age) {
         const char *t = "contexts/0/schemes/0/tried_regions";
         int r;
 
         r = rd_u64(d, UINT64_MAX, &ret->start, "%u/%s/%u/start", i, t, k);
         r = r < 0 ? r : rd_u64(d, UINT64_MAX, &ret->end, "%u/%s/%u/end", i, t, k);
         r = r < 0 ? r : rd_u64(d, UINT32_MAX, acc, "%u/%s/%u/nr_accesses", i, t, k);
+        r = r < 0 ? r : rd_u64(d, UINT32_MAX, age, "%u/%s/%u/age", i, t, k);
         if (r == -ENOENT)
                 return r;
         if (r < 0 || ret->end <= ret->start)
@@ -860,36 +874,46 @@ static int read_region(struct damon *d, unsigned i, unsigned k, struct damon_ran
         return 0;
 }
 
-static void publish(struct damon *d, pid_t pid, uint64_t starttime, struct damon_range *hot, size_t n) {
+static void publish(struct damon *d, pid_t pid, uint64_t starttime, struct damon_range *hot, size_t n,
+                    struct damon_range *cold, size_t n_cold) {
         pthread_mutex_lock(&d->lock);
         if (d->n_pending == PENDING_MAX) {
                 free(d->pending[0].hot);
+                free(d->pending[0].cold);
                 memmove(d->pending, d->pending + 1, (PENDING_MAX - 1) * sizeof(d->pending[0]));
                 d->n_pending--;
                 d->st.results_dropped++;
         }
         d->pending[d->n_pending++] = (struct damon_result) { .pid = pid, .starttime = starttime, .hot = hot,
-                                                             .n_hot = n };
+                                                             .n_hot = n, .cold = cold, .n_cold = n_cold };
         d->st.reads++;
         d->st.regions += n;
         pthread_mutex_unlock(&d->lock);
 }
 
-/* Kdamond i's hot regions of its last aggregation. */
+/* Kdamond i's hot regions of its last aggregation, and its cold ones. */
 static void read_hot(struct damon *d, unsigned i) {
         struct damon_range *hot = calloc(DAMON_REGIONS_MAX, sizeof(*hot));
-        uint64_t t0 = clock_now_usec(), bad = 0;
-        size_t n = 0;
+        struct damon_range *cold = calloc(DAMON_REGIONS_MAX, sizeof(*cold));
+        uint64_t t0 = clock_now_usec(), bad = 0, cold_aggrs;
+        size_t n = 0, n_cold = 0;
         int r;
 
-        if (!hot)
+        if (!hot || !cold) {
+                free(hot);
+                free(cold);
                 return;
+        }
+        pthread_mutex_lock(&d->lock);
+        cold_aggrs = d->cold_aggrs;
+        pthread_mutex_unlock(&d->lock);
         r = wr(d, "update_schemes_tried_regions", "%u/state", i);
         pthread_mutex_lock(&d->lock);
         d->st.last_read_us = clock_now_usec() - t0;
         pthread_mutex_unlock(&d->lock);
         if (r < 0) {
                 free(hot);
+                free(cold);
                 count(d, &d->st.errors, 1);
                 return;
         }
@@ -897,20 +921,22 @@ static void read_hot(struct damon *d, unsigned i) {
          * that lists more than it keeps is not followed further. */
         for (unsigned k = 0; k < 2 * DAMON_REGIONS_MAX; k++) {
                 struct damon_range g;
-                uint64_t acc;
+                uint64_t acc, age;
 
-                r = read_region(d, i, k, &g, &acc);
+                r = read_region(d, i, k, &g, &acc, &age);
                 if (r == -ENOENT)
                         break;
-                if (r < 0 || n == DAMON_REGIONS_MAX) {
+                if (r < 0 || n + n_cold == DAMON_REGIONS_MAX) {
                         bad++;
                         continue;
                 }
                 if (acc >= 1)
                         hot[n++] = g;
+                else if (cold_aggrs && age >= cold_aggrs)
+                        cold[n_cold++] = g;
         }
         count(d, &d->st.regions_bad, bad);
-        publish(d, d->ap[i].pid, d->ap[i].starttime, hot, n);
+        publish(d, d->ap[i].pid, d->ap[i].starttime, hot, n, cold, n_cold);
 }
 
 /* A kdamond that failed to start or stopped by itself (its process exited, or the
@@ -1097,6 +1123,20 @@ static void damon_page(void *userdata, uint64_t addr) {
         (void) page_agg_add_counts(f->a, addr, f->node, 1);
 }
 
+/* The read's cold regions become p's (plan.h, rule 8: what the exchange may demote):
+ * sorted, as the kdamond lists them. Out of memory, p has none. */
+static void keep_cold(struct proc_rec *p, const struct damon_result *res) {
+        free(p->cold);
+        p->cold = NULL;
+        p->n_cold = 0;
+        p->cold_ms = clock_now_ms();
+        if (!res->n_cold || !(p->cold = calloc(res->n_cold, sizeof(*p->cold))))
+                return;
+        for (size_t k = 0; k < res->n_cold; k++)
+                if (!p->n_cold || res->cold[k].start >= p->cold[p->n_cold - 1].end)
+                        p->cold[p->n_cold++] = (struct addr_range) { res->cold[k].start, res->cold[k].end };
+}
+
 void damon_feed_results(const struct damon_result *res, size_t n, struct proc_records *procs,
                         const struct topology *topo, struct counters *c) {
         for (size_t i = 0; i < n; i++) {
@@ -1107,6 +1147,7 @@ void damon_feed_results(const struct damon_result *res, size_t n, struct proc_re
                 /* By pid and start time: a read of a pid reused since is not this one's. */
                 if (!p || p->starttime != res[i].starttime || !p->n_slow)
                         continue;
+                keep_cold(p, &res[i]);
                 if (p->hot_node < 0 || topology_node_slow(topo, (unsigned) p->hot_node)) {
                         c->damon_no_node++;
                         continue;

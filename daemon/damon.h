@@ -35,12 +35,15 @@ struct damon_want {
         size_t n;
 };
 
-/* One read of one process's kdamond: its hot regions. */
+/* One read of one process's kdamond: its hot regions (accessed in the last
+ * aggregation) and its cold ones (not accessed for the cold age, damon_set_cold_age()). */
 struct damon_result {
         pid_t pid;
         uint64_t starttime;        /* as wanted: a reused pid's is another */
         struct damon_range *hot;
         size_t n_hot;
+        struct damon_range *cold;
+        size_t n_cold;
 };
 
 struct damon_stats {
@@ -72,6 +75,8 @@ const char *damon_why(const struct damon *d);
  * process's start time is checked there before its pid is given to a kdamond and
  * after "on", against a reused pid. */
 int damon_set_proc_root(struct damon *d, const char *proc_root);
+/* A region DAMON saw no access to for cold_age_ms is cold (0: none is). */
+void damon_set_cold_age(struct damon *d, uint64_t cold_age_ms);
 /* The CPUs the kdamonds are pinned to (the service CPUs). */
 void damon_set_cpus(struct damon *d, const nb_cpumask *cpus);
 /* The processes that want a kdamond now (every other one's is turned off). */

@@ -70,6 +70,10 @@ struct migrate_job {
         bool thread_policy;        /* some range has no VMA policy: its threads' policies govern it */
         bool promote;              /* promotions off slow nodes only (plan.h, rule 7): what moves is
                                     * charged to the promotion budget */
+        bool demote;               /* the exchange (plan.h, rule 8): cold pages off demote_from
+                                    * (a node id) to a slow one, the room credited to
+                                    * promotions there */
+        int demote_from;
         bool shared;               /* a group's shared object (share-groups.h): page by page, each
                                     * batch checked (share-check.h) and moved with MPOL_MF_MOVE_ALL */
         struct share_check share;  /* with shared: the mappings the check reads */

@@ -99,7 +99,8 @@ static int add_moves(const struct jobs_env *env, struct migrate_job *jobs, size_
                 for (size_t q = 0; q < *n_jobs && !pl->moves[k].shared; q++)
                         if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target &&
                             nodemask_equal(&jobs[q].keep_nodes, &pl->moves[k].keep) &&
-                            jobs[q].promote == pl->moves[k].promote && !jobs[q].shared)
+                            jobs[q].promote == pl->moves[k].promote &&
+                            jobs[q].demote == pl->moves[k].demote && !jobs[q].shared)
                                 j = &jobs[q];
                 if (!j) {
                         j = &jobs[*n_jobs];
@@ -111,6 +112,8 @@ static int add_moves(const struct jobs_env *env, struct migrate_job *jobs, size_
                                 .target_node = pl->moves[k].target,
                                 .keep_nodes = pl->moves[k].keep,
                                 .promote = pl->moves[k].promote,
+                                .demote = pl->moves[k].demote,
+                                .demote_from = pl->exchange_node,
                                 .cgroup = p->cg->path,
                                 .userdata = p,
                         };
@@ -310,6 +313,60 @@ static void account_promotion(const struct jobs_env *env, const struct migrate_j
                 move_budget_promote_settle(env->promote, planned, moved);
 }
 
+/* Ranges moved across tiers are noted in the process's record (proc_moves.tier):
+ * neither way again within cooldown_ms (plan.h, rule 8). Expired ones go first; a
+ * range that touches a noted one widens it; when full, the two closest merge, which
+ * only widens what is left alone. */
+static void tier_insert(struct proc_moves *mv, uint64_t start, uint64_t end, uint64_t now) {
+        size_t at = 0, best = 0;
+
+        for (size_t i = 0; i < mv->n_tier; i++)
+                if (mv->tier[i].start <= end && start <= mv->tier[i].end) {
+                        mv->tier[i].start = start < mv->tier[i].start ? start : mv->tier[i].start;
+                        mv->tier[i].end = end > mv->tier[i].end ? end : mv->tier[i].end;
+                        mv->tier[i].at_ms = now;
+                        return;
+                }
+        if (mv->n_tier == PROC_TIER_MAX) {
+                for (size_t i = 1; i + 1 < mv->n_tier; i++)
+                        if (mv->tier[i + 1].start - mv->tier[i].end < mv->tier[best + 1].start - mv->tier[best].end)
+                                best = i;
+                mv->tier[best].end = mv->tier[best + 1].end;
+                mv->tier[best].at_ms = now;
+                memmove(&mv->tier[best + 1], &mv->tier[best + 2], (mv->n_tier - best - 2) * sizeof(*mv->tier));
+                mv->n_tier--;
+        }
+        while (at < mv->n_tier && mv->tier[at].start < start)
+                at++;
+        memmove(&mv->tier[at + 1], &mv->tier[at], (mv->n_tier - at) * sizeof(*mv->tier));
+        mv->tier[at] = (struct tier_move) { start, end, now };
+        mv->n_tier++;
+}
+
+static void tier_note(struct proc_moves *mv, const struct migrate_job *j, uint64_t cooldown_ms, uint64_t now) {
+        size_t k = 0;
+
+        if (!mv->tier && !(mv->tier = calloc(PROC_TIER_MAX, sizeof(*mv->tier))))
+                return;         /* out of memory: no cooldown for these */
+        for (size_t i = 0; i < mv->n_tier; i++)
+                if (now < mv->tier[i].at_ms + cooldown_ms)
+                        mv->tier[k++] = mv->tier[i];
+        mv->n_tier = k;
+        for (size_t r = 0; r < j->n_ranges; r++)
+                tier_insert(mv, j->ranges[r].start, j->ranges[r].end, now);
+}
+
+/* A demotion of the exchange: its bytes moved are counted and credited to promotions
+ * onto the node it freed (move-budget.h). */
+static void account_demotion(const struct jobs_env *env, const struct migrate_job *j, uint64_t now) {
+        uint64_t moved = j->pages[MIG_MOVED] * page_size();
+        int idx = topology_node_index(env->check.topo, (unsigned) j->demote_from);
+
+        env->counters->demoted_bytes += moved;
+        if (env->promote)
+                move_budget_promote_credit(env->promote, idx, moved, now);
+}
+
 /* A shared job's moves and what its check held back, for the reports; a page mapped
  * outside the group is said once a job, at debug level (every tick may find it). */
 static void account_shared(const struct jobs_env *env, struct proc_rec *p, const struct migrate_job *j,
@@ -351,6 +408,10 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                 counters_moved(env->counters, j->pages[MIG_MOVED] * page_size());
                 if (j->promote)
                         account_promotion(env, j);
+                if (j->demote)
+                        account_demotion(env, j, now);
+                if ((j->promote || j->demote) && j->pages[MIG_MOVED])
+                        tier_note(&p->moved, j, env->check.cfg->cooldown_ms, now);
                 if (j->shared)
                         account_shared(env, p, j, now);
                 histogram_add(&env->counters->move_calls, &j->move_calls);

@@ -95,6 +95,7 @@ static struct scan_env scan_env_of(struct manager *m) {
                 .shares = &m->shares,
                 .kernel_balances = m->counters.kernel_balances,
                 .promote_left = &m->promote.left,
+                .exchange_credit = m->promote.credit,
                 .dry_run = m->opts.dry_run,
                 .tick = m->counters.tick,
                 .need_free_memory = need_free_memory,
@@ -606,6 +607,7 @@ int manager_tick(struct manager *m) {
         r = run_jobs(m, &ps, false);
         pass_done(&ps);
         forget_departed(m);
+        damon_set_cold_age(m->damon, m->cfg.exchange ? m->cfg.cold_age_ms : 0);
         damon_sync_procs(m->damon, &m->procs, m->counters.tick, &m->service.online, now);
         publish_cgroups(m);
         cg_records_sweep(&m->cgs);

@@ -477,6 +477,10 @@ static void metrics_sampling(const struct manager_view *v, FILE *f) {
                     "Bytes moved by promotions: hot pages of mappings with pages on a slow node (a lower memory "
                     "tier), moved to the node whose CPUs touched them.");
         fprintf(f, "numabalanced_promoted_bytes_total %" PRIu64 "\n", v->counters->promoted_bytes);
+        metric_head(f, "numabalanced_demoted_bytes_total", "counter",
+                    "Bytes moved by the exchange: cold pages of opted-in processes moved off a full fast node "
+                    "to a slow one, as many as promotions held at its floor wanted.");
+        fprintf(f, "numabalanced_demoted_bytes_total %" PRIu64 "\n", v->counters->demoted_bytes);
         metrics_shared(v, f);
         metrics_damon(v, f);
         metric_head(f, "numabalanced_page_samples_dropped_total", "counter",

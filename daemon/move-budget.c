@@ -92,7 +92,17 @@ uint64_t move_budget_promote_refill(struct move_budget_promote *b, uint64_t rate
                 b->frac = 0;
         }
         b->last_ms = now_ms;
+        for (size_t i = 0; i < NB_NODES_MAX; i++)
+                if (b->credit[i] && now_ms >= b->credit_ms[i] + MOVE_BUDGET_CREDIT_MS)
+                        b->credit[i] = 0;
         return b->left;
+}
+
+void move_budget_promote_credit(struct move_budget_promote *b, int idx, uint64_t bytes, uint64_t now_ms) {
+        if (idx < 0 || idx >= NB_NODES_MAX || bytes == 0)
+                return;
+        b->credit[idx] = sat_add(b->credit[idx], bytes);
+        b->credit_ms[idx] = now_ms;
 }
 
 void move_budget_promote_settle(struct move_budget_promote *b, uint64_t planned, uint64_t moved) {

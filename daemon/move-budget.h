@@ -26,6 +26,7 @@
  *   bytes taken as planned from a budget refilled once a tick and settled after the
  *   run with what moved (struct move_budget_promote). */
 #pragma once
+#include "nodemask.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -99,7 +100,15 @@ struct move_budget_promote {
         uint64_t frac;                /* byte-ms not yet a byte */
         uint64_t debt;                /* bytes moved beyond those planned, paid by refills */
         bool started;
+        /* The exchange's credit (plan.h, rule 8), per topology index: bytes demoted off
+         * the node that promotions there may take below its floors
+         * (plan_params.exchange_credit). It lapses MOVE_BUDGET_CREDIT_MS after the last
+         * demotion that added to it: room freed and not promoted into by then is the
+         * workload's own again, not a standing licence to fill the node. */
+        uint64_t credit[NB_NODES_MAX];
+        uint64_t credit_ms[NB_NODES_MAX];
 };
+#define MOVE_BUDGET_CREDIT_MS 10000
 /* Refills at now_ms for rate_mb_s (0: nothing is promoted); returns the bytes
  * promotions may take now (b->left). */
 uint64_t move_budget_promote_refill(struct move_budget_promote *b, uint64_t rate_mb_s, uint64_t now_ms);
@@ -108,3 +117,5 @@ uint64_t move_budget_promote_refill(struct move_budget_promote *b, uint64_t rate
  * page of a transparent huge page moves the whole huge page) is taken from what is
  * left, the rest from the next refills, so that the rate holds for what moved. */
 void move_budget_promote_settle(struct move_budget_promote *b, uint64_t planned, uint64_t moved);
+/* A demotion of the exchange moved bytes off the node of topology index idx at now_ms. */
+void move_budget_promote_credit(struct move_budget_promote *b, int idx, uint64_t bytes, uint64_t now_ms);

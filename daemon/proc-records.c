@@ -125,7 +125,9 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
         page_agg_free(p->seen);
         free(p->mapped);
         free(p->slow);
+        free(p->cold);
         free(p->moved.hist);
+        free(p->moved.tier);
         free(p->node_bytes);
         free(p->stuck_away);
         free(p->shares);

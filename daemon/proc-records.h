@@ -67,7 +67,13 @@ struct proc_moves {
          * PostgreSQL backend, may be what mapped them). */
         uint64_t shared_held_until_ms;
         uint64_t shared_held_group;
+        /* Its ranges promoted or demoted within cooldown_ms (plan.h, rule 8: neither way
+         * again before), sorted by start, at most PROC_TIER_MAX (more: the two closest
+         * merged, which only widens what is left alone); grown on demand. */
+        struct tier_move *tier;
+        size_t n_tier;
 };
+#define PROC_TIER_MAX 128
 
 struct proc_rec {
         pid_t pid;
@@ -109,9 +115,15 @@ struct proc_rec {
          * where DAMON monitors it and where DAMON's hot regions count. */
         struct damon_range *slow;
         size_t n_slow;
+        /* Its ranges DAMON found not accessed for cold_age_ms at its last read (sorted;
+         * written by damon.c only): what the exchange may demote (plan.h, rule 8). */
+        struct addr_range *cold;
+        size_t n_cold;
+        uint64_t cold_ms;          /* when they were read (CLOCK_MONOTONIC ms) */
         size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */
         uint64_t page_planned_bytes;       /* page-level moves planned, last scan */
         uint64_t promote_planned_bytes;    /* of which promotions off slow nodes (plan.h, rule 7) */
+        uint64_t demote_planned_bytes;     /* the exchange's demotions (plan.h, rule 8) */
         /* Sampled scans (sampled-scan.h): its huge VMAs, and the nodes with
          * min_cpu_share_pct of its CPU time, at the full read that left it settled;
          * none: read in full. */

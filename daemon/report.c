@@ -903,6 +903,7 @@ static void put_page_level(struct json *j, const struct proc_rec *p) {
         json_key(j, "pages_shared"); json_u64(j, p->pages_shared);
         json_key(j, "planned_bytes"); json_u64(j, p->page_planned_bytes);
         json_key(j, "promote_planned_bytes"); json_u64(j, p->promote_planned_bytes);
+        json_key(j, "demote_planned_bytes"); json_u64(j, p->demote_planned_bytes);
         json_object_end(j);
 
         json_key(j, "skipped_bytes");

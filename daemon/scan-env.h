@@ -29,6 +29,7 @@ struct scan_env {
         const struct share_groups *shares;  /* the tick's groups of shared memory, NULL: none */
         bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */
         uint64_t *promote_left;      /* the tick's promotion budget, bytes (plan.h, rule 7), updated */
+        uint64_t *exchange_credit;   /* per topology index (plan.h, rule 8), updated */
         bool dry_run;                /* plan and log, move nothing */
         uint64_t tick;               /* the tick's number (counters.tick) */
         /* Reads each node's free memory into topo, if this tick has not yet: called

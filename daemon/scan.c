@@ -290,7 +290,21 @@ struct plan_params scan_plan_params(const struct scan_env *env) {
                 .max_bytes = move_budget_scan_bytes(c->batch_pages),
                 .promote_floor_pct = c->promote_free_floor_pct,
                 .promote_left = env->promote_left,
+                .exchange_credit = env->exchange_credit,
         };
+}
+
+/* DAMON's cold regions older than this are not used (plan_input.cold): reads come
+ * every second while a process is monitored. */
+#define COLD_FRESH_MS 5000
+
+/* The exchange's inputs (plan.h, rule 8): DAMON's last cold regions if they are
+ * recent (a process no longer monitored has none), its ranges moved across tiers. */
+static void set_tiers(const struct proc_rec *p, uint64_t now, struct plan_input *in) {
+        in->cold = p->cold;
+        in->n_cold = now < p->cold_ms + COLD_FRESH_MS ? p->n_cold : 0;
+        in->tier_recent = p->moved.tier;
+        in->n_tier_recent = p->moved.n_tier;
 }
 
 static bool advise_only(const struct scan_env *env, const struct proc_rec *p) {
@@ -323,13 +337,15 @@ static int decide_pages(const struct scan_env *env, struct proc_rec *p, const st
         int r;
 
         if (!p->seen) {
-                p->page_planned_bytes = p->promote_planned_bytes = 0;
+                p->page_planned_bytes = p->promote_planned_bytes = p->demote_planned_bytes = 0;
                 return 0;
         }
         r = page_agg_decide(p->seen, PAGE_MIN_SAMPLES, &d);
         if (r < 0)
                 return r;
         r = plan_pages(env->topo, in, pp, &d, &s->plan, reserved, &s->pages);
+        if (r >= 0 && env->cfg->exchange)
+                r = plan_exchange(env->topo, in, pp, &d, &s->pages);
         p->pages_seen = d.pages;
         p->pages_shared = d.shared;
         page_agg_decision_done(&d);
@@ -347,6 +363,7 @@ static int decide_pages(const struct scan_env *env, struct proc_rec *p, const st
         }
         p->page_planned_bytes = s->pages.bytes;
         p->promote_planned_bytes = s->pages.promote_bytes;
+        p->demote_planned_bytes = s->pages.demote_bytes;
         if (s->pages.n_moves)
                 log_debug("cgroup=%s pid=%d: page-level: %zu page(s) sampled, %zu shared, %s %" PRIu64
                           " KiB in %zu range(s), %" PRIu64 " KiB of them promotions", p->cg->path, (int) p->pid,
@@ -537,6 +554,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
                 .keep_before = keep_before(env, p, &busy_before, &busy),
         };
         set_placed(env, p, &in);
+        set_tiers(p, now, &in);
         in.share = rd.share = group_decisions(env, p, &rd, now);
         r = plan_decide(env->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)

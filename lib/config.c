@@ -547,6 +547,12 @@ static const struct conf_key conf_keys[] = {
         { KEY("decide", "promote_free_floor_pct"), &type_uint, 0, 99, F(promote_free_floor_pct), "10",
           "hot pages on a slow node are promoted only while the fast node keeps this share of its memory "
           "free (free_floor_pct when higher), so that the kernel does not demote them again" },
+        { KEY("decide", "exchange"), &type_bool, 0, 0, F(exchange), "yes",
+          "when hot pages wait at a full fast node's promotion floor, demote as many bytes of the same "
+          "process's cold pages there (not accessed for cold_age_ms, by DAMON) to a slow node, and promote "
+          "into the room" },
+        { KEY("decide", "cold_age_ms"), &type_u64, 1000, DAY_MS, F(cold_age_ms), "30000",
+          "the exchange demotes only memory DAMON saw no access to for this long" },
 
         { KEY("decide", "place_hold_ms"), &type_u64, 0, DAY_MS, F(place_hold_ms), "60000",
           "mode place: a process whose threads were placed on a node stays there at least this long" },

@@ -67,6 +67,8 @@ struct nb_config {
         uint64_t place_hold_ms;      /* mode place: a placement holds at least this long */
         uint64_t place_thread_cost_kb; /* mode place: moving a busy thread, in bytes copied */
         unsigned promote_free_floor_pct; /* promotions leave this % of the fast node free */
+        bool exchange;               /* demote cold pages to make room for held promotions */
+        uint64_t cold_age_ms;        /* the exchange's cold: not accessed for this long */
 
         /* [migrate] */
         uint64_t rate_limit_mb_s;    /* global copy budget, 0 = unlimited */

@@ -552,7 +552,7 @@ static int take_moves(const struct topology *t, const struct plan_params *p, con
 
 int plan_decide(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                 uint64_t *reserved_bytes, struct plan *ret) {
-        struct plan pl = { .hot_node = -1, .full_target = -1 };
+        struct plan pl = { .hot_node = -1, .full_target = -1, .exchange_node = -1 };
         _cleanup_free_ struct plan_move *cand = NULL;
         uint64_t misplaced_total = 0;
         size_t n_cand = 0;
@@ -761,7 +761,23 @@ enum promotion {
         PROMOTION_HELD,       /* not at all: the fast node is at its promotion floor */
         PROMOTION_COUNTED,    /* its bytes planned, taken from the budget */
         PROMOTION_SPARE,      /* over the budget: named, with no bytes of its own */
+        PROMOTION_EXCHANGED,  /* counted, below the floors: room the exchange made */
 };
+
+/* The exchange credit of node (rule 8): bytes demoted off it for promotions. */
+static uint64_t *credit_of(const struct topology *t, const struct plan_params *p, int node) {
+        int idx = topology_node_index(t, (unsigned) node);
+
+        return p->exchange_credit && idx >= 0 ? &p->exchange_credit[idx] : NULL;
+}
+
+/* A promotion held at node's floor: the exchange may demote as much (rule 8). */
+static void want_exchange(struct plan *pl, int node, uint64_t size) {
+        if (pl->exchange_node >= 0 && pl->exchange_node != node)
+                return;
+        pl->exchange_node = node;
+        pl->exchange_want = sat_add(pl->exchange_want, size);
+}
 
 /* A promotion of size bytes to node, against the promotion floor and the budget; what
  * may not move now is counted in pl->skipped_bytes. A hugetlb page takes a free huge
@@ -775,14 +791,36 @@ enum promotion {
 static enum promotion promotion_of(const struct topology *t, const struct plan_params *p, int node,
                                    uint64_t huge_kb, uint64_t size, const uint64_t *reserved,
                                    const nb_nodemask *counted, struct plan *pl) {
+        uint64_t *credit = credit_of(t, p, node);
+        bool exchanged = false;
+
         if (!huge_kb && promote_room(t, node, p, reserved) < size) {
-                skip(pl, REASON_PROMOTE_FLOOR, size);
-                return PROMOTION_HELD;
+                if (!credit || *credit < size) {
+                        skip(pl, REASON_PROMOTE_FLOOR, size);
+                        want_exchange(pl, node, size);
+                        return PROMOTION_HELD;
+                }
+                exchanged = true;
         }
         if (!p->promote_left || *p->promote_left >= size)
-                return PROMOTION_COUNTED;
+                return exchanged ? PROMOTION_EXCHANGED : PROMOTION_COUNTED;
+        if (exchanged) {
+                skip(pl, REASON_PROMOTE_RATE, size);
+                return PROMOTION_HELD;
+        }
         skip(pl, REASON_PROMOTE_RATE, size);
         return nodemask_test(counted, (unsigned) node) ? PROMOTION_SPARE : PROMOTION_HELD;
+}
+
+/* Whether [start, end) overlaps a range moved across tiers within cooldown_ms. */
+static bool tier_moved(const struct plan_input *in, const struct plan_params *p, uint64_t start, uint64_t end) {
+        for (size_t k = 0; k < in->n_tier_recent; k++) {
+                const struct tier_move *m = &in->tier_recent[k];
+
+                if (m->start < end && start < m->end && in->now_ms < sat_add(m->at_ms, p->cooldown_ms))
+                        return true;
+        }
+        return false;
 }
 
 /* Whether the last move already holds page (the same huge page sampled again). */
@@ -823,7 +861,7 @@ static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t s
 int plan_pages(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                const struct page_decision *d, const struct plan *vma_plan, uint64_t *reserved_bytes,
                struct plan *ret) {
-        struct plan pl = { .hot_node = -1, .full_target = -1 };
+        struct plan pl = { .hot_node = -1, .full_target = -1, .exchange_node = -1 };
         uint64_t cap = pages_cap(p, vma_plan), last_full = UINT64_MAX;
         nb_nodemask counted = {};
 
@@ -852,6 +890,10 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                         continue;
                 huge_kb = v->hugetlb ? v->page_size_kb : 0;
                 promote = vma_on_slow(t, in->maps, v);
+                if (promote && tier_moved(in, p, page, page + size)) {
+                        skip(&pl, REASON_COOLDOWN, size);
+                        continue;
+                }
                 if (promote)
                         promotion = promotion_of(t, p, (int) pm->node, huge_kb, size, reserved_bytes, &counted, &pl);
                 if (promotion == PROMOTION_HELD)
@@ -860,7 +902,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                         add_page_move(&pl, (size_t) vi, page, size, 0, pm->node, vma_thread_policy(in, v), true);
                         continue;
                 }
-                if (room_on(t, (int) pm->node, huge_kb, p, reserved_bytes) < size) {
+                if (promotion != PROMOTION_EXCHANGED && room_on(t, (int) pm->node, huge_kb, p, reserved_bytes) < size) {
                         /* A huge page sampled at several addresses is counted once. */
                         if (page != last_full)
                                 held_at_floor(&pl, (int) pm->node, huge_kb, size);
@@ -869,6 +911,8 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 }
                 if (size > cap - pl.bytes)
                         break;
+                if (promotion == PROMOTION_EXCHANGED)
+                        *credit_of(t, p, (int) pm->node) -= size;
                 reserve(t, reserved_bytes, pm->node, huge_kb, size);
                 if (promote) {
                         if (p->promote_left)
@@ -880,5 +924,125 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
         }
         pl.reason = main_reason(&pl);
         *ret = pl;
+        return 0;
+}
+
+/* --- the exchange (rule 8) -------------------------------------------------------- */
+
+/* The slow node of allowed nearest to node, -1: none. */
+static int nearest_slow(const struct topology *t, unsigned node, const nb_nodemask *allowed) {
+        int best = -1, best_d = 0;
+
+        NODEMASK_FOREACH(n, allowed) {
+                int dist = topology_distance(t, node, (unsigned) n);
+
+                if (!topology_node_slow(t, (unsigned) n) || dist < 0)
+                        continue;
+                if (best < 0 || dist < best_d) {
+                        best = n;
+                        best_d = dist;
+                }
+        }
+        return best;
+}
+
+/* Where the pages of VMA i may be demoted from node (a slow node its policy allows),
+ * -1: they stay. */
+static int demote_target(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                         size_t i, unsigned node) {
+        const struct vma *v = &in->maps->vmas[i];
+        nb_nodemask allowed;
+
+        if (v->hugetlb || v->mapmax > 1 || vma_locked(in, p, i) || !in->vma_end || in->vma_end[i] <= v->start ||
+            numa_maps_vma_pages_on(in->maps, v, node) == 0)
+                return -1;
+        if (vma_allowed(t, in, p, v, &allowed, NULL) != POLICY_MOVABLE)
+                return -1;
+        return nearest_slow(t, node, &allowed);
+}
+
+/* The first address at or after a in [a, end) that no hot page (d) and no recent
+ * tier move covers, and the end of the free stretch from there (*ret_end). */
+static uint64_t next_free(const struct plan_input *in, const struct plan_params *p, const struct page_decision *d,
+                          uint64_t a, uint64_t end, uint64_t *ret_end) {
+        uint64_t ps = page_size();
+        bool moved;
+
+        do {
+                moved = false;
+                for (size_t k = 0; k < in->n_tier_recent && a < end; k++) {
+                        const struct tier_move *m = &in->tier_recent[k];
+
+                        if (m->start <= a && a < m->end && in->now_ms < sat_add(m->at_ms, p->cooldown_ms)) {
+                                a = m->end;
+                                moved = true;
+                        }
+                }
+                for (size_t k = 0; d && k < d->n_moves && a < end; k++)
+                        if (d->moves[k].page <= a && a < d->moves[k].page + ps) {
+                                a = d->moves[k].page + ps;
+                                moved = true;
+                        }
+        } while (moved && a < end);
+        *ret_end = end;
+        for (size_t k = 0; k < in->n_tier_recent; k++) {
+                const struct tier_move *m = &in->tier_recent[k];
+
+                if (m->start > a && m->start < *ret_end && in->now_ms < sat_add(m->at_ms, p->cooldown_ms))
+                        *ret_end = m->start;
+        }
+        for (size_t k = 0; d && k < d->n_moves; k++)
+                if (d->moves[k].page > a && d->moves[k].page < *ret_end)
+                        *ret_end = d->moves[k].page;
+        return a;
+}
+
+/* Demote moves are bounded like every plan's: a few ranges each a tick. */
+#define EXCHANGE_MOVES_MAX 64
+
+int plan_exchange(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                  const struct page_decision *d, struct plan *pl) {
+        uint64_t left = pl->exchange_want;
+        unsigned node = (unsigned) pl->exchange_node;
+        struct plan_move *mv;
+        size_t added = 0;
+
+        if (pl->exchange_node < 0 || left == 0 || in->n_cold == 0)
+                return 0;
+        mv = realloc(pl->moves, (pl->n_moves + EXCHANGE_MOVES_MAX) * sizeof(*mv));
+        if (!mv)
+                return -ENOMEM;
+        pl->moves = mv;
+        for (size_t i = 0; i < in->maps->n_vmas && left && added < EXCHANGE_MOVES_MAX; i++) {
+                const struct vma *v = &in->maps->vmas[i];
+                int target = demote_target(t, in, p, i, node);
+
+                for (size_t c = 0; target >= 0 && c < in->n_cold && left && added < EXCHANGE_MOVES_MAX; c++) {
+                        uint64_t a = in->cold[c].start > v->start ? in->cold[c].start : v->start;
+                        uint64_t end = in->cold[c].end < in->vma_end[i] ? in->cold[c].end : in->vma_end[i], stop;
+
+                        while (a < end && left && added < EXCHANGE_MOVES_MAX) {
+                                uint64_t bytes;
+
+                                a = next_free(in, p, d, a, end, &stop);
+                                if (a >= stop)
+                                        break;
+                                bytes = stop - a < left ? stop - a : left;
+                                mv[pl->n_moves] = (struct plan_move) {
+                                        .vma = i, .start = a, .end = stop, .page_size = page_size(),
+                                        .target = target, .bytes = bytes, .demote = true,
+                                        .keep = t->with_memory,
+                                };
+                                nodemask_clear(&mv[pl->n_moves].keep, node);
+                                pl->n_moves++;
+                                added++;
+                                left -= bytes;
+                                pl->demote_bytes = sat_add(pl->demote_bytes, bytes);
+                                a = stop;
+                        }
+                }
+        }
+        if (added)
+                pl->reason = REASON_NONE;
         return 0;
 }

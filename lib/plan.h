@@ -31,7 +31,10 @@
  *      would undo that and fill the fast nodes. Pages outside the allowed set still
  *      move.
  *   7. Promotion: hot pages on a slow node, seen in page samples, move up within a
- *      rate and above a floor on the fast node (plan_pages(), below). */
+ *      rate and above a floor on the fast node (plan_pages(), below).
+ *   8. The exchange: promotions held at a fast node's floor have as many bytes of the
+ *      process's cold memory there demoted (plan_exchange(), below); the room it made
+ *      takes them at the next tick. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -93,6 +96,21 @@ struct plan_params {
         uint64_t *promote_left;       /* bytes promotions may still take, shared by the scans
                                        * of a tick, refilled by the daemon (move-budget.h);
                                        * NULL: no bound */
+        uint64_t *exchange_credit;    /* per topology index: bytes the exchange demoted off
+                                       * that node, which promotions there may take below
+                                       * its floors (rule 8; move-budget.h); NULL: none */
+};
+
+/* A range the daemon moved across tiers (promoted or demoted), and when: neither way
+ * again within cooldown_ms (rule 8). */
+struct tier_move {
+        uint64_t start, end;
+        uint64_t at_ms;
+};
+
+/* An address range [start, end). */
+struct addr_range {
+        uint64_t start, end;
 };
 
 /* A VMA with shared pages that a group of processes decides as one (daemon/share-groups.h):
@@ -130,6 +148,12 @@ struct plan_input {
         bool placed;
         int placed_node;              /* node id */
         uint64_t placed_at_ms;
+        /* Rule 8, the exchange: its memory not accessed for cold_age_ms (DAMON's regions,
+         * sorted, disjoint), and its recent moves across tiers (any order). */
+        const struct addr_range *cold;
+        size_t n_cold;
+        const struct tier_move *tier_recent;
+        size_t n_tier_recent;
 };
 
 struct plan_move {
@@ -142,6 +166,9 @@ struct plan_move {
                                        * no VMA policy, so its allowed set is that of the
                                        * threads' policies (thread_policy_allow() says
                                        * whether it still is, before moving) */
+        bool demote;                  /* the exchange (rule 8): cold pages off the fast node
+                                       * exchange_node to a slow node, at most bytes of
+                                       * them; keep holds every other node */
         bool promote;                 /* page-level, in a VMA with pages on a slow node: a
                                        * promotion (rule 7), charged to promote_left; bytes
                                        * may be less than end - start (spares: pages over
@@ -163,6 +190,10 @@ struct plan {
         uint64_t bytes;               /* total planned */
         uint64_t promote_bytes;       /* of which promotions (plan_move.promote) */
         int hot_node;                 /* -1 if none */
+        uint64_t exchange_want;       /* promotions held at the floor of exchange_node (bytes):
+                                       * what the exchange may demote to make room */
+        int exchange_node;            /* node id, -1: none */
+        uint64_t demote_bytes;        /* of bytes, demotions (plan_move.demote) */
         int full_target;              /* the first target whose base-page moves were held back
                                        * at its free-memory floor, -1: none (the manager
                                        * scans the process again as soon as it has room) */
@@ -218,6 +249,19 @@ bool plan_share_allowed(const struct topology *t, const struct plan_input *in, c
  * The budget is refilled once a tick and settled with what moved by the daemon's
  * budgets of moving (daemon/move-budget.h, struct move_budget_promote). */
 
+/* Rule 8, the exchange: promotions held at a fast node's floor (plan_pages() counts
+ * them in pl->exchange_want) make room by demoting as many bytes of the same process's
+ * cold memory on that node: pages within in->cold (not accessed for cold_age_ms), not
+ * sampled hot (d), not moved across tiers within cooldown_ms (in->tier_recent), in a
+ * VMA whose policy lets them go to a slow node (the nearest to the fast node), not
+ * shared, locked or hugetlb. Appended to pl as demote moves; the executor moves at most
+ * each move's bytes of the pages it finds on the fast node. Those bytes, once moved,
+ * become exchange credit (plan_params.exchange_credit): the promotions of the next
+ * tick may take them below the floors. Pure. */
+struct page_decision;
+int plan_exchange(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                  const struct page_decision *d, struct plan *pl);
+
 /* Page-level moves from sampled memory accesses (lib/page-agg's two-sample rule:
  * d->moves are pages seen only from one node, at least twice). Each such page moves to
  * that node when, under the same rules as plan_decide():
@@ -233,7 +277,6 @@ bool plan_share_allowed(const struct topology *t, const struct plan_input *in, c
  * one node are merged into one move; moves are in address order, capped by
  * p->max_bytes less what vma_plan takes. skipped_bytes counts what was left, by reason.
  * Pure, like plan_decide(). */
-struct page_decision;
 int plan_pages(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                const struct page_decision *d, const struct plan *vma_plan, uint64_t *reserved_bytes,
                struct plan *ret);

@@ -192,8 +192,11 @@ static void kernel_step(pid_t kpid) {
         }
 }
 
-static void region(unsigned k, const char *start, const char *end, const char *acc) {
+static void region_aged(unsigned k, const char *start, const char *end, const char *acc, const char *age) {
         char rel[128];
+
+        snprintf(rel, sizeof(rel), "0/contexts/0/schemes/0/tried_regions/%u/age", k);
+        put(rel, age);
 
         snprintf(rel, sizeof(rel), "0/contexts/0/schemes/0/tried_regions/%u/start", k);
         put(rel, start);
@@ -201,6 +204,11 @@ static void region(unsigned k, const char *start, const char *end, const char *a
         put(rel, end);
         snprintf(rel, sizeof(rel), "0/contexts/0/schemes/0/tried_regions/%u/nr_accesses", k);
         put(rel, acc);
+}
+
+/* A region of the last aggregation, 2 aggregations old. */
+static void region(unsigned k, const char *start, const char *end, const char *acc) {
+        region_aged(k, start, end, acc, "2\n");
 }
 
 TEST(refused_without_sysfs_or_fvaddr_or_when_taken) {
@@ -340,7 +348,8 @@ TEST(one_process_written_read_and_given_back) {
         CHECK_STR(get("0/contexts/0/targets/0/regions/1/start"), "262144");
         CHECK_STR(get("0/contexts/0/targets/0/regions/1/end"), "327680");
         CHECK_STR(get("0/contexts/0/schemes/0/action"), "stat");
-        CHECK_STR(get("0/contexts/0/schemes/0/access_pattern/nr_accesses/min"), "1");
+        /* Every region: hot ones (accessed) and cold ones (by their age) from one read. */
+        CHECK_STR(get("0/contexts/0/schemes/0/access_pattern/nr_accesses/min"), "0");
         CHECK_STR(get("0/contexts/0/monitoring_attrs/nr_regions/max"), "200");
         CHECK_STR(get("1/state"), "off\n");     /* one kdamond for one process */
         {       /* its kdamond's pid not known yet: recorded by its target's */
@@ -363,8 +372,11 @@ TEST(one_process_written_read_and_given_back) {
 
         /* The kernel ran it; its tried regions: two good (one not hot), then hostile. */
         kernel_step(777);
+        damon_set_cold_age(d, 3000);    /* 30 aggregations of 100 ms */
         region(0, "65536\n", "73728\n", "3\n");
         region(1, "73728\n", "81920\n", "0\n");
+        region_aged(6, "86016\n", "90112\n", "0\n", "30\n");
+        region_aged(7, "90112\n", "94208\n", "1\n", "300\n");
         region(2, "99999999999999999999999\n", "1\n", "1\n");
         region(3, "90000\n", "80000\n", "5\n");
         region(4, "garbage\n", "x\n", "1\n");
@@ -375,8 +387,10 @@ TEST(one_process_written_read_and_given_back) {
         CHECK_INT(n, 1);
         if (n == 1) {
                 CHECK_INT(res[0].pid, 4242);
-                CHECK_INT(res[0].n_hot, 1);
-                CHECK(res[0].n_hot == 1 && res[0].hot[0].start == 65536 && res[0].hot[0].end == 73728);
+                CHECK_INT(res[0].n_hot, 2);
+                CHECK(res[0].n_hot == 2 && res[0].hot[0].start == 65536 && res[0].hot[0].end == 73728);
+                /* Not accessed for 30 aggregations: cold; for 2: neither. */
+                CHECK(res[0].n_cold == 1 && res[0].cold[0].start == 86016 && res[0].cold[0].end == 90112);
         }
         damon_results_free(res, n);
         damon_get_stats(d, &st);

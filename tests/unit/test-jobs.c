@@ -31,7 +31,8 @@ struct ran_job {
         void *ctx;
         bool thread_policy;
         nb_nodemask keep_nodes;
-        bool promote;
+        bool promote, demote;
+        int demote_from;
 };
 
 static struct {
@@ -68,6 +69,7 @@ static int recorder(void *userdata, struct migrate_job *jobs, size_t n_jobs) {
                                 .checked = j->may_move == move_check_job && j->may_move_ctx, .ctx = j->may_move_ctx,
                                 .thread_policy = j->thread_policy,
                                 .keep_nodes = j->keep_nodes, .promote = j->promote,
+                                .demote = j->demote, .demote_from = j->demote_from,
                         };
                 j->cpu_ns = ran.cpu_ns[i];
                 if (ran.stop[i]) {
@@ -149,6 +151,7 @@ static void world_done(struct world *w) {
         for (int i = 0; i < 4; i++) {
                 scan_done(&w->scans[i]);
                 free(w->procs[i].moved.hist);
+                free(w->procs[i].moved.tier);
         }
         cost_ledger_done(&w->cost);
         config_done(&w->cfg);
@@ -456,6 +459,54 @@ DEFINE_TEST_MAIN_FULL(intro, outro)
  * What the promotion moved is counted, and what it moved beyond its plan (a whole
  * transparent huge page for a sampled base page) is charged to the budget: 1 MiB from
  * what was left, 1 MiB as debt. */
+/* The exchange (plan.h, rule 8): a demotion runs as a job of its own, what it moved
+ * is counted and credited to promotions onto the node it freed, and its range and the
+ * promotion's are noted as moved across tiers (neither way again within the cooldown;
+ * expired notes go). */
+TEST(demotions_credited_and_noted) {
+        static struct move_budget_promote budget;
+        struct world w;
+        uint64_t charged;
+
+        world_start(&w);
+        budget = (struct move_budget_promote) { .left = 64 * MIB, .started = true };
+        w.env.promote = &budget;
+        plan_done(&w.scans[0].plan);
+        plan_done(&w.scans[0].pages);
+        w.scans[0].plan = plan_of(0, 0, 0, 0);
+        w.scans[0].pages = plan_of(2, 0x20000000, 4, 1);
+        w.scans[0].pages.exchange_node = 0;
+        w.scans[0].pages.moves[0].demote = true;
+        nodemask_set(&w.scans[0].pages.moves[0].keep, 1);
+        w.scans[0].pages.moves[1].target = 0;
+        w.scans[0].pages.moves[1].promote = true;
+        CHECK_INT(jobs_run(&w.env, &w.scans[0], 1, 100000, &charged), 0);
+        CHECK_INT(ran.n, 2);
+        for (size_t q = 0; q < ran.n && ran.n == 2; q++)
+                if (ran.job[q].demote) {
+                        CHECK_INT(ran.job[q].target, 1);
+                        CHECK_INT(ran.job[q].demote_from, 0);
+                        CHECK(nodemask_test(&ran.job[q].keep_nodes, 1));
+                } else
+                        CHECK(ran.job[q].promote);
+        CHECK_INT(w.counters.demoted_bytes, 4 * MIB);
+        CHECK_INT(budget.credit[topology_node_index(topo, 0)], 4 * MIB);
+        CHECK_INT(w.procs[0].moved.n_tier, 2);
+        if (w.procs[0].moved.n_tier == 2) {
+                CHECK_INT(w.procs[0].moved.tier[0].start, 0x20000000);
+                CHECK_INT(w.procs[0].moved.tier[0].at_ms, 100000);
+        }
+        /* A later run, past the cooldown: the old notes go, the new one stays. */
+        plan_done(&w.scans[0].pages);
+        w.scans[0].pages = plan_of(1, 0x40000000, 4, 0);
+        w.scans[0].pages.moves[0].promote = true;
+        CHECK_INT(jobs_run(&w.env, &w.scans[0], 1, 100000 + w.cfg.cooldown_ms, &charged), 0);
+        CHECK_INT(w.procs[0].moved.n_tier, 1);
+        if (w.procs[0].moved.n_tier == 1)
+                CHECK_INT(w.procs[0].moved.tier[0].start, 0x40000000);
+        world_done(&w);
+}
+
 TEST(slow_node_kept_and_promotions_charged) {
         struct move_budget_promote budget = { .left = MIB, .started = true };
         struct world w;

@@ -1145,3 +1145,146 @@ TEST(tier_promote_floor) {
         CHECK_INT(pl.bytes, 4 * 4096);
         plan_done(&pl);
 }
+
+/* ---- the exchange (rule 8): cold pages off a full fast node make room ---- */
+
+/* 32 MiB on node 0 (the first half) and 32 MiB on node 2, node 0 below its promotion
+ * floor, pages 8192, 8194, 8196 and 8198 (in the slow half) hot from node 0. */
+#define MIXED_VMA "7f0000000000 %s anon=16384 N0=8192 N2=8192 kernelpagesize_kB=4\n"
+
+struct xrun {
+        struct topology *t;
+        struct plan_params p;
+        struct plan_input in;
+        struct numa_maps *maps;
+        uint64_t ends[1], cpu[3], reserved[8], credit[8];
+        struct page_decision d;
+        struct plan pl;
+};
+
+static int xrun_plan(struct xrun *x, const char *policy, const struct addr_range *cold, size_t n_cold,
+                     const struct tier_move *recent, size_t n_recent) {
+        _cleanup_(page_agg_freep) struct page_agg *a = NULL;
+        char text[256];
+        int i0 = topology_node_index(x->t, 0);
+
+        x->p = defaults;
+        x->p.promote_floor_pct = 10;
+        x->p.exchange_credit = x->credit;
+        x->t->nodes[i0].mem_free_kb = x->t->nodes[i0].mem_total_kb * 5 / 100;
+        x->ends[0] = VMA0 + (64 << 20);
+        x->cpu[0] = x->cpu[1] = 1;
+        CHECK_INT(page_agg_new(x->t, 4096, &a), 0);
+        for (unsigned k = 0; a && k < 4; k++)
+                for (unsigned s = 0; s < 2; s++) {
+                        struct page_sample smp = { .tid = 1, .cpu = 0, .addr = VMA0 + (8192 + 2 * k) * 4096ull + 8 };
+                        CHECK_INT(page_agg_add(a, &smp), 0);
+                }
+        CHECK_INT(page_agg_decide(a, 2, &x->d), 0);
+        snprintf(text, sizeof(text), MIXED_VMA, policy);
+        CHECK_INT(numa_maps_parse(text, strlen(text), &x->maps), 0);
+        x->in = (struct plan_input) { .maps = x->maps, .vma_end = x->ends, .cpu_ns = x->cpu, .now_ms = 100000,
+                                      .cold = cold, .n_cold = n_cold, .tier_recent = recent,
+                                      .n_tier_recent = n_recent };
+        x->p.cooldown_ms = 30000;
+        nodemask_parse("0-2", &x->in.mems_allowed);
+        CHECK_INT(plan_pages(x->t, &x->in, &x->p, &x->d, NULL, x->reserved, &x->pl), 0);
+        return plan_exchange(x->t, &x->in, &x->p, &x->d, &x->pl);
+}
+
+static void xrun_done(struct xrun *x) {
+        plan_done(&x->pl);
+        page_agg_decision_done(&x->d);
+        numa_maps_free(x->maps);
+        x->maps = NULL;
+        memset(x->reserved, 0, sizeof(x->reserved));
+}
+
+/* Four hot pages wait at node 0's floor: the exchange demotes 16 KiB of the cold range
+ * in the fast half to node 2, only pages on node 0 (keep: every other node). */
+TEST(exchange_demotes_as_much_as_waits) {
+        struct xrun x = { .t = tiered("2n1m-tiered") };
+        const struct addr_range cold[] = { { VMA0 + (1 << 20), VMA0 + (2 << 20) } };
+
+        if (!x.t)
+                return;
+        CHECK_INT(xrun_plan(&x, "default", cold, 1, NULL, 0), 0);
+        CHECK_INT(x.pl.skipped_bytes[REASON_PROMOTE_FLOOR], 4 * 4096);
+        CHECK_INT(x.pl.exchange_want, 4 * 4096);
+        CHECK_INT(x.pl.exchange_node, 0);
+        CHECK_INT(x.pl.n_moves, 1);
+        CHECK_INT(x.pl.demote_bytes, 4 * 4096);
+        if (x.pl.n_moves == 1) {
+                const struct plan_move *m = &x.pl.moves[0];
+
+                CHECK(m->demote && !m->promote);
+                CHECK_INT(m->target, 2);
+                CHECK_INT(m->start, VMA0 + (1 << 20));
+                CHECK_INT(m->end, VMA0 + (2 << 20));
+                CHECK_INT(m->bytes, 4 * 4096);
+                CHECK(!nodemask_test(&m->keep, 0) && nodemask_test(&m->keep, 1) && nodemask_test(&m->keep, 2));
+        }
+        xrun_done(&x);
+        topology_free(x.t);
+}
+
+/* Never a hot page, never one moved across tiers within the cooldown (either way); a
+ * move older than the cooldown no longer counts. */
+TEST(exchange_skips_hot_and_recent) {
+        struct xrun x = { .t = tiered("2n1m-tiered") };
+        const struct addr_range cold[] = { { VMA0 + 8190 * 4096ull, VMA0 + 8200 * 4096ull } };
+        struct tier_move recent[] = { { VMA0 + 8190 * 4096ull, VMA0 + 8192 * 4096ull, 90000 } };
+
+        if (!x.t)
+                return;
+        CHECK_INT(xrun_plan(&x, "default", cold, 1, recent, 1), 0);
+        /* Free: 8193, 8195, 8197, 8199 (the hot ones between them stay). */
+        CHECK_INT(x.pl.n_moves, 4);
+        for (size_t i = 0; i < x.pl.n_moves; i++) {
+                CHECK_INT(x.pl.moves[i].start, VMA0 + (8193 + 2 * i) * 4096ull);
+                CHECK_INT(x.pl.moves[i].end, VMA0 + (8194 + 2 * i) * 4096ull);
+        }
+        xrun_done(&x);
+        recent[0].at_ms = 60000;        /* 40 s ago: past the 30 s cooldown */
+        CHECK_INT(xrun_plan(&x, "default", cold, 1, recent, 1), 0);
+        CHECK(x.pl.n_moves >= 1 && x.pl.moves[0].start == VMA0 + 8190 * 4096ull);
+        xrun_done(&x);
+        topology_free(x.t);
+}
+
+/* A policy that allows no slow node: nothing is demoted. No cold range: nothing. */
+TEST(exchange_within_policy) {
+        struct xrun x = { .t = tiered("2n1m-tiered") };
+        const struct addr_range cold[] = { { VMA0, VMA0 + (4 << 20) } };
+
+        if (!x.t)
+                return;
+        CHECK_INT(xrun_plan(&x, "bind:0-1", cold, 1, NULL, 0), 0);
+        CHECK_INT(x.pl.demote_bytes, 0);
+        xrun_done(&x);
+        CHECK_INT(xrun_plan(&x, "default", NULL, 0, NULL, 0), 0);
+        CHECK_INT(x.pl.demote_bytes, 0);
+        CHECK_INT(x.pl.n_moves, 0);
+        xrun_done(&x);
+        topology_free(x.t);
+}
+
+/* The room the exchange made (credit) takes promotions below the floors, as much as
+ * it holds; a page demoted within the cooldown is not promoted back. */
+TEST(exchange_credit_promotes) {
+        struct xrun x = { .t = tiered("2n1m-tiered") };
+        const struct tier_move recent[] = { { VMA0 + 8198 * 4096ull, VMA0 + 8199 * 4096ull, 95000 } };
+        int i0;
+
+        if (!x.t)
+                return;
+        i0 = topology_node_index(x.t, 0);
+        x.credit[i0] = 2 * 4096;
+        CHECK_INT(xrun_plan(&x, "default", NULL, 0, recent, 1), 0);
+        CHECK_INT(x.pl.promote_bytes, 2 * 4096);
+        CHECK_INT(x.credit[i0], 0);
+        CHECK_INT(x.pl.skipped_bytes[REASON_PROMOTE_FLOOR], 4096);
+        CHECK_INT(x.pl.skipped_bytes[REASON_COOLDOWN], 4096);
+        xrun_done(&x);
+        topology_free(x.t);
+}
