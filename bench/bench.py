@@ -618,6 +618,10 @@ def run_tiering_big(env, mode, size_mb, hot_mb, phase_s, phases=3):
                "node0_total_mb": node_meminfo_mb(0, "MemTotal"), "phases": []}
         b.start("bench-tierbig")   # the same cgroup, opted in for the daemon
         env.cgroups = list(dict.fromkeys(env.cgroups))
+        # Every balancer has run a while before the first window moves, as on a host
+        # where it runs all along: the daemon's exchange needs memory DAMON has seen
+        # idle for cold_age_ms (10 s) before it can call it cold.
+        time.sleep(TIERBIG_WARMUP_S)
         c0, (u0, s0) = b.cpu(), cpu_s(pid)
         t_all = time.time()
         for w in wins:
@@ -1718,6 +1722,7 @@ TIERING_MB, TIERING_HOT_MB = 320, 64
 # promotions (promote_free_floor_pct and free_floor_pct 0): what the floor holds back
 # on a full fast node.
 TIERBIG_MB, TIERBIG_HOT_MB = 960, 64
+TIERBIG_WARMUP_S = 12
 TIERBIG_CONF = {"numabalanced-floor0": "[decide]\npromote_free_floor_pct = 0\nfree_floor_pct = 0\n"}
 # numa02: the split workload's buffer (each thread's half: 4,096 pages of 4 KiB).
 NUMA02_MB = 32

@@ -551,7 +551,7 @@ static const struct conf_key conf_keys[] = {
           "when hot pages wait at a full fast node's promotion floor, demote as many bytes of the same "
           "process's cold pages there (not accessed for cold_age_ms, by DAMON) to a slow node, and promote "
           "into the room" },
-        { KEY("decide", "cold_age_ms"), &type_u64, 1000, DAY_MS, F(cold_age_ms), "30000",
+        { KEY("decide", "cold_age_ms"), &type_u64, 1000, DAY_MS, F(cold_age_ms), "10000",
           "the exchange demotes only memory DAMON saw no access to for this long" },
 
         { KEY("decide", "place_hold_ms"), &type_u64, 0, DAY_MS, F(place_hold_ms), "60000",

@@ -5,7 +5,10 @@ tests/vm/shmgroup.c: a leader writes 64 MiB of shared memory while its cgroup's 
 are node 0's, forks two workers that read all of it, and the cgroup (place) is then
 given every CPU. Under place the daemon moves threads, not a group's shared memory:
 asserted within 120 s, at least one worker is placed on node 0 (beside the memory; a
-worker left unplaced for want of room is a right outcome too), none anywhere else, and
+worker left unplaced for want of room is a right outcome too), none anywhere else,
+explain says each worker was decided with its group (two or three: the leader, idle,
+is in the round once scanned) or alone (no room for both together: decided member by
+member), and
 for the whole run the shared memory stays on node 0 with no shared byte moved
 (status)."""
 import os
@@ -18,11 +21,13 @@ share = scenario.load("share-balance")
 BOUND_S = 120
 
 
-def placed_nodes(env, pids):
+def placed_nodes(env, pids, together=None):
     out = {}
     for pid in pids:
         pl = explain(env, pid).get("placement") or {}
         out[pid] = pl.get("placed_node")
+        if together is not None and pl.get("decided_with"):
+            together[pid] = pl.get("decided_with")
     return out
 
 
@@ -38,16 +43,22 @@ def run(env, res):
         env.start_daemon()
         wait_log(env, "Listening on", 120)
         deadline = time.time() + BOUND_S
-        placed = {}
+        placed, together = {}, {}
         off_node0 = 0
         while time.time() < deadline:
-            placed = placed_nodes(env, workers)
+            placed = placed_nodes(env, workers, together)
             nodes = env.region_nodes(leader, start_addr)
             off_node0 = max(off_node0, sum(v for k, v in nodes.items() if k != 0))
             if any(n == 0 for n in placed.values()):
                 break
             time.sleep(2)
         res["placed_nodes"] = placed
+        res["decided_with"] = together
+        # Decided as one group (both workers, with the idle leader once a scan has read
+        # it: 2 or 3), or, without room for both workers' threads together, member by
+        # member (1): all are right.
+        check(together and all(n in (1, 2, 3) for n in together.values()),
+              f"explain's decided_with is not the group's size or 1: {together}")
         check(any(n == 0 for n in placed.values()), f"no worker placed on node 0 within {BOUND_S} s: {placed}")
         check(all(n in (None, 0) for n in placed.values()), f"a worker placed away from its memory: {placed}")
         time.sleep(5)   # the moves of a few more ticks, had there been any
