@@ -12,7 +12,8 @@ queries, the kernel's own view.
 Rate: promote_rate_limit_mb_s = 8. At every poll the hot bytes on node 0 are at most
 8 MiB/s x (seconds since the first samples + 1) + 2 MiB (the budget holds one second's
 worth; a huge page's worth of slack), and 90% of the 64 MiB is on node 0 within
-64/8 s + 20 s (scans come every 0.5-4 s). Cold: the samples of the hot part go on
+64/8 s + 50 s (scans come every 0.5-4 s; a host loaded by other work slowed a TCG guest
+enough to miss + 20 s, at 32 and 48 MiB). Cold: the samples of the hot part go on
 until 60 s after the first, and every second until then all of the 256 MiB is still on
 node 2; at the end the hot part is still on node 0 (the 60 s bar with no samples at
 all is 040-tiers'). The daemon counts what it promoted
@@ -131,7 +132,7 @@ def run(env, res):
                        f"[migrate]\npromote_rate_limit_mb_s = {RATE_MB_S}\n[report]\nmetrics_path = {metrics}\n")
     t0 = time.time()
     next_round, t90, worst = t0, None, 0.0
-    while time.time() - t0 < HOT_MB / RATE_MB_S + 20:
+    while time.time() - t0 < HOT_MB / RATE_MB_S + 50:
         now = time.time()
         if now >= next_round:
             with open(replay, "a") as f:
@@ -148,7 +149,7 @@ def run(env, res):
         time.sleep(0.5)
     res["seconds_to_90pct_promoted"] = round(t90, 1) if t90 is not None else None
     res["largest_share_of_rate_bound"] = round(worst, 3)
-    check(t90 is not None, f"90% of the hot {HOT_MB} MiB not promoted within {HOT_MB / RATE_MB_S + 20:.0f} s: "
+    check(t90 is not None, f"90% of the hot {HOT_MB} MiB not promoted within {HOT_MB / RATE_MB_S + 50:.0f} s: "
                            f"{promoted(p.pid, start) >> 20} MiB")
     # The samples go on until a minute after the first: the cold part must still be
     # all on node 2 then, and the hot part still on node 0 (nothing demoted it back).

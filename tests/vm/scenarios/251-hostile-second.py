@@ -8,7 +8,8 @@ An unprivileged user (uid 1000) opts its own delegated cgroup in (user.numabalan
 node-change event each time), and a thread that keeps its mmap lock busy (mmap,
 mprotect, munmap of 64 MiB in a loop), all on CPUs 1-3 (the service CPU is 0); beside it the same user asks the control
 socket for `list` in a loop as fast as it answers. Root's misplaced 128 MiB workload
-must reach 95% local within twice the time it takes in the same guest without the
+must reach 95% local within twice the time (or that time plus 15 s when that is more:
+TCG timings on a loaded host) it takes in the same guest without the
 tenant (the median of five runs each); meanwhile, sampled every 0.5 s, the daemon's
 descriptors, VmRSS and tick time stay under the bounds below, root's status request
 is answered within 1 s every time, and the daemon is the same process at the end.
@@ -127,8 +128,8 @@ def run(env, res):
                    max_status_s=round(mon.max_status_s, 3), samples=mon.samples,
                    ticks=st.get("ticks"))
         print(json.dumps(res), flush=True)
-        check(t <= 2 * alone, f"root's workload took {t:.2f} s to 95% local beside the tenant, "
-              f"more than twice its {alone:.2f} s alone")
+        check(t <= max(2 * alone, alone + 15), f"root's workload took {t:.2f} s to 95% local beside the tenant, "
+              f"more than twice its {alone:.2f} s alone and more than 15 s beyond it")
         check(not mon.errors, f"sampling the daemon failed: {mon.errors[:3]}")
         check(mon.max_fds <= MAX_FDS, f"the daemon held {mon.max_fds} descriptors (bound {MAX_FDS})")
         check(mon.max_rss_kb <= MAX_RSS_KB, f"the daemon's RSS reached {mon.max_rss_kb} kB (bound {MAX_RSS_KB})")
