@@ -367,10 +367,22 @@ static void account_demotion(const struct jobs_env *env, const struct migrate_jo
                 move_budget_promote_credit(env->promote, idx, moved, now);
 }
 
+/* Whether a shared job of p among jobs moved anything. */
+static bool shared_moved(const struct migrate_job *jobs, size_t n_jobs, const struct proc_rec *p) {
+        for (size_t q = 0; q < n_jobs; q++)
+                if (jobs[q].userdata == p && jobs[q].shared && jobs[q].pages[MIG_MOVED])
+                        return true;
+        return false;
+}
+
 /* A shared job's moves and what its check held back, for the reports; a page mapped
- * outside the group is said once a job, at debug level (every tick may find it). */
+ * outside the group is said once a job, at debug level (every tick may find it). The
+ * hold (proc_moves.shared_held_until_ms) covers all of p's shared memory, so it is
+ * set only when none of p's shared jobs of the run moved anything: one object that an
+ * outsider maps (a backend not yet a member sharing the postmaster's copy-on-write
+ * heap) must not hold back the others (the shared buffers). */
 static void account_shared(const struct jobs_env *env, struct proc_rec *p, const struct migrate_job *j,
-                           uint64_t now) {
+                           const struct migrate_job *jobs, size_t n_jobs, uint64_t now) {
         uint64_t held = 0;
 
         env->counters->shared_moved_bytes += j->pages[MIG_MOVED] * page_size();
@@ -379,7 +391,7 @@ static void account_shared(const struct jobs_env *env, struct proc_rec *p, const
                 env->counters->shared_held_bytes[f] += j->share_fails[f] * page_size();
                 held += j->share_fails[f];
         }
-        if (held && j->pages[MIG_MOVED] == 0) {
+        if (held && !shared_moved(jobs, n_jobs, p)) {
                 p->moved.shared_held_until_ms = now + env->check.cfg->cooldown_ms;
                 p->moved.shared_held_group = share_groups_signature(env->shares, p->cg->turn_uid, p->pid);
         }
@@ -413,7 +425,7 @@ static void account_jobs(const struct jobs_env *env, const struct scan *scans, s
                 if ((j->promote || j->demote) && j->pages[MIG_MOVED])
                         tier_note(&p->moved, j, env->check.cfg->cooldown_ms, now);
                 if (j->shared)
-                        account_shared(env, p, j, now);
+                        account_shared(env, p, j, jobs, n_jobs, now);
                 histogram_add(&env->counters->move_calls, &j->move_calls);
                 if (j->stop)
                         note_stop(p, j);

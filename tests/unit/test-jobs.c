@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include "config.h"
 #include "jobs.h"
+#include "share-groups.h"
 #include "pagesize.h"
 #include "placer.h"
 #include "test.h"
@@ -45,6 +46,8 @@ static struct {
         const struct migrate_stop *stop[16];
         unsigned moved_pct;       /* 0: 100 */
         uint64_t promote_extra;   /* pages a promotion job moves beyond max_pages (whole THPs) */
+        uint64_t hold_start;      /* a shared job whose first range starts here moves nothing:
+                                   * its check held every page back (outside-group) */
         int ret;                  /* what the run returns */
 } ran;
 
@@ -75,6 +78,10 @@ static int recorder(void *userdata, struct migrate_job *jobs, size_t n_jobs) {
                 if (ran.stop[i]) {
                         j->stop = ran.stop[i];
                         j->error = -ESTALE;
+                        continue;
+                }
+                if (j->shared && j->n_ranges && j->ranges[0].start == ran.hold_start) {
+                        j->share_fails[SHARE_FAIL_OUTSIDE] = j->max_pages;
                         continue;
                 }
                 if (ran.moved_pct) {
@@ -504,6 +511,40 @@ TEST(demotions_credited_and_noted) {
         CHECK_INT(w.procs[0].moved.n_tier, 1);
         if (w.procs[0].moved.n_tier == 1)
                 CHECK_INT(w.procs[0].moved.tier[0].start, 0x40000000);
+        world_done(&w);
+}
+
+/* A process's shared memory is held for the cooldown only when none of its shared
+ * jobs of the run moved anything: an object an outsider maps does not hold back the
+ * process's other objects. */
+TEST(shared_hold_only_when_nothing_moved) {
+        struct share_peer peers[2] = { { 5, 100, 0x30000000, 0x30400000, 0x30000000 },
+                                       { 5, 100, 0x50000000, 0x50400000, 0x50000000 } };
+        struct share_obj objs[2] = { { .maps = &peers[0], .n_maps = 1, .target = 1 },
+                                     { .maps = &peers[1], .n_maps = 1, .target = 1 } };
+        struct share_groups g = { .topo = topo, .objs = objs, .n_objs = 2 };
+        struct world w;
+        uint64_t charged;
+
+        world_start(&w);
+        w.env.shares = &g;
+        plan_done(&w.scans[0].plan);
+        plan_done(&w.scans[0].pages);
+        w.scans[0].pages = plan_of(0, 0, 0, 0);
+        w.scans[0].plan = plan_of(2, 0x30000000, 4, 1);
+        w.scans[0].plan.moves[1].start = 0x50000000;
+        w.scans[0].plan.moves[1].end = 0x50400000;
+        w.scans[0].plan.moves[0].shared = w.scans[0].plan.moves[1].shared = true;
+        ran.hold_start = 0x30000000;
+        CHECK_INT(jobs_run(&w.env, &w.scans[0], 1, 1000, &charged), 0);
+        CHECK_INT(ran.n, 2);
+        CHECK_INT(w.counters.shared_moved_bytes, 4 * MIB);
+        CHECK_INT(w.procs[0].moved.shared_held_until_ms, 0);
+
+        /* Only the object the outsider maps: held for the cooldown. */
+        w.scans[0].plan.n_moves = 1;
+        CHECK_INT(jobs_run(&w.env, &w.scans[0], 1, 2000, &charged), 0);
+        CHECK_INT(w.procs[0].moved.shared_held_until_ms, 2000 + w.cfg.cooldown_ms);
         world_done(&w);
 }
 
