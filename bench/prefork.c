@@ -4,7 +4,11 @@
  * workers, which share the table copy-on-write and look up random entries of it
  * forever; the parent waits, as a pre-fork server's master does.
  *
- *   prefork TABLE_MB WORKERS READY_FILE STATUS_FILE
+ *   prefork TABLE_MB WORKERS READY_FILE STATUS_FILE [nohuge]
+ *
+ * nohuge: the table without transparent huge pages (MADV_NOHUGEPAGE). With them, a
+ * table shared since fork() is mapped by huge pages the daemon never moves as a
+ * group's (docs/RULES.md, "Shared pages").
  *
  * READY_FILE gets "<parent pid> <table-start-hex> <worker pid>..." once every worker
  * reads. Every 200 ms the parent replaces STATUS_FILE with "<lookups>\n": every
@@ -39,7 +43,7 @@ static void write_file(const char *path, const char *text) {
 
 /* A worker: random lookups (a multiply-xorshift generator, no locks), counted in
  * batches of 4,096 in its slot. */
-static void worker(const uint64_t *table, uint64_t n, volatile uint64_t *count, unsigned seed) {
+static void worker(const volatile uint64_t *table, uint64_t n, volatile uint64_t *count, unsigned seed) {
         uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1), sum = 0;
 
         for (;;) {
@@ -49,7 +53,9 @@ static void worker(const uint64_t *table, uint64_t n, volatile uint64_t *count, 
                         x ^= x << 17;
                         sum += table[x % n];
                 }
-                *count += 4096 + (sum & 0);
+                *count += 4096;
+                if (sum == 1)   /* never, but the reads stay */
+                        *count += 1;
         }
 }
 
@@ -60,8 +66,8 @@ int main(int argc, char **argv) {
         char text[4096];
         int at;
 
-        if (argc != 5 || (workers = (unsigned) atoi(argv[2])) == 0 || workers > WORKERS_MAX) {
-                fprintf(stderr, "usage: prefork TABLE_MB WORKERS(1-%d) READY_FILE STATUS_FILE\n", WORKERS_MAX);
+        if (argc < 5 || argc > 6 || (workers = (unsigned) atoi(argv[2])) == 0 || workers > WORKERS_MAX) {
+                fprintf(stderr, "usage: prefork TABLE_MB WORKERS(1-%d) READY_FILE STATUS_FILE [nohuge]\n", WORKERS_MAX);
                 return 2;
         }
         len = strtoull(argv[1], NULL, 10) * MB;
@@ -72,6 +78,8 @@ int main(int argc, char **argv) {
                 perror("mmap");
                 return 1;
         }
+        if (argc == 6 && strcmp(argv[5], "nohuge") == 0)
+                (void) madvise(table, len, MADV_NOHUGEPAGE);
         for (uint64_t i = 0; i < n; i++)
                 table[i] = i * 2654435761u;
         at = snprintf(text, sizeof(text), "%d %lx", (int) getpid(), (unsigned long) (uintptr_t) table);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A pre-fork server's table on the other node, inside a 2n2c test-bed guest (as root):
 
-    prefork.py --build BUILD --out DIR [--runs N] [--seconds S] [--mode MODE]...
+    prefork.py --build BUILD --out DIR [--runs N] [--seconds S] [--mode MODE]... [--nohuge]
 
 bench/prefork.c: a parent builds a TABLE_MB table in its anonymous memory and forks two
 workers that look up random entries of it: the table is shared copy-on-write, mapped by
@@ -43,7 +43,7 @@ def lookups(path):
         return None
 
 
-def one_run(env, mode, seconds):
+def one_run(env, mode, seconds, nohuge):
     b = bench.Balancer(env, mode)
     cg_name = "bench-prefork"
     env.cgroup(cg_name, None, mems="0-1", cpus=scenario.node_cpus(0))
@@ -53,7 +53,8 @@ def one_run(env, mode, seconds):
         for f in (ready, status):
             if os.path.exists(f):
                 os.unlink(f)
-        p = subprocess.Popen([os.path.join(env.build, "bench", "prefork"), str(TABLE_MB), str(WORKERS), ready, status],
+        p = subprocess.Popen([os.path.join(env.build, "bench", "prefork"), str(TABLE_MB), str(WORKERS), ready, status]
+                             + (["nohuge"] if nohuge else []),
                              preexec_fn=env.enter(os.path.join(cg, "cgroup.procs")))
         env.procs.append(p)
         scenario.wait_ready(p, ready, "prefork")
@@ -98,16 +99,18 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=40)
     ap.add_argument("--mode", action="append", default=None)
+    ap.add_argument("--nohuge", action="store_true", help="the table without transparent huge pages")
     a = ap.parse_args()
     modes = a.mode or MODES
     env = scenario.Env(a.build, a.out)
     doc = {"scenario": "prefork", "kernel": platform.release(), "accel": os.environ.get("NUMABALANCED_ACCEL", ""),
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seconds": a.seconds,
-           "table_mb": TABLE_MB, "workers": WORKERS, "runs": {}}
+           "table_mb": TABLE_MB, "workers": WORKERS, "nohuge": a.nohuge,
+           "thp": open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip(), "runs": {}}
     scenario.warm_memory(env)
     for r in range(a.runs):
         for mode in (modes if r % 2 == 0 else list(reversed(modes))):
-            res = one_run(env, mode, a.seconds)
+            res = one_run(env, mode, a.seconds, a.nohuge)
             print(json.dumps({"mode": mode, "run": r, **res}), flush=True)
             doc["runs"].setdefault(mode, []).append(res)
             with open(os.path.join(a.out, "prefork.json"), "w") as f:
