@@ -1057,8 +1057,10 @@ static void *thread_main(void *arg) {
 }
 
 static void destroy(struct damon *d) {
-        for (size_t i = 0; i < d->n_pending; i++)
+        for (size_t i = 0; i < d->n_pending; i++) {
                 free(d->pending[i].hot);
+                free(d->pending[i].cold);
+        }
         sample_quota_slots_done(&d->turns);
         pthread_mutex_destroy(&d->lock);
         pthread_cond_destroy(&d->cond);

@@ -90,6 +90,9 @@ static void world_done(struct world *w) {
         free(w->p.node_bytes);
         free(w->p.stuck_away);
         free(w->p.moved.hist);
+        free(w->p.moved.tier);
+        free(w->p.shares);
+        free(w->p.cold);
         proc_records_drop_huge(&w->p);
         page_agg_free(w->p.seen);
         free(w->p.mapped);

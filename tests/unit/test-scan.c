@@ -74,6 +74,9 @@ static void fixture_done(struct fixture *f) {
         free(f->p.node_bytes);
         free(f->p.stuck_away);
         free(f->p.moved.hist);
+        free(f->p.moved.tier);
+        free(f->p.shares);
+        free(f->p.cold);
         proc_records_drop_huge(&f->p);
         page_agg_free(f->p.seen);
         free(f->p.mapped);
