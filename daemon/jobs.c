@@ -313,15 +313,15 @@ static void account_promotion(const struct jobs_env *env, const struct migrate_j
                 move_budget_promote_settle(env->promote, planned, moved);
 }
 
-/* Ranges moved across tiers are noted in the process's record (proc_moves.tier):
- * neither way again within cooldown_ms (plan.h, rule 8). Expired ones go first; a
- * range that touches a noted one widens it; when full, the two closest merge, which
- * only widens what is left alone. */
-static void tier_insert(struct proc_moves *mv, uint64_t start, uint64_t end, uint64_t now) {
+/* Ranges moved across tiers are noted in the process's record (proc_moves.tier), with
+ * their direction (plan.h, rule 8). Expired ones go first; a range that touches a
+ * noted one of the same direction widens it; when full, the two closest merge (down if
+ * either was), which only widens what is left alone. */
+static void tier_insert(struct proc_moves *mv, uint64_t start, uint64_t end, bool down, uint64_t now) {
         size_t at = 0, best = 0;
 
         for (size_t i = 0; i < mv->n_tier; i++)
-                if (mv->tier[i].start <= end && start <= mv->tier[i].end) {
+                if (mv->tier[i].down == down && mv->tier[i].start <= end && start <= mv->tier[i].end) {
                         mv->tier[i].start = start < mv->tier[i].start ? start : mv->tier[i].start;
                         mv->tier[i].end = end > mv->tier[i].end ? end : mv->tier[i].end;
                         mv->tier[i].at_ms = now;
@@ -333,13 +333,14 @@ static void tier_insert(struct proc_moves *mv, uint64_t start, uint64_t end, uin
                                 best = i;
                 mv->tier[best].end = mv->tier[best + 1].end;
                 mv->tier[best].at_ms = now;
+                mv->tier[best].down |= mv->tier[best + 1].down;     /* widens, never narrows */
                 memmove(&mv->tier[best + 1], &mv->tier[best + 2], (mv->n_tier - best - 2) * sizeof(*mv->tier));
                 mv->n_tier--;
         }
         while (at < mv->n_tier && mv->tier[at].start < start)
                 at++;
         memmove(&mv->tier[at + 1], &mv->tier[at], (mv->n_tier - at) * sizeof(*mv->tier));
-        mv->tier[at] = (struct tier_move) { start, end, now };
+        mv->tier[at] = (struct tier_move) { start, end, now, down };
         mv->n_tier++;
 }
 
@@ -353,7 +354,7 @@ static void tier_note(struct proc_moves *mv, const struct migrate_job *j, uint64
                         mv->tier[k++] = mv->tier[i];
         mv->n_tier = k;
         for (size_t r = 0; r < j->n_ranges; r++)
-                tier_insert(mv, j->ranges[r].start, j->ranges[r].end, now);
+                tier_insert(mv, j->ranges[r].start, j->ranges[r].end, j->demote, now);
 }
 
 /* A demotion of the exchange: its bytes moved are counted and credited to promotions

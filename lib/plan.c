@@ -812,12 +812,12 @@ static enum promotion promotion_of(const struct topology *t, const struct plan_p
         return nodemask_test(counted, (unsigned) node) ? PROMOTION_SPARE : PROMOTION_HELD;
 }
 
-/* Whether [start, end) overlaps a range moved across tiers within cooldown_ms. */
-static bool tier_moved(const struct plan_input *in, const struct plan_params *p, uint64_t start, uint64_t end) {
+/* Whether [start, end) overlaps a range demoted within cooldown_ms. */
+static bool tier_demoted(const struct plan_input *in, const struct plan_params *p, uint64_t start, uint64_t end) {
         for (size_t k = 0; k < in->n_tier_recent; k++) {
                 const struct tier_move *m = &in->tier_recent[k];
 
-                if (m->start < end && start < m->end && in->now_ms < sat_add(m->at_ms, p->cooldown_ms))
+                if (m->down && m->start < end && start < m->end && in->now_ms < sat_add(m->at_ms, p->cooldown_ms))
                         return true;
         }
         return false;
@@ -890,7 +890,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                         continue;
                 huge_kb = v->hugetlb ? v->page_size_kb : 0;
                 promote = vma_on_slow(t, in->maps, v);
-                if (promote && tier_moved(in, p, page, page + size)) {
+                if (promote && tier_demoted(in, p, page, page + size)) {
                         skip(&pl, REASON_COOLDOWN, size);
                         continue;
                 }

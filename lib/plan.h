@@ -101,11 +101,14 @@ struct plan_params {
                                        * its floors (rule 8; move-budget.h); NULL: none */
 };
 
-/* A range the daemon moved across tiers (promoted or demoted), and when: neither way
- * again within cooldown_ms (rule 8). */
+/* A range the daemon moved across tiers, and when (rule 8): within cooldown_ms the
+ * exchange demotes nothing of it either way, and promotion takes nothing of a demoted
+ * one back. A promotion job's ranges name its spares too (pages not moved): they may
+ * not keep its other hot pages from being promoted, so only down ranges do. */
 struct tier_move {
         uint64_t start, end;
         uint64_t at_ms;
+        bool down;                    /* demoted: not promoted back within cooldown_ms */
 };
 
 /* An address range [start, end). */

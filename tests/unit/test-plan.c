@@ -1233,7 +1233,7 @@ TEST(exchange_demotes_as_much_as_waits) {
 TEST(exchange_skips_hot_and_recent) {
         struct xrun x = { .t = tiered("2n1m-tiered") };
         const struct addr_range cold[] = { { VMA0 + 8190 * 4096ull, VMA0 + 8200 * 4096ull } };
-        struct tier_move recent[] = { { VMA0 + 8190 * 4096ull, VMA0 + 8192 * 4096ull, 90000 } };
+        struct tier_move recent[] = { { VMA0 + 8190 * 4096ull, VMA0 + 8192 * 4096ull, 90000, false } };
 
         if (!x.t)
                 return;
@@ -1270,17 +1270,19 @@ TEST(exchange_within_policy) {
 }
 
 /* The room the exchange made (credit) takes promotions below the floors, as much as
- * it holds; a page demoted within the cooldown is not promoted back. */
+ * it holds; a page demoted within the cooldown is not promoted back, while a range a
+ * promotion job named (its spares too) keeps no hot page from being promoted. */
 TEST(exchange_credit_promotes) {
         struct xrun x = { .t = tiered("2n1m-tiered") };
-        const struct tier_move recent[] = { { VMA0 + 8198 * 4096ull, VMA0 + 8199 * 4096ull, 95000 } };
+        const struct tier_move recent[] = { { VMA0 + 8198 * 4096ull, VMA0 + 8199 * 4096ull, 95000, true },
+                                            { VMA0 + 8192 * 4096ull, VMA0 + 8195 * 4096ull, 95000, false } };
         int i0;
 
         if (!x.t)
                 return;
         i0 = topology_node_index(x.t, 0);
         x.credit[i0] = 2 * 4096;
-        CHECK_INT(xrun_plan(&x, "default", NULL, 0, recent, 1), 0);
+        CHECK_INT(xrun_plan(&x, "default", NULL, 0, recent, 2), 0);
         CHECK_INT(x.pl.promote_bytes, 2 * 4096);
         CHECK_INT(x.credit[i0], 0);
         CHECK_INT(x.pl.skipped_bytes[REASON_PROMOTE_FLOOR], 4096);
