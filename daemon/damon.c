@@ -1136,7 +1136,7 @@ static void keep_cold(struct proc_rec *p, const struct damon_result *res) {
                 return;
         for (size_t k = 0; k < res->n_cold; k++)
                 if (!p->n_cold || res->cold[k].start >= p->cold[p->n_cold - 1].end)
-                        p->cold[p->n_cold++] = (struct addr_range) { res->cold[k].start, res->cold[k].end };
+                        p->cold[p->n_cold++] = res->cold[k];
 }
 
 void damon_feed_results(const struct damon_result *res, size_t n, struct proc_records *procs,

@@ -117,7 +117,7 @@ struct proc_rec {
         size_t n_slow;
         /* Its ranges DAMON found not accessed for cold_age_ms at its last read (sorted;
          * written by damon.c only): what the exchange may demote (plan.h, rule 8). */
-        struct addr_range *cold;
+        struct damon_range *cold;
         size_t n_cold;
         uint64_t cold_ms;          /* when they were read (CLOCK_MONOTONIC ms) */
         size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */

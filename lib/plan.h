@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "damon-pages.h"
 #include "numa_maps.h"
 #include "thread-policy.h"
 #include "topology.h"
@@ -111,10 +112,6 @@ struct tier_move {
         bool down;                    /* demoted: not promoted back within cooldown_ms */
 };
 
-/* An address range [start, end). */
-struct addr_range {
-        uint64_t start, end;
-};
 
 /* A VMA with shared pages that a group of processes decides as one (daemon/share-groups.h):
  * the node its pages go to, which every member's cpuset and policies allow (-1: no
@@ -153,7 +150,7 @@ struct plan_input {
         uint64_t placed_at_ms;
         /* Rule 8, the exchange: its memory not accessed for cold_age_ms (DAMON's regions,
          * sorted, disjoint), and its recent moves across tiers (any order). */
-        const struct addr_range *cold;
+        const struct damon_range *cold;
         size_t n_cold;
         const struct tier_move *tier_recent;
         size_t n_tier_recent;

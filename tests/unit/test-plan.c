@@ -1162,7 +1162,7 @@ struct xrun {
         struct plan pl;
 };
 
-static int xrun_plan(struct xrun *x, const char *policy, const struct addr_range *cold, size_t n_cold,
+static int xrun_plan(struct xrun *x, const char *policy, const struct damon_range *cold, size_t n_cold,
                      const struct tier_move *recent, size_t n_recent) {
         _cleanup_(page_agg_freep) struct page_agg *a = NULL;
         char text[256];
@@ -1204,7 +1204,7 @@ static void xrun_done(struct xrun *x) {
  * in the fast half to node 2, only pages on node 0 (keep: every other node). */
 TEST(exchange_demotes_as_much_as_waits) {
         struct xrun x = { .t = tiered("2n1m-tiered") };
-        const struct addr_range cold[] = { { VMA0 + (1 << 20), VMA0 + (2 << 20) } };
+        const struct damon_range cold[] = { { VMA0 + (1 << 20), VMA0 + (2 << 20) } };
 
         if (!x.t)
                 return;
@@ -1232,7 +1232,7 @@ TEST(exchange_demotes_as_much_as_waits) {
  * move older than the cooldown no longer counts. */
 TEST(exchange_skips_hot_and_recent) {
         struct xrun x = { .t = tiered("2n1m-tiered") };
-        const struct addr_range cold[] = { { VMA0 + 8190 * 4096ull, VMA0 + 8200 * 4096ull } };
+        const struct damon_range cold[] = { { VMA0 + 8190 * 4096ull, VMA0 + 8200 * 4096ull } };
         struct tier_move recent[] = { { VMA0 + 8190 * 4096ull, VMA0 + 8192 * 4096ull, 90000, false } };
 
         if (!x.t)
@@ -1255,7 +1255,7 @@ TEST(exchange_skips_hot_and_recent) {
 /* A policy that allows no slow node: nothing is demoted. No cold range: nothing. */
 TEST(exchange_within_policy) {
         struct xrun x = { .t = tiered("2n1m-tiered") };
-        const struct addr_range cold[] = { { VMA0, VMA0 + (4 << 20) } };
+        const struct damon_range cold[] = { { VMA0, VMA0 + (4 << 20) } };
 
         if (!x.t)
                 return;
