@@ -24,6 +24,10 @@ struct sample_replay {
         bool dropping;             /* a line too long was dropped: the rest of it up to its
                                     * newline is no line of its own */
         uint64_t skipped;
+        char *buf;                 /* LINE_MAX_KEPT + REPLAY_MAX_BYTES, allocated once: a
+                                    * fresh megabyte a tick, and one array a line, kept
+                                    * ASan's quarantine mapping new memory all the time
+                                    * (ticks of 2-8 s in a guest) */
 };
 
 int sample_replay_open(const char *path, const struct topology *t, struct sample_replay **ret) {
@@ -36,7 +40,8 @@ int sample_replay_open(const char *path, const struct topology *t, struct sample
         if (fd < 0)
                 return -errno;
         r = calloc(1, sizeof(*r));
-        if (!r) {
+        if (!r || !(r->buf = malloc(LINE_MAX_KEPT + REPLAY_MAX_BYTES))) {
+                free(r);
                 close(fd);
                 return -ENOMEM;
         }
@@ -50,37 +55,34 @@ void sample_replay_free(struct sample_replay *r) {
         if (!r)
                 return;
         close(r->fd);
+        free(r->buf);
         free(r);
 }
 
 /* One line, "TGID CPU ADDR"; returns whether it gave a sample. */
 static bool replay_line(struct sample_replay *r, const char *line, size_t len, replay_sample_fn fn, void *userdata) {
-        _cleanup_free_ struct page_sample *s = NULL;
-        size_t n = 0;
-        unsigned bad = 0;
+        struct page_sample s;
         int node;
 
-        if (page_agg_parse_samples(line, len, &s, &n, &bad) < 0 || n != 1) {
+        if (page_agg_parse_line(line, len, &s) <= 0) {
                 r->skipped += len > 0 && line[0] != '#';
                 return false;
         }
-        node = topology_cpu_node(r->topo, s[0].cpu);
+        node = topology_cpu_node(r->topo, s.cpu);
         if (node < 0) {
                 r->skipped++;
                 return false;
         }
-        fn(userdata, s[0].tid, s[0].addr & ~(uint64_t) (page_size() - 1), (unsigned) node, 1);
+        fn(userdata, s.tid, s.addr & ~(uint64_t) (page_size() - 1), (unsigned) node, 1);
         return true;
 }
 
 int sample_replay_drain(struct sample_replay *r, replay_sample_fn fn, void *userdata) {
-        _cleanup_free_ char *buf = malloc(LINE_MAX_KEPT + REPLAY_MAX_BYTES);
+        char *buf = r->buf;
         size_t len, start = 0;
         ssize_t got;
         int n = 0;
 
-        if (!buf)
-                return -ENOMEM;
         memcpy(buf, r->tail, r->n_tail);
         got = read(r->fd, buf + r->n_tail, REPLAY_MAX_BYTES);
         if (got < 0)

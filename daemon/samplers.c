@@ -77,6 +77,7 @@ struct drain {
         struct proc_records *procs;
         const struct topology *topo;
         struct counters *counters;
+        uint32_t now_s;               /* read once a drain: see on_page_sample() */
 };
 
 /* A count of page-level samples (page_sampler_drain): kept for the process's next scan. */
@@ -96,13 +97,16 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
         }
         if (!p->seen && page_agg_new(d->topo, page_size(), &p->seen) < 0)
                 return;
-        page_agg_set_clock(p->seen, (uint32_t) (clock_now_ms() / 1000));
+        /* The drain's clock, not one read a sample: tens of thousands of samples a
+         * second each paying clock_gettime(2) (a system call where the clocksource
+         * has no vDSO, as with HPET) made a tick of a 2-node guest take 2-8 s. */
+        page_agg_set_clock(p->seen, d->now_s);
         (void) page_agg_add_counts(p->seen, addr, node, count);
 }
 
 uint64_t samplers_drain(struct samplers *s, struct proc_records *procs, const struct topology *t,
                         struct counters *c) {
-        struct drain d = { .procs = procs, .topo = t, .counters = c };
+        struct drain d = { .procs = procs, .topo = t, .counters = c, .now_s = (uint32_t) (clock_now_ms() / 1000) };
         const struct sample_quota *q;
         int r;
 

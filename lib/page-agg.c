@@ -270,6 +270,35 @@ void page_agg_decision_done(struct page_decision *d) {
         *d = (struct page_decision) {};
 }
 
+int page_agg_parse_line(const char *s, size_t l, struct page_sample *ret) {
+        const char *f[3];
+        size_t fl[3], nf = 0, k = 0;
+        uint64_t tid, cpu, addr;
+
+        /* Split on spaces and tabs into at most 3 fields. */
+        while (k < l) {
+                while (k < l && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r'))
+                        k++;
+                if (k == l || s[k] == '#')
+                        break;
+                if (nf == 3)
+                        return -EINVAL;
+                f[nf] = s + k;
+                while (k < l && s[k] != ' ' && s[k] != '\t' && s[k] != '\r')
+                        k++;
+                fl[nf] = (size_t) (s + k - f[nf]);
+                nf++;
+        }
+        if (nf == 0)
+                return 0;
+        if (nf != 3 || parse_u64_n(f[0], fl[0], 1, INT32_MAX, &tid) < 0 ||
+            parse_u64_n(f[1], fl[1], 0, 8191, &cpu) < 0 || fl[2] < 3 || f[2][0] != '0' ||
+            (f[2][1] != 'x' && f[2][1] != 'X') || parse_hex_u64_n(f[2] + 2, fl[2] - 2, &addr) < 0)
+                return -EINVAL;
+        *ret = (struct page_sample) { .tid = (pid_t) tid, .cpu = (unsigned) cpu, .addr = addr };
+        return 1;
+}
+
 int page_agg_parse_samples(const char *buf, size_t len, struct page_sample **ret, size_t *ret_n,
                        unsigned *ret_bad_line) {
         _cleanup_free_ struct page_sample *v = NULL;
@@ -279,32 +308,19 @@ int page_agg_parse_samples(const char *buf, size_t len, struct page_sample **ret
         for (size_t pos = 0; pos < len;) {
                 const char *s = buf + pos, *nl = memchr(s, '\n', len - pos);
                 size_t l = nl ? (size_t) (nl - s) : len - pos;
-                const char *f[3];
-                size_t fl[3], nf = 0, k = 0;
-                uint64_t tid, cpu, addr;
+                struct page_sample one;
+                int r;
 
                 pos += l + (nl ? 1 : 0);
                 line++;
-                /* Split on spaces and tabs into at most 3 fields. */
-                while (k < l) {
-                        while (k < l && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r'))
-                                k++;
-                        if (k == l || s[k] == '#')
-                                break;
-                        if (nf == 3)
-                                goto bad;
-                        f[nf] = s + k;
-                        while (k < l && s[k] != ' ' && s[k] != '\t' && s[k] != '\r')
-                                k++;
-                        fl[nf] = (size_t) (s + k - f[nf]);
-                        nf++;
+                r = page_agg_parse_line(s, l, &one);
+                if (r < 0) {
+                        if (ret_bad_line)
+                                *ret_bad_line = line;
+                        return r;
                 }
-                if (nf == 0)
+                if (r == 0)
                         continue;
-                if (nf != 3 || parse_u64_n(f[0], fl[0], 1, INT32_MAX, &tid) < 0 ||
-                    parse_u64_n(f[1], fl[1], 0, 8191, &cpu) < 0 || fl[2] < 3 || f[2][0] != '0' ||
-                    (f[2][1] != 'x' && f[2][1] != 'X') || parse_hex_u64_n(f[2] + 2, fl[2] - 2, &addr) < 0)
-                        goto bad;
                 if (n == cap) {
                         size_t nc = cap ? cap * 2 : 256;
                         struct page_sample *nv = realloc(v, nc * sizeof(*nv));
@@ -313,12 +329,7 @@ int page_agg_parse_samples(const char *buf, size_t len, struct page_sample **ret
                         v = nv;
                         cap = nc;
                 }
-                v[n++] = (struct page_sample) { .tid = (pid_t) tid, .cpu = (unsigned) cpu, .addr = addr };
-                continue;
-        bad:
-                if (ret_bad_line)
-                        *ret_bad_line = line;
-                return -EINVAL;
+                v[n++] = one;
         }
         *ret = TAKE_PTR(v);
         *ret_n = n;

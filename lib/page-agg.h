@@ -76,5 +76,8 @@ void page_agg_decision_done(struct page_decision *d);
 /* A stored sample stream: one "TID CPU ADDR" per line (ADDR in hex with 0x), '#'
  * comments and blank lines ignored. Returns -EINVAL with *ret_bad_line on the first
  * line that does not parse. */
+/* One line of such a stream (without its newline) into *ret: 1, or 0 for a comment or
+ * blank line, or -EINVAL. Allocates nothing (the replay calls it per line). */
+int page_agg_parse_line(const char *s, size_t len, struct page_sample *ret);
 int page_agg_parse_samples(const char *buf, size_t len, struct page_sample **ret, size_t *ret_n,
                        unsigned *ret_bad_line);

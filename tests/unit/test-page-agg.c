@@ -253,6 +253,23 @@ TEST(parse_samples_malformed) {
         }
 }
 
+/* One line at a time, as the replay reads them: a sample, nothing, or refused. */
+TEST(parse_line) {
+        struct page_sample s = { .tid = 77 };
+
+        CHECK_INT(page_agg_parse_line(" 5\t1 0xABC # tail", 18, &s), 1);
+        CHECK_INT(s.tid, 5);
+        CHECK_INT(s.cpu, 1);
+        CHECK_INT(s.addr, 0xabc);
+        s.tid = 77;
+        CHECK_INT(page_agg_parse_line("# c", 3, &s), 0);
+        CHECK_INT(page_agg_parse_line("  ", 2, &s), 0);
+        CHECK_INT(page_agg_parse_line("", 0, &s), 0);
+        CHECK_INT(page_agg_parse_line("1 0 0x10 4", 10, &s), -EINVAL);
+        CHECK_INT(page_agg_parse_line("1 0 0x10", 5, &s), -EINVAL);     /* cut: "1 0 0" */
+        CHECK_INT(s.tid, 77);   /* nothing written unless a sample */
+}
+
 /* The /sys tree of a PMU model, tests/data/sys-pmu/NAME. */
 static const char *pmu_root(const char *name) {
         static char root[4096];
