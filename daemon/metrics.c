@@ -269,14 +269,19 @@ static void metrics_pages(const struct mtable *t, FILE *f) {
                 }
 }
 
+/* Only the reasons with bytes, not 22 series a cgroup whatever they hold.
+ * A gauge may leave its zeros out (absent reads as 0 in sum without (reason)); the
+ * counters may not: rate() and increase() take a series' first sample as its start,
+ * so a counter that appeared at N would never show those N. */
 static void metrics_skipped(const struct mtable *t, FILE *f) {
         metric_head(f, "numabalanced_skipped_bytes", "gauge",
-                    "Misplaced bytes left alone at the last scan of each process, per cgroup and reason.");
+                    "Misplaced bytes left alone at the last scan of each process, per cgroup and reason "
+                    "(reasons with 0 bytes not written).");
         for (size_t i = 0; i < t->n; i++) {
                 if (t->v[i].hidden || !t->v[i].c->seen)
                         continue;
                 for (int r = 0; r < _REASON_MAX; r++) {
-                        if (r == REASON_NONE)
+                        if (r == REASON_NONE || t->v[i].skipped[r] == 0)
                                 continue;
                         metric_cg(f, "numabalanced_skipped_bytes", &t->v[i]);
                         fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", plan_reason_name(r), t->v[i].skipped[r]);

@@ -4,7 +4,9 @@
 # the strict parser in promparse.py: every family, HELP/TYPE, the escaping of a
 # hostile cgroup name, control characters in one (the text \\xNN), cgroup names that
 # are not valid UTF-8 (the file must still be, or node_exporter drops it whole), its
-# mode, and the values. Also: the parser itself rejects what it must.
+# mode, and the values; skipped_bytes without its zero series, the counters with
+# theirs. Also: the parser itself rejects what it must. That every family is
+# documented: test-metrics-docs.py.
 # Usage: test-metrics.py TEST-REPORT
 import os
 import subprocess
@@ -116,6 +118,14 @@ check(g(fam, 'numabalanced_cgroup_info', cgroup=hostile, mode='advise') == 1, 'c
 check(not any(dict(s).get('cgroup') == '/gone.slice' for s in fam['numabalanced_cgroup_info']['samples']),
       'an inactive cgroup has no cgroup_info')
 check(g(fam, 'numabalanced_skipped_bytes', cgroup='/a.slice', reason='shared') == 8192, 'skipped shared')
+# skipped_bytes (a gauge) has only the reasons with bytes: /a.slice its one, the other
+# selected cgroups none, where 22 zero series a cgroup were written before.
+skipped = fam['numabalanced_skipped_bytes']['samples']
+check(list(skipped) == [(('cgroup', '/a.slice'), ('reason', 'shared'))],
+      f'skipped_bytes series other than /a.slice shared: {sorted(skipped.items())}')
+# A counter keeps its zero series (rate() and increase() would miss the first
+# increment of one that appeared non-zero): the hostile cgroup's busy bytes are 0.
+check(g(fam, 'numabalanced_moved_bytes_total', cgroup=hostile, result='busy') == 0, 'zero counter series kept')
 # Paths that were not valid UTF-8: each bad byte is U+FFFD; of the two that become the
 # same label, neither is shown: the path that was U+FFFD already (valid) is kept.
 check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/user.slice/odd\ufffd', result='moved') == 33 * PS,
