@@ -174,6 +174,20 @@ static void print_memory_nodes(const struct jv *nodes) {
         printf("%s\n", nodes && nodes->n ? "" : " ?");
 }
 
+/* The config's rules that match no cgroup, and what the last reload did not apply. */
+static void print_config_report(const struct jv *d) {
+        const struct jv *un = jv_get(d, "rules_unmatched"), *na = jv_get(d, "reload_not_applied");
+        char b1[4200], b2[256];
+
+        for (size_t i = 0; un && un->type == JV_ARRAY && i < un->n; i++)
+                printf("  %-18s %s: matches no cgroup now\n", i ? "" : "Rules unmatched:",
+                       ctl_daemon_safe(jv_str(&un->items[i], "?"), b1, sizeof(b1)));
+        for (size_t i = 0; na && na->type == JV_ARRAY && i < na->n; i++)
+                printf("  %-18s %s: %s\n", i ? "" : "Not reloaded:",
+                       ctl_daemon_safe(jv_str(jv_get(&na->items[i], "key"), "?"), b2, sizeof(b2)),
+                       ctl_daemon_safe(jv_str(jv_get(&na->items[i], "why"), "?"), b1, sizeof(b1)));
+}
+
 static void print_status(const struct jv *d) {
         char b1[64], b2[64], b3[64], b4[64];
         const struct jv *pages = jv_get(d, "pages"), *cpu = jv_get(d, "cpu_ns"), *by = jv_get(cpu, "by_stage");
@@ -238,6 +252,7 @@ static void print_status(const struct jv *d) {
                dur_ns(jv_u64(jv_get(cpu, "startup"), 0), b3, sizeof(b3)),
                dur_ns(jv_u64(jv_get(cpu, "unattributed"), 0), b4, sizeof(b4)));
         print_stages(by, jv_u64(jv_get(cpu, "walk_not_opted_in"), 0));
+        print_config_report(d);
 }
 
 static void print_list(const struct jv *d) {

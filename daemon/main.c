@@ -52,6 +52,7 @@ struct args {
         const char *config;          /* as named with --config, or the default */
         bool config_named;           /* --config given: a missing file is an error */
         bool check;
+        bool print;                  /* --print-config */
         const char *check_file;
         const char *check_of;        /* --check-config-of PID */
         bool once, dry_run, foreground;
@@ -83,6 +84,9 @@ static int load_config(const struct args *a, struct nb_config *ret) {
         int r;
 
         r = config_load(a->config, a->config_named ? 0 : CONFIG_MAIN_OPTIONAL, ret, &errs, &files);
+        for (size_t i = 0; r == 0 && i < files.notes.n; i++)
+                log_info("%s", files.notes.msgs[i]);
+        config_files_done(&files);
         if (r == 0 && files.main_missing && !files.n_dropins)
                 log_info("%s does not exist, using the built-in defaults", a->config);
         else if (r == 0 && files.main_missing)
@@ -106,6 +110,41 @@ static int load_config(const struct args *a, struct nb_config *ret) {
  * LSB's "program is not configured"). */
 #define EXIT_NOT_CONFIGURED 6
 
+/* The rules that match no cgroup of the tree now: valid, but likely not what was
+ * meant (a unit's path guessed wrong, a name with a typo). */
+static void print_unmatched(const struct nb_config *cfg) {
+        struct cgroup_selection sel = {};
+        char text[PATH_MAX + 64];
+
+        if (!cfg->n_cgroups)
+                return;
+        if (cgroup_select(cfg->cgroup_root, cfg->cgroups, cfg->n_cgroups, &sel) < 0) {
+                printf("%s: cannot walk it: which cgroups the rules match is not known\n", cfg->cgroup_root);
+                return;
+        }
+        for (size_t i = 0; i < sel.n_rules; i++)
+                if (!sel.rule_matched[i]) {
+                        config_report_rule(&cfg->cgroups[i], text, sizeof(text));
+                        printf("[select] %s: matches no cgroup under %s now (`systemctl show -P ControlGroup UNIT` "
+                               "prints a unit's path)\n", text, cfg->cgroup_root);
+                }
+        cgroup_selection_done(&sel);
+}
+
+/* --print-config: the effective configuration, each value with where it was set. */
+static int print_config(const struct args *a) {
+        const char *path = a->check_file ? a->check_file : a->config;
+        struct config_errors errs = {};
+        int r = config_print(path, a->check_file || a->config_named ? 0 : CONFIG_MAIN_OPTIONAL, stdout, &errs);
+
+        for (size_t i = 0; i < errs.n; i++)
+                fprintf(stderr, "%s\n", errs.msgs[i]);
+        if (r < 0 && r != -EINVAL)
+                fprintf(stderr, "%s: %s\n", path, strerror(-r));
+        config_errors_done(&errs);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 static int check_config(const struct args *a) {
         const char *path = a->check_file ? a->check_file : a->config;
         bool named = a->check_file || a->config_named;
@@ -119,7 +158,11 @@ static int check_config(const struct args *a) {
                 if (files.main_missing)
                         printf("%s does not exist: the built-in defaults apply\n", path);
                 if (files.n_dropins)
-                        printf("%s.d: %zu file%s read\n", path, files.n_dropins, files.n_dropins == 1 ? "" : "s");
+                        printf("%zu drop-in file%s read\n", files.n_dropins, files.n_dropins == 1 ? "" : "s");
+                for (size_t i = 0; i < files.notes.n; i++)
+                        printf("%s\n", files.notes.msgs[i]);
+                config_files_done(&files);
+                print_unmatched(&cfg);
                 printf("configuration OK\n");
                 config_done(&cfg);
                 return EXIT_SUCCESS;
@@ -175,7 +218,38 @@ static int check_config_of(const char *pid_text, const char *proc_root) {
 
 /* A new configuration (SIGHUP, through lifecycle.c): validated completely before
  * anything changes. */
-static int reload_config(struct daemon *d) {
+static bool streq_null(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The keys chosen once at start (the samplers, daemon/samplers.h; the workers' CPUs;
+ * DAMON's kdamonds): a reload that changes one keeps the running value, says so in
+ * the log and in status (config-report.h), and the next restart applies it. */
+static void keep_start_keys(struct daemon *d, struct nb_config *cfg, struct config_not_applied *v, size_t *n) {
+#define KEEP(field, key) do {                                                                    \
+                if (memcmp(&cfg->field, &d->cfg.field, sizeof(cfg->field)) != 0 && *n < CONFIG_NOT_APPLIED_MAX) \
+                        v[(*n)++] = (struct config_not_applied) { key, "chosen at start: the next restart applies it" }; \
+                memcpy(&cfg->field, &d->cfg.field, sizeof(cfg->field));                          \
+        } while (0)
+        KEEP(source, "sample.source");
+        KEEP(pmu, "sample.pmu");
+        KEEP(pmu_sample_rate, "sample.pmu_sample_rate");
+        KEEP(software_sample_rate, "sample.software_sample_rate");
+        KEEP(damon, "sample.damon");
+#undef KEEP
+        if (!cpumask_equal(&cfg->service_cpus, &d->service_configured) && *n < CONFIG_NOT_APPLIED_MAX)
+                v[(*n)++] = (struct config_not_applied) { "daemon.service_cpus",
+                                                          "the workers are pinned at start: the next restart applies it" };
+        cfg->service_cpus = d->cfg.service_cpus;
+        if (!streq_null(cfg->replay_path, d->cfg.replay_path) && *n < CONFIG_NOT_APPLIED_MAX)
+                v[(*n)++] = (struct config_not_applied) { "sample.replay_path",
+                                                          "chosen at start: the next restart applies it" };
+        for (size_t i = 0; i < *n; i++)
+                log_warning("[%.*s] %s changed: not applied by the reload (%s)",
+                            (int) (strchr(v[i].key, '.') - v[i].key), v[i].key, strchr(v[i].key, '.') + 1, v[i].why);
+}
+
+static int reload_config(struct daemon *d, struct config_not_applied *not_applied, size_t *n_not_applied) {
         struct nb_config cfg = {};
         int r;
 
@@ -188,22 +262,10 @@ static int reload_config(struct daemon *d) {
                 return r;
         }
 
-        /* The migration workers are pinned one per service CPU when they start; moving
-         * them is a restart's job, and a half-applied set would be worse than none. */
-        if (!cpumask_equal(&cfg.service_cpus, &d->service_configured)) {
-                char old_s[CPUMASK_STRMAX], new_s[CPUMASK_STRMAX];
-                cpumask_format(&d->service_configured, old_s, sizeof(old_s));
-                cpumask_format(&cfg.service_cpus, new_s, sizeof(new_s));
-                log_warning("service_cpus changed from \"%s\" to \"%s\": this takes effect at the next restart, ignoring",
-                            old_s, new_s);
-        }
-        cfg.service_cpus = d->cfg.service_cpus;
-        /* DAMON is chosen once at start (daemon/damon.h): kdamonds are made or given
-         * back with the module, not by a reload. */
-        if (cfg.damon != d->cfg.damon)
-                log_warning("[sample] damon changed to \"%s\": this takes effect at the next restart, ignoring",
-                            cfg.damon == DAMON_MODE_OFF ? "off" : "auto");
-        cfg.damon = d->cfg.damon;
+        /* The migration workers are pinned one per service CPU when they start, the
+         * samplers chosen and DAMON's kdamonds made: a half-applied set would be worse
+         * than none. */
+        keep_start_keys(d, &cfg, not_applied, n_not_applied);
 
         r = manager_reload(d->manager, &cfg);
         if (r < 0) {
@@ -221,9 +283,11 @@ static int reload_config(struct daemon *d) {
 /* reload_config(), its outcome kept for the metrics. */
 static int reload(void *userdata) {
         struct daemon *d = userdata;
-        int r = reload_config(d);
+        struct config_not_applied v[CONFIG_NOT_APPLIED_MAX];
+        size_t n = 0;
+        int r = reload_config(d, v, &n);
 
-        manager_note_reload(d->manager, r >= 0);
+        manager_note_reload(d->manager, r >= 0, v, n);
         return r;
 }
 
@@ -392,6 +456,8 @@ static void help(void) {
                "  -n, --dry-run            plan and log, move nothing, change no sysctl\n"
                "      --check-config [FILE] check the configuration, print \"configuration OK\"\n"
                "                           or every error, and exit\n"
+               "      --print-config [FILE] print the effective configuration, each value with the\n"
+               "                           FILE:LINE that set it (or \"default\"), and exit\n"
                "      --check-config-of PID  the same for the file the running daemon PID reads\n"
                "                           (its own --config, or the default): ExecReload=\n"
                "      --restore-affinity   give back the CPU affinities a daemon that did not exit\n"
@@ -406,7 +472,7 @@ static void help(void) {
                CONFIG_DEFAULT_PATH, CONTROL_SOCKET_DEFAULT);
 }
 
-enum { OPT_ONCE = 256, OPT_CHECK, OPT_CHECK_OF, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_CONTROL_SOCKET, OPT_RESTORE_AFFINITY };
+enum { OPT_ONCE = 256, OPT_CHECK, OPT_PRINT, OPT_CHECK_OF, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_CONTROL_SOCKET, OPT_RESTORE_AFFINITY };
 
 static const struct option options[] = {
         { "config", required_argument, NULL, 'c' },
@@ -415,6 +481,7 @@ static const struct option options[] = {
         { "dry-run", no_argument, NULL, 'n' },
         { "check-config", optional_argument, NULL, OPT_CHECK },
         { "check-config-of", required_argument, NULL, OPT_CHECK_OF },
+        { "print-config", optional_argument, NULL, OPT_PRINT },
         { "restore-affinity", no_argument, NULL, OPT_RESTORE_AFFINITY },
         { "log-level", required_argument, NULL, 'l' },
         { "proc-root", required_argument, NULL, OPT_PROC_ROOT },
@@ -452,8 +519,11 @@ static int parse_args(int argc, char **argv, struct args *a) {
                 case OPT_RESTORE_AFFINITY:
                         a->restore_affinity = true;
                         break;
+                case OPT_PRINT:
+                        a->print = true;
+                        __attribute__((fallthrough));  /* FILE as --check-config takes it */
                 case OPT_CHECK:
-                        a->check = true;
+                        a->check = !a->print;
                         if (optarg)
                                 a->check_file = optarg;
                         else if (optind < argc && argv[optind][0] != '-')
@@ -546,6 +616,8 @@ int main(int argc, char **argv) {
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         if (a.check_of)
                 return check_config_of(a.check_of, a.proc_root);
+        if (a.print)
+                return print_config(&a);
         if (a.check)
                 return check_config(&a);
         if (a.restore_affinity) {

@@ -91,6 +91,7 @@ struct manager {
         struct owner_cursor *cursors;  /* where each owner's turn starts at the next tick */
         size_t n_cursors;
         struct walker_log tree_log;  /* what is wrong with the tree, logged once (walker.h) */
+        struct config_report config_report;  /* what the config's rules match (config-report.h) */
         struct pass_logs pass_logs;  /* what the passes' scans say, rate-limited (pass.h) */
         uint64_t free_read_tick;   /* the tick that last read free memory per node (need_free_memory) */
         struct move_budget_promote promote;  /* what promotions may still take (plan.h, rule 7) */

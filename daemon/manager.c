@@ -277,6 +277,7 @@ static int select_cgroups(struct manager *m, struct cgroup_selection *sel, bool 
         if (!*fresh)
                 return 0;
         walker_log_selection(&m->tree_log, m->cfg.cgroup_root, sel);
+        config_report_selection(&m->config_report, &m->cfg, sel);
         return 0;
 }
 
@@ -747,6 +748,7 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
         migrator_set_call_rate(m->migrator, m->cfg.rate_limit_calls_s);
         topology_set_slow(m->topo, &m->cfg.slow_nodes);
         log_slow_nodes(m->topo);
+        config_report_reloaded(&m->config_report);
         if (m->walker && walker_set_config(m->walker, m->cfg.cgroup_root, m->cfg.cgroups, m->cfg.n_cgroups,
                                            m->cfg.tick_ms) < 0)
                 log_warning("The cgroup walker keeps the previous cgroup rules: out of memory");
@@ -757,7 +759,11 @@ int manager_reload(struct manager *m, const struct nb_config *cfg) {
         return 0;
 }
 
-void manager_note_reload(struct manager *m, bool ok) {
+void manager_note_reload(struct manager *m, bool ok, const struct config_not_applied *v, size_t n) {
+        if (ok && n <= CONFIG_NOT_APPLIED_MAX) {  /* refused: the running config's stay */
+                memcpy(m->config_report.not_applied, v, n * sizeof(*v));
+                m->config_report.n_not_applied = n;
+        }
         m->counters.reloads_failed += !ok;
         m->counters.last_reload_failed = !ok;
         m->counters.last_reload_ms = clock_now_ms();
@@ -825,6 +831,7 @@ static void view_init(struct manager *m) {
                 .cgs = &m->cgs,
                 .cost = &m->cost,
                 .counters = &m->counters,
+                .config_report = &m->config_report,
         };
 }
 
@@ -979,6 +986,7 @@ void manager_free(struct manager *m) {
         proc_records_done(&m->procs);
         cg_records_done(&m->cgs);
         walker_log_done(&m->tree_log);
+        config_report_done(&m->config_report);
         cost_ledger_done(&m->cost);
         samplers_done(&m->samplers);
         topology_free(m->topo);

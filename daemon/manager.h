@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <systemd/sd-event.h>
 #include "config.h"
+#include "config-report.h"
 
 struct topology;
 struct node_time_source;
@@ -51,6 +52,7 @@ struct manager_view {
         const struct counters *counters;
         const struct placer *placer;             /* NULL: no thread placement */
         const struct share_groups *shares;       /* processes that share memory (share-groups.h) */
+        const struct config_report *config_report;  /* rules matching nothing, keys not reloaded */
         struct report_seen *seen;                /* who may see which process, this tick
                                                   * (report.h; the control socket's): NULL,
                                                   * read at each question */
@@ -64,8 +66,9 @@ int manager_start(struct manager *m);
 int manager_tick(struct manager *m);
 /* Applies a new, already validated config. */
 int manager_reload(struct manager *m, const struct nb_config *cfg);
-/* A reload was asked for and worked (ok) or was refused: for the metrics. */
-void manager_note_reload(struct manager *m, bool ok);
+/* A reload was asked for and worked (ok) or was refused: for the metrics; and the
+ * keys a reload that worked did not apply (status, config-report.h). */
+void manager_note_reload(struct manager *m, bool ok, const struct config_not_applied *v, size_t n);
 /* SIGTERM: first gives every thread the placer narrowed its affinity back (placer_stop()),
  * then cancels migrations in flight at a batch boundary. */
 void manager_stop(struct manager *m);

@@ -361,6 +361,7 @@ static int run_copy(const struct move_check_env *env, struct check_run *run) {
                 const struct cgroup_rule *r = &env->cfg->cgroups[run->n_rules];
 
                 run->rules[run->n_rules].mode = r->mode;
+                run->rules[run->n_rules].by_name = r->by_name;
                 if (r->path && !(run->rules[run->n_rules].path = strdup(r->path)))
                         return -ENOMEM;
         }

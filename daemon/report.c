@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* report: JSON views of the manager's state and the Prometheus metrics file. */
 #include <errno.h>
+#include <fnmatch.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -352,6 +353,25 @@ static void put_placement_status(struct json *j, const struct manager_view *v) {
         json_object_end(j);
 }
 
+/* The config's rules that match no cgroup now, and the keys the last reload did not
+ * apply (config-report.h). */
+static void put_config_report(struct json *j, const struct config_report *r) {
+        json_key(j, "rules_unmatched");
+        json_array_begin(j);
+        for (size_t i = 0; r && i < r->n_unmatched; i++)
+                json_string(j, r->unmatched[i]);
+        json_array_end(j);
+        json_key(j, "reload_not_applied");
+        json_array_begin(j);
+        for (size_t i = 0; r && i < r->n_not_applied; i++) {
+                json_object_begin(j);
+                json_key(j, "key"); json_string(j, r->not_applied[i].key);
+                json_key(j, "why"); json_string(j, r->not_applied[i].why);
+                json_object_end(j);
+        }
+        json_array_end(j);
+}
+
 int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         uint64_t knb, now = clock_now_ms();
         struct status_counts sc;
@@ -406,6 +426,7 @@ int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
         json_key(&j, "cpu_ns"); put_cpu(&j, v, uid, sc.cost);
         json_key(&j, "memory_nodes"); put_memory_nodes(&j, v->topo);
         json_key(&j, "placement"); put_placement_status(&j, v);
+        put_config_report(&j, v->config_report);
         json_object_end(&j);
         return finish(&j, mem, &buf, &len, f);
 }
@@ -1197,14 +1218,34 @@ static void count_unwatched(const struct manager_view *v, const struct cg_rec *r
         }
 }
 
-/* The config rule nearest above path (or on it), or NULL. */
-static const char *config_rule_of(const struct nb_config *cfg, const char *path) {
-        const char *best = NULL;
+/* Whether a [select] units rule matches a directory on path (path's own or an
+ * ancestor's name). */
+static bool name_rule_on(const struct cgroup_rule *r, const char *path) {
+        _cleanup_free_ char *copy = strdup(path);
 
-        for (size_t i = 0; i < cfg->n_cgroups; i++)
-                if (path_under(path, cfg->cgroups[i].path) && (!best || strlen(cfg->cgroups[i].path) > strlen(best)))
-                        best = cfg->cgroups[i].path;
-        return best;
+        if (!copy)
+                return false;
+        for (char *save = NULL, *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
+                if (fnmatch(r->path, c, FNM_PERIOD) == 0)
+                        return true;
+        return false;
+}
+
+/* The config rule nearest above path (or on it), else a units rule on a name on its
+ * path (the one read last), as it is written; or NULL. */
+static const char *config_rule_of(const struct nb_config *cfg, const char *path) {
+        const char *best = NULL, *by_name = NULL;
+
+        for (size_t i = 0; i < cfg->n_cgroups; i++) {
+                const struct cgroup_rule *r = &cfg->cgroups[i];
+
+                if (r->by_name) {
+                        if (name_rule_on(r, path))
+                                by_name = r->path;
+                } else if (path_under(path, r->path) && (!best || strlen(r->path) > strlen(best)))
+                        best = r->path;
+        }
+        return best ? best : by_name;
 }
 
 /* The why of explain CGROUP and its sentence (malloc'd). */

@@ -3,6 +3,7 @@
  * rule; docs/OPT-IN.md says it for operators. */
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -141,6 +142,7 @@ enum owner_state {
 struct walk {
         const struct cgroup_rule *rules;
         size_t n_rules;
+        bool *matched;             /* per rule: it decided a directory (NULL: not kept) */
         dev_t dev;
         size_t n_seen;
         struct cgroup_selection sel;
@@ -293,12 +295,32 @@ static int add_entry(struct walk *w, const char *path, const struct inherited *e
         return 0;
 }
 
+/* The config's setting of the directory at path: a rule on its path, else of the rules
+ * on its name ([select] units) the one read last (config.h); each rule that matched
+ * is marked in w->matched (when kept), for the rules that match nothing. */
 static enum cg_mode config_mode(const struct walk *w, const char *path) {
-        /* The first rule naming the path wins: config.c refuses duplicates anyway. */
-        for (size_t i = 0; i < w->n_rules; i++)
-                if (w->rules[i].path && strcmp(w->rules[i].path, path) == 0)
-                        return w->rules[i].mode;
-        return CG_MODE_UNSET;
+        const char *name = strrchr(path, '/');
+        size_t by_name = SIZE_MAX;
+
+        name = name && name[1] ? name + 1 : path;
+        for (size_t i = 0; i < w->n_rules; i++) {
+                const struct cgroup_rule *r = &w->rules[i];
+
+                if (!r->path)
+                        continue;
+                if (!r->by_name && strcmp(r->path, path) == 0) {
+                        if (w->matched)
+                                w->matched[i] = true;
+                        return r->mode;
+                }
+                if (r->by_name && strcmp(path, "/") != 0 && fnmatch(r->path, name, FNM_PERIOD) == 0)
+                        by_name = i;
+        }
+        if (by_name == SIZE_MAX)
+                return CG_MODE_UNSET;
+        if (w->matched)
+                w->matched[by_name] = true;
+        return w->rules[by_name].mode;
 }
 
 /* Reports the values of one xattr that cannot count. Returns 0 or -ENOMEM. */
@@ -669,6 +691,10 @@ int cgroup_select_max(const char *root, const struct cgroup_rule *rules, size_t 
         if (fstat(fd, &st) < 0)
                 return log_debug_errno(-errno, "cgroup: cannot stat root %s: %m", root);
         w.dev = st.st_dev;
+        w.matched = w.sel.rule_matched = calloc(n_rules ? n_rules : 1, sizeof(bool));
+        if (!w.matched)
+                return -ENOMEM;
+        w.sel.n_rules = n_rules;
 
         r = walk_dir(&w, fd, "/", &st, 0, NULL, max_cgroups, &used);
         if (r < 0) {
@@ -795,6 +821,7 @@ void cgroup_selection_done(struct cgroup_selection *s) {
         for (size_t i = 0; i < s->n_others; i++)
                 free(s->others[i].path);
         free(s->others);
+        free(s->rule_matched);
         *s = (struct cgroup_selection) {};
 }
 

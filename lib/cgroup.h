@@ -77,6 +77,9 @@ struct cgroup_selection {
         struct cgroup_walk_cost *others;   /* in walk order, "/" first when there */
         size_t n_others;
         bool truncated;                /* a walk bound below was hit: some cgroups were not looked at */
+        bool *rule_matched;            /* per rule given: whether it decided a directory of the
+                                        * walk (a rule on a path or name that is not there: no) */
+        size_t n_rules;
 };
 
 /* Bounds of the walk, so that a hostile or runaway tree cannot make a tick unbounded:

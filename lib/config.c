@@ -360,22 +360,67 @@ static const char *cgroup_path_problem(const char *p, size_t len) {
         return NULL;
 }
 
-/* "/db.slice=balance /batch.slice=advise": rules separated by whitespace or commas;
- * each is PATH=MODE, split at the last '=' (modes never contain one). */
-static int parse_cgroups_field(const struct conf_key *k, const char *value, void *field,
-                               char *problem, size_t size) {
+/* A [select] units name as written in a rule: a glob on one directory's name. */
+static const char *unit_name_problem(const char *p, size_t len) {
+        if (len == 0)
+                return "name is empty";
+        if (len > NAME_MAX)
+                return "name is longer than a directory name can be";
+        if (memchr(p, '/', len))
+                return "name has a '/' (accepted: a directory's own name; a path goes in cgroups)";
+        if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+                return "name is \".\" or \"..\"";
+        return NULL;
+}
+
+/* One rule's item, "PATH=MODE" (or "NAME=MODE"), split at its last '=' (modes never
+ * contain one), checked against the rules of the same line before it. */
+static int parse_rule(const char *start, const char *end, const char *eq, bool by_name,
+                      const struct cgroup_rule *rules, size_t n, struct cgroup_rule *ret, char *problem, size_t size) {
+        char item[PATH_MAX + 16], q[80];
+        size_t len = (size_t) (end - start);
+        const char *what;
+
+        snprintf(item, sizeof(item), "%.*s", (int) (len < sizeof(item) ? len : sizeof(item) - 1), start);
+        if (!eq) {
+                snprintf(problem, size, "%s has no '=MODE'", quote(item, q, sizeof(q)));
+                return -EINVAL;
+        }
+        what = by_name ? unit_name_problem(start, (size_t) (eq - start)) : cgroup_path_problem(start, (size_t) (eq - start));
+        if (what) {
+                snprintf(problem, size, "%s: %s", quote(item, q, sizeof(q)), what);
+                return -EINVAL;
+        }
+        if (config_cg_mode_parse(eq + 1, (size_t) (end - eq - 1), &ret->mode) < 0) {
+                snprintf(problem, size, "%s: unknown mode", quote(item, q, sizeof(q)));
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (strlen(rules[i].path) == (size_t) (eq - start) && memcmp(rules[i].path, start, (size_t) (eq - start)) == 0) {
+                        snprintf(problem, size, "%s: the %s is named twice", quote(item, q, sizeof(q)),
+                                 by_name ? "name" : "path");
+                        return -EINVAL;
+                }
+        ret->by_name = by_name;
+        ret->path = strndup(start, (size_t) (eq - start));
+        if (!ret->path) {
+                snprintf(problem, size, "out of memory");
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* "/db.slice=balance /batch.slice=advise": rules separated by whitespace or commas. */
+static int parse_rules(const struct conf_key *k, const char *value, void *field, bool by_name,
+                       char *problem, size_t size) {
         struct nb_config *cfg = (struct nb_config *) ((char *) field - k->offset);
         struct cgroup_rule *rules = NULL;
-        size_t n = 0;
         const char *p = value;
-        char q[80];
-        int r;
+        size_t n = 0;
+        int r = 0;
 
         for (;;) {
-                const char *start, *eq = NULL, *path_problem;
-                char item[PATH_MAX + 16];
-                size_t len;
-                enum cg_mode mode;
+                const char *start, *eq = NULL;
                 struct cgroup_rule *nr;
 
                 while (*p && (isspace((unsigned char) *p) || *p == ','))
@@ -388,56 +433,41 @@ static int parse_cgroups_field(const struct conf_key *k, const char *value, void
                                 eq = p;
                         p++;
                 }
-                len = (size_t) (p - start);
-                snprintf(item, sizeof(item), "%.*s", (int) (len < sizeof(item) ? len : sizeof(item) - 1), start);
-                if (!eq) {
-                        snprintf(problem, size, "%s has no '=MODE'", quote(item, q, sizeof(q)));
-                        r = -EINVAL;
-                        goto fail;
-                }
-                path_problem = cgroup_path_problem(start, (size_t) (eq - start));
-                if (path_problem) {
-                        snprintf(problem, size, "%s: %s", quote(item, q, sizeof(q)), path_problem);
-                        r = -EINVAL;
-                        goto fail;
-                }
-                if (config_cg_mode_parse(eq + 1, (size_t) (p - eq - 1), &mode) < 0) {
-                        snprintf(problem, size, "%s: unknown mode", quote(item, q, sizeof(q)));
-                        r = -EINVAL;
-                        goto fail;
-                }
-                for (size_t i = 0; i < n; i++)
-                        if (strlen(rules[i].path) == (size_t) (eq - start) &&
-                            memcmp(rules[i].path, start, (size_t) (eq - start)) == 0) {
-                                snprintf(problem, size, "%s: the path is named twice", quote(item, q, sizeof(q)));
-                                r = -EINVAL;
-                                goto fail;
-                        }
                 nr = realloc(rules, (n + 1) * sizeof(*rules));
                 if (!nr) {
+                        snprintf(problem, size, "out of memory");
                         r = -ENOMEM;
-                        goto oom;
+                        break;
                 }
                 rules = nr;
-                rules[n].mode = mode;
-                rules[n].path = strndup(start, (size_t) (eq - start));
-                if (!rules[n].path) {
-                        r = -ENOMEM;
-                        goto oom;
-                }
+                r = parse_rule(start, p, eq, by_name, rules, n, &rules[n], problem, size);
+                if (r < 0)
+                        break;
                 n++;
         }
-
+        if (r < 0) {
+                rules_free(rules, n);
+                return r;
+        }
         rules_free(cfg->cgroups, cfg->n_cgroups);
         cfg->cgroups = rules;
         cfg->n_cgroups = n;
         return 0;
+}
 
-oom:
-        snprintf(problem, size, "out of memory");
-fail:
-        rules_free(rules, n);
-        return r;
+static int parse_cgroups_field(const struct conf_key *k, const char *value, void *field,
+                               char *problem, size_t size) {
+        return parse_rules(k, value, field, false, problem, size);
+}
+
+static int parse_units_field(const struct conf_key *k, const char *value, void *field,
+                             char *problem, size_t size) {
+        return parse_rules(k, value, field, true, problem, size);
+}
+
+static void accepted_units(const struct conf_key *k, char *buf, size_t size) {
+        snprintf(buf, size, "NAME=place|balance|advise|off, separated by spaces or commas; NAME a cgroup "
+                 "directory's own name or a glob of it (postgresql@*.service), without '/'");
 }
 
 static void accepted_cgroups(const struct conf_key *k, char *buf, size_t size) {
@@ -454,6 +484,9 @@ static const struct conf_type type_nodes = { parse_nodes_field, accepted_nodes, 
 static const struct conf_type type_path = { parse_path_field, accepted_path, CONFIG_STORAGE_STRING };
 static const struct conf_type type_group = { parse_group_field, accepted_group, CONFIG_STORAGE_STRING };
 static const struct conf_type type_cgroups = { parse_cgroups_field, accepted_cgroups, CONFIG_STORAGE_CGROUPS };
+/* The units rules go in the same array as the cgroups rules (by_name), which the
+ * cgroups key owns: field_free() and field_copy() act for that key alone. */
+static const struct conf_type type_units = { parse_units_field, accepted_units, CONFIG_STORAGE_CGROUPS };
 
 /* ---- the table -------------------------------------------------------------- */
 
@@ -496,6 +529,9 @@ static const struct conf_key conf_keys[] = {
           "where the cgroup v2 hierarchy is mounted" },
         { KEY("select", "cgroups"), &type_cgroups, 0, 0, F(cgroups), "",
           "cgroups opted in (or out) here rather than with the numabalanced xattr" },
+        { KEY("select", "units"), &type_units, 0, 0, F(cgroups), "",
+          "cgroups opted in (or out) by their directory's own name, anywhere under cgroup_root: a systemd "
+          "unit's (postgresql@*.service), a Kubernetes pod's; a cgroups rule on the same directory wins" },
         { KEY("select", "min_rss"), &type_size_kb, 0, TIB, F(min_rss_kb), "16M",
           "processes with less resident memory are skipped" },
 
@@ -622,6 +658,8 @@ static void field_free(const struct conf_key *k, struct nb_config *cfg) {
                 free_string((char *) cfg + k->offset);
                 break;
         case CONFIG_STORAGE_CGROUPS:
+                if (k->type != &type_cgroups)
+                        break;  /* the units rules are the cgroups key's to release */
                 rules_free(cfg->cgroups, cfg->n_cgroups);
                 cfg->cgroups = NULL;
                 cfg->n_cgroups = 0;
@@ -653,10 +691,13 @@ static int field_copy(const struct conf_key *k, struct nb_config *dst, const str
                 struct cgroup_rule *rules = NULL;
                 size_t n = 0;
 
+                if (k->type != &type_cgroups)
+                        return 0;       /* copied with the cgroups key's */
                 if (src->n_cgroups && !(rules = calloc(src->n_cgroups, sizeof(*rules))))
                         return -ENOMEM;
                 for (; n < src->n_cgroups; n++) {
                         rules[n].mode = src->cgroups[n].mode;
+                        rules[n].by_name = src->cgroups[n].by_name;
                         if (src->cgroups[n].path && !(rules[n].path = strdup(src->cgroups[n].path))) {
                                 rules_free(rules, n);
                                 return -ENOMEM;
@@ -1070,6 +1111,8 @@ struct config_load {
         struct config_errors *errs;
         struct config_origin key_origin[ELEMENTSOF(conf_keys)];
         struct config_origin *rule_origin;      /* one per rule of c.cgroups */
+        char *key_value[ELEMENTSOF(conf_keys)];  /* the value as written where key_origin says */
+        struct config_errors notes;             /* struct config_files' */
         char **paths;                           /* every file read, for the origins */
         size_t n_paths;
 };
@@ -1077,6 +1120,9 @@ struct config_load {
 static void config_load_done(struct config_load *L) {
         config_done(&L->c);
         free(L->rule_origin);
+        for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
+                free(L->key_value[i]);
+        config_errors_done(&L->notes);
         for (size_t i = 0; i < L->n_paths; i++)
                 free(L->paths[i]);
         free(L->paths);
@@ -1104,7 +1150,7 @@ static bool key_is_list(const struct conf_key *k) {
 
 /* The rules of one cgroups line (already parsed into *add, which is taken) appended
  * to the load's, with where they were made. A path named on two lines is found once
- * all are read (rules_check_twice()), so that thousands of rules cost no more than
+ * all are read (rules_resolve()), so that thousands of rules cost no more than
  * sorting them. */
 static int rules_append(struct config_load *L, const struct conf_key *k, const char *path, unsigned line,
                         struct nb_config *add) {
@@ -1121,7 +1167,9 @@ static int rules_append(struct config_load *L, const struct conf_key *k, const c
         if (no)
                 L->rule_origin = no;
         if (!nr || !no) {
-                field_free(k, add);
+                rules_free(add->cgroups, add->n_cgroups);
+                add->cgroups = NULL;
+                add->n_cgroups = 0;
                 return -ENOMEM;
         }
         for (size_t i = 0; i < add->n_cgroups; i++) {
@@ -1137,33 +1185,71 @@ static int rules_append(struct config_load *L, const struct conf_key *k, const c
 
 static const struct cgroup_rule *sort_rules;
 
-/* By path, then in the order the rules were read. */
+/* By kind and path, then in the order the rules were read. */
 static int rule_index_cmp(const void *a, const void *b) {
         size_t i = *(const size_t *) a, j = *(const size_t *) b;
-        int r = strcmp(sort_rules[i].path, sort_rules[j].path);
+        int r = (int) sort_rules[i].by_name - (int) sort_rules[j].by_name;
+
+        if (!r)
+                r = strcmp(sort_rules[i].path, sort_rules[j].path);
         return r ? r : (i > j) - (i < j);
 }
 
-static int size_cmp(const void *a, const void *b) {
-        size_t i = *(const size_t *) a, j = *(const size_t *) b;
-        return (i > j) - (i < j);
+static bool same_rule(const struct cgroup_rule *a, const struct cgroup_rule *b) {
+        return a->by_name == b->by_name && strcmp(a->path, b->path) == 0;
 }
 
-/* A path named by two cgroups lines, in one file or two: which rule was meant is the
- * question, as for a path named twice on one line. Each later naming is reported,
- * in the order read, with the first one's place. O(n log n) in the rules. */
-static int rules_check_twice(struct config_load *L) {
-        const struct conf_key *k = key_find("select", "cgroups");
-        size_t n = L->c.n_cgroups, n_twice = 0;
-        _cleanup_free_ size_t *idx = NULL, *first = NULL, *twice = NULL;
+static const char *rule_key(const struct cgroup_rule *r) {
+        return r->by_name ? "units" : "cgroups";
+}
+
+/* Rule i, read after rule earlier of the same directory (or name): in one file, which
+ * was meant is the question (an error, as for one named twice on a line); in a later
+ * file it replaces the earlier, as a later drop-in wins in systemd's and sysctl's
+ * (an emergency 99-off.conf turns a cgroup off), and the log says so. */
+static int rule_named_again(struct config_load *L, size_t earlier, size_t i, bool *drop) {
+        const struct cgroup_rule *r = &L->c.cgroups[i], *e = &L->c.cgroups[earlier];
+        const struct config_origin *o = &L->rule_origin[i], *eo = &L->rule_origin[earlier];
+
+        if (o->path == eo->path)
+                return errors_add(L->errs, "%s:%u: [select] %s: \"%s=%s\": the %s is already named at %s:%u "
+                                  "(accepted: one rule per %s in a file; a later file replaces it)",
+                                  o->path, o->line, rule_key(r), r->path, config_cg_mode_name(r->mode),
+                                  r->by_name ? "name" : "path", eo->path, eo->line, r->by_name ? "name" : "cgroup");
+        drop[earlier] = true;
+        return errors_add(&L->notes, "%s:%u: [select] %s: \"%s=%s\" replaces \"%s=%s\" of %s:%u (a later file wins)",
+                          o->path, o->line, rule_key(r), r->path, config_cg_mode_name(r->mode), e->path,
+                          config_cg_mode_name(e->mode), eo->path, eo->line);
+}
+
+/* The rules replaced by a later file's, removed (drop[i]), the order kept. */
+static void rules_compact(struct config_load *L, const bool *drop) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < L->c.n_cgroups; i++) {
+                if (drop[i]) {
+                        free(L->c.cgroups[i].path);
+                        continue;
+                }
+                L->c.cgroups[k] = L->c.cgroups[i];
+                L->rule_origin[k++] = L->rule_origin[i];
+        }
+        L->c.n_cgroups = k;
+}
+
+/* A directory (or name) named by two rules, in one file or two (rule_named_again()),
+ * reported in the order read. O(n log n) in the rules. */
+static int rules_resolve(struct config_load *L) {
+        size_t n = L->c.n_cgroups;
+        _cleanup_free_ size_t *idx = NULL;
+        _cleanup_free_ bool *drop = NULL;
         int r = 0;
 
         if (n < 2)
                 return 0;
         idx = malloc(n * sizeof(*idx));
-        first = malloc(n * sizeof(*first));
-        twice = malloc(n * sizeof(*twice));
-        if (!idx || !first || !twice)
+        drop = calloc(n, sizeof(*drop));
+        if (!idx || !drop)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 idx[i] = i;
@@ -1172,25 +1258,13 @@ static int rules_check_twice(struct config_load *L) {
         sort_rules = L->c.cgroups;
         qsort(idx, n, sizeof(*idx), rule_index_cmp);
         sort_rules = NULL;
-        /* In a run of equal paths, the first (read first) is where the path was named. */
-        for (size_t i = 1, head = idx[0]; i < n; i++) {
-                if (strcmp(L->c.cgroups[idx[i]].path, L->c.cgroups[head].path) != 0) {
-                        head = idx[i];
-                        continue;
-                }
-                first[idx[i]] = head;
-                twice[n_twice++] = idx[i];
-        }
-        qsort(twice, n_twice, sizeof(*twice), size_cmp);
-        for (size_t t = 0; t < n_twice && r >= 0; t++) {
-                size_t i = twice[t], f = first[i];
-                r = errors_add(L->errs, "%s:%u: [%s] %s: \"%s=%s\": the path is already named at %s:%u "
-                               "(accepted: one rule per cgroup, in all the files)",
-                               L->rule_origin[i].path, L->rule_origin[i].line, k->section, k->key,
-                               L->c.cgroups[i].path, config_cg_mode_name(L->c.cgroups[i].mode),
-                               L->rule_origin[f].path, L->rule_origin[f].line);
-        }
-        return r;
+        /* In a run of equal rules (in the order read), each against the one before. */
+        for (size_t i = 1; i < n && r >= 0; i++)
+                if (same_rule(&L->c.cgroups[idx[i]], &L->c.cgroups[idx[i - 1]]))
+                        r = rule_named_again(L, idx[i - 1], idx[i], drop);
+        if (r >= 0)
+                rules_compact(L, drop);
+        return r < 0 ? r : 0;
 }
 
 /* One entry of a file (path, a string of the load's): its structure (known section
@@ -1251,8 +1325,15 @@ static int config_line_check(struct config_load *L, const char *path, const stru
                         return rules_append(L, k, path, e->line, &add);
         } else {
                 r = k->type->parse(k, value, (char *) &L->c + k->offset, problem, sizeof(problem));
-                if (r >= 0)
+                if (r >= 0) {
+                        char *copy = strdup(value);
+
+                        if (!copy)
+                                return -ENOMEM;
                         L->key_origin[k - conf_keys] = (struct config_origin) { path, e->line };
+                        free(L->key_value[k - conf_keys]);
+                        L->key_value[k - conf_keys] = copy;
+                }
         }
         if (r == -ENOMEM)
                 return r;
@@ -1421,46 +1502,123 @@ static int dropin_names(struct config_load *L, const char *dir, int dfd, char **
         return 0;
 }
 
-/* The files of dir, in order, over what the main file set. A missing directory is
- * none; one that cannot be read, or that another user may write, is an error. */
-static int config_load_dir(struct config_load *L, const char *dir, size_t *ret_n) {
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        char **names = NULL;
-        size_t n = 0;
+/* A drop-in directory of the load: its descriptor and the names it has. */
+struct layer {
+        const char *dir;
+        int fd;                     /* -1: missing, or not read (in the errors) */
+        char **names;
+        size_t n;
+};
+
+/* Opens dir and lists its names. A missing directory is none; one that cannot be
+ * read, or that another user may write, is an error. Returns 0 or -ENOMEM. */
+static int layer_open(struct config_load *L, const char *dir, struct layer *ly) {
         struct stat st;
         int r;
 
-        *ret_n = 0;
-        if (dfd < 0 && errno == ENOENT)
+        *ly = (struct layer) { .dir = dir, .fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+        if (ly->fd < 0 && errno == ENOENT)
                 return 0;
-        if (dfd < 0 || fstat(dfd, &st) < 0) {
+        if (ly->fd < 0 || fstat(ly->fd, &st) < 0) {
                 r = errors_add(L->errs, "%s: %s", dir, strerror(errno));
                 return r < 0 ? r : 0;
         }
         r = owner_check(L, dir, &st);
-        if (r <= 0)
-                return r;
-        r = dropin_names(L, dir, fcntl(dfd, F_DUPFD_CLOEXEC, 3), &names, &n);
-        if (r == -EINVAL)
-                return 0;       /* in the errors */
-        if (r < 0) {
-                if (r == -ENOMEM)
-                        return r;
-                r = errors_add(L->errs, "%s: %s", dir, strerror(-r));
-                return r < 0 ? r : 0;
+        if (r > 0) {
+                r = dropin_names(L, dir, fcntl(ly->fd, F_DUPFD_CLOEXEC, 3), &ly->names, &ly->n);
+                if (r == 0)
+                        return 0;
+                /* -EINVAL: in the errors already */
+                if (r != -ENOMEM && r != -EINVAL)
+                        r = errors_add(L->errs, "%s: %s", dir, strerror(-r));
         }
+        close(ly->fd);
+        ly->fd = -1;
+        return r == -ENOMEM ? r : 0;
+}
+
+static void layers_close(struct layer *ly, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                if (ly[i].fd >= 0)
+                        close(ly[i].fd);
+                names_free(ly[i].names, ly[i].n);
+        }
+}
+
+/* A name to read, from the layer that has it first. */
+struct dropin {
+        const char *name;
+        size_t layer;
+};
+
+static int dropin_cmp(const void *a, const void *b) {
+        const struct dropin *x = a, *y = b;
+        int r = strcmp(x->name, y->name);
+
+        return r ? r : (x->layer > y->layer) - (x->layer < y->layer);
+}
+
+/* The names of every layer, in name order, each from the first layer that has it; a
+ * hidden one noted. Returns the count in *ret_n, or -ENOMEM. */
+static int dropins_merge(struct config_load *L, const struct layer *ly, size_t n_layers, struct dropin **ret,
+                         size_t *ret_n) {
+        size_t n = 0, k = 0;
+        struct dropin *v;
+
+        for (size_t i = 0; i < n_layers; i++)
+                n += ly[i].n;
+        v = calloc(n ? n : 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0, at = 0; i < n_layers; i++)
+                for (size_t j = 0; j < ly[i].n; j++)
+                        v[at++] = (struct dropin) { ly[i].names[j], i };
+        qsort(v, n, sizeof(*v), dropin_cmp);
+        for (size_t i = 0; i < n; i++) {
+                if (k && strcmp(v[k - 1].name, v[i].name) == 0) {
+                        if (errors_add(&L->notes, "%s/%s: not read: %s/%s takes its place", ly[v[i].layer].dir,
+                                       v[i].name, ly[v[k - 1].layer].dir, v[k - 1].name) < 0) {
+                                free(v);
+                                return -ENOMEM;
+                        }
+                        continue;
+                }
+                v[k++] = v[i];
+        }
+        *ret = v;
+        *ret_n = k;
+        return 0;
+}
+
+/* The files of the drop-in directories (highest priority first), in the order of
+ * their names, over what the main file set. */
+static int config_load_dirs(struct config_load *L, const char *const *dirs, size_t n_dirs, size_t *ret_n) {
+        struct layer ly[CONFIG_LAYERS_MAX] = {};
+        _cleanup_free_ struct dropin *v = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        *ret_n = 0;
+        if (n_dirs > CONFIG_LAYERS_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < n_dirs; i++)
+                ly[i].fd = -1;
+        for (size_t i = 0; i < n_dirs && r >= 0; i++)
+                r = layer_open(L, dirs[i], &ly[i]);
+        if (r >= 0)
+                r = dropins_merge(L, ly, n_dirs, &v, &n);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 _cleanup_free_ char *shown = NULL;
 
-                if (asprintf(&shown, "%s/%s", dir, names[i]) < 0) {
+                if (asprintf(&shown, "%s/%s", ly[v[i].layer].dir, v[i].name) < 0) {
                         r = -ENOMEM;
                         break;
                 }
-                r = config_load_file(L, dfd, names[i], shown, true);
+                r = config_load_file(L, ly[v[i].layer].fd, v[i].name, shown, true);
                 if (r > 0)
                         (*ret_n)++;
         }
-        names_free(names, n);
+        layers_close(ly, n_dirs);
         return r < 0 ? r : 0;
 }
 
@@ -1480,45 +1638,134 @@ static int config_cross_check(struct config_load *L) {
                           o.path ? o.path : "?", o.line, L->c.scan_min_ms, L->c.scan_max_ms);
 }
 
-int config_load(const char *path, unsigned flags, struct nb_config *cfg, struct config_errors *errs,
-                struct config_files *ret_files) {
-        _cleanup_(config_load_done) struct config_load L = { .errs = errs };
-        _cleanup_free_ char *dir = NULL;
-        struct config_files files = {};
-        size_t n_errs_before = errs->n;
+/* The main file, then the drop-ins over it, then what needs every value: into *L,
+ * with the files read in *files. Returns 0, -EINVAL (in the errors), or -errno. */
+static int load_all(struct config_load *L, const char *path, const char *const *dirs, size_t n_dirs,
+                    unsigned flags, struct config_files *files) {
+        size_t n_errs_before = L->errs->n;
         int r;
 
-        r = config_defaults_full(&L.c);
+        r = config_defaults_full(&L->c);
         if (r < 0)
                 return r;
-
-        r = config_load_file(&L, AT_FDCWD, path, path, false);
+        r = config_load_file(L, AT_FDCWD, path, path, false);
         if (r == -ENOENT && (flags & CONFIG_MAIN_OPTIONAL))
-                files.main_missing = true;
+                files->main_missing = true;
         else if (r < 0)
                 return r == -ENOMEM ? r : log_debug_errno(r, "config: cannot read %s: %m", path);
-
-        if (asprintf(&dir, "%s.d", path) < 0)
-                return -ENOMEM;
-        r = config_load_dir(&L, dir, &files.n_dropins);
+        r = config_load_dirs(L, dirs, n_dirs, &files->n_dropins);
+        if (r >= 0)
+                r = rules_resolve(L);
+        if (r >= 0 && L->errs->n == n_errs_before)
+                r = config_cross_check(L);
         if (r < 0)
                 return r;
-        r = rules_check_twice(&L);
+        return L->errs->n > n_errs_before ? -EINVAL : 0;
+}
+
+int config_load_layers(const char *path, const char *const *dirs, size_t n_dirs, unsigned flags,
+                       struct nb_config *cfg, struct config_errors *errs, struct config_files *ret_files) {
+        _cleanup_(config_load_done) struct config_load L = { .errs = errs };
+        struct config_files files = {};
+        int r = load_all(&L, path, dirs, n_dirs, flags, &files);
+
         if (r < 0)
                 return r;
-
-        if (errs->n == n_errs_before) {
-                r = config_cross_check(&L);
-                if (r < 0)
-                        return r;
-        }
-        if (errs->n > n_errs_before)
-                return -EINVAL;
         *cfg = L.c;
         L.c = (struct nb_config) {};
+        files.notes = L.notes;
+        L.notes = (struct config_errors) {};
         if (ret_files)
                 *ret_files = files;
+        else
+                config_errors_done(&files.notes);
         return 0;
+}
+
+/* The drop-in directories of path: the default's layers, or PATH.d. */
+static int dirs_of(const char *path, char **own, const char *dirs[CONFIG_LAYERS_MAX], size_t *ret_n) {
+        static const char *const layers[] = CONFIG_DROPIN_LAYERS;
+
+        if (strcmp(path, CONFIG_DEFAULT_PATH) == 0) {
+                for (size_t i = 0; i < ELEMENTSOF(layers); i++)
+                        dirs[i] = layers[i];
+                *ret_n = ELEMENTSOF(layers);
+                return 0;
+        }
+        if (asprintf(own, "%s.d", path) < 0)
+                return -ENOMEM;
+        dirs[0] = *own;
+        *ret_n = 1;
+        return 0;
+}
+
+int config_load(const char *path, unsigned flags, struct nb_config *cfg, struct config_errors *errs,
+                struct config_files *ret_files) {
+        _cleanup_free_ char *own = NULL;
+        const char *dirs[CONFIG_LAYERS_MAX];
+        size_t n;
+
+        if (dirs_of(path, &own, dirs, &n) < 0)
+                return -ENOMEM;
+        return config_load_layers(path, dirs, n, flags, cfg, errs, ret_files);
+}
+
+void config_files_done(struct config_files *f) {
+        if (f)
+                config_errors_done(&f->notes);
+}
+
+/* One rule as --print-config shows it. */
+static void print_rule(FILE *f, const struct cgroup_rule *r, const struct config_origin *o) {
+        fprintf(f, "%s = %s=%s  # %s:%u\n", rule_key(r), r->path, config_cg_mode_name(r->mode), o->path, o->line);
+}
+
+static void print_section(FILE *f, const struct config_load *L, const char *section) {
+        fprintf(f, "[%s]\n", section);
+        for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++) {
+                const struct conf_key *k = &conf_keys[i];
+                const struct config_origin *o = &L->key_origin[i];
+
+                if (strcmp(k->section, section) != 0 || key_is_list(k))
+                        continue;
+                if (o->path)
+                        fprintf(f, "%s = %s  # %s:%u\n", k->key, L->key_value[i], o->path, o->line);
+                else
+                        fprintf(f, "%s = %s  # default\n", k->key, k->def);
+        }
+        if (strcmp(section, "select") == 0)
+                for (size_t i = 0; i < L->c.n_cgroups; i++)
+                        print_rule(f, &L->c.cgroups[i], &L->rule_origin[i]);
+}
+
+int config_print_layers(const char *path, const char *const *dirs, size_t n_dirs, unsigned flags, FILE *f,
+                        struct config_errors *errs) {
+        _cleanup_(config_load_done) struct config_load L = { .errs = errs };
+        struct config_files files = {};
+        int r = load_all(&L, path, dirs, n_dirs, flags, &files);
+
+        if (r < 0)
+                return r;
+        fprintf(f, "# The effective configuration: %s%s and %zu drop-in file%s\n", path,
+                files.main_missing ? " (missing: the defaults)" : "", files.n_dropins, files.n_dropins == 1 ? "" : "s");
+        for (size_t i = 0; i < L.notes.n; i++)
+                fprintf(f, "# %s\n", L.notes.msgs[i]);
+        for (size_t i = 0; i < ELEMENTSOF(sections); i++) {
+                if (i)
+                        fputc('\n', f);
+                print_section(f, &L, sections[i]);
+        }
+        return 0;
+}
+
+int config_print(const char *path, unsigned flags, FILE *f, struct config_errors *errs) {
+        _cleanup_free_ char *own = NULL;
+        const char *dirs[CONFIG_LAYERS_MAX];
+        size_t n;
+
+        if (dirs_of(path, &own, dirs, &n) < 0)
+                return -ENOMEM;
+        return config_print_layers(path, dirs, n, flags, f, errs);
 }
 
 /* ---- cgroup modes ----------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "build-config.h"
 #include "cg-mode.h"
 #include "cleanup.h"
@@ -23,10 +24,15 @@ enum pmu_mode { PMU_MODE_AUTO, PMU_MODE_OFF, PMU_MODE_PAGE_FAULTS, PMU_MODE_SOFT
 enum damon_mode { DAMON_MODE_AUTO, DAMON_MODE_OFF };
 
 /* A cgroup named in the config, with the mode it gets (as if its directory had the
- * xattr; the config wins over xattrs on the same directory). */
+ * xattr; the config wins over xattrs on the same directory). [select] cgroups names
+ * one path; [select] units names directories by their own name, anywhere under the
+ * root (a systemd unit's, a Kubernetes pod's): a rule on a path wins over a rule on a
+ * name, and of the names that match, the rule read last. */
 struct cgroup_rule {
-        char *path;                 /* relative to cgroup_root, starting with '/' */
+        char *path;                 /* relative to cgroup_root, starting with '/'; by_name: a
+                                     * glob (fnmatch(3)) on a directory's name, no '/' */
         enum cg_mode mode;
+        bool by_name;               /* a [select] units rule */
 };
 
 struct nb_config {
@@ -91,8 +97,21 @@ void config_defaults(struct nb_config *cfg);
 /* What config_load() read. */
 struct config_files {
         bool main_missing;           /* the main file does not exist (CONFIG_MAIN_OPTIONAL) */
-        size_t n_dropins;            /* files of PATH.d read */
+        size_t n_dropins;            /* drop-in files read, of every layer */
+        struct config_errors notes;  /* what a later file replaced, and the files a layer
+                                      * above hid, as "FILE:LINE: ..." or "FILE: ...", for
+                                      * the log (config_files_done()) */
 };
+void config_files_done(struct config_files *f);
+
+/* The drop-in directories of the default file, highest priority first, as systemd
+ * lays out its own: the administrator's, the runtime's, the package's. A file of one
+ * hides the file of the same name in those after it (a symlink to /dev/null, or an
+ * empty file, then masks it); the files of all of them are read in the order of their
+ * names. A file named by --config has only its own PATH.d. */
+#define CONFIG_LAYERS_MAX 4
+#define CONFIG_DROPIN_LAYERS { CONFIG_DEFAULT_PATH ".d", "/run/numabalanced.conf.d", \
+                               "/usr/lib/numabalanced.conf.d" }
 /* config_load() flags: a missing main file is the defaults (its .d directory is
  * still read), for the default path; a file named by the operator must exist. */
 #define CONFIG_MAIN_OPTIONAL 1u
@@ -109,6 +128,17 @@ struct config_files {
  * appended to *errs, which starts zeroed. */
 int config_load(const char *path, unsigned flags, struct nb_config *cfg, struct config_errors *errs,
                 struct config_files *ret_files);
+/* config_load() with the drop-in directories given (highest priority first) rather
+ * than those of path: for the tests. */
+int config_load_layers(const char *path, const char *const *dirs, size_t n_dirs, unsigned flags,
+                       struct nb_config *cfg, struct config_errors *errs, struct config_files *ret_files);
+/* Loads as config_load() does and, when valid, writes the effective configuration to
+ * f: every key, in the table's order and by section, with its value as written and
+ * "# FILE:LINE" where it was set (or "# default"), then every rule in the order read,
+ * each with its own. Returns what config_load() returns (nothing written unless 0). */
+int config_print(const char *path, unsigned flags, FILE *f, struct config_errors *errs);
+int config_print_layers(const char *path, const char *const *dirs, size_t n_dirs, unsigned flags, FILE *f,
+                        struct config_errors *errs);
 /* Releases what *cfg holds (every string and the cgroup rules: the key table says
  * which) and leaves those fields empty; a second call does nothing. */
 void config_done(struct nb_config *cfg);

@@ -280,9 +280,9 @@ static const struct cgroup_invalid *invalid(const struct cgroup_selection *s, co
 static struct cgroup_selection walked;
 static bool walk_done;
 static const struct cgroup_rule the_rules[] = {
-        { (char *) "/b/b1", CG_MODE_BALANCE },
-        { (char *) "/c", CG_MODE_OFF },
-        { (char *) "/a/a4/", CG_MODE_OFF },   /* not the exact path: no effect */
+        { (char *) "/b/b1", CG_MODE_BALANCE, false },
+        { (char *) "/c", CG_MODE_OFF, false },
+        { (char *) "/a/a4/", CG_MODE_OFF, false },   /* not the exact path: no effect */
 };
 
 /* The walk of the whole tree with three config rules, made once: the first case
@@ -570,7 +570,7 @@ TEST(walk_selection_done_empties_it) {
 /* The walk root is the root whoever owns it; a config rule on "/" applies. */
 TEST(walk_config_rule_on_the_root) {
         NEED_XATTRS();
-        struct cgroup_rule r1[] = { { (char *) "/", CG_MODE_ADVISE } };
+        struct cgroup_rule r1[] = { { (char *) "/", CG_MODE_ADVISE, false } };
         struct cgroup_selection s = {};
 
         CHECK_INT(cgroup_select(root, r1, 1, &s), 0);
@@ -617,9 +617,9 @@ TEST(walk_unopenable_root_fails_untouched) {
  * /workload.slice/app was never seen. */
 TEST(walk_count_bound_shared_fairly) {
         static const struct cgroup_rule rules[] = {
-                { (char *) "/a.slice", CG_MODE_ADVISE },
-                { (char *) "/b.slice/x", CG_MODE_ADVISE },
-                { (char *) "/workload.slice/app", CG_MODE_BALANCE },
+                { (char *) "/a.slice", CG_MODE_ADVISE, false },
+                { (char *) "/b.slice/x", CG_MODE_ADVISE, false },
+                { (char *) "/workload.slice/app", CG_MODE_BALANCE, false },
         };
         const char *tmp = getenv("TMPDIR");
         char froot[4096], p[8192];
@@ -656,6 +656,63 @@ TEST(walk_count_bound_shared_fairly) {
         CHECK_INT(cgroup_select_max(froot, rules, ELEMENTSOF(rules), 1000, &sel), 0);
         CHECK_INT(sel.n_entries, 301 + 2);
         CHECK(!sel.truncated);
+        cgroup_selection_done(&sel);
+        tmptree_remove(froot);
+}
+
+/* [select] units: a rule on a directory's own name, wherever it is (a systemd unit in
+ * its slice, a Kubernetes pod); a rule on the path wins; of names, the one read last.
+ * A rule that decided no directory is reported as matching nothing. */
+TEST(walk_units_rules_match_names_anywhere) {
+        static const struct cgroup_rule rules[] = {
+                { (char *) "postgresql@*.service", CG_MODE_BALANCE, true },
+                { (char *) "kubepods-burstable-pod*.slice", CG_MODE_PLACE, true },
+                { (char *) "redis.service", CG_MODE_OFF, true },
+                { (char *) "/system.slice/redis.service", CG_MODE_ADVISE, false },
+                { (char *) "nothing-*.service", CG_MODE_BALANCE, true },
+                { (char *) "/gone.slice", CG_MODE_BALANCE, false },
+                { (char *) "postgresql@15-main.service", CG_MODE_ADVISE, true },
+        };
+        static const char *const dirs[] = {
+                "/system.slice", "/system.slice/system-postgresql.slice",
+                "/system.slice/system-postgresql.slice/postgresql@15-main.service",
+                "/system.slice/system-postgresql.slice/postgresql@16-b.service", "/system.slice/redis.service",
+                "/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice",
+                "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1f2e.slice",
+                "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1f2e.slice/cri-containerd-ab12.scope",
+        };
+        const char *tmp = getenv("TMPDIR");
+        char froot[4096], p[8192];
+        struct cgroup_selection sel = {};
+        const char *pg = "/system.slice/system-postgresql.slice/";
+        const char *pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1f2e.slice";
+
+        snprintf(froot, sizeof(froot), "%s/test-cgroup-units.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(froot))
+                TEST_FAIL("mkdtemp: %m");
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                snprintf(p, sizeof(p), "%s%s", froot, dirs[i]);
+                CHECK(mkdir(p, 0755) == 0);
+        }
+        CHECK_INT(cgroup_select(froot, rules, ELEMENTSOF(rules), &sel), 0);
+        snprintf(p, sizeof(p), "%spostgresql@15-main.service", pg);
+        EXPECT(&sel, p, CG_MODE_ADVISE, CG_FROM_CONFIG, p);       /* the name read last */
+        snprintf(p, sizeof(p), "%spostgresql@16-b.service", pg);
+        EXPECT(&sel, p, CG_MODE_BALANCE, CG_FROM_CONFIG, p);
+        EXPECT(&sel, "/system.slice/redis.service", CG_MODE_ADVISE, CG_FROM_CONFIG, "/system.slice/redis.service");
+        EXPECT(&sel, pod, CG_MODE_PLACE, CG_FROM_CONFIG, pod);
+        snprintf(p, sizeof(p), "%s/cri-containerd-ab12.scope", pod);
+        EXPECT(&sel, p, CG_MODE_PLACE, CG_FROM_CONFIG, pod);      /* inherited */
+        EXPECT_NONE(&sel, "/system.slice");
+        CHECK_INT(sel.n_rules, ELEMENTSOF(rules));
+        if (sel.rule_matched && sel.n_rules == ELEMENTSOF(rules)) {
+                static const bool want[] = { true, true, false, true, false, false, true };
+
+                /* redis.service's name rule lost to the path rule: it decided nothing. */
+                for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                        CHECK_MSG(sel.rule_matched[i] == want[i], "rule %zu (%s): matched %d", i, rules[i].path,
+                                  sel.rule_matched[i]);
+        }
         cgroup_selection_done(&sel);
         tmptree_remove(froot);
 }
@@ -724,7 +781,7 @@ static void outro(void) {
  * the top-level cgroup they lie in ("/a" is opted in, its child /a/a2 opted out: "/a"
  * is also an other; "/b" is not opted in, its child /b/b1 is). */
 TEST(walk_cpu_time_charged) {
-        static const struct cgroup_rule rules[] = { { (char *) "/b/b1", CG_MODE_BALANCE } };
+        static const struct cgroup_rule rules[] = { { (char *) "/b/b1", CG_MODE_BALANCE, false } };
         struct cgroup_selection s = {};
         uint64_t t0, took, sum = 0;
         struct timespec ts;

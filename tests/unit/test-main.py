@@ -42,7 +42,8 @@ def conf(name, text):
 
 
 # --- --check-config ------------------------------------------------------------
-good = conf('good.conf', '[daemon]\ntick_ms = 500\n[select]\ncgroups = /a.slice=advise\n')
+os.mkdir(os.path.join(tmp, 'a.slice'))  # the rule's cgroup: one that matches nothing is named (below)
+good = conf('good.conf', '[daemon]\ntick_ms = 500\n[select]\ncgroup_root = %s\ncgroups = /a.slice=advise\n' % tmp)
 rc, out, err = run('--check-config', good)
 check(rc == 0, '--check-config good: exit %d, stderr %r' % (rc, err))
 check(out == 'configuration OK\n', '--check-config good: stdout %r' % out)
@@ -109,17 +110,36 @@ os.mkdir(dgood + '.d')
 conf('dropins.conf.d/10-db.conf', '[select]\ncgroups = /db.slice=balance\ncgroups = /db2.slice=balance\n')
 conf('dropins.conf.d/10-db.conf.dpkg-old', '[nope]\n')
 rc, out, err = run('--check-config', dgood)
-check(rc == 0 and out == dgood + '.d: 1 file read\nconfiguration OK\n', '--check-config with FILE.d: %d %r %r' % (rc, out, err))
+check(rc == 0 and out.startswith('1 drop-in file read\n') and out.endswith('configuration OK\n'),
+      '--check-config with FILE.d: %d %r %r' % (rc, out, err))
+# A rule that matches no cgroup is valid, and named (a unit's path guessed wrong).
+check('[select] cgroups = /db.slice=balance: matches no cgroup under %s now' % tmp in out,
+      '--check-config: a rule matching nothing not named: %r' % out)
+os.mkdir(os.path.join(tmp, 'db.slice'))
+rc, out, err = run('--check-config', dgood)
+check(rc == 0 and '/db.slice=balance' not in out and '/db2.slice=balance: matches no cgroup' in out,
+      '--check-config: /db.slice exists now: %r' % out)
+os.rmdir(os.path.join(tmp, 'db.slice'))
+
+# --print-config: every value with the FILE:LINE that set it, or "default".
+rc, out, err = run('--print-config', dgood)
+check(rc == 0 and 'source = proc  # %s:4\n' % dgood in out and 'tick_ms = 1000  # default\n' in out and
+      'cgroups = /db2.slice=balance  # %s.d/10-db.conf:3\n' % dgood in out,
+      '--print-config: %d %r %r' % (rc, out, err))
+rc, out, err = run('--print-config', bad)
+check(rc == 1 and out == '' and err, '--print-config of a bad file: %d %r %r' % (rc, out, err))
 err_path = os.path.join(tmp, 'dropins.stderr')
 with open(err_path, 'w') as err_file:
     d = subprocess.Popen([exe, '--foreground', '--dry-run', '--control-socket=', '--config', dgood],
                          stdout=subprocess.DEVNULL, stderr=err_file)
 try:
     time.sleep(0.5)
-    bad_dropin = conf('dropins.conf.d/20-bad.conf', '[select]\n\ncgroups = /db.slice=advise\n')
+    # (A later file naming /db.slice again replaces 10-db.conf's rule; twice in one file
+    # is the error.)
+    bad_dropin = conf('dropins.conf.d/20-bad.conf', '[select]\n\ncgroups = /db.slice=advise\ncgroups = /db.slice=off\n')
     rc, out, err = run('--check-config-of', str(d.pid))
-    expected_dropin = (bad_dropin + ':3: [select] cgroups: "/db.slice=advise": the path is already named at ' +
-                       dgood + '.d/10-db.conf:2 (accepted: one rule per cgroup, in all the files)\n')
+    expected_dropin = (bad_dropin + ':4: [select] cgroups: "/db.slice=off": the path is already named at ' +
+                       bad_dropin + ':3 (accepted: one rule per cgroup in a file; a later file replaces it)\n')
     check(rc == 1 and err == expected_dropin, '--check-config-of, a bad file in FILE.d: exit %d, %r' % (rc, err))
     d.send_signal(signal.SIGHUP)
     time.sleep(0.5)

@@ -204,6 +204,10 @@ struct env_opts {
         bool xattr;                /* /app.slice opted in with user.* (the test's own directory) */
         bool own_sys;              /* a copy of the 2n2c /sys in <dir>/sys, for set_mem_free() */
         bool one_node;             /* own_sys, with node 0 alone having memory */
+        bool real_budgets;         /* the daemon's read budgets (OWNER_TURN_NS, ...); otherwise
+                                    * none, so that every process is read in its first tick
+                                    * however slow the machine (valgrind on a loaded CI host
+                                    * read one of two in 200 ms) */
 };
 
 struct sunk_job {
@@ -338,7 +342,7 @@ static bool env_start(const struct env_opts *o) {
                         abort();
         } else {
                 cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
-                cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), o->mode };
+                cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), o->mode, false };
                 cfg.n_cgroups = 1;
         }
         cfg.source = SOURCE_PROC;
@@ -366,6 +370,8 @@ static bool env_start(const struct env_opts *o) {
         }
         env.m->procs.open_pidfd = fake_pidfd;
         env.m->hooks.run_jobs = sink;
+        if (!o->real_budgets)
+                env.m->owner_turn_ns = env.m->read_budget_ns = UINT64_C(1) << 40;
         return true;
 }
 
@@ -479,7 +485,7 @@ static void add_cpu_time(pid_t pid, pid_t tid, uint64_t ns) {
 static void set_mode(enum cg_mode mode) {
         struct nb_config cfg = env.m->cfg;
 
-        cfg.cgroups = &(struct cgroup_rule) { "/app.slice", mode };
+        cfg.cgroups = &(struct cgroup_rule) { "/app.slice", mode, false };
         cfg.n_cgroups = 1;
         if (manager_reload(env.m, &cfg) < 0)
                 abort();
@@ -646,7 +652,7 @@ TEST(a_stuck_user_does_not_take_another_users_turn_under_a_root_opt_in) {
 
         if (geteuid() != 0)
                 TEST_SKIP("not root: the users' cgroups cannot be given to uids 1000 and 2000");
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true }))
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .page_sampling = true, .real_budgets = true }))
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         CHECK_INT(tenant_reader_new(&env.m->service.service, 500, &capped), 0);
         tenant_reader_free(env.m->reader);
@@ -673,7 +679,7 @@ TEST(a_stuck_user_does_not_take_another_users_turn_under_a_root_opt_in) {
         CHECK_INT(unlink(fifo), 0);
         CHECK_INT(mkfifo(fifo, 0600), 0);
         cfg = env.m->cfg;
-        cfg.cgroups = (struct cgroup_rule[]) { { "/user.slice", CG_MODE_BALANCE } };
+        cfg.cgroups = (struct cgroup_rule[]) { { "/user.slice", CG_MODE_BALANCE, false } };
         cfg.n_cgroups = 1;
         CHECK(manager_reload(env.m, &cfg) == 0);
 
@@ -1976,7 +1982,7 @@ TEST(cgroup_records_go_with_their_cgroup) {
         put_proc(WEB, WEB);
         set_procs("3001\n");
         cfg = env.m->cfg;
-        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE }, { "/b.slice", CG_MODE_ADVISE } };
+        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE, false }, { "/b.slice", CG_MODE_ADVISE, false } };
         cfg.n_cgroups = 2;
         CHECK(manager_reload(env.m, &cfg) == 0);
         CHECK_INT(tick(), 0);
@@ -2013,7 +2019,7 @@ TEST(twenty_thousand_cgroups_in_a_tick) {
         char path[PATH_MAX];
         uint64_t t0, slowest = 0;
 
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE }))
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .real_budgets = true }))
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         snprintf(path, sizeof(path), "%s" USER_SUBTREE, env.cgroup);
         for (char *slash = strchr(path + strlen(env.cgroup) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
@@ -2180,7 +2186,7 @@ TEST(a_tenants_cgroups_do_not_delay_roots_moves) {
 
         if (geteuid() != 0)
                 TEST_SKIP("not root: the tenant's cgroups cannot be given to uid 1000");
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE }))
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .real_budgets = true }))
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         snprintf(path, sizeof(path), "%s/app.slice", env.cgroup);
         CHECK(chown(path, 1000, 1000) == 0);
@@ -2200,7 +2206,7 @@ TEST(a_tenants_cgroups_do_not_delay_roots_moves) {
         tmptree_write(path, "3001\n");
         put_proc(DB, DB);
         cfg = env.m->cfg;
-        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_ADVISE }, { "/z.slice", CG_MODE_BALANCE } };
+        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_ADVISE, false }, { "/z.slice", CG_MODE_BALANCE, false } };
         cfg.n_cgroups = 2;
         CHECK(manager_reload(env.m, &cfg) == 0);
 
@@ -2226,7 +2232,7 @@ TEST(a_tenants_turn_is_bounded_and_goes_round) {
 
         if (geteuid() != 0)
                 TEST_SKIP("not root: the tenant's cgroups cannot be given to uid 1000");
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE }))
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .real_budgets = true }))
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         snprintf(path, sizeof(path), "%s/app.slice", env.cgroup);
         CHECK(chown(path, 1000, 1000) == 0);
@@ -2273,7 +2279,7 @@ TEST(one_big_cgroup_is_read_over_several_ticks) {
         FILE *f;
         int ticks;
 
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE }))
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_ADVISE, .real_budgets = true }))
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         snprintf(path, sizeof(path), "%s/app.slice/cgroup.procs", env.cgroup);
         f = fopen(path, "w");
@@ -2393,7 +2399,7 @@ static void tenant_and_root(uint64_t rate_mb_s) {
         tmptree_write(path, "6000\n");
         put_proc(WEB, 6000);
         cfg = env.m->cfg;
-        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE }, { "/z.slice", CG_MODE_BALANCE } };
+        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE, false }, { "/z.slice", CG_MODE_BALANCE, false } };
         cfg.n_cgroups = 2;
         cfg.rate_limit_mb_s = rate_mb_s;
         CHECK(manager_reload(env.m, &cfg) == 0);
@@ -2410,7 +2416,7 @@ TEST(owners_take_turns_in_a_run) {
          * in the last, root's at 8), so the run is not one list any more. */
         if (under_valgrind())
                 TEST_SKIP("under valgrind the tick's jobs run early, in several calls");
-        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = 1000, .scan_max_ms = 60000 }))
+        if (!env_start(&(struct env_opts) { .mode = CG_MODE_BALANCE, .scan_min_ms = 1000, .scan_max_ms = 60000, .real_budgets = true }))
                 TEST_SKIP("no CPU of 0-3 to run the service on");
         tenant_and_root(0);     /* no rate limit: no share */
         CHECK_INT(env.n_jobs, 11);

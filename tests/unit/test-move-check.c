@@ -167,7 +167,7 @@ static const char *verdict_of(const struct setup *s) {
         if (!s->by_xattr) {
                 cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
                 cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"),
-                                                        s->rule_mode ? s->rule_mode : CG_MODE_BALANCE };
+                                                        s->rule_mode ? s->rule_mode : CG_MODE_BALANCE, false };
                 cfg.n_cgroups = 1;
         }
         /* The roots and the config are copied: the ones given may go once prepared. */
@@ -481,7 +481,7 @@ TEST(each_job_its_own_check) {
         free(cfg.cgroup_root);
         cfg.cgroup_root = strdup(cgroup_root);
         cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
-        cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), CG_MODE_BALANCE };
+        cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), CG_MODE_BALANCE, false };
         cfg.n_cgroups = 1;
         env = (struct move_check_env) { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .sys_root = sys_root };
         CHECK_INT(move_check_prepare(&env, jobs, 2, &c), 0);
