@@ -328,8 +328,12 @@ static int render(FILE *out, const struct frame *cur, const struct frame *prev, 
                          cur->n - fit == 1 ? "" : "s");
                 put_line(out, line, width, tty);
         }
+        /* A user sees only the cgroups it owns (docs/ctl-json.md, "Who sees what"): an
+         * empty table says so, rather than look like a daemon that balances nothing. */
         if (cur->n == 0)
-                put_line(out, "No cgroup is watched.", width, tty);
+                put_line(out, geteuid() == 0 ? "No cgroup is watched."
+                                             : "No cgroup you own is watched (root, or sudo, sees every cgroup).",
+                         width, tty);
         if (tty)
                 fputs("\033[J", out);
         fflush(out);
