@@ -218,6 +218,16 @@ static int check_config_of(const char *pid_text, const char *proc_root) {
 
 /* A new configuration (SIGHUP, through lifecycle.c): validated completely before
  * anything changes. */
+/* A clean stop takes its metrics file along: a file left behind looks, to the
+ * textfile collector, like a daemon that stopped ticking (an alert), where the
+ * operator stopped it. A crash leaves it, and its age says so. */
+static void remove_metrics(const struct daemon *d) {
+        const char *path = d->cfg.metrics_path;
+
+        if (path && *path && unlink(path) < 0 && errno != ENOENT)
+                log_warning_errno(-errno, "Failed to remove the metrics file %s: %m", path);
+}
+
 static bool streq_null(const char *a, const char *b) {
         return a == b || (a && b && strcmp(a, b) == 0);
 }
@@ -275,6 +285,10 @@ static int reload_config(struct daemon *d, struct config_not_applied *not_applie
         if (d->args->log_level < 0)
                 log_set_max_level(cfg.log_level);
         kernel_balancing_apply(&d->knb, cfg.kernel_numa_balancing, d->args->dry_run);
+        /* A metrics file at a path no longer configured would look, to the textfile
+         * collector, like a daemon that stopped ticking. */
+        if (!streq_null(cfg.metrics_path, d->cfg.metrics_path))
+                remove_metrics(d);
         config_done(&d->cfg);
         d->cfg = cfg;
         return 0;
@@ -379,15 +393,6 @@ static int run_once(struct daemon *d) {
         return 0;
 }
 
-/* A clean stop takes its metrics file along: a file left behind looks, to the
- * textfile collector, like a daemon that stopped ticking (an alert), where the
- * operator stopped it. A crash leaves it, and its age says so. */
-static void remove_metrics(const struct daemon *d) {
-        const char *path = d->cfg.metrics_path;
-
-        if (path && *path && unlink(path) < 0 && errno != ENOENT)
-                log_warning_errno(-errno, "Failed to remove the metrics file %s: %m", path);
-}
 
 static int run(struct daemon *d) {
         int r;

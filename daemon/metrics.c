@@ -573,8 +573,9 @@ int metrics_write(const struct manager_view *v, FILE *f) {
 
 /* ---- the file ------------------------------------------------------------------- */
 
-/* The temporary file beside path, opened: mode METRICS_FILE_MODE, and group gid
- * ((gid_t) -1: none asked) if it can (else *ret_group_error). */
+/* The temporary file beside path, opened: mode METRICS_FILE_MODE, or with group gid
+ * ((gid_t) -1: none asked) METRICS_FILE_MODE_GROUP, the group set if it can (else
+ * *ret_group_error). */
 static int open_temporary(const char *path, gid_t gid, char **ret_tmp, int *ret_group_error) {
         _cleanup_free_ char *dir_copy = strdup(path), *base_copy = strdup(path), *tmp = NULL;
         _cleanup_close_ int fd = -1;
@@ -592,7 +593,7 @@ static int open_temporary(const char *path, gid_t gid, char **ret_tmp, int *ret_
         *ret_group_error = 0;
         if (gid != (gid_t) -1 && fchown(fd, (uid_t) -1, gid) < 0)
                 *ret_group_error = -errno;
-        if (fchmod(fd, METRICS_FILE_MODE) < 0) {
+        if (fchmod(fd, gid != (gid_t) -1 ? METRICS_FILE_MODE_GROUP : METRICS_FILE_MODE) < 0) {
                 int r = -errno;
                 (void) unlink(tmp);
                 return r;

@@ -26,15 +26,20 @@
 #include "proc-records.h"
 #include "service-cpus.h"
 
-/* The mode of the metrics file. */
-#define METRICS_FILE_MODE 0640
+/* The mode of the metrics file: readable by all, since node_exporter publishes it on
+ * its port to anyone who can reach that (and the cgroup paths it names are in the
+ * world-readable /sys/fs/cgroup), so that metrics_path alone makes it work; with
+ * metrics_group, readable by that group alone. */
+#define METRICS_FILE_MODE 0644
+#define METRICS_FILE_MODE_GROUP 0640
 
 /* Writes the metrics to f. Returns 0, -ENOMEM, or -EIO if writing to f failed. */
 int metrics_write(const struct manager_view *v, FILE *f);
 
 /* Writes metrics_write() to path atomically: a temporary file in the same directory
  * (named ".<name>.XXXXXX", which the textfile collector ignores), mode
- * METRICS_FILE_MODE, group gid ((gid_t) -1: as created), renamed over path. Returns
+ * METRICS_FILE_MODE, or METRICS_FILE_MODE_GROUP with group gid ((gid_t) -1: as
+ * created, METRICS_FILE_MODE), renamed over path. Returns
  * 0 or -errno; nothing is logged. A group that cannot be set does not stop the file:
  * the error goes to *ret_group_error (0 when it was set or not asked for). */
 int metrics_write_file(const struct manager_view *v, const char *path, gid_t gid, int *ret_group_error);

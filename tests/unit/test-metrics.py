@@ -29,7 +29,7 @@ try:
 except UnicodeDecodeError as e:
     nbtest.require(False, f'the metrics file is not valid UTF-8: {e}')
 check(os.listdir(tmp) == ['numabalanced.prom'], f'temporary files left: {os.listdir(tmp)}')
-check(oct(os.stat(path).st_mode & 0o777) == '0o640', 'metrics file mode: %o' % (os.stat(path).st_mode & 0o777))
+check(oct(os.stat(path).st_mode & 0o777) == '0o644', 'metrics file mode: %o' % (os.stat(path).st_mode & 0o777))
 try:
     fam = promparse.parse(text)
 except ValueError as e:
