@@ -25,7 +25,13 @@
 static int fail_reach(const struct daemon_args *a, int r) {
         fprintf(stderr, "numabalancectl: cannot reach numabalanced at %s: %s (is the daemon running?)\n", a->socket,
                 strerror(-r));
-        return 1;
+        return CTL_ERR_UNREACHABLE;
+}
+
+/* The exit status of a failed ask (ask_parsed(), ctl_daemon_list_all()). */
+static int exit_of(int r) {
+        return r == CTL_ERR_UNREACHABLE ? CTL_EXIT_UNREACHABLE : r == CTL_ERR_REFUSED || r > 0 ? CTL_EXIT_REFUSED
+                                                                                               : CTL_EXIT_FAILURE;
 }
 
 int ctl_daemon_ask(const struct daemon_args *a, const char *request, char **ret, size_t *ret_len, bool *ret_connected) {
@@ -424,7 +430,7 @@ static int ask_parsed(const struct daemon_args *a, const char *line, char **ret_
                 int r = ctl_daemon_ask(a, line, &reply, &len, &connected);
 
                 if (r < 0 && !connected)
-                        return fail_reach(a, r), r;
+                        return fail_reach(a, r);
                 if (r < 0) {
                         fprintf(stderr, "numabalancectl: no reply from numabalanced at %s: %s\n", a->socket,
                                 strerror(-r));
@@ -491,7 +497,7 @@ int ctl_daemon_list_all(const struct daemon_args *a, struct jv **ret) {
                         char b[512];
                         fprintf(stderr, "numabalancectl: numabalanced refused the request: %s\n",
                                 ctl_daemon_safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
-                        return -EPROTO;
+                        return CTL_ERR_REFUSED;
                 }
                 next = jv_bool(jv_get(d, CONTROL_KEY_TRUNCATED), false) ? jv_str(jv_get(d, CONTROL_KEY_NEXT), NULL)
                                                                          : NULL;
@@ -550,9 +556,10 @@ static void jv_write(struct json *j, const struct jv *v, bool top) {
 static int ctl_daemon_list(const struct daemon_args *a) {
         _cleanup_(jv_freep) struct jv *d = NULL;
         struct json j;
+        int r = ctl_daemon_list_all(a, &d);
 
-        if (ctl_daemon_list_all(a, &d) < 0)
-                return 1;
+        if (r < 0)
+                return exit_of(r);
         if (a->json) {
                 json_init(&j, stdout, false);
                 jv_write(&j, d, true);
@@ -608,14 +615,14 @@ int ctl_daemon(const struct daemon_args *a) {
         }
         r = ask_parsed(a, request, &reply, &len, &d);
         if (r < 0)
-                return 1;
+                return exit_of(r);
         if (r > 0) {
                 char b[512];
                 if (a->json)
                         fwrite(reply, 1, len, stdout);
                 fprintf(stderr, "numabalancectl: numabalanced refused the request: %s\n",
                         ctl_daemon_safe(jv_str(jv_get(d, CONTROL_KEY_ERROR), "?"), b, sizeof(b)));
-                return 1;
+                return CTL_EXIT_REFUSED;
         }
         why = jv_str(jv_get(d, CONTROL_KEY_WHY), "");
         if (a->json)
@@ -627,8 +634,8 @@ int ctl_daemon(const struct daemon_args *a) {
         else
                 print_explain(d);
         if (fflush(stdout) != 0)
-                return 1;
+                return CTL_EXIT_FAILURE;
         /* explain of what one may not see, or that does not exist, fails. */
         return strcmp(why, CONTROL_WHY_NOT_VISIBLE) == 0 || strcmp(why, CONTROL_WHY_NO_SUCH_PROCESS) == 0 ||
-               strcmp(why, CONTROL_WHY_NO_SUCH_CGROUP) == 0 ? 1 : 0;
+               strcmp(why, CONTROL_WHY_NO_SUCH_CGROUP) == 0 ? CTL_EXIT_NOT_FOUND : 0;
 }

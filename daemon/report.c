@@ -242,10 +242,17 @@ static int finish(struct json *j, FILE *mem, char **buf, size_t *len, FILE *f) {
                 return -ENOMEM;                                         \
         json_init(&j, mem, false)
 
+/* Every reply's first key: the version of its layout (docs/ctl-json.md, "schema"), so
+ * that a consumer can tell a layout it knows from one it does not. */
+static void begin_reply(struct json *j) {
+        json_object_begin(j);
+        json_key(j, "schema"); json_u64(j, REPORT_SCHEMA);
+}
+
 void report_error(FILE *f, const char *msg) {
         struct json j;
         json_init(&j, f, false);
-        json_object_begin(&j);
+        begin_reply(&j);
         json_key(&j, CONTROL_KEY_ERROR);
         json_string(&j, msg);
         json_object_end(&j);
@@ -381,7 +388,7 @@ int report_status(const struct manager_view *v, uid_t uid, FILE *f) {
 
         status_counts(v, uid, &sc);
 
-        json_object_begin(&j);
+        begin_reply(&j);
         json_key(&j, "version"); json_string(&j, PACKAGE_VERSION);
         json_key(&j, "pid"); json_i64(&j, getpid());
         json_key(&j, "uptime_ms"); json_u64(&j, now > v->counters->started_ms ? now - v->counters->started_ms : 0);
@@ -741,7 +748,7 @@ int report_list(const struct manager_view *v, uid_t uid, const struct control_re
         }
         pg = (struct page) { .j = &j, .mem = mem, .buf = &buf, .len = &len };
         filter_init(&lf, v, uid, req);
-        json_object_begin(&j);
+        begin_reply(&j);
         json_key(&j, "requester_uid"); json_u64(&j, uid);
         if (v->procs->n) {
                 memcpy(by_cg, v->procs->v, v->procs->n * sizeof(*by_cg));
@@ -1153,7 +1160,7 @@ int report_explain(const struct manager_view *v, uid_t uid, pid_t pid, FILE *f) 
         int r;
         BEGIN_DOC(j, mem, buf, len);
 
-        json_object_begin(&j);
+        begin_reply(&j);
         json_key(&j, "pid"); json_i64(&j, pid);
         json_key(&j, "requester_uid"); json_u64(&j, uid);
         if (p && !report_proc_visible(v, p, uid)) {
@@ -1387,7 +1394,7 @@ int report_explain_cgroup(const struct manager_view *v, uid_t uid, const char *p
         int r;
         BEGIN_DOC(j, mem, buf, len);
 
-        json_object_begin(&j);
+        begin_reply(&j);
         json_key(&j, "cgroup"); json_string(&j, path);
         json_key(&j, "requester_uid"); json_u64(&j, uid);
         r = explain_cgroup_body(v, uid, path, &j);

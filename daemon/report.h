@@ -24,6 +24,10 @@
 #include "proc-records.h"
 #include "service-cpus.h"
 
+/* The layout version every reply carries as "schema": raised when a field changes
+ * meaning or goes away (new fields do not raise it). */
+#define REPORT_SCHEMA 1
+
 /* The JSON documents (docs/ctl-json.md). Each writes one document ending with a
  * newline to f and returns 0, or -errno (only -ENOMEM). */
 int report_status(const struct manager_view *v, uid_t uid, FILE *f);

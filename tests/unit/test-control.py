@@ -306,7 +306,7 @@ def check_unread_replies(sock4):
         t1 = time.time()
         out = raw(b'status\n', sock_path=sock4)
         slowest = max(slowest, time.time() - t1)
-        check(out.startswith(b'{"version"'), f'status beside unread replies: {out[:100]}')
+        check(out.startswith(b'{"schema":1,"version"'), f'status beside unread replies: {out[:100]}')
         time.sleep(0.2)
     check(slowest < 1.0, f'status took {slowest:.2f} s beside 6 unread list replies')
     dropped = 0
@@ -360,7 +360,7 @@ def check_uid_flood(sock4):
         finally:
             os.seteuid(0)
         took = time.time() - t0
-        check(out.startswith(b'{"version"') and took < 1.0,
+        check(out.startswith(b'{"schema":1,"version"') and took < 1.0,
               f'uid {who} while uid 65534 holds 64 connections: {took:.2f} s, {out[:100]}')
     for s in held:
         s.close()
@@ -385,7 +385,7 @@ def check_many_uids():
             rc, st = ctl_json('status')
             root_ok += rc == 0 and st.get('pid') == daemon.pid
     took = time.time() - t0
-    ok = sum(r.startswith(b'{"version"') for r in replies)
+    ok = sum(r.startswith(b'{"schema":1,"version"') for r in replies)
     busy_all = sum(b'busy: at most 40 requests a second from all users together' in r for r in replies)
     print(f'200 uids asking once each in {took:.2f} s: {ok} answered, {busy_all} busy for all users; '
           f'root {root_ok} of 4')
@@ -556,7 +556,7 @@ try:
     rc, ex = ctl_json('explain', str(daemon.pid))
     check(ex.get('why') == 'self', f'explain of the daemon {ex}')
     rc, ex = ctl_json('explain', '2147483647')
-    check(rc == 1 and ex.get('why') == 'no-such-process', f'explain of no process: rc {rc} {ex}')
+    check(rc == 4 and ex.get('why') == 'no-such-process', f'explain of no process: rc {rc} {ex}')
 
     # --- explain CGROUP: its opt-in, whether the walk took it, its processes
     rc, ex = ctl_json('explain', '/a.slice')
@@ -568,9 +568,9 @@ try:
           and ex.get('cgroup_procs') == 1 and ex.get('not_watched', {}).get('not-opted-in') == 1,
           f'explain /b.slice: {ex}')
     rc, ex = ctl_json('explain', '/no/such.slice')
-    check(rc == 1 and ex.get('why') == 'no-such-cgroup', f'explain of no cgroup: rc {rc} {ex}')
+    check(rc == 4 and ex.get('why') == 'no-such-cgroup', f'explain of no cgroup: rc {rc} {ex}')
     rc, ex = ctl_json('explain', '/a.slice/../b.slice')
-    check(rc == 1 and ex.get('why') == 'no-such-cgroup', f'explain with "..": rc {rc} {ex}')
+    check(rc == 4 and ex.get('why') == 'no-such-cgroup', f'explain with "..": rc {rc} {ex}')
     r = ctl('explain', '/b.slice')
     check(r.returncode == 0 and 'not opted in' in r.stdout and 'Processes:' in r.stdout, f'explain cgroup table {r.stdout!r}')
 
@@ -728,7 +728,7 @@ try:
         finally:
             os.seteuid(0)
         busy = sum(b'busy: at most 10 requests a second per user' in r for r in replies)
-        ok = sum(r.startswith(b'{"requester_uid"') for r in replies)
+        ok = sum(r.startswith(b'{"schema":1,"requester_uid"') for r in replies)
         # 10 at once, then one per 100 ms: however slow this machine, most are refused.
         check(busy >= 20 and ok >= 10 and busy + ok == 40,
               f'uid 65533 asking 40 times in a row: {ok} answered, {busy} refused, expected 10+ and 20+')
@@ -744,7 +744,7 @@ try:
             again = raw(b'list\n')
         finally:
             os.seteuid(0)
-        check(again.startswith(b'{"requester_uid"'), f'uid 65533 a second later: {again[:100]}')
+        check(again.startswith(b'{"schema":1,"requester_uid"'), f'uid 65533 a second later: {again[:100]}')
     else:
         print('note: not root, the per-uid request budget is not checked')
 
@@ -777,17 +777,17 @@ try:
         rc, d = ctl_json('list', user=65534)
         check(rc == 0 and d.get('processes') == [] and d.get('cgroups') == [], f'uid 65534 sees {d}')
         rc, ex = ctl_json('explain', str(work[0].pid), user=65534)
-        check(rc == 1 and ex.get('why') == 'not-visible' and 'cgroup' not in ex, f'uid 65534 explain: {ex}')
+        check(rc == 4 and ex.get('why') == 'not-visible' and 'cgroup' not in ex, f'uid 65534 explain: {ex}')
         # Root's process and a pid that does not exist get the same answer: nothing tells
         # another user whether a pid it may not see exists.
         rc2, none = ctl_json('explain', '2147483647', user=65534)
         ex.pop('pid', None)
         none.pop('pid', None)
-        check(rc2 == 1 and ex == none, f'uid 65534: explain of root\'s process {ex}, of no process {none}')
+        check(rc2 == 4 and ex == none, f'uid 65534: explain of root\'s process {ex}, of no process {none}')
         # Root's cgroup and one that does not exist: the same answer too.
         rc, ex = ctl_json('explain', '/a.slice', user=65534)
         rc2, none = ctl_json('explain', '/no/such.slice', user=65534)
-        check(rc == rc2 == 1 and ex.get('why') == 'not-visible' and 'mode' not in ex and
+        check(rc == rc2 == 4 and ex.get('why') == 'not-visible' and 'mode' not in ex and
               {**ex, 'cgroup': ''} == {**none, 'cgroup': ''}, f'uid 65534: explain /a.slice {ex}, of none {none}')
         # status counts only what it may see: none of root's cgroups and processes.
         rc, st = ctl_json('status', user=65534)
@@ -799,7 +799,9 @@ try:
 
     # --- not running
     r = subprocess.run([ctl_exe, '--socket', os.path.join(tmp, 'none'), 'status'], capture_output=True, text=True)
-    check(r.returncode == 1 and r.stderr == f'numabalancectl: cannot reach numabalanced at {tmp}/none: '
+    # Exit status 3: a daemon that does not answer, told apart from a pid that does not
+    # exist (4) and a refused request (5).
+    check(r.returncode == 3 and r.stderr == f'numabalancectl: cannot reach numabalanced at {tmp}/none: '
           'No such file or directory (is the daemon running?)\n', f'not running: {r.returncode} {r.stderr!r}')
 finally:
     if daemon.poll() is None:

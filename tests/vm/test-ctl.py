@@ -280,11 +280,11 @@ def run(env, res):
     # Another user: nothing of root's.
     nl = ctl_json(env, "list", user=True)
     check(nl["processes"] == [] and nl["cgroups"] == [], f"uid 65534 sees: {nl}")
-    ne = ctl_json(env, "explain", str(p.pid), user=True, rc=1)
+    ne = ctl_json(env, "explain", str(p.pid), user=True, rc=4)
     check(ne.get("visible") is False and ne.get("why") == "not-visible" and "cgroup" not in ne,
           f"uid 65534 explain of root's process: {ne}")
     # ... and the same answer as for a pid that does not exist: nothing says it exists.
-    nn = ctl_json(env, "explain", "2147483647", user=True, rc=1)
+    nn = ctl_json(env, "explain", "2147483647", user=True, rc=4)
     ne.pop("pid")
     nn.pop("pid")
     check(ne == nn, f"uid 65534: explain of root's process {ne}, of no process {nn}")
