@@ -43,7 +43,17 @@ struct counters {
         uint64_t reloads_failed;
         uint64_t moved_ring[COUNTERS_MOVED_SLOTS];  /* bytes moved per second slot, for "last minute" */
         uint64_t ring_sec[COUNTERS_MOVED_SLOTS];
+        /* The migration summary (counters_log_summary()): where the last one left off. */
+        uint64_t summary_ms;
+        uint64_t summary_pages[_MIG_CLASS_MAX];
+        uint64_t summary_calls;
 };
+
+/* Every move_pages(2) batch is logged at debug (up to ~100 lines a second on a busy
+ * host); at info, once a minute while anything was asked to move, what the minute's
+ * batches did: pages by outcome and calls. now_ms: CLOCK_MONOTONIC. */
+#define COUNTERS_SUMMARY_MS 60000
+void counters_log_summary(struct counters *c, uint64_t now_ms);
 
 /* bytes moved now (CLOCK_MONOTONIC). */
 void counters_moved(struct counters *c, uint64_t bytes);

@@ -491,10 +491,12 @@ static void log_batch(const struct job_run *jr, const uint64_t res[_MIG_CLASS_MA
         log_fields_i64(&lf, "NUMABALANCED_TO", job->target_node);
         log_fields_u64(&lf, "NUMABALANCED_MOVED", res[MIG_MOVED]);
         log_fields_u64(&lf, "NUMABALANCED_CALL_MS", jr->call_ns / 1000000);
+        /* At debug: up to ~100 a second on a busy host; the minute's summary is at
+         * info (counters_log_summary()), a failed call at info too. */
         if (call_error)
                 (void) log_full_errno_fields(LOG_LVL_INFO, call_error, &lf, BATCH_FMT " error=%m", BATCH_ARGS);
         else
-                (void) log_full_errno_fields(LOG_LVL_INFO, 0, &lf, BATCH_FMT, BATCH_ARGS);
+                (void) log_full_errno_fields(LOG_LVL_DEBUG, 0, &lf, BATCH_FMT, BATCH_ARGS);
 #undef BATCH_FMT
 #undef BATCH_ARGS
         /* The process's threads that touch a page of the call wait for its kernel batch

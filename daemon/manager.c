@@ -567,6 +567,7 @@ static void one_node_tick(struct manager *m) {
 
 /* The tick that began at t_start is over: its wall time, last and in the histogram. */
 static void tick_timed(struct manager *m, uint64_t t_start) {
+        counters_log_summary(&m->counters, clock_now_ms());
         m->counters.last_tick_ns = clock_now_ns(CLOCK_MONOTONIC) - t_start;
         histogram_observe(&m->counters.ticks, &histogram_tick_bounds, m->counters.last_tick_ns);
 }
