@@ -113,7 +113,8 @@ struct mcg {
 
 struct mtable {
         struct mcg *v;             /* in the order of the cgroup records */
-        size_t n, n_hidden;
+        size_t n, n_hidden;        /* hidden: a duplicate label, or past METRICS_CGROUPS_MAX */
+        size_t n_nodes;
         uint64_t *node_bytes;      /* n * n_nodes, behind v[i].node_bytes */
 };
 
@@ -178,11 +179,55 @@ static void sum_processes(const struct manager_view *v, struct mtable *t, struct
         }
 }
 
+static uint64_t resident(const struct mtable *t, const struct mcg *c) {
+        uint64_t sum = 0;
+
+        for (size_t n = 0; n < t->n_nodes; n++)
+                sum += c->node_bytes[n];
+        return sum;
+}
+
+#define METRICS_STR_(x) #x
+#define METRICS_STR(x) METRICS_STR_(x)
+
+static const struct mtable *sort_table;
+
+/* The largest first (then in record order). */
+static int cmp_resident(const void *a, const void *b) {
+        const struct mcg *x = *(const struct mcg *const *) a, *y = *(const struct mcg *const *) b;
+        uint64_t rx = resident(sort_table, x), ry = resident(sort_table, y);
+
+        if (rx != ry)
+                return rx > ry ? -1 : 1;
+        return (x > y) - (x < y);
+}
+
+/* At most METRICS_CGROUPS_MAX cgroups in the file, the largest by resident memory:
+ * the series of a host stay bounded whatever its tenants create (each cgroup is
+ * about 10 series). by: scratch for n pointers. */
+static void cap_cgroups(struct mtable *t, struct mcg **by) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < t->n; i++)
+                if (!t->v[i].hidden && t->v[i].c->seen)
+                        by[n++] = &t->v[i];
+        if (n <= METRICS_CGROUPS_MAX)
+                return;
+        /* qsort() takes no context; metrics are written on the event loop alone. */
+        sort_table = t;
+        qsort(by, n, sizeof(*by), cmp_resident);
+        sort_table = NULL;
+        for (size_t i = METRICS_CGROUPS_MAX; i < n; i++) {
+                by[i]->hidden = true;
+                t->n_hidden++;
+        }
+}
+
 static int mtable_build(const struct manager_view *v, struct mtable *t) {
         _cleanup_free_ struct mcg **by = NULL;
         size_t n_nodes = v->topo->n_nodes ? v->topo->n_nodes : 1;
 
-        *t = (struct mtable) { .n = v->cgs->n };
+        *t = (struct mtable) { .n = v->cgs->n, .n_nodes = n_nodes };
         t->v = calloc(t->n ? t->n : 1, sizeof(*t->v));
         t->node_bytes = calloc((t->n ? t->n : 1) * n_nodes, sizeof(*t->node_bytes));
         by = calloc(t->n ? t->n : 1, sizeof(*by));
@@ -197,6 +242,7 @@ static int mtable_build(const struct manager_view *v, struct mtable *t) {
         }
         hide_duplicates(t, by);
         sum_processes(v, t, by);
+        cap_cgroups(t, by);
         return 0;
 oom:
         mtable_done(t);
@@ -549,7 +595,8 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
         fprintf(f, "numabalanced_reads_deferred_total %" PRIu64 "\n", v->counters->reads_deferred);
         metrics_sampling(v, f);
         metric_head(f, "numabalanced_metrics_cgroups_hidden", "gauge",
-                    "Cgroups left out of this file: their path, made valid UTF-8, is another one's.");
+                    "Cgroups left out of this file: their path, made valid UTF-8, is another one's, or they are "
+                    "past the largest " METRICS_STR(METRICS_CGROUPS_MAX) " by resident memory.");
         fprintf(f, "numabalanced_metrics_cgroups_hidden %zu\n", t->n_hidden + hidden);
 }
 

@@ -33,6 +33,10 @@
 #define METRICS_FILE_MODE 0644
 #define METRICS_FILE_MODE_GROUP 0640
 
+/* Cgroups in the file at most, the largest by resident memory (the rest counted in
+ * numabalanced_metrics_cgroups_hidden): a bound on a host's series. */
+#define METRICS_CGROUPS_MAX 1000
+
 /* Writes the metrics to f. Returns 0, -ENOMEM, or -EIO if writing to f failed. */
 int metrics_write(const struct manager_view *v, FILE *f);
 

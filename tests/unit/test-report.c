@@ -921,6 +921,42 @@ TEST(metrics_odd_cgroup_names) {
         free(buf);
 }
 
+/* A host writes METRICS_CGROUPS_MAX cgroups at most (its series bounded whatever its
+ * tenants create); the rest are counted as hidden. */
+TEST(metrics_cgroups_capped) {
+        enum { EXTRA = 5 };
+        size_t n = METRICS_CGROUPS_MAX + EXTRA, saved_n = state.cgs.n, lines = 0;
+        struct cg_rec *many = calloc(n, sizeof(*many)), **v = calloc(n, sizeof(*v)), **saved = state.cgs.v;
+        char (*paths)[32] = calloc(n, sizeof(*paths)), *buf = NULL, want[96];
+        size_t len = 0;
+        FILE *f;
+
+        if (!many || !v || !paths)
+                abort();
+        for (size_t i = 0; i < n; i++) {
+                snprintf(paths[i], sizeof(paths[i]), "/cap.slice/c%05zu", i);
+                many[i] = (struct cg_rec) { .path = paths[i], .mode = CG_MODE_ADVISE, .source = CG_FROM_CONFIG,
+                                            .seen = true };
+                v[i] = &many[i];
+        }
+        state.cgs.v = v;
+        state.cgs.n = n;
+        f = open_memstream(&buf, &len);
+        CHECK_INT(metrics_write(&mgr, f), 0);
+        fclose(f);
+        state.cgs.v = saved;
+        state.cgs.n = saved_n;
+        for (const char *p = buf; (p = strstr(p, "\nnumabalanced_cgroup_info{")); p++)
+                lines++;
+        CHECK_INT(lines, METRICS_CGROUPS_MAX);
+        snprintf(want, sizeof(want), "\nnumabalanced_metrics_cgroups_hidden %d\n", EXTRA);
+        CHECK(strstr(buf, want) != NULL);
+        free(buf);
+        free(paths);
+        free(v);
+        free(many);
+}
+
 /* Many cgroups with long names: each page is at most CONTROL_REPLY_MAX bytes, the
  * cursor leads through all of them once, in order, and the last page says it is.
  * Last of the file: under valgrind it takes seconds, which the cooldown times that
