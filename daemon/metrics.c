@@ -267,20 +267,31 @@ static void put_seconds(FILE *f, uint64_t ns) {
         fprintf(f, "%" PRIu64 ".%09" PRIu64 "\n", ns / 1000000000u, ns % 1000000000u);
 }
 
+/* The families renamed in 0.2 (issue 46: a name that says what is counted), each
+ * written under its old name too for one release, with "Deprecated" in its HELP. */
+#define DEPRECATED(new) "Deprecated, to be removed in the next release: the same as " new "."
+
 /* Per cgroup and node: the resident bytes of its processes at their last scan. */
-static void metrics_locality(const struct manager_view *v, const struct mtable *t, FILE *f) {
-        metric_head(f, "numabalanced_locality_bytes", "gauge",
-                    "Resident bytes of the watched processes of a cgroup on each NUMA node, at their last scan.");
+static void metrics_resident(const struct manager_view *v, const struct mtable *t, const char *name,
+                             const char *help, FILE *f) {
+        metric_head(f, name, "gauge", help);
         for (size_t i = 0; i < t->n; i++) {
                 if (t->v[i].hidden || !t->v[i].c->seen)
                         continue;
                 for (unsigned n = 0; n < v->topo->n_nodes; n++) {
-                        metric_cg(f, "numabalanced_locality_bytes", &t->v[i]);
+                        metric_cg(f, name, &t->v[i]);
                         fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", v->topo->nodes[n].id, t->v[i].node_bytes[n]);
                 }
         }
+}
+
+static void metrics_locality(const struct manager_view *v, const struct mtable *t, FILE *f) {
+        metrics_resident(v, t, "numabalanced_resident_bytes",
+                         "Resident bytes of the watched processes of a cgroup on each NUMA node, at their last scan.",
+                         f);
+        metrics_resident(v, t, "numabalanced_locality_bytes", DEPRECATED("numabalanced_resident_bytes"), f);
         metric_head(f, "numabalanced_local_bytes", "gauge",
-                    "Of numabalanced_locality_bytes, the bytes on the nodes each process's threads ran on in its "
+                    "Of numabalanced_resident_bytes, the bytes on the nodes each process's threads ran on in its "
                     "last window: divided by their sum, the cgroup's local share.");
         for (size_t i = 0; i < t->n; i++) {
                 if (t->v[i].hidden || !t->v[i].c->seen)
@@ -293,25 +304,31 @@ static void metrics_locality(const struct manager_view *v, const struct mtable *
 /* Per cgroup and result: what the daemon passed to move_pages(2), in bytes (the
  * executor counts base pages whatever their mapping, so bytes = pages x the base page
  * size), and, deprecated for one release, in pages as before. */
-static void metrics_pages(const struct mtable *t, FILE *f) {
-        static const int results[] = { MIG_MOVED, MIG_BUSY, MIG_GONE, MIG_REFUSED };
+static const int page_results[] = { MIG_MOVED, MIG_BUSY, MIG_GONE, MIG_REFUSED };
 
-        metric_head(f, "numabalanced_moved_bytes_total", "counter",
-                    "Bytes the daemon passed to move_pages(2), per cgroup and result (moved, busy, gone, refused).");
+static void metrics_bytes(const struct mtable *t, const char *name, const char *help, FILE *f) {
+        metric_head(f, name, "counter", help);
         for (size_t i = 0; i < t->n; i++)
-                for (size_t r = 0; r < ELEMENTSOF(results) && !t->v[i].hidden; r++) {
-                        metric_cg(f, "numabalanced_moved_bytes_total", &t->v[i]);
-                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", executor_class_name(results[r]),
-                                t->v[i].c->pages[results[r]] * (uint64_t) page_size());
+                for (size_t r = 0; r < ELEMENTSOF(page_results) && !t->v[i].hidden; r++) {
+                        metric_cg(f, name, &t->v[i]);
+                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", executor_class_name(page_results[r]),
+                                t->v[i].c->pages[page_results[r]] * (uint64_t) page_size());
                 }
+}
+
+static void metrics_pages(const struct mtable *t, FILE *f) {
+        metrics_bytes(t, "numabalanced_migration_bytes_total",
+                      "Bytes the daemon passed to move_pages(2), per cgroup and result (moved, busy, gone, "
+                      "refused: only moved ones moved).", f);
+        metrics_bytes(t, "numabalanced_moved_bytes_total", DEPRECATED("numabalanced_migration_bytes_total"), f);
         metric_head(f, "numabalanced_pages_total", "counter",
-                    "Deprecated, to be removed in the next release: numabalanced_moved_bytes_total in base pages "
-                    "(numabalanced_page_size_bytes each).");
+                    "Deprecated, to be removed in the next release: numabalanced_migration_bytes_total in base "
+                    "pages (numabalanced_page_size_bytes each).");
         for (size_t i = 0; i < t->n; i++)
-                for (size_t r = 0; r < ELEMENTSOF(results) && !t->v[i].hidden; r++) {
+                for (size_t r = 0; r < ELEMENTSOF(page_results) && !t->v[i].hidden; r++) {
                         metric_cg(f, "numabalanced_pages_total", &t->v[i]);
-                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", executor_class_name(results[r]),
-                                t->v[i].c->pages[results[r]]);
+                        fprintf(f, ",result=\"%s\"} %" PRIu64 "\n", executor_class_name(page_results[r]),
+                                t->v[i].c->pages[page_results[r]]);
                 }
 }
 
@@ -439,13 +456,19 @@ static void metrics_placement(const struct manager_view *v, FILE *f) {
         metric_head(f, "numabalanced_placements_undone_total", "counter",
                     "Placements undone: released (the node lost room), the process left place (opt-out), a "
                     "clean stop. Those a crash left are counted by thread at the next start "
-                    "(numabalanced_threads_restored_total{why=\"recovered\"}).");
+                    "(numabalanced_threads_given_back_total{reason=\"recovered\"}).");
         fprintf(f, "numabalanced_placements_undone_total %" PRIu64 "\n", pc ? pc->placements_undone : 0);
         metric_head(f, "numabalanced_threads_placed", "gauge", "Threads whose CPU affinity the daemon narrows now.");
         fprintf(f, "numabalanced_threads_placed %zu\n", placer_threads_held(v->placer));
-        metric_head(f, "numabalanced_threads_restored_total", "counter",
-                    "Threads given back the affinity they had before the daemon placed them, by why: released "
+        metric_head(f, "numabalanced_threads_given_back_total", "counter",
+                    "Threads given back the affinity they had before the daemon placed them, by reason: released "
                     "(the node lost room), opt-out, stop, recovered (at start, after a crash).");
+        for (int u = 0; u < _PLACER_UNDO_MAX; u++)
+                fprintf(f, "numabalanced_threads_given_back_total{reason=\"%s\"} %" PRIu64 "\n",
+                        placer_undo_name((enum placer_undo) u), pc ? pc->undone[u] : 0);
+        metric_head(f, "numabalanced_threads_restored_total", "counter",
+                    "Deprecated, to be removed in the next release: numabalanced_threads_given_back_total, its "
+                    "label why.");
         for (int u = 0; u < _PLACER_UNDO_MAX; u++)
                 fprintf(f, "numabalanced_threads_restored_total{why=\"%s\"} %" PRIu64 "\n",
                         placer_undo_name((enum placer_undo) u), pc ? pc->undone[u] : 0);
@@ -499,9 +522,16 @@ static void metrics_damon(const struct manager_view *v, FILE *f) {
                 v->counters->damon_pages);
         fprintf(f, "numabalanced_damon_pages_total{result=\"capped\"} %" PRIu64 "\n",
                 v->counters->damon_capped);
+        metric_head(f, "numabalanced_damon_reads_dropped_total", "counter",
+                    "DAMON reads not counted, by reason: no-node (no fast node to credit: the threads' CPU time "
+                    "spread or on a slow node), evidence-full (the process's evidence already full).");
+        fprintf(f, "numabalanced_damon_reads_dropped_total{reason=\"no-node\"} %" PRIu64 "\n",
+                v->counters->damon_no_node);
+        fprintf(f, "numabalanced_damon_reads_dropped_total{reason=\"evidence-full\"} %" PRIu64 "\n",
+                v->counters->damon_full);
         metric_head(f, "numabalanced_damon_reads_skipped_total", "counter",
-                    "DAMON reads not counted: no fast node to credit (the threads' CPU time spread or on a "
-                    "slow node), or the process's evidence already full.");
+                    "Deprecated, to be removed in the next release: numabalanced_damon_reads_dropped_total, its "
+                    "reasons spelled no_node and evidence_full.");
         fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"no_node\"} %" PRIu64 "\n",
                 v->counters->damon_no_node);
         fprintf(f, "numabalanced_damon_reads_skipped_total{reason=\"evidence_full\"} %" PRIu64 "\n",
@@ -561,7 +591,11 @@ static void metrics_daemon(const struct manager_view *v, const struct mtable *t,
          * 64 KiB on arm64. */
         metric_head(f, "numabalanced_page_size_bytes", "gauge", "The kernel's base page size.");
         fprintf(f, "numabalanced_page_size_bytes %zu\n", page_size());
-        metric_head(f, "numabalanced_tick_duration_seconds", "gauge", "Wall time of the last tick.");
+        metric_head(f, "numabalanced_last_tick_seconds", "gauge",
+                    "Wall time of the last tick (every tick's: the histogram numabalanced_tick_seconds).");
+        fputs("numabalanced_last_tick_seconds ", f);
+        put_seconds(f, v->counters->last_tick_ns);
+        metric_head(f, "numabalanced_tick_duration_seconds", "gauge", DEPRECATED("numabalanced_last_tick_seconds"));
         fputs("numabalanced_tick_duration_seconds ", f);
         put_seconds(f, v->counters->last_tick_ns);
         metric_histogram(f, "numabalanced_tick_seconds", "Wall time of each tick.", &v->counters->ticks,

@@ -35,9 +35,9 @@ try:
 except ValueError as e:
     nbtest.require(False, f'metrics do not parse: {e}\n{text}')
 
-for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local_bytes', 'gauge'),
-                  ('numabalanced_moved_bytes_total', 'counter'), ('numabalanced_pages_total', 'counter'),
-                  ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_tick_duration_seconds', 'gauge'),
+for name, typ in [('numabalanced_resident_bytes', 'gauge'), ('numabalanced_local_bytes', 'gauge'),
+                  ('numabalanced_migration_bytes_total', 'counter'), ('numabalanced_pages_total', 'counter'),
+                  ('numabalanced_cpu_seconds_total', 'counter'), ('numabalanced_last_tick_seconds', 'gauge'),
                   ('numabalanced_tick_seconds', 'histogram'), ('numabalanced_move_call_seconds', 'histogram'),
                   ('numabalanced_sampling_source_info', 'gauge'), ('numabalanced_processes', 'gauge'),
                   ('numabalanced_skipped_bytes', 'gauge'), ('numabalanced_ticks_total', 'counter'),
@@ -61,9 +61,9 @@ for name, typ in [('numabalanced_locality_bytes', 'gauge'), ('numabalanced_local
 
 hostile = '/user.slice/x"y\\z\nw'
 g = promparse.get
-check(g(fam, 'numabalanced_locality_bytes', cgroup='/a.slice', node='0') == 1000, 'locality node 0')
-check(g(fam, 'numabalanced_locality_bytes', cgroup='/a.slice', node='1') == 3000 + 8192, 'locality node 1')
-check(g(fam, 'numabalanced_locality_bytes', cgroup=hostile, node='0') == 4096, 'hostile cgroup label round trip')
+check(g(fam, 'numabalanced_resident_bytes', cgroup='/a.slice', node='0') == 1000, 'locality node 0')
+check(g(fam, 'numabalanced_resident_bytes', cgroup='/a.slice', node='1') == 3000 + 8192, 'locality node 1')
+check(g(fam, 'numabalanced_resident_bytes', cgroup=hostile, node='0') == 4096, 'hostile cgroup label round trip')
 check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='moved') == 100, 'moved')
 check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='busy') == 3, 'busy')
 check(g(fam, 'numabalanced_pages_total', cgroup='/a.slice', result='gone') == 2, 'gone')
@@ -72,8 +72,8 @@ check(g(fam, 'numabalanced_pages_total', cgroup='/gone.slice', result='moved') =
 # Bytes, the base unit: each result's pages times the base page size.
 PS = os.sysconf('SC_PAGESIZE')
 for r, n in (('moved', 100), ('busy', 3), ('gone', 2), ('refused', 1)):
-    check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/a.slice', result=r) == n * PS, f'{r} bytes')
-check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/gone.slice', result='moved') == 7 * PS,
+    check(g(fam, 'numabalanced_migration_bytes_total', cgroup='/a.slice', result=r) == n * PS, f'{r} bytes')
+check(g(fam, 'numabalanced_migration_bytes_total', cgroup='/gone.slice', result='moved') == 7 * PS,
       'bytes of an inactive cgroup kept')
 check('Deprecated' in text.split('# HELP numabalanced_pages_total ', 1)[1].split('\n', 1)[0],
       'pages_total says it is deprecated')
@@ -88,7 +88,27 @@ check(abs(g(fam, 'numabalanced_walk_cpu_seconds_total', subtree='/user.slice') -
 check(abs(g(fam, 'numabalanced_startup_cpu_seconds') - 0.002) < 1e-12, 'startup cpu')
 check(abs(g(fam, 'numabalanced_unattributed_cpu_seconds_total') - 0.005) < 1e-12, 'unattributed cpu')
 check(g(fam, 'numabalanced_daemon_cpu_seconds_total') > 0, 'daemon cpu')
-check(abs(g(fam, 'numabalanced_tick_duration_seconds') - 0.001234567) < 1e-12, 'tick duration')
+check(abs(g(fam, 'numabalanced_last_tick_seconds') - 0.001234567) < 1e-12, 'tick duration')
+# The families renamed in 0.2 are written under their old names too, for one release:
+# the same series, HELP saying "Deprecated" (issue 46).
+for old, new, relabel in [('numabalanced_locality_bytes', 'numabalanced_resident_bytes', None),
+                          ('numabalanced_moved_bytes_total', 'numabalanced_migration_bytes_total', None),
+                          ('numabalanced_tick_duration_seconds', 'numabalanced_last_tick_seconds', None),
+                          ('numabalanced_threads_restored_total', 'numabalanced_threads_given_back_total',
+                           ('why', 'reason')),
+                          ('numabalanced_damon_reads_skipped_total', 'numabalanced_damon_reads_dropped_total', None)]:
+    check(old in fam and new in fam, f'{old} and {new} not both written')
+    if old not in fam or new not in fam:
+        continue
+    check(fam[old]['help'].startswith('Deprecated'), f'{old}: HELP does not say deprecated: {fam[old]["help"]}')
+    if old == 'numabalanced_damon_reads_skipped_total':
+        renamed = {tuple(sorted((k, v.replace('_', '-')) for k, v in key)): val
+                   for key, val in fam[old]['samples'].items()}
+    else:
+        renamed = {tuple(sorted((relabel[1] if relabel and k == relabel[0] else k, v) for k, v in key)): val
+                   for key, val in fam[old]['samples'].items()}
+    want = {tuple(sorted(key)): val for key, val in fam[new]['samples'].items()}
+    check(renamed == want, f'{old} is not {new}: {renamed} {want}')
 # Histograms (test-report: ticks of 3 ms, 7 ms, 40 s; move calls of 1, 1 ms and 200 us),
 # well formed (promparse.histogram: cumulative, +Inf == _count).
 try:
@@ -125,16 +145,16 @@ check(list(skipped) == [(('cgroup', '/a.slice'), ('reason', 'shared'))],
       f'skipped_bytes series other than /a.slice shared: {sorted(skipped.items())}')
 # A counter keeps its zero series (rate() and increase() would miss the first
 # increment of one that appeared non-zero): the hostile cgroup's busy bytes are 0.
-check(g(fam, 'numabalanced_moved_bytes_total', cgroup=hostile, result='busy') == 0, 'zero counter series kept')
+check(g(fam, 'numabalanced_migration_bytes_total', cgroup=hostile, result='busy') == 0, 'zero counter series kept')
 # Paths that were not valid UTF-8: each bad byte is U+FFFD; of the two that become the
 # same label, neither is shown: the path that was U+FFFD already (valid) is kept.
-check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/user.slice/odd\ufffd', result='moved') == 33 * PS,
+check(g(fam, 'numabalanced_migration_bytes_total', cgroup='/user.slice/odd\ufffd', result='moved') == 33 * PS,
       'the valid path is kept over the ones made the same')
-check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/user.slice/\ufffd\ufffdetc', result='moved') == 44 * PS,
+check(g(fam, 'numabalanced_migration_bytes_total', cgroup='/user.slice/\ufffd\ufffdetc', result='moved') == 44 * PS,
       'an overlong sequence: two U+FFFD')
 # Control characters in a path (C1 CSI as UTF-8, ESC, a tab): the label shows them as
 # the text \xNN, as the log does; none reaches a reader of the file.
-check(g(fam, 'numabalanced_moved_bytes_total', cgroup='/user.slice/c1\\xc2\\x9b2J\\x1b[0m\\x09',
+check(g(fam, 'numabalanced_migration_bytes_total', cgroup='/user.slice/c1\\xc2\\x9b2J\\x1b[0m\\x09',
         result='moved') == 55 * PS, 'controls in a label: the text \\xNN')
 check(not any(0x7f <= ord(ch) <= 0x9f or (ord(ch) < 0x20 and ch != '\n') for ch in text),
       'no control character in the file')

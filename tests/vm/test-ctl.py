@@ -249,10 +249,10 @@ def run(env, res):
     check(all(x["pid"] != po.pid for x in lst["processes"]), "the process of the cgroup that did not opt in is listed")
     g = promparse.get
     ps = g(fam, "numabalanced_page_size_bytes")
-    m_moved = g(fam, "numabalanced_moved_bytes_total", cgroup="/nb-ctl", result="moved")
+    m_moved = g(fam, "numabalanced_migration_bytes_total", cgroup="/nb-ctl", result="moved")
     check(m_moved == c["pages"]["moved"] * ps, f"metrics moved {m_moved} != list {c['pages']['moved']} pages")
     for r in ("busy", "gone", "refused"):
-        check(g(fam, "numabalanced_moved_bytes_total", cgroup="/nb-ctl", result=r) == c["pages"][r] * ps,
+        check(g(fam, "numabalanced_migration_bytes_total", cgroup="/nb-ctl", result=r) == c["pages"][r] * ps,
               f"metrics {r}")
     check(g(fam, "numabalanced_processes", cgroup="/nb-ctl") == c["processes"], "metrics processes")
     # Pages moved, so move calls were timed: the histogram is well formed and not empty.
@@ -262,7 +262,7 @@ def run(env, res):
     check(tcount == g(fam, "numabalanced_ticks_total"), f"tick histogram count {tcount} vs ticks_total")
     check(g(fam, "numabalanced_sampling_source_info", source=st["sampling_source"]) == 1, "metrics sampling source")
     check(g(fam, "numabalanced_cpu_seconds_total", cgroup="/nb-ctl", stage="migrate") > 0, "metrics migrate cpu")
-    m_local = g(fam, "numabalanced_locality_bytes", cgroup="/nb-ctl", node="1")
+    m_local = g(fam, "numabalanced_resident_bytes", cgroup="/nb-ctl", node="1")
     check(m_local == [n["bytes"] for n in c["nodes"] if n["node"] == 1][0], "metrics locality node 1 vs list")
     res["moved_pages"] = c["pages"]["moved"]
     res["cpu_ns"] = c["cpu_ns"]

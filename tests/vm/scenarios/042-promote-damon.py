@@ -143,7 +143,7 @@ def run(env, res):
     res["metrics"] = [metric(metrics, n) for n in ("numabalanced_damon_regions_total",
                                                    "numabalanced_damon_pages_total{result=\"counted\"}",
                                                    "numabalanced_damon_pages_total{result=\"capped\"}",
-                                                   "numabalanced_damon_reads_skipped_total{reason=\"no_node\"}",
+                                                   "numabalanced_damon_reads_dropped_total{reason=\"no-node\"}",
                                                    "numabalanced_promoted_bytes_total")]
     try:
         kpid = next(iter(kdamonds()))
