@@ -526,6 +526,14 @@ try:
     check(st.get('ticks', 0) >= 2 and st.get('last_tick_ns', 0) > 0, 'status ticks')
     check(set(st.get('pages', {})) >= {'moved', 'busy', 'gone', 'refused'}, 'status pages')
     check(st['cpu_ns']['by_stage']['read'] > 0 and st['cpu_ns']['process'] > 0, 'status cpu time')
+    # Every field of the reply is documented: docs/ctl-json.md's "## status" names each
+    # top-level key as `key` ("schema" is every reply's, in "## Protocol").
+    doc = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'docs', 'ctl-json.md')).read()
+    section = doc.split('\n## status\n', 1)[-1].split('\n## ', 1)[0]
+    undocumented = sorted(k for k in st if k != 'schema' and f'`{k}`' not in section)
+    check(not undocumented, f'status fields not in docs/ctl-json.md "## status": {undocumented}')
+    check('`"schema": 1`' in doc.split('\n## Protocol\n', 1)[-1].split('\n## ', 1)[0],
+          'the schema key is not in docs/ctl-json.md "## Protocol"')
     knb = open('/proc/sys/kernel/numa_balancing').read().strip() if os.path.exists(
         '/proc/sys/kernel/numa_balancing') else None
     check(st.get('kernel_numa_balancing') == (int(knb) if knb is not None else None), 'status kernel_numa_balancing')

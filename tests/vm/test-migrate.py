@@ -114,7 +114,8 @@ def scenario_base(tool):
     try:
         before, _ = query(tool, t)
         check(before.get(0, 0) == t.pages, f"base: {t.pages} pages first-touched on node 0 ({before})")
-        res, log = move(tool, t, 1, "--cpu", "0", "--batch", "16384")
+        # -v: the batch lines are at debug level (a minute's summary at info).
+        res, log = move(tool, t, 1, "-v", "--cpu", "0", "--batch", "16384")
         if not res:
             return
         after, absent = query(tool, t)
@@ -126,7 +127,7 @@ def scenario_base(tool):
               "base: nothing already there, busy, gone or refused")
         nm = numa_maps_nodes(t.numa_maps_line())
         check(nm == {1: t.pages}, f"base: numa_maps says N1={t.pages} only ({nm})")
-        lines = [l for l in log.splitlines() if l.startswith("cgroup=/vm-test ")]
+        lines = [l for l in log.splitlines() if re.match(r"cgroup=/vm-test pid=\d+ pages=\d+ from=", l)]
         pat = re.compile(rf"cgroup=/vm-test pid={t.pid} pages=(\d+) from=0:(\d+) to=1 "
                          r"moved=(\d+) busy=0 gone=0 refused=0 call_ms=(\d+)$")
         parsed = [pat.match(l) for l in lines]
@@ -242,7 +243,7 @@ def scenario_thp(tool):
 def scenario_exit(tool):
     t = Target(tool, 384, 0, name="exit")
     try:
-        res, log = move(tool, t, 1, "--cpu", "0", "--batch", "2048", "--kill-after-ms", "400")
+        res, log = move(tool, t, 1, "-v", "--cpu", "0", "--batch", "2048", "--kill-after-ms", "400")
     finally:
         t.kill()
     if not res:
@@ -256,7 +257,7 @@ def scenario_exit(tool):
     check(passed <= t.pages and res["already"] == 0 and passed % 2048 in (0, probe),
           f"exit: counts within what was passed, whole batches ({passed} of {t.pages})")
     check(res["moved"] < t.pages, "exit: the job stopped before the end")
-    batches = [l for l in log.splitlines() if l.startswith("cgroup=")]
+    batches = [l for l in log.splitlines() if re.match(r"cgroup=\S+ pid=\d+ pages=\d+ from=", l)]
     check(sum(int(re.search(r" pages=(\d+)", l).group(1)) for l in batches) == passed,
           "exit: the batch log lines add up to the counts")
     results["exit"] = res
