@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* report: JSON views of the manager's state and the Prometheus metrics file. */
 #include <errno.h>
-#include <fnmatch.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -1225,34 +1224,25 @@ static void count_unwatched(const struct manager_view *v, const struct cg_rec *r
         }
 }
 
-/* Whether a [select] units rule matches a directory on path (path's own or an
- * ancestor's name). */
-static bool name_rule_on(const struct cgroup_rule *r, const char *path) {
-        _cleanup_free_ char *copy = strdup(path);
-
-        if (!copy)
-                return false;
-        for (char *save = NULL, *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
-                if (fnmatch(r->path, c, FNM_PERIOD) == 0)
-                        return true;
-        return false;
-}
-
-/* The config rule nearest above path (or on it), else a units rule on a name on its
- * path (the one read last), as it is written; or NULL. */
+/* The config rule that decides path, as it is written: the one of the deepest directory
+ * on its path that has one (cgroup_config_rule()), as the walk decides; or NULL. */
 static const char *config_rule_of(const struct nb_config *cfg, const char *path) {
-        const char *best = NULL, *by_name = NULL;
+        _cleanup_free_ char *dir = strdup(path);
 
-        for (size_t i = 0; i < cfg->n_cgroups; i++) {
-                const struct cgroup_rule *r = &cfg->cgroups[i];
+        while (dir) {
+                ssize_t i = cgroup_config_rule(cfg->cgroups, cfg->n_cgroups, dir);
+                char *slash = strrchr(dir, '/');
 
-                if (r->by_name) {
-                        if (name_rule_on(r, path))
-                                by_name = r->path;
-                } else if (path_under(path, r->path) && (!best || strlen(r->path) > strlen(best)))
-                        best = r->path;
+                if (i >= 0)
+                        return cfg->cgroups[i].path;
+                if (!slash || strcmp(dir, "/") == 0)
+                        break;
+                if (slash == dir)
+                        slash[1] = '\0'; /* "/a" -> "/" */
+                else
+                        *slash = '\0';
         }
-        return best ? best : by_name;
+        return NULL;
 }
 
 /* The why of explain CGROUP and its sentence (malloc'd). */

@@ -295,32 +295,34 @@ static int add_entry(struct walk *w, const char *path, const struct inherited *e
         return 0;
 }
 
-/* The config's setting of the directory at path: a rule on its path, else of the rules
- * on its name ([select] units) the one read last (config.h); each rule that matched
- * is marked in w->matched (when kept), for the rules that match nothing. */
-static enum cg_mode config_mode(const struct walk *w, const char *path) {
+ssize_t cgroup_config_rule(const struct cgroup_rule *rules, size_t n_rules, const char *path) {
         const char *name = strrchr(path, '/');
-        size_t by_name = SIZE_MAX;
+        ssize_t by_name = -1;
 
         name = name && name[1] ? name + 1 : path;
-        for (size_t i = 0; i < w->n_rules; i++) {
-                const struct cgroup_rule *r = &w->rules[i];
+        for (size_t i = 0; i < n_rules; i++) {
+                const struct cgroup_rule *r = &rules[i];
 
                 if (!r->path)
                         continue;
-                if (!r->by_name && strcmp(r->path, path) == 0) {
-                        if (w->matched)
-                                w->matched[i] = true;
-                        return r->mode;
-                }
+                if (!r->by_name && strcmp(r->path, path) == 0)
+                        return (ssize_t) i;
                 if (r->by_name && strcmp(path, "/") != 0 && fnmatch(r->path, name, FNM_PERIOD) == 0)
-                        by_name = i;
+                        by_name = (ssize_t) i;
         }
-        if (by_name == SIZE_MAX)
+        return by_name;
+}
+
+/* The config's setting of the directory at path (cgroup_config_rule()); the rule that
+ * matched is marked in w->matched (when kept), for the rules that match nothing. */
+static enum cg_mode config_mode(const struct walk *w, const char *path) {
+        ssize_t i = cgroup_config_rule(w->rules, w->n_rules, path);
+
+        if (i < 0)
                 return CG_MODE_UNSET;
         if (w->matched)
-                w->matched[by_name] = true;
-        return w->rules[by_name].mode;
+                w->matched[i] = true;
+        return w->rules[i].mode;
 }
 
 /* Reports the values of one xattr that cannot count. Returns 0 or -ENOMEM. */

@@ -95,6 +95,11 @@ struct cgroup_selection {
 /* Longest valid xattr value considered; a longer one is invalid ("too long"). */
 #define CGROUP_XATTR_VALUE_MAX 64
 
+/* The config rule of the directory at path itself (not its parents'): the rule on its
+ * path, else of the [select] units rules on its name the one read last (config.h).
+ * Returns its index in rules, or -1: none. */
+ssize_t cgroup_config_rule(const struct cgroup_rule *rules, size_t n_rules, const char *path);
+
 /* The pure rule for one directory: its own setting from config/trusted/user values
  * (NULL when absent), and whether its user.* may count. */
 enum cg_mode cgroup_dir_setting(enum cg_mode from_config, const char *trusted, size_t trusted_len,

@@ -660,6 +660,26 @@ TEST(walk_count_bound_shared_fairly) {
         tmptree_remove(froot);
 }
 
+/* The rule of one directory itself, as the walk and explain CGROUP take it: its path's
+ * rule over any name's; of names, the one read last; the root has no name. */
+TEST(config_rule_of_one_directory) {
+        static const struct cgroup_rule rules[] = {
+                { (char *) "db*.service", CG_MODE_BALANCE, true },
+                { (char *) "/s.slice/db1.service", CG_MODE_ADVISE, false },
+                { (char *) "db2.service", CG_MODE_OFF, true },
+                { (char *) "*", CG_MODE_ADVISE, true },
+                { (char *) "/", CG_MODE_BALANCE, false },
+        };
+
+        CHECK_INT(cgroup_config_rule(rules, ELEMENTSOF(rules), "/s.slice/db1.service"), 1);
+        CHECK_INT(cgroup_config_rule(rules, ELEMENTSOF(rules), "/s.slice/db2.service"), 3);
+        CHECK_INT(cgroup_config_rule(rules, 3, "/s.slice/db2.service"), 2);
+        CHECK_INT(cgroup_config_rule(rules, 1, "/x/db3.service"), 0);
+        CHECK_INT(cgroup_config_rule(rules, 3, "/x/web.service"), -1);
+        CHECK_INT(cgroup_config_rule(rules, 4, "/"), -1);
+        CHECK_INT(cgroup_config_rule(rules, ELEMENTSOF(rules), "/"), 4);
+}
+
 /* [select] units: a rule on a directory's own name, wherever it is (a systemd unit in
  * its slice, a Kubernetes pod); a rule on the path wins; of names, the one read last.
  * A rule that decided no directory is reported as matching nothing. */

@@ -14,6 +14,7 @@
 # Usage: test-control.py NUMABALANCED NUMABALANCECTL
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -32,7 +33,7 @@ tmp = nbtest.tmpdir('test-control-')
 cg = os.path.join(tmp, 'cg')
 sock = os.path.join(tmp, 'run', 'control')     # the daemon creates run/
 metrics = os.path.join(tmp, 'numabalanced.prom')
-for d in ('a.slice', 'b.slice'):
+for d in ('a.slice', 'b.slice', 'a.slice/inner.service'):
     os.makedirs(os.path.join(cg, d))
 
 # Two workloads of ours with some resident memory: one in the opted-in cgroup, one not.
@@ -49,7 +50,7 @@ cpu = min(os.sched_getaffinity(0))
 conf = os.path.join(tmp, 'test.conf')
 with open(conf, 'w') as f:
     f.write(f'[daemon]\nservice_cpus = {cpu}\ntick_ms = 200\nscan_min_ms = 200\nlog_level = debug\n'
-            f'[select]\ncgroup_root = {cg}\ncgroups = /a.slice=balance\nmin_rss = 1M\n'
+            f'[select]\ncgroup_root = {cg}\ncgroups = /a.slice=balance\nunits = inner.service=off\nmin_rss = 1M\n'
             # The /proc source whatever the machine allows, so that the views checked
             # below do not depend on BPF being loadable here.
             # pmu = off: pmu = auto picks software sampling on a real CPU (see test-source).
@@ -558,6 +559,7 @@ try:
     for k in ('mode', 'hot_node', 'target_node', 'mems_allowed', 'reason', 'reason_text', 'skipped_bytes',
               'cooldown', 'next_scan_in_ms', 'explanation'):
         check(k in ex, f'explain lacks {k}')
+    watched_ex = ex
     rc, ex = ctl_json('explain', str(work[1].pid))
     check(rc == 0 and ex.get('watched') is False and ex.get('why') == 'not-opted-in', f'explain not opted in {ex}')
     check('is not opted in' in ex.get('explanation', ''), 'explain text of a not opted-in process')
@@ -571,6 +573,11 @@ try:
     check(rc == 0 and ex.get('why') == 'watched' and ex.get('mode') == 'balance' and
           ex.get('mode_source') == 'config' and ex.get('config_rule') == '/a.slice' and ex.get('selected') is True
           and ex.get('processes_watched') == 1 and ex.get('cgroup_procs') == 1, f'explain /a.slice: {ex}')
+    # The rule that decides is the nearest one on the path: a units rule on a name below
+    # a path rule.
+    rc, ex = ctl_json('explain', '/a.slice/inner.service')
+    check(rc == 0 and ex.get('why') == 'opted-out' and ex.get('config_rule') == 'inner.service',
+          f'explain /a.slice/inner.service: {ex}')
     rc, ex = ctl_json('explain', '/b.slice')
     check(rc == 0 and ex.get('why') == 'not-opted-in' and ex.get('mode') is None and ex.get('selected') is False
           and ex.get('cgroup_procs') == 1 and ex.get('not_watched', {}).get('not-opted-in') == 1,
@@ -581,6 +588,18 @@ try:
     check(rc == 4 and ex.get('why') == 'no-such-cgroup', f'explain with "..": rc {rc} {ex}')
     r = ctl('explain', '/b.slice')
     check(r.returncode == 0 and 'not opted in' in r.stdout and 'Processes:' in r.stdout, f'explain cgroup table {r.stdout!r}')
+
+    # Every field of list and explain is documented as well: each key of a listed cgroup
+    # and process, of a watched process's explain (and its page_level, cooldown) and of
+    # a cgroup's explain is named, as a word, in its section of docs/ctl-json.md.
+    def undocumented(section_name, keys):
+        sec = doc.split(f'\n## {section_name}\n', 1)[-1].split('\n## ', 1)[0]
+        return sorted(k for k in set(keys) - {'schema'} if not re.search(rf'(?<![\w-]){re.escape(k)}(?![\w-])', sec))
+    rc, cg_ex = ctl_json('explain', '/a.slice')
+    missing = undocumented('list', list(listed) + list(cgs[0]) + list(p)) + undocumented(
+        'explain', list(watched_ex) + list(watched_ex.get('page_level') or {}) + list(watched_ex.get('cooldown') or {})
+        + list(cg_ex) + list(cg_ex.get('not_watched') or {}))
+    check(not missing, f'list/explain fields not in docs/ctl-json.md: {missing}')
 
     # --- list filtered by cgroup and by pid
     rc, d = ctl_json('list', '/a.slice')
