@@ -11,7 +11,7 @@ a host in the v1/hybrid layout (RHEL 8, Ubuntu 20.04):
 import os
 import subprocess
 
-from scenario import check, fail, sysctl_numa_balancing, wait_local, wait_log
+from scenario import check, fail, kernel_stacks, sysctl_numa_balancing, wait_local, wait_log
 
 # The daemon under a private /sys/fs/cgroup: a tmpfs, with cgroup2 at unified/ if asked.
 WRAPPER = """#!/bin/sh
@@ -44,14 +44,23 @@ def run(env, res):
     check(t is not None, "hybrid layout: the workload opted in under /sys/fs/cgroup/unified was not fixed in 120 s")
     env.stop_daemon()
 
-    # (env.conf as the daemon above had it.)
-    try:
-        r = subprocess.run([wrapper(env, unified=False), "--foreground", "--config", env.conf],
-                           capture_output=True, text=True, timeout=30)
-    except subprocess.TimeoutExpired:
-        fail("v1 layout: the daemon was still running after 30 s: it did not refuse to start")
-    log = r.stdout + r.stderr
-    check(r.returncode != 0, f"v1 layout: the daemon did not refuse to start (exit status {r.returncode})")
+    # (env.conf as the daemon above had it.) Its output goes to a file, not a pipe: a
+    # process left holding a pipe would look like a daemon that does not exit.
+    out_path = env.tmp_path("v1-daemon.log")
+    with open(out_path, "w") as out:
+        d = subprocess.Popen([wrapper(env, unified=False), "--foreground", "--config", env.conf],
+                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            rc = d.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            # Where it hangs, before it is killed: the wrapper (unshare, mount) or the daemon.
+            stacks = kernel_stacks(d.pid)
+            d.kill()
+            d.wait()
+            fail(f"v1 layout: the daemon was still running after 30 s: it did not refuse to start; "
+                 f"its output: {open(out_path).read()[-600:]!r}; where it was: {stacks}")
+    log = open(out_path).read()
+    check(rc != 0, f"v1 layout: the daemon did not refuse to start (exit status {rc})")
     check("/sys/fs/cgroup is not a cgroup2 file system and there is none at /sys/fs/cgroup/unified" in log and
           "systemd.unified_cgroup_hierarchy=1" in log, f"v1 layout: the message does not say what to change: {log[-600:]}")
     res["v1_message"] = [ln for ln in log.splitlines() if "cgroup2" in ln][:1]
