@@ -320,6 +320,21 @@ static enum tp_reason why_not(const struct round *rd, const struct view *v) {
         return enough ? TP_R_NO_ROOM : TP_R_TOO_MANY;
 }
 
+/* Busy threads together on n, their best node: nothing to narrow, unless most of the
+ * memory is elsewhere, weighing more than the threads (thread_cost_bytes each), and
+ * has to follow. Then they are placed on n: the placement holds them there while the
+ * memory is copied, and memory following a placement is not held by a cooldown from
+ * an earlier move (perf bench numa under a tenant: one process's memory followed its
+ * threads to node 1, the scheduler then ran them on node 0, node 1 full with the
+ * other: 0.9% local for 20 s, its memory waiting on the cooldown). */
+static void keep_together(struct round *rd, struct tp_proc *pr, const struct view *v, int n) {
+        uint64_t away = movable_not_on(pr, v, n);
+        bool follow = away > v->total / 2 && (double) away > (double) rd->p->thread_cost_bytes * v->nb;
+
+        decide(pr, v, follow ? TP_PLACE : TP_NONE, n, follow ? TP_R_MEMORY_FOLLOWS : TP_R_ALREADY_TOGETHER);
+        claim(rd, v, n);
+}
+
 /* A process whose busy threads are together on the node that is their best already
  * keeps it before any other is decided: a larger process taking it would displace
  * them, a cost no score counts (their memory copied after them, or left remote). */
@@ -333,8 +348,7 @@ static void settled(struct round *rd, struct tp_proc *pr, const struct view *v) 
         if (best != together)
                 return;
         pr->score = pr->score_baseline = bs;
-        decide(pr, v, TP_NONE, best, TP_R_ALREADY_TOGETHER);
-        claim(rd, v, best);
+        keep_together(rd, pr, v, best);
 }
 
 static void decide_unplaced(struct round *rd, struct tp_proc *pr, const struct view *v) {
@@ -356,8 +370,7 @@ static void decide_unplaced(struct round *rd, struct tp_proc *pr, const struct v
         pr->score = bs;
         together = together_on(v, rd->n_nodes);
         if (together == best) {
-                decide(pr, v, TP_NONE, best, TP_R_ALREADY_TOGETHER);
-                claim(rd, v, best);
+                keep_together(rd, pr, v, best);
                 return;
         }
         if (bs < pr->score_baseline) {
@@ -483,8 +496,8 @@ void thread_place_round(const struct tp_node *nodes, size_t n_nodes, struct tp_p
                 settled(&rd, &procs[i], &v);
         }
         for (size_t i = unplaced; i != TP_END; i = procs[i].order_next_) {
-                if (procs[i].reason == TP_R_ALREADY_TOGETHER)
-                        continue;
+                if (procs[i].reason == TP_R_ALREADY_TOGETHER || procs[i].reason == TP_R_MEMORY_FOLLOWS)
+                        continue;     /* settled() decided it */
                 view_of(&procs[i], rd.n_nodes, p, &v);
                 decide_unplaced(&rd, &procs[i], &v);
         }
@@ -564,6 +577,7 @@ const char *thread_place_reason_name(enum tp_reason r) {
                 [TP_R_MEMORY_STUCK] = "memory-stuck",
                 [TP_R_GATHER] = "gather",
                 [TP_R_ALREADY_TOGETHER] = "already-together",
+                [TP_R_MEMORY_FOLLOWS] = "memory-follows",
                 [TP_R_LOST_ROOM] = "lost-room",
                 [TP_R_STILL_BEST] = "still-best",
                 [TP_R_NOWHERE_TOGETHER] = "nowhere-together",

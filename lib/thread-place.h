@@ -86,6 +86,8 @@ enum tp_reason {
         TP_R_MEMORY_STUCK,               /* gathered by memory that cannot come to the threads */
         TP_R_GATHER,                     /* gathered: cheaper than moving the memory */
         TP_R_ALREADY_TOGETHER,           /* its busy threads share the best node already */
+        TP_R_MEMORY_FOLLOWS,             /* together on the best node, most memory elsewhere:
+                                          * held there while it follows */
         TP_R_LOST_ROOM,                  /* its node can no longer take them (load, affinity) */
         TP_R_STILL_BEST,                 /* placed, and no node is enough better to move to */
         TP_R_NOWHERE_TOGETHER,           /* no node allows all its busy threads */

@@ -32,15 +32,19 @@ DATA_DIRS = (os.path.join('tests', 'data'), os.path.join('tests', 'fuzz', 'corpu
 MAX_SIZE = 4 << 20
 
 
-def is_build_dir(path):
-    return os.path.isdir(os.path.join(path, 'meson-private'))
+def is_build_dir(path, root):
+    """A meson build directory anywhere, or a top-level build* one (.gitignore's
+    /build*/: scripts/build-deb's build-deb holds the unpacked package, whose
+    md5sums name the installed docs)."""
+    top = os.path.dirname(os.path.abspath(path)) == os.path.abspath(root)
+    return os.path.isdir(os.path.join(path, 'meson-private')) or (top and os.path.basename(path).startswith('build'))
 
 
 def text_files(root):
     """(relative path, text) of every file worth reading under root."""
     for d, dirs, files in os.walk(root):
         dirs[:] = sorted(x for x in dirs
-                         if x not in SKIP_DIRS and not is_build_dir(os.path.join(d, x)))
+                         if x not in SKIP_DIRS and not is_build_dir(os.path.join(d, x), root))
         rel_dir = os.path.relpath(d, root)
         in_data = any(rel_dir == p or rel_dir.startswith(p + os.sep) for p in DATA_DIRS)
         for f in sorted(files):

@@ -35,12 +35,17 @@ from scenario import Env, Fail  # noqa: E402
 
 
 
-def failure_evidence(env, res, marker):
+def failure_evidence(env, res, marker, out, name):
     """What a failed scenario leaves for its diagnosis, taken before its cleanup: the
-    daemon's log tail, the kernel stacks of the daemon's and the workloads' threads
-    still there, and the kernel's log since the scenario started (a kernel that held
-    a thread, as a soft lockup in a workload on 6.12 once did, says so there)."""
-    res["daemon_log_tail"] = env.log()[-4000:]
+    daemon's log tail (and the whole log beside the results, NAME-daemon.log: a
+    decision taken 20 s before the failure is not in the tail), the kernel stacks of
+    the daemon's and the workloads' threads still there, and the kernel's log since the
+    scenario started (a kernel that held a thread, as a soft lockup in a workload on
+    6.12 once did, says so there)."""
+    log = env.log()
+    res["daemon_log_tail"] = log[-4000:]
+    with open(os.path.join(out, f"{name.replace(':', '-')}-daemon.log"), "w") as f:
+        f.write(log)
     # The kernel's log first: the stacks below add a SysRq backtrace to it.
     res["kernel_log"] = scenario.kernel_log_since(marker)[-6000:]
     pids = [p.pid for p in env.procs if p.poll() is None]
@@ -67,11 +72,11 @@ def run_one(env, name, out):
     except Fail as e:   # a failed check: counted and printed already
         res["result"] = "fail"
         res["error"] = str(e)
-        failure_evidence(env, res, marker)
+        failure_evidence(env, res, marker, out, name)
     except Exception as e:  # a bug in the test is a failure too
         res["result"] = "fail"
         res["error"] = f"{type(e).__name__}: {e}"
-        failure_evidence(env, res, marker)
+        failure_evidence(env, res, marker, out, name)
         nbtest.check(False, f"{name}: {res['error']}")
     finally:
         env.cleanup()

@@ -10,6 +10,15 @@ memory there (converged_at_s: the first of them). Records perf's convergence lat
 the pages migrated (/proc/vmstat), the threads placed (status) and when each process
 was placed and its memory moved (timeline).
 
+A process the daemon has not placed, its threads together beside its memory
+(already-together), may have a thread moved off its node by the scheduler at any
+moment; the daemon gathers it when it sees the split, or the scheduler joins it again.
+Both are right, and when the scheduler does it is chance: such an episode after 20 s
+(its memory still local, the process not placed, as explain says at the sample) passes
+when a good sample follows within SPLIT_S; a longer one fails, as does any other bad
+sample (seen in one run of nine: split for two samples 22.7-23.9 s, together again at
+25.2 s by the scheduler).
+
 Why 20 s and not 10 (the benchmark's bar, scripts/bench perfnuma): under TCG, with
 a second guest or valgrind on the other host core, the kernel's copy of 128 MiB took
 8 s (one move_pages call of 410 pages took 7.3 s), so a process placed 2.8 s in was
@@ -26,6 +35,7 @@ from scenario import (check, explain, wait_log, process_node_pages, sysctl_numa_
 RUN_S = 30
 FROM_S = 5
 BY_S = 20
+SPLIT_S = 4
 
 
 def workers(cg, perf_pid):
@@ -85,8 +95,25 @@ def placements(env, pids):
     return out
 
 
-def perf_bench(env, res, cg, mode_check=True):
-    """Runs the benchmark in cg; returns its samples [(t, {pid: (nodes, share)})]."""
+def unplaced_split(env, sample):
+    """The pids of sample split across nodes with their memory still local (at least
+    90% on the node of most of its busy threads' first), that the daemon has not placed."""
+    out = set()
+    for pid, (nodes, share) in sample.items():
+        if len(nodes) < 2 or share < 0.9:
+            continue
+        try:
+            pl = explain(env, pid).get("placement") or {}
+        except Exception:  # noqa: BLE001 (gone: not excused)
+            continue
+        if pl.get("placed_node") is None:
+            out.add(pid)
+    return out
+
+
+def perf_bench(env, res, cg, excused):
+    """Runs the benchmark in cg; returns its samples [(t, {pid: (nodes, share)})]. Adds to
+    excused {t: pids split but unplaced at sample t} (unplaced_split())."""
     moved0 = vmstat("pgmigrate_success")
     perf = subprocess.Popen(["perf", "bench", "numa", "mem", "-0", "-p", "2", "-t", "2", "-P", "128",
                              "-s", str(RUN_S), "-c"], preexec_fn=env.enter(os.path.join(cg, "cgroup.procs")), stdout=subprocess.PIPE,
@@ -102,7 +129,10 @@ def perf_bench(env, res, cg, mode_check=True):
         # Up to RUN_S only: perf's threads stop after RUN_S of their own clock, and a
         # process whose threads are done has no busy thread to be together.
         if FROM_S <= time.time() - t0 < RUN_S and now:
-            samples.append((round(time.time() - t0, 1), {p: v for p, v in now.items() if v}))
+            t = round(time.time() - t0, 1)
+            samples.append((t, {p: v for p, v in now.items() if v}))
+            if any(v and (len(v[0]) != 1 or v[1] < 0.9) for v in now.values()):
+                excused[t] = unplaced_split(env, samples[-1][1])
             if "placement_at_first_sample" not in res:
                 res["placement_at_first_sample"] = placements(env, pids)
         before = {}
@@ -120,20 +150,45 @@ def perf_bench(env, res, cg, mode_check=True):
     return samples
 
 
+def excused_episodes(samples, bad, excused):
+    """The times of bad samples from BY_S on that are one of unplaced_split()'s episodes:
+    every process that is bad in them split but unplaced, a good sample following within
+    SPLIT_S of the episode's first."""
+    bad_t = {t: s for t, s in bad}
+    out, episode = [], []
+    for t, s in samples:
+        if t < BY_S:
+            continue
+        if t not in bad_t:
+            if episode and t - episode[0] <= SPLIT_S:
+                out += episode
+            episode = []
+            continue
+        split = excused.get(t, set())
+        if len(s) == 2 and all(p in split for p, (n, share) in s.items() if len(n) != 1 or share < 0.9):
+            episode.append(t)
+        else:
+            episode = []
+    return out
+
+
 def run(env, res):
     sysctl_numa_balancing(0)
     cg = env.cgroup("nb-place-gather", "place")
     env.start_daemon()
     wait_log(env, "Listening on", 120)
-    samples = perf_bench(env, res, cg)
+    excused = {}
+    samples = perf_bench(env, res, cg, excused)
     st = env.status()
     # The evidence of a slow convergence: when each process was placed and its memory
     # moved, in the daemon's seconds (perf_started_s: perf's start on that clock).
     res["timeline"] = [ln.strip()[:200] for ln in env.log().splitlines()
-                       if " placed " in ln or " pages=" in ln or "placement round: place" in ln][:40]
+                       if " placed " in ln or " pages=" in ln or "placement round: " in ln][:60]
     res["threads_placed"] = st["placement"]["threads_placed"]
     res["placements"] = st["placement"]["placements"]
     bad = [(t, s) for t, s in samples if len(s) < 2 or any(len(n) != 1 or share < 0.9 for n, share in s.values())]
+    res["split_excused"] = excused_episodes(samples, bad, excused)
+    bad = [(t, s) for t, s in bad if t not in res["split_excused"]]
     after = [t for t, _ in samples if not bad or t > bad[-1][0]]
     res["samples"] = len(samples)
     res["bad_samples"] = bad[-5:]
