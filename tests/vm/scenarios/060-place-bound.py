@@ -3,13 +3,19 @@
 
 Two threads reading 128 MiB bound (MPOL_BIND) to node 0, started on node 1's CPUs with
 their affinity given back (no choice of the application's). Under mode place the
-daemon narrows both to node 0's CPUs within 60 s, the memory stays where it is (no
-migration in /proc/vmstat beyond the threads' own stacks, which follow them), `explain`
-names the node and the reason, and removing the cgroup's opt-in gives every thread the
-affinity it had."""
+daemon narrows both to node 0's CPUs within 60 s, the memory stays where it is (the
+bound region's pages all on node 0, and the daemon moved no more of the process's
+pages than its threads' own stacks and small mappings, which follow them: `list`'s
+pages_moved), `explain` names the node and the reason, and removing the cgroup's
+opt-in gives every thread the affinity it had.
+
+Not /proc/vmstat's pgmigrate_success: it counts the kernel's compaction too, which
+runs when it will. In one CI run it read 1,116 pages while the daemon had moved 93 of
+its own (its log), the bound region untouched."""
+import json
 import time
 
-from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
+from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, sh, start_gather, sys_list_text,
                       sysctl_numa_balancing, thread_cpus, thread_node, vmstat)
 
 
@@ -36,12 +42,16 @@ def run(env, res):
     check(t is not None, f"threads not placed on node 0 within 60 s: {all_thread_cpus(p.pid)}")
     time.sleep(2)
     check(all(thread_node(p.pid, tid) == 0 for tid in tids), "placed threads do not run on node 0")
-    res["pages_migrated"] = vmstat("pgmigrate_success") - moved0
+    res["pages_migrated_guest"] = vmstat("pgmigrate_success") - moved0
     nodes = env.region_nodes(p.pid, start)
     check(set(nodes) == {0}, f"bound memory moved: {nodes}")
     # What may follow the threads to node 0 is theirs alone: the stacks they touched on
-    # node 1 (64 pages seen), not the 128 MiB.
-    check(res["pages_migrated"] <= 256, f"{res['pages_migrated']} pages migrated: bound memory must not move")
+    # node 1 (64 pages seen; 93 with the libraries' pages in one run), not the 128 MiB.
+    procs = json.loads(sh(env.ctl, "list", "--json").stdout).get("processes", [])
+    mine = [q for q in procs if q.get("pid") == p.pid]
+    check(mine, f"list does not show pid {p.pid}")
+    res["pages_moved"] = mine[0].get("pages_moved")
+    check(res["pages_moved"] <= 256, f"the daemon moved {res['pages_moved']} pages: bound memory must not move")
     d = explain(env, p.pid)
     pl = d.get("placement") or {}
     check(pl.get("placed_node") == 0, f"explain does not say placed on node 0: {pl}")
