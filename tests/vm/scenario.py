@@ -392,6 +392,14 @@ class Env:
         """The daemon's status as numabalancectl status --json gives it."""
         return json.loads(sh(self.ctl, "status", "--json").stdout)
 
+    def pages_moved(self, pid):
+        """The pages the daemon moved of pid (numabalancectl list --json's pages_moved):
+        its own moves, which /proc/vmstat mixes with the kernel's compaction."""
+        procs = json.loads(sh(self.ctl, "list", "--json").stdout).get("processes", [])
+        mine = [q for q in procs if q.get("pid") == pid]
+        check(mine, f"list does not show pid {pid}")
+        return mine[0]["pages_moved"]
+
     def region_nodes(self, pid, start):
         """Pages per node of the VMA at start, from numa_maps directly (the kernel's view)."""
         with open(f"/proc/{pid}/numa_maps") as f:

@@ -12,10 +12,9 @@ opt-in gives every thread the affinity it had.
 Not /proc/vmstat's pgmigrate_success: it counts the kernel's compaction too, which
 runs when it will. In one CI run it read 1,116 pages while the daemon had moved 93 of
 its own (its log), the bound region untouched."""
-import json
 import time
 
-from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, sh, start_gather, sys_list_text,
+from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
                       sysctl_numa_balancing, thread_cpus, thread_node, vmstat)
 
 
@@ -47,10 +46,7 @@ def run(env, res):
     check(set(nodes) == {0}, f"bound memory moved: {nodes}")
     # What may follow the threads to node 0 is theirs alone: the stacks they touched on
     # node 1 (64 pages seen; 93 with the libraries' pages in one run), not the 128 MiB.
-    procs = json.loads(sh(env.ctl, "list", "--json").stdout).get("processes", [])
-    mine = [q for q in procs if q.get("pid") == p.pid]
-    check(mine, f"list does not show pid {p.pid}")
-    res["pages_moved"] = mine[0].get("pages_moved")
+    res["pages_moved"] = env.pages_moved(p.pid)
     check(res["pages_moved"] <= 256, f"the daemon moved {res['pages_moved']} pages: bound memory must not move")
     d = explain(env, p.pid)
     pl = d.get("placement") or {}

@@ -9,10 +9,9 @@ the scheduler's: the daemon places the thread on node 2 (its affinity narrowed t
 2's CPU), or the scheduler has already run it on node 2 and the daemon rightly leaves it
 (reason already-together). The scenario waits for either and records which
 (`outcome`); it never waits for a placement that has no reason to happen."""
-import json
 import time
 
-from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, sh, start_gather, sys_list_text,
+from scenario import (wait_log, all_thread_cpus, check, explain, fail, node_cpus, start_gather, sys_list_text,
                       sysctl_numa_balancing, thread_cpus, thread_node, vmstat)
 
 
@@ -55,9 +54,6 @@ def run(env, res):
     nodes = env.region_nodes(one.pid, start)
     check(set(nodes) == {2}, f"bound memory moved: {nodes}")
     # At most the thread's own stack follows it (64 pages seen on 2n2c), not the 64 MiB.
-    procs = json.loads(sh(env.ctl, "list", "--json").stdout).get("processes", [])
-    mine = [q for q in procs if q.get("pid") == one.pid]
-    check(mine, f"list does not show pid {one.pid}")
-    res["pages_moved"] = mine[0].get("pages_moved")
+    res["pages_moved"] = env.pages_moved(one.pid)
     check(res["pages_moved"] <= 256, f"the daemon moved {res['pages_moved']} pages: bound memory must not move")
     env.stop_daemon()
