@@ -11,7 +11,7 @@ import os
 import re
 import time
 
-from scenario import check, fail, sys_list, sysctl_numa_balancing, wait_log
+from scenario import check, sys_list, sysctl_numa_balancing, wait_log
 
 
 def held(pid):
@@ -73,6 +73,7 @@ def run(env, res):
     after = settle(env, lambda l, e: l == 0 and e == 0)
     res["after_exit"] = list(after)
     check(after == (0, 0), f"after the last opted-in process exited the daemon still held {after}")
-    if "Detached the samplers" not in env.log():
-        fail("the daemon did not say it detached the samplers")
+    # The daemon closes the links and events first, then says so: in one CI run (6.12)
+    # the count read 0 before the line had reached the log.
+    wait_log(env, "Detached the samplers", 30)
     env.stop_daemon()
