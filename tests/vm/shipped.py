@@ -131,9 +131,14 @@ class ShippedDaemon:
 
     Started and stopped with systemctl; whether it runs is read from /proc and the
     unit's cgroup. Each systemctl call is a D-Bus round trip to PID 1, and in a TCG
-    guest whose CPUs a scenario's readers keep busy one took 2-24 s (measured: a start
-    and a stop of place-bound cost 54 and 60 s when polled with `systemctl show`, 17 s
-    of the scenario's other work)."""
+    guest whose CPUs a scenario's readers keep busy one took 2-24 s (traced: a start
+    and a stop of place-bound cost 54 and 60 s when polled with `systemctl show`, about
+    20 s the rest of the scenario).
+
+    Known gap: poll() reports the exit status as soon as the main process is gone and
+    no ExecStopPost= process is in the cgroup; in the moment before PID 1 spawns
+    ExecStopPost= it may read ExecMainStatus before PID 1 has recorded the exit (then
+    0). The next start waits for the stop job in systemd either way."""
 
     def __init__(self):
         self.pid = None
