@@ -402,17 +402,22 @@ class Env:
 
     def region_nodes(self, pid, start):
         """Pages per node of the VMA at start, from numa_maps directly (the kernel's view)."""
-        with open(f"/proc/{pid}/numa_maps") as f:
-            for line in f:
-                fields = line.split()
-                if int(fields[0], 16) == start:
-                    out = {}
-                    for tok in fields:
-                        if tok.startswith("N") and "=" in tok:
-                            k, v = tok[1:].split("=")
-                            out[int(k)] = int(v)
-                    return out
+        for vma, nodes in numa_maps_nodes(pid):
+            if vma == start:
+                return nodes
         fail(f"no VMA at {start:#x} in pid {pid}")
+
+    def pages_off_node(self, pid, node, skip_start):
+        """pid's pages on nodes other than node, outside the VMA at skip_start: what may
+        follow its threads when they are placed on node. How much that is depends on
+        chance: whether a thread's stack top falls in a 2 MiB-aligned block inside its
+        mapping (a transparent huge page, 512 pages) follows from the address layout,
+        so a scenario counts this before placing rather than assume a fixed number
+        (23 pages in one run; 1,078 moved in a CI run, which two stack THPs and 54
+        small pages make). numa_maps counts a huge page as its base pages. node None: every
+        page outside that VMA (for a daemon already running, which may have moved some)."""
+        return sum(n for vma, nodes in numa_maps_nodes(pid) if vma != skip_start
+                   for k, n in nodes.items() if node is None or k != node)
 
     # --- the daemon ----------------------------------------------------------
     def start_daemon(self, extra_conf="", service_cpus="0", args=(), shipped_timing=False, daemon_bin=None,
@@ -719,6 +724,21 @@ def wait_ready(p, ready, what, timeout=120):
         if time.time() >= deadline:
             fail(f"{what} did not get ready")
         time.sleep(0.2)
+
+
+def numa_maps_nodes(pid):
+    """[(VMA start, {node: pages})] from /proc/pid/numa_maps."""
+    out = []
+    with open(f"/proc/{pid}/numa_maps") as f:
+        for line in f:
+            fields = line.split()
+            nodes = {}
+            for tok in fields:
+                if tok.startswith("N") and "=" in tok:
+                    k, v = tok[1:].split("=")
+                    nodes[int(k)] = int(v)
+            out.append((int(fields[0], 16), nodes))
+    return out
 
 
 def start_gather(env, cg, size_mb, touch, start, threads=2, affinity="free", policy="default"):

@@ -34,6 +34,8 @@ def run(env, res):
     before = all_thread_cpus(p.pid)
     node0 = sys_list_text(node_cpus(0))
     moved0 = vmstat("pgmigrate_success")
+    movable = env.pages_off_node(p.pid, 0, start)
+    res["pages_movable"] = movable
     env.start_daemon()
     wait_log(env, "Listening on", 120)
     t = wait_affinity(p.pid, tids, node0, 60)
@@ -44,10 +46,13 @@ def run(env, res):
     res["pages_migrated_guest"] = vmstat("pgmigrate_success") - moved0
     nodes = env.region_nodes(p.pid, start)
     check(set(nodes) == {0}, f"bound memory moved: {nodes}")
-    # What may follow the threads to node 0 is theirs alone: the stacks they touched on
-    # node 1 (64 pages seen; 93 with the libraries' pages in one run), not the 128 MiB.
+    # What may follow the threads to node 0 is what the process had elsewhere outside
+    # the bound region before the daemon started (its threads' stacks, a huge page
+    # each when the layout allows: env.pages_off_node), not the 128 MiB. The
+    # margin is for the few pages touched between that count and the placement.
     res["pages_moved"] = env.pages_moved(p.pid)
-    check(res["pages_moved"] <= 256, f"the daemon moved {res['pages_moved']} pages: bound memory must not move")
+    check(res["pages_moved"] <= movable + 64,
+          f"the daemon moved {res['pages_moved']} pages, {movable} were movable: bound memory must not move")
     d = explain(env, p.pid)
     pl = d.get("placement") or {}
     check(pl.get("placed_node") == 0, f"explain does not say placed on node 0: {pl}")
