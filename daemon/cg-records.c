@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "cg-records.h"
+#include "fast-share.h"
 #include "siphash.h"
 
 /* Buckets at first; doubled whenever there are more records than buckets. */
@@ -70,6 +71,13 @@ static uid_t owner_of(const char *cgroup_root, const char *path) {
         return stat(full, &st) == 0 ? st.st_uid : 0;
 }
 
+static void rec_free(struct cg_rec *c) {
+        free(c->path);
+        free(c->share_by);
+        free(c->fast_used);
+        free(c);
+}
+
 static struct cg_rec *add(struct cg_records *r, const char *cgroup_root, const char *path) {
         struct cg_rec *c, **head;
 
@@ -123,6 +131,13 @@ struct cg_rec *cg_records_get(struct cg_records *r, const char *cgroup_root, con
         c->mode = e->mode;
         c->source = e->source;
         c->covers_uid = e->covers_uid;
+        c->fast_share_pct = e->fast_share_pct;
+        if (!e->share_by || !c->share_by || strcmp(e->share_by, c->share_by) != 0) {
+                free(c->share_by);
+                c->share_by = e->share_by ? strdup(e->share_by) : NULL;
+                if (!c->share_by)
+                        c->fast_share_pct = FAST_SHARE_UNSET;  /* none (or out of memory: none known) */
+        }
         return c;
 }
 
@@ -147,17 +162,14 @@ void cg_records_sweep(struct cg_records *r) {
                 if (r->depart)
                         r->depart(r->depart_userdata, c);
                 unlink_hash(r, c);
-                free(c->path);
-                free(c);
+                rec_free(c);
         }
         r->n = w;
 }
 
 void cg_records_done(struct cg_records *r) {
-        for (size_t i = 0; i < r->n; i++) {
-                free(r->v[i]->path);
-                free(r->v[i]);
-        }
+        for (size_t i = 0; i < r->n; i++)
+                rec_free(r->v[i]);
         free(r->v);
         free(r->buckets);
         *r = (struct cg_records) {};

@@ -47,6 +47,12 @@ struct cg_rec {
         uint64_t cpu_seen_usec;    /* cpu.stat usage_usec at the last look, */
         uint64_t cpu_ran_tick;     /* and the last tick that found it advanced */
         enum { GROWTH_UNKNOWN, GROWTH_NONE, GROWTH_SOME } growth;  /* this tick */
+        int fast_share_pct;        /* its share of the fast tier (cgroup_entry), this tick, */
+        char *share_by;            /* and where it is set (a record's path); NULL: no share */
+        uint64_t *fast_used;       /* a share's holder (fast-use.h): its bytes per topology
+                                    * index, then what it gave this tick; NULL until asked */
+        uint64_t fast_tick;        /* the tick fast_used was read */
+        int fast_read;             /* that read: 0, or -errno (it gives nothing) */
 };
 
 struct cg_rec;

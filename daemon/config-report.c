@@ -7,8 +7,9 @@
 #include "log.h"
 
 void config_report_rule(const struct cgroup_rule *rule, char *buf, size_t size) {
-        snprintf(buf, size, "%s = %s=%s", rule->by_name ? "units" : "cgroups", rule->path,
-                 config_cg_mode_name(rule->mode));
+        char v[8];
+
+        snprintf(buf, size, "%s = %s=%s", config_rule_key(rule), rule->path, config_rule_value(rule, v));
 }
 
 static void unmatched_free(struct config_report *r) {

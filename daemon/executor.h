@@ -74,6 +74,8 @@ struct migrate_job {
                                     * (a node id) to a slow one, the room credited to
                                     * promotions there */
         int demote_from;
+        bool exchanged;            /* promotions into the room the exchange made (plan_move):
+                                    * held to that room being free, not to free_floor_pct */
         bool shared;               /* a group's shared object (share-groups.h): page by page, each
                                     * batch checked (share-check.h) and moved with MPOL_MF_MOVE_ALL */
         struct share_check share;  /* with shared: the mappings the check reads */

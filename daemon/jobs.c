@@ -99,7 +99,7 @@ static int add_moves(const struct jobs_env *env, struct migrate_job *jobs, size_
                 for (size_t q = 0; q < *n_jobs && !pl->moves[k].shared; q++)
                         if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target &&
                             nodemask_equal(&jobs[q].keep_nodes, &pl->moves[k].keep) &&
-                            jobs[q].promote == pl->moves[k].promote &&
+                            jobs[q].promote == pl->moves[k].promote && jobs[q].exchanged == pl->moves[k].exchanged &&
                             jobs[q].demote == pl->moves[k].demote && !jobs[q].shared)
                                 j = &jobs[q];
                 if (!j) {
@@ -112,6 +112,7 @@ static int add_moves(const struct jobs_env *env, struct migrate_job *jobs, size_
                                 .target_node = pl->moves[k].target,
                                 .keep_nodes = pl->moves[k].keep,
                                 .promote = pl->moves[k].promote,
+                                .exchanged = pl->moves[k].exchanged,
                                 .demote = pl->moves[k].demote,
                                 .demote_from = pl->exchange_node,
                                 .cgroup = p->cg->path,

@@ -5,7 +5,6 @@
  * that are due (scan.c), run the jobs their plans make (jobs.c), forget the processes
  * that left. */
 #include <errno.h>
-#include <sched.h>
 #include <malloc.h>
 #include <signal.h>
 #include <inttypes.h>
@@ -17,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "cg-records.h"
@@ -43,6 +41,7 @@
 #include "react.h"
 #include "samplers.h"
 #include "scan.h"
+#include "fast-use.h"
 #include "service-cpus.h"
 #include "tenant-reader.h"
 #include "siphash.h"
@@ -90,12 +89,12 @@ static struct scan_env scan_env_of(struct manager *m) {
                 .cfg = &m->cfg,
                 .topo = m->topo,
                 .proc_root = m->proc_root,
-                .source = m->samplers.source,
-                .pages = m->samplers.pages,
-                .shares = &m->shares,
+                .source = m->samplers.source, .pages = m->samplers.pages,
+                .shares = &m->shares, .cgs = &m->cgs,
                 .kernel_balances = m->counters.kernel_balances,
                 .promote_left = &m->promote.left,
                 .exchange_credit = m->promote.credit,
+                .exchange_demand = m->promote.demand, .exchange_posted = m->promote.demand_next,
                 .dry_run = m->opts.dry_run,
                 .tick = m->counters.tick,
                 .need_free_memory = need_free_memory,
@@ -491,11 +490,12 @@ static uint64_t tick_prepare(struct manager *m) {
 
         damon_feed(m->damon, &m->procs, m->topo, &m->counters);
         kernel_balancing_watch(m->proc_root, &m->counters.kernel_numa_balancing, &m->counters.kernel_balances);
-        /* The promotion budget (plan.h, rule 7): refilled once a tick, shared by its
-         * scans and the react scans until the next. */
+        /* The promotion budget (plan.h, rules 7-8): refilled once a tick, shared by its
+         * scans and the react scans; donors of cold memory scanned now if room waits. */
         move_budget_promote_refill(&m->promote, m->cfg.promote_rate_limit_mb_s, clock_now_ms());
-        /* From the processes' last scans: a scan in this tick decides a shared object
-         * with the group as it stood at the tick's start. */
+        fast_use_refresh(&m->cgs, m->cfg.cgroup_root, m->topo, m->counters.tick);
+        scan_serve_demand((struct scan_env[]) { scan_env_of(m) }, &m->procs, clock_now_ms());
+        /* From the last scans: this tick decides a shared object on the group at its start. */
         share_groups_build(&m->shares, m->topo, &m->procs, m->cfg.min_cpu_share_pct, scan_bring_forward,
                            clock_now_ms());
         m->counters.share_groups = m->shares.n_groups;

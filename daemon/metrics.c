@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "histogram.h"
 #include "log.h"
+#include "fast-share.h"
 #include "metrics.h"
 #include "placer.h"
 #include "pagesize.h"
@@ -367,6 +368,33 @@ static void metrics_cgroup_info(const struct mtable *t, FILE *f) {
         }
 }
 
+/* Per cgroup where a share of the fast tier is set (fast-use.h): what it holds on each
+ * fast node at the tick's read, against its share there. */
+static void metrics_fast_share(const struct manager_view *v, const struct mtable *t, FILE *f) {
+        static const char *const names[] = { "numabalanced_fast_share_bytes", "numabalanced_fast_held_bytes" };
+
+        metric_head(f, names[0], "gauge", "The share of each fast node a cgroup keeps from other cgroups' "
+                                          "promotions (set where it is set), in bytes.");
+        metric_head(f, names[1], "gauge", "What a cgroup with a share holds on each fast node (memory.numa_stat: "
+                                          "anon and file), in bytes.");
+        for (size_t i = 0; i < t->n; i++) {
+                const struct cg_rec *c = t->v[i].c;
+
+                if (t->v[i].hidden || !c->seen || !c->share_by || strcmp(c->share_by, c->path) != 0 ||
+                    !c->fast_used || c->fast_read < 0)
+                        continue;
+                for (unsigned n = 0; n < v->topo->n_nodes; n++) {
+                        if (v->topo->nodes[n].slow)
+                                continue;
+                        metric_cg(f, names[0], &t->v[i]);
+                        fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", v->topo->nodes[n].id,
+                                fast_share_bytes(v->topo->nodes[n].mem_total_kb, c->fast_share_pct));
+                        metric_cg(f, names[1], &t->v[i]);
+                        fprintf(f, ",node=\"%u\"} %" PRIu64 "\n", v->topo->nodes[n].id, c->fast_used[n]);
+                }
+        }
+}
+
 /* Per cgroup: CPU time by stage, and the processes watched. */
 static void metrics_cgroup_costs(const struct mtable *t, FILE *f) {
         metric_head(f, "numabalanced_cpu_seconds_total", "counter",
@@ -645,6 +673,7 @@ int metrics_write(const struct manager_view *v, FILE *f) {
         metrics_pages(&t, f);
         metrics_skipped(&t, f);
         metrics_cgroup_info(&t, f);
+        metrics_fast_share(v, &t, f);
         metrics_cgroup_costs(&t, f);
         metrics_daemon(v, &t, metrics_daemon_costs(v, f), f);
         mtable_done(&t);

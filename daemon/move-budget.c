@@ -92,9 +92,12 @@ uint64_t move_budget_promote_refill(struct move_budget_promote *b, uint64_t rate
                 b->frac = 0;
         }
         b->last_ms = now_ms;
-        for (size_t i = 0; i < NB_NODES_MAX; i++)
+        for (size_t i = 0; i < NB_NODES_MAX; i++) {
                 if (b->credit[i] && now_ms >= b->credit_ms[i] + MOVE_BUDGET_CREDIT_MS)
                         b->credit[i] = 0;
+                b->demand[i] = b->demand_next[i] > b->credit[i] ? b->demand_next[i] - b->credit[i] : 0;
+                b->demand_next[i] = 0;
+        }
         return b->left;
 }
 
@@ -103,6 +106,11 @@ void move_budget_promote_credit(struct move_budget_promote *b, int idx, uint64_t
                 return;
         b->credit[idx] = sat_add(b->credit[idx], bytes);
         b->credit_ms[idx] = now_ms;
+}
+
+void move_budget_promote_post(struct move_budget_promote *b, int idx, uint64_t bytes) {
+        if (idx >= 0 && idx < NB_NODES_MAX)
+                b->demand_next[idx] = sat_add(b->demand_next[idx], bytes);
 }
 
 void move_budget_promote_settle(struct move_budget_promote *b, uint64_t planned, uint64_t moved) {

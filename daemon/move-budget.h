@@ -107,6 +107,14 @@ struct move_budget_promote {
          * workload's own again, not a standing licence to fill the node. */
         uint64_t credit[NB_NODES_MAX];
         uint64_t credit_ms[NB_NODES_MAX];
+        /* The exchange across processes, per topology index: bytes of promotions held at
+         * the node's floor that their own process had no cold memory for, posted this
+         * tick (demand_next), and served at the next from other processes' cold memory
+         * there (demand, plan_params.exchange_demand). A refill rolls demand_next into
+         * demand, less the node's credit (room already made), and drops what was not
+         * served: a demand lives one tick, posted again while the promotions wait. */
+        uint64_t demand[NB_NODES_MAX];
+        uint64_t demand_next[NB_NODES_MAX];
 };
 #define MOVE_BUDGET_CREDIT_MS 10000
 /* Refills at now_ms for rate_mb_s (0: nothing is promoted); returns the bytes
@@ -119,3 +127,6 @@ uint64_t move_budget_promote_refill(struct move_budget_promote *b, uint64_t rate
 void move_budget_promote_settle(struct move_budget_promote *b, uint64_t planned, uint64_t moved);
 /* A demotion of the exchange moved bytes off the node of topology index idx at now_ms. */
 void move_budget_promote_credit(struct move_budget_promote *b, int idx, uint64_t bytes, uint64_t now_ms);
+/* A process's promotions wait for bytes of room on the node of topology index idx
+ * that its own cold memory did not make (plan.exchange_unserved). */
+void move_budget_promote_post(struct move_budget_promote *b, int idx, uint64_t bytes);

@@ -123,8 +123,12 @@ static int check_target_room(struct check_job *cj, struct check_state *st, const
         if (cj->run->free_floor_pct == 0 || !has_base_pages(job) ||
             topology_read_node_mem(cj->run->sys_root, (unsigned) job->target_node, &total_kb, &free_kb) < 0)
                 return 0;
-        /* The plan's floor (plan.c), to the byte. */
+        /* The plan's floor (plan.c), to the byte. Promotions into the room the exchange
+         * made on a full node (rule 8) are below it by design: the room itself must be
+         * there (another allocation may have taken it). */
         if ((unsigned __int128) free_kb * 1024 >= (unsigned __int128) total_kb * 1024 / 100 * cj->run->free_floor_pct)
+                return 0;
+        if (job->exchanged && free_kb * 1024 >= job->max_pages * page_size())
                 return 0;
         log_debug("pid=%d: node %d has %" PRIu64 " of %" PRIu64 " kB free, under its %u%% floor", (int) job->pid,
                   job->target_node, free_kb, total_kb, cj->run->free_floor_pct);
@@ -358,11 +362,7 @@ static int run_copy(const struct move_check_env *env, struct check_run *run) {
         if (!run->proc_root || !run->cgroup_root || !run->sys_root || !run->rules)
                 return -ENOMEM;
         for (; run->n_rules < env->cfg->n_cgroups; run->n_rules++) {
-                const struct cgroup_rule *r = &env->cfg->cgroups[run->n_rules];
-
-                run->rules[run->n_rules].mode = r->mode;
-                run->rules[run->n_rules].by_name = r->by_name;
-                if (r->path && !(run->rules[run->n_rules].path = strdup(r->path)))
+                if (config_rule_copy(&run->rules[run->n_rules], &env->cfg->cgroups[run->n_rules]) < 0)
                         return -ENOMEM;
         }
         return 0;

@@ -20,6 +20,7 @@
 #include "nodemask.h"
 #include "parse.h"
 #include "proc.h"
+#include "fast-share.h"
 #include "report.h"
 #include "share-groups.h"
 #include "caps.h"
@@ -1080,6 +1081,41 @@ static void put_group_objects(struct json *j, const struct manager_view *v, cons
         json_array_end(j);
 }
 
+/* The share of the fast tier p's cgroup keeps (fast-use.h), or null: where it is set,
+ * the percentage, and on each fast node the bytes it keeps against what the cgroup
+ * there held at the last read (null when unread: no slow node, or the file gone). */
+static void put_fast_share(struct json *j, const struct manager_view *v, const struct proc_rec *p) {
+        const struct cg_rec *h = p->cg && p->cg->share_by ? cg_records_find(v->cgs, p->cg->share_by) : NULL;
+        bool read = h && h->fast_used && h->fast_read == 0;
+
+        json_key(j, "fast_share");
+        if (!p->cg || !p->cg->share_by) {
+                json_null(j);
+                return;
+        }
+        json_object_begin(j);
+        json_key(j, "cgroup"); json_string(j, p->cg->share_by);
+        json_key(j, "share_pct"); json_u64(j, (uint64_t) p->cg->fast_share_pct);
+        json_key(j, "nodes");
+        json_array_begin(j);
+        for (unsigned n = 0; n < v->topo->n_nodes; n++) {
+                if (v->topo->nodes[n].slow)
+                        continue;
+                json_object_begin(j);
+                json_key(j, "node"); json_u64(j, v->topo->nodes[n].id);
+                json_key(j, "share_bytes");
+                json_u64(j, fast_share_bytes(v->topo->nodes[n].mem_total_kb, p->cg->fast_share_pct));
+                json_key(j, "held_bytes");
+                if (read)
+                        json_u64(j, h->fast_used[n]);
+                else
+                        json_null(j);
+                json_object_end(j);
+        }
+        json_array_end(j);
+        json_object_end(j);
+}
+
 /* The group of processes sharing memory p is a member of (share-groups.h), or null. */
 static void put_share_group(struct json *j, const struct manager_view *v, const struct proc_rec *p) {
         const struct share_group *g = v->shares && p->cg ? share_groups_of(v->shares, p->cg->turn_uid, p->pid) : NULL;
@@ -1137,6 +1173,7 @@ static int explain_watched(const struct manager_view *v, const struct proc_rec *
         put_cooldown(j, v, p, now);
         put_placement(j, v, p, now);
         put_share_group(j, v, p);
+        put_fast_share(j, v, p);
 
         json_key(j, "scan_interval_ms"); json_u64(j, p->sched.interval_ms);
         json_key(j, "next_scan_in_ms"); json_u64(j, p->sched.next_scan_ms > now ? p->sched.next_scan_ms - now : 0);

@@ -17,6 +17,7 @@ struct topology;
 struct node_time_source;
 struct page_sampler;
 struct share_groups;
+struct cg_records;
 
 /* What a scan reads besides its process: the same for every scan of a tick. */
 struct scan_env {
@@ -27,9 +28,14 @@ struct scan_env {
         const struct node_time_source *source;
         struct page_sampler *pages;  /* page-level sampling, NULL: off */
         const struct share_groups *shares;  /* the tick's groups of shared memory, NULL: none */
+        const struct cg_records *cgs;  /* the cgroup records: shares' holders (fast-use.h); NULL: none */
         bool kernel_balances;        /* kernel.numa_balancing on at this tick (policy.h) */
         uint64_t *promote_left;      /* the tick's promotion budget, bytes (plan.h, rule 7), updated */
         uint64_t *exchange_credit;   /* per topology index (plan.h, rule 8), updated */
+        uint64_t *exchange_demand;   /* per topology index: what other processes' promotions
+                                      * wait for (plan.h, rule 8), lowered as served */
+        uint64_t *exchange_posted;   /* per topology index: this tick's unserved waits, added
+                                      * to (move_budget_promote.demand_next) */
         bool dry_run;                /* plan and log, move nothing */
         uint64_t tick;               /* the tick's number (counters.tick) */
         /* Reads each node's free memory into topo, if this tick has not yet: called

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cgroup.h"
+#include "cleanup.h"
+#include "fast-use.h"
 #include "locality.h"
 #include "log.h"
 #include "maps.h"
@@ -291,6 +293,7 @@ struct plan_params scan_plan_params(const struct scan_env *env) {
                 .promote_floor_pct = c->promote_free_floor_pct,
                 .promote_left = env->promote_left,
                 .exchange_credit = env->exchange_credit,
+                .exchange_demand = env->exchange_demand,
         };
 }
 
@@ -305,6 +308,18 @@ static void set_tiers(const struct proc_rec *p, uint64_t now, struct plan_input 
         in->n_cold = now < p->cold_ms + COLD_FRESH_MS ? p->n_cold : 0;
         in->tier_recent = p->moved.tier;
         in->n_tier_recent = p->moved.n_tier;
+}
+
+/* What the process's promotions wait for at a fast node and its own cold memory did
+ * not make room for: other processes' may at the next tick (rule 8). */
+static void post_unserved(const struct scan_env *env, const struct plan *pl) {
+        int idx = pl->exchange_node >= 0 ? topology_node_index(env->topo, (unsigned) pl->exchange_node) : -1;
+        uint64_t *slot;
+
+        if (idx < 0 || !pl->exchange_unserved)
+                return;
+        slot = &env->exchange_posted[idx];
+        *slot = *slot > UINT64_MAX - pl->exchange_unserved ? UINT64_MAX : *slot + pl->exchange_unserved;
 }
 
 static bool advise_only(const struct scan_env *env, const struct proc_rec *p) {
@@ -322,6 +337,44 @@ static void log_page_ranges(const struct proc_rec *p, const struct plan *pages) 
         if (pages->n_moves > ADVISE_RANGES_LOGGED)
                 log_debug("pid=%d: page-level: %zu more range(s) not listed", (int) p->pid,
                           pages->n_moves - ADVISE_RANGES_LOGGED);
+}
+
+/* What the exchange of p's scan demoted, for itself and for others. */
+static void log_exchange(const struct proc_rec *p, const struct plan *pl, bool share) {
+        uint64_t own = pl->exchange_node >= 0 ? pl->exchange_want - pl->exchange_unserved : 0;
+
+        if (pl->demote_bytes)
+                log_debug("cgroup=%s pid=%d: exchange: demoting %" PRIu64 " KiB of cold memory, %" PRIu64
+                          " KiB of it for other processes' promotions%s", p->cg->path, (int) p->pid,
+                          pl->demote_bytes / 1024, (pl->demote_bytes - (own < pl->demote_bytes ? own : pl->demote_bytes)) / 1024,
+                          share ? " (within its cgroup's share of the fast tier)" : "");
+}
+
+/* The exchange (rule 8) of p's scan: another process's wait is served only by
+ * demotions that will run, not by advise mode's or a dry run's, and from a cgroup with
+ * a share of the fast tier only what it holds above its share (fast-use.h). */
+static int exchange(const struct scan_env *env, const struct proc_rec *p, const struct plan_input *in,
+                    const struct plan_params *pp, const struct page_decision *d, struct scan *s) {
+        size_t n = env->topo->n_nodes;
+        _cleanup_free_ uint64_t *give = NULL;
+        struct plan_params own = *pp;
+        int r;
+
+        if (advise_only(env, p))
+                own.exchange_demand = NULL;
+        if (own.exchange_demand && env->cgs && p->cg && p->cg->share_by) {
+                give = calloc(2 * (n ? n : 1), sizeof(*give));
+                if (!give)
+                        return -ENOMEM;
+                (void) fast_use_limit(env->cgs, env->cfg->cgroup_root, env->topo, env->tick, p->cg, give);
+                memcpy(give + n, give, n * sizeof(*give));
+                own.exchange_give = give;
+        }
+        r = plan_exchange(env->topo, in, &own, d, &s->pages);
+        if (give)
+                fast_use_gave(env->cgs, p->cg, env->topo, give + n, give);
+        log_exchange(p, &s->pages, give != NULL);
+        return r;
 }
 
 /* Page-level evidence since the last scan: pages touched from one node only go there,
@@ -345,7 +398,9 @@ static int decide_pages(const struct scan_env *env, struct proc_rec *p, const st
                 return r;
         r = plan_pages(env->topo, in, pp, &d, &s->plan, reserved, &s->pages);
         if (r >= 0 && env->cfg->exchange)
-                r = plan_exchange(env->topo, in, pp, &d, &s->pages);
+                r = exchange(env, p, in, pp, &d, s);
+        if (r >= 0 && env->exchange_posted)
+                post_unserved(env, &s->pages);
         p->pages_seen = d.pages;
         p->pages_shared = d.shared;
         page_agg_decision_done(&d);
@@ -608,6 +663,33 @@ void scan_react_at(struct proc_rec *p, uint64_t due_ms) {
 
 void scan_react_drop(struct proc_rec *p) {
         p->sched.react_due_ms = 0;
+}
+
+/* Whether p's cgroup may give some of its cold memory up where demand waits. */
+static bool may_give(const struct scan_env *env, const struct proc_rec *p, uint64_t *give) {
+        if (!env->cgs || !fast_use_limit(env->cgs, env->cfg->cgroup_root, env->topo, env->tick, p->cg, give))
+                return true;
+        for (size_t k = 0; k < env->topo->n_nodes; k++)
+                if (env->exchange_demand[k] && give[k])
+                        return true;
+        return false;
+}
+
+void scan_serve_demand(const struct scan_env *env, struct proc_records *procs, uint64_t now) {
+        _cleanup_free_ uint64_t *give = NULL;
+        bool any = false;
+
+        for (size_t k = 0; k < env->topo->n_nodes && !any; k++)
+                any = env->exchange_demand[k] != 0;
+        if (!any || !(give = calloc(env->topo->n_nodes ? env->topo->n_nodes : 1, sizeof(*give))))
+                return;
+        for (size_t i = 0; i < procs->n; i++) {
+                struct proc_rec *p = procs->v[i];
+
+                if (p->n_cold && now < p->cold_ms + COLD_FRESH_MS && p->cg && may_give(env, p, give))
+                        scan_bring_forward(p, p->last_scan_ms + env->cfg->scan_min_ms > now
+                                                      ? p->last_scan_ms + env->cfg->scan_min_ms : now);
+        }
 }
 
 void scan_restart_interval(struct proc_rec *p, uint64_t scan_min_ms, uint64_t now) {

@@ -69,6 +69,12 @@ void scan_bring_forward(struct proc_rec *p, uint64_t at_ms);
 void scan_react_at(struct proc_rec *p, uint64_t due_ms);
 /* p's react scan is no longer pending (done, or p no longer watched). */
 void scan_react_drop(struct proc_rec *p);
+/* The exchange across processes (plan.h, rule 8): while some fast node's promotions
+ * wait for room (env->exchange_demand), a process with fresh cold regions whose
+ * cgroup may give some up there (no share, or above it: fast-use.h) is scanned now, or
+ * scan_min_ms after its last scan, as a process that is moving; rather than at a
+ * settled process's next scan, up to scan_max_ms away. */
+void scan_serve_demand(const struct scan_env *env, struct proc_records *procs, uint64_t now);
 /* New thresholds (a reload): p at scan_min_ms again, its next scan within it. */
 void scan_restart_interval(struct proc_rec *p, uint64_t scan_min_ms, uint64_t now);
 /* A read of p overran its deadline: p is not read again for SCAN_QUARANTINE_MS, and

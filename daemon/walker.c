@@ -56,10 +56,7 @@ static int walk_config_copy(struct walk_config *dst, const char *root, const str
         if (!c.root || (n_rules && !c.rules))
                 goto oom;
         for (; c.n_rules < n_rules; c.n_rules++) {
-                c.rules[c.n_rules].mode = rules[c.n_rules].mode;
-                c.rules[c.n_rules].by_name = rules[c.n_rules].by_name;
-                c.rules[c.n_rules].path = rules[c.n_rules].path ? strdup(rules[c.n_rules].path) : NULL;
-                if (rules[c.n_rules].path && !c.rules[c.n_rules].path)
+                if (config_rule_copy(&c.rules[c.n_rules], &rules[c.n_rules]) < 0)
                         goto oom;
         }
         *dst = c;

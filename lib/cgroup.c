@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include "fast-share.h"
 #include <linux/limits.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,8 @@
 
 #define XATTR_TRUSTED "trusted.numabalanced"
 #define XATTR_USER "user.numabalanced"
+#define XATTR_TRUSTED_SHARE "trusted.numabalanced.fast_share"
+#define XATTR_USER_SHARE "user.numabalanced.fast_share"
 
 /* cgroup.procs of a cgroup with every possible pid (pid_max is at most 2^22, "4194304\n"
  * is 8 bytes) fits in 32 MiB; anything larger is not a cgroup.procs. */
@@ -156,6 +159,8 @@ struct inherited {
         enum cg_mode mode;
         enum cg_source source;
         const char *decided_by;   /* an ancestor's path, alive while the walk is below it */
+        int fast_share_pct;       /* the share that applies (cgroup_entry), and where it is set: */
+        const char *share_by;     /* an ancestor's path as decided_by, NULL: none */
         uid_t covers_uid;         /* of the setting that applies (cgroup_entry) */
         enum owner_state owner;
         uid_t owner_uid;
@@ -285,10 +290,13 @@ static int add_entry(struct walk *w, const char *path, const struct inherited *e
                 .decided_by = strdup(eff->decided_by),
                 .covers_uid = eff->covers_uid,
                 .subtree_uid = eff->subtree_uid,
+                .fast_share_pct = eff->fast_share_pct,
+                .share_by = eff->share_by ? strdup(eff->share_by) : NULL,
         };
-        if (!e->path || !e->decided_by) {
+        if (!e->path || !e->decided_by || (eff->share_by && !e->share_by)) {
                 free(e->path);
                 free(e->decided_by);
+                free(e->share_by);
                 return -ENOMEM;
         }
         w->sel.n_entries++;
@@ -303,7 +311,7 @@ ssize_t cgroup_config_rule(const struct cgroup_rule *rules, size_t n_rules, cons
         for (size_t i = 0; i < n_rules; i++) {
                 const struct cgroup_rule *r = &rules[i];
 
-                if (!r->path)
+                if (!r->path || r->share)
                         continue;
                 if (!r->by_name && strcmp(r->path, path) == 0)
                         return (ssize_t) i;
@@ -323,6 +331,13 @@ static enum cg_mode config_mode(const struct walk *w, const char *path) {
         if (w->matched)
                 w->matched[i] = true;
         return w->rules[i].mode;
+}
+
+ssize_t cgroup_config_share(const struct cgroup_rule *rules, size_t n_rules, const char *path) {
+        for (size_t i = 0; i < n_rules; i++)
+                if (rules[i].share && rules[i].path && strcmp(rules[i].path, path) == 0)
+                        return (ssize_t) i;
+        return -1;
 }
 
 /* Reports the values of one xattr that cannot count. Returns 0 or -ENOMEM. */
@@ -479,6 +494,42 @@ static int own_setting(struct walk *w, int fd, const char *path, bool user_count
         return 0;
 }
 
+/* The share of the fast tier set on a directory with a setting of its own (fast-share.h):
+ * trusted.*, else user.* when root owns the directory (a tenant does not give itself a
+ * share of what others may use); values that cannot count are reported. Returns 0 or
+ * -ENOMEM; *ret_pct is FAST_SHARE_UNSET when none counts. */
+static int own_share(struct walk *w, int fd, const char *path, bool root_owned, int *ret_pct) {
+        static const char *const names[] = { XATTR_TRUSTED_SHARE, XATTR_USER_SHARE };
+        char v[CGROUP_XATTR_VALUE_MAX + 1];
+        ssize_t k = cgroup_config_share(w->rules, w->n_rules, path);
+
+        *ret_pct = FAST_SHARE_UNSET;
+        if (k >= 0) {   /* the config wins, and its xattrs are not read */
+                if (w->matched)
+                        w->matched[k] = true;
+                *ret_pct = w->rules[k].share_pct;
+                return 0;
+        }
+        for (size_t i = 0; i < 2; i++) {
+                size_t len = 0;
+                int rv = read_setting(fd, path, names[i], v, &len), r = 0;
+
+                if (rv == 0)
+                        continue;
+                if (i == 1 && !root_owned)
+                        r = add_invalid(w, path, names[i], v, len, "a share is set by root");
+                else if (rv == -EFBIG)
+                        r = add_invalid(w, path, names[i], v, len, "too long");
+                else if (fast_share_parse(v, len, ret_pct) < 0)
+                        r = add_invalid(w, path, names[i], v, len, "not a percentage (0%..100%)");
+                else
+                        return 0;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* What applies to the directory at path, given its own setting: the nearest setting
  * wins, its own for itself and below, else its parent's (none at the root). Its owner
  * state (dir_owner) is known. A user.* setting in a delegated subtree covers the
@@ -630,6 +681,21 @@ static int visit_dir(struct walk *w, int fd, const char *path, const struct stat
         if (r < 0)
                 return r;
         effective_setting(path, own, src, parent, here);
+        /* Shares are looked for only where a setting is (two reads more there), and
+         * the nearest one on the path applies. */
+        here->fast_share_pct = parent ? parent->fast_share_pct : FAST_SHARE_UNSET;
+        here->share_by = parent ? parent->share_by : NULL;
+        if (cg_mode_is_set(own)) {
+                int pct;
+
+                r = own_share(w, fd, path, st->st_uid == 0 || depth == 0, &pct);
+                if (r < 0)
+                        return r;
+                if (pct != FAST_SHARE_UNSET) {
+                        here->fast_share_pct = pct;
+                        here->share_by = path;
+                }
+        }
         return 0;
 }
 
@@ -812,6 +878,7 @@ void cgroup_selection_done(struct cgroup_selection *s) {
         for (size_t i = 0; i < s->n_entries; i++) {
                 free(s->entries[i].path);
                 free(s->entries[i].decided_by);
+                free(s->entries[i].share_by);
         }
         free(s->entries);
         for (size_t i = 0; i < s->n_invalid; i++) {

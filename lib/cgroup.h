@@ -28,6 +28,11 @@ struct cgroup_entry {
                                     * directory on its path (below the root of the walk) not owned
                                     * by root; 0 when root owns every one (cgroup_subtree_uid) */
         uint64_t walk_ns;          /* CPU time the walk spent on this directory (and listing it) */
+        int fast_share_pct;        /* its share of the fast tier (fast-share.h), FAST_SHARE_UNSET:
+                                    * none; set on share_by, the nearest directory on its path
+                                    * with a setting of its own and a share (trusted.numabalanced.
+                                    * fast_share, or user.* on a root-owned directory) */
+        char *share_by;            /* NULL: none */
 };
 
 /* The subtree_uid of a directory owned by dir_uid, depth levels below the root of the
@@ -99,6 +104,9 @@ struct cgroup_selection {
  * path, else of the [select] units rules on its name the one read last (config.h).
  * Returns its index in rules, or -1: none. */
 ssize_t cgroup_config_rule(const struct cgroup_rule *rules, size_t n_rules, const char *path);
+/* The [select] fast_shares rule of the directory at path itself, or -1: none. Share
+ * rules are never cgroup_config_rule()'s. */
+ssize_t cgroup_config_share(const struct cgroup_rule *rules, size_t n_rules, const char *path);
 
 /* The pure rule for one directory: its own setting from config/trusted/user values
  * (NULL when absent), and whether its user.* may count. */

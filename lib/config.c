@@ -34,6 +34,7 @@
 #include <iniparser.h>
 #include "cleanup.h"
 #include "config.h"
+#include "fast-share.h"
 #include "log.h"
 #include "parse.h"
 
@@ -375,6 +376,15 @@ static const char *unit_name_problem(const char *p, size_t len) {
 
 /* One rule's item, "PATH=MODE" (or "NAME=MODE"), split at its last '=' (modes never
  * contain one), checked against the rules of the same line before it. */
+/* The value after '=': a mode, or for a fast_shares rule (ret->share) a percentage. */
+static int parse_rule_value(const char *v, size_t len, struct cgroup_rule *ret) {
+        if (ret->share) {
+                ret->mode = CG_MODE_UNSET;
+                return fast_share_parse(v, len, &ret->share_pct);
+        }
+        return config_cg_mode_parse(v, len, &ret->mode);
+}
+
 static int parse_rule(const char *start, const char *end, const char *eq, bool by_name,
                       const struct cgroup_rule *rules, size_t n, struct cgroup_rule *ret, char *problem, size_t size) {
         char item[PATH_MAX + 16], q[80];
@@ -383,7 +393,7 @@ static int parse_rule(const char *start, const char *end, const char *eq, bool b
 
         snprintf(item, sizeof(item), "%.*s", (int) (len < sizeof(item) ? len : sizeof(item) - 1), start);
         if (!eq) {
-                snprintf(problem, size, "%s has no '=MODE'", quote(item, q, sizeof(q)));
+                snprintf(problem, size, "%s has no '=%s'", quote(item, q, sizeof(q)), ret->share ? "SHARE" : "MODE");
                 return -EINVAL;
         }
         what = by_name ? unit_name_problem(start, (size_t) (eq - start)) : cgroup_path_problem(start, (size_t) (eq - start));
@@ -391,8 +401,9 @@ static int parse_rule(const char *start, const char *end, const char *eq, bool b
                 snprintf(problem, size, "%s: %s", quote(item, q, sizeof(q)), what);
                 return -EINVAL;
         }
-        if (config_cg_mode_parse(eq + 1, (size_t) (end - eq - 1), &ret->mode) < 0) {
-                snprintf(problem, size, "%s: unknown mode", quote(item, q, sizeof(q)));
+        if (parse_rule_value(eq + 1, (size_t) (end - eq - 1), ret) < 0) {
+                snprintf(problem, size, "%s: %s", quote(item, q, sizeof(q)),
+                         ret->share ? "not a percentage (0%..100%)" : "unknown mode");
                 return -EINVAL;
         }
         for (size_t i = 0; i < n; i++)
@@ -411,7 +422,7 @@ static int parse_rule(const char *start, const char *end, const char *eq, bool b
 }
 
 /* "/db.slice=balance /batch.slice=advise": rules separated by whitespace or commas. */
-static int parse_rules(const struct conf_key *k, const char *value, void *field, bool by_name,
+static int parse_rules(const struct conf_key *k, const char *value, void *field, bool by_name, bool share,
                        char *problem, size_t size) {
         struct nb_config *cfg = (struct nb_config *) ((char *) field - k->offset);
         struct cgroup_rule *rules = NULL;
@@ -440,6 +451,7 @@ static int parse_rules(const struct conf_key *k, const char *value, void *field,
                         break;
                 }
                 rules = nr;
+                rules[n] = (struct cgroup_rule) { .share = share };
                 r = parse_rule(start, p, eq, by_name, rules, n, &rules[n], problem, size);
                 if (r < 0)
                         break;
@@ -457,12 +469,22 @@ static int parse_rules(const struct conf_key *k, const char *value, void *field,
 
 static int parse_cgroups_field(const struct conf_key *k, const char *value, void *field,
                                char *problem, size_t size) {
-        return parse_rules(k, value, field, false, problem, size);
+        return parse_rules(k, value, field, false, false, problem, size);
 }
 
 static int parse_units_field(const struct conf_key *k, const char *value, void *field,
                              char *problem, size_t size) {
-        return parse_rules(k, value, field, true, problem, size);
+        return parse_rules(k, value, field, true, false, problem, size);
+}
+
+static int parse_shares_field(const struct conf_key *k, const char *value, void *field,
+                              char *problem, size_t size) {
+        return parse_rules(k, value, field, false, true, problem, size);
+}
+
+static void accepted_shares(const struct conf_key *k, char *buf, size_t size) {
+        snprintf(buf, size, "/PATH=N%% with N 0..100, separated by spaces or commas; PATH without . or .. "
+                 "components, a cgroup with a setting of its own");
 }
 
 static void accepted_units(const struct conf_key *k, char *buf, size_t size) {
@@ -487,6 +509,7 @@ static const struct conf_type type_cgroups = { parse_cgroups_field, accepted_cgr
 /* The units rules go in the same array as the cgroups rules (by_name), which the
  * cgroups key owns: field_free() and field_copy() act for that key alone. */
 static const struct conf_type type_units = { parse_units_field, accepted_units, CONFIG_STORAGE_CGROUPS };
+static const struct conf_type type_shares = { parse_shares_field, accepted_shares, CONFIG_STORAGE_CGROUPS };
 
 /* ---- the table -------------------------------------------------------------- */
 
@@ -532,6 +555,10 @@ static const struct conf_key conf_keys[] = {
         { KEY("select", "units"), &type_units, 0, 0, F(cgroups), "",
           "cgroups opted in (or out) by their directory's own name, anywhere under cgroup_root: a systemd "
           "unit's (postgresql@*.service), a Kubernetes pod's; a cgroups rule on the same directory wins" },
+        { KEY("select", "fast_shares"), &type_shares, 0, 0, F(cgroups), "",
+          "the share of each fast node a cgroup keeps when the exchange takes other opted-in processes' cold "
+          "memory for one's hot memory: /PATH=N%, on a cgroup with a setting of its own (wins over its "
+          "numabalanced.fast_share xattr)" },
         { KEY("select", "min_rss"), &type_size_kb, 0, TIB, F(min_rss_kb), "16M",
           "processes with less resident memory are skipped" },
 
@@ -584,9 +611,9 @@ static const struct conf_key conf_keys[] = {
           "hot pages on a slow node are promoted only while the fast node keeps this share of its memory "
           "free (free_floor_pct when higher), so that the kernel does not demote them again" },
         { KEY("decide", "exchange"), &type_bool, 0, 0, F(exchange), "yes",
-          "when hot pages wait at a full fast node's promotion floor, demote as many bytes of the same "
-          "process's cold pages there (not accessed for cold_age_ms, by DAMON) to a slow node, and promote "
-          "into the room" },
+          "when hot pages wait at a full fast node's promotion floor, demote as many bytes of cold pages "
+          "there (not accessed for cold_age_ms, by DAMON; the same process's first, then other opted-in "
+          "processes') to a slow node, and promote into the room" },
         { KEY("decide", "cold_age_ms"), &type_u64, 1000, DAY_MS, F(cold_age_ms), "10000",
           "the exchange demotes only memory DAMON saw no access to for this long" },
 
@@ -695,14 +722,11 @@ static int field_copy(const struct conf_key *k, struct nb_config *dst, const str
                         return 0;       /* copied with the cgroups key's */
                 if (src->n_cgroups && !(rules = calloc(src->n_cgroups, sizeof(*rules))))
                         return -ENOMEM;
-                for (; n < src->n_cgroups; n++) {
-                        rules[n].mode = src->cgroups[n].mode;
-                        rules[n].by_name = src->cgroups[n].by_name;
-                        if (src->cgroups[n].path && !(rules[n].path = strdup(src->cgroups[n].path))) {
+                for (; n < src->n_cgroups; n++)
+                        if (config_rule_copy(&rules[n], &src->cgroups[n]) < 0) {
                                 rules_free(rules, n);
                                 return -ENOMEM;
                         }
-                }
                 dst->cgroups = rules;
                 dst->n_cgroups = n;
                 return 0;
@@ -1191,16 +1215,31 @@ static int rule_index_cmp(const void *a, const void *b) {
         int r = (int) sort_rules[i].by_name - (int) sort_rules[j].by_name;
 
         if (!r)
+                r = (int) sort_rules[i].share - (int) sort_rules[j].share;
+        if (!r)
                 r = strcmp(sort_rules[i].path, sort_rules[j].path);
         return r ? r : (i > j) - (i < j);
 }
 
 static bool same_rule(const struct cgroup_rule *a, const struct cgroup_rule *b) {
-        return a->by_name == b->by_name && strcmp(a->path, b->path) == 0;
+        return a->by_name == b->by_name && a->share == b->share && strcmp(a->path, b->path) == 0;
 }
 
-static const char *rule_key(const struct cgroup_rule *r) {
-        return r->by_name ? "units" : "cgroups";
+const char *config_rule_key(const struct cgroup_rule *r) {
+        return r->share ? "fast_shares" : r->by_name ? "units" : "cgroups";
+}
+
+const char *config_rule_value(const struct cgroup_rule *r, char buf[static 8]) {
+        if (!r->share)
+                return config_cg_mode_name(r->mode);
+        snprintf(buf, 8, "%d%%", r->share_pct < 0 || r->share_pct > 100 ? 0 : r->share_pct);
+        return buf;
+}
+
+int config_rule_copy(struct cgroup_rule *dst, const struct cgroup_rule *src) {
+        *dst = *src;
+        dst->path = src->path ? strdup(src->path) : NULL;
+        return src->path && !dst->path ? -ENOMEM : 0;
 }
 
 /* Rule i, read after rule earlier of the same directory (or name): in one file, which
@@ -1210,16 +1249,17 @@ static const char *rule_key(const struct cgroup_rule *r) {
 static int rule_named_again(struct config_load *L, size_t earlier, size_t i, bool *drop) {
         const struct cgroup_rule *r = &L->c.cgroups[i], *e = &L->c.cgroups[earlier];
         const struct config_origin *o = &L->rule_origin[i], *eo = &L->rule_origin[earlier];
+        char rv[8], ev[8];
 
         if (o->path == eo->path)
                 return errors_add(L->errs, "%s:%u: [select] %s: \"%s=%s\": the %s is already named at %s:%u "
                                   "(accepted: one rule per %s in a file; a later file replaces it)",
-                                  o->path, o->line, rule_key(r), r->path, config_cg_mode_name(r->mode),
+                                  o->path, o->line, config_rule_key(r), r->path, config_rule_value(r, rv),
                                   r->by_name ? "name" : "path", eo->path, eo->line, r->by_name ? "name" : "cgroup");
         drop[earlier] = true;
         return errors_add(&L->notes, "%s:%u: [select] %s: \"%s=%s\" replaces \"%s=%s\" of %s:%u (a later file wins)",
-                          o->path, o->line, rule_key(r), r->path, config_cg_mode_name(r->mode), e->path,
-                          config_cg_mode_name(e->mode), eo->path, eo->line);
+                          o->path, o->line, config_rule_key(r), r->path, config_rule_value(r, rv), e->path,
+                          config_rule_value(e, ev), eo->path, eo->line);
 }
 
 /* The rules replaced by a later file's, removed (drop[i]), the order kept. */
@@ -1717,7 +1757,9 @@ void config_files_done(struct config_files *f) {
 
 /* One rule as --print-config shows it. */
 static void print_rule(FILE *f, const struct cgroup_rule *r, const struct config_origin *o) {
-        fprintf(f, "%s = %s=%s  # %s:%u\n", rule_key(r), r->path, config_cg_mode_name(r->mode), o->path, o->line);
+        char v[8];
+
+        fprintf(f, "%s = %s=%s  # %s:%u\n", config_rule_key(r), r->path, config_rule_value(r, v), o->path, o->line);
 }
 
 static void print_section(FILE *f, const struct config_load *L, const char *section) {

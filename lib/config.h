@@ -31,9 +31,18 @@ enum damon_mode { DAMON_MODE_AUTO, DAMON_MODE_OFF };
 struct cgroup_rule {
         char *path;                 /* relative to cgroup_root, starting with '/'; by_name: a
                                      * glob (fnmatch(3)) on a directory's name, no '/' */
-        enum cg_mode mode;
+        enum cg_mode mode;          /* CG_MODE_UNSET in a share rule */
         bool by_name;               /* a [select] units rule */
+        bool share;                 /* a [select] fast_shares rule: share_pct, no mode */
+        int share_pct;              /* its share of each fast node (lib/fast-share.h) */
 };
+
+/* dst a copy of src with a path of its own. Returns 0 or -ENOMEM (dst->path NULL). */
+int config_rule_copy(struct cgroup_rule *dst, const struct cgroup_rule *src);
+/* The value of the rule as written: its mode's name, or its share ("40%"). */
+const char *config_rule_value(const struct cgroup_rule *r, char buf[static 8]);
+/* The key that makes such rules: cgroups, units or fast_shares. */
+const char *config_rule_key(const struct cgroup_rule *r);
 
 struct nb_config {
         /* [daemon] */

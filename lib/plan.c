@@ -833,13 +833,13 @@ static bool page_taken(const struct plan *pl, size_t vma, uint64_t page) {
 /* Adds the page as a move, or to the last move when it ends where the page starts, in
  * the same VMA and to the same node. */
 static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t size, uint64_t bytes,
-                          unsigned node, bool thread_policy, bool promote) {
+                          unsigned node, bool thread_policy, bool promote, bool exchanged) {
         struct plan_move *last = pl->n_moves ? &pl->moves[pl->n_moves - 1] : NULL;
 
         if (promote)
                 pl->promote_bytes = sat_add(pl->promote_bytes, bytes);
         if (last && last->end == page && last->target == (int) node && last->vma == vma &&
-            last->promote == promote) {
+            last->promote == promote && last->exchanged == exchanged) {
                 last->end += size;
                 last->bytes += bytes;
                 last->gain += bytes;
@@ -855,6 +855,7 @@ static void add_page_move(struct plan *pl, size_t vma, uint64_t page, uint64_t s
                 .gain = bytes,
                 .thread_policy = thread_policy,
                 .promote = promote,
+                .exchanged = exchanged,
         };
 }
 
@@ -899,7 +900,7 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                 if (promotion == PROMOTION_HELD)
                         continue;
                 if (promotion == PROMOTION_SPARE) {
-                        add_page_move(&pl, (size_t) vi, page, size, 0, pm->node, vma_thread_policy(in, v), true);
+                        add_page_move(&pl, (size_t) vi, page, size, 0, pm->node, vma_thread_policy(in, v), true, false);
                         continue;
                 }
                 if (promotion != PROMOTION_EXCHANGED && room_on(t, (int) pm->node, huge_kb, p, reserved_bytes) < size) {
@@ -920,7 +921,8 @@ int plan_pages(const struct topology *t, const struct plan_input *in, const stru
                         nodemask_set(&counted, pm->node);
                 }
                 pl.bytes = sat_add(pl.bytes, size);
-                add_page_move(&pl, (size_t) vi, page, size, size, pm->node, vma_thread_policy(in, v), promote);
+                add_page_move(&pl, (size_t) vi, page, size, size, pm->node, vma_thread_policy(in, v), promote,
+                              promotion == PROMOTION_EXCHANGED);
         }
         pl.reason = main_reason(&pl);
         *ret = pl;
@@ -1000,28 +1002,23 @@ static uint64_t next_free(const struct plan_input *in, const struct plan_params 
 /* Demote moves are bounded like every plan's: a few ranges each a tick. */
 #define EXCHANGE_MOVES_MAX 64
 
-int plan_exchange(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
-                  const struct page_decision *d, struct plan *pl) {
-        uint64_t left = pl->exchange_want;
-        unsigned node = (unsigned) pl->exchange_node;
-        struct plan_move *mv;
-        size_t added = 0;
+/* Demote moves of up to want bytes of the process's cold memory on node, appended to
+ * pl (room for EXCHANGE_MOVES_MAX - *added more); returns the bytes planned. */
+static uint64_t demote_cold(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                            const struct page_decision *d, struct plan *pl, unsigned node, uint64_t want,
+                            size_t *added) {
+        struct plan_move *mv = pl->moves;
+        uint64_t left = want;
 
-        if (pl->exchange_node < 0 || left == 0 || in->n_cold == 0)
-                return 0;
-        mv = realloc(pl->moves, (pl->n_moves + EXCHANGE_MOVES_MAX) * sizeof(*mv));
-        if (!mv)
-                return -ENOMEM;
-        pl->moves = mv;
-        for (size_t i = 0; i < in->maps->n_vmas && left && added < EXCHANGE_MOVES_MAX; i++) {
+        for (size_t i = 0; i < in->maps->n_vmas && left && *added < EXCHANGE_MOVES_MAX; i++) {
                 const struct vma *v = &in->maps->vmas[i];
                 int target = demote_target(t, in, p, i, node);
 
-                for (size_t c = 0; target >= 0 && c < in->n_cold && left && added < EXCHANGE_MOVES_MAX; c++) {
+                for (size_t c = 0; target >= 0 && c < in->n_cold && left && *added < EXCHANGE_MOVES_MAX; c++) {
                         uint64_t a = in->cold[c].start > v->start ? in->cold[c].start : v->start;
                         uint64_t end = in->cold[c].end < in->vma_end[i] ? in->cold[c].end : in->vma_end[i], stop;
 
-                        while (a < end && left && added < EXCHANGE_MOVES_MAX) {
+                        while (a < end && left && *added < EXCHANGE_MOVES_MAX) {
                                 uint64_t bytes;
 
                                 a = next_free(in, p, d, a, end, &stop);
@@ -1035,12 +1032,44 @@ int plan_exchange(const struct topology *t, const struct plan_input *in, const s
                                 };
                                 nodemask_clear(&mv[pl->n_moves].keep, node);
                                 pl->n_moves++;
-                                added++;
+                                (*added)++;
                                 left -= bytes;
                                 pl->demote_bytes = sat_add(pl->demote_bytes, bytes);
                                 a = stop;
                         }
                 }
+        }
+        return want - left;
+}
+
+int plan_exchange(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
+                  const struct page_decision *d, struct plan *pl) {
+        struct plan_move *mv;
+        size_t added = 0;
+        uint64_t served = 0;
+
+        pl->exchange_unserved = pl->exchange_node >= 0 ? pl->exchange_want : 0;
+        if (in->n_cold == 0)
+                return 0;
+        mv = realloc(pl->moves, (pl->n_moves + EXCHANGE_MOVES_MAX) * sizeof(*mv));
+        if (!mv)
+                return -ENOMEM;
+        pl->moves = mv;
+        /* Its own promotions first, then what other processes' wait for (demand). */
+        if (pl->exchange_unserved)
+                served = demote_cold(t, in, p, d, pl, (unsigned) pl->exchange_node, pl->exchange_unserved, &added);
+        pl->exchange_unserved -= served;
+        for (size_t k = 0; p->exchange_demand && k < t->n_nodes && added < EXCHANGE_MOVES_MAX; k++) {
+                uint64_t want = p->exchange_demand[k], got;
+
+                if (p->exchange_give && p->exchange_give[k] < want)
+                        want = p->exchange_give[k];
+                if (!want)
+                        continue;
+                got = demote_cold(t, in, p, d, pl, t->nodes[k].id, want, &added);
+                p->exchange_demand[k] -= got;
+                if (p->exchange_give)
+                        p->exchange_give[k] -= got;
         }
         if (added)
                 pl->reason = REASON_NONE;

@@ -100,6 +100,15 @@ struct plan_params {
         uint64_t *exchange_credit;    /* per topology index: bytes the exchange demoted off
                                        * that node, which promotions there may take below
                                        * its floors (rule 8; move-budget.h); NULL: none */
+        uint64_t *exchange_demand;    /* per topology index: bytes other processes'
+                                       * promotions wait for at that fast node's floor
+                                       * (their exchange_unserved, posted the tick before),
+                                       * which this process's cold memory there may serve;
+                                       * lowered by what plan_exchange() demotes. NULL: none */
+        uint64_t *exchange_give;      /* per topology index: at most this much of the process's
+                                       * cold memory goes for exchange_demand (its cgroup's
+                                       * bytes above its share of the node: fast-share.h),
+                                       * lowered likewise. NULL: no share, no limit */
 };
 
 /* A range the daemon moved across tiers, and when (rule 8): within cooldown_ms the
@@ -169,6 +178,10 @@ struct plan_move {
         bool demote;                  /* the exchange (rule 8): cold pages off the fast node
                                        * exchange_node to a slow node, at most bytes of
                                        * them; keep holds every other node */
+        bool exchanged;               /* a promotion into the room the exchange made below the
+                                       * floors (rule 8, exchange_credit): the executor's
+                                       * free-memory floor does not hold it back, the room
+                                       * being there does */
         bool promote;                 /* page-level, in a VMA with pages on a slow node: a
                                        * promotion (rule 7), charged to promote_left; bytes
                                        * may be less than end - start (spares: pages over
@@ -193,6 +206,9 @@ struct plan {
         uint64_t exchange_want;       /* promotions held at the floor of exchange_node (bytes):
                                        * what the exchange may demote to make room */
         int exchange_node;            /* node id, -1: none */
+        uint64_t exchange_unserved;   /* of exchange_want, what plan_exchange() found no cold
+                                       * memory of this process for: other processes' may
+                                       * serve it next tick (plan_params.exchange_demand) */
         uint64_t demote_bytes;        /* of bytes, demotions (plan_move.demote) */
         int full_target;              /* the first target whose base-page moves were held back
                                        * at its free-memory floor, -1: none (the manager
@@ -251,7 +267,9 @@ bool plan_share_allowed(const struct topology *t, const struct plan_input *in, c
 
 /* Rule 8, the exchange: promotions held at a fast node's floor (plan_pages() counts
  * them in pl->exchange_want) make room by demoting as many bytes of the same process's
- * cold memory on that node: pages within in->cold (not accessed for cold_age_ms), not
+ * cold memory on that node, and what it has not (pl->exchange_unserved) of other
+ * opted-in processes' at the next tick (p->exchange_demand, served after its own):
+ * pages within in->cold (not accessed for cold_age_ms), not
  * sampled hot (d), not moved across tiers within cooldown_ms (in->tier_recent), in a
  * VMA whose policy lets them go to a slow node (the nearest to the fast node), not
  * shared, locked or hugetlb. Appended to pl as demote moves; the executor moves at most

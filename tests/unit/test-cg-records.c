@@ -193,8 +193,8 @@ static void walk_records(const struct cgroup_rule *rules, size_t n_rules, struct
  * are root's. (They were all root's: the owner of the directory whose setting
  * applied.) */
 TEST(root_wide_opt_in_owner_is_the_delegated_subtrees) {
-        static const struct cgroup_rule rules[] = { { "/user.slice", CG_MODE_BALANCE, false },
-                                                    { "/system.slice", CG_MODE_BALANCE, false } };
+        static const struct cgroup_rule rules[] = { { "/user.slice", CG_MODE_BALANCE, false, false, 0 },
+                                                    { "/system.slice", CG_MODE_BALANCE, false, false, 0 } };
         struct cgroup_selection sel = {};
         struct cg_records r;
         unsigned n_1000 = 0, n_2000 = 0, n_root = 0, other = 0;
@@ -240,10 +240,10 @@ TEST(root_wide_opt_in_owner_is_the_delegated_subtrees) {
         /* The same tree opted in by a rule on the root of the tree, and by rules on a
          * sub-uid's directory and deep in the tenant's tree: the same owners. */
         {
-                static const struct cgroup_rule at_root[] = { { "/", CG_MODE_ADVISE, false } };
+                static const struct cgroup_rule at_root[] = { { "/", CG_MODE_ADVISE, false, false, 0 } };
                 static const struct cgroup_rule deep[] = {
-                        { "/user.slice/user-1000.slice/user@1000.service/ns/n/n/n", CG_MODE_BALANCE, false },
-                        { "/user.slice/user-1000.slice/user@1000.service/app.slice/d/d/d", CG_MODE_BALANCE, false },
+                        { "/user.slice/user-1000.slice/user@1000.service/ns/n/n/n", CG_MODE_BALANCE, false, false, 0 },
+                        { "/user.slice/user-1000.slice/user@1000.service/app.slice/d/d/d", CG_MODE_BALANCE, false, false, 0 },
                 };
                 const struct cg_rec *c;
 
@@ -269,7 +269,7 @@ TEST(root_wide_opt_in_owner_is_the_delegated_subtrees) {
         /* The tenant gives a directory of its own to a sub-uid after the first walk:
          * the next walk keeps its turn where it was. */
         {
-                static const struct cgroup_rule again[] = { { "/user.slice", CG_MODE_BALANCE, false } };
+                static const struct cgroup_rule again[] = { { "/user.slice", CG_MODE_BALANCE, false, false, 0 } };
                 char p[1024];
                 const struct cg_rec *c;
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cgroup.h"
+#include "fast-share.h"
 #include "test.h"
 #include "tmptree.h"
 
@@ -159,6 +160,17 @@ static void make_user_tree(void) {
         mk("/i");           setx("/i", "user.numabalanced", "balance\0", 8);   /* a C string's NUL */
         mk("/i/i1");
         mk("/h/h1");        setx("/h/h1", "user.numabalanced", "advise", 6);
+        /* Shares of the fast tier (they count on directories root owns: when the test
+         * runs as root). */
+        mk("/s");           setx("/s", "user.numabalanced", "balance", 7);
+                            setx("/s", "user.numabalanced.fast_share", "40%", 3);
+        mk("/s/s1");        /* inherits /s's share */
+        mk("/s/s2");        setx("/s/s2", "user.numabalanced", "place", 5);
+                            setx("/s/s2", "user.numabalanced.fast_share", "10%", 3);
+        mk("/s/s3");        setx("/s/s3", "user.numabalanced", "advise", 6);   /* /s's share */
+        mk("/s/s4");        setx("/s/s4", "user.numabalanced", "balance", 7);
+                            setx("/s/s4", "user.numabalanced.fast_share", "140%", 4);
+        mk("/s/s5");        setx("/s/s5", "user.numabalanced.fast_share", "5%", 2);  /* no setting: unread */
         tmptree_write_at(root, "/cgroup.procs", "1\n");   /* files are not cgroups */
         tmptree_write_at(root, "/a/cgroup.procs", "1\n");
         {
@@ -280,9 +292,11 @@ static const struct cgroup_invalid *invalid(const struct cgroup_selection *s, co
 static struct cgroup_selection walked;
 static bool walk_done;
 static const struct cgroup_rule the_rules[] = {
-        { (char *) "/b/b1", CG_MODE_BALANCE, false },
-        { (char *) "/c", CG_MODE_OFF, false },
-        { (char *) "/a/a4/", CG_MODE_OFF, false },   /* not the exact path: no effect */
+        { (char *) "/b/b1", CG_MODE_BALANCE, false, false, 0 },
+        { (char *) "/c", CG_MODE_OFF, false, false, 0 },
+        { (char *) "/a/a4/", CG_MODE_OFF, false, false, 0 },   /* not the exact path: no effect */
+        { (char *) "/s/s2", CG_MODE_UNSET, false, true, 25 },  /* a share: wins over the xattr */
+        { (char *) "/s/s5", CG_MODE_UNSET, false, true, 50 },  /* no setting of its own: unused */
 };
 
 /* The walk of the whole tree with three config rules, made once: the first case
@@ -504,6 +518,45 @@ TEST(walk_subtree_uid_is_the_delegation_points_owner) {
         CHECK(e && e->subtree_uid == 65534);
 }
 
+#define EXPECT_SHARE(s, p, pct, by) do {                                        \
+        const struct cgroup_entry *_e = entry(s, p);                            \
+        CHECK(_e != NULL);                                                      \
+        if (_e) {                                                               \
+                CHECK_INT(_e->fast_share_pct, pct);                             \
+                if (by)                                                         \
+                        CHECK_STR(_e->share_by, (const char *) (by));           \
+                else                                                            \
+                        CHECK(_e->share_by == NULL);                            \
+        }                                                                       \
+        } while (0)
+
+/* A share of the fast tier is read where a setting is, applies below it, and a nearer
+ * one wins; an invalid one is reported and the one above applies. A user.* share
+ * counts only on a directory root owns: a tenant does not give itself a share. */
+TEST(walk_fast_shares) {
+        NEED_XATTRS();
+        const struct cgroup_selection *s = walk();
+
+        EXPECT_SHARE(s, "/a/a1", FAST_SHARE_UNSET, NULL);
+        CHECK(!invalid(s, "/s/s5", "user.numabalanced.fast_share"));
+        /* The config's share rule wins, whoever owns the directory; one on a directory
+         * without a setting of its own applies to nothing, and says so. */
+        EXPECT_SHARE(s, "/s/s2", 25, "/s/s2");
+        CHECK(!invalid(s, "/s/s2", "user.numabalanced.fast_share"));
+        CHECK(s->rule_matched && s->rule_matched[3] && !s->rule_matched[4]);
+        if (!is_root) {
+                EXPECT_SHARE(s, "/s/s1", FAST_SHARE_UNSET, NULL);
+                EXPECT_INVALID(s, "/s", "user.numabalanced.fast_share", "40%", "a share is set by root");
+                return;
+        }
+        EXPECT_SHARE(s, "/s", 40, "/s");
+        EXPECT_SHARE(s, "/s/s1", 40, "/s");
+        EXPECT_SHARE(s, "/s/s3", 40, "/s");
+        EXPECT_SHARE(s, "/s/s4", 40, "/s");
+        EXPECT_SHARE(s, "/s/s5", 40, "/s");
+        EXPECT_INVALID(s, "/s/s4", "user.numabalanced.fast_share", "140%", "not a percentage (0%..100%)");
+}
+
 static unsigned n_compared;
 
 /* One directory of the tree: cgroup_setting_of says what the walk said. */
@@ -570,7 +623,7 @@ TEST(walk_selection_done_empties_it) {
 /* The walk root is the root whoever owns it; a config rule on "/" applies. */
 TEST(walk_config_rule_on_the_root) {
         NEED_XATTRS();
-        struct cgroup_rule r1[] = { { (char *) "/", CG_MODE_ADVISE, false } };
+        struct cgroup_rule r1[] = { { (char *) "/", CG_MODE_ADVISE, false, false, 0 } };
         struct cgroup_selection s = {};
 
         CHECK_INT(cgroup_select(root, r1, 1, &s), 0);
@@ -617,9 +670,9 @@ TEST(walk_unopenable_root_fails_untouched) {
  * /workload.slice/app was never seen. */
 TEST(walk_count_bound_shared_fairly) {
         static const struct cgroup_rule rules[] = {
-                { (char *) "/a.slice", CG_MODE_ADVISE, false },
-                { (char *) "/b.slice/x", CG_MODE_ADVISE, false },
-                { (char *) "/workload.slice/app", CG_MODE_BALANCE, false },
+                { (char *) "/a.slice", CG_MODE_ADVISE, false, false, 0 },
+                { (char *) "/b.slice/x", CG_MODE_ADVISE, false, false, 0 },
+                { (char *) "/workload.slice/app", CG_MODE_BALANCE, false, false, 0 },
         };
         const char *tmp = getenv("TMPDIR");
         char froot[4096], p[8192];
@@ -664,11 +717,11 @@ TEST(walk_count_bound_shared_fairly) {
  * rule over any name's; of names, the one read last; the root has no name. */
 TEST(config_rule_of_one_directory) {
         static const struct cgroup_rule rules[] = {
-                { (char *) "db*.service", CG_MODE_BALANCE, true },
-                { (char *) "/s.slice/db1.service", CG_MODE_ADVISE, false },
-                { (char *) "db2.service", CG_MODE_OFF, true },
-                { (char *) "*", CG_MODE_ADVISE, true },
-                { (char *) "/", CG_MODE_BALANCE, false },
+                { (char *) "db*.service", CG_MODE_BALANCE, true, false, 0 },
+                { (char *) "/s.slice/db1.service", CG_MODE_ADVISE, false, false, 0 },
+                { (char *) "db2.service", CG_MODE_OFF, true, false, 0 },
+                { (char *) "*", CG_MODE_ADVISE, true, false, 0 },
+                { (char *) "/", CG_MODE_BALANCE, false, false, 0 },
         };
 
         CHECK_INT(cgroup_config_rule(rules, ELEMENTSOF(rules), "/s.slice/db1.service"), 1);
@@ -685,13 +738,13 @@ TEST(config_rule_of_one_directory) {
  * A rule that decided no directory is reported as matching nothing. */
 TEST(walk_units_rules_match_names_anywhere) {
         static const struct cgroup_rule rules[] = {
-                { (char *) "postgresql@*.service", CG_MODE_BALANCE, true },
-                { (char *) "kubepods-burstable-pod*.slice", CG_MODE_PLACE, true },
-                { (char *) "redis.service", CG_MODE_OFF, true },
-                { (char *) "/system.slice/redis.service", CG_MODE_ADVISE, false },
-                { (char *) "nothing-*.service", CG_MODE_BALANCE, true },
-                { (char *) "/gone.slice", CG_MODE_BALANCE, false },
-                { (char *) "postgresql@15-main.service", CG_MODE_ADVISE, true },
+                { (char *) "postgresql@*.service", CG_MODE_BALANCE, true, false, 0 },
+                { (char *) "kubepods-burstable-pod*.slice", CG_MODE_PLACE, true, false, 0 },
+                { (char *) "redis.service", CG_MODE_OFF, true, false, 0 },
+                { (char *) "/system.slice/redis.service", CG_MODE_ADVISE, false, false, 0 },
+                { (char *) "nothing-*.service", CG_MODE_BALANCE, true, false, 0 },
+                { (char *) "/gone.slice", CG_MODE_BALANCE, false, false, 0 },
+                { (char *) "postgresql@15-main.service", CG_MODE_ADVISE, true, false, 0 },
         };
         static const char *const dirs[] = {
                 "/system.slice", "/system.slice/system-postgresql.slice",
@@ -801,7 +854,7 @@ static void outro(void) {
  * the top-level cgroup they lie in ("/a" is opted in, its child /a/a2 opted out: "/a"
  * is also an other; "/b" is not opted in, its child /b/b1 is). */
 TEST(walk_cpu_time_charged) {
-        static const struct cgroup_rule rules[] = { { (char *) "/b/b1", CG_MODE_BALANCE, false } };
+        static const struct cgroup_rule rules[] = { { (char *) "/b/b1", CG_MODE_BALANCE, false, false, 0 } };
         struct cgroup_selection s = {};
         uint64_t t0, took, sum = 0;
         struct timespec ts;

@@ -17,8 +17,8 @@ static void sink(int level, int error, const struct log_fields *fields, const ch
 }
 
 static struct cgroup_rule rules[] = {
-        { (char *) "/db.slice", CG_MODE_BALANCE, false },
-        { (char *) "pg@*.service", CG_MODE_ADVISE, true },
+        { (char *) "/db.slice", CG_MODE_BALANCE, false, false, 0 },
+        { (char *) "pg@*.service", CG_MODE_ADVISE, true, false, 0 },
 };
 
 static void walked(struct config_report *r, const struct nb_config *cfg, bool m0, bool m1, size_t n_rules) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "cgroup.h"
 #include "config.h"
 #include "log.h"
 #include "parse.h"
@@ -479,7 +480,7 @@ TEST(shipped_conf_lists_every_key) {
                 CHECK_MSG(sec && at && !(next && at > next), "%s: \"#%s = DEFAULT\" not found in section %s",
                           CONF_FILE, dot + 1, header + 1);
         }
-        CHECK_INT(n_keys, 38);
+        CHECK_INT(n_keys, 39);
 }
 
 /* The text with its "#key = value" lines (no space after '#') uncommented; "# text"
@@ -968,7 +969,7 @@ TEST(dropins_errors_at_their_line) {
          * is the question. Found once every file is read: after the other errors. */
         TREE_ERRORS(m,
                     "FILE.d/10-bad.conf:3: [daemon] tick_ms: \"fast\" is not a number (accepted: 100..60000)",
-                    "FILE.d/20-unknown.conf:2: [select] cgroup: unknown key (accepted: cgroup_root, cgroups, units, min_rss)",
+                    "FILE.d/20-unknown.conf:2: [select] cgroup: unknown key (accepted: cgroup_root, cgroups, units, fast_shares, min_rss)",
                     "FILE.d/30-third.conf:3: [select] cgroups: \"/b=advise\": the path is already named at "
                     "FILE.d/30-third.conf:2 (accepted: one rule per cgroup in a file; a later file replaces it)");
         tree_done(m);
@@ -1046,6 +1047,49 @@ TEST(units_rules_are_names) {
         m = tree("units-twice", "[select]\nunits = a.service=balance\nunits = a.service=off\n", false);
         TREE_ERRORS(m, "FILE:3: [select] units: \"a.service=off\": the name is already named at FILE:2 (accepted: "
                        "one rule per name in a file; a later file replaces it)");
+        tree_done(m);
+}
+
+/* fast_shares: PATH=N% rules in the same array, beside a mode rule on the same path
+ * (never taken for one); bad values said; a later file replaces a share. */
+TEST(fast_shares_rules) {
+        char *m = tree("shares", "[select]\ncgroups = /db.slice=balance\nfast_shares = /db.slice=40% /b=0%,/c=100%\n",
+                       true);
+        struct nb_config c = {};
+        struct config_errors errs = {};
+        char v[8];
+
+        CHECK_INT(config_load(m, 0, &c, &errs, NULL), 0);
+        CHECK_INT(c.n_cgroups, 4);
+        if (c.n_cgroups == 4) {
+                CHECK(!c.cgroups[0].share && c.cgroups[0].mode == CG_MODE_BALANCE);
+                CHECK(c.cgroups[1].share && c.cgroups[1].share_pct == 40 && c.cgroups[1].mode == CG_MODE_UNSET);
+                CHECK_STR(c.cgroups[1].path, "/db.slice");
+                CHECK_STR(config_rule_key(&c.cgroups[1]), "fast_shares");
+                CHECK_STR(config_rule_value(&c.cgroups[1], v), "40%");
+                CHECK(c.cgroups[2].share_pct == 0 && c.cgroups[3].share_pct == 100);
+                CHECK_INT(cgroup_config_rule(c.cgroups, c.n_cgroups, "/db.slice"), 0);
+                CHECK_INT(cgroup_config_rule(c.cgroups, c.n_cgroups, "/b"), -1);
+                CHECK_INT(cgroup_config_share(c.cgroups, c.n_cgroups, "/db.slice"), 1);
+                CHECK_INT(cgroup_config_share(c.cgroups, c.n_cgroups, "/nope"), -1);
+        }
+        free(dropin(m, "99-x.conf", "[select]\nfast_shares = /db.slice=10%\n"));
+        config_done(&c);
+        c = (struct nb_config) {};
+        CHECK_INT(config_load(m, 0, &c, &errs, NULL), 0);
+        for (size_t i = 0; i < c.n_cgroups; i++)
+                if (c.cgroups[i].share && strcmp(c.cgroups[i].path, "/db.slice") == 0)
+                        CHECK_INT(c.cgroups[i].share_pct, 10);
+        config_done(&c);
+        tree_done(m);
+        m = tree("shares-bad", "[select]\nfast_shares = /a=140%\n", false);
+        TREE_ERRORS(m, "FILE:2: [select] fast_shares: \"/a=140%\": not a percentage (0%..100%) (accepted: /PATH=N% "
+                       "with N 0..100, separated by spaces or commas; PATH without . or .. components, a cgroup with "
+                       "a setting of its own)");
+        tree_done(m);
+        m = tree("shares-twice", "[select]\nfast_shares = /a=5%\nfast_shares = /a=6%\n", false);
+        TREE_ERRORS(m, "FILE:3: [select] fast_shares: \"/a=6%\": the path is already named at FILE:2 (accepted: "
+                       "one rule per cgroup in a file; a later file replaces it)");
         tree_done(m);
 }
 

@@ -342,7 +342,7 @@ static bool env_start(const struct env_opts *o) {
                         abort();
         } else {
                 cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
-                cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), o->mode, false };
+                cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), o->mode, false, false, 0 };
                 cfg.n_cgroups = 1;
         }
         cfg.source = SOURCE_PROC;
@@ -485,7 +485,7 @@ static void add_cpu_time(pid_t pid, pid_t tid, uint64_t ns) {
 static void set_mode(enum cg_mode mode) {
         struct nb_config cfg = env.m->cfg;
 
-        cfg.cgroups = &(struct cgroup_rule) { "/app.slice", mode, false };
+        cfg.cgroups = &(struct cgroup_rule) { "/app.slice", mode, false, false, 0 };
         cfg.n_cgroups = 1;
         if (manager_reload(env.m, &cfg) < 0)
                 abort();
@@ -679,7 +679,7 @@ TEST(a_stuck_user_does_not_take_another_users_turn_under_a_root_opt_in) {
         CHECK_INT(unlink(fifo), 0);
         CHECK_INT(mkfifo(fifo, 0600), 0);
         cfg = env.m->cfg;
-        cfg.cgroups = (struct cgroup_rule[]) { { "/user.slice", CG_MODE_BALANCE, false } };
+        cfg.cgroups = (struct cgroup_rule[]) { { "/user.slice", CG_MODE_BALANCE, false, false, 0 } };
         cfg.n_cgroups = 1;
         CHECK(manager_reload(env.m, &cfg) == 0);
 
@@ -1982,7 +1982,7 @@ TEST(cgroup_records_go_with_their_cgroup) {
         put_proc(WEB, WEB);
         set_procs("3001\n");
         cfg = env.m->cfg;
-        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE, false }, { "/b.slice", CG_MODE_ADVISE, false } };
+        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE, false, false, 0 }, { "/b.slice", CG_MODE_ADVISE, false, false, 0 } };
         cfg.n_cgroups = 2;
         CHECK(manager_reload(env.m, &cfg) == 0);
         CHECK_INT(tick(), 0);
@@ -2206,7 +2206,7 @@ TEST(a_tenants_cgroups_do_not_delay_roots_moves) {
         tmptree_write(path, "3001\n");
         put_proc(DB, DB);
         cfg = env.m->cfg;
-        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_ADVISE, false }, { "/z.slice", CG_MODE_BALANCE, false } };
+        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_ADVISE, false, false, 0 }, { "/z.slice", CG_MODE_BALANCE, false, false, 0 } };
         cfg.n_cgroups = 2;
         CHECK(manager_reload(env.m, &cfg) == 0);
 
@@ -2399,7 +2399,7 @@ static void tenant_and_root(uint64_t rate_mb_s) {
         tmptree_write(path, "6000\n");
         put_proc(WEB, 6000);
         cfg = env.m->cfg;
-        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE, false }, { "/z.slice", CG_MODE_BALANCE, false } };
+        cfg.cgroups = (struct cgroup_rule[]) { { "/app.slice", CG_MODE_BALANCE, false, false, 0 }, { "/z.slice", CG_MODE_BALANCE, false, false, 0 } };
         cfg.n_cgroups = 2;
         cfg.rate_limit_mb_s = rate_mb_s;
         CHECK(manager_reload(env.m, &cfg) == 0);

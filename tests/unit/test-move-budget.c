@@ -163,4 +163,26 @@ TEST(promote_settle) {
         CHECK_INT(b.debt, MB);
 }
 
+/* The exchange across processes: a wait posted this tick is demand at the next refill,
+ * less the credit the node holds already, and lapses a tick later unless posted again. */
+TEST(promote_demand_lives_one_tick) {
+        struct move_budget_promote b = {};
+
+        (void) move_budget_promote_refill(&b, 256, 1000);
+        move_budget_promote_post(&b, 1, 3 * MB);
+        move_budget_promote_post(&b, 1, MB);
+        move_budget_promote_post(&b, -1, MB);
+        move_budget_promote_post(&b, NB_NODES_MAX, MB);
+        CHECK_INT(b.demand[1], 0);
+        (void) move_budget_promote_refill(&b, 256, 1250);
+        CHECK_INT(b.demand[1], 4 * MB);
+        CHECK_INT(b.demand_next[1], 0);
+        move_budget_promote_credit(&b, 1, MB, 1250);
+        move_budget_promote_post(&b, 1, 4 * MB);
+        (void) move_budget_promote_refill(&b, 256, 1500);
+        CHECK_INT(b.demand[1], 3 * MB);
+        (void) move_budget_promote_refill(&b, 256, 1750);
+        CHECK_INT(b.demand[1], 0);
+}
+
 DEFINE_TEST_MAIN()

@@ -131,6 +131,7 @@ struct setup {
         bool thread_policy;       /* some range without a VMA policy */
         uint64_t page_size;       /* the range's, 0: the base page size */
         int free_floor_pct;       /* -1: the default (5) */
+        bool exchanged;           /* promotions into the room the exchange made */
         void (*before)(void);     /* after the fresh copy, before the scan's facts are taken */
         void (*change)(void);     /* after move_check_prepare: what changed since the scan */
 };
@@ -145,7 +146,7 @@ static const char *verdict_of(const struct setup *s) {
         struct proc_rec p = { .pid = 3001 };
         struct migrate_range range = { 0x7f3a00000000, 0x7f3a02000000, s->page_size ? s->page_size : page_size() };
         struct migrate_job job = { .pid = 3001, .target_node = 0, .ranges = &range, .n_ranges = 1, .max_pages = 8192,
-                                   .userdata = &p, .thread_policy = s->thread_policy };
+                                   .userdata = &p, .thread_policy = s->thread_policy, .exchanged = s->exchanged };
         const struct migrate_stop *stop = NULL;
         struct move_check *c = NULL;
         int r;
@@ -167,7 +168,7 @@ static const char *verdict_of(const struct setup *s) {
         if (!s->by_xattr) {
                 cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
                 cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"),
-                                                        s->rule_mode ? s->rule_mode : CG_MODE_BALANCE, false };
+                                                        s->rule_mode ? s->rule_mode : CG_MODE_BALANCE, false, false, 0 };
                 cfg.n_cgroups = 1;
         }
         /* The roots and the config are copied: the ones given may go once prepared. */
@@ -455,6 +456,24 @@ TEST(the_target_filled) {
         CHECK_STR(verdict(fills_node_0_and_exits), "exited");
 }
 
+/* Promotions into the room the exchange made go below the floor, as long as the room
+ * (the job's 32 MiB) is free; taken by something else, they stop. */
+static void node_0_holds_the_job(void) {
+        node0_free_kb(32 * 1024);
+}
+
+static void node_0_short_of_the_job(void) {
+        node0_free_kb(32 * 1024 - 4);
+}
+
+TEST(exchanged_promotions_need_their_room) {
+        CHECK_STR(verdict_of(&(struct setup) { .free_floor_pct = -1, .exchanged = true, .change = node_0_holds_the_job }),
+                  "move");
+        CHECK_STR(verdict_of(&(struct setup) { .free_floor_pct = -1, .exchanged = true,
+                                               .change = node_0_short_of_the_job }), "target-full");
+        CHECK_STR(verdict_of(&(struct setup) { .free_floor_pct = -1, .change = node_0_holds_the_job }), "target-full");
+}
+
 /* Several jobs: each gets its own check, with its own process's scan facts (here one
  * scanned before an exec: its layout differs). */
 TEST(each_job_its_own_check) {
@@ -481,7 +500,7 @@ TEST(each_job_its_own_check) {
         free(cfg.cgroup_root);
         cfg.cgroup_root = strdup(cgroup_root);
         cfg.cgroups = calloc(1, sizeof(*cfg.cgroups));
-        cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), CG_MODE_BALANCE, false };
+        cfg.cgroups[0] = (struct cgroup_rule) { strdup("/app.slice"), CG_MODE_BALANCE, false, false, 0 };
         cfg.n_cgroups = 1;
         env = (struct move_check_env) { .cfg = &cfg, .topo = topo, .proc_root = proc_root, .sys_root = sys_root };
         CHECK_INT(move_check_prepare(&env, jobs, 2, &c), 0);

@@ -1158,6 +1158,7 @@ struct xrun {
         struct plan_input in;
         struct numa_maps *maps;
         uint64_t ends[1], cpu[3], reserved[8], credit[8];
+        uint64_t *demand, *give;
         struct page_decision d;
         struct plan pl;
 };
@@ -1171,6 +1172,8 @@ static int xrun_plan(struct xrun *x, const char *policy, const struct damon_rang
         x->p = defaults;
         x->p.promote_floor_pct = 10;
         x->p.exchange_credit = x->credit;
+        x->p.exchange_demand = x->demand;
+        x->p.exchange_give = x->give;
         x->t->nodes[i0].mem_free_kb = x->t->nodes[i0].mem_total_kb * 5 / 100;
         x->ends[0] = VMA0 + (64 << 20);
         x->cpu[0] = x->cpu[1] = 1;
@@ -1190,6 +1193,12 @@ static int xrun_plan(struct xrun *x, const char *policy, const struct damon_rang
         nodemask_parse("0-2", &x->in.mems_allowed);
         CHECK_INT(plan_pages(x->t, &x->in, &x->p, &x->d, NULL, x->reserved, &x->pl), 0);
         return plan_exchange(x->t, &x->in, &x->p, &x->d, &x->pl);
+}
+
+/* xrun_plan() with other processes' demand (plan_params.exchange_demand). */
+static int xrun_plan_demand(struct xrun *x, const struct damon_range *cold, uint64_t *demand) {
+        x->demand = demand;
+        return xrun_plan(x, "default", cold, 1, NULL, 0);
 }
 
 static void xrun_done(struct xrun *x) {
@@ -1269,6 +1278,64 @@ TEST(exchange_within_policy) {
         topology_free(x.t);
 }
 
+/* Across processes: a process with nothing waiting of its own serves what another's
+ * promotions wait for at node 0 (demand) from its cold memory there, and lowers the
+ * demand by as much; what its own cold memory cannot make room for is unserved. */
+TEST(exchange_serves_other_processes) {
+        struct xrun x = { .t = tiered("2n1m-tiered") };
+        const struct damon_range cold[] = { { VMA0 + (1 << 20), VMA0 + (2 << 20) } };
+        uint64_t demand[8] = { 0 };
+        int i0;
+
+        if (!x.t)
+                return;
+        i0 = topology_node_index(x.t, 0);
+        /* No cold memory: its own 16 KiB wait stays unserved, for others to serve. */
+        CHECK_INT(xrun_plan(&x, "default", NULL, 0, NULL, 0), 0);
+        CHECK_INT(x.pl.exchange_unserved, 4 * 4096);
+        CHECK_INT(x.pl.demote_bytes, 0);
+        xrun_done(&x);
+        /* Cold memory on node 0: its own wait first, then 64 KiB of another's. */
+        demand[i0] = 16 * 4096;
+        x.p.exchange_demand = demand;
+        CHECK_INT(xrun_plan_demand(&x, cold, demand), 0);
+        CHECK_INT(x.pl.exchange_unserved, 0);
+        CHECK_INT(x.pl.demote_bytes, 20 * 4096);
+        CHECK_INT(demand[i0], 0);
+        for (size_t i = 0; i < x.pl.n_moves; i++)
+                CHECK(x.pl.moves[i].demote && x.pl.moves[i].target == 2);
+        xrun_done(&x);
+        topology_free(x.t);
+}
+
+/* A cgroup with a share of the fast tier gives others at most what it holds above it
+ * (exchange_give), and what it gave is taken off that; its own wait is not limited. */
+TEST(exchange_gives_only_above_the_share) {
+        struct xrun x = { .t = tiered("2n1m-tiered") };
+        const struct damon_range cold[] = { { VMA0 + (1 << 20), VMA0 + (2 << 20) } };
+        uint64_t demand[8] = { 0 }, give[8] = { 0 };
+        int i0;
+
+        if (!x.t)
+                return;
+        i0 = topology_node_index(x.t, 0);
+        demand[i0] = 16 * 4096;
+        give[i0] = 5 * 4096;
+        x.give = give;
+        CHECK_INT(xrun_plan_demand(&x, cold, demand), 0);
+        /* Its own 4 pages, then 5 of the 16 others wait for. */
+        CHECK_INT(x.pl.demote_bytes, 9 * 4096);
+        CHECK_INT(demand[i0], 11 * 4096);
+        CHECK_INT(give[i0], 0);
+        xrun_done(&x);
+        /* At its share: nothing for others. */
+        CHECK_INT(xrun_plan_demand(&x, cold, demand), 0);
+        CHECK_INT(x.pl.demote_bytes, 4 * 4096);
+        CHECK_INT(demand[i0], 11 * 4096);
+        xrun_done(&x);
+        topology_free(x.t);
+}
+
 /* The room the exchange made (credit) takes promotions below the floors, as much as
  * it holds; a page demoted within the cooldown is not promoted back, while a range a
  * promotion job named (its spares too) keeps no hot page from being promoted. */
@@ -1287,6 +1354,9 @@ TEST(exchange_credit_promotes) {
         CHECK_INT(x.credit[i0], 0);
         CHECK_INT(x.pl.skipped_bytes[REASON_PROMOTE_FLOOR], 4096);
         CHECK_INT(x.pl.skipped_bytes[REASON_COOLDOWN], 4096);
+        /* Marked for the executor: into the exchange's room, below its free-memory floor. */
+        for (size_t i = 0; i < x.pl.n_moves; i++)
+                CHECK(!x.pl.moves[i].promote || x.pl.moves[i].exchanged);
         xrun_done(&x);
         topology_free(x.t);
 }

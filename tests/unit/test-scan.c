@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cg-records.h"
 #include "config.h"
 #include "move-budget.h"
 #include "pagesize.h"
@@ -468,6 +469,43 @@ TEST(the_schedule_is_changed_here_only) {
         CHECK(f.p.sched.quarantined_until_ms == 9000 + SCAN_QUARANTINE_MS &&
               f.p.sched.next_scan_ms == f.p.sched.quarantined_until_ms);
         CHECK(f.p.reason == REASON_QUARANTINED && f.p.planned_bytes == 0 && f.p.page_planned_bytes == 0);
+        fixture_done(&f);
+}
+
+/* While a fast node's promotions wait for room, the processes with fresh cold
+ * regions (the donors) are scanned now, or scan_min_ms after their last scan; stale
+ * regions, no regions, no demand, or a cgroup at its share leave the schedule alone. */
+TEST(serve_demand_brings_donors_forward) {
+        struct fixture f;
+        struct cg_rec shared = { .path = "/db", .fast_share_pct = 100, .share_by = "/nope" };
+        struct proc_rec a = { .sched.next_scan_ms = 30000 }, b = a, c = a, d = a, e = a;
+        struct proc_rec *v[] = { &a, &b, &c, &d, &e };
+        struct proc_records procs = { .v = v, .n = 5 };
+        struct damon_range r = { 0x1000, 0x2000 };
+        uint64_t demand[NB_NODES_MAX] = { 0 };
+        struct cg_records cgs;
+
+        fixture_start(&f, 3001, 5000);
+        cg_records_init(&cgs);
+        f.env.exchange_demand = demand;
+        f.env.cgs = &cgs;
+        a.cg = b.cg = c.cg = d.cg = &f.cg;
+        e.cg = &shared;   /* a share whose holder is no record: it gives nothing */
+        a.cold = b.cold = d.cold = e.cold = &r;
+        a.n_cold = b.n_cold = d.n_cold = e.n_cold = 1;
+        a.cold_ms = d.cold_ms = e.cold_ms = 9000;
+        b.cold_ms = 1000;   /* older than COLD_FRESH_MS at 10000 */
+        d.last_scan_ms = 9500;
+        scan_serve_demand(&f.env, &procs, 10000);
+        CHECK_INT(a.sched.next_scan_ms, 30000);
+        demand[1] = 4096;
+        scan_serve_demand(&f.env, &procs, 10000);
+        CHECK_INT(a.sched.next_scan_ms, 10000);
+        CHECK_INT(b.sched.next_scan_ms, 30000);
+        CHECK_INT(c.sched.next_scan_ms, 30000);
+        CHECK_INT(d.sched.next_scan_ms, 10500);   /* scan_min_ms after its last scan */
+        CHECK_INT(e.sched.next_scan_ms, 30000);
+        cg_records_done(&cgs);
         fixture_done(&f);
 }
 

@@ -72,7 +72,7 @@ static int walker_thread_nice(void) {
 }
 
 TEST(publishes_walks_and_follows_rules) {
-        struct cgroup_rule a = { (char *) "/a", CG_MODE_BALANCE, false }, b = { (char *) "/b", CG_MODE_ADVISE, false };
+        struct cgroup_rule a = { (char *) "/a", CG_MODE_BALANCE, false, false, 0 }, b = { (char *) "/b", CG_MODE_ADVISE, false, false, 0 };
         struct cgroup_selection s = {};
         struct walker *w = NULL;
 
@@ -104,7 +104,7 @@ TEST(publishes_walks_and_follows_rules) {
  * the last selection was taken: a walk replacing one never taken would drop its time
  * unattributed. */
 TEST(walk_time_handed_over_with_each_selection) {
-        struct cgroup_rule a = { (char *) "/a", CG_MODE_BALANCE, false };
+        struct cgroup_rule a = { (char *) "/a", CG_MODE_BALANCE, false, false, 0 };
         struct cgroup_selection s = {};
         struct walker *w = NULL;
         uint64_t ns = 0, walks;
@@ -198,7 +198,7 @@ TEST(what_is_wrong_with_the_tree_logged_once) {
 
 /* Out of descriptors, a walk publishes nothing: the tick keeps what it has. */
 TEST(nothing_published_without_descriptors) {
-        struct cgroup_rule a = { (char *) "/a", CG_MODE_BALANCE, false };
+        struct cgroup_rule a = { (char *) "/a", CG_MODE_BALANCE, false, false, 0 };
         struct cgroup_selection s = {};
         struct walker *w = NULL;
         struct rlimit saved, low;

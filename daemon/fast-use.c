@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cleanup.h"
+#include "fast-share.h"
+#include "fast-use.h"
+#include "log.h"
+
+/* memory.numa_stat is a few lines per counter, each with a count per node: the anon
+ * and file lines come first, and this holds them on 1,024 nodes. */
+#define NUMA_STAT_READ_MAX (64 * 1024)
+
+struct cg_rec *fast_use_holder(const struct cg_records *cgs, const struct cg_rec *cg) {
+        if (!cg || !cg->share_by)
+                return NULL;
+        return cg_records_find(cgs, cg->share_by);
+}
+
+static int read_numa_stat(const char *cgroup_root, const char *path, const struct topology *t, uint64_t *ret) {
+        _cleanup_free_ char *file = NULL, *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t len = 0;
+
+        if (asprintf(&file, "%s%s/memory.numa_stat", cgroup_root, strcmp(path, "/") == 0 ? "" : path) < 0)
+                return -ENOMEM;
+        buf = malloc(NUMA_STAT_READ_MAX);
+        if (!buf)
+                return -ENOMEM;
+        fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        while (len < NUMA_STAT_READ_MAX) {
+                ssize_t n = read(fd, buf + len, NUMA_STAT_READ_MAX - len);
+
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        return fast_share_usage_parse(buf, len, t, ret);
+}
+
+const uint64_t *fast_use_bytes(struct cg_rec *holder, const char *cgroup_root, const struct topology *t,
+                               uint64_t tick) {
+        if (holder->fast_tick == tick && holder->fast_used)
+                return holder->fast_read < 0 ? NULL : holder->fast_used;
+        if (!holder->fast_used) {
+                /* used[n_nodes], then given[n_nodes] */
+                holder->fast_used = calloc(2 * (t->n_nodes ? t->n_nodes : 1), sizeof(*holder->fast_used));
+                if (!holder->fast_used)
+                        return NULL;
+        }
+        holder->fast_tick = tick;
+        memset(holder->fast_used + t->n_nodes, 0, t->n_nodes * sizeof(*holder->fast_used));
+        holder->fast_read = read_numa_stat(cgroup_root, holder->path, t, holder->fast_used);
+        if (holder->fast_read < 0)
+                log_debug_errno(holder->fast_read, "cgroup=%s: cannot read memory.numa_stat, its share gives "
+                                "nothing this tick: %m", holder->path);
+        return holder->fast_read < 0 ? NULL : holder->fast_used;
+}
+
+void fast_use_refresh(struct cg_records *cgs, const char *cgroup_root, const struct topology *t, uint64_t tick) {
+        if (nodemask_empty(&t->slow))
+                return;
+        for (size_t i = 0; i < cgs->n; i++)
+                if (cgs->v[i]->seen && cgs->v[i]->share_by && strcmp(cgs->v[i]->share_by, cgs->v[i]->path) == 0)
+                        (void) fast_use_bytes(cgs->v[i], cgroup_root, t, tick);
+}
+
+int fast_use_limit(const struct cg_records *cgs, const char *cgroup_root, const struct topology *t, uint64_t tick,
+                   const struct cg_rec *cg, uint64_t *give) {
+        struct cg_rec *holder;
+        const uint64_t *used;
+
+        if (!cg || !cg->share_by)
+                return 0;
+        memset(give, 0, t->n_nodes * sizeof(*give));
+        holder = fast_use_holder(cgs, cg);
+        used = holder ? fast_use_bytes(holder, cgroup_root, t, tick) : NULL;
+        for (size_t k = 0; used && k < t->n_nodes; k++) {
+                uint64_t over = fast_share_excess(used[k], t->nodes[k].mem_total_kb, cg->fast_share_pct);
+                uint64_t gave = used[t->n_nodes + k];
+
+                give[k] = over > gave ? over - gave : 0;
+        }
+        return 1;
+}
+
+void fast_use_gave(const struct cg_records *cgs, const struct cg_rec *cg, const struct topology *t,
+                   const uint64_t *from, const uint64_t *left) {
+        struct cg_rec *holder = fast_use_holder(cgs, cg);
+
+        if (!holder || !holder->fast_used)
+                return;
+        for (size_t k = 0; k < t->n_nodes; k++)
+                if (from[k] > left[k])
+                        holder->fast_used[t->n_nodes + k] += from[k] - left[k];
+}
