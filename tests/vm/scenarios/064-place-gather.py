@@ -13,11 +13,11 @@ was placed and its memory moved (timeline).
 A process the daemon has not placed, its threads together beside its memory
 (already-together), may have a thread moved off its node by the scheduler at any
 moment; the daemon gathers it when it sees the split, or the scheduler joins it again.
-Both are right, and when the scheduler does it is chance: such an episode after 20 s
-(its memory still local, the process not placed, as explain says at the sample) passes
+Both are right, and when the scheduler does it is chance: such an episode, at any time
+(its memory still local, the process not placed, as explain says at the sample), passes
 when a good sample follows within SPLIT_S; a longer one fails, as does any other bad
 sample (seen in one run of nine: split for two samples 22.7-23.9 s, together again at
-25.2 s by the scheduler).
+25.2 s by the scheduler; in a CI run, one at 18.5 s with the next sample at 20.1 s).
 
 Why 20 s and not 10 (the benchmark's bar, scripts/bench perfnuma): under TCG, with
 a second guest or valgrind on the other host core, the kernel's copy of 128 MiB took
@@ -151,14 +151,14 @@ def perf_bench(env, res, cg, excused):
 
 
 def excused_episodes(samples, bad, excused):
-    """The times of bad samples from BY_S on that are one of unplaced_split()'s episodes:
-    every process that is bad in them split but unplaced, a good sample following within
-    SPLIT_S of the episode's first."""
+    """The times of bad samples that are one of unplaced_split()'s episodes: every
+    process that is bad in them split but unplaced, a good sample following within
+    SPLIT_S of the episode's first. At any time: one just before BY_S, a good sample
+    1.6 s after it (samples come slower than once a second under a loaded TCG), made
+    the convergence look as if it came after BY_S (a CI run)."""
     bad_t = {t: s for t, s in bad}
     out, episode = [], []
     for t, s in samples:
-        if t < BY_S:
-            continue
         if t not in bad_t:
             if episode and t - episode[0] <= SPLIT_S:
                 out += episode
