@@ -51,6 +51,7 @@ struct cg_rec {
         char *share_by;            /* and where it is set (a record's path); NULL: no share */
         uint64_t *fast_used;       /* a share's holder (fast-use.h): its bytes per topology
                                     * index, then what it gave this tick; NULL until asked */
+        size_t fast_n;             /* the nodes fast_used is sized for */
         uint64_t fast_tick;        /* the tick fast_used was read */
         int fast_read;             /* that read: 0, or -errno (it gives nothing) */
 };

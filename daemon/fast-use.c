@@ -47,10 +47,13 @@ static int read_numa_stat(const char *cgroup_root, const char *path, const struc
 
 const uint64_t *fast_use_bytes(struct cg_rec *holder, const char *cgroup_root, const struct topology *t,
                                uint64_t tick) {
-        if (holder->fast_tick == tick && holder->fast_used)
+        if (holder->fast_tick == tick && holder->fast_used && holder->fast_n == t->n_nodes)
                 return holder->fast_read < 0 ? NULL : holder->fast_used;
-        if (!holder->fast_used) {
-                /* used[n_nodes], then given[n_nodes] */
+        if (!holder->fast_used || holder->fast_n != t->n_nodes) {
+                /* used[n_nodes], then given[n_nodes]; sized again if the topology
+                 * changed (memory hotplug on a one-node host brings a second node) */
+                free(holder->fast_used);
+                holder->fast_n = t->n_nodes;
                 holder->fast_used = calloc(2 * (t->n_nodes ? t->n_nodes : 1), sizeof(*holder->fast_used));
                 if (!holder->fast_used)
                         return NULL;
@@ -95,7 +98,7 @@ void fast_use_gave(const struct cg_records *cgs, const struct cg_rec *cg, const 
                    const uint64_t *from, const uint64_t *left) {
         struct cg_rec *holder = fast_use_holder(cgs, cg);
 
-        if (!holder || !holder->fast_used)
+        if (!holder || !holder->fast_used || holder->fast_n != t->n_nodes)
                 return;
         for (size_t k = 0; k < t->n_nodes; k++)
                 if (from[k] > left[k])

@@ -381,7 +381,7 @@ static void metrics_fast_share(const struct manager_view *v, const struct mtable
                 const struct cg_rec *c = t->v[i].c;
 
                 if (t->v[i].hidden || !c->seen || !c->share_by || strcmp(c->share_by, c->path) != 0 ||
-                    !c->fast_used || c->fast_read < 0)
+                    !c->fast_used || c->fast_n != v->topo->n_nodes || c->fast_read < 0)
                         continue;
                 for (unsigned n = 0; n < v->topo->n_nodes; n++) {
                         if (v->topo->nodes[n].slow)

@@ -1086,7 +1086,7 @@ static void put_group_objects(struct json *j, const struct manager_view *v, cons
  * there held at the last read (null when unread: no slow node, or the file gone). */
 static void put_fast_share(struct json *j, const struct manager_view *v, const struct proc_rec *p) {
         const struct cg_rec *h = p->cg && p->cg->share_by ? cg_records_find(v->cgs, p->cg->share_by) : NULL;
-        bool read = h && h->fast_used && h->fast_read == 0;
+        bool read = h && h->fast_used && h->fast_n == v->topo->n_nodes && h->fast_read == 0;
 
         json_key(j, "fast_share");
         if (!p->cg || !p->cg->share_by) {
