@@ -4,15 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "cleanup.h"
 #include "fast-share.h"
 #include "fast-use.h"
 #include "log.h"
+#include "parse.h"
 
-/* memory.numa_stat is a few lines per counter, each with a count per node: the anon
- * and file lines come first, and this holds them on 1,024 nodes. */
-#define NUMA_STAT_READ_MAX (64 * 1024)
+/* memory.numa_stat is some 25 lines, each with a count per node of up to 27 bytes
+ * ("N1023=<20 digits> "): this holds them all on 1,024 nodes. */
+#define NUMA_STAT_READ_MAX (1024 * 1024)
 
 struct cg_rec *fast_use_holder(const struct cg_records *cgs, const struct cg_rec *cg) {
         if (!cg || !cg->share_by)
@@ -22,27 +22,13 @@ struct cg_rec *fast_use_holder(const struct cg_records *cgs, const struct cg_rec
 
 static int read_numa_stat(const char *cgroup_root, const char *path, const struct topology *t, uint64_t *ret) {
         _cleanup_free_ char *file = NULL, *buf = NULL;
-        _cleanup_close_ int fd = -1;
-        size_t len = 0;
+        size_t len;
+        int r;
 
         if (asprintf(&file, "%s%s/memory.numa_stat", cgroup_root, strcmp(path, "/") == 0 ? "" : path) < 0)
                 return -ENOMEM;
-        buf = malloc(NUMA_STAT_READ_MAX);
-        if (!buf)
-                return -ENOMEM;
-        fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return -errno;
-        while (len < NUMA_STAT_READ_MAX) {
-                ssize_t n = read(fd, buf + len, NUMA_STAT_READ_MAX - len);
-
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        return fast_share_usage_parse(buf, len, t, ret);
+        r = parse_read_file_at(AT_FDCWD, file, NUMA_STAT_READ_MAX, &buf, &len);
+        return r < 0 ? r : fast_share_usage_parse(buf, len, t, ret);
 }
 
 const uint64_t *fast_use_bytes(struct cg_rec *holder, const char *cgroup_root, const struct topology *t,

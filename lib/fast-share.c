@@ -2,42 +2,26 @@
 #include <errno.h>
 #include <string.h>
 #include "fast-share.h"
+#include "parse.h"
 
 int fast_share_parse(const char *v, size_t len, int *ret_pct) {
-        int pct = 0;
+        uint64_t pct;
 
-        if (len < 2 || len > 4 || v[len - 1] != '%')
+        if (len < 2 || v[len - 1] != '%' || parse_u64_n(v, len - 1, 0, 100, &pct) < 0)
                 return -EINVAL;
-        for (size_t i = 0; i < len - 1; i++) {
-                if (v[i] < '0' || v[i] > '9')
-                        return -EINVAL;
-                pct = pct * 10 + (v[i] - '0');
-        }
-        if (pct > 100)
-                return -EINVAL;
-        *ret_pct = pct;
+        *ret_pct = (int) pct;
         return 0;
 }
 
 /* One "N<id>=<bytes>" token at s (n bytes): adds bytes to ret at id's index. */
 static void add_token(const char *s, size_t n, const struct topology *t, uint64_t *ret) {
-        uint64_t id = 0, bytes = 0;
-        size_t i = 1;
+        const char *eq = n > 1 && s[0] == 'N' ? memchr(s, '=', n) : NULL;
+        uint64_t id, bytes;
         int idx;
 
-        if (n < 4 || s[0] != 'N')
-                return;
-        for (; i < n && s[i] >= '0' && s[i] <= '9' && id < NB_NODES_MAX; i++)
-                id = id * 10 + (uint64_t) (s[i] - '0');
-        if (i == 1 || i >= n || s[i] != '=' || id >= NB_NODES_MAX)
-                return;
-        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
-                if (bytes > (UINT64_MAX - 9) / 10)
-                        return;   /* not a count the kernel writes */
-                bytes = bytes * 10 + (uint64_t) (s[i] - '0');
-        }
-        if (i != n)
-                return;
+        if (!eq || parse_u64_n(s + 1, (size_t) (eq - s - 1), 0, NB_NODES_MAX - 1, &id) < 0 ||
+            parse_u64_n(eq + 1, n - (size_t) (eq - s) - 1, 0, UINT64_MAX, &bytes) < 0)
+                return;   /* not a count the kernel writes */
         idx = topology_node_index(t, (unsigned) id);
         if (idx >= 0)
                 ret[idx] = ret[idx] > UINT64_MAX - bytes ? UINT64_MAX : ret[idx] + bytes;
