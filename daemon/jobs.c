@@ -93,14 +93,16 @@ static int add_moves(const struct jobs_env *env, struct migrate_job *jobs, size_
 
         for (size_t k = 0; k < pl->n_moves; k++) {
                 struct migrate_job *j = NULL;
-                /* One job per target node, kept nodes and kind: a VMA's move keeps the
+                /* One job per target node, kept nodes and kind (and a demotion's fast
+                         * node, which its room is credited to): a VMA's move keeps the
                          * slow nodes and a page's move none; merged, the VMA's range would
                          * take the slow node's cold pages too. */
                 for (size_t q = 0; q < *n_jobs && !pl->moves[k].shared; q++)
                         if (job_scan[q] == i && jobs[q].target_node == pl->moves[k].target &&
                             nodemask_equal(&jobs[q].keep_nodes, &pl->moves[k].keep) &&
                             jobs[q].promote == pl->moves[k].promote && jobs[q].exchanged == pl->moves[k].exchanged &&
-                            jobs[q].demote == pl->moves[k].demote && !jobs[q].shared)
+                            jobs[q].demote == pl->moves[k].demote && !jobs[q].shared &&
+                            (!jobs[q].demote || jobs[q].demote_from == pl->moves[k].from))
                                 j = &jobs[q];
                 if (!j) {
                         j = &jobs[*n_jobs];
@@ -114,7 +116,7 @@ static int add_moves(const struct jobs_env *env, struct migrate_job *jobs, size_
                                 .promote = pl->moves[k].promote,
                                 .exchanged = pl->moves[k].exchanged,
                                 .demote = pl->moves[k].demote,
-                                .demote_from = pl->exchange_node,
+                                .demote_from = pl->moves[k].demote ? pl->moves[k].from : -1,
                                 .cgroup = p->cg->path,
                                 .userdata = p,
                         };

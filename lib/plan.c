@@ -1028,7 +1028,7 @@ static uint64_t demote_cold(const struct topology *t, const struct plan_input *i
                                 mv[pl->n_moves] = (struct plan_move) {
                                         .vma = i, .start = a, .end = stop, .page_size = page_size(),
                                         .target = target, .bytes = bytes, .demote = true,
-                                        .keep = t->with_memory,
+                                        .from = (int) node, .keep = t->with_memory,
                                 };
                                 nodemask_clear(&mv[pl->n_moves].keep, node);
                                 pl->n_moves++;

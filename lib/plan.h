@@ -176,8 +176,11 @@ struct plan_move {
                                        * threads' policies (thread_policy_allow() says
                                        * whether it still is, before moving) */
         bool demote;                  /* the exchange (rule 8): cold pages off the fast node
-                                       * exchange_node to a slow node, at most bytes of
-                                       * them; keep holds every other node */
+                                       * from to a slow node, at most bytes of them; keep
+                                       * holds every other node */
+        int from;                     /* a demotion's fast node: the process's own
+                                       * exchange_node, or another's demand (credited to
+                                       * that node's promotions when it moves) */
         bool exchanged;               /* a promotion into the room the exchange made below the
                                        * floors (rule 8, exchange_credit): the executor's
                                        * free-memory floor does not hold it back, the room

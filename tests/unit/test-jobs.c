@@ -482,8 +482,10 @@ TEST(demotions_credited_and_noted) {
         plan_done(&w.scans[0].pages);
         w.scans[0].plan = plan_of(0, 0, 0, 0);
         w.scans[0].pages = plan_of(2, 0x20000000, 4, 1);
-        w.scans[0].pages.exchange_node = 0;
+        /* Served for another process's wait: this one waits for nothing itself. */
+        w.scans[0].pages.exchange_node = -1;
         w.scans[0].pages.moves[0].demote = true;
+        w.scans[0].pages.moves[0].from = 0;
         nodemask_set(&w.scans[0].pages.moves[0].keep, 1);
         w.scans[0].pages.moves[1].target = 0;
         w.scans[0].pages.moves[1].promote = true;

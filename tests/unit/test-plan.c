@@ -1303,7 +1303,7 @@ TEST(exchange_serves_other_processes) {
         CHECK_INT(x.pl.demote_bytes, 20 * 4096);
         CHECK_INT(demand[i0], 0);
         for (size_t i = 0; i < x.pl.n_moves; i++)
-                CHECK(x.pl.moves[i].demote && x.pl.moves[i].target == 2);
+                CHECK(x.pl.moves[i].demote && x.pl.moves[i].target == 2 && x.pl.moves[i].from == 0);
         xrun_done(&x);
         topology_free(x.t);
 }
