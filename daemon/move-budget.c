@@ -93,9 +93,17 @@ uint64_t move_budget_promote_refill(struct move_budget_promote *b, uint64_t rate
         }
         b->last_ms = now_ms;
         for (size_t i = 0; i < NB_NODES_MAX; i++) {
+                /* Promotions took from it, or still wait for room there. */
+                if (b->credit[i] < b->credit_was[i] || b->demand_next[i])
+                        b->credit_ms[i] = now_ms;
                 if (b->credit[i] && now_ms >= b->credit_ms[i] + MOVE_BUDGET_CREDIT_MS)
                         b->credit[i] = 0;
-                b->demand[i] = b->demand_next[i] > b->credit[i] ? b->demand_next[i] - b->credit[i] : 0;
+                b->credit_was[i] = b->credit[i];
+                if (b->demand_next[i]) {
+                        b->demand[i] = b->demand_next[i] > b->credit[i] ? b->demand_next[i] - b->credit[i] : 0;
+                        b->demand_ms[i] = now_ms;
+                } else if (now_ms >= b->demand_ms[i] + MOVE_BUDGET_DEMAND_MS)
+                        b->demand[i] = 0;
                 b->demand_next[i] = 0;
         }
         return b->left;

@@ -103,19 +103,29 @@ struct move_budget_promote {
         /* The exchange's credit (plan.h, rule 8), per topology index: bytes demoted off
          * the node that promotions there may take below its floors
          * (plan_params.exchange_credit). It lapses MOVE_BUDGET_CREDIT_MS after the last
-         * demotion that added to it: room freed and not promoted into by then is the
-         * workload's own again, not a standing licence to fill the node. */
+         * demotion that added to it or the last tick promotions took from it or
+         * waited at the node's floor (demand_next): room freed and not promoted into
+         * by then is the workload's own again, not a standing licence to fill the
+         * node; while promotions slower than that still wait for it, it holds (lapsed,
+         * their wait would be demand again and demote the room a second time). */
         uint64_t credit[NB_NODES_MAX];
         uint64_t credit_ms[NB_NODES_MAX];
+        uint64_t credit_was[NB_NODES_MAX]; /* at the last refill */
         /* The exchange across processes, per topology index: bytes of promotions held at
          * the node's floor that their own process had no cold memory for, posted this
          * tick (demand_next), and served at the next from other processes' cold memory
-         * there (demand, plan_params.exchange_demand). A refill rolls demand_next into
-         * demand, less the node's credit (room already made), and drops what was not
-         * served: a demand lives one tick, posted again while the promotions wait. */
+         * there (demand, plan_params.exchange_demand, lowered as served). A refill
+         * replaces demand with demand_next, less the node's credit (room already
+         * made), when something was posted; otherwise what is left unserved stays
+         * until MOVE_BUDGET_DEMAND_MS after the last post: a waiting process posts
+         * at its own scans, which may be seconds apart, and the processes that may
+         * serve it are scanned within scan_min_ms (scan_serve_demand()), often not
+         * at the next tick. */
         uint64_t demand[NB_NODES_MAX];
         uint64_t demand_next[NB_NODES_MAX];
+        uint64_t demand_ms[NB_NODES_MAX];
 };
+#define MOVE_BUDGET_DEMAND_MS 5000
 #define MOVE_BUDGET_CREDIT_MS 10000
 /* Refills at now_ms for rate_mb_s (0: nothing is promoted); returns the bytes
  * promotions may take now (b->left). */

@@ -124,6 +124,10 @@ struct proc_rec {
         uint64_t page_planned_bytes;       /* page-level moves planned, last scan */
         uint64_t promote_planned_bytes;    /* of which promotions off slow nodes (plan.h, rule 7) */
         uint64_t demote_planned_bytes;     /* the exchange's demotions (plan.h, rule 8) */
+        unsigned exchange_wait;            /* 1 + the topology index of the fast node its
+                                            * promotions waited at the floor for, last
+                                            * scan (0: none): scanned again soon when
+                                            * the exchange made room there (scan.c) */
         /* Sampled scans (sampled-scan.h): its huge VMAs, and the nodes with
          * min_cpu_share_pct of its CPU time, at the full read that left it settled;
          * none: read in full. */

@@ -19,6 +19,7 @@
 #include "share-groups.h"
 #include "tenant-files.h"
 #include "page-sampler.h"
+#include "page-where.h"
 #include "placer.h"
 #include "thread-mems.h"
 #include "source.h"
@@ -312,10 +313,11 @@ static void set_tiers(const struct proc_rec *p, uint64_t now, struct plan_input 
 
 /* What the process's promotions wait for at a fast node and its own cold memory did
  * not make room for: other processes' may at the next tick (rule 8). */
-static void post_unserved(const struct scan_env *env, const struct plan *pl) {
+static void post_unserved(const struct scan_env *env, struct proc_rec *p, const struct plan *pl) {
         int idx = pl->exchange_node >= 0 ? topology_node_index(env->topo, (unsigned) pl->exchange_node) : -1;
         uint64_t *slot;
 
+        p->exchange_wait = idx >= 0 && pl->exchange_want ? (unsigned) idx + 1 : 0;
         if (idx < 0 || !pl->exchange_unserved)
                 return;
         slot = &env->exchange_posted[idx];
@@ -396,11 +398,14 @@ static int decide_pages(const struct scan_env *env, struct proc_rec *p, const st
         r = page_agg_decide(p->seen, PAGE_MIN_SAMPLES, &d);
         if (r < 0)
                 return r;
+        /* Promoted already: neither promoted nor waited for again (rule 8). */
+        if (env->page_where && p->n_slow)
+                (void) page_where_drop_placed(env->page_where, p->pid, &d);
         r = plan_pages(env->topo, in, pp, &d, &s->plan, reserved, &s->pages);
         if (r >= 0 && env->cfg->exchange)
                 r = exchange(env, p, in, pp, &d, s);
         if (r >= 0 && env->exchange_posted)
-                post_unserved(env, &s->pages);
+                post_unserved(env, p, &s->pages);
         p->pages_seen = d.pages;
         p->pages_shared = d.shared;
         page_agg_decision_done(&d);
@@ -675,10 +680,25 @@ static bool may_give(const struct scan_env *env, const struct proc_rec *p, uint6
         return false;
 }
 
+/* p scanned as soon as scan_min_ms allows. */
+static void scan_soon(const struct scan_env *env, struct proc_rec *p, uint64_t now) {
+        scan_bring_forward(p, p->last_scan_ms + env->cfg->scan_min_ms > now ? p->last_scan_ms + env->cfg->scan_min_ms
+                                                                            : now);
+}
+
+/* Whether the exchange made room at the fast node p's promotions last waited for. */
+static bool room_made(const struct scan_env *env, const struct proc_rec *p) {
+        return p->exchange_wait && env->exchange_credit && p->exchange_wait <= env->topo->n_nodes &&
+               env->exchange_credit[p->exchange_wait - 1];
+}
+
 void scan_serve_demand(const struct scan_env *env, struct proc_records *procs, uint64_t now) {
         _cleanup_free_ uint64_t *give = NULL;
         bool any = false;
 
+        for (size_t i = 0; i < procs->n; i++)
+                if (room_made(env, procs->v[i]))
+                        scan_soon(env, procs->v[i], now);
         for (size_t k = 0; k < env->topo->n_nodes && !any; k++)
                 any = env->exchange_demand[k] != 0;
         if (!any || !(give = calloc(env->topo->n_nodes ? env->topo->n_nodes : 1, sizeof(*give))))
@@ -687,8 +707,7 @@ void scan_serve_demand(const struct scan_env *env, struct proc_records *procs, u
                 struct proc_rec *p = procs->v[i];
 
                 if (p->n_cold && now < p->cold_ms + COLD_FRESH_MS && p->cg && may_give(env, p, give))
-                        scan_bring_forward(p, p->last_scan_ms + env->cfg->scan_min_ms > now
-                                                      ? p->last_scan_ms + env->cfg->scan_min_ms : now);
+                        scan_soon(env, p, now);
         }
 }
 

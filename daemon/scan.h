@@ -73,7 +73,9 @@ void scan_react_drop(struct proc_rec *p);
  * wait for room (env->exchange_demand), a process with fresh cold regions whose
  * cgroup may give some up there (no share, or above it: fast-use.h) is scanned now, or
  * scan_min_ms after its last scan, as a process that is moving; rather than at a
- * settled process's next scan, up to scan_max_ms away. */
+ * settled process's next scan, up to scan_max_ms away. Likewise a process whose
+ * promotions last waited at a fast node where the exchange has made room since
+ * (env->exchange_credit): the room is taken by its next scan. */
 void scan_serve_demand(const struct scan_env *env, struct proc_records *procs, uint64_t now);
 /* New thresholds (a reload): p at scan_min_ms again, its next scan within it. */
 void scan_restart_interval(struct proc_rec *p, uint64_t scan_min_ms, uint64_t now);

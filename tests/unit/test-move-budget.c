@@ -164,8 +164,9 @@ TEST(promote_settle) {
 }
 
 /* The exchange across processes: a wait posted this tick is demand at the next refill,
- * less the credit the node holds already, and lapses a tick later unless posted again. */
-TEST(promote_demand_lives_one_tick) {
+ * less the credit the node holds already; posted again, it replaces the demand; not
+ * posted, what is left lapses MOVE_BUDGET_DEMAND_MS after the last post. */
+TEST(promote_demand_until_posted_again_or_lapsed) {
         struct move_budget_promote b = {};
 
         (void) move_budget_promote_refill(&b, 256, 1000);
@@ -181,8 +182,41 @@ TEST(promote_demand_lives_one_tick) {
         move_budget_promote_post(&b, 1, 4 * MB);
         (void) move_budget_promote_refill(&b, 256, 1500);
         CHECK_INT(b.demand[1], 3 * MB);
-        (void) move_budget_promote_refill(&b, 256, 1750);
+        b.demand[1] -= MB;  /* served in part */
+        (void) move_budget_promote_refill(&b, 256, 1500 + MOVE_BUDGET_DEMAND_MS - 1);
+        CHECK_INT(b.demand[1], 2 * MB);
+        (void) move_budget_promote_refill(&b, 256, 1500 + MOVE_BUDGET_DEMAND_MS);
         CHECK_INT(b.demand[1], 0);
+}
+
+/* The exchange's credit lapses MOVE_BUDGET_CREDIT_MS after the demotion that made it,
+ * unless promotions still take from it or wait for room at the node: slow promotions
+ * keep their room (lapsed, their wait would be demand again and demote more than they
+ * promote). */
+TEST(promote_credit_lapses_unless_used) {
+        struct move_budget_promote b = {};
+        uint64_t t = 1000;
+
+        (void) move_budget_promote_refill(&b, 256, t);
+        move_budget_promote_credit(&b, 1, 8 * MB, t);
+        move_budget_promote_credit(&b, 2, 8 * MB, t);
+        move_budget_promote_credit(&b, 3, 8 * MB, t);
+        for (int k = 1; k <= 3; k++) {
+                t += MOVE_BUDGET_CREDIT_MS / 2;
+                b.credit[1] -= MB; /* a tick's promotions into node 1's room */
+                move_budget_promote_post(&b, 3, MB); /* a wait at node 3 */
+                (void) move_budget_promote_refill(&b, 256, t);
+                CHECK_INT(b.credit[1], (8 - k) * MB);
+                CHECK_INT(b.credit[3], 8 * MB);
+        }
+        CHECK_INT(b.credit[2], 0); /* untouched: lapsed */
+        t += MOVE_BUDGET_CREDIT_MS - 1;
+        (void) move_budget_promote_refill(&b, 256, t);
+        CHECK_INT(b.credit[1], 5 * MB);
+        t += 1;
+        (void) move_budget_promote_refill(&b, 256, t);
+        CHECK_INT(b.credit[1], 0);
+        CHECK_INT(b.credit[3], 0);
 }
 
 DEFINE_TEST_MAIN()

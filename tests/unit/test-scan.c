@@ -509,6 +509,33 @@ TEST(serve_demand_brings_donors_forward) {
         fixture_done(&f);
 }
 
+/* A process whose promotions waited at a fast node is scanned soon once the exchange
+ * has made room there (credit), not at its settled interval; one waiting elsewhere,
+ * or at a node with no room made, keeps its schedule. */
+TEST(serve_demand_brings_takers_forward) {
+        struct fixture f;
+        struct proc_rec a = { .sched.next_scan_ms = 30000 }, b = a, c = a;
+        struct proc_rec *v[] = { &a, &b, &c };
+        struct proc_records procs = { .v = v, .n = 3 };
+        uint64_t demand[NB_NODES_MAX] = { 0 }, credit[NB_NODES_MAX] = { 0 };
+
+        fixture_start(&f, 3001, 5000);
+        f.env.exchange_demand = demand;
+        f.env.exchange_credit = credit;
+        a.cg = b.cg = c.cg = &f.cg;
+        a.exchange_wait = 1;       /* topology index 0 */
+        b.exchange_wait = 2;       /* index 1 */
+        a.last_scan_ms = 9500;
+        scan_serve_demand(&f.env, &procs, 10000);
+        CHECK_INT(a.sched.next_scan_ms, 30000);
+        credit[0] = 1 << 20;
+        scan_serve_demand(&f.env, &procs, 10000);
+        CHECK_INT(a.sched.next_scan_ms, 10500);   /* scan_min_ms after its last scan */
+        CHECK_INT(b.sched.next_scan_ms, 30000);
+        CHECK_INT(c.sched.next_scan_ms, 30000);
+        fixture_done(&f);
+}
+
 /* The plan parameters come from the config and the environment. */
 TEST(plan_params_from_the_config) {
         struct fixture f;
