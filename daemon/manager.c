@@ -95,7 +95,7 @@ static struct scan_env scan_env_of(struct manager *m) {
                 .promote_left = &m->promote.left,
                 .exchange_credit = m->promote.credit,
                 .exchange_demand = m->promote.demand, .exchange_posted = m->promote.demand_next,
-                .dry_run = m->opts.dry_run,
+                .dry_run = m->opts.dry_run, .page_where = page_where_query,
                 .tick = m->counters.tick,
                 .need_free_memory = need_free_memory,
                 .need_free_memory_userdata = m,

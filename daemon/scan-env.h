@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "config.h"
+#include "page-where.h"
 
 /* A settled process grown by min_misplaced and by 1/SCAN_GROW_SHARE of itself since
  * its last scan is scanned now (scan_due_now()); the same share of a huge VMA is
@@ -36,6 +37,8 @@ struct scan_env {
                                       * wait for (plan.h, rule 8), lowered as served */
         uint64_t *exchange_posted;   /* per topology index: this tick's unserved waits, added
                                       * to (move_budget_promote.demand_next) */
+        page_where_query_fn page_where;  /* where sampled pages are now (page-where.h), asked
+                                          * for a process with pages on a slow node; NULL: not */
         bool dry_run;                /* plan and log, move nothing */
         uint64_t tick;               /* the tick's number (counters.tick) */
         /* Reads each node's free memory into topo, if this tick has not yet: called
