@@ -22,7 +22,8 @@ served other processes, nothing of it moved: the taker had no cold memory there)
 donor's memory that went to node 2 was its cold part (its hot first MiB all on node 0
 at the end); the bystander's pages all still on node 0; the daemon counts demoted and
 promoted bytes (metrics); the taker's promoted part still on node 0 STAY_S later (not
-demoted back: no ping-pong). Under --shipped the tenants are not root and the daemon
+demoted back: no ping-pong), and by then the donor's memory demoted for others at most
+the taker's 64 MiB and 10% (the exchange demotes no more than it promotes). Under --shipped the tenants are not root and the daemon
 runs under its unit."""
 import ctypes
 import os
@@ -194,6 +195,12 @@ def run(env, res):
     by_after = on_node(by.pid, b_start, b_len, 0)
     res["bystander_pages_by_node"] = by_after[1]
     check(by_after[0] == by_before, f"the bystander (not opted in) was moved: {by_after[1]}")
+    # At most as much for others as they promote: the taker's wait is its 64 MiB, and
+    # a wait served once is not served again while its promotions take the room.
+    own3, others3 = demoted_kib(env.log(), donor.pid)
+    res["donor_demoted_kib_at_end"] = {"own": own3, "for_others": others3}
+    check(others3 * 1024 <= t_len * 1.1, f"the donor gave {others3} KiB for others, more than the taker's "
+                                         f"{t_len >> 10} KiB could take")
 
     time.sleep(1.5)   # a tick writes the metrics after its jobs ran
     res["demoted_bytes_total"] = load("promote").metric(metrics, "numabalanced_demoted_bytes_total")
