@@ -274,7 +274,7 @@ class Balancer:
         if self.daemon:
             # As shipped: its timing and log level (its moves and decisions are logged at info).
             self.env.start_daemon(shipped_timing=True, service_cpus=SERVICE_CPUS, extra_conf=self.conf,
-                                  log_level="info")
+                                  log_level=os.environ.get("NUMABALANCED_BENCH_LOG", "info"))
             self.pid = self.env.daemon.pid
             # Its start-up (loading the BPF programs) is not balancing: let it pass.
             time.sleep(2)
@@ -672,16 +672,23 @@ def run_tiering_big(env, mode, size_mb, hot_mb, phase_s, phases=3):
         inwin = set()
         for w in wins:
             inwin.update(range(w * hot_pages, (w + 1) * hot_pages))
-        cold_up = cold_down = 0
+        cold_up = cold_down = cold_up_near = 0
+        cold_up_where = {}   # 16 MiB chunk (offset >> 24) -> cold pages promoted there
+        near = (4 << 20) // page   # pages within 4 MiB of a window: DAMON's region edges
         for i in range(len(before)):
             if i in inwin:
                 continue
             if before[i] == 2 and after[i] in (0, 1):
                 cold_up += 1
+                cold_up_near += any(w * hot_pages - near <= i < (w + 1) * hot_pages + near for w in wins)
+                chunk = i * page >> 24
+                cold_up_where[chunk] = cold_up_where.get(chunk, 0) + 1
             elif before[i] in (0, 1) and after[i] == 2:
                 cold_down += 1
         u1, s1 = cpu_s(pid)
         res.update({"cold_promoted_mib": round(cold_up * page / 2**20, 2),
+                    "cold_promoted_near_window_mib": round(cold_up_near * page / 2**20, 2),
+                    "cold_promoted_pages_by_16mib": {str(k * 16): v for k, v in sorted(cold_up_where.items())},
                     "cold_demoted_mib": round(cold_down * page / 2**20, 2),
                     "mib_by_node_end": {n: round(after.count(n) * page / 2**20, 1) for n in (0, 1, 2)},
                     "balancer_cpu_s": round(b.cpu() - c0, 3), "workload_sys_s": round(s1 - s0, 3),

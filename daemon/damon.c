@@ -647,8 +647,9 @@ static int write_regions(struct damon *d, unsigned i, const struct slot *s) {
  * target's regions by three covering its whole address space at every update_us, so
  * the slow VMAs written would hold only until the first update; fvaddr keeps them),
  * our intervals, s's pid and regions, one
- * `stat` scheme for every region: those accessed at least once an aggregation are hot,
- * those not accessed for cold_aggrs aggregations (their age) cold. */
+ * `stat` scheme for every region: those accessed in an aggregation at least half as
+ * often as the hottest are hot (dense_only()), those not accessed for cold_aggrs
+ * aggregations (their age) cold. */
 static int configure(struct damon *d, unsigned i, const struct slot *s) {
         const char *c = "contexts/0";
         int r = 0;
@@ -891,10 +892,28 @@ static void publish(struct damon *d, pid_t pid, uint64_t starttime, struct damon
         pthread_mutex_unlock(&d->lock);
 }
 
+/* The hot regions (n, their accesses in acc) at least half as accessed as the
+ * hottest (peak), kept in order; returns how many. A region is one sampled page an
+ * interval: one that straddles a hot part's edge is found accessed in about the share
+ * of it that is hot, and DAMON's regions here are megabytes (DAMON_REGIONS_MAX over
+ * the slow VMAs), so counting every region accessed at all promoted up to 12 MiB of
+ * cold memory beside each hot window (tiering-big). Mostly hot regions name their
+ * pages; the rest of an edge is left to page samples and to later reads, as DAMON
+ * splits the region. */
+static size_t dense_only(struct damon_range *hot, const uint64_t *acc, size_t n, uint64_t peak) {
+        size_t k = 0;
+
+        for (size_t j = 0; j < n; j++)
+                if (2 * acc[j] >= peak)
+                        hot[k++] = hot[j];
+        return k;
+}
+
 /* Kdamond i's hot regions of its last aggregation, and its cold ones. */
 static void read_hot(struct damon *d, unsigned i) {
         struct damon_range *hot = calloc(DAMON_REGIONS_MAX, sizeof(*hot));
         struct damon_range *cold = calloc(DAMON_REGIONS_MAX, sizeof(*cold));
+        uint64_t hot_acc[DAMON_REGIONS_MAX], peak = 0;
         uint64_t t0 = clock_now_usec(), bad = 0, cold_aggrs;
         size_t n = 0, n_cold = 0;
         int r;
@@ -930,12 +949,15 @@ static void read_hot(struct damon *d, unsigned i) {
                         bad++;
                         continue;
                 }
-                if (acc >= 1)
+                if (acc >= 1) {
+                        hot_acc[n] = acc;
+                        peak = acc > peak ? acc : peak;
                         hot[n++] = g;
-                else if (cold_aggrs && age >= cold_aggrs)
+                } else if (cold_aggrs && age >= cold_aggrs)
                         cold[n_cold++] = g;
         }
         count(d, &d->st.regions_bad, bad);
+        n = dense_only(hot, hot_acc, n, peak);
         publish(d, d->ap[i].pid, d->ap[i].starttime, hot, n, cold, n_cold);
 }
 

@@ -370,13 +370,16 @@ TEST(one_process_written_read_and_given_back) {
         CHECK(n == 1 && res[0].n_hot == 0);
         damon_results_free(res, n);
 
-        /* The kernel ran it; its tried regions: two good (one not hot), then hostile. */
+        /* The kernel ran it; its tried regions: good ones (hot, not hot, cold, and one
+         * accessed too rarely to name its pages), then hostile. */
         kernel_step(777);
         damon_set_cold_age(d, 3000);    /* 30 aggregations of 100 ms */
         region(0, "65536\n", "73728\n", "3\n");
         region(1, "73728\n", "81920\n", "0\n");
         region_aged(6, "86016\n", "90112\n", "0\n", "30\n");
-        region_aged(7, "90112\n", "94208\n", "1\n", "300\n");
+        region_aged(7, "90112\n", "94208\n", "2\n", "300\n");
+        /* Accessed, but less than half as often as the hottest (3): an edge, not hot. */
+        region(8, "94208\n", "98304\n", "1\n");
         region(2, "99999999999999999999999\n", "1\n", "1\n");
         region(3, "90000\n", "80000\n", "5\n");
         region(4, "garbage\n", "x\n", "1\n");
