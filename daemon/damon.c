@@ -1169,9 +1169,11 @@ void damon_feed_results(const struct damon_result *res, size_t n, struct proc_re
                 uint64_t capped = 0, fed;
 
                 /* By pid and start time: a read of a pid reused since is not this one's. */
-                if (!p || p->starttime != res[i].starttime || !p->n_slow)
+                if (!p || p->starttime != res[i].starttime)
                         continue;
                 keep_cold(p, &res[i]);
+                if (!p->n_slow)
+                        continue;       /* a donor: its cold regions only */
                 if (p->hot_node < 0 || topology_node_slow(topo, (unsigned) p->hot_node)) {
                         c->damon_no_node++;
                         continue;
@@ -1199,8 +1201,56 @@ void damon_feed(struct damon *d, struct proc_records *procs, const struct topolo
         damon_results_free(res, n);
 }
 
-void damon_sync_procs(struct damon *d, const struct proc_records *procs, uint64_t tick, const nb_cpumask *cpus,
-                      uint64_t now) {
+/* Whether p wants a kdamond at tick: watched, in a mode that moves or advises. */
+static bool damon_may_watch(const struct proc_rec *p, uint64_t tick) {
+        return !p->exited && p->cg && p->seen_tick == tick && cg_mode_watched(p->cg->mode);
+}
+
+/* Whether p may give cold memory up for the exchange (plan.h, rule 8) and has none on
+ * a slow node: a donor, watched only for its cold regions, with a kdamond left over. */
+static bool damon_donor(const struct proc_rec *p, uint64_t tick) {
+        return damon_may_watch(p, tick) && !p->n_slow && p->n_mapped && cg_mode_moves(p->cg->mode) &&
+               p->rss_kb >= DAMON_DONOR_MIN_KB;
+}
+
+static void want_of(struct damon_want *w, const struct proc_rec *p, const struct damon_range *r, size_t n) {
+        *w = (struct damon_want) { .pid = p->pid, .starttime = p->starttime, .owner = p->cg->turn_uid };
+        w->n = damon_pages_targets(r, n, w->r, DAMON_TARGET_REGIONS_MAX);
+}
+
+/* The kdamonds left after the processes with pages on a slow node go to donors, the
+ * largest first (each tick anew: a process that gains slow pages takes its place). */
+static size_t want_donors(const struct proc_records *procs, uint64_t tick, struct damon_want *w, size_t n) {
+        bool *taken = calloc(procs->n ? procs->n : 1, sizeof(*taken));
+        struct damon_range *ranges = NULL;
+
+        while (taken && n < DAMON_PROCS_MAX) {
+                const struct proc_rec *best = NULL;
+                size_t bi = 0;
+
+                for (size_t i = 0; i < procs->n; i++)
+                        if (!taken[i] && damon_donor(procs->v[i], tick) &&
+                            (!best || procs->v[i]->rss_kb > best->rss_kb)) {
+                                best = procs->v[i];
+                                bi = i;
+                        }
+                if (!best)
+                        break;
+                taken[bi] = true;
+                ranges = realloc(ranges, best->n_mapped * sizeof(*ranges));
+                if (!ranges)
+                        break;
+                for (size_t k = 0; k < best->n_mapped; k++)
+                        ranges[k] = (struct damon_range) { best->mapped[k].start, best->mapped[k].end };
+                want_of(&w[n++], best, ranges, best->n_mapped);
+        }
+        free(ranges);
+        free(taken);
+        return n;
+}
+
+void damon_sync_procs(struct damon *d, const struct proc_records *procs, const struct topology *t, uint64_t tick,
+                      const nb_cpumask *cpus, uint64_t now) {
         _cleanup_free_ struct damon_want *w = NULL;
         size_t n = 0;
 
@@ -1209,20 +1259,16 @@ void damon_sync_procs(struct damon *d, const struct proc_records *procs, uint64_
         damon_set_cpus(d, cpus);
         for (size_t i = 0; i < procs->n; i++)
                 n += procs->v[i]->n_slow > 0;
-        if (n && !(w = calloc(n, sizeof(*w))))
+        if (!(w = calloc(n + DAMON_PROCS_MAX, sizeof(*w))))
                 return;
         n = 0;
         for (size_t i = 0; i < procs->n; i++) {
                 const struct proc_rec *p = procs->v[i];
 
-                if (!p->n_slow || p->exited || !p->cg || p->seen_tick != tick ||
-                    !cg_mode_watched(p->cg->mode))
-                        continue;
-                w[n].pid = p->pid;
-                w[n].starttime = p->starttime;
-                w[n].owner = p->cg->turn_uid;
-                w[n].n = damon_pages_targets(p->slow, p->n_slow, w[n].r, DAMON_TARGET_REGIONS_MAX);
-                n++;
+                if (p->n_slow && damon_may_watch(p, tick))
+                        want_of(&w[n++], p, p->slow, p->n_slow);
         }
+        if (t && !nodemask_empty(&t->slow))
+                n = want_donors(procs, tick, w, n);
         damon_sync(d, w, n, now);
 }

@@ -122,10 +122,18 @@ struct counters;
 void damon_feed(struct damon *d, struct proc_records *procs, const struct topology *topo, struct counters *c);
 /* damon_sync() for the records seen at tick: the processes that want a kdamond are
  * those watched in a mode that moves or advises whose last full read found pages on a
- * slow node; every other one's is turned off. Each kdamond pinned to cpus (the service
- * CPUs online). After each tick's forgetting. */
-void damon_sync_procs(struct damon *d, const struct proc_records *procs, uint64_t tick, const nb_cpumask *cpus,
-                      uint64_t now);
+ * slow node of t (over their slow VMAs: evidence for promotion, and cold regions);
+ * with kdamonds left over, donors take them, the largest first: processes in a mode
+ * that moves with none of their memory on a slow node and at least
+ * DAMON_DONOR_MIN_KB resident, over their mapped ranges, for their cold regions only
+ * (what the exchange across processes demotes to make room for another's hot pages:
+ * the process over its share of a full fast node typically has all its memory there,
+ * and its cold regions need cold_age_ms of watching before they count). Every other
+ * one's is turned off. Each kdamond pinned to cpus (the service CPUs online). After
+ * each tick's forgetting. */
+#define DAMON_DONOR_MIN_KB (64 * 1024)
+void damon_sync_procs(struct damon *d, const struct proc_records *procs, const struct topology *t, uint64_t tick,
+                      const nb_cpumask *cpus, uint64_t now);
 /* damon_feed() on reads already taken (res, n: damon_take()'s). */
 void damon_feed_results(const struct damon_result *res, size_t n, struct proc_records *procs,
                         const struct topology *topo, struct counters *c);

@@ -610,7 +610,7 @@ int manager_tick(struct manager *m) {
         pass_done(&ps);
         forget_departed(m);
         damon_set_cold_age(m->damon, m->cfg.exchange ? m->cfg.cold_age_ms : 0);
-        damon_sync_procs(m->damon, &m->procs, m->counters.tick, &m->service.online, now);
+        damon_sync_procs(m->damon, &m->procs, m->topo, m->counters.tick, &m->service.online, now);
         publish_cgroups(m);
         cg_records_sweep(&m->cgs);
         /* Each scan's buffers (numa_maps text, parsed VMAs) are freed between records

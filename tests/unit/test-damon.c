@@ -1014,6 +1014,30 @@ TEST(reads_fed_as_page_evidence) {
         topology_free(topo);
 }
 
+/* A donor's read (no slow VMAs): its cold regions kept for the exchange, no page
+ * evidence from its hot ones. */
+TEST(a_donors_read_keeps_cold_only) {
+        uint64_t ps = page_size(), base = 256 * ps;
+        struct topology *topo = NULL;
+        struct mapped_range mapped = { base, base + 8 * ps };
+        struct damon_range hot = { base, base + 4 * ps }, cold = { base + 4 * ps, base + 8 * ps };
+        struct proc_rec a = { .pid = 10, .starttime = 5, .hot_node = 0, .mapped = &mapped, .n_mapped = 1 };
+        struct proc_rec *v[] = { &a };
+        struct proc_records procs = { .v = v, .n = 1 };
+        struct damon_result res[] = { { .pid = 10, .starttime = 5, .hot = &hot, .n_hot = 1, .cold = &cold,
+                                        .n_cold = 1 } };
+        struct counters c = {};
+
+        if (topology_read(TEST_DATA_DIR "/sys/2n2c", &topo) < 0)
+                TEST_FAIL("no topology");
+        damon_feed_results(res, 1, &procs, topo, &c);
+        CHECK_INT(c.damon_pages, 0);
+        CHECK(!a.seen);
+        CHECK(a.n_cold == 1 && a.cold[0].start == cold.start && a.cold[0].end == cold.end);
+        free(a.cold);
+        topology_free(topo);
+}
+
 /* Which records want a kdamond (damon_sync_procs): seen at this tick, in a mode that
  * moves or advises, with pages on a slow node at their last full read, not exited. */
 TEST(the_records_that_want_a_kdamond) {
@@ -1038,13 +1062,65 @@ TEST(the_records_that_want_a_kdamond) {
         cpumask_set(&cpus, 0);
         tree("0\n", "vaddr fvaddr paddr\n");
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
-        damon_sync_procs(d, &procs, 3, &cpus, 1000);
+        damon_sync_procs(d, &procs, NULL, 3, &cpus, 1000);
         CHECK(damon_monitored(d, 100) && damon_monitored(d, 101));
         CHECK(!damon_monitored(d, 102) && !damon_monitored(d, 103) && !damon_monitored(d, 104));
         p[0].n_slow = 0;               /* its last read found none on a slow node */
-        damon_sync_procs(d, &procs, 3, &cpus, 2000);
+        damon_sync_procs(d, &procs, NULL, 3, &cpus, 2000);
         CHECK(!damon_monitored(d, 100) && damon_monitored(d, 101));
         damon_free(d);
+}
+
+/* Donors (damon_sync_procs): with a slow node in the topology, the kdamonds the
+ * processes with slow pages leave go to processes in a mode that moves with no slow
+ * pages and DAMON_DONOR_MIN_KB resident, the largest first; a process with slow pages
+ * takes a donor's kdamond; without a slow node there are none. */
+TEST(donors_take_the_kdamonds_left) {
+        struct damon_range slow = { 0x10000, 0x20000 };
+        struct mapped_range mapped = { 0x100000, 0x900000 };
+        struct cg_rec balance = { .path = "/a", .mode = CG_MODE_BALANCE, .turn_uid = 1000 };
+        struct cg_rec advise = { .path = "/b", .mode = CG_MODE_ADVISE };
+        struct proc_rec p[7];
+        struct proc_rec *v[7];
+        struct proc_records procs = { .v = v, .n = 7 };
+        struct topology *topo = NULL;
+        nb_cpumask cpus = {};
+        nb_nodemask one = {};
+        struct damon *d;
+
+        for (int i = 0; i < 7; i++) {
+                p[i] = (struct proc_rec) { .pid = 200 + i, .starttime = START, .cg = &balance, .seen_tick = 3,
+                                           .mapped = &mapped, .n_mapped = 1,
+                                           .rss_kb = DAMON_DONOR_MIN_KB + (uint64_t) i * 1024 };
+                v[i] = &p[i];
+        }
+        p[0].slow = &slow;
+        p[0].n_slow = 1;                 /* a taker */
+        p[1].cg = &advise;               /* gives nothing: not a donor */
+        p[2].rss_kb = DAMON_DONOR_MIN_KB - 1;  /* too small */
+        /* Donors by size: 6, 5, 4, 3. */
+        if (topology_read(TEST_DATA_DIR "/sys/2n2c", &topo) < 0)
+                TEST_FAIL("no topology");
+        cpumask_set(&cpus, 0);
+        tree("0\n", "vaddr fvaddr paddr\n");
+        CHECK_INT(damon_new(root, state, true, false, &d), 0);
+        damon_sync_procs(d, &procs, topo, 3, &cpus, 1000);
+        CHECK(damon_monitored(d, 200));
+        CHECK(!damon_monitored(d, 206) && !damon_monitored(d, 205));   /* no slow node */
+        nodemask_set(&one, 1);
+        topology_set_slow(topo, &one);
+        damon_sync_procs(d, &procs, topo, 3, &cpus, 2000);
+        CHECK(damon_monitored(d, 200) && damon_monitored(d, 206) && damon_monitored(d, 205) &&
+              damon_monitored(d, 204));
+        CHECK(!damon_monitored(d, 201) && !damon_monitored(d, 202) && !damon_monitored(d, 203));
+        p[3].slow = &slow;               /* gains slow pages: takes the smallest donor's */
+        p[3].n_slow = 1;
+        damon_sync_procs(d, &procs, topo, 3, &cpus, 3000);
+        CHECK(damon_monitored(d, 200) && damon_monitored(d, 203) && damon_monitored(d, 206) &&
+              damon_monitored(d, 205));
+        CHECK(!damon_monitored(d, 204));
+        damon_free(d);
+        topology_free(topo);
 }
 
 DEFINE_TEST_MAIN()
