@@ -116,6 +116,11 @@ Scenarios:
              and explain's promote-floor skips, node 0's free memory, reads/s; per run
              the cold pages promoted and the balancer's CPU. numabalanced-floor0 is the
              daemon with promote_free_floor_pct and free_floor_pct 0
+  tiering-shares (2n1m-hmat, --kernel 6.12) two cgroups with a 50% share of the fast
+             tier each: A (480 MiB touched first, reads its first 64 MiB) over its
+             share with cold memory, B (480 MiB touched next, reads its last 400 MiB,
+             mostly on node 2). Every second for --limit seconds (60): each cgroup's
+             MiB on node 0 (memory.numa_stat) and B's hot part on node 0; A's lowest
 Per run: the local share every 0.1 s (the share of the process's resident memory on the
 nodes its threads last ran on, from /proc/PID/numa_maps, as numabalancectl show
 computes it), time to 95% local, locality at the end, pages migrated (pgmigrate_success
@@ -706,6 +711,108 @@ def run_tiering_big(env, mode, size_mb, hot_mb, phase_s, phases=3):
         except (subprocess.TimeoutExpired, ValueError, KeyError):
             pass
         return with_where(res, "numabalanced" if b.daemon else mode, "the workload's own thread (node 0)")
+    finally:
+        if feeder:
+            feeder.stop_event.set()
+        b.stop()
+
+
+def cgroup_node_mb(cg, node):
+    """A cgroup's anon and file MiB on node (memory.numa_stat)."""
+    total = 0
+    with open(os.path.join(cg, "memory.numa_stat")) as f:
+        for line in f:
+            key, *toks = line.split()
+            if key in ("anon", "file"):
+                for t in toks:
+                    if t.startswith(f"N{node}="):
+                        total += int(t.split("=")[1])
+    return round(total / 2**20, 1)
+
+
+def run_tiering_shares(env, mode, limit_s):
+    """tiering-shares: two cgroups, each with a share of 50% of the fast tier
+    (trusted.numabalanced.fast_share, set by root; only the daemon reads it), compete
+    for node 0. A (TIERSHARE_A_MB, touched first: nearly all on node 0) reads only its
+    first 64 MiB, so it is over its share with cold memory; B (TIERSHARE_B_MB, touched
+    next: its first part on node 0, the rest on node 2) reads its last
+    TIERSHARE_B_HOT_MB, most of it on node 2, more than A holds above its share. Every
+    second for limit_s: each cgroup's MiB on node 0 (memory.numa_stat) and B's hot
+    part's share on node 0."""
+    replay, metrics = env.tmp_path("tiershare.replay"), env.tmp_path("tiershare.prom")
+    open(replay, "w").close()
+    conf = ""
+    if mode.startswith("numabalanced"):
+        conf = f"[sample]\npmu = replay\nreplay_path = {replay}\n[report]\nmetrics_path = {metrics}\n"
+    b = Balancer(env, mode, conf=conf, damon_nodes=(2, 0))
+    scenario.sysctl_numa_balancing(0)
+    with open("/sys/kernel/mm/numa/demotion_enabled", "w") as f:
+        f.write("true")
+    cpu0 = scenario.node_cpus(0).split(",")[0].split("-")[0]
+    with open(os.path.join(scenario.CG, "cgroup.subtree_control"), "w") as f:
+        f.write("+memory")   # memory.numa_stat: what each holds, for the daemon and here
+    cgs = {n: env.cgroup(f"bench-share-{n}", mems="0,2", cpus=cpu0) for n in ("a", "b")}
+    for cg in cgs.values():
+        os.setxattr(cg, "trusted.numabalanced.fast_share", f"{TIERSHARE_PCT}%".encode())
+    feeder, procs = None, {}
+    try:
+        t_all = time.time()
+        for n, size, hot, off in (("a", TIERSHARE_A_MB, 64, 0),
+                                  ("b", TIERSHARE_B_MB, TIERSHARE_B_HOT_MB, TIERSHARE_B_MB - TIERSHARE_B_HOT_MB)):
+            ready, window = env.tmp_path(f"share.{n}.ready.{time.time_ns()}"), env.tmp_path(f"share.{n}.window")
+            with open(window, "w") as f:
+                f.write(f"{off}\n")
+
+            def enter(cg=cgs[n]):
+                with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+            p = subprocess.Popen([os.path.join(env.build, "bench", "hotmove"), str(size), str(hot), ready, window],
+                                 preexec_fn=enter, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            env.procs.append(p)
+            wait_ready(p, ready, "hotmove", timeout=600)
+            pid, start, _ = open(ready).read().split()
+            procs[n] = (p, int(pid), int(start, 16) + (off << 20), hot << 20)
+        time.sleep(2)   # kswapd's demotion after the touch settles
+        node0_mb = node_meminfo_mb(0, "MemTotal")
+        share_mb = round(node0_mb * TIERSHARE_PCT / 100, 1)
+        res = {"node0_total_mb": node0_mb, "share_mb": share_mb, "touch_s": round(time.time() - t_all, 1),
+               "fast_mb_start": {n: cgroup_node_mb(cg, 0) for n, cg in cgs.items()},
+               "b_hot_on_0_start": None, "timeline": []}
+        _, bpid, bstart, bhot = procs["b"]
+        res["b_hot_on_0_start"] = round(range_nodes(bpid, bstart, bhot).get(0, 0) * 4096 / bhot, 3)
+        b.start("bench-share-a")
+        if b.daemon:
+            env.set_mode(cgs["b"], b.cgroup_mode)
+        env.cgroups = list(dict.fromkeys(env.cgroups))
+        for _, pid, _, _ in procs.values():
+            os.kill(pid, signal.SIGUSR1)   # each reads its window from now on
+        if mode.startswith("numabalanced"):
+            feeder = HotSamples(replay, procs["a"][1], procs["a"][2], procs["a"][3])
+            feeder.round += HotSamples(replay, bpid, bstart, bhot).round
+            feeder.start()
+        c0, v0 = b.cpu(), {k: vmstat(k) for k in TIERBIG_KEYS}
+        t0 = time.time()
+        while time.time() - t0 < limit_s:
+            t = round(time.time() - t0, 1)
+            fast = {n: cgroup_node_mb(cg, 0) for n, cg in cgs.items()}
+            hot0 = range_nodes(bpid, bstart, bhot).get(0, 0) * 4096 / bhot
+            res["timeline"].append((t, fast["a"], fast["b"], round(hot0, 3)))
+            time.sleep(1)
+        end = res["timeline"][-1]
+        res.update({"fast_mb_end": {"a": end[1], "b": end[2]}, "b_hot_on_0_end": end[3],
+                    "a_lowest_mb": min(x[1] for x in res["timeline"]),
+                    "a_end_vs_share_pct": round(100 * end[1] / share_mb, 1),
+                    "b_end_vs_share_pct": round(100 * end[2] / share_mb, 1),
+                    "vmstat": {k: vmstat(k) - v0[k] for k in TIERBIG_KEYS},
+                    "balancer_cpu_s": round(b.cpu() - c0, 3), "seconds": round(time.time() - t_all, 1)})
+        if b.daemon:
+            res["daemon_demoted_bytes"] = prom_metric(metrics, "numabalanced_demoted_bytes_total")
+            res["daemon_promoted_bytes"] = prom_metric(metrics, "numabalanced_promoted_bytes_total")
+        for p, _, _, _ in procs.values():
+            p.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.communicate(timeout=10)
+        return with_where(res, "numabalanced" if b.daemon else mode, "the workloads' own thread (node 0)")
     finally:
         if feeder:
             feeder.stop_event.set()
@@ -1690,12 +1797,13 @@ MODES = {
     "perfnuma-bound": ["numabalanced-place", "numabalanced-balance", "numad", "none"],
     "tiering": ["numabalanced", "kernel-tiering", "damon", "none"],
     "tiering-big": ["numabalanced", "numabalanced-floor0", "kernel-tiering", "damon", "none"],
+    "tiering-shares": ["numabalanced", "kernel-tiering", "damon", "none"],
 }
 TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c", "misplaced-1g": "2n1c-big",
             "spread": "4n1c", "churn": "2n2c", "steady": "2n1c", "steady-churn": "2n1c-big", "maplock": "2n1c-big",
             "refill": "4n1c", "numa02": "2n1c", "numa01": "2n1c", "perfnuma": "2n2c", "perfnuma-shared": "2n2c",
             "perfnuma-bound": "2n2c", "tiering": "2n1m-hmat",
-            "tiering-big": "2n1m-hmat"}
+            "tiering-big": "2n1m-hmat", "tiering-shares": "2n1m-hmat"}
 # Each process's memory in spread: four of them beside the kernel in 512 MiB nodes.
 SPREAD_MB = 96
 CHURN_LONG_MB = 256
@@ -1720,7 +1828,7 @@ MAPLOCK_WINDOW_S = 120
 MAPLOCK_CONF = "scan_max_ms = 1000\n"
 LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20, "refill": 40,
            "numa02": 180, "numa01": 60, "tiering": 60,
-           "tiering-big": 20}
+           "tiering-big": 20, "tiering-shares": 60}
 # tiering: the workload's memory, moved whole to the slow node, and its hot part.
 TIERING_MB, TIERING_HOT_MB = 320, 64
 # tiering-big: the workload's memory (more than node 0's 768 MiB; nodes 0 and 2 hold
@@ -1730,6 +1838,14 @@ TIERING_MB, TIERING_HOT_MB = 320, 64
 # on a full fast node.
 TIERBIG_MB, TIERBIG_HOT_MB = 960, 64
 TIERBIG_WARMUP_S = 12
+# tiering-shares: A's memory (touched first, reads its first 64 MiB), B's and B's hot
+# part (its last MiB), each cgroup's share of the fast tier. 960 MiB in all, as
+# tiering-big: nodes 0 and 2 hold about 1,250 MiB with the kernel's own (1,120 MiB was
+# OOM-killed).
+# Expected: B's wait (about 250 MiB of its hot part on node 2) is served first by its
+# own cold memory on node 0 (80 MiB), then by A's above its share (about 100 MiB), and
+# no further: A ends at its share, B's last part stays on node 2.
+TIERSHARE_A_MB, TIERSHARE_B_MB, TIERSHARE_B_HOT_MB, TIERSHARE_PCT = 480, 480, 400, 50
 TIERBIG_CONF = {"numabalanced-floor0": "[decide]\npromote_free_floor_pct = 0\nfree_floor_pct = 0\n"}
 # numa02: the split workload's buffer (each thread's half: 4,096 pages of 4 KiB).
 NUMA02_MB = 32
@@ -1825,6 +1941,8 @@ def main():
                         r = run_tiering(env, mode, TIERING_MB, TIERING_HOT_MB, limit)
                     elif a.scenario == "tiering-big":
                         r = run_tiering_big(env, mode, TIERBIG_MB, TIERBIG_HOT_MB, limit)
+                    elif a.scenario == "tiering-shares":
+                        r = run_tiering_shares(env, mode, limit)
                     elif a.scenario == "misplaced-1g":
                         r = run_locality(env, mode, 1024, "default", limit, a.scenario)
                     else:
@@ -1845,6 +1963,10 @@ def main():
                 if a.scenario.startswith("steady") or a.scenario == "maplock":
                     print(f"{a.scenario} {mode} run {i + 1}: " + json.dumps(
                         {k: v for k, v in r.items() if "hist" not in k}), flush=True)
+                    continue
+                if a.scenario == "tiering-shares":
+                    print(f"tiering-shares {mode} run {i + 1}: " + json.dumps(
+                        {k: v for k, v in r.items() if k != "timeline"}), flush=True)
                     continue
                 if a.scenario == "tiering-big":
                     print(f"tiering-big {mode} run {i + 1}: " + json.dumps(
