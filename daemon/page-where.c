@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "cleanup.h"
+#include "pagesize.h"
 #include "page-where.h"
 
 int page_where_query(pid_t pid, size_t n, void **pages, int *status) {
@@ -53,4 +54,26 @@ ssize_t page_where_drop_placed(page_where_query_fn query, pid_t pid, struct page
         dropped = d->n_moves - k;
         d->n_moves = k;
         return r < 0 ? r : (ssize_t) dropped;
+}
+
+/* Pages a call of page_where_bytes_on() asks at once (on its stack). */
+#define PAGE_WHERE_ASK 1024
+
+uint64_t page_where_bytes_on(page_where_query_fn query, pid_t pid, uint64_t start, uint64_t end, unsigned node,
+                             uint64_t *budget) {
+        void *addrs[PAGE_WHERE_ASK];
+        int status[PAGE_WHERE_ASK];
+        uint64_t ps = page_size(), a = start, found = 0;
+
+        while (a < end && *budget) {
+                size_t n = 0;
+
+                for (; n < PAGE_WHERE_ASK && a < end && *budget; n++, a += ps, (*budget)--)
+                        addrs[n] = (void *) (uintptr_t) a;
+                if (query(pid, n, addrs, status) < 0)
+                        return found;   /* what the calls before found */
+                for (size_t i = 0; i < n; i++)
+                        found += status[i] >= 0 && (unsigned) status[i] == node ? ps : 0;
+        }
+        return found;
 }

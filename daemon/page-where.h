@@ -29,3 +29,13 @@ int page_where_query(pid_t pid, size_t n, void **pages, int *status);
  * Returns how many it dropped, or -errno when a chunk's query failed: that chunk's
  * pages and those after it are kept, what the chunks before found is dropped. */
 ssize_t page_where_drop_placed(page_where_query_fn query, pid_t pid, struct page_decision *d);
+
+/* The exchange's demotions (plan_params.bytes_on): the base pages of a scan's cold
+ * ranges asked, at most, before the rest count as not known (nothing planned there). */
+#define PAGE_WHERE_EXCHANGE_PAGES 65536
+
+/* The bytes of [start, end) on node, by query(pid, ...) in chunks of base pages, each
+ * page asked taken off *budget: a range longer than what is left is asked in part,
+ * one asked after it is spent gets 0 (not known). A failed call ends the count. */
+uint64_t page_where_bytes_on(page_where_query_fn query, pid_t pid, uint64_t start, uint64_t end, unsigned node,
+                             uint64_t *budget);

@@ -352,16 +352,36 @@ static void log_exchange(const struct proc_rec *p, const struct plan *pl, bool s
                           share ? " (within its cgroup's share of the fast tier)" : "");
 }
 
+/* Where a cold range's pages are (plan_params.bytes_on): p's, asked of the kernel up
+ * to PAGE_WHERE_EXCHANGE_PAGES a scan. */
+struct where_ctx {
+        page_where_query_fn query;
+        pid_t pid;
+        uint64_t budget;
+};
+
+static uint64_t cold_bytes_on(void *userdata, uint64_t start, uint64_t end, unsigned node) {
+        struct where_ctx *w = userdata;
+
+        return page_where_bytes_on(w->query, w->pid, start, end, node, &w->budget);
+}
+
 /* The exchange (rule 8) of p's scan: another process's wait is served only by
  * demotions that will run, not by advise mode's or a dry run's, and from a cgroup with
- * a share of the fast tier only what it holds above its share (fast-use.h). */
+ * a share of the fast tier only what it holds above its share (fast-use.h). A
+ * demotion counts only the pages of its range on the fast node (page-where.h). */
 static int exchange(const struct scan_env *env, const struct proc_rec *p, const struct plan_input *in,
                     const struct plan_params *pp, const struct page_decision *d, struct scan *s) {
         size_t n = env->topo->n_nodes;
         _cleanup_free_ uint64_t *give = NULL;
+        struct where_ctx where = { env->page_where, p->pid, PAGE_WHERE_EXCHANGE_PAGES };
         struct plan_params own = *pp;
         int r;
 
+        if (env->page_where) {
+                own.bytes_on = cold_bytes_on;
+                own.bytes_on_userdata = &where;
+        }
         if (advise_only(env, p))
                 own.exchange_demand = NULL;
         if (own.exchange_demand && env->cgs && p->cg && p->cg->share_by) {

@@ -1024,7 +1024,12 @@ static uint64_t demote_cold(const struct topology *t, const struct plan_input *i
                                 a = next_free(in, p, d, a, end, &stop);
                                 if (a >= stop)
                                         break;
-                                bytes = stop - a < left ? stop - a : left;
+                                bytes = p->bytes_on ? p->bytes_on(p->bytes_on_userdata, a, stop, node) : stop - a;
+                                if (bytes == 0) {
+                                        a = stop;   /* on a slow node already, or not known */
+                                        continue;
+                                }
+                                bytes = bytes < left ? bytes : left;
                                 mv[pl->n_moves] = (struct plan_move) {
                                         .vma = i, .start = a, .end = stop, .page_size = page_size(),
                                         .target = target, .bytes = bytes, .demote = true,

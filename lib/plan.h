@@ -109,6 +109,12 @@ struct plan_params {
                                        * cold memory goes for exchange_demand (its cgroup's
                                        * bytes above its share of the node: fast-share.h),
                                        * lowered likewise. NULL: no share, no limit */
+        /* The bytes of [start, end) on node now, for the exchange's demotions: a cold
+         * region's pages may be on a slow node already, and planned as if they were not
+         * they would count as served (daemon/page-where.h: a bounded move_pages query;
+         * 0 once its bound is spent). NULL: every byte of the range is taken to be. */
+        uint64_t (*bytes_on)(void *userdata, uint64_t start, uint64_t end, unsigned node);
+        void *bytes_on_userdata;
 };
 
 /* A range the daemon moved across tiers, and when (rule 8): within cooldown_ms the

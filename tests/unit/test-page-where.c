@@ -43,6 +43,33 @@ TEST(drops_pages_on_their_node) {
         munmap(m, 3 * ps);
 }
 
+/* The bytes of a range on a node: this process's touched pages on theirs, the
+ * untouched one on none, each page asked taken off the budget, nothing once spent. */
+TEST(bytes_on_a_node_within_a_budget) {
+        const uint64_t ps = page_size();
+        char *m = mmap(NULL, 3 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint64_t budget = 3, start = (uintptr_t) m;
+        int node;
+
+        CHECK(m != MAP_FAILED);
+        m[0] = m[ps] = 1;
+        node = node_of(m);
+        CHECK(node >= 0);
+        CHECK_INT(page_where_bytes_on(page_where_query, getpid(), start, start + 3 * ps, (unsigned) node, &budget),
+                  2 * ps);
+        CHECK_INT(budget, 0);
+        CHECK_INT(page_where_bytes_on(page_where_query, getpid(), start, start + 3 * ps, (unsigned) node, &budget),
+                  0);
+        budget = 1;
+        CHECK_INT(page_where_bytes_on(page_where_query, getpid(), start, start + 3 * ps, (unsigned) node, &budget),
+                  ps);
+        budget = 10;
+        CHECK_INT(page_where_bytes_on(page_where_query, getpid(), start, start + 3 * ps, (unsigned) node + 1,
+                                      &budget), 0);
+        CHECK_INT(budget, 7);
+        munmap(m, 3 * ps);
+}
+
 /* A process gone: the query fails, every page kept. */
 TEST(gone_keeps_every_page) {
         struct page_move moves[1] = { { .page = 0x10000, .node = 0, .samples = 2 } };

@@ -1159,6 +1159,8 @@ struct xrun {
         struct numa_maps *maps;
         uint64_t ends[1], cpu[3], reserved[8], credit[8];
         uint64_t *demand, *give;
+        uint64_t (*bytes_on)(void *userdata, uint64_t start, uint64_t end, unsigned node);
+        uint64_t on_node;            /* what bytes_on_fake() says is on the node */
         struct page_decision d;
         struct plan pl;
 };
@@ -1174,6 +1176,8 @@ static int xrun_plan(struct xrun *x, const char *policy, const struct damon_rang
         x->p.exchange_credit = x->credit;
         x->p.exchange_demand = x->demand;
         x->p.exchange_give = x->give;
+        x->p.bytes_on = x->bytes_on;
+        x->p.bytes_on_userdata = x;
         x->t->nodes[i0].mem_free_kb = x->t->nodes[i0].mem_total_kb * 5 / 100;
         x->ends[0] = VMA0 + (64 << 20);
         x->cpu[0] = x->cpu[1] = 1;
@@ -1233,6 +1237,37 @@ TEST(exchange_demotes_as_much_as_waits) {
                 CHECK_INT(m->bytes, 4 * 4096);
                 CHECK(!nodemask_test(&m->keep, 0) && nodemask_test(&m->keep, 1) && nodemask_test(&m->keep, 2));
         }
+        xrun_done(&x);
+        topology_free(x.t);
+}
+
+static uint64_t bytes_on_fake(void *userdata, uint64_t start, uint64_t end, unsigned node) {
+        const struct xrun *x = userdata;
+
+        CHECK_INT(node, 0);
+        return x->on_node < end - start ? x->on_node : end - start;
+}
+
+/* A demotion counts only the pages of its range on the fast node (bytes_on): none
+ * there (demoted already, or not known), none planned and the wait stays unserved;
+ * two pages there, two planned. */
+TEST(exchange_counts_only_pages_on_the_node) {
+        struct xrun x = { .t = tiered("2n1m-tiered"), .bytes_on = bytes_on_fake };
+        const struct damon_range cold[] = { { VMA0 + (1 << 20), VMA0 + (2 << 20) } };
+
+        if (!x.t)
+                return;
+        CHECK_INT(xrun_plan(&x, "default", cold, 1, NULL, 0), 0);
+        CHECK_INT(x.pl.exchange_want, 4 * 4096);
+        CHECK_INT(x.pl.demote_bytes, 0);
+        CHECK_INT(x.pl.exchange_unserved, 4 * 4096);
+        xrun_done(&x);
+        x.on_node = 2 * 4096;
+        CHECK_INT(xrun_plan(&x, "default", cold, 1, NULL, 0), 0);
+        CHECK_INT(x.pl.demote_bytes, 2 * 4096);
+        CHECK_INT(x.pl.exchange_unserved, 2 * 4096);
+        CHECK(x.pl.n_moves >= 1 && x.pl.moves[x.pl.n_moves - 1].demote &&
+              x.pl.moves[x.pl.n_moves - 1].bytes == 2 * 4096);
         xrun_done(&x);
         topology_free(x.t);
 }
