@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -97,17 +98,25 @@ struct damon {
         bool has_thread;
 };
 
-static int wr(const struct damon *d, const char *val, const char *fmt, ...) {
-        _cleanup_free_ char *rel = NULL, *path = NULL;
-        va_list ap;
-        ssize_t n;
-        int fd, r;
+/* The path of a file under the kdamonds root into out. Paths, values and reads live
+ * on the stack: a read of 200 regions is 800 files a second per kdamond, which went
+ * through the heap at 4 KiB each (ASan's quarantine filled under the unit's MemoryMax). */
+static int vpath(const struct damon *d, char *out, size_t size, const char *fmt, va_list ap) {
+        int n = snprintf(out, size, "%s/", d->root), m;
 
-        va_start(ap, fmt);
-        r = vasprintf(&rel, fmt, ap);
-        va_end(ap);
-        if (r < 0 || asprintf(&path, "%s/%s", d->root, rel) < 0)
-                return -ENOMEM;
+        if (n < 0 || (size_t) n >= size)
+                return -ENAMETOOLONG;
+        m = vsnprintf(out + n, size - (size_t) n, fmt, ap);
+        return m < 0 || (size_t) m >= size - (size_t) n ? -ENAMETOOLONG : 0;
+}
+
+static int vwr(const struct damon *d, const char *val, const char *fmt, va_list ap) {
+        char path[PATH_MAX];
+        ssize_t n;
+        int fd, r = vpath(d, path, sizeof(path), fmt, ap);
+
+        if (r < 0)
+                return r;
         fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);  /* O_TRUNC: as echo does; sysfs ignores it */
         if (fd < 0)
                 return -errno;
@@ -117,56 +126,79 @@ static int wr(const struct damon *d, const char *val, const char *fmt, ...) {
         return r;
 }
 
+static int wr(const struct damon *d, const char *val, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vwr(d, val, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
 static int wr_u64(const struct damon *d, uint64_t v, const char *fmt, ...) {
-        _cleanup_free_ char *rel = NULL;
         char b[32];
         va_list ap;
         int r;
 
-        va_start(ap, fmt);
-        r = vasprintf(&rel, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
         snprintf(b, sizeof(b), "%" PRIu64, v);
-        return wr(d, b, "%s", rel);
+        va_start(ap, fmt);
+        r = vwr(d, b, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
-/* A small sysfs file under the kdamonds root into buf, the newline cut. */
-static int rd(const struct damon *d, char *buf, size_t size, const char *fmt, ...) {
-        _cleanup_free_ char *rel = NULL, *path = NULL, *s = NULL;
-        size_t len;
-        va_list ap;
-        int r;
+/* A small sysfs file under the kdamonds root into buf, the newline cut; -EINVAL when
+ * it does not fit. */
+static int vrd(const struct damon *d, char *buf, size_t size, const char *fmt, va_list ap) {
+        char path[PATH_MAX];
+        size_t len = 0;
+        ssize_t n;
+        int fd, r = vpath(d, path, sizeof(path), fmt, ap);
 
-        va_start(ap, fmt);
-        r = vasprintf(&rel, fmt, ap);
-        va_end(ap);
-        if (r < 0 || asprintf(&path, "%s/%s", d->root, rel) < 0)
-                return -ENOMEM;
-        r = parse_read_file_at(AT_FDCWD, path, 4096, &s, &len);
         if (r < 0)
                 return r;
-        while (len && (s[len - 1] == '\n' || s[len - 1] == ' '))
-                s[--len] = 0;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        while (len < size && (n = read(fd, buf + len, size - len)) != 0) {
+                if (n < 0 && errno != EINTR) {
+                        r = -errno;
+                        break;
+                }
+                len += n > 0 ? (size_t) n : 0;
+        }
+        if (r >= 0 && len == size && read(fd, &(char) { 0 }, 1) > 0)
+                r = -EINVAL;    /* more than buf holds */
+        close(fd);
+        if (r < 0)
+                return r;
+        while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+                len--;
         if (len >= size)
                 return -EINVAL;
-        memcpy(buf, s, len + 1);
+        buf[len] = 0;
         return 0;
 }
 
+static int rd(const struct damon *d, char *buf, size_t size, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vrd(d, buf, size, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
 static int rd_u64(const struct damon *d, uint64_t max, uint64_t *ret, const char *fmt, ...) {
-        _cleanup_free_ char *rel = NULL;
         char b[32];
         va_list ap;
         int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&rel, fmt, ap);
+        r = vrd(d, b, sizeof(b), fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        r = rd(d, b, sizeof(b), "%s", rel);
         return r < 0 ? r : parse_u64(b, 0, max, ret);
 }
 
@@ -582,6 +614,20 @@ bool damon_monitored(const struct damon *d, pid_t pid) {
                 r |= d->slots[i].pid == pid;
         pthread_mutex_unlock((pthread_mutex_t *) &d->lock);
         return r;
+}
+
+size_t damon_regions_of(const struct damon *d, pid_t pid, struct damon_range *out, size_t max) {
+        size_t n = 0;
+
+        if (!damon_in_use(d) || pid <= 0)
+                return 0;
+        pthread_mutex_lock((pthread_mutex_t *) &d->lock);
+        for (unsigned i = 0; i < DAMON_PROCS_MAX && !n; i++)
+                if (d->slots[i].pid == pid)
+                        for (; n < d->slots[i].n && n < max; n++)
+                                out[n] = d->slots[i].r[n];
+        pthread_mutex_unlock((pthread_mutex_t *) &d->lock);
+        return n;
 }
 
 size_t damon_take(struct damon *d, struct damon_result **ret) {
@@ -1206,53 +1252,75 @@ static bool damon_may_watch(const struct proc_rec *p, uint64_t tick) {
         return !p->exited && p->cg && p->seen_tick == tick && cg_mode_watched(p->cg->mode);
 }
 
-/* Whether p may give cold memory up for the exchange (plan.h, rule 8) and has none on
- * a slow node: a donor, watched only for its cold regions, with a kdamond left over. */
-static bool damon_donor(const struct proc_rec *p, uint64_t tick) {
-        return damon_may_watch(p, tick) && !p->n_slow && p->n_mapped && cg_mode_moves(p->cg->mode) &&
+/* Whether p is large enough, and in a mode that moves, to give cold memory up for the
+ * exchange (plan.h, rule 8): it is then watched over all its mapped ranges. */
+static bool damon_gives(const struct proc_rec *p, uint64_t tick) {
+        return damon_may_watch(p, tick) && p->n_mapped && cg_mode_moves(p->cg->mode) &&
                p->rss_kb >= DAMON_DONOR_MIN_KB;
 }
 
-static void want_of(struct damon_want *w, const struct proc_rec *p, const struct damon_range *r, size_t n) {
-        *w = (struct damon_want) { .pid = p->pid, .starttime = p->starttime, .owner = p->cg->turn_uid };
-        w->n = damon_pages_targets(r, n, w->r, DAMON_TARGET_REGIONS_MAX);
+/* A donor: one that may give and has none of its memory on a slow node, watched only
+ * for its cold regions, with a kdamond left over. */
+static bool damon_donor(const struct proc_rec *p, uint64_t tick) {
+        return !p->n_slow && damon_gives(p, tick);
 }
 
-/* The kdamonds left after the processes with pages on a slow node go to donors, the
- * largest first (each tick anew: a process that gains slow pages takes its place). */
-static size_t want_donors(const struct proc_records *procs, uint64_t tick, struct damon_want *w, size_t n) {
-        bool *taken = calloc(procs->n ? procs->n : 1, sizeof(*taken));
-        struct damon_range *ranges = NULL;
+/* p's wanted regions: its mapped ranges (ranges, *cap of them, grown here), or its
+ * slow VMAs alone. A process with slow pages that may give is watched over both:
+ * its slow VMAs may be a few pages of a library, and its cold memory, what its own
+ * and others' exchange demote, is on the fast node (one run: a donor with 0.9 MiB on
+ * node 2 was watched over those alone, and gave nothing). Returns false out of memory. */
+static bool want_of(struct damon_want *w, const struct proc_rec *p, bool mapped, struct damon_range **ranges,
+                    size_t *cap) {
+        const struct damon_range *r = p->slow;
+        size_t n = p->n_slow;
 
-        while (taken && n < DAMON_PROCS_MAX) {
-                const struct proc_rec *best = NULL;
-                size_t bi = 0;
+        if (mapped) {
+                if (p->n_mapped > *cap) {
+                        struct damon_range *more = realloc(*ranges, p->n_mapped * sizeof(**ranges));
 
-                for (size_t i = 0; i < procs->n; i++)
-                        if (!taken[i] && damon_donor(procs->v[i], tick) &&
-                            (!best || procs->v[i]->rss_kb > best->rss_kb)) {
-                                best = procs->v[i];
-                                bi = i;
-                        }
-                if (!best)
-                        break;
-                taken[bi] = true;
-                ranges = realloc(ranges, best->n_mapped * sizeof(*ranges));
-                if (!ranges)
-                        break;
-                for (size_t k = 0; k < best->n_mapped; k++)
-                        ranges[k] = (struct damon_range) { best->mapped[k].start, best->mapped[k].end };
-                want_of(&w[n++], best, ranges, best->n_mapped);
+                        if (!more)
+                                return false;
+                        *ranges = more;
+                        *cap = p->n_mapped;
+                }
+                for (size_t m = 0; m < p->n_mapped; m++)
+                        (*ranges)[m] = (struct damon_range) { p->mapped[m].start, p->mapped[m].end };
+                r = *ranges;
+                n = p->n_mapped;
         }
-        free(ranges);
-        free(taken);
-        return n;
+        *w = (struct damon_want) { .pid = p->pid, .starttime = p->starttime, .owner = p->cg->turn_uid };
+        w->n = damon_pages_targets(r, n, w->r, DAMON_TARGET_REGIONS_MAX);
+        return true;
+}
+
+/* The at most max largest donors at tick into top, largest first: one pass, an
+ * insertion into a list of at most DAMON_PROCS_MAX. Returns how many. */
+static size_t largest_donors(const struct proc_records *procs, uint64_t tick, const struct proc_rec **top,
+                             size_t max) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < procs->n && max; i++) {
+                const struct proc_rec *p = procs->v[i];
+                size_t j;
+
+                if (!damon_donor(p, tick) || (k == max && p->rss_kb <= top[k - 1]->rss_kb))
+                        continue;
+                j = k < max ? k++ : k - 1;
+                for (; j > 0 && top[j - 1]->rss_kb < p->rss_kb; j--)
+                        top[j] = top[j - 1];
+                top[j] = p;
+        }
+        return k;
 }
 
 void damon_sync_procs(struct damon *d, const struct proc_records *procs, const struct topology *t, uint64_t tick,
                       const nb_cpumask *cpus, uint64_t now) {
         _cleanup_free_ struct damon_want *w = NULL;
-        size_t n = 0;
+        _cleanup_free_ struct damon_range *ranges = NULL;
+        const struct proc_rec *top[DAMON_PROCS_MAX];
+        bool tiers = t && !nodemask_empty(&t->slow);
+        size_t n = 0, cap = 0, k;
 
         if (!damon_in_use(d))
                 return;
@@ -1265,10 +1333,13 @@ void damon_sync_procs(struct damon *d, const struct proc_records *procs, const s
         for (size_t i = 0; i < procs->n; i++) {
                 const struct proc_rec *p = procs->v[i];
 
-                if (p->n_slow && damon_may_watch(p, tick))
-                        want_of(&w[n++], p, p->slow, p->n_slow);
+                if (p->n_slow && damon_may_watch(p, tick) && want_of(&w[n], p, damon_gives(p, tick), &ranges, &cap))
+                        n++;
         }
-        if (t && !nodemask_empty(&t->slow))
-                n = want_donors(procs, tick, w, n);
+        /* The kdamonds left after the processes with pages on a slow node go to donors,
+         * the largest first (each tick anew: one that gains slow pages takes its place). */
+        k = tiers && n < DAMON_PROCS_MAX ? largest_donors(procs, tick, top, DAMON_PROCS_MAX - n) : 0;
+        for (size_t i = 0; i < k && want_of(&w[n], top[i], true, &ranges, &cap); i++)
+                n++;
         damon_sync(d, w, n, now);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* DAMON as evidence for promotion (docs/RULES.md, "Memory tiers"): a kdamond per
- * watched process with pages on a slow node, monitoring only those VMAs (fvaddr), with a
+ * watched process with pages on a slow node, monitoring those VMAs (fvaddr; all its
+ * mapped ranges when it may give cold memory up: damon_sync_procs()), with a
  * DAMOS `stat` scheme whose tried regions (nr_accesses >= 1) are its hot regions. The
  * sysfs work runs on a thread of this module's own: on 6.12 writing
  * update_schemes_tried_regions to a kdamond's state waits for the kdamond (about one
@@ -83,6 +84,9 @@ void damon_set_cpus(struct damon *d, const nb_cpumask *cpus);
 void damon_sync(struct damon *d, const struct damon_want *w, size_t n, uint64_t now_ms);
 /* Whether pid holds a kdamond slot. */
 bool damon_monitored(const struct damon *d, pid_t pid);
+/* The regions pid's kdamond is wanted over (at most max into out): how many, 0 when
+ * it holds no slot. */
+size_t damon_regions_of(const struct damon *d, pid_t pid, struct damon_range *out, size_t max);
 /* The reads since the last take (*ret, n returned; free with damon_results_free). */
 size_t damon_take(struct damon *d, struct damon_result **ret);
 void damon_results_free(struct damon_result *r, size_t n);
@@ -122,7 +126,9 @@ struct counters;
 void damon_feed(struct damon *d, struct proc_records *procs, const struct topology *topo, struct counters *c);
 /* damon_sync() for the records seen at tick: the processes that want a kdamond are
  * those watched in a mode that moves or advises whose last full read found pages on a
- * slow node of t (over their slow VMAs: evidence for promotion, and cold regions);
+ * slow node of t (over their slow VMAs: evidence for promotion, and cold regions; over
+ * all their mapped ranges when they may give cold memory up, in a mode that moves and
+ * at least DAMON_DONOR_MIN_KB resident);
  * with kdamonds left over, donors take them, the largest first: processes in a mode
  * that moves with none of their memory on a slow node and at least
  * DAMON_DONOR_MIN_KB resident, over their mapped ranges, for their cold regions only

@@ -1078,6 +1078,7 @@ TEST(the_records_that_want_a_kdamond) {
 TEST(donors_take_the_kdamonds_left) {
         struct damon_range slow = { 0x10000, 0x20000 };
         struct mapped_range mapped = { 0x100000, 0x900000 };
+        struct damon_range got[4];
         struct cg_rec balance = { .path = "/a", .mode = CG_MODE_BALANCE, .turn_uid = 1000 };
         struct cg_rec advise = { .path = "/b", .mode = CG_MODE_ADVISE };
         struct proc_rec p[7];
@@ -1091,14 +1092,14 @@ TEST(donors_take_the_kdamonds_left) {
         for (int i = 0; i < 7; i++) {
                 p[i] = (struct proc_rec) { .pid = 200 + i, .starttime = START, .cg = &balance, .seen_tick = 3,
                                            .mapped = &mapped, .n_mapped = 1,
-                                           .rss_kb = DAMON_DONOR_MIN_KB + (uint64_t) i * 1024 };
+                                           .rss_kb = DAMON_DONOR_MIN_KB + (uint64_t) (i * 5 % 7) * 1024 };
                 v[i] = &p[i];
         }
         p[0].slow = &slow;
         p[0].n_slow = 1;                 /* a taker */
         p[1].cg = &advise;               /* gives nothing: not a donor */
         p[2].rss_kb = DAMON_DONOR_MIN_KB - 1;  /* too small */
-        /* Donors by size: 6, 5, 4, 3. */
+        /* Donors by size, not in the list's order: 4, 5, 6, 3. */
         if (topology_read(TEST_DATA_DIR "/sys/2n2c", &topo) < 0)
                 TEST_FAIL("no topology");
         cpumask_set(&cpus, 0);
@@ -1106,19 +1107,25 @@ TEST(donors_take_the_kdamonds_left) {
         CHECK_INT(damon_new(root, state, true, false, &d), 0);
         damon_sync_procs(d, &procs, topo, 3, &cpus, 1000);
         CHECK(damon_monitored(d, 200));
-        CHECK(!damon_monitored(d, 206) && !damon_monitored(d, 205));   /* no slow node */
+        CHECK(!damon_monitored(d, 204) && !damon_monitored(d, 205));   /* no slow node */
         nodemask_set(&one, 1);
         topology_set_slow(topo, &one);
         damon_sync_procs(d, &procs, topo, 3, &cpus, 2000);
-        CHECK(damon_monitored(d, 200) && damon_monitored(d, 206) && damon_monitored(d, 205) &&
-              damon_monitored(d, 204));
+        CHECK(damon_monitored(d, 200) && damon_monitored(d, 204) && damon_monitored(d, 205) &&
+              damon_monitored(d, 206));
         CHECK(!damon_monitored(d, 201) && !damon_monitored(d, 202) && !damon_monitored(d, 203));
+        /* The taker may give too (it moves, and is large): watched over its mapped
+         * ranges, its slow VMA among them; a small one over its slow VMA alone. */
+        CHECK(damon_regions_of(d, 200, got, 4) == 1 && got[0].start == mapped.start && got[0].end == mapped.end);
+        p[0].rss_kb = DAMON_DONOR_MIN_KB - 1;
+        damon_sync_procs(d, &procs, topo, 3, &cpus, 2500);
+        CHECK(damon_regions_of(d, 200, got, 4) == 1 && got[0].start == slow.start && got[0].end == slow.end);
         p[3].slow = &slow;               /* gains slow pages: takes the smallest donor's */
         p[3].n_slow = 1;
         damon_sync_procs(d, &procs, topo, 3, &cpus, 3000);
-        CHECK(damon_monitored(d, 200) && damon_monitored(d, 203) && damon_monitored(d, 206) &&
+        CHECK(damon_monitored(d, 200) && damon_monitored(d, 203) && damon_monitored(d, 204) &&
               damon_monitored(d, 205));
-        CHECK(!damon_monitored(d, 204));
+        CHECK(!damon_monitored(d, 206));
         damon_free(d);
         topology_free(topo);
 }
