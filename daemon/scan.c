@@ -408,15 +408,16 @@ static int exchange(const struct scan_env *env, const struct proc_rec *p, const 
  * dropped at each scan would almost never show a page twice. */
 static int decide_pages(const struct scan_env *env, struct proc_rec *p, const struct plan_input *in,
                         const struct plan_params *pp, uint64_t *reserved, struct scan *s) {
-        struct page_decision d;
+        struct page_decision d = {};
         int r;
 
-        if (!p->seen) {
+        /* No samples: nothing to promote, but a donor (damon.h) may still give its cold
+         * memory for other processes' promotions. */
+        if (!p->seen && !(env->cfg->exchange && in->n_cold)) {
                 p->page_planned_bytes = p->promote_planned_bytes = p->demote_planned_bytes = 0;
                 return 0;
         }
-        r = page_agg_decide(p->seen, PAGE_MIN_SAMPLES, &d);
-        if (r < 0)
+        if (p->seen && (r = page_agg_decide(p->seen, PAGE_MIN_SAMPLES, &d)) < 0)
                 return r;
         /* Promoted already: neither promoted nor waited for again (rule 8). */
         if (env->page_where && p->n_slow)
@@ -431,7 +432,7 @@ static int decide_pages(const struct scan_env *env, struct proc_rec *p, const st
         page_agg_decision_done(&d);
         if (r < 0)
                 return r;
-        {
+        if (p->seen) {
                 uint32_t now_s = (uint32_t) (clock_now_ms() / 1000);
                 struct page_agg *kept = NULL;
 

@@ -509,6 +509,40 @@ TEST(serve_demand_brings_donors_forward) {
         fixture_done(&f);
 }
 
+/* A donor (damon.h: watched for cold regions only) has no page samples, and its scan
+ * still gives its cold memory for another process's promotions waiting at node 0:
+ * 3002's 16 MiB on node 0, cold to DAMON, 4 MiB of it wanted, node 1 slow. */
+TEST(a_donor_without_samples_gives_cold_memory) {
+        struct fixture f;
+        struct scan s = {};
+        uint64_t demand[NB_NODES_MAX] = { 0 };
+        nb_nodemask slow = {}, none = {};
+
+        fixture_start(&f, 3002, 5000);
+        nodemask_set(&slow, 1);
+        topology_set_slow(topo, &slow);
+        f.env.exchange_demand = demand;
+        f.p.cold = malloc(sizeof(*f.p.cold));
+        if (!f.p.cold)
+                abort();
+        f.p.cold[0] = (struct damon_range) { 0x7f5000000000, 0x7f5001000000 };
+        f.p.n_cold = 1;
+        f.p.cold_ms = 100000;
+        demand[0] = 4 * MIB;
+        s.rec = &f.p;
+        cpu_now[0] = 500000000;
+        cpu_now[1] = 0;
+        CHECK(f.p.seen == NULL);
+        CHECK_INT(scan_process(&f.env, &f.p, 100000, f.reserved, &s), 1);
+        CHECK_INT(s.pages.demote_bytes, 4 * MIB);
+        CHECK(s.pages.n_moves && s.pages.moves[0].demote && s.pages.moves[0].target == 1 &&
+              s.pages.moves[0].start >= 0x7f5000000000 && s.pages.moves[0].end <= 0x7f5001000000);
+        CHECK_INT(demand[0], 0);
+        topology_set_slow(topo, &none);
+        scan_done(&s);
+        fixture_done(&f);
+}
+
 /* A process whose promotions waited at a fast node is scanned soon once the exchange
  * has made room there (credit), not at its settled interval; one waiting elsewhere,
  * or at a node with no room made, keeps its schedule. */
