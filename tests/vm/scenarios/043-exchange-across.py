@@ -5,9 +5,10 @@
 - taker: a workload whose 64 MiB, all read all the time, was moved to the slow node 2
   (migratepages); it has no memory of its own on node 0 to give up;
 - donor, opted in too: a workload that filled node 0 until it was below its promotion
-  floor (10% free: the shipped value), and reads only its first MiB; a few MiB of it
-  were moved to node 2, as a fast node's overflow lands on a slow one, so DAMON
-  watches it (it watches processes with pages on a slow node);
+  floor (10% free: the shipped value), and reads only its first MiB. All of it is on
+  node 0, so DAMON watches it as a donor (a kdamond left over, for cold regions only).
+  exchange-across:overflow moves 8 MiB of it to node 2 first, as a fast node's overflow
+  lands on a slow one: DAMON then watches it as a process with slow pages;
 - bystander, not opted in: at least 16 MiB on node 0 it touched once, the rest of the
   fill.
 
@@ -35,10 +36,12 @@ from scenario import CG, check, explain, fail, load, node_free_mb, sysctl_numa_b
 
 HOT_MB = 64
 DONOR_HOT_MB = 1
-DONOR_SLOW_MB = 8        # of the donor, put on node 2 so that DAMON watches it
+DONOR_SLOW_MB = 8        # of the donor, put on node 2 (exchange-across:overflow)
 FLOOR_PCT = 10           # the shipped promote_free_floor_pct
 LEAVE_FREE_MB = 40       # node 0's free memory the donor leaves: below the floor
 BYSTANDER_MB = 16
+FILL_TRIES = 4           # bystander fills, each of what node 0 has free above LEAVE_FREE_MB
+FLOOR_MARGIN_MB = 16     # filled when this far below the floor
 HOT_WAIT_S = 240
 HELD_WAIT_S = 120        # until explain shows the taker held at the floor
 SHARE_WATCH_S = 20       # then this long with the donor's share in place
@@ -89,11 +92,34 @@ def wait_held(env, pid, limit):
     return None
 
 
+def kdamonds():
+    """What each kdamond watches and how old its tried regions are (a failure's
+    diagnosis): pid, state, and (start, end, nr_accesses, age) of its first regions."""
+    root, out = "/sys/kernel/mm/damon/admin/kdamonds", []
+    for k in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if not k.isdigit():
+            continue
+        base, rd = os.path.join(root, k), lambda p: open(p).read().strip()
+        ent = {"state": rd(f"{base}/state")}
+        try:
+            ent["pid"] = rd(f"{base}/contexts/0/targets/0/pid_target")
+            tr = f"{base}/contexts/0/schemes/0/tried_regions"
+            regs = sorted((int(r) for r in os.listdir(tr) if r.isdigit()))
+            ent["regions"] = [[rd(f"{tr}/{r}/{f}") for f in ("start", "end", "nr_accesses", "age")] for r in regs[:40]]
+            ent["n_regions"] = len(regs)
+        except OSError as e:
+            ent["error"] = str(e)
+        out.append(ent)
+    return out
+
+
 def node_total_mb(node):
     return load("promote").node_total_mb(node)
 
 
-def run(env, res):
+def run(env, res, variant="donor"):
+    check(variant in ("donor", "overflow"), f"exchange-across:{variant}: donor or overflow")
+    res["variant"] = variant
     sysctl_numa_balancing(0)
     hot = {"WORKLOAD_HOT_MB": str(DONOR_HOT_MB)}
     taker_cg = env.cgroup("nb-x-taker", "balance")
@@ -115,10 +141,20 @@ def run(env, res):
     donor_mb = settled(0) - LEAVE_FREE_MB - BYSTANDER_MB
     check(donor_mb > 2 * DONOR_SLOW_MB + 64, f"node 0 has too little free memory to fill: {node_free_mb(0)} MiB")
     donor, d_start, d_len = env.start_workload(donor_cg, donor_mb, 0, 0, env=hot, pages="4k")
-    by_mb = max(BYSTANDER_MB, settled(0) - LEAVE_FREE_MB)
-    by, b_start, b_len = env.start_workload(by_cg, by_mb, 0, 0, env=hot, pages="4k")
-    by_before = on_node(by.pid, b_start, b_len, 0)[0]
-    move_range(donor.pid, d_start + d_len - (DONOR_SLOW_MB << 20), DONOR_SLOW_MB << 20, 2)
+    if variant == "overflow":
+        move_range(donor.pid, d_start + d_len - (DONOR_SLOW_MB << 20), DONOR_SLOW_MB << 20, 2)
+    # The bystander fills the rest, topped up until node 0 is below its floor: memory
+    # can come back on node 0 after a fill (a departed process's pages freed late; CI
+    # run 11 found 93 MiB free where 40 were left), so one reading is not the state.
+    bys, fills = [], []
+    for _ in range(FILL_TRIES):
+        free = settled(0)
+        fills.append(free)
+        if bys and free < total * FLOOR_PCT / 100 - FLOOR_MARGIN_MB:
+            break
+        by_mb = max(BYSTANDER_MB if not bys else 1, free - LEAVE_FREE_MB)
+        bys.append(env.start_workload(by_cg, by_mb, 0, 0, env=hot, pages="4k"))
+    by_before = [on_node(b.pid, s, n, 0)[0] for b, s, n in bys]
     # A moved page keeps its accessed bit, which DAMON would take for an access: the
     # donor's "hot" pages on node 2 would then wait at the floor and its own cold pages
     # make room for them (its own exchange, which no share limits). Cleared, the pages
@@ -126,7 +162,8 @@ def run(env, res):
     with open(f"/proc/{donor.pid}/clear_refs", "w") as f:
         f.write("1")
     free0 = node_free_mb(0)
-    res["node0"] = {"total_mb": total, "free_mb": free0, "donor_mb": donor_mb, "bystander_mb": by_mb}
+    res["node0"] = {"total_mb": total, "free_mb": free0, "donor_mb": donor_mb, "free_mb_before_each_fill": fills,
+                    "bystander_mb": [n >> 20 for _, _, n in bys]}
     check(free0 < total * FLOOR_PCT / 100, f"node 0 not below its floor: {free0} of {total} MiB free")
     d_slow0 = on_node(donor.pid, d_start, d_len, 2)[0]
 
@@ -139,6 +176,14 @@ def run(env, res):
     waited = wait_held(env, taker.pid, HELD_WAIT_S)
     res["seconds_to_taker_held_at_floor"] = waited
     check(waited is not None, f"the taker's promotions never waited at node 0's floor within {HELD_WAIT_S} s")
+    if variant == "donor":
+        # Its memory all on node 0 (kswapd demoted none of it): watched as a donor, or,
+        # with a few pages of a library on node 2, as a process with slow pages that
+        # may give, over all its mappings too. Either way a kdamond watches it.
+        check(d_slow0 == 0, f"the donor has {d_slow0 >> 10} KiB on node 2 before the exchange")
+        monitored = explain(env, donor.pid).get("damon_monitored")
+        res["donor_damon_monitored"] = monitored
+        check(monitored is True, f"no kdamond watches the donor (explain's damon_monitored: {monitored})")
     time.sleep(SHARE_WATCH_S)
     d_slow_kept = on_node(donor.pid, d_start, d_len, 2)[0]
     got_t = on_node(taker.pid, t_start, t_len, 0)
@@ -175,6 +220,9 @@ def run(env, res):
     res["taker_pages_by_node"] = got_t[1]
     d_slow = on_node(donor.pid, d_start, d_len, 2)[0]
     res["donor_demoted_mb"] = round((d_slow - d_slow0) / 2**20, 1)
+    if t90 is None:
+        res["donor_explain"] = explain(env, donor.pid)
+        res["kdamonds"] = kdamonds()
     check(t90 is not None, f"90% of the taker's {HOT_MB} MiB not on node 0 within {HOT_WAIT_S} s: {got_t[1]}; "
                            f"the donor's pages on node 2 grew by {res['donor_demoted_mb']} MiB")
     own2, others2 = demoted_kib(env.log(), donor.pid)
@@ -192,9 +240,9 @@ def run(env, res):
     donor_hot = on_node(donor.pid, d_start, DONOR_HOT_MB << 20, 0)
     res["donor_hot_pages_by_node"] = donor_hot[1]
     check(donor_hot[0] == DONOR_HOT_MB << 20, f"the donor's hot MiB was demoted: {donor_hot[1]}")
-    by_after = on_node(by.pid, b_start, b_len, 0)
-    res["bystander_pages_by_node"] = by_after[1]
-    check(by_after[0] == by_before, f"the bystander (not opted in) was moved: {by_after[1]}")
+    by_after = [on_node(b.pid, s, n, 0) for b, s, n in bys]
+    res["bystander_pages_by_node"] = [a[1] for a in by_after]
+    check([a[0] for a in by_after] == by_before, f"the bystander (not opted in) was moved: {res['bystander_pages_by_node']}")
     # At most as much for others as they promote: the taker's wait is its 64 MiB, and
     # a wait served once is not served again while its promotions take the room.
     own3, others3 = demoted_kib(env.log(), donor.pid)
