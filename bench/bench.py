@@ -121,6 +121,14 @@ Scenarios:
              share with cold memory, B (480 MiB touched next, reads its last 400 MiB,
              mostly on node 2). Every second for --limit seconds (60): each cgroup's
              MiB on node 0 (memory.numa_stat) and B's hot part on node 0; A's lowest
+             and last MiB there against its share, A's hot part on node 0 at the end
+  tiering-redis (2n1m-hmat, --kernel 6.12, Debian's redis-server on the host) Redis's
+             dataset 1.5 times the 200 MiB idle bystanders (not opted in) leave free on
+             node 0, cpuset node 0's CPU and nodes 0 and 2; bench/kvload's Zipf (0.99)
+             GETs of 1000-byte values from node 1's CPUs, the hot keys spread over the
+             dataset: --limit seconds (60) of warm-up, 60 measured; GETs/s, p50/p99,
+             Redis's MiB per node before and after. all-fast: no bystander, the cpuset
+             node 0 only: the ratio's denominator
 Per run: the local share every 0.1 s (the share of the process's resident memory on the
 nodes its threads last ran on, from /proc/PID/numa_maps, as numabalancectl show
 computes it), time to 95% local, locality at the end, pages migrated (pgmigrate_success
@@ -262,6 +270,7 @@ class Balancer:
 
     def __init__(self, env, mode, conf="", damon_nodes=(0, 1)):
         self.env, self.mode, self.pid, self.conf = env, mode, None, conf
+        self.cgroup_name = None   # until start(): a run that failed before has no log to keep
         self.damon_nodes = damon_nodes
         self.daemon = mode.startswith("numabalanced")
         # The cgroup's mode (its trusted.numabalanced): named by the bench mode for
@@ -314,7 +323,7 @@ class Balancer:
                 time.sleep(0.1)
         scenario.sysctl_numa_balancing(0)
         self.env.daemon_log = None
-        if self.daemon and getattr(self.env, "last_log", None):
+        if self.daemon and self.cgroup_name and getattr(self.env, "last_log", None):
             # The daemon's log of this run, into the results directory (scripts/bench
             # moves it to build-bench/logs/): its moves are what explains a result.
             name = f"{self.cgroup_name}.{self.mode}.{time.strftime('%H%M%S')}.daemon.log"
@@ -445,6 +454,52 @@ class HotSamples(threading.Thread):
                 f.write(self.round)
             self.rounds += 1
             self.stop_event.wait(1)
+
+
+class PageWatch(threading.Thread):
+    """Where each page of [start, start + length) in pid is, every PAGEWATCH_S seconds:
+    pages whose node changed twice within PAGEWATCH_COOLDOWN_S of each other (moved
+    and moved back, or on again: by anyone, the kernel's reclaim included) and pages
+    that changed at all. A sampled view: a page moved and back between two looks is
+    not seen."""
+
+    def __init__(self, pid, start, length):
+        super().__init__(daemon=True)
+        import ctypes
+        self.ctypes, self.pid, self.stop_event = ctypes, pid, threading.Event()
+        page = os.sysconf("SC_PAGESIZE")
+        self.n = length // page
+        self.pages = (ctypes.c_void_p * self.n)(*range(start, start + self.n * page, page))
+        self.status = (ctypes.c_int * self.n)()
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.last, self.changed_at = None, {}
+        self.twice, self.moved, self.looks = set(), set(), 0
+
+    def look(self):
+        c = self.ctypes
+        if self.libc.syscall(SYS_move_pages, c.c_int(self.pid), c.c_ulong(self.n), self.pages, None, self.status,
+                             c.c_int(0)) < 0:
+            return
+        now, cur = time.time(), bytes(x if 0 <= x < 255 else 255 for x in self.status)
+        if self.last is not None:
+            for i in (i for i in range(self.n) if cur[i] != self.last[i] and cur[i] != 255 and self.last[i] != 255):
+                t = self.changed_at.get(i)
+                if t is not None and now - t <= PAGEWATCH_COOLDOWN_S:
+                    self.twice.add(i)
+                self.changed_at[i] = now
+                self.moved.add(i)
+        self.last, self.looks = cur, self.looks + 1
+
+    def run(self):
+        while not self.stop_event.is_set():
+            self.look()
+            self.stop_event.wait(PAGEWATCH_S)
+
+    def result(self):
+        page = os.sysconf("SC_PAGESIZE")
+        return {"pages_moved_twice_within_cooldown": len(self.twice),
+                "mib_moved": round(len(self.moved) * page / 2**20, 1), "looks": self.looks,
+                "look_every_s": PAGEWATCH_S, "cooldown_s": PAGEWATCH_COOLDOWN_S}
 
 
 def run_tiering(env, mode, size_mb, hot_mb, limit_s):
@@ -629,6 +684,8 @@ def run_tiering_big(env, mode, size_mb, hot_mb, phase_s, phases=3):
         time.sleep(TIERBIG_WARMUP_S)
         c0, (u0, s0) = b.cpu(), cpu_s(pid)
         t_all = time.time()
+        watch = PageWatch(pid, start, length)
+        watch.start()
         for w in wins:
             wstart = start + w * hot_b
             with open(window, "w") as f:
@@ -673,6 +730,9 @@ def run_tiering_big(env, mode, size_mb, hot_mb, phase_s, phases=3):
                 ph["daemon_promoted_bytes"] = (m1 or 0) - (m0 or 0) if m1 is not None else None
                 ph["explain_promote_floor_skipped_mb"] = round(floor_skip / 2**20, 1)
             res["phases"].append(ph)
+        watch.stop_event.set()
+        watch.join()
+        res["page_watch"] = watch.result()
         after = range_status(pid, start, length)
         inwin = set()
         for w in wins:
@@ -779,7 +839,9 @@ def run_tiering_shares(env, mode, limit_s):
                "fast_mb_start": {n: cgroup_node_mb(cg, 0) for n, cg in cgs.items()},
                "b_hot_on_0_start": None, "timeline": []}
         _, bpid, bstart, bhot = procs["b"]
+        _, apid, astart, ahot = procs["a"]
         res["b_hot_on_0_start"] = round(range_nodes(bpid, bstart, bhot).get(0, 0) * 4096 / bhot, 3)
+        res["a_hot_on_0_start"] = round(range_nodes(apid, astart, ahot).get(0, 0) * 4096 / ahot, 3)
         b.start("bench-share-a")
         if b.daemon:
             env.set_mode(cgs["b"], b.cgroup_mode)
@@ -800,6 +862,7 @@ def run_tiering_shares(env, mode, limit_s):
             time.sleep(1)
         end = res["timeline"][-1]
         res.update({"fast_mb_end": {"a": end[1], "b": end[2]}, "b_hot_on_0_end": end[3],
+                    "a_hot_on_0_end": round(range_nodes(apid, astart, ahot).get(0, 0) * 4096 / ahot, 3),
                     "a_lowest_mb": min(x[1] for x in res["timeline"]),
                     "a_end_vs_share_pct": round(100 * end[1] / share_mb, 1),
                     "b_end_vs_share_pct": round(100 * end[2] / share_mb, 1),
@@ -816,6 +879,126 @@ def run_tiering_shares(env, mode, limit_s):
     finally:
         if feeder:
             feeder.stop_event.set()
+        b.stop()
+
+
+def numa_maps_mb(pid):
+    """pid's MiB per node, all its mappings (numa_maps' N<node>= counts)."""
+    mb = {}
+    with open(f"/proc/{pid}/numa_maps") as f:
+        for line in f:
+            psize = 4
+            for field in line.split():
+                if field.startswith("kernelpagesize_kB="):
+                    psize = int(field.split("=")[1])
+            for field in line.split():
+                if field.startswith("N") and "=" in field:
+                    node, pages = field[1:].split("=")
+                    mb[int(node)] = mb.get(int(node), 0) + int(pages) * psize / 1024
+    return {n: round(v, 1) for n, v in sorted(mb.items())}
+
+
+def redis_cli(port, *args):
+    return subprocess.run(["redis-cli", "-p", str(port), *map(str, args)], capture_output=True, text=True,
+                          check=True, timeout=600).stdout.strip()
+
+
+def redis_populate(port, target_mb):
+    """Keys "key:0".. of REDIS_VALUE_B bytes until Redis uses target_mb (INFO's
+    used_memory); returns how many keys."""
+    keys = 0
+    while True:
+        used = int(re.search(r"used_memory:(\d+)", redis_cli(port, "INFO", "memory")).group(1))
+        if used >= target_mb << 20:
+            return keys
+        keys += max(1000, int(((target_mb << 20) - used) / (REDIS_VALUE_B * 1.5)))
+        redis_cli(port, "DEBUG", "POPULATE", keys, "key", REDIS_VALUE_B)
+
+
+def redis_room(env, cpu0):
+    """Fills node 0 until REDIS_ROOM_MB (within 8 MiB) is free: idle bystanders (bench/
+    hotmove, never told a window: they touch their memory and sleep), not opted in, so
+    that every mode starts with as much of Redis on node 0 (memory comes back after a
+    fill; one fill left 183 to 226 MiB free in four runs). Returns each reading."""
+    by_cg = env.cgroup("bench-redis-bystander", mems="0", cpus=cpu0)
+    readings = []
+
+    def enter():
+        with open(os.path.join(by_cg, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    for _ in range(4):
+        free = scenario.load("promote").settled_free_mb(0)
+        readings.append(free)
+        if free <= REDIS_ROOM_MB + 8:
+            break
+        ready = env.tmp_path(f"redis-bystander.ready.{time.time_ns()}")
+        p = subprocess.Popen([os.path.join(env.build, "bench", "hotmove"), str(free - REDIS_ROOM_MB), "1", ready,
+                              ready + ".no-window"], preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        env.procs.append(p)
+        wait_ready(p, ready, "bystander", timeout=600)
+    return readings
+
+
+def run_tiering_redis(env, mode, limit_s):
+    """tiering-redis: Debian's redis-server, its dataset REDIS_RATIO times the room a
+    bystander (not opted in) leaves on node 0, in a cgroup whose cpuset holds node 0's
+    CPU and nodes 0 and 2: the rest lands on node 2. Then bench/kvload's Zipf-skewed
+    GETs from node 1's CPUs, hot keys spread over the whole dataset, limit_s to warm up
+    (the balancer at work), REDIS_MEASURE_S measured. all-fast: no bystander, the
+    cpuset node 0 only, the dataset all on node 0 (the ratio's denominator)."""
+    fast_only = mode == "all-fast"
+    b = Balancer(env, mode, damon_nodes=(2, 0))
+    scenario.sysctl_numa_balancing(0)
+    with open("/sys/kernel/mm/numa/demotion_enabled", "w") as f:
+        f.write("true")
+    cpu0 = scenario.node_cpus(0).split(",")[0].split("-")[0]
+    cg = env.cgroup("bench-redis", mems="0" if fast_only else "0,2", cpus=cpu0)
+    port, data = 6391, env.tmp_path(f"redis.{time.time_ns()}")
+    os.makedirs(data)
+    try:
+        t_all, res = time.time(), {"room_mb": REDIS_ROOM_MB, "dataset_mb": REDIS_ROOM_MB * REDIS_RATIO}
+        if not fast_only:
+            res["node0_free_mb_before_each_fill"] = redis_room(env, cpu0)
+            res["node0_free_mb_before_redis"] = scenario.node_free_mb(0)
+
+        def enter():
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "no", "--enable-debug-command", "yes", "--dir", data,
+                              "--protected-mode", "no"], preexec_fn=enter, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        env.procs.append(p)
+        for _ in range(300):
+            if subprocess.run(["redis-cli", "-p", str(port), "PING"], capture_output=True, text=True).stdout.strip() == "PONG":
+                break
+            if p.poll() is not None:
+                raise scenario.Fail(f"redis-server exited: {p.stderr.read().decode()}")
+            time.sleep(0.2)
+        res["keys"] = redis_populate(port, int(REDIS_ROOM_MB * REDIS_RATIO))
+        res["populate_s"] = round(time.time() - t_all, 1)
+        time.sleep(2)   # kswapd's demotion after the fill settles
+        res["redis_mb_by_node_start"] = numa_maps_mb(p.pid)
+        b.start("bench-redis")
+        env.cgroups = list(dict.fromkeys(env.cgroups))
+        c0, v0 = b.cpu(), {k: vmstat(k) for k in TIERBIG_KEYS}
+        node1_cpus = scenario.node_cpus(1)
+        load = subprocess.run(["numactl", f"--physcpubind={node1_cpus}", "--membind=1",
+                               os.path.join(env.build, "bench", "kvload"), str(port), str(res["keys"]),
+                               str(REDIS_ZIPF_S), str(REDIS_CLIENTS), str(limit_s), str(REDIS_MEASURE_S)],
+                              capture_output=True, text=True, timeout=limit_s + REDIS_MEASURE_S + 120)
+        if load.returncode != 0:
+            raise scenario.Fail(f"kvload: {load.stderr.strip()}")
+        res.update(json.loads(load.stdout))
+        res.update({"redis_mb_by_node_end": numa_maps_mb(p.pid),
+                    "vmstat": {k: vmstat(k) - v0[k] for k in TIERBIG_KEYS},
+                    "balancer_cpu_s": round(b.cpu() - c0, 3), "warm_s": limit_s, "measure_s": REDIS_MEASURE_S,
+                    "seconds": round(time.time() - t_all, 1)})
+        subprocess.run(["redis-cli", "-p", str(port), "SHUTDOWN", "NOSAVE"], capture_output=True, timeout=60)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.communicate(timeout=30)
+        return with_where(res, "numabalanced" if b.daemon else mode, "Redis's own thread (node 0)")
+    finally:
         b.stop()
 
 
@@ -1798,12 +1981,13 @@ MODES = {
     "tiering": ["numabalanced", "kernel-tiering", "damon", "none"],
     "tiering-big": ["numabalanced", "numabalanced-floor0", "kernel-tiering", "damon", "none"],
     "tiering-shares": ["numabalanced", "kernel-tiering", "damon", "none"],
+    "tiering-redis": ["numabalanced", "kernel-tiering", "damon", "none", "all-fast"],
 }
 TOPOLOGY = {"misplaced": "2n1c", "bound": "2n2c", "stalls": "2n1c", "moverate": "2n2c", "misplaced-1g": "2n1c-big",
             "spread": "4n1c", "churn": "2n2c", "steady": "2n1c", "steady-churn": "2n1c-big", "maplock": "2n1c-big",
             "refill": "4n1c", "numa02": "2n1c", "numa01": "2n1c", "perfnuma": "2n2c", "perfnuma-shared": "2n2c",
             "perfnuma-bound": "2n2c", "tiering": "2n1m-hmat",
-            "tiering-big": "2n1m-hmat", "tiering-shares": "2n1m-hmat"}
+            "tiering-big": "2n1m-hmat", "tiering-shares": "2n1m-hmat", "tiering-redis": "2n1m-hmat"}
 # Each process's memory in spread: four of them beside the kernel in 512 MiB nodes.
 SPREAD_MB = 96
 CHURN_LONG_MB = 256
@@ -1828,7 +2012,12 @@ MAPLOCK_WINDOW_S = 120
 MAPLOCK_CONF = "scan_max_ms = 1000\n"
 LIMIT_S = {"misplaced": 60, "bound": 60, "misplaced-1g": 45, "spread": 30, "churn": 20, "refill": 40,
            "numa02": 180, "numa01": 60, "tiering": 60,
-           "tiering-big": 20, "tiering-shares": 60}
+           "tiering-big": 20, "tiering-shares": 60, "tiering-redis": 60}
+# tiering-redis: the room on node 0 a bystander leaves, Redis's dataset as a multiple
+# of it (the issue's 1.5 times the fast node), its values, the Zipf exponent of the
+# GETs, kvload's connections, and the measured seconds after --limit's warm-up.
+REDIS_ROOM_MB, REDIS_RATIO, REDIS_VALUE_B = 200, 1.5, 1000
+REDIS_ZIPF_S, REDIS_CLIENTS, REDIS_MEASURE_S = 0.99, 2, 60
 # tiering: the workload's memory, moved whole to the slow node, and its hot part.
 TIERING_MB, TIERING_HOT_MB = 320, 64
 # tiering-big: the workload's memory (more than node 0's 768 MiB; nodes 0 and 2 hold
@@ -1838,6 +2027,9 @@ TIERING_MB, TIERING_HOT_MB = 320, 64
 # on a full fast node.
 TIERBIG_MB, TIERBIG_HOT_MB = 960, 64
 TIERBIG_WARMUP_S = 12
+# tiering-big's look at where every page is (PageWatch), and the daemon's cooldown
+# (cooldown_ms, shipped 30 s): a page moved twice within it is a ping-pong.
+PAGEWATCH_S, PAGEWATCH_COOLDOWN_S = 5, 30
 # tiering-shares: A's memory (touched first, reads its first 64 MiB), B's and B's hot
 # part (its last MiB), each cgroup's share of the fast tier. 960 MiB in all, as
 # tiering-big: nodes 0 and 2 hold about 1,250 MiB with the kernel's own (1,120 MiB was
@@ -1943,6 +2135,8 @@ def main():
                         r = run_tiering_big(env, mode, TIERBIG_MB, TIERBIG_HOT_MB, limit)
                     elif a.scenario == "tiering-shares":
                         r = run_tiering_shares(env, mode, limit)
+                    elif a.scenario == "tiering-redis":
+                        r = run_tiering_redis(env, mode, limit)
                     elif a.scenario == "misplaced-1g":
                         r = run_locality(env, mode, 1024, "default", limit, a.scenario)
                     else:
@@ -1964,8 +2158,8 @@ def main():
                     print(f"{a.scenario} {mode} run {i + 1}: " + json.dumps(
                         {k: v for k, v in r.items() if "hist" not in k}), flush=True)
                     continue
-                if a.scenario == "tiering-shares":
-                    print(f"tiering-shares {mode} run {i + 1}: " + json.dumps(
+                if a.scenario in ("tiering-shares", "tiering-redis"):
+                    print(f"{a.scenario} {mode} run {i + 1}: " + json.dumps(
                         {k: v for k, v in r.items() if k != "timeline"}), flush=True)
                     continue
                 if a.scenario == "tiering-big":

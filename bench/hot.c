@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
         size_t size, hot;
         uint64_t x = 88172645463325252ull, reads = 0, sum = 0;
         volatile uint64_t *words;
-        char *mem;
+        char *mem, tmp[4096];
         double t0;
         FILE *f;
 
@@ -54,11 +54,12 @@ int main(int argc, char **argv) {
         madvise(mem, size, MADV_NOHUGEPAGE);
         memset(mem, 1, size);
         signal(SIGTERM, on_term);
-        f = fopen(argv[3], "w");
-        if (!f)
+        /* Written whole, then renamed: bench.py takes the file's existence as ready. */
+        snprintf(tmp, sizeof(tmp), "%s.tmp", argv[3]);
+        f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d %lx %zu\n", (int) getpid(), (unsigned long) (uintptr_t) mem, size) < 0 ||
+            fclose(f) != 0 || rename(tmp, argv[3]) < 0)
                 return 1;
-        fprintf(f, "%d %lx %zu\n", (int) getpid(), (unsigned long) (uintptr_t) mem, size);
-        fclose(f);
         words = (volatile uint64_t *) mem;
         t0 = now_s();
         while (!stop) {

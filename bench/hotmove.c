@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
         size_t size, hot, off = (size_t) -1;
         uint64_t x = 88172645463325252ull, reads = 0, sum = 0;
         volatile uint64_t *words = NULL;
-        char *mem;
+        char *mem, tmp[4096];
         double t0 = 0;
         FILE *f;
 
@@ -70,11 +70,13 @@ int main(int argc, char **argv) {
         memset(mem, 1, size);
         signal(SIGTERM, on_term);
         signal(SIGUSR1, on_usr1);
-        f = fopen(argv[3], "w");
-        if (!f)
+        /* Written whole, then renamed: bench.py takes the file's existence as ready
+         * (a reader that found it empty failed two runs of tiering-shares). */
+        snprintf(tmp, sizeof(tmp), "%s.tmp", argv[3]);
+        f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d %lx %zu\n", (int) getpid(), (unsigned long) (uintptr_t) mem, size) < 0 ||
+            fclose(f) != 0 || rename(tmp, argv[3]) < 0)
                 return 1;
-        fprintf(f, "%d %lx %zu\n", (int) getpid(), (unsigned long) (uintptr_t) mem, size);
-        fclose(f);
         setvbuf(stdout, NULL, _IOLBF, 0);
         while (!stop) {
                 if (next) {
