@@ -445,13 +445,22 @@ class HotSamples(threading.Thread):
         super().__init__(daemon=True)
         page = os.sysconf("SC_PAGESIZE")
         self.path, self.stop_event = path, threading.Event()
-        self.round = "".join(f"{pid} 0 {start + i * page + 64:#x}\n" for i in range(hot_bytes // page)) * 2
-        self.rounds = 0
+        self.pages = [f"{pid} 0 {start + i * page + 64:#x}\n" for i in range(hot_bytes // page)]
+        self.rounds, self.next = 0, 0
+
+    def add(self, other):
+        self.pages += other.pages
 
     def run(self):
+        # At most HOTSAMPLES_PAGES pages a round, two samples each, the next ones the
+        # round after: about the 1 MiB a drain of the daemon's takes (sample-replay.h),
+        # where all 118k pages of tiering-shares' two hot parts wrote 7 MiB a second
+        # into the guest's tmpfs, 1 GiB a run (memory pressure, and one run OOM-killed).
         while not self.stop_event.is_set():
+            part = self.pages[self.next:self.next + HOTSAMPLES_PAGES]
+            self.next = (self.next + len(part)) % max(1, len(self.pages))
             with open(self.path, "a") as f:
-                f.write(self.round)
+                f.write("".join(part) * 2)
             self.rounds += 1
             self.stop_event.wait(1)
 
@@ -850,7 +859,7 @@ def run_tiering_shares(env, mode, limit_s):
             os.kill(pid, signal.SIGUSR1)   # each reads its window from now on
         if mode.startswith("numabalanced"):
             feeder = HotSamples(replay, procs["a"][1], procs["a"][2], procs["a"][3])
-            feeder.round += HotSamples(replay, bpid, bstart, bhot).round
+            feeder.add(HotSamples(replay, bpid, bstart, bhot))
             feeder.start()
         c0, v0 = b.cpu(), {k: vmstat(k) for k in TIERBIG_KEYS}
         t0 = time.time()
@@ -2027,6 +2036,9 @@ TIERING_MB, TIERING_HOT_MB = 320, 64
 # on a full fast node.
 TIERBIG_MB, TIERBIG_HOT_MB = 960, 64
 TIERBIG_WARMUP_S = 12
+# The replayed page samples' pages a second (HotSamples): a 64 MiB window of base pages
+# whole, as before; larger hot parts a slice a second.
+HOTSAMPLES_PAGES = 16384
 # tiering-big's look at where every page is (PageWatch), and the daemon's cooldown
 # (cooldown_ms, shipped 30 s): a page moved twice within it is a ping-pong.
 PAGEWATCH_S, PAGEWATCH_COOLDOWN_S = 5, 30
