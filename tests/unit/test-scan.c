@@ -78,6 +78,7 @@ static void fixture_done(struct fixture *f) {
         free(f->p.moved.tier);
         free(f->p.shares);
         free(f->p.cold);
+        free(f->p.slow);
         proc_records_drop_huge(&f->p);
         page_agg_free(f->p.seen);
         free(f->p.mapped);
