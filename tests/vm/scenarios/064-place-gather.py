@@ -194,7 +194,11 @@ def run(env, res):
     res["bad_samples"] = bad[-5:]
     res["converged_at_s"] = after[0] if after else None
     check(len(samples) >= 10, f"only {len(samples)} samples from {FROM_S} s on: {res['perf_tail']}")
-    check(len(after) >= 5 and after[0] <= BY_S,
+    # Every sample from BY_S on is good: the last bad one came before it. (Not "a good
+    # one by BY_S": samples come slower than once a second under a loaded TCG, and one
+    # bad at 19.5 s with the next at 21 s failed CI run 13 though every sample from
+    # 20 s on was good.)
+    check(len(after) >= 5 and (not bad or bad[-1][0] < BY_S),
           f"not together and >= 90% local in every sample from {BY_S} s on ({len(bad)} of {len(samples)} "
           f"samples split or remote, the last ones: {bad[-3:]})")
     check(res["placements"] >= 1, "no placement counted")
