@@ -119,7 +119,7 @@ static int read_reply(int fd, char *buf, size_t size) {
 static void *work(void *arg) {
         struct worker *w = arg;
         char req[128], reply[65536];
-        int fd = connect_local();
+        int fd = connect_local(), r;
 
         if (fd < 0) {
                 w->error = -fd;
@@ -132,8 +132,12 @@ static void *work(void *arg) {
 
                 memcpy(req + len, req + 64, (size_t) klen);
                 memcpy(req + len + klen, "\r\n", 2);
-                if (write(fd, req, (size_t) (len + klen + 2)) != len + klen + 2 || read_reply(fd, reply, sizeof(reply)) < 0) {
-                        w->error = errno ? errno : EPROTO;
+                if (write(fd, req, (size_t) (len + klen + 2)) != len + klen + 2) {
+                        w->error = errno ? errno : EPIPE;
+                        break;
+                }
+                if ((r = read_reply(fd, reply, sizeof(reply))) < 0) {
+                        w->error = -r;   /* read_reply's own code: errno may be stale */
                         break;
                 }
                 t1 = now_ns();
