@@ -486,7 +486,7 @@ static void forget_departed(struct manager *m) {
  * and whether the kernel balances. Returns the CPU time of the page sampler's own
  * threads (sw-sampler.h's decoding threads) since the last tick. */
 static uint64_t tick_prepare(struct manager *m) {
-        uint64_t sampler_ns = samplers_drain(&m->samplers, &m->procs, m->topo, &m->counters);
+        uint64_t sampler_ns = samplers_drain(&m->samplers, &m->procs, m->topo, &m->cfg, &m->counters);
 
         damon_feed(m->damon, &m->procs, m->topo, &m->counters);
         kernel_balancing_watch(m->proc_root, &m->counters.kernel_numa_balancing, &m->counters.kernel_balances);

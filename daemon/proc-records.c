@@ -30,19 +30,19 @@ void proc_records_drop_huge(struct proc_rec *p) {
 }
 
 static int cmp_range(const void *a, const void *b) {
-        const struct mapped_range *x = a, *y = b;
+        const struct damon_range *x = a, *y = b;
         return (x->start > y->start) - (x->start < y->start);
 }
 
 int proc_records_set_mapped(struct proc_rec *p, const struct numa_maps *maps, const uint64_t *ends) {
         size_t n = maps->n_vmas < PROC_MAPPED_MAX ? maps->n_vmas : PROC_MAPPED_MAX, k = 0;
-        struct mapped_range *v = calloc(n ? n : 1, sizeof(*v));
+        struct damon_range *v = calloc(n ? n : 1, sizeof(*v));
 
         if (!v)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 if (ends[i] > maps->vmas[i].start)
-                        v[k++] = (struct mapped_range) { maps->vmas[i].start, ends[i] };
+                        v[k++] = (struct damon_range) { maps->vmas[i].start, ends[i] };
         qsort(v, k, sizeof(*v), cmp_range);
         n = k;
         k = 0;
@@ -123,6 +123,7 @@ static void rec_free(struct proc_records *r, struct proc_rec *p) {
         }
         node_time_state_done(&p->pl);
         page_agg_free(p->seen);
+        sampled_cold_free(p->sampled);
         free(p->mapped);
         free(p->slow);
         free(p->cold);

@@ -18,6 +18,7 @@
 #include "numa_maps.h"
 #include "damon-pages.h"
 #include "page-agg.h"
+#include "sampled-cold.h"
 #include "topology.h"
 #include "node-time.h"
 #include "plan.h"
@@ -75,6 +76,8 @@ struct proc_moves {
 };
 #define PROC_TIER_MAX 128
 
+#define COLD_FRESH_MS 5000
+
 struct proc_rec {
         pid_t pid;
         uint64_t starttime;
@@ -109,7 +112,7 @@ struct proc_rec {
         /* Page-level sampling: counts gathered since the last scan, of addresses in
          * the ranges its last full read found mapped (merged, sorted). */
         struct page_agg *seen;
-        struct mapped_range { uint64_t start, end; } *mapped;
+        struct damon_range *mapped;
         size_t n_mapped;
         /* Its VMAs with pages on a slow node at its last full read (merged, sorted):
          * where DAMON monitors it and where DAMON's hot regions count. */
@@ -119,7 +122,13 @@ struct proc_rec {
          * written by damon.c only): what the exchange may demote (plan.h, rule 8). */
         struct damon_range *cold;
         size_t n_cold;
-        uint64_t cold_ms;          /* when they were read (CLOCK_MONOTONIC ms) */
+        uint64_t cold_ms;          /* when they were read (CLOCK_MONOTONIC ms): older than
+                                    * COLD_FRESH_MS, not used (reads come every second
+                                    * while a process is monitored) */
+        /* Its pages sampled over the cold age, where the exchange finds cold memory
+         * without DAMON (lib/sampled-cold.h; written by samplers.c only); NULL while
+         * the machine has no slow node or the exchange is off. */
+        struct sampled_cold *sampled;
         size_t pages_seen, pages_shared;   /* distinct pages sampled, and of them from several nodes: last scan */
         uint64_t page_planned_bytes;       /* page-level moves planned, last scan */
         uint64_t promote_planned_bytes;    /* of which promotions off slow nodes (plan.h, rule 7) */

@@ -924,6 +924,31 @@ static void put_move_stop(struct json *j, const struct proc_rec *p, uint64_t now
 }
 
 /* page_level and skipped_bytes: what page-level sampling saw, what was left alone. */
+/* Where the exchange finds its cold memory now (scan.c, set_tiers): DAMON's recent
+ * cold regions, else its pages never sampled over the cold age when the samples cover
+ * its accesses; and how its samples stand (lib/sampled-cold.h), null while none are kept. */
+static void put_cold(struct json *j, const struct proc_rec *p, uint64_t now) {
+        bool damon = p->n_cold && now < p->cold_ms + COLD_FRESH_MS;
+        struct sampled_cold_state st;
+        bool sampled = sampled_cold_known(p->sampled, now, &st);
+
+        json_key(j, "cold");
+        json_object_begin(j);
+        json_key(j, "by"); json_string(j, damon ? "damon" : sampled ? "samples" : NULL);
+        json_key(j, "samples");
+        if (!p->sampled)
+                json_null(j);
+        else {
+                json_object_begin(j);
+                json_key(j, "state"); json_string(j, sampled_cold_why_name(st.why));
+                json_key(j, "samples"); json_u64(j, st.samples);
+                json_key(j, "pages"); json_u64(j, st.pages);
+                json_key(j, "missed_permille"); json_u64(j, st.missed_permille);
+                json_object_end(j);
+        }
+        json_object_end(j);
+}
+
 static void put_page_level(struct json *j, const struct proc_rec *p) {
         json_key(j, "page_level");
         json_object_begin(j);
@@ -1170,6 +1195,7 @@ static int explain_watched(const struct manager_view *v, const struct proc_rec *
         put_page_level(j, p);
         /* Whether a kdamond watches its slow VMAs now (damon.h). */
         json_key(j, "damon_monitored"); json_bool(j, damon_monitored(v->damon, p->pid));
+        put_cold(j, p, now);
         put_cooldown(j, v, p, now);
         put_placement(j, v, p, now);
         put_share_group(j, v, p);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The samplers, chosen, attached while needed, drained (samplers.h). */
+#include "cg-mode.h"
 #include "clock.h"
 #include "log.h"
 #include "page-agg.h"
@@ -78,7 +79,19 @@ struct drain {
         const struct topology *topo;
         struct counters *counters;
         uint32_t now_s;               /* read once a drain: see on_page_sample() */
+        uint64_t now_ms;
+        uint64_t cold_age_ms;         /* pages sampled over it kept for the exchange; 0: not */
 };
+
+/* The pages sampled over the cold age (lib/sampled-cold.h), of a process whose memory
+ * may move: where the exchange finds cold memory without DAMON. */
+static void note_sampled(const struct drain *d, struct proc_rec *p, uint64_t addr, uint64_t count) {
+        if (!d->cold_age_ms || !p->cg || !cg_mode_moves(p->cg->mode))
+                return;
+        if (!p->sampled && sampled_cold_new(&p->sampled) < 0)
+                return;
+        sampled_cold_add(p->sampled, addr & ~(page_size() - 1), count, d->now_ms, d->cold_age_ms);
+}
 
 /* A count of page-level samples (page_sampler_drain): kept for the process's next scan. */
 static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned node, uint64_t count) {
@@ -102,11 +115,16 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
          * has no vDSO, as with HPET) made a tick of a 2-node guest take 2-8 s. */
         page_agg_set_clock(p->seen, d->now_s);
         (void) page_agg_add_counts(p->seen, addr, node, count);
+        note_sampled(d, p, addr, count);
 }
 
 uint64_t samplers_drain(struct samplers *s, struct proc_records *procs, const struct topology *t,
-                        struct counters *c) {
-        struct drain d = { .procs = procs, .topo = t, .counters = c, .now_s = (uint32_t) (clock_now_ms() / 1000) };
+                        const struct nb_config *cfg, struct counters *c) {
+        uint64_t now = clock_now_ms();
+        struct drain d = {
+                .procs = procs, .topo = t, .counters = c, .now_s = (uint32_t) (now / 1000), .now_ms = now,
+                .cold_age_ms = cfg->exchange && !nodemask_empty(&t->slow) ? cfg->cold_age_ms : 0,
+        };
         const struct sample_quota *q;
         int r;
 

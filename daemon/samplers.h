@@ -45,10 +45,12 @@ void samplers_watch(struct samplers *s, const struct proc_records *procs, struct
  * goes on, for the new process). */
 void samplers_unwatch(struct samplers *s, const struct proc_records *procs, pid_t pid, uint64_t tick);
 /* Hands the page samples since the last drain to the records' evidence (page-agg.h),
- * counted, those of no record or outside its mappings dropped. Returns the CPU time of
+ * counted, those of no record or outside its mappings dropped, and to the pages each
+ * process had sampled over cfg's cold age while the exchange may need them (a slow
+ * node, exchange on: proc_rec.sampled). Returns the CPU time of
  * the page sampler's own threads since the last drain. */
 uint64_t samplers_drain(struct samplers *s, struct proc_records *procs, const struct topology *t,
-                        struct counters *c);
+                        const struct nb_config *cfg, struct counters *c);
 /* On a host with one memory node, the topology read again: returns 1 with *ret (the
  * caller's to keep) when a second node has memory now (said at notice), else 0. */
 int samplers_second_node(struct samplers *s, const char *sys_root, struct topology **ret);

@@ -234,6 +234,7 @@ struct reading {
         struct plan_share *share;    /* its group's decisions (share-groups.h), NULL: none */
         struct thread_policies threads;
         bool *locked;
+        struct damon_range *unsampled;  /* its cold ranges from its samples (set_tiers) */
 };
 
 static void reading_done(struct reading *rd) {
@@ -243,6 +244,7 @@ static void reading_done(struct reading *rd) {
         free(rd->share);
         thread_policy_done(&rd->threads);
         free(rd->locked);
+        free(rd->unsampled);
 }
 
 static int read_process(const struct scan_env *env, struct proc_rec *p, const struct proc_status *status,
@@ -298,17 +300,47 @@ struct plan_params scan_plan_params(const struct scan_env *env) {
         };
 }
 
-/* DAMON's cold regions older than this are not used (plan_input.cold): reads come
- * every second while a process is monitored. */
-#define COLD_FRESH_MS 5000
+/* Its anonymous mappings (heap, stacks, anonymous memory) in this scan's maps: where a
+ * data-address sample sees every access. A file mapping's pages are also read as
+ * instructions (its text), which no such sample names. NULL when none, or out of memory. */
+static struct damon_range *anon_ranges(const struct plan_input *in, size_t *ret_n) {
+        struct damon_range *v = calloc(in->maps->n_vmas ? in->maps->n_vmas : 1, sizeof(*v));
+        size_t n = 0;
 
-/* The exchange's inputs (plan.h, rule 8): DAMON's last cold regions if they are
- * recent (a process no longer monitored has none), its ranges moved across tiers. */
-static void set_tiers(const struct proc_rec *p, uint64_t now, struct plan_input *in) {
-        in->cold = p->cold;
-        in->n_cold = now < p->cold_ms + COLD_FRESH_MS ? p->n_cold : 0;
+        for (size_t i = 0; v && i < in->maps->n_vmas; i++)
+                if (in->maps->vmas[i].kind != VMA_FILE && in->vma_end[i] > in->maps->vmas[i].start)
+                        v[n++] = (struct damon_range) { in->maps->vmas[i].start, in->vma_end[i] };
+        *ret_n = n;
+        return v;
+}
+
+/* The exchange's inputs (plan.h, rule 8): its ranges moved across tiers, and its cold
+ * memory: DAMON's last cold regions if it has recent ones (a process no longer
+ * monitored has none), else its anonymous memory without the pages its samples named
+ * over the cold age, when they cover its accesses (lib/sampled-cold.h; *unsampled, the
+ * caller's to free). */
+static void set_tiers(const struct scan_env *env, const struct proc_rec *p, uint64_t now, struct plan_input *in,
+                      struct damon_range **unsampled) {
+        _cleanup_free_ struct damon_range *anon = NULL;
+        size_t n = 0, n_anon = 0;
+
         in->tier_recent = p->moved.tier;
         in->n_tier_recent = p->moved.n_tier;
+        in->cold = p->cold;
+        in->n_cold = now < p->cold_ms + COLD_FRESH_MS ? p->n_cold : 0;
+        if (in->n_cold || !env->cfg->exchange || !sampled_cold_known(p->sampled, now, NULL))
+                return;
+        anon = anon_ranges(in, &n_anon);
+        if (anon && sampled_cold_ranges(p->sampled, now, anon, n_anon, page_size(), unsampled, &n) >= 0) {
+                in->cold = *unsampled;
+                in->n_cold = n;
+        }
+}
+
+/* Whether p has memory known cold now (set_tiers). */
+static bool has_cold(const struct scan_env *env, const struct proc_rec *p, uint64_t now) {
+        return (p->n_cold && now < p->cold_ms + COLD_FRESH_MS) ||
+               (env->cfg->exchange && sampled_cold_known(p->sampled, now, NULL));
 }
 
 /* What the process's promotions wait for at a fast node and its own cold memory did
@@ -635,7 +667,7 @@ static int scan(const struct scan_env *env, struct proc_rec *p, uint64_t now, ui
                 .keep_before = keep_before(env, p, &busy_before, &busy),
         };
         set_placed(env, p, &in);
-        set_tiers(p, now, &in);
+        set_tiers(env, p, now, &in, &rd.unsampled);
         in.share = rd.share = group_decisions(env, p, &rd, now);
         r = plan_decide(env->topo, &in, &pp, reserved, &s->plan);
         if (r < 0)
@@ -727,7 +759,7 @@ void scan_serve_demand(const struct scan_env *env, struct proc_records *procs, u
         for (size_t i = 0; i < procs->n; i++) {
                 struct proc_rec *p = procs->v[i];
 
-                if (p->n_cold && now < p->cold_ms + COLD_FRESH_MS && p->cg && may_give(env, p, give))
+                if (p->cg && has_cold(env, p, now) && may_give(env, p, give))
                         scan_soon(env, p, now);
         }
 }

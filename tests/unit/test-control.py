@@ -557,8 +557,10 @@ try:
     rc, ex = ctl_json('explain', str(work[0].pid))
     check(rc == 0 and ex.get('watched') is True, f'explain watched {ex}')
     for k in ('mode', 'hot_node', 'target_node', 'mems_allowed', 'reason', 'reason_text', 'skipped_bytes',
-              'cooldown', 'next_scan_in_ms', 'explanation'):
+              'cooldown', 'next_scan_in_ms', 'explanation', 'cold'):
         check(k in ex, f'explain lacks {k}')
+    # One memory node: nothing is slow, no cold memory is looked for.
+    check(ex.get('cold') == {'by': None, 'samples': None}, f'explain cold {ex.get("cold")}')
     watched_ex = ex
     rc, ex = ctl_json('explain', str(work[1].pid))
     check(rc == 0 and ex.get('watched') is False and ex.get('why') == 'not-opted-in', f'explain not opted in {ex}')
@@ -598,7 +600,7 @@ try:
     rc, cg_ex = ctl_json('explain', '/a.slice')
     missing = undocumented('list', list(listed) + list(cgs[0]) + list(p)) + undocumented(
         'explain', list(watched_ex) + list(watched_ex.get('page_level') or {}) + list(watched_ex.get('cooldown') or {})
-        + list(cg_ex) + list(cg_ex.get('not_watched') or {}))
+        + list(watched_ex.get('cold') or {}) + list(cg_ex) + list(cg_ex.get('not_watched') or {}))
     check(not missing, f'list/explain fields not in docs/ctl-json.md: {missing}')
 
     # --- list filtered by cgroup and by pid

@@ -983,7 +983,7 @@ TEST(pages_targets_and_feed) {
 TEST(reads_fed_as_page_evidence) {
         uint64_t ps = page_size(), base = 256 * ps;
         struct topology *topo = NULL;
-        struct mapped_range mapped = { base, base + 3 * ps };
+        struct damon_range mapped = { base, base + 3 * ps };
         struct damon_range slow = { base, base + 4 * ps }, hot = { base, base + 4 * ps };
         struct proc_rec a = { .pid = 10, .starttime = 5, .hot_node = 0, .mapped = &mapped, .n_mapped = 1,
                               .slow = &slow, .n_slow = 1 };
@@ -1019,7 +1019,7 @@ TEST(reads_fed_as_page_evidence) {
 TEST(a_donors_read_keeps_cold_only) {
         uint64_t ps = page_size(), base = 256 * ps;
         struct topology *topo = NULL;
-        struct mapped_range mapped = { base, base + 8 * ps };
+        struct damon_range mapped = { base, base + 8 * ps };
         struct damon_range hot = { base, base + 4 * ps }, cold = { base + 4 * ps, base + 8 * ps };
         struct proc_rec a = { .pid = 10, .starttime = 5, .hot_node = 0, .mapped = &mapped, .n_mapped = 1 };
         struct proc_rec *v[] = { &a };
@@ -1077,7 +1077,7 @@ TEST(the_records_that_want_a_kdamond) {
  * takes a donor's kdamond; without a slow node there are none. */
 TEST(donors_take_the_kdamonds_left) {
         struct damon_range slow = { 0x10000, 0x20000 };
-        struct mapped_range mapped = { 0x100000, 0x900000 };
+        struct damon_range mapped = { 0x100000, 0x900000 };
         struct damon_range got[4];
         struct cg_rec balance = { .path = "/a", .mode = CG_MODE_BALANCE, .turn_uid = 1000 };
         struct cg_rec advise = { .path = "/b", .mode = CG_MODE_ADVISE };

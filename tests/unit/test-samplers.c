@@ -11,6 +11,7 @@
 #include "page-agg.h"
 #include "samplers.h"
 #include "test.h"
+#include "tiered.h"
 
 #define SYS_2N2C TEST_DATA_DIR "/sys/2n2c"
 #define SYS_ONE_NODE TEST_DATA_DIR "/sys/sparse"
@@ -134,7 +135,7 @@ void page_sampler_set_reader(struct page_sampler *s, struct tenant_reader *reade
  * samplers read of them. */
 static struct proc_rec recs[2];
 static struct proc_rec *rec_ptrs[2];
-static struct mapped_range db_mapped = { 0x10000, 0x20000 };
+static struct damon_range db_mapped = { 0x10000, 0x20000 };
 
 static void fresh(struct proc_records *procs, size_t n) {
         fake = (typeof(fake)) {};
@@ -146,9 +147,13 @@ static void fresh(struct proc_records *procs, size_t n) {
 }
 
 static void free_evidence(void) {
-        for (size_t i = 0; i < ELEMENTSOF(recs); i++)
+        for (size_t i = 0; i < ELEMENTSOF(recs); i++) {
                 page_agg_free(recs[i].seen);
+                sampled_cold_free(recs[i].sampled);
+        }
 }
+
+static const struct nb_config exchange_cfg = { .exchange = true, .cold_age_ms = 10000 };
 
 static struct topology *read_topology(const char *sys_root) {
         struct topology *t = NULL;
@@ -281,11 +286,41 @@ TEST(drain_feeds_the_records_mapped_samples) {
         fake.queued[fake.n_queued++] = (struct queued_sample) { 100, 0x30000, 1, 2 };   /* unmapped */
         fake.queued[fake.n_queued++] = (struct queued_sample) { 101, 0x11000, 0, 4 };   /* nothing read yet */
         fake.queued[fake.n_queued++] = (struct queued_sample) { 999, 0x11000, 0, 5 };   /* not recorded */
-        CHECK_INT(samplers_drain(&s, &procs, t, &c), 7);
+        CHECK_INT(samplers_drain(&s, &procs, t, &exchange_cfg, &c), 7);
         CHECK_INT(c.page_samples, 14);
         CHECK_INT(c.page_samples_unmapped, 6);
         CHECK(recs[0].seen != NULL && recs[1].seen == NULL);
+        CHECK(recs[0].sampled == NULL);    /* no slow node: the exchange has nothing to do */
         CHECK_INT(fake.n_queued, 0);
+        free_evidence();
+        samplers_done(&s);
+}
+
+/* With a slow node and the exchange on, the samples of a process whose memory may
+ * move are kept over the cold age (lib/sampled-cold.h); an advise cgroup's are not. */
+TEST(drain_keeps_the_sampled_pages_for_the_exchange) {
+        _cleanup_(topology_freep) struct topology *t = tiered_topology();
+        struct cg_rec balance = { .mode = CG_MODE_BALANCE }, advise = { .mode = CG_MODE_ADVISE };
+        struct nb_config off = exchange_cfg;
+        struct proc_records procs;
+        struct counters c = {};
+        struct samplers s;
+
+        fresh(&procs, 2);
+        recs[0].mapped = recs[1].mapped = &db_mapped;
+        recs[0].n_mapped = recs[1].n_mapped = 1;
+        recs[0].cg = &balance;
+        recs[1].cg = &advise;
+        CHECK_INT(start(&s, t), 0);
+        fake.queued[fake.n_queued++] = (struct queued_sample) { 100, 0x11000, 0, 3 };
+        fake.queued[fake.n_queued++] = (struct queued_sample) { 101, 0x11000, 0, 3 };
+        off.exchange = false;
+        (void) samplers_drain(&s, &procs, t, &off, &c);
+        CHECK(recs[0].sampled == NULL && recs[1].sampled == NULL);
+        fake.queued[fake.n_queued++] = (struct queued_sample) { 100, 0x11000, 0, 3 };
+        fake.queued[fake.n_queued++] = (struct queued_sample) { 101, 0x11000, 0, 3 };
+        (void) samplers_drain(&s, &procs, t, &exchange_cfg, &c);
+        CHECK(recs[0].sampled != NULL && recs[1].sampled == NULL);
         free_evidence();
         samplers_done(&s);
 }

@@ -81,6 +81,7 @@ static void fixture_done(struct fixture *f) {
         free(f->p.slow);
         proc_records_drop_huge(&f->p);
         page_agg_free(f->p.seen);
+        sampled_cold_free(f->p.sampled);
         free(f->p.mapped);
         node_time_state_done(&f->p.pl);
         config_done(&f->cfg);
@@ -542,6 +543,53 @@ TEST(a_donor_without_samples_gives_cold_memory) {
         topology_set_slow(topo, &none);
         scan_done(&s);
         fixture_done(&f);
+}
+
+/* Without DAMON, its pages never sampled over the cold age are its cold memory once the
+ * samples cover its accesses (lib/sampled-cold.h): of 3002's anonymous 16 MiB on node 0,
+ * the first MiB sampled again and again for two windows, the other 15 MiB never; 4 MiB of them wanted at
+ * node 0, node 1 slow. None of the sampled MiB goes. With sparse samples (128 new pages
+ * a second, each named once) nothing is cold, and nothing goes. */
+static void sample_pages(struct proc_rec *p, bool dense) {
+        for (uint64_t t = 80000, k = 0; t <= 100000; t += 1000, k++)
+                for (uint64_t i = 0; i < (dense ? 256 : 128); i++)
+                        sampled_cold_add(p->sampled, 0x7f5000000000 + (dense ? i : k * 128 + i) * page_size(), 2 - !dense,
+                                         t, 10000);
+}
+
+TEST(unsampled_pages_are_cold_without_damon) {
+        for (int dense = 0; dense <= 1; dense++) {
+                struct fixture f;
+                struct scan s = {};
+                uint64_t demand[NB_NODES_MAX] = { 0 };
+                nb_nodemask slow = {}, none = {};
+
+                fixture_start(&f, 3002, 5000);
+                nodemask_set(&slow, 1);
+                topology_set_slow(topo, &slow);
+                f.env.exchange_demand = demand;
+                if (sampled_cold_new(&f.p.sampled) < 0)
+                        abort();
+                sample_pages(&f.p, dense);
+                demand[0] = 4 * MIB;
+                s.rec = &f.p;
+                cpu_now[0] = 500000000;
+                cpu_now[1] = 0;
+                CHECK_INT(scan_process(&f.env, &f.p, 100000, f.reserved, &s), 1);
+                if (!dense) {
+                        CHECK_INT(s.pages.demote_bytes, 0);
+                        CHECK_INT(demand[0], 4 * MIB);
+                } else {
+                        CHECK_INT(s.pages.demote_bytes, 4 * MIB);
+                        CHECK_INT(demand[0], 0);
+                }
+                for (size_t i = 0; dense && i < s.pages.n_moves; i++)
+                        CHECK(s.pages.moves[i].demote && s.pages.moves[i].target == 1 &&
+                              s.pages.moves[i].start >= 0x7f5000100000 && s.pages.moves[i].end <= 0x7f5001000000);
+                topology_set_slow(topo, &none);
+                scan_done(&s);
+                fixture_done(&f);
+        }
 }
 
 /* A process whose promotions waited at a fast node is scanned soon once the exchange

@@ -117,31 +117,20 @@ def node_total_mb(node):
     return load("promote").node_total_mb(node)
 
 
-def run(env, res, variant="donor"):
-    check(variant in ("donor", "overflow"), f"exchange-across:{variant}: donor or overflow")
-    res["variant"] = variant
-    sysctl_numa_balancing(0)
+def fill_node0(env, res, donor_cg, by_cg, overflow=False):
+    """The donor (reading its first DONOR_HOT_MB) fills node 0 to LEAVE_FREE_MB +
+    BYSTANDER_MB free, the bystander the rest, below the promotion floor; overflow: 8
+    MiB of the donor moved to node 2 first. Returns (donor, its start, its length,
+    the bystanders as (Popen, start, length), their bytes on node 0)."""
     hot = {"WORKLOAD_HOT_MB": str(DONOR_HOT_MB)}
-    taker_cg = env.cgroup("nb-x-taker", "balance")
-    donor_cg = env.cgroup("nb-x-donor", "balance")
-    by_cg = env.cgroup("nb-x-bystander")
-    # Base pages: khugepaged collapses a range partly promoted into a huge page on the
-    # node most of it is on, moving the rest without the daemon (one ASan run: 64 MiB
-    # on node 0, 6.25 MiB of it the daemon's promotions).
-    taker, t_start, _ = env.start_workload(taker_cg, HOT_MB, 0, 0, pages="4k")
-    subprocess.run(["migratepages", str(taker.pid), "0", "2"], check=True)
-    t_len = HOT_MB << 20
-    check(on_node(taker.pid, t_start, t_len, 2)[0] >= t_len * 0.99, "migratepages left the taker off node 2")
-    # The donor fills node 0 to LEAVE_FREE_MB + BYSTANDER_MB free, the bystander the
-    # rest, below its floor. Free memory settled first: the memory of a scenario's
-    # workload killed a moment before comes back over seconds (one run found 100 MiB
-    # free after the fill).
+    # Free memory settled first: the memory of a scenario's workload killed a moment
+    # before comes back over seconds (one run found 100 MiB free after the fill).
     settled = load("promote").settled_free_mb
     total = node_total_mb(0)
     donor_mb = settled(0) - LEAVE_FREE_MB - BYSTANDER_MB
     check(donor_mb > 2 * DONOR_SLOW_MB + 64, f"node 0 has too little free memory to fill: {node_free_mb(0)} MiB")
     donor, d_start, d_len = env.start_workload(donor_cg, donor_mb, 0, 0, env=hot, pages="4k")
-    if variant == "overflow":
+    if overflow:
         move_range(donor.pid, d_start + d_len - (DONOR_SLOW_MB << 20), DONOR_SLOW_MB << 20, 2)
     # The bystander fills the rest, topped up until node 0 is below its floor: memory
     # can come back on node 0 after a fill (a departed process's pages freed late; CI
@@ -155,17 +144,36 @@ def run(env, res, variant="donor"):
         by_mb = max(BYSTANDER_MB if not bys else 1, free - LEAVE_FREE_MB)
         bys.append(env.start_workload(by_cg, by_mb, 0, 0, env=hot, pages="4k"))
     by_before = [on_node(b.pid, s, n, 0)[0] for b, s, n in bys]
+    free0 = node_free_mb(0)
+    res["node0"] = {"total_mb": total, "free_mb": free0, "donor_mb": donor_mb, "free_mb_before_each_fill": fills,
+                    "bystander_mb": [n >> 20 for _, _, n in bys]}
+    check(free0 < total * FLOOR_PCT / 100, f"node 0 not below its floor: {free0} of {total} MiB free")
+    return donor, d_start, d_len, bys, by_before
+
+
+def run(env, res, variant="donor"):
+    check(variant in ("donor", "overflow"), f"exchange-across:{variant}: donor or overflow")
+    res["variant"] = variant
+    sysctl_numa_balancing(0)
+    taker_cg = env.cgroup("nb-x-taker", "balance")
+    donor_cg = env.cgroup("nb-x-donor", "balance")
+    by_cg = env.cgroup("nb-x-bystander")
+    # Base pages: khugepaged collapses a range partly promoted into a huge page on the
+    # node most of it is on, moving the rest without the daemon (one ASan run: 64 MiB
+    # on node 0, 6.25 MiB of it the daemon's promotions).
+    taker, t_start, _ = env.start_workload(taker_cg, HOT_MB, 0, 0, pages="4k")
+    subprocess.run(["migratepages", str(taker.pid), "0", "2"], check=True)
+    t_len = HOT_MB << 20
+    check(on_node(taker.pid, t_start, t_len, 2)[0] >= t_len * 0.99, "migratepages left the taker off node 2")
+    donor, d_start, d_len, bys, by_before = fill_node0(env, res, donor_cg, by_cg, variant == "overflow")
     # A moved page keeps its accessed bit, which DAMON would take for an access: the
     # donor's "hot" pages on node 2 would then wait at the floor and its own cold pages
     # make room for them (its own exchange, which no share limits). Cleared, the pages
     # it does not touch are cold to DAMON, as they are.
     with open(f"/proc/{donor.pid}/clear_refs", "w") as f:
         f.write("1")
-    free0 = node_free_mb(0)
-    res["node0"] = {"total_mb": total, "free_mb": free0, "donor_mb": donor_mb, "free_mb_before_each_fill": fills,
-                    "bystander_mb": [n >> 20 for _, _, n in bys]}
-    check(free0 < total * FLOOR_PCT / 100, f"node 0 not below its floor: {free0} of {total} MiB free")
     d_slow0 = on_node(donor.pid, d_start, d_len, 2)[0]
+    donor_mb = res["node0"]["donor_mb"]
 
     metrics = "/run/numabalanced/test-metrics.prom" if env.shipped else env.tmp_path("metrics.prom")
     # First the donor's cgroup keeps all of node 0 (its share, set by root): the taker
