@@ -185,6 +185,8 @@ struct proc_records {
          * runs the placer (the manager: placer_proc_free), so that the records do not
          * call the placer that reads them. NULL: none is ever made. */
         void (*free_place)(struct proc_place *pp);
+        /* What the records' sampled pages (proc_rec.sampled) hold in all: bounded. */
+        struct sampled_cold_pool sampled_pool;
 };
 
 /* No records; fd_limit from RLIMIT_NOFILE. */

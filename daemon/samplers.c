@@ -88,7 +88,7 @@ struct drain {
 static void note_sampled(const struct drain *d, struct proc_rec *p, uint64_t addr, uint64_t count) {
         if (!d->cold_age_ms || !p->cg || !cg_mode_moves(p->cg->mode))
                 return;
-        if (!p->sampled && sampled_cold_new(&p->sampled) < 0)
+        if (!p->sampled && sampled_cold_new(&d->procs->sampled_pool, &p->sampled) < 0)
                 return;
         sampled_cold_add(p->sampled, addr & ~(page_size() - 1), count, d->now_ms, d->cold_age_ms);
 }

@@ -18,6 +18,7 @@ struct window {
 };
 
 struct sampled_cold {
+        struct sampled_cold_pool *pool;
         struct window cur, closed;
         bool have_closed;
         uint64_t age_ms;              /* the windows' length: another starts them over */
@@ -25,17 +26,19 @@ struct sampled_cold {
         uint8_t key[SIPHASH_KEY_SIZE];
 };
 
-static void window_clear(struct window *w, uint64_t start_ms) {
+static void window_clear(struct sampled_cold *c, struct window *w) {
+        c->pool->used -= w->used;
         free(w->pages);
         free(w->counts);
-        *w = (struct window) { .start_ms = start_ms };
+        *w = (struct window) {};
 }
 
-int sampled_cold_new(struct sampled_cold **ret) {
+int sampled_cold_new(struct sampled_cold_pool *pool, struct sampled_cold **ret) {
         struct sampled_cold *c = calloc(1, sizeof(*c));
 
         if (!c)
                 return -ENOMEM;
+        c->pool = pool;
         siphash_random_key(c->key);
         *ret = c;
         return 0;
@@ -44,8 +47,8 @@ int sampled_cold_new(struct sampled_cold **ret) {
 void sampled_cold_free(struct sampled_cold *c) {
         if (!c)
                 return;
-        window_clear(&c->cur, 0);
-        window_clear(&c->closed, 0);
+        window_clear(c, &c->cur);
+        window_clear(c, &c->closed);
         free(c);
 }
 
@@ -82,7 +85,7 @@ static int window_grow(const struct sampled_cold *c, struct window *w) {
         return 0;
 }
 
-static void window_add(const struct sampled_cold *c, struct window *w, uint64_t page, uint64_t count) {
+static void window_add(struct sampled_cold *c, struct window *w, uint64_t page, uint64_t count) {
         size_t i;
 
         w->samples += count;
@@ -93,7 +96,8 @@ static void window_add(const struct sampled_cold *c, struct window *w, uint64_t 
                 w->counts[i] += count;
                 return;
         }
-        if (2 * (w->used + 1) > w->slots && (w->used >= SAMPLED_COLD_PAGES || window_grow(c, w) < 0)) {
+        if (c->pool->used >= SAMPLED_COLD_TOTAL_PAGES ||
+            (2 * (w->used + 1) > w->slots && (w->used >= SAMPLED_COLD_PAGES || window_grow(c, w) < 0))) {
                 w->full = true;
                 return;
         }
@@ -101,6 +105,7 @@ static void window_add(const struct sampled_cold *c, struct window *w, uint64_t 
         w->pages[i] = page;
         w->counts[i] = count;
         w->used++;
+        c->pool->used++;
         w->once += (count == 1);
 }
 
@@ -112,8 +117,8 @@ void sampled_cold_add(struct sampled_cold *c, uint64_t page, uint64_t count, uin
         if (!count)
                 return;
         if (age_ms != c->age_ms) {
-                window_clear(&c->cur, 0);
-                window_clear(&c->closed, 0);
+                window_clear(c, &c->cur);
+                window_clear(c, &c->closed);
                 c->have_closed = false;
                 c->age_ms = age_ms;
                 c->last_ms = 0;
@@ -122,7 +127,7 @@ void sampled_cold_add(struct sampled_cold *c, uint64_t page, uint64_t count, uin
         if (!c->last_ms)
                 c->cur.start_ms = now_ms;
         if (now_ms - c->cur.start_ms >= age_ms) {
-                window_clear(&c->closed, 0);
+                window_clear(c, &c->closed);
                 c->closed = c->cur;
                 c->have_closed = true;
                 c->cur = (struct window) { .start_ms = now_ms };

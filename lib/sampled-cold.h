@@ -28,10 +28,19 @@
 #define SAMPLED_COLD_MIN_SAMPLES 1000
 #define SAMPLED_COLD_MISSED_PERMILLE 50
 #define SAMPLED_COLD_FRESH_MS 5000
+/* The pages all tables of one pool hold together (about 8-16 MiB of tables): many
+ * processes sampled over a long cold age stay within it. A page that would go beyond
+ * it fills its window, which then names nothing cold (the safe side). */
+#define SAMPLED_COLD_TOTAL_PAGES 262144
+
+struct sampled_cold_pool {
+        size_t used;                 /* pages held by its tables */
+};
 
 struct sampled_cold;
 
-int sampled_cold_new(struct sampled_cold **ret);
+/* A table drawing on pool (which outlives it). */
+int sampled_cold_new(struct sampled_cold_pool *pool, struct sampled_cold **ret);
 void sampled_cold_free(struct sampled_cold *c);
 
 /* count samples of the page at page (aligned by the caller) at now_ms (not before the

@@ -11,6 +11,8 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sampled_cold *, sampled_cold_free);
 
+static struct sampled_cold_pool pool;
+
 /* Every second from t0 for secs seconds: pages [first, first + n) once each, times
  * times (a dense hot set: each page sampled again and again). */
 static void feed(struct sampled_cold *c, uint64_t t0, unsigned secs, uint64_t first, size_t n, uint64_t times) {
@@ -35,7 +37,7 @@ TEST(dense_samples_name_the_cold) {
         struct sampled_cold_state st;
         size_t n = 7;
 
-        CHECK_INT(sampled_cold_new(&c), 0);
+        CHECK_INT(sampled_cold_new(&pool, &c), 0);
         feed(c, 1000, 10, 200, 100, 3);
         CHECK_INT(why(c, 10500), SAMPLED_COLD_YOUNG);
         CHECK_INT(sampled_cold_ranges(c, 10500, mapped, 2, PAGE, &cold, &n), 0);
@@ -60,7 +62,7 @@ TEST(both_windows_count) {
         _cleanup_free_ struct damon_range *cold = NULL;
         size_t n;
 
-        CHECK_INT(sampled_cold_new(&c), 0);
+        CHECK_INT(sampled_cold_new(&pool, &c), 0);
         feed(c, 1000, 11, 0, 1, 200);       /* page 0 through the first window */
         sampled_cold_add(c, BASE + 9 * PAGE, 2, 11500, AGE);
         sampled_cold_add(c, BASE + 4 * PAGE, 2, 11600, AGE);
@@ -79,7 +81,7 @@ TEST(sparse_or_few_samples_name_nothing) {
         struct sampled_cold_state st;
         size_t n;
 
-        CHECK_INT(sampled_cold_new(&c), 0);
+        CHECK_INT(sampled_cold_new(&pool, &c), 0);
         for (unsigned s = 0; s < 12; s++)
                 for (size_t i = 0; i < 300; i++)
                         sampled_cold_add(c, BASE + (s * 300 + i) * PAGE, 1, 1000 + s * 1000, AGE);
@@ -89,7 +91,7 @@ TEST(sparse_or_few_samples_name_nothing) {
         CHECK_INT(sampled_cold_ranges(c, 12500, mapped, 1, PAGE, &cold, &n), 0);
         CHECK(!cold && n == 0);
 
-        CHECK_INT(sampled_cold_new(&few), 0);
+        CHECK_INT(sampled_cold_new(&pool, &few), 0);
         feed(few, 1000, 12, 0, 10, 2);      /* 200 samples a window */
         CHECK_INT(why(few, 12500), SAMPLED_COLD_FEW);
 }
@@ -99,7 +101,7 @@ TEST(sparse_or_few_samples_name_nothing) {
 TEST(gaps_and_silence) {
         _cleanup_(sampled_cold_freep) struct sampled_cold *c = NULL;
 
-        CHECK_INT(sampled_cold_new(&c), 0);
+        CHECK_INT(sampled_cold_new(&pool, &c), 0);
         feed(c, 1000, 12, 0, 100, 3);
         CHECK_INT(why(c, 12500), SAMPLED_COLD_KNOWN);
         CHECK_INT(why(c, 17000), SAMPLED_COLD_STALE);
@@ -116,7 +118,7 @@ TEST(gaps_and_silence) {
 TEST(too_many_pages) {
         _cleanup_(sampled_cold_freep) struct sampled_cold *c = NULL;
 
-        CHECK_INT(sampled_cold_new(&c), 0);
+        CHECK_INT(sampled_cold_new(&pool, &c), 0);
         for (unsigned s = 0; s < 12; s++)
                 for (size_t i = 0; i < SAMPLED_COLD_PAGES + 10; i++)
                         sampled_cold_add(c, BASE + i * PAGE, 2, 1000 + s * 1000, AGE);
@@ -124,11 +126,30 @@ TEST(too_many_pages) {
         CHECK_STR(sampled_cold_why_name(SAMPLED_COLD_FULL), "too-many-pages");
 }
 
+/* Tables share their pool's bound: once it is used up a window is full (nothing named
+ * cold), and what a table held goes back to the pool when it is freed. */
+TEST(the_pool_bounds_all_tables) {
+        struct sampled_cold_pool small = { .used = SAMPLED_COLD_TOTAL_PAGES - 50 };
+        _cleanup_(sampled_cold_freep) struct sampled_cold *a = NULL;
+        struct sampled_cold *b = NULL;
+
+        CHECK_INT(sampled_cold_new(&small, &a), 0);
+        CHECK_INT(sampled_cold_new(&small, &b), 0);
+        feed(b, 1000, 12, 0, 20, 6);        /* 20 pages in each window */
+        CHECK_INT(small.used, SAMPLED_COLD_TOTAL_PAGES - 10);
+        CHECK_INT(why(b, 12500), SAMPLED_COLD_KNOWN);
+        feed(a, 1000, 12, 0, 20, 3);
+        CHECK_INT(small.used, SAMPLED_COLD_TOTAL_PAGES);
+        CHECK_INT(why(a, 12500), SAMPLED_COLD_FULL);
+        sampled_cold_free(b);
+        CHECK_INT(small.used, SAMPLED_COLD_TOTAL_PAGES - 40);
+}
+
 /* A longer cold age (a reload) starts over: the closed window was shorter than it. */
 TEST(new_age_starts_over) {
         _cleanup_(sampled_cold_freep) struct sampled_cold *c = NULL;
 
-        CHECK_INT(sampled_cold_new(&c), 0);
+        CHECK_INT(sampled_cold_new(&pool, &c), 0);
         feed(c, 1000, 12, 0, 100, 3);
         CHECK_INT(why(c, 12500), SAMPLED_COLD_KNOWN);
         sampled_cold_add(c, BASE, 3, 13000, 2 * AGE);

@@ -550,6 +550,8 @@ TEST(a_donor_without_samples_gives_cold_memory) {
  * the first MiB sampled again and again for two windows, the other 15 MiB never; 4 MiB of them wanted at
  * node 0, node 1 slow. None of the sampled MiB goes. With sparse samples (128 new pages
  * a second, each named once) nothing is cold, and nothing goes. */
+static struct sampled_cold_pool pool;
+
 static void sample_pages(struct proc_rec *p, bool dense) {
         for (uint64_t t = 80000, k = 0; t <= 100000; t += 1000, k++)
                 for (uint64_t i = 0; i < (dense ? 256 : 128); i++)
@@ -568,7 +570,7 @@ TEST(unsampled_pages_are_cold_without_damon) {
                 nodemask_set(&slow, 1);
                 topology_set_slow(topo, &slow);
                 f.env.exchange_demand = demand;
-                if (sampled_cold_new(&f.p.sampled) < 0)
+                if (sampled_cold_new(&pool, &f.p.sampled) < 0)
                         abort();
                 sample_pages(&f.p, dense);
                 demand[0] = 4 * MIB;
