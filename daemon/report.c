@@ -942,7 +942,7 @@ static void put_cold(struct json *j, const struct proc_rec *p, uint64_t now) {
                 json_object_begin(j);
                 json_key(j, "state"); json_string(j, sampled_cold_why_name(st.why));
                 json_key(j, "samples"); json_u64(j, st.samples);
-                json_key(j, "pages"); json_u64(j, st.pages);
+                json_key(j, "blocks"); json_u64(j, st.blocks);
                 json_key(j, "missed_permille"); json_u64(j, st.missed_permille);
                 json_object_end(j);
         }

@@ -90,7 +90,7 @@ static void note_sampled(const struct drain *d, struct proc_rec *p, uint64_t add
                 return;
         if (!p->sampled && sampled_cold_new(&d->procs->sampled_pool, &p->sampled) < 0)
                 return;
-        sampled_cold_add(p->sampled, addr & ~(page_size() - 1), count, d->now_ms, d->cold_age_ms);
+        sampled_cold_add(p->sampled, addr, count, d->now_ms, d->cold_age_ms);
 }
 
 /* A count of page-level samples (page_sampler_drain): kept for the process's next scan. */

@@ -331,7 +331,7 @@ static void set_tiers(const struct scan_env *env, const struct proc_rec *p, uint
         if (in->n_cold || !env->cfg->exchange || !sampled_cold_known(p->sampled, now, NULL))
                 return;
         anon = anon_ranges(in, &n_anon);
-        if (anon && sampled_cold_ranges(p->sampled, now, anon, n_anon, page_size(), unsampled, &n) >= 0) {
+        if (anon && sampled_cold_ranges(p->sampled, now, anon, n_anon, unsampled, &n) >= 0) {
                 in->cold = *unsampled;
                 in->n_cold = n;
         }

@@ -6,10 +6,10 @@
 #include "sampled-cold.h"
 #include "siphash.h"
 
-/* One window: its pages' sample counts by open addressing (count 0: an empty slot),
- * keyed, as the pages are the sampled process's to choose (page-agg.c). */
+/* One window: its blocks' sample counts by open addressing (count 0: an empty slot),
+ * keyed, as the addresses are the sampled process's to choose (page-agg.c). */
 struct window {
-        uint64_t *pages;
+        uint64_t *blocks;
         uint64_t *counts;
         size_t slots, used;
         uint64_t start_ms, samples, once;
@@ -28,7 +28,7 @@ struct sampled_cold {
 
 static void window_clear(struct sampled_cold *c, struct window *w) {
         c->pool->used -= w->used;
-        free(w->pages);
+        free(w->blocks);
         free(w->counts);
         *w = (struct window) {};
 }
@@ -52,10 +52,10 @@ void sampled_cold_free(struct sampled_cold *c) {
         free(c);
 }
 
-static size_t slot_of(const struct sampled_cold *c, const struct window *w, uint64_t page) {
-        size_t i = siphash24(&page, sizeof(page), c->key) & (w->slots - 1);
+static size_t slot_of(const struct sampled_cold *c, const struct window *w, uint64_t block) {
+        size_t i = siphash24(&block, sizeof(block), c->key) & (w->slots - 1);
 
-        while (w->counts[i] && w->pages[i] != page)
+        while (w->counts[i] && w->blocks[i] != block)
                 i = (i + 1) & (w->slots - 1);
         return i;
 }
@@ -65,51 +65,51 @@ static int window_grow(const struct sampled_cold *c, struct window *w) {
         struct window n = *w;
 
         n.slots = w->slots ? 2 * w->slots : 1024;
-        n.pages = calloc(n.slots, sizeof(*n.pages));
+        n.blocks = calloc(n.slots, sizeof(*n.blocks));
         n.counts = calloc(n.slots, sizeof(*n.counts));
-        if (!n.pages || !n.counts) {
-                free(n.pages);
+        if (!n.blocks || !n.counts) {
+                free(n.blocks);
                 free(n.counts);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < w->slots; i++)
                 if (w->counts[i]) {
-                        size_t j = slot_of(c, &n, w->pages[i]);
+                        size_t j = slot_of(c, &n, w->blocks[i]);
 
-                        n.pages[j] = w->pages[i];
+                        n.blocks[j] = w->blocks[i];
                         n.counts[j] = w->counts[i];
                 }
-        free(w->pages);
+        free(w->blocks);
         free(w->counts);
         *w = n;
         return 0;
 }
 
-static void window_add(struct sampled_cold *c, struct window *w, uint64_t page, uint64_t count) {
+static void window_add(struct sampled_cold *c, struct window *w, uint64_t block, uint64_t count) {
         size_t i;
 
         w->samples += count;
         if (w->full)
                 return;
-        if (w->slots && w->counts[i = slot_of(c, w, page)]) {
+        if (w->slots && w->counts[i = slot_of(c, w, block)]) {
                 w->once -= (w->counts[i] == 1);
                 w->counts[i] += count;
                 return;
         }
-        if (c->pool->used >= SAMPLED_COLD_TOTAL_PAGES ||
-            (2 * (w->used + 1) > w->slots && (w->used >= SAMPLED_COLD_PAGES || window_grow(c, w) < 0))) {
+        if (c->pool->used >= SAMPLED_COLD_TOTAL_BLOCKS ||
+            (2 * (w->used + 1) > w->slots && (w->used >= SAMPLED_COLD_BLOCKS || window_grow(c, w) < 0))) {
                 w->full = true;
                 return;
         }
-        i = slot_of(c, w, page);
-        w->pages[i] = page;
+        i = slot_of(c, w, block);
+        w->blocks[i] = block;
         w->counts[i] = count;
         w->used++;
         c->pool->used++;
         w->once += (count == 1);
 }
 
-void sampled_cold_add(struct sampled_cold *c, uint64_t page, uint64_t count, uint64_t now_ms, uint64_t age_ms) {
+void sampled_cold_add(struct sampled_cold *c, uint64_t addr, uint64_t count, uint64_t now_ms, uint64_t age_ms) {
         /* No sample for SAMPLED_COLD_FRESH_MS: the sampler may not have reached the
          * process (quota, a restart), and what it touched then is not known. */
         bool gap = c->last_ms && now_ms - c->last_ms >= SAMPLED_COLD_FRESH_MS;
@@ -134,7 +134,7 @@ void sampled_cold_add(struct sampled_cold *c, uint64_t page, uint64_t count, uin
         }
         c->cur.gap |= gap;
         c->last_ms = now_ms;
-        window_add(c, &c->cur, page, count);
+        window_add(c, &c->cur, addr & ~(SAMPLED_COLD_BLOCK - 1), count);
 }
 
 static enum sampled_cold_why why_of(const struct sampled_cold *c, uint64_t now_ms) {
@@ -162,7 +162,7 @@ bool sampled_cold_known(const struct sampled_cold *c, uint64_t now_ms, struct sa
                 *st = (struct sampled_cold_state) { .why = why };
                 if (c && c->have_closed) {
                         st->samples = c->closed.samples;
-                        st->pages = c->closed.used;
+                        st->blocks = c->closed.used;
                         st->missed_permille = c->closed.samples ? (unsigned) (c->closed.once * 1000 / c->closed.samples)
                                                                 : 0;
                 }
@@ -173,7 +173,7 @@ bool sampled_cold_known(const struct sampled_cold *c, uint64_t now_ms, struct sa
 const char *sampled_cold_why_name(enum sampled_cold_why why) {
         static const char *const names[] = {
                 [SAMPLED_COLD_KNOWN] = "known", [SAMPLED_COLD_YOUNG] = "young", [SAMPLED_COLD_FEW] = "few-samples",
-                [SAMPLED_COLD_FULL] = "too-many-pages", [SAMPLED_COLD_SPARSE] = "sparse", [SAMPLED_COLD_STALE] = "stale",
+                [SAMPLED_COLD_FULL] = "too-many-blocks", [SAMPLED_COLD_SPARSE] = "sparse", [SAMPLED_COLD_STALE] = "stale",
                 [SAMPLED_COLD_GAP] = "gap",
         };
 
@@ -186,8 +186,8 @@ static int cmp_u64(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-/* Both windows' pages, sorted (duplicates kept). */
-static uint64_t *sampled_pages(const struct sampled_cold *c, size_t *ret_n) {
+/* Both windows' blocks, sorted (duplicates kept). */
+static uint64_t *sampled_blocks(const struct sampled_cold *c, size_t *ret_n) {
         const struct window *w[] = { &c->closed, &c->cur };
         uint64_t *v = malloc((c->closed.used + c->cur.used + 1) * sizeof(*v));
         size_t n = 0;
@@ -197,7 +197,7 @@ static uint64_t *sampled_pages(const struct sampled_cold *c, size_t *ret_n) {
         for (size_t k = 0; k < 2; k++)
                 for (size_t i = 0; i < w[k]->slots; i++)
                         if (w[k]->counts[i])
-                                v[n++] = w[k]->pages[i];
+                                v[n++] = w[k]->blocks[i];
         qsort(v, n, sizeof(*v), cmp_u64);
         *ret_n = n;
         return v;
@@ -210,7 +210,7 @@ static void put(struct damon_range *out, size_t *n, uint64_t start, uint64_t end
 }
 
 int sampled_cold_ranges(const struct sampled_cold *c, uint64_t now_ms, const struct damon_range *mapped,
-                        size_t n_mapped, uint64_t page, struct damon_range **ret, size_t *ret_n) {
+                        size_t n_mapped, struct damon_range **ret, size_t *ret_n) {
         _cleanup_free_ uint64_t *hot = NULL;
         struct damon_range *out;
         size_t n_hot = 0, n = 0, h = 0;
@@ -219,19 +219,23 @@ int sampled_cold_ranges(const struct sampled_cold *c, uint64_t now_ms, const str
         *ret_n = 0;
         if (!sampled_cold_known(c, now_ms, NULL) || !n_mapped)
                 return 0;
-        if (!(hot = sampled_pages(c, &n_hot)) || !(out = calloc(n_mapped + n_hot, sizeof(*out))))
+        if (!(hot = sampled_blocks(c, &n_hot)) || !(out = calloc(n_mapped + n_hot, sizeof(*out))))
                 return -ENOMEM;
-        /* Each sampled page cuts the mapped range it lies in: at most one more range. */
+        /* Each sampled block cuts the mapped range it meets: at most one more range. A
+         * block begins before the range it reaches into at most (blocks are aligned). */
         for (size_t m = 0; m < n_mapped; m++) {
                 uint64_t from = mapped[m].start;
 
-                while (h < n_hot && hot[h] < mapped[m].start)
+                while (h < n_hot && hot[h] + SAMPLED_COLD_BLOCK <= mapped[m].start)
                         h++;
                 for (; h < n_hot && hot[h] < mapped[m].end; h++) {
                         put(out, &n, from, hot[h]);
-                        if (hot[h] + page > from)
-                                from = hot[h] + page;
+                        if (hot[h] + SAMPLED_COLD_BLOCK > from)
+                                from = hot[h] + SAMPLED_COLD_BLOCK;
                 }
+                /* The block that reached past this range may reach into the next. */
+                if (h && hot[h - 1] + SAMPLED_COLD_BLOCK > mapped[m].end)
+                        h--;
                 put(out, &n, from, mapped[m].end);
         }
         *ret = out;

@@ -545,18 +545,19 @@ TEST(a_donor_without_samples_gives_cold_memory) {
         fixture_done(&f);
 }
 
-/* Without DAMON, its pages never sampled over the cold age are its cold memory once the
- * samples cover its accesses (lib/sampled-cold.h): of 3002's anonymous 16 MiB on node 0,
- * the first MiB sampled again and again for two windows, the other 15 MiB never; 4 MiB of them wanted at
- * node 0, node 1 slow. None of the sampled MiB goes. With sparse samples (128 new pages
- * a second, each named once) nothing is cold, and nothing goes. */
+/* Without DAMON, its memory no sample named over the cold age is its cold memory once
+ * the samples cover its accesses (lib/sampled-cold.h: 2 MiB blocks): of 3002's
+ * anonymous 16 MiB on node 0, the first MiB sampled again and again for two windows,
+ * the other 15 MiB never; 4 MiB wanted at node 0, node 1 slow. Nothing of the first
+ * block goes. With sparse samples (128 new blocks a second, each named once) nothing
+ * is cold, and nothing goes. */
 static struct sampled_cold_pool pool;
 
 static void sample_pages(struct proc_rec *p, bool dense) {
         for (uint64_t t = 80000, k = 0; t <= 100000; t += 1000, k++)
                 for (uint64_t i = 0; i < (dense ? 256 : 128); i++)
-                        sampled_cold_add(p->sampled, 0x7f5000000000 + (dense ? i : k * 128 + i) * page_size(), 2 - !dense,
-                                         t, 10000);
+                        sampled_cold_add(p->sampled, 0x7f5000000000 + (dense ? i * page_size() : (k * 128 + i) << 21),
+                                         2 - !dense, t, 10000);
 }
 
 TEST(unsampled_pages_are_cold_without_damon) {
@@ -587,7 +588,7 @@ TEST(unsampled_pages_are_cold_without_damon) {
                 }
                 for (size_t i = 0; dense && i < s.pages.n_moves; i++)
                         CHECK(s.pages.moves[i].demote && s.pages.moves[i].target == 1 &&
-                              s.pages.moves[i].start >= 0x7f5000100000 && s.pages.moves[i].end <= 0x7f5001000000);
+                              s.pages.moves[i].start >= 0x7f5000200000 && s.pages.moves[i].end <= 0x7f5001000000);
                 topology_set_slow(topo, &none);
                 scan_done(&s);
                 fixture_done(&f);
