@@ -249,6 +249,10 @@ def damon_stop():
     except OSError:
         pass
     damon_write("0/state", "off")
+    # Gone, not just off: a kdamond left behind is another tool's to the daemon, which
+    # then leaves DAMON alone (nr_kdamonds not 0), and the daemon's runs after a damon
+    # run in the same boot ran without DAMON's evidence.
+    damon_write("nr_kdamonds", 0)
     return stats
 
 

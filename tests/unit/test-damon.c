@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "damon.h"
 #include "counters.h"
 #include "damon-pages.h"
@@ -1011,6 +1012,36 @@ TEST(reads_fed_as_page_evidence) {
         CHECK(!b.seen);
         CHECK_INT(c.damon_full + c.damon_capped, 0);
         page_agg_free(a.seen);
+        topology_free(topo);
+}
+
+/* A process whose page samples cover its accesses (lib/sampled-cold.h) gets no page
+ * evidence from DAMON's hot regions: its samples name its hot pages one by one. */
+TEST(sampled_processes_take_no_hot_regions) {
+        uint64_t ps = page_size(), base = 256 * ps, now = clock_now_ms();
+        struct topology *topo = NULL;
+        struct damon_range mapped = { base, base + 4 * ps }, slow = mapped, hot = mapped;
+        struct sampled_cold_pool pool = {};
+        struct proc_rec a = { .pid = 10, .starttime = 5, .hot_node = 0, .mapped = &mapped, .n_mapped = 1,
+                              .slow = &slow, .n_slow = 1 };
+        struct proc_rec *v[] = { &a };
+        struct proc_records procs = { .v = v, .n = 1 };
+        struct damon_result res[] = { { .pid = 10, .starttime = 5, .hot = &hot, .n_hot = 1 } };
+        struct counters c = {};
+        nb_nodemask one = {};
+
+        if (topology_read(TEST_DATA_DIR "/sys/2n2c", &topo) < 0 || sampled_cold_new(&pool, &a.sampled) < 0)
+                TEST_FAIL("no topology");
+        nodemask_set(&one, 1);
+        topology_set_slow(topo, &one);
+        for (uint64_t t = now - 12000; t <= now; t += 1000)
+                sampled_cold_add(a.sampled, base, 200, t, 10000);
+        CHECK(sampled_cold_known(a.sampled, clock_now_ms(), NULL));
+        damon_feed_results(res, 1, &procs, topo, &c);
+        CHECK_INT(c.damon_pages, 0);
+        CHECK(!a.seen);
+        sampled_cold_free(a.sampled);
+        free(a.cold);
         topology_free(topo);
 }
 

@@ -456,9 +456,12 @@ class Env:
                     log.write(f"{time.time() - t0:8.2f} {line.decode(errors='replace')}")
                     log.flush()
 
-        threading.Thread(target=pump, args=(self.daemon.stdout, self.daemon_log), daemon=True).start()
+        pumping = threading.Thread(target=pump, args=(self.daemon.stdout, self.daemon_log), daemon=True)
+        pumping.start()
         time.sleep(0.5)
-        check(self.daemon.poll() is None, f"daemon exited at start: {self.log()}")
+        if self.daemon.poll() is not None:
+            pumping.join(5)   # its last lines, which say why
+            fail(f"daemon exited at start (status {self.daemon.returncode}): {self.log()}")
 
     def log(self):
         if not self.daemon_log or not os.path.exists(self.daemon_log):
