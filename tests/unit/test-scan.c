@@ -514,16 +514,29 @@ TEST(serve_demand_brings_donors_forward) {
 /* A donor (damon.h: watched for cold regions only) has no page samples, and its scan
  * still gives its cold memory for another process's promotions waiting at node 0:
  * 3002's 16 MiB on node 0, cold to DAMON, 4 MiB of it wanted, node 1 slow. */
+/* 3002 (16 MiB on node 0) with node 1 slow, and the exchange's demand per node. */
+static void fixture_start_tiered(struct fixture *f, uint64_t *demand) {
+        nb_nodemask slow = {};
+
+        fixture_start(f, 3002, 5000);
+        nodemask_set(&slow, 1);
+        topology_set_slow(topo, &slow);
+        f->env.exchange_demand = demand;
+}
+
+static void fixture_done_tiered(struct fixture *f) {
+        nb_nodemask none = {};
+
+        topology_set_slow(topo, &none);
+        fixture_done(f);
+}
+
 TEST(a_donor_without_samples_gives_cold_memory) {
         struct fixture f;
         struct scan s = {};
         uint64_t demand[NB_NODES_MAX] = { 0 };
-        nb_nodemask slow = {}, none = {};
 
-        fixture_start(&f, 3002, 5000);
-        nodemask_set(&slow, 1);
-        topology_set_slow(topo, &slow);
-        f.env.exchange_demand = demand;
+        fixture_start_tiered(&f, demand);
         f.p.cold = malloc(sizeof(*f.p.cold));
         if (!f.p.cold)
                 abort();
@@ -540,9 +553,8 @@ TEST(a_donor_without_samples_gives_cold_memory) {
         CHECK(s.pages.n_moves && s.pages.moves[0].demote && s.pages.moves[0].target == 1 &&
               s.pages.moves[0].start >= 0x7f5000000000 && s.pages.moves[0].end <= 0x7f5001000000);
         CHECK_INT(demand[0], 0);
-        topology_set_slow(topo, &none);
         scan_done(&s);
-        fixture_done(&f);
+        fixture_done_tiered(&f);
 }
 
 /* Without DAMON, its memory no sample named over the cold age is its cold memory once
@@ -565,12 +577,8 @@ TEST(unsampled_pages_are_cold_without_damon) {
                 struct fixture f;
                 struct scan s = {};
                 uint64_t demand[NB_NODES_MAX] = { 0 };
-                nb_nodemask slow = {}, none = {};
 
-                fixture_start(&f, 3002, 5000);
-                nodemask_set(&slow, 1);
-                topology_set_slow(topo, &slow);
-                f.env.exchange_demand = demand;
+                fixture_start_tiered(&f, demand);
                 if (sampled_cold_new(&pool, &f.p.sampled) < 0)
                         abort();
                 sample_pages(&f.p, dense);
@@ -589,9 +597,8 @@ TEST(unsampled_pages_are_cold_without_damon) {
                 for (size_t i = 0; dense && i < s.pages.n_moves; i++)
                         CHECK(s.pages.moves[i].demote && s.pages.moves[i].target == 1 &&
                               s.pages.moves[i].start >= 0x7f5000200000 && s.pages.moves[i].end <= 0x7f5001000000);
-                topology_set_slow(topo, &none);
                 scan_done(&s);
-                fixture_done(&f);
+                fixture_done_tiered(&f);
         }
 }
 

@@ -117,6 +117,18 @@ def node_total_mb(node):
     return load("promote").node_total_mb(node)
 
 
+def start_taker(env, cg):
+    """The taker: HOT_MB read all the time, moved to node 2. Returns (Popen, start, length)."""
+    # Base pages: khugepaged collapses a range partly promoted into a huge page on the
+    # node most of it is on, moving the rest without the daemon (one ASan run: 64 MiB
+    # on node 0, 6.25 MiB of it the daemon's promotions).
+    taker, t_start, _ = env.start_workload(cg, HOT_MB, 0, 0, pages="4k")
+    subprocess.run(["migratepages", str(taker.pid), "0", "2"], check=True)
+    t_len = HOT_MB << 20
+    check(on_node(taker.pid, t_start, t_len, 2)[0] >= t_len * 0.99, "migratepages left the taker off node 2")
+    return taker, t_start, t_len
+
+
 def fill_node0(env, res, donor_cg, by_cg, overflow=False):
     """The donor (reading its first DONOR_HOT_MB) fills node 0 to LEAVE_FREE_MB +
     BYSTANDER_MB free, the bystander the rest, below the promotion floor; overflow: 8
@@ -158,13 +170,7 @@ def run(env, res, variant="donor"):
     taker_cg = env.cgroup("nb-x-taker", "balance")
     donor_cg = env.cgroup("nb-x-donor", "balance")
     by_cg = env.cgroup("nb-x-bystander")
-    # Base pages: khugepaged collapses a range partly promoted into a huge page on the
-    # node most of it is on, moving the rest without the daemon (one ASan run: 64 MiB
-    # on node 0, 6.25 MiB of it the daemon's promotions).
-    taker, t_start, _ = env.start_workload(taker_cg, HOT_MB, 0, 0, pages="4k")
-    subprocess.run(["migratepages", str(taker.pid), "0", "2"], check=True)
-    t_len = HOT_MB << 20
-    check(on_node(taker.pid, t_start, t_len, 2)[0] >= t_len * 0.99, "migratepages left the taker off node 2")
+    taker, t_start, t_len = start_taker(env, taker_cg)
     donor, d_start, d_len, bys, by_before = fill_node0(env, res, donor_cg, by_cg, variant == "overflow")
     # A moved page keeps its accessed bit, which DAMON would take for an access: the
     # donor's "hot" pages on node 2 would then wait at the floor and its own cold pages

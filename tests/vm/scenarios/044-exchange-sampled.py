@@ -19,13 +19,11 @@ the taker's promoted part still on node 0 STAY_S later. Under --shipped the tena
 not root and the daemon runs under its unit (the replay file in /run, which its
 PrivateTmp= does not hide)."""
 import os
-import subprocess
 import threading
 import time
 
 from scenario import check, explain, load, node_cpus, sysctl_numa_balancing, wait_log
 
-HOT_MB = 64
 HOT_WAIT_S = 240
 KNOWN_WAIT_S = 90        # until explain shows the donor's cold memory known by its samples
 STAY_S = 15
@@ -87,10 +85,7 @@ def run(env, res):
     taker_cg = env.cgroup("nb-xs-taker", "balance")
     donor_cg = env.cgroup("nb-xs-donor", "balance")
     by_cg = env.cgroup("nb-xs-bystander")
-    taker, t_start, _ = env.start_workload(taker_cg, HOT_MB, 0, 0, pages="4k")
-    subprocess.run(["migratepages", str(taker.pid), "0", "2"], check=True)
-    t_len = HOT_MB << 20
-    check(x.on_node(taker.pid, t_start, t_len, 2)[0] >= t_len * 0.99, "migratepages left the taker off node 2")
+    taker, t_start, t_len = x.start_taker(env, taker_cg)
     donor, d_start, d_len, bys, by_before = x.fill_node0(env, res, donor_cg, by_cg)
     d_slow0 = x.on_node(donor.pid, d_start, d_len, 2)[0]
 
@@ -135,7 +130,7 @@ def run(env, res):
         res["donor_demoted_mb"] = round((d_slow - d_slow0) / 2**20, 1)
         if t90 is None:
             res["donor_explain"] = explain(env, donor.pid)
-        check(t90 is not None, f"90% of the taker's {HOT_MB} MiB not on node 0 within {HOT_WAIT_S} s: {got_t[1]}; "
+        check(t90 is not None, f"90% of the taker's {x.HOT_MB} MiB not on node 0 within {HOT_WAIT_S} s: {got_t[1]}; "
                                f"the donor's pages on node 2 grew by {res['donor_demoted_mb']} MiB")
         own, others = x.demoted_kib(env.log(), donor.pid)
         res["donor_demoted_kib"] = {"own": own, "for_others": others}
