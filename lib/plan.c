@@ -1002,8 +1002,25 @@ static uint64_t next_free(const struct plan_input *in, const struct plan_params 
 /* Demote moves are bounded like every plan's: a few ranges each a tick. */
 #define EXCHANGE_MOVES_MAX 64
 
+/* The first of the sorted, disjoint cold ranges that ends after addr. */
+static size_t first_cold_after(const struct plan_input *in, uint64_t addr) {
+        size_t lo = 0, hi = in->n_cold;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (in->cold[mid].end <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
 /* Demote moves of up to want bytes of the process's cold memory on node, appended to
- * pl (room for EXCHANGE_MOVES_MAX - *added more); returns the bytes planned. */
+ * pl (room for EXCHANGE_MOVES_MAX - *added more); returns the bytes planned. Each VMA
+ * looks only at the cold ranges that meet it (they are sorted): VMAs times ranges,
+ * tens of thousands each from samples, would be billions of steps. */
 static uint64_t demote_cold(const struct topology *t, const struct plan_input *in, const struct plan_params *p,
                             const struct page_decision *d, struct plan *pl, unsigned node, uint64_t want,
                             size_t *added) {
@@ -1014,7 +1031,8 @@ static uint64_t demote_cold(const struct topology *t, const struct plan_input *i
                 const struct vma *v = &in->maps->vmas[i];
                 int target = demote_target(t, in, p, i, node);
 
-                for (size_t c = 0; target >= 0 && c < in->n_cold && left && *added < EXCHANGE_MOVES_MAX; c++) {
+                for (size_t c = target >= 0 ? first_cold_after(in, v->start) : in->n_cold;
+                     c < in->n_cold && in->cold[c].start < in->vma_end[i] && left && *added < EXCHANGE_MOVES_MAX; c++) {
                         uint64_t a = in->cold[c].start > v->start ? in->cold[c].start : v->start;
                         uint64_t end = in->cold[c].end < in->vma_end[i] ? in->cold[c].end : in->vma_end[i], stop;
 

@@ -1296,6 +1296,30 @@ TEST(exchange_skips_hot_and_recent) {
         topology_free(x.t);
 }
 
+/* Cold ranges before the VMA, across its start, within it and past its end: only what
+ * lies within it is demoted, in address order (the VMA looks up the first range that
+ * meets it). */
+TEST(exchange_takes_cold_ranges_within_the_vma) {
+        struct xrun x = { .t = tiered("2n1m-tiered") };
+        const struct damon_range cold[] = {
+                { VMA0 - (2 << 20), VMA0 - (1 << 20) }, { VMA0 - 4096, VMA0 + 4096 },
+                { VMA0 + (1 << 20), VMA0 + (1 << 20) + 8192 }, { VMA0 + (64 << 20), VMA0 + (65 << 20) },
+        };
+
+        if (!x.t)
+                return;
+        CHECK_INT(xrun_plan(&x, "default", cold, 4, NULL, 0), 0);
+        CHECK_INT(x.pl.n_moves, 2);
+        CHECK_INT(x.pl.demote_bytes, 3 * 4096);
+        CHECK_INT(x.pl.exchange_unserved, 4096);
+        if (x.pl.n_moves == 2) {
+                CHECK(x.pl.moves[0].start == VMA0 && x.pl.moves[0].end == VMA0 + 4096);
+                CHECK(x.pl.moves[1].start == VMA0 + (1 << 20) && x.pl.moves[1].end == VMA0 + (1 << 20) + 8192);
+        }
+        xrun_done(&x);
+        topology_free(x.t);
+}
+
 /* A policy that allows no slow node: nothing is demoted. No cold range: nothing. */
 TEST(exchange_within_policy) {
         struct xrun x = { .t = tiered("2n1m-tiered") };
