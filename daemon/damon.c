@@ -1220,10 +1220,11 @@ void damon_feed_results(const struct damon_result *res, size_t n, struct proc_re
                 keep_cold(p, &res[i]);
                 if (!p->n_slow)
                         continue;       /* a donor: its cold regions only */
-                /* Its page samples cover its accesses (lib/sampled-cold.h): they name
-                 * its hot pages one by one, where a hot region of DAMON's carries the
-                 * cold pages at its edges up with it (issue 45's cold promotions). */
-                if (sampled_cold_known(p->sampled, clock_now_ms(), NULL))
+                /* Its page samples cover its accesses, or are coming and not yet judged
+                 * (lib/sampled-cold.h): they name its hot pages one by one, where a hot
+                 * region of DAMON's carries the cold pages at its edges up with it
+                 * (issue 45's cold promotions, all in a hot part's first seconds). */
+                if (sampled_cold_names_hot(p->sampled, clock_now_ms()))
                         continue;
                 if (p->hot_node < 0 || topology_node_slow(topo, (unsigned) p->hot_node)) {
                         c->damon_no_node++;

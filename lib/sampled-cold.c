@@ -140,10 +140,10 @@ void sampled_cold_add(struct sampled_cold *c, uint64_t addr, uint64_t count, uin
 static enum sampled_cold_why why_of(const struct sampled_cold *c, uint64_t now_ms) {
         const struct window *w = &c->closed;
 
+        if (!c->last_ms || now_ms - c->last_ms >= SAMPLED_COLD_FRESH_MS)
+                return SAMPLED_COLD_STALE;
         if (!c->have_closed)
                 return SAMPLED_COLD_YOUNG;
-        if (now_ms - c->last_ms >= SAMPLED_COLD_FRESH_MS)
-                return SAMPLED_COLD_STALE;
         if (w->gap || c->cur.gap)
                 return SAMPLED_COLD_GAP;
         if (w->full || c->cur.full)
@@ -168,6 +168,12 @@ bool sampled_cold_known(const struct sampled_cold *c, uint64_t now_ms, struct sa
                 }
         }
         return why == SAMPLED_COLD_KNOWN;
+}
+
+bool sampled_cold_names_hot(const struct sampled_cold *c, uint64_t now_ms) {
+        enum sampled_cold_why why = c ? why_of(c, now_ms) : SAMPLED_COLD_STALE;
+
+        return why == SAMPLED_COLD_KNOWN || why == SAMPLED_COLD_YOUNG;
 }
 
 const char *sampled_cold_why_name(enum sampled_cold_why why) {

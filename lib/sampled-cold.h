@@ -55,11 +55,11 @@ void sampled_cold_add(struct sampled_cold *c, uint64_t addr, uint64_t count, uin
 
 enum sampled_cold_why {
         SAMPLED_COLD_KNOWN,
-        SAMPLED_COLD_YOUNG,          /* no window closed yet */
+        SAMPLED_COLD_YOUNG,          /* samples coming, no window closed yet */
         SAMPLED_COLD_FEW,            /* the closed window took too few samples */
         SAMPLED_COLD_FULL,           /* a window held SAMPLED_COLD_BLOCKS blocks, or the pool was used up */
         SAMPLED_COLD_SPARSE,         /* too many blocks sampled once */
-        SAMPLED_COLD_STALE,          /* no sample within SAMPLED_COLD_FRESH_MS */
+        SAMPLED_COLD_STALE,          /* no sample within SAMPLED_COLD_FRESH_MS (or none yet) */
         SAMPLED_COLD_GAP,            /* no sample for that long, since the closed window began */
 };
 
@@ -74,6 +74,10 @@ struct sampled_cold_state {
  * may be NULL; c may be NULL: nothing sampled). */
 bool sampled_cold_known(const struct sampled_cold *c, uint64_t now_ms, struct sampled_cold_state *st);
 const char *sampled_cold_why_name(enum sampled_cold_why why);
+/* Whether c's samples are taken to name the process's hot pages: known to cover its
+ * accesses, or coming and not yet judged (before their first window closes). Then
+ * DAMON's hot regions add only their edges (daemon/damon.c). */
+bool sampled_cold_names_hot(const struct sampled_cold *c, uint64_t now_ms);
 
 /* mapped (n_mapped sorted, disjoint ranges) without the blocks either window holds:
  * sorted, disjoint ranges in *ret (*ret_n of them; NULL and 0 when nothing is known

@@ -1015,8 +1015,9 @@ TEST(reads_fed_as_page_evidence) {
         topology_free(topo);
 }
 
-/* A process whose page samples cover its accesses (lib/sampled-cold.h) gets no page
- * evidence from DAMON's hot regions: its samples name its hot pages one by one. */
+/* A process whose page samples cover its accesses (lib/sampled-cold.h), or are coming
+ * and not yet judged, gets no page evidence from DAMON's hot regions: its samples name
+ * its hot pages one by one. One whose samples stopped gets DAMON's again. */
 TEST(sampled_processes_take_no_hot_regions) {
         uint64_t ps = page_size(), base = 256 * ps, now = clock_now_ms();
         struct topology *topo = NULL;
@@ -1040,6 +1041,17 @@ TEST(sampled_processes_take_no_hot_regions) {
         damon_feed_results(res, 1, &procs, topo, &c);
         CHECK_INT(c.damon_pages, 0);
         CHECK(!a.seen);
+        sampled_cold_free(a.sampled);
+        CHECK_INT(sampled_cold_new(&pool, &a.sampled), 0);
+        sampled_cold_add(a.sampled, base, 1, clock_now_ms(), 10000);        /* young */
+        damon_feed_results(res, 1, &procs, topo, &c);
+        CHECK_INT(c.damon_pages, 0);
+        sampled_cold_free(a.sampled);
+        CHECK_INT(sampled_cold_new(&pool, &a.sampled), 0);
+        sampled_cold_add(a.sampled, base, 1, clock_now_ms() - 6000, 10000); /* stale */
+        damon_feed_results(res, 1, &procs, topo, &c);
+        CHECK_INT(c.damon_pages, 4);
+        page_agg_free(a.seen);
         sampled_cold_free(a.sampled);
         free(a.cold);
         topology_free(topo);

@@ -39,8 +39,11 @@ TEST(dense_samples_name_the_cold) {
         size_t n = 7;
 
         CHECK_INT(sampled_cold_new(&pool, &c), 0);
+        CHECK_INT(why(c, 500), SAMPLED_COLD_STALE);       /* nothing sampled yet */
+        CHECK(!sampled_cold_names_hot(c, 500));
         feed(c, 1000, 10, 200, 100, 3);
         CHECK_INT(why(c, 10500), SAMPLED_COLD_YOUNG);
+        CHECK(sampled_cold_names_hot(c, 10500));          /* coming, not yet judged */
         CHECK_INT(sampled_cold_ranges(c, 10500, mapped, 2, &cold, &n), 0);
         CHECK(!cold && n == 0);
         feed(c, 11000, 3, 200, 100, 3);
@@ -106,6 +109,7 @@ TEST(sparse_or_few_samples_name_nothing) {
         CHECK_INT(sampled_cold_new(&pool, &few), 0);
         feed(few, 1000, 12, 0, 10, 2);      /* 200 samples a window */
         CHECK_INT(why(few, 12500), SAMPLED_COLD_FEW);
+        CHECK(!sampled_cold_names_hot(few, 12500) && !sampled_cold_names_hot(NULL, 12500));
 }
 
 /* A sampler that stopped reaching the process: stale now, and a gap within the windows
@@ -135,6 +139,7 @@ TEST(too_many_blocks) {
                 for (size_t i = 0; i < SAMPLED_COLD_BLOCKS + 10; i++)
                         sampled_cold_add(c, BASE + i * BLOCK, 2, 1000 + s * 1000, AGE);
         CHECK_INT(why(c, 12500), SAMPLED_COLD_FULL);
+        CHECK(!sampled_cold_names_hot(c, 12500));
         CHECK_STR(sampled_cold_why_name(SAMPLED_COLD_FULL), "too-many-blocks");
 }
 
