@@ -923,7 +923,6 @@ static void put_move_stop(struct json *j, const struct proc_rec *p, uint64_t now
         json_object_end(j);
 }
 
-/* page_level and skipped_bytes: what page-level sampling saw, what was left alone. */
 /* Where the exchange finds its cold memory now (scan.c, set_tiers): DAMON's recent
  * cold regions, else its pages never sampled over the cold age when the samples cover
  * its accesses; and how its samples stand (lib/sampled-cold.h), null while none are kept. */
@@ -949,6 +948,7 @@ static void put_cold(struct json *j, const struct proc_rec *p, uint64_t now) {
         json_object_end(j);
 }
 
+/* page_level and skipped_bytes: what page-level sampling saw, what was left alone. */
 static void put_page_level(struct json *j, const struct proc_rec *p) {
         json_key(j, "page_level");
         json_object_begin(j);
