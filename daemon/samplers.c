@@ -101,6 +101,10 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
         d->counters->page_samples += count;
         if (!p)
                 return; /* exited, or not (yet) ours */
+        /* Every sample counts for what is not cold, mapped at the last full read or
+         * not: a mapping made or grown since is in use, and a new scan's cold ranges
+         * come from its own maps. An address made up only keeps more memory warm. */
+        note_sampled(d, p, addr, count);
         /* An address outside every mapping its last full read found is not its memory
          * (a decoded address gone wrong, or chosen): dropped before it takes room in
          * the table (page-agg.h). Before its first full read, all are. */
@@ -115,7 +119,22 @@ static void on_page_sample(void *userdata, pid_t tgid, uint64_t addr, unsigned n
          * has no vDSO, as with HPET) made a tick of a 2-node guest take 2-8 s. */
         page_agg_set_clock(p->seen, d->now_s);
         (void) page_agg_add_counts(p->seen, addr, node, count);
-        note_sampled(d, p, addr, count);
+}
+
+/* Sampled pages no longer kept: the exchange off, no slow node, a mode that does not
+ * move, or no sample for SAMPLED_COLD_FRESH_MS (they would have to be replaced by
+ * whole new windows before they named anything cold again). Their room goes back to
+ * the pool, which an idle tenant would otherwise hold. */
+static void drop_idle_sampled(const struct drain *d) {
+        for (size_t i = 0; i < d->procs->n; i++) {
+                struct proc_rec *p = d->procs->v[i];
+
+                if (p->sampled && (!d->cold_age_ms || !p->cg || !cg_mode_moves(p->cg->mode) ||
+                                   sampled_cold_stale(p->sampled, d->now_ms))) {
+                        sampled_cold_free(p->sampled);
+                        p->sampled = NULL;
+                }
+        }
 }
 
 uint64_t samplers_drain(struct samplers *s, struct proc_records *procs, const struct topology *t,
@@ -134,6 +153,7 @@ uint64_t samplers_drain(struct samplers *s, struct proc_records *procs, const st
         r = page_sampler_drain(s->pages, on_page_sample, &d);
         if (r < 0)
                 log_debug_errno(r, "Failed to read the page-level samples: %m");
+        drop_idle_sampled(&d);
         c->sampling_refused = q ? q->refused : 0;
         return page_sampler_take_cpu_ns(s->pages);
 }

@@ -300,17 +300,33 @@ struct plan_params scan_plan_params(const struct scan_env *env) {
         };
 }
 
-/* Its anonymous mappings (heap, stacks, anonymous memory) in this scan's maps: where a
- * data-address sample sees every access. A file mapping's pages are also read as
- * instructions (its text), which no such sample names. NULL when none, or out of memory. */
+static int cmp_start(const void *a, const void *b) {
+        const struct damon_range *x = a, *y = b;
+
+        return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Its anonymous mappings (heap, stacks, anonymous memory) in this scan's maps, sorted
+ * and merged (a numa_maps read in chunks can list a VMA that grew meanwhile twice):
+ * where a data-address sample sees every access. A file mapping's pages are also read
+ * as instructions (its text), which no such sample names. NULL when out of memory. */
 static struct damon_range *anon_ranges(const struct plan_input *in, size_t *ret_n) {
         struct damon_range *v = calloc(in->maps->n_vmas ? in->maps->n_vmas : 1, sizeof(*v));
-        size_t n = 0;
+        size_t n = 0, k = 0;
 
         for (size_t i = 0; v && i < in->maps->n_vmas; i++)
                 if (in->maps->vmas[i].kind != VMA_FILE && in->vma_end[i] > in->maps->vmas[i].start)
                         v[n++] = (struct damon_range) { in->maps->vmas[i].start, in->vma_end[i] };
-        *ret_n = n;
+        if (v)
+                qsort(v, n, sizeof(*v), cmp_start);
+        for (size_t i = 0; i < n; i++) {
+                if (k && v[i].start <= v[k - 1].end) {
+                        if (v[i].end > v[k - 1].end)
+                                v[k - 1].end = v[i].end;
+                } else
+                        v[k++] = v[i];
+        }
+        *ret_n = k;
         return v;
 }
 

@@ -137,10 +137,14 @@ void sampled_cold_add(struct sampled_cold *c, uint64_t addr, uint64_t count, uin
         window_add(c, &c->cur, addr & ~(SAMPLED_COLD_BLOCK - 1), count);
 }
 
+bool sampled_cold_stale(const struct sampled_cold *c, uint64_t now_ms) {
+        return !c->last_ms || now_ms - c->last_ms >= SAMPLED_COLD_FRESH_MS;
+}
+
 static enum sampled_cold_why why_of(const struct sampled_cold *c, uint64_t now_ms) {
         const struct window *w = &c->closed;
 
-        if (!c->last_ms || now_ms - c->last_ms >= SAMPLED_COLD_FRESH_MS)
+        if (sampled_cold_stale(c, now_ms))
                 return SAMPLED_COLD_STALE;
         if (!c->have_closed)
                 return SAMPLED_COLD_YOUNG;

@@ -74,6 +74,9 @@ struct sampled_cold_state {
  * may be NULL; c may be NULL: nothing sampled). */
 bool sampled_cold_known(const struct sampled_cold *c, uint64_t now_ms, struct sampled_cold_state *st);
 const char *sampled_cold_why_name(enum sampled_cold_why why);
+/* Whether c took no sample within SAMPLED_COLD_FRESH_MS of now_ms (nothing it holds
+ * can name anything cold until new windows replace it). */
+bool sampled_cold_stale(const struct sampled_cold *c, uint64_t now_ms);
 /* Whether c's samples are taken to name the process's hot pages: known to cover its
  * accesses, or coming and not yet judged (before their first window closes). Then
  * DAMON's hot regions add only their edges (daemon/damon.c). */

@@ -297,7 +297,9 @@ TEST(drain_feeds_the_records_mapped_samples) {
 }
 
 /* With a slow node and the exchange on, the samples of a process whose memory may
- * move are kept over the cold age (lib/sampled-cold.h); an advise cgroup's are not. */
+ * move are kept over the cold age (lib/sampled-cold.h), those outside what its last
+ * full read mapped too (a mapping made since is in use); an advise cgroup's are not.
+ * The exchange turned off, the kept ones go at the next drain. */
 TEST(drain_keeps_the_sampled_pages_for_the_exchange) {
         _cleanup_(topology_freep) struct topology *t = tiered_topology();
         struct cg_rec balance = { .mode = CG_MODE_BALANCE }, advise = { .mode = CG_MODE_ADVISE };
@@ -317,10 +319,12 @@ TEST(drain_keeps_the_sampled_pages_for_the_exchange) {
         off.exchange = false;
         (void) samplers_drain(&s, &procs, t, &off, &c);
         CHECK(recs[0].sampled == NULL && recs[1].sampled == NULL);
-        fake.queued[fake.n_queued++] = (struct queued_sample) { 100, 0x11000, 0, 3 };
+        fake.queued[fake.n_queued++] = (struct queued_sample) { 100, 0x30000, 0, 3 };   /* unmapped */
         fake.queued[fake.n_queued++] = (struct queued_sample) { 101, 0x11000, 0, 3 };
         (void) samplers_drain(&s, &procs, t, &exchange_cfg, &c);
         CHECK(recs[0].sampled != NULL && recs[1].sampled == NULL);
+        (void) samplers_drain(&s, &procs, t, &off, &c);
+        CHECK(recs[0].sampled == NULL);
         free_evidence();
         samplers_done(&s);
 }

@@ -142,6 +142,8 @@ def run(env, res):
         check(kept[0] >= t_len * 0.9, f"the taker's promoted part went back: {kept[1]}")
     finally:
         samples.stop_event.set()
+        samples.join(5)
+        os.unlink(replay)   # about 220 KB a second into /run's tmpfs: not left to later scenarios
     donor_hot = x.on_node(donor.pid, d_start, x.DONOR_HOT_MB << 20, 0)
     res["donor_hot_pages_by_node"] = donor_hot[1]
     check(donor_hot[0] == x.DONOR_HOT_MB << 20, f"the donor's sampled MiB was demoted: {donor_hot[1]}")
